@@ -1,0 +1,337 @@
+"""The OpenAgent wire protocol.
+
+Every WebSocket frame between an agent and the master is one JSON object with a
+``type`` tag. This module models each message as a Pydantic v2 model and parses
+any frame with one module-level :data:`MESSAGE_ADAPTER` (a discriminated union
+on ``type``).
+
+Direction of each message:
+
+- agent → master: ``register``, ``query``, ``tool_result``, ``tool_progress``,
+  ``peer_message``, ``collaboration_end``, ``ping``
+- master → agent: ``registered``, ``query_result``, ``tool_call``,
+  ``tool_progress`` (relayed to query clients), ``collaboration_start``,
+  ``peer_message``, ``collaboration_end``, ``pong``, ``error``
+
+Unknown fields are ignored so that newer peers can talk to older ones; missing
+or mistyped required fields make the frame invalid.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "AGENT_ID_PATTERN",
+    "CLOSE_AGENT_REPLACED",
+    "CLOSE_POLICY_VIOLATION",
+    "MESSAGE_ADAPTER",
+    "AgentUsed",
+    "Attachment",
+    "CollaborationEnd",
+    "CollaborationPeer",
+    "CollaborationStart",
+    "ErrorCode",
+    "ErrorMessage",
+    "Message",
+    "PeerMessage",
+    "Ping",
+    "Pong",
+    "PromptProfile",
+    "Query",
+    "QueryRequest",
+    "QueryResponse",
+    "QueryResult",
+    "Register",
+    "Registered",
+    "Role",
+    "ToolCall",
+    "ToolProgress",
+    "ToolResult",
+    "ToolSchema",
+    "dump_message",
+    "parse_message",
+]
+
+AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+"""Agent ids: 1-128 characters, letters, digits, ``.``, ``_``, ``:`` and ``-``."""
+
+Role: TypeAlias = Literal["query", "action"]
+PromptProfile: TypeAlias = Literal["default", "auto_multi", "reasoning"]
+ErrorCode: TypeAlias = Literal[
+    "invalid_message",
+    "unknown_type",
+    "not_registered",
+    "already_registered",
+    "unknown_call",
+    "message_too_large",
+    "agent_replaced",
+    "unauthorized",
+    "invalid_query",
+    "not_implemented",
+    "internal_error",
+]
+"""Stable machine-readable codes carried by :class:`ErrorMessage`."""
+
+CLOSE_POLICY_VIOLATION = 1008
+"""WebSocket close code: missing or wrong API key."""
+CLOSE_AGENT_REPLACED = 4001
+"""WebSocket close code: a newer connection registered the same ``agent_id``; do not reconnect."""
+
+AgentId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+
+class ToolSchema(_Model):
+    """A tool an action agent exposes, in OpenAI function-calling shape."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    """Tool name, unique within its agent (OpenAI function-name rules)."""
+    description: str = ""
+    """What the tool does; the model reads this to decide when to call it."""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON Schema of the arguments object."""
+    endpoint: str | None = None
+    """HTTP path of this tool on an invocation agent (e.g. ``/run``)."""
+
+
+class AgentUsed(_Model):
+    """One tool the orchestrator called while answering a query."""
+
+    agent_id: str
+    tool_name: str
+
+
+class Attachment(_Model):
+    """A file sent with a query (base64-encoded)."""
+
+    filename: str
+    mime_type: str = "application/octet-stream"
+    content_base64: str
+
+
+# --------------------------------------------------------------------------- registration
+
+
+class Register(_Model):
+    """First frame of every connection: who the agent is and what it offers."""
+
+    type: Literal["register"] = "register"
+    agent_id: AgentId
+    """Unique id of the agent on this master."""
+    role: Role
+    """``query`` agents ask questions; ``action`` agents expose tools."""
+    tools: list[ToolSchema] = Field(default_factory=list)
+    """Tools of an action agent."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form description (e.g. ``supports_collaboration``)."""
+    invocation_url: str | None = None
+    """Legacy: base URL of an HTTP invocation agent registering over WebSocket."""
+
+
+class Registered(_Model):
+    """The master accepted a :class:`Register`."""
+
+    type: Literal["registered"] = "registered"
+    agent_id: str
+
+
+# --------------------------------------------------------------------------- queries
+
+
+class QueryRequest(_Model):
+    """The body of ``POST /query`` and the fields of a WebSocket ``query``."""
+
+    query: Annotated[str, Field(min_length=1, max_length=100_000)]
+    """The user's question."""
+    session_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")] | None = None
+    """Continue this session; omit to start a new one."""
+    allowed_agent_ids: list[str] | None = None
+    """Only offer tools of these agents (``None``: every connected action agent)."""
+    attachments: list[Attachment] | None = None
+    """Files for the RAG agents."""
+    orchestrator_model: str | None = None
+    """Model id from ``GET /query/orchestrator-models``; default when omitted."""
+    orchestrator_prompt_profile: PromptProfile = "default"
+    """System prompt profile."""
+    auto_mode: bool = False
+    """Multi-step tool loop."""
+    auto_require_plan_approval: bool = False
+    """Return a plan for approval instead of running tools."""
+    auto_plan_execute: dict[str, Any] | None = None
+    """An approved plan to execute."""
+
+
+class QueryResponse(_Model):
+    """The answer to a query: the body of ``POST /query``'s response."""
+
+    query_id: str
+    session_id: str | None = None
+    """Session that holds this exchange; send it back with a follow-up."""
+    success: bool
+    answer: str | None = None
+    error: str | None = None
+    """Why the query failed (when ``success`` is false)."""
+    error_code: str | None = None
+    """Stable code for the failure (e.g. ``llm_unavailable``, ``unknown_session``)."""
+    agents_used: list[AgentUsed] = Field(default_factory=list)
+    """Tools called to answer; empty when the orchestrator answered directly."""
+
+
+class Query(QueryRequest):
+    """A query agent asks the orchestrator a question."""
+
+    type: Literal["query"] = "query"
+    query_id: Annotated[str, Field(min_length=1, max_length=128)]
+    """Chosen by the sender and echoed in the :class:`QueryResult`."""
+
+
+class QueryResult(QueryResponse):
+    """The master's answer to a :class:`Query`."""
+
+    type: Literal["query_result"] = "query_result"
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class ToolCall(_Model):
+    """The master asks an action agent to run one of its tools."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_Model):
+    """An action agent's answer to a :class:`ToolCall`."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    success: bool
+    result: Any = None
+    """JSON value returned by the tool (when ``success``)."""
+    error: str | None = None
+    """Why the tool failed (when not ``success``)."""
+
+
+class ToolProgress(_Model):
+    """Progress of a running tool call."""
+
+    type: Literal["tool_progress"] = "tool_progress"
+    call_id: str
+    message: str = ""
+    progress: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    """Fraction done, 0..1, when known."""
+
+
+# --------------------------------------------------------------------------- collaboration
+
+
+class CollaborationPeer(_Model):
+    """Another agent in a collaboration session."""
+
+    agent_id: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: list[ToolSchema] = Field(default_factory=list)
+
+
+class CollaborationStart(_Model):
+    """The master introduces an agent to its peers for a collaboration."""
+
+    type: Literal["collaboration_start"] = "collaboration_start"
+    session_id: str
+    """Collaboration session id (``collab:{session_id}`` in Redis)."""
+    task: str
+    peers: list[CollaborationPeer] = Field(default_factory=list)
+    """The other agents of the session."""
+    role: Literal["initiator", "responder"]
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class PeerMessage(_Model):
+    """A message between two agents of a collaboration, relayed by the master."""
+
+    type: Literal["peer_message"] = "peer_message"
+    session_id: str
+    to_agent: str | None = None
+    """Recipient (set by the sender)."""
+    from_agent: str | None = None
+    """Sender (stamped by the master; ignored when an agent sets it)."""
+    content: dict[str, Any] = Field(default_factory=dict)
+
+
+class CollaborationEnd(_Model):
+    """A collaboration is over: sent by a peer, or by the master to the others."""
+
+    type: Literal["collaboration_end"] = "collaboration_end"
+    session_id: str
+    summary: str = ""
+    from_agent: str | None = None
+    """The peer that ended it (stamped by the master); ``None`` when the master did."""
+    reason: str | None = None
+    """Why the master ended it (timeout, message cap, peer disconnected)."""
+
+
+# --------------------------------------------------------------------------- liveness and errors
+
+
+class Ping(_Model):
+    """Keepalive from an agent."""
+
+    type: Literal["ping"] = "ping"
+
+
+class Pong(_Model):
+    """The master's answer to :class:`Ping`."""
+
+    type: Literal["pong"] = "pong"
+
+
+class ErrorMessage(_Model):
+    """The master could not act on a frame; the connection stays usable."""
+
+    type: Literal["error"] = "error"
+    message: str
+    """Human-readable, naming the offending value."""
+    code: str
+    """A stable :data:`ErrorCode`."""
+    ref: str | None = None
+    """The id the error is about (``call_id``, ``query_id``, ``agent_id``), when there is one."""
+
+
+Message: TypeAlias = Annotated[
+    Register
+    | Registered
+    | Query
+    | QueryResult
+    | ToolCall
+    | ToolResult
+    | ToolProgress
+    | CollaborationStart
+    | PeerMessage
+    | CollaborationEnd
+    | Ping
+    | Pong
+    | ErrorMessage,
+    Field(discriminator="type"),
+]
+"""Any frame of the protocol."""
+
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+def parse_message(data: str | bytes) -> Message:
+    """Parse one JSON frame. Raises :class:`pydantic.ValidationError` when invalid."""
+    return MESSAGE_ADAPTER.validate_json(data)
+
+
+def dump_message(message: BaseModel) -> str:
+    """Serialize a message to its JSON frame."""
+    return message.model_dump_json()
