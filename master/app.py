@@ -1,0 +1,118 @@
+"""The FastAPI application: ``uvicorn master.app:app``.
+
+:func:`create_app` builds the long-lived objects (Redis client, registry,
+dispatcher, session store, LLM, orchestrator, hub) once, in the lifespan, and
+hands them to the routes through :mod:`master.deps`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import redis.asyncio as aioredis
+from fastapi import Depends, FastAPI
+from redis.exceptions import RedisError
+
+from master.deps import Services, require_api_key
+from master.dispatch import Dispatcher
+from master.hub import Hub
+from master.limits import BodySizeLimit
+from master.llm import ChatModel, OpenAIChatModel
+from master.model_catalog import ModelCatalog
+from master.orchestrator import Orchestrator
+from master.queries import NOT_CONFIGURED, QueryService
+from master.registry import Registry
+from master.routes import agents, health, query, ws
+from master.sessions import SessionStore
+from master.settings import Settings
+
+logger = logging.getLogger("master.app")
+
+
+def _llm_from_settings(settings: Settings) -> tuple[ChatModel | None, str]:
+    """The configured LLM, or ``None`` and the reason there is none."""
+    if not settings.llm_configured:
+        return None, NOT_CONFIGURED
+    if settings.openagent_llm_loopback_only and not settings.llm_endpoint_is_loopback:
+        return None, (
+            f"LLM endpoint {settings.openai_base_url or 'https://api.openai.com/v1'!r} refused: "
+            "OPENAGENT_LLM_LOOPBACK_ONLY=1 allows only an OpenAI-compatible server on this machine"
+        )
+    return OpenAIChatModel.from_settings(settings), ""
+
+
+def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None) -> FastAPI:
+    """Build the master. ``llm`` replaces the configured provider (tests, benchmarks)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not logging.getLogger().handlers:
+            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        redis = aioredis.from_url(
+            settings.redis_url, decode_responses=True, socket_connect_timeout=2.0, socket_timeout=5.0
+        )
+        try:
+            await redis.ping()
+        except RedisError as exc:
+            logger.warning(
+                "Redis at %s is not answering (%s): queries will fail until it does", settings.redis_url, exc
+            )
+        chat_model, reason = (llm, "") if llm is not None else _llm_from_settings(settings)
+        if chat_model is None:
+            logger.warning("%s", reason)
+        registry = Registry()
+        dispatcher = Dispatcher(registry, default_timeout=settings.tool_call_timeout)
+        sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
+        catalog = ModelCatalog(settings)
+        queries = QueryService(
+            registry=registry,
+            sessions=sessions,
+            catalog=catalog,
+            orchestrator=Orchestrator(chat_model, dispatcher) if chat_model is not None else None,
+            unavailable_reason=reason,
+        )
+        hub = Hub(
+            registry, dispatcher, queries.answer, max_message_bytes=settings.openagent_ws_max_message_bytes
+        )
+        app.state.services = Services(settings, catalog, registry, dispatcher, sessions, queries, hub)
+        logger.info(
+            "master ready (auth %s, models %s)", "on" if settings.api_key else "OFF", catalog.allowed_models
+        )
+        try:
+            yield
+        finally:
+            await hub.aclose()
+            if isinstance(chat_model, OpenAIChatModel) and llm is None:
+                await chat_model.aclose()
+            await redis.aclose()
+
+    # With an API key, the OpenAPI document needs it too and the browser docs are off.
+    open_docs = settings.api_key is None
+    app = FastAPI(
+        title="OpenAgent master",
+        version="0.1.0",
+        lifespan=lifespan,
+        openapi_url="/openapi.json" if open_docs else None,
+        docs_url="/docs" if open_docs else None,
+        redoc_url="/redoc" if open_docs else None,
+    )
+    if not open_docs:
+
+        @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])
+        async def openapi() -> dict[str, Any]:
+            return app.openapi()
+
+    app.add_middleware(BodySizeLimit, max_bytes=settings.openagent_http_max_body_bytes)
+    app.include_router(health.router)
+    protected = [Depends(require_api_key)]
+    app.include_router(agents.router, dependencies=protected)
+    app.include_router(query.router, dependencies=protected)
+    app.include_router(ws.router)
+    return app
+
+
+app = create_app()

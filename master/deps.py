@@ -1,0 +1,54 @@
+"""Dependencies of the HTTP routes: the long-lived objects built in the lifespan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+
+from master.auth import key_matches, presented_key
+from master.dispatch import Dispatcher
+from master.hub import Hub
+from master.model_catalog import ModelCatalog
+from master.queries import QueryService
+from master.registry import Registry
+from master.sessions import SessionStore
+from master.settings import Settings
+
+
+@dataclass
+class Services:
+    """Everything the routes need, built once per app in its lifespan."""
+
+    settings: Settings
+    catalog: ModelCatalog
+    registry: Registry
+    dispatcher: Dispatcher
+    sessions: SessionStore
+    queries: QueryService
+    hub: Hub
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def get_settings(request: Request) -> Settings:
+    return get_services(request).settings
+
+
+def require_api_key(request: Request) -> None:
+    """401 unless the request carries the master's API key (when one is set)."""
+    expected = get_settings(request).api_key
+    if not key_matches(expected, presented_key(request, allow_query_token=False)):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            detail="missing or invalid API key: send 'Authorization: Bearer <OPENAGENT_API_KEY>'",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -1,0 +1,64 @@
+"""Errors of the master.
+
+Hierarchy::
+
+    MasterError
+    ├── QueryRejected            the query cannot be run as asked (carries an HTTP status and a code)
+    ├── SessionStoreUnavailable  Redis did not answer
+    ├── LLMError                 the LLM provider failed after retries, or is not configured
+    └── ToolCallError            a tool call failed; the model sees it as the tool's result
+        ├── AgentUnavailable     the agent is not connected
+        ├── AgentDisconnected    the agent went away while the call was in flight
+        ├── ToolTimeout          no result within TOOL_CALL_TIMEOUT
+        └── ToolFailed           the agent ran the tool and reported a failure
+
+HTTP errors are raised in route code only; these are translated there.
+"""
+
+from __future__ import annotations
+
+
+class MasterError(Exception):
+    """Base class of the master's errors."""
+
+
+class QueryRejected(MasterError):
+    """A query that cannot be run as asked: a client error or a missing capability."""
+
+    def __init__(self, status_code: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+
+
+class SessionStoreUnavailable(MasterError):
+    """Redis did not answer; nothing was stored."""
+
+
+class LLMError(MasterError):
+    """The LLM provider could not answer (after retries)."""
+
+    def __init__(self, message: str, *, code: str = "llm_error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ToolCallError(MasterError):
+    """A tool call that did not produce a result; shown to the model as the tool's error."""
+
+
+class AgentUnavailable(ToolCallError):
+    """The agent is not connected."""
+
+
+class AgentDisconnected(ToolCallError):
+    """The agent disconnected while the call was in flight."""
+
+
+class ToolTimeout(ToolCallError):
+    """No result within the call's timeout."""
+
+
+class ToolFailed(ToolCallError):
+    """The agent reported ``success: false``."""

@@ -1,0 +1,275 @@
+"""The WebSocket hub at ``/ws``: one :class:`Hub` serves every agent connection.
+
+A connection's first useful frame is ``register``. Before that, anything but
+``ping`` gets an ``error`` (``not_registered``) and the connection stays open.
+Malformed JSON, an unknown ``type`` and oversized frames get an ``error`` too;
+only auth failures (1008) and replacement by a newer connection (4001) close it.
+
+Rule for a duplicate ``agent_id``: the newest connection wins. The old one gets
+``error`` ``agent_replaced``, its calls in flight fail, and it is closed with
+code 4001, which tells the SDK not to reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from pydantic import ValidationError
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from master.dispatch import Dispatcher
+from master.registry import InvalidToolSchema, LiveAgent, Registry
+from protocol import (
+    CLOSE_AGENT_REPLACED,
+    CollaborationEnd,
+    CollaborationStart,
+    ErrorMessage,
+    Message,
+    PeerMessage,
+    Ping,
+    Pong,
+    Query,
+    QueryResult,
+    Register,
+    Registered,
+    ToolCall,
+    ToolProgress,
+    ToolResult,
+    parse_message,
+)
+from protocol.messages import QueryResponse
+
+logger = logging.getLogger("master.hub")
+
+QueryHandler = Callable[[Query], Awaitable[QueryResponse]]
+
+
+class _Connection:
+    """One accepted WebSocket, with serialized sends."""
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self.websocket = websocket
+        self.agent: LiveAgent | None = None
+        self._send_lock = asyncio.Lock()
+        self.closed = False
+
+    async def send(self, frame: str) -> None:
+        if self.closed:
+            raise ConnectionError("connection closed")
+        try:
+            async with self._send_lock:
+                await self.websocket.send_text(frame)
+        except (WebSocketDisconnect, RuntimeError, OSError) as exc:
+            self.closed = True
+            raise ConnectionError(str(exc)) from exc
+
+    async def send_error(self, code: str, message: str, ref: str | None = None) -> None:
+        try:
+            await self.send(ErrorMessage(code=code, message=message, ref=ref).model_dump_json())
+        except ConnectionError:
+            pass
+
+    async def close(self, code: int, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            await self.websocket.close(code=code, reason=reason)
+        except (RuntimeError, OSError):
+            pass
+
+
+def _describe_invalid(exc: ValidationError) -> tuple[str, str]:
+    """Map a parse failure to (code, message)."""
+    first = exc.errors()[0]
+    if first["type"] == "json_invalid":
+        return "invalid_message", f"frame is not valid JSON: {first['msg']}"
+    if first["type"] == "union_tag_invalid":
+        tag = first.get("ctx", {}).get("tag")
+        return "unknown_type", f"unknown message type {tag!r}"
+    if first["type"] in ("union_tag_not_found", "model_attributes_type"):
+        return "invalid_message", "frame must be a JSON object with a 'type' field"
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'][1:]) or '(frame)'}: {err['msg']}" for err in exc.errors()[:5]
+    )
+    tag = str(first["loc"][0]) if first["loc"] else "message"
+    return "invalid_message", f"invalid {tag!r} frame: {problems}"
+
+
+def _ref_of(raw: str) -> str | None:
+    """Best-effort id of a frame that failed validation, for the error's ``ref``."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        for key in ("call_id", "query_id", "agent_id"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return None
+
+
+class Hub:
+    """Serves WebSocket connections: registration, routing and liveness."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        dispatcher: Dispatcher,
+        answer_query: QueryHandler,
+        *,
+        max_message_bytes: int,
+    ) -> None:
+        self._registry = registry
+        self._dispatcher = dispatcher
+        self._answer_query = answer_query
+        self._max_message_bytes = max_message_bytes
+        # Queries outlive the connection that asked them, so their turns are stored
+        # even when the asker goes away; they are bounded by the LLM and tool timeouts.
+        self._query_tasks: set[asyncio.Task[None]] = set()
+
+    async def aclose(self) -> None:
+        """Cancel queries still running (master shutdown)."""
+        for task in list(self._query_tasks):
+            task.cancel()
+        await asyncio.gather(*self._query_tasks, return_exceptions=True)
+
+    async def serve(self, websocket: WebSocket) -> None:
+        """Run one accepted connection until it closes."""
+        conn = _Connection(websocket)
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                raw = message.get("text")
+                if raw is None:
+                    data = message.get("bytes") or b""
+                    try:
+                        raw = data.decode()
+                    except UnicodeDecodeError:
+                        await conn.send_error("invalid_message", "binary frame is not UTF-8 JSON")
+                        continue
+                await self._on_frame(conn, raw)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            conn.closed = True
+            await self._cleanup(conn)
+
+    async def _on_frame(self, conn: _Connection, raw: str) -> None:
+        size = len(raw.encode()) if len(raw) * 4 > self._max_message_bytes else len(raw)
+        if size > self._max_message_bytes:
+            await conn.send_error(
+                "message_too_large",
+                f"frame of {size} bytes exceeds the limit of {self._max_message_bytes} bytes",
+            )
+            return
+        try:
+            msg = parse_message(raw)
+        except ValidationError as exc:
+            code, text = _describe_invalid(exc)
+            await conn.send_error(code, text, _ref_of(raw))
+            return
+        await self._handle(conn, msg)
+
+    async def _handle(self, conn: _Connection, msg: Message) -> None:
+        if isinstance(msg, Ping):
+            await self._reply(conn, Pong().model_dump_json())
+            return
+        if isinstance(msg, Register):
+            await self._register(conn, msg)
+            return
+        agent = conn.agent
+        if agent is None:
+            await conn.send_error("not_registered", f"send 'register' before {msg.type!r}")
+            return
+        if isinstance(msg, ToolResult):
+            if not self._dispatcher.resolve(agent, msg):
+                await conn.send_error(
+                    "unknown_call",
+                    f"no call {msg.call_id!r} is waiting for agent {agent.agent_id!r}",
+                    msg.call_id,
+                )
+        elif isinstance(msg, ToolProgress):
+            if not self._dispatcher.progress(agent, msg):
+                await conn.send_error(
+                    "unknown_call",
+                    f"no call {msg.call_id!r} is running on agent {agent.agent_id!r}",
+                    msg.call_id,
+                )
+        elif isinstance(msg, Query):
+            task = asyncio.create_task(self._run_query(conn, msg), name=f"query {msg.query_id}")
+            self._query_tasks.add(task)
+            task.add_done_callback(self._query_tasks.discard)
+        elif isinstance(msg, PeerMessage | CollaborationEnd):
+            await conn.send_error(
+                "not_implemented",
+                f"{msg.type!r} is not supported yet: collaboration is not enabled",
+                msg.session_id,
+            )
+        elif isinstance(msg, Registered | QueryResult | ToolCall | CollaborationStart | Pong | ErrorMessage):
+            await conn.send_error("invalid_message", f"{msg.type!r} is sent by the master, not by agents")
+        else:  # pragma: no cover - every member of the union is handled above
+            raise AssertionError(msg)
+
+    async def _reply(self, conn: _Connection, frame: str) -> None:
+        try:
+            await conn.send(frame)
+        except ConnectionError:
+            pass
+
+    async def _register(self, conn: _Connection, msg: Register) -> None:
+        if conn.agent is not None:
+            await conn.send_error(
+                "already_registered",
+                f"this connection is already registered as {conn.agent.agent_id!r}",
+                msg.agent_id,
+            )
+            return
+        if msg.invocation_url is not None:
+            await conn.send_error(
+                "not_implemented",
+                "registering an HTTP invocation agent over WebSocket (invocation_url) is not supported yet",
+                msg.agent_id,
+            )
+            return
+        try:
+            agent = LiveAgent.from_register(msg, conn.send, conn.close)
+        except InvalidToolSchema as exc:
+            await conn.send_error("invalid_message", str(exc), msg.agent_id)
+            return
+        previous = self._registry.add(agent)
+        conn.agent = agent
+        if previous is not None:
+            logger.warning("agent %s registered again: replacing the older connection", msg.agent_id)
+            self._dispatcher.fail_agent(previous, "was replaced by a newer connection")
+            try:
+                await previous.send(
+                    ErrorMessage(
+                        code="agent_replaced",
+                        message=f"a newer connection registered agent {msg.agent_id!r}; closing this one",
+                        ref=msg.agent_id,
+                    ).model_dump_json()
+                )
+            except ConnectionError:
+                pass
+            await previous.close(CLOSE_AGENT_REPLACED, "replaced by a newer connection")
+        logger.info("registered %s agent %s (%d tools)", msg.role, msg.agent_id, len(agent.tools))
+        await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
+
+    async def _run_query(self, conn: _Connection, msg: Query) -> None:
+        response = await self._answer_query(msg)
+        result = QueryResult(**response.model_dump())
+        await self._reply(conn, result.model_dump_json())
+
+    async def _cleanup(self, conn: _Connection) -> None:
+        agent = conn.agent
+        if agent is None:
+            return
+        failed = self._dispatcher.fail_agent(agent, "disconnected")
+        if self._registry.remove(agent):
+            logger.info("agent %s disconnected (%d calls in flight failed)", agent.agent_id, failed)

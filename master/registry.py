@@ -1,0 +1,122 @@
+"""The live-agent registry: which agents are connected over WebSocket right now.
+
+In memory only: a WebSocket agent exists while its connection does. When a second
+connection registers an ``agent_id`` that is live, the newest wins: the registry
+returns the previous connection so the hub can tell it and close it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from protocol import Register, Role, ToolSchema
+
+SendFrame = Callable[[str], Awaitable[None]]
+
+
+class InvalidToolSchema(ValueError):
+    """A tool's ``parameters`` is not a valid JSON Schema."""
+
+
+@dataclass(eq=False)
+class AgentTool:
+    """One tool of a live agent, with its compiled argument validator."""
+
+    schema: ToolSchema
+    validator: Draft202012Validator
+
+    @classmethod
+    def compile(cls, agent_id: str, schema: ToolSchema) -> AgentTool:
+        try:
+            Draft202012Validator.check_schema(schema.parameters)
+        except SchemaError as exc:
+            raise InvalidToolSchema(
+                f"tool {schema.name!r} of agent {agent_id!r} has an invalid parameters schema: {exc.message}"
+            ) from exc
+        return cls(schema, Draft202012Validator(schema.parameters))
+
+    def validate(self, arguments: dict[str, Any]) -> list[str]:
+        """Problems with ``arguments``, each naming the offending field; empty when valid."""
+        problems = []
+        for error in sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path)):
+            where = "/".join(str(p) for p in error.path) or "(root)"
+            problems.append(f"{where}: {error.message}")
+        return problems
+
+
+@dataclass(eq=False)
+class LiveAgent:
+    """A registered WebSocket connection."""
+
+    agent_id: str
+    role: Role
+    metadata: dict[str, Any]
+    tools: dict[str, AgentTool]
+    send: SendFrame
+    close: Callable[[int, str], Awaitable[None]]
+    connected_at: float = field(default_factory=time.time)
+
+    @classmethod
+    def from_register(
+        cls, message: Register, send: SendFrame, close: Callable[[int, str], Awaitable[None]]
+    ) -> LiveAgent:
+        """Build the entry, compiling every tool's schema (raises :class:`InvalidToolSchema`)."""
+        names = [tool.name for tool in message.tools]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise InvalidToolSchema(f"agent {message.agent_id!r} declares tool {duplicates[0]!r} twice")
+        tools = {tool.name: AgentTool.compile(message.agent_id, tool) for tool in message.tools}
+        return cls(message.agent_id, message.role, dict(message.metadata), tools, send, close)
+
+    def describe(self) -> dict[str, Any]:
+        """The agent's row in ``GET /agents``."""
+        return {
+            "agent_id": self.agent_id,
+            "role": self.role,
+            "connection_type": "websocket",
+            "status": "online",
+            "connected_at": self.connected_at,
+            "metadata": self.metadata,
+            "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
+        }
+
+
+class Registry:
+    """Live WebSocket agents by ``agent_id``."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, LiveAgent] = {}
+
+    def add(self, agent: LiveAgent) -> LiveAgent | None:
+        """Register ``agent``; return the connection it replaces, if any."""
+        previous = self._agents.get(agent.agent_id)
+        self._agents[agent.agent_id] = agent
+        return previous
+
+    def remove(self, agent: LiveAgent) -> bool:
+        """Forget ``agent`` if it is still the live connection for its id."""
+        if self._agents.get(agent.agent_id) is agent:
+            del self._agents[agent.agent_id]
+            return True
+        return False
+
+    def get(self, agent_id: str) -> LiveAgent | None:
+        return self._agents.get(agent_id)
+
+    def all(self) -> list[LiveAgent]:
+        return list(self._agents.values())
+
+    def action_agents(self, allowed: Iterable[str] | None = None) -> list[LiveAgent]:
+        """Connected action agents with tools, limited to ``allowed`` ids when given."""
+        wanted = None if allowed is None else set(allowed)
+        return [
+            agent
+            for agent in self._agents.values()
+            if agent.role == "action" and agent.tools and (wanted is None or agent.agent_id in wanted)
+        ]

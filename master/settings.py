@@ -1,0 +1,113 @@
+"""Master configuration: one ``Settings`` read from the environment and ``.env``.
+
+Nothing else in the master reads ``os.environ``. Field names are the spec's
+environment variable names, lower-cased; defaults are the spec's defaults.
+"""
+
+from __future__ import annotations
+
+from ipaddress import ip_address
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting of the master, with the defaults of the spec's env table."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", frozen=True)
+
+    # Master
+    redis_url: str = "redis://127.0.0.1:6379"
+    redis_agent_ttl_seconds: int = Field(default=86400, gt=0)
+    redis_session_ttl_seconds: int = Field(default=86400, gt=0)
+    master_base_url: str = "http://127.0.0.1:8000"
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    openagent_api_key: SecretStr | None = None
+    """When set, every endpoint but ``GET /health`` and every ``/ws`` connection needs it."""
+    openagent_ws_max_message_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    openagent_http_max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    openagent_llm_timeout: float = Field(default=60.0, gt=0)
+    openagent_llm_max_retries: int = Field(default=2, ge=0)
+    openagent_llm_loopback_only: bool = False
+    """Refuse any LLM endpoint off this machine (the test-suite sets it, so no test reaches a real LLM)."""
+
+    # Orchestrator / models
+    openagent_chat_models: str | None = None
+    orchestrator_model: str | None = None
+    agent_generator_model: str | None = None
+    orchestrator_model_allowlist: str | None = None
+    orchestrator_context_max_tokens: int = Field(default=12000, gt=0)
+    orchestrator_recent_turns: int = Field(default=8, ge=0)
+    summarizer_model: str | None = None
+
+    # Timeouts (seconds)
+    health_check_timeout: float = Field(default=2.0, gt=0)
+    tool_call_timeout: float = Field(default=30.0, gt=0)
+    tool_invoke_http_timeout: float = Field(default=2.0, gt=0)
+
+    # Auto mode
+    orchestrator_auto_max_steps: int = Field(default=20, gt=0)
+    orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
+
+    # Feature toggles
+    openagent_yaml_runner: bool = True
+    openagent_workspace_restore: bool = True
+    openagent_http_query: bool = True
+    openagent_agent_generator: bool = True
+
+    # RAG / attachments
+    openagent_embedding_model: str = "text-embedding-3-small"
+    openagent_rag_extract_model: str = "gpt-4o-mini"
+    rag_max_attachment_bytes: int = Field(default=2097152, gt=0)
+    rag_max_attachments: int = Field(default=5, ge=0)
+    rag_tool_http_timeout: float = Field(default=120.0, gt=0)
+    rag_tool_call_timeout: float = Field(default=180.0, gt=0)
+    rag_extract_cache_ttl_seconds: int = Field(default=604800, gt=0)
+
+    # Collaboration
+    openagent_collaboration: bool = True
+    openagent_collab_timeout: float = Field(default=120.0, gt=0)
+    openagent_collab_max_messages: int = Field(default=50, gt=0)
+    openagent_collab_session_ttl: int = Field(default=86400, gt=0)
+
+    # Kubernetes sandbox
+    openagent_k8s_sandbox: bool = True
+    openagent_k8s_namespace: str = "agents"
+    openagent_k8s_pool_label_selector: str = "openagent.io/role=agent-pool"
+    openagent_k8s_master_ws: str = "ws://host.minikube.internal:8000/ws"
+    openagent_k8s_agent_image: str = "openagent/agent-runtime:latest"
+    openagent_k8s_agent_image_pull_policy: str = "Never"
+    openagent_k8s_pool_runner_image: str = "openagent/agent-pool-runner:latest"
+    openagent_k8s_pool_runner_port: int = 8080
+    openagent_k8s_log_tail_lines: int = 120
+    openagent_k8s_indexer_redis_sidecar: bool = True
+    openagent_k8s_indexer_redis_url: str | None = None
+    openagent_k8s_sandbox_runtime_ttl: int = 604800
+
+    @property
+    def llm_configured(self) -> bool:
+        """An LLM is configured when an API key or an OpenAI-compatible base URL is set."""
+        return bool(self.openai_api_key and self.openai_api_key.get_secret_value()) or bool(
+            self.openai_base_url
+        )
+
+    @property
+    def api_key(self) -> str | None:
+        """The master's own API key, or ``None`` when auth is off."""
+        if self.openagent_api_key is None:
+            return None
+        return self.openagent_api_key.get_secret_value() or None
+
+    @property
+    def llm_endpoint_is_loopback(self) -> bool:
+        """Whether the OpenAI-compatible endpoint is on this machine."""
+        host = urlsplit(self.openai_base_url or "https://api.openai.com/v1").hostname or ""
+        if host == "localhost":
+            return True
+        try:
+            return ip_address(host).is_loopback
+        except ValueError:
+            return False

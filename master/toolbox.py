@@ -1,0 +1,61 @@
+"""The tools offered to the model for one query, under OpenAI function names.
+
+A function name is ``<agent_id>__<tool_name>`` with characters OpenAI does not
+allow replaced by ``_``; names longer than 64 characters, or that would collide,
+get a short hash suffix. :meth:`Toolbox.resolve` maps a name back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from master.registry import AgentTool, LiveAgent
+
+_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+
+
+def function_name(agent_id: str, tool_name: str) -> str:
+    """The OpenAI function name of ``tool_name`` on ``agent_id``."""
+    name = _INVALID.sub("_", f"{agent_id}__{tool_name}")
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(f"{agent_id}\0{tool_name}".encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9]}_{digest}"
+
+
+class Toolbox:
+    """Function name → (agent, tool) for one query."""
+
+    def __init__(self, agents: Iterable[LiveAgent]) -> None:
+        self._tools: dict[str, tuple[LiveAgent, AgentTool]] = {}
+        for agent in agents:
+            for tool in agent.tools.values():
+                name = function_name(agent.agent_id, tool.schema.name)
+                if name in self._tools:
+                    digest = hashlib.sha256(f"{agent.agent_id}\0{tool.schema.name}".encode()).hexdigest()[:8]
+                    name = f"{name[: _MAX_NAME - 9]}_{digest}"
+                self._tools[name] = (agent, tool)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def resolve(self, name: str) -> tuple[LiveAgent, AgentTool] | None:
+        return self._tools.get(name)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The tool list for the chat completions API."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": f"[agent {agent.agent_id}] {tool.schema.description}".strip(),
+                    "parameters": tool.schema.parameters,
+                },
+            }
+            for name, (agent, tool) in self._tools.items()
+        ]

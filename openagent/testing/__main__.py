@@ -1,0 +1,51 @@
+"""Run a :class:`ScriptedOpenAIServer` in the foreground: ``python -m openagent.testing``.
+
+With no script, every chat completion answers ``"You said: <last user message>"``
+(:func:`echo_handler`), so the master can be tried without an LLM::
+
+    python -m openagent.testing --port 8089
+    OPENAI_BASE_URL=http://127.0.0.1:8089/v1 OPENAI_API_KEY=test <start the master>
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections.abc import Sequence
+
+from ._replies import echo_handler
+from ._server import ScriptedOpenAIServer
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m openagent.testing",
+        description="Serve an OpenAI-compatible API that echoes the last user message.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=8089, help="port to bind, 0 for any (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--api-key", default=None, help="require 'Authorization: Bearer <key>' (default: none)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, stop: threading.Event | None = None) -> int:
+    """Parse ``argv``, serve until Ctrl-C (or until ``stop`` is set), and return the exit status."""
+    args = _parser().parse_args(argv)
+    server = ScriptedOpenAIServer(api_key=args.api_key, host=args.host, port=args.port)
+    server.set_handler(echo_handler)
+    with server:
+        print(f"ScriptedOpenAIServer listening on {server.base_url} (echo mode)", flush=True)  # noqa: T201
+        print(f"  export OPENAI_BASE_URL={server.base_url}", flush=True)  # noqa: T201
+        try:
+            (stop or threading.Event()).wait()
+        except KeyboardInterrupt:
+            print("stopped", flush=True)  # noqa: T201
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

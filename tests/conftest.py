@@ -1,0 +1,85 @@
+"""Test-suite guards and shared fixtures.
+
+No test may reach a real LLM: before anything is imported, the OpenAI variables are
+pointed at a dead loopback port and ``OPENAGENT_LLM_LOOPBACK_ONLY=1`` makes every
+master (in-process or subprocess) refuse any LLM endpoint off this machine.
+A developer's ``.env`` is not read: masters run in an empty working directory and
+the variables it could set are pinned here.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.update(
+    {
+        "OPENAI_API_KEY": "sk-test-never-sent",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "OPENAGENT_LLM_LOOPBACK_ONLY": "1",
+        "OPENAGENT_API_KEY": "",
+        "MASTER_WS": "ws://127.0.0.1:9/ws",
+    }
+)
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from openagent.testing import ScriptedOpenAIServer
+from tests.factories import TEST_REDIS_URL, MasterProcess
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _clean_test_redis() -> Iterator[None]:
+    """Tests use their own Redis database, emptied once per run."""
+    client = redis.Redis.from_url(TEST_REDIS_URL, socket_connect_timeout=2)
+    try:
+        client.flushdb()
+    except redis.ConnectionError as exc:  # pragma: no cover - environment problem
+        pytest.exit(
+            f"Redis at {TEST_REDIS_URL} is not answering ({exc}); run ./scripts/test.sh", returncode=2
+        )
+    finally:
+        client.close()
+    yield
+
+
+@pytest.fixture(scope="session")
+def scripted_llm() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm(scripted_llm: ScriptedOpenAIServer) -> Iterator[ScriptedOpenAIServer]:
+    """The shared scripted LLM, emptied before and after each test."""
+    scripted_llm.reset()
+    yield scripted_llm
+    scripted_llm.reset()
+
+
+def master_env(llm: ScriptedOpenAIServer, **extra: str) -> dict[str, str]:
+    return {
+        "OPENAI_BASE_URL": llm.base_url,
+        "OPENAGENT_LLM_MAX_RETRIES": "0",
+        "TOOL_CALL_TIMEOUT": "5",
+        **extra,
+    }
+
+
+@pytest.fixture(scope="session")
+def master(scripted_llm: ScriptedOpenAIServer) -> Iterator[MasterProcess]:
+    """A master without auth, shared by the tests that do not restart it."""
+    with MasterProcess(master_env(scripted_llm)) as process:
+        yield process
+
+
+@pytest.fixture
+async def redis_client() -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(TEST_REDIS_URL, decode_responses=True)
+    try:
+        yield client
+    finally:
+        await client.aclose()

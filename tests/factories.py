@@ -1,0 +1,157 @@
+"""Shared builders for the tests: a real master process, raw WebSocket peers, env helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class MasterProcess:
+    """``uvicorn master.app:app`` in a subprocess on a free loopback port."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, *, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.env = {
+            **os.environ,
+            "REDIS_URL": TEST_REDIS_URL,
+            "MASTER_BASE_URL": f"http://127.0.0.1:{self.port}",
+            "PYTHONPATH": str(ROOT),
+            **(env or {}),
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = ROOT / ".pytest_cache" / f"master-{self.port}.log"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    def start(self, timeout: float = 20.0) -> MasterProcess:
+        self.log_path.parent.mkdir(exist_ok=True)
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "master.app:app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            # An empty working directory: a developer's .env must not leak into tests.
+            cwd=tempfile.mkdtemp(prefix="openagent-master-"),
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"master exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.base_url}/health", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"master did not answer /health within {timeout} s:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def __enter__(self) -> MasterProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class RawPeer:
+    """A WebSocket peer that knows only the wire contract (JSON frames)."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def connect(cls, url: str, **kwargs: Any) -> RawPeer:
+        async with asyncio.timeout(5):
+            return cls(await connect(url, **kwargs))
+
+    async def send(self, frame: dict[str, Any] | str) -> None:
+        await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+
+    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            data: dict[str, Any] = json.loads(await self.ws.recv())
+            return data
+
+    async def register(
+        self, agent_id: str, role: str = "action", tools: list[dict[str, Any]] | None = None
+    ) -> None:
+        await self.send({"type": "register", "agent_id": agent_id, "role": role, "tools": tools or []})
+        reply = await self.recv()
+        assert reply == {"type": "registered", "agent_id": agent_id}, reply
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+async def agent_rows(base_url: str, headers: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """``GET /agents`` rows."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=5, headers=headers) as http:
+        response = await http.get("/agents")
+        response.raise_for_status()
+        rows: list[dict[str, Any]] = response.json()["agents"]
+        return rows
+
+
+WEATHER_TOOL: dict[str, Any] = {
+    "name": "get_weather",
+    "description": "Current weather in a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}

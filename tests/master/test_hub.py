@@ -1,0 +1,129 @@
+"""The WebSocket contract, spoken by a raw ``websockets`` client that knows only the wire format."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+
+from openagent.testing import ScriptedOpenAIServer
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, agent_rows
+
+
+async def test_register_and_ping(master: MasterProcess) -> None:
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("raw-ping-agent", tools=[WEATHER_TOOL])
+        await peer.send({"type": "ping"})
+        assert await peer.recv() == {"type": "pong"}
+        agents = await agent_rows(master.base_url)
+        row = next(a for a in agents if a["agent_id"] == "raw-ping-agent")
+        assert row["connection_type"] == "websocket"
+        assert row["tools"][0]["name"] == "get_weather"
+    finally:
+        await peer.close()
+
+
+async def test_bad_frames_get_errors_and_connection_stays_usable(master: MasterProcess) -> None:
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.send({"type": "tool_result", "call_id": "x", "success": True})
+        reply = await peer.recv()
+        assert reply["type"] == "error" and reply["code"] == "not_registered"
+
+        await peer.send("{not json")
+        reply = await peer.recv()
+        assert reply["code"] == "invalid_message" and "JSON" in reply["message"]
+
+        await peer.send({"type": "teleport"})
+        reply = await peer.recv()
+        assert reply["code"] == "unknown_type" and "teleport" in reply["message"]
+
+        await peer.send({"no_type": 1})
+        assert (await peer.recv())["code"] == "invalid_message"
+
+        await peer.send({"type": "register", "agent_id": "bad id!", "role": "action"})
+        reply = await peer.recv()
+        assert reply["code"] == "invalid_message" and "agent_id" in reply["message"]
+
+        await peer.register("raw-bad-frames")
+        await peer.send({"type": "tool_result", "call_id": "nope", "success": True, "result": 1})
+        reply = await peer.recv()
+        assert reply == {
+            "type": "error",
+            "code": "unknown_call",
+            "message": "no call 'nope' is waiting for agent 'raw-bad-frames'",
+            "ref": "nope",
+        }
+        await peer.send({"type": "ping"})
+        assert await peer.recv() == {"type": "pong"}
+    finally:
+        await peer.close()
+
+
+async def test_oversized_frame_is_refused(scripted_llm: ScriptedOpenAIServer) -> None:
+    with MasterProcess(
+        {"OPENAI_BASE_URL": scripted_llm.base_url, "OPENAGENT_WS_MAX_MESSAGE_BYTES": "1000"}
+    ) as m:
+        peer = await RawPeer.connect(m.ws_url)
+        try:
+            await peer.register("raw-big")
+            await peer.send({"type": "ping", "padding": "x" * 2000})
+            reply = await peer.recv()
+            assert reply["code"] == "message_too_large" and "1000" in reply["message"]
+            await peer.send({"type": "ping"})
+            assert await peer.recv() == {"type": "pong"}
+        finally:
+            await peer.close()
+
+
+async def test_newest_connection_wins(master: MasterProcess) -> None:
+    old = await RawPeer.connect(master.ws_url)
+    new = await RawPeer.connect(master.ws_url)
+    try:
+        await old.register("raw-dup")
+        await new.register("raw-dup")
+        reply = await old.recv()
+        assert reply["code"] == "agent_replaced"
+        async with asyncio.timeout(5):
+            await old.ws.wait_closed()
+        assert old.ws.close_code == 4001
+        await new.send({"type": "ping"})
+        assert await new.recv() == {"type": "pong"}
+        agents = await agent_rows(master.base_url)
+        assert [a["agent_id"] for a in agents].count("raw-dup") == 1
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_raw_action_agent_serves_a_query(master: MasterProcess, llm: ScriptedOpenAIServer) -> None:
+    """An agent written against the wire contract alone answers a tool call."""
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("raw-weather", tools=[WEATHER_TOOL])
+        llm.add_tool_call("raw-weather__get_weather", {"city": "Oslo"})
+        llm.add_text("It is 3 °C in Oslo.")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=10) as http:
+            pending = asyncio.create_task(
+                http.post("/query", json={"query": "Weather in Oslo?", "allowed_agent_ids": ["raw-weather"]})
+            )
+            call = await peer.recv()
+            assert call["type"] == "tool_call" and call["tool_name"] == "get_weather"
+            assert call["arguments"] == {"city": "Oslo"}
+            await peer.send(
+                {"type": "tool_progress", "call_id": call["call_id"], "message": "looking", "progress": 0.5}
+            )
+            await peer.send(
+                {"type": "tool_result", "call_id": call["call_id"], "success": True, "result": {"c": 3}}
+            )
+            response = await pending
+        body = response.json()
+        assert response.status_code == 200, body
+        assert body["answer"] == "It is 3 °C in Oslo."
+        assert body["agents_used"] == [{"agent_id": "raw-weather", "tool_name": "get_weather"}]
+        tool_message = llm.requests[1]["messages"][-1]
+        assert tool_message["role"] == "tool" and json.loads(tool_message["content"]) == {"result": {"c": 3}}
+    finally:
+        await peer.close()

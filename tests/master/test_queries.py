@@ -1,0 +1,270 @@
+"""``POST /query`` end to end: real master, real Redis, scripted LLM through the real openai client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+
+from openagent.testing import ScriptedOpenAIServer
+from tests.conftest import master_env
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer
+
+
+@pytest.fixture
+async def http(master: MasterProcess) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=15) as client:
+        yield client
+
+
+async def serve_one_call(peer: RawPeer, reply: dict[str, Any]) -> dict[str, Any]:
+    call = await peer.recv()
+    assert call["type"] == "tool_call"
+    await peer.send({"type": "tool_result", "call_id": call["call_id"], **reply})
+    return call
+
+
+async def test_direct_answer_and_follow_up_sees_first_turn(
+    http: httpx.AsyncClient, llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    llm.add_text("Paris is the capital of France.")
+    first = (await http.post("/query", json={"query": "What is the capital of France?"})).json()
+    assert first["success"] is True and first["agents_used"] == []
+    session_id = first["session_id"]
+
+    llm.add_text("About 2.1 million people.")
+    second = (
+        await http.post("/query", json={"query": "How many people live there?", "session_id": session_id})
+    ).json()
+    assert second["session_id"] == session_id
+    messages = llm.requests[1]["messages"]
+    assert {"role": "user", "content": "What is the capital of France?"} in messages
+    assert {"role": "assistant", "content": "Paris is the capital of France."} in messages
+    assert messages[-1] == {"role": "user", "content": "How many people live there?"}
+
+    stored = json.loads(await redis_client.get(f"session:{session_id}"))
+    assert [t["decision"] for t in stored] == ["answer_directly", "answer_directly"]
+    assert (
+        stored[0]["query"] == "What is the capital of France?" and stored[0]["query_id"] == first["query_id"]
+    )
+    assert 0 < await redis_client.ttl(f"session:{session_id}") <= 86400
+
+
+async def test_tool_turn_is_stored_and_replayed(
+    master: MasterProcess, http: httpx.AsyncClient, llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("weather-turns", tools=[WEATHER_TOOL])
+        llm.add_tool_call("weather-turns__get_weather", {"city": "Paris"})
+        llm.add_text("Sunny, 21 °C.")
+        pending = asyncio.create_task(http.post("/query", json={"query": "Weather in Paris?"}))
+        await serve_one_call(peer, {"success": True, "result": {"temperature_c": 21}})
+        body = (await pending).json()
+        assert body["agents_used"] == [{"agent_id": "weather-turns", "tool_name": "get_weather"}]
+        turns = json.loads(await redis_client.get(f"session:{body['session_id']}"))
+        assert turns == [
+            {
+                "query": "Weather in Paris?",
+                "query_id": body["query_id"],
+                "model": "gpt-4o-mini",
+                "ts": turns[0]["ts"],
+                "decision": "call_tool",
+                "tool_agent_id": "weather-turns",
+                "tool_name": "get_weather",
+                "tool_args": {"city": "Paris"},
+                "result": {"temperature_c": 21},
+                "answer": "Sunny, 21 °C.",
+            }
+        ]
+        llm.add_text("Yes, take sunglasses.")
+        await http.post("/query", json={"query": "Sunglasses?", "session_id": body["session_id"]})
+        history = llm.requests[-1]["messages"]
+        assert any("temperature_c" in str(m.get("content")) for m in history if m["role"] == "assistant")
+    finally:
+        await peer.close()
+
+
+async def test_invalid_arguments_go_back_to_the_model(
+    master: MasterProcess, http: httpx.AsyncClient, llm: ScriptedOpenAIServer
+) -> None:
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("weather-strict", tools=[WEATHER_TOOL])
+        llm.add_tool_call("weather-strict__get_weather", {"town": "Paris"})
+        llm.add_text("I could not look that up.")
+        body = (
+            await http.post("/query", json={"query": "Weather?", "allowed_agent_ids": ["weather-strict"]})
+        ).json()
+        assert body["success"] is True and body["agents_used"] == []
+        error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
+        assert "'city' is a required property" in error
+        with pytest.raises(TimeoutError):  # nothing was sent to the agent
+            await peer.recv(timeout=0.3)
+    finally:
+        await peer.close()
+
+
+async def test_failing_tool_is_reported_not_500(
+    master: MasterProcess, http: httpx.AsyncClient, llm: ScriptedOpenAIServer
+) -> None:
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("weather-broken", tools=[WEATHER_TOOL])
+        llm.add_tool_call("weather-broken__get_weather", {"city": "Paris"})
+        llm.add_text("The weather service failed: upstream down.")
+        pending = asyncio.create_task(http.post("/query", json={"query": "Weather?"}))
+        await serve_one_call(peer, {"success": False, "error": "upstream down"})
+        response = await pending
+        assert response.status_code == 200
+        error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
+        assert error == "tool 'get_weather' on agent 'weather-broken' failed: upstream down"
+    finally:
+        await peer.close()
+
+
+async def test_agent_killed_mid_call_fails_the_call_at_once(
+    master: MasterProcess, http: httpx.AsyncClient, llm: ScriptedOpenAIServer
+) -> None:
+    peer = await RawPeer.connect(master.ws_url)
+    await peer.register("weather-dies", tools=[WEATHER_TOOL])
+    llm.add_tool_call("weather-dies__get_weather", {"city": "Paris"})
+    llm.add_text("The weather agent went away.")
+    pending = asyncio.create_task(http.post("/query", json={"query": "Weather?"}))
+    await peer.recv()  # the tool_call: the agent now dies without answering
+    started = time.monotonic()
+    peer.ws.transport.abort()
+    response = await pending
+    assert time.monotonic() - started < 1.0  # TOOL_CALL_TIMEOUT is 5 s here
+    assert response.status_code == 200
+    error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
+    assert "weather-dies" in error and "disconnected" in error
+
+
+async def test_websocket_query_uses_the_same_path(master: MasterProcess, llm: ScriptedOpenAIServer) -> None:
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("raw-asker", role="query")
+        llm.add_text("Hello!")
+        await peer.send({"type": "query", "query_id": "q-1", "query": "Hi"})
+        result = await peer.recv()
+        assert result["type"] == "query_result" and result["query_id"] == "q-1"
+        assert result["success"] is True and result["answer"] == "Hello!" and result["session_id"]
+        await peer.send({"type": "query", "query_id": "q-2", "query": "Hi", "orchestrator_model": "gpt-9"})
+        failed = await peer.recv()
+        assert failed["success"] is False and failed["error_code"] == "invalid_model"
+    finally:
+        await peer.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "needle"),
+    [
+        ({"query": "x", "orchestrator_model": "gpt-9"}, 400, "allowed models: gpt-4o-mini"),
+        (
+            {"query": "x", "session_id": "no-such-session"},
+            404,
+            "unknown or expired session 'no-such-session'",
+        ),
+        ({"query": "x", "auto_mode": True}, 501, "'auto_mode'"),
+        ({"query": "x", "auto_require_plan_approval": True}, 501, "'auto_require_plan_approval'"),
+        ({"query": "x", "auto_plan_execute": {"steps": []}}, 501, "'auto_plan_execute'"),
+        (
+            {"query": "x", "attachments": [{"filename": "a.txt", "content_base64": "aGk="}]},
+            501,
+            "'attachments'",
+        ),
+    ],
+)
+async def test_rejected_queries(
+    http: httpx.AsyncClient, body: dict[str, Any], status: int, needle: str
+) -> None:
+    response = await http.post("/query", json=body)
+    assert response.status_code == status
+    data = response.json()
+    assert data["success"] is False and needle in data["error"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": ""},
+        {},
+        {"query": "x", "orchestrator_prompt_profile": "pirate"},
+        {"query": "x", "auto_mode": 3},
+    ],
+)
+async def test_invalid_bodies_are_422(http: httpx.AsyncClient, body: dict[str, Any]) -> None:
+    assert (await http.post("/query", json=body)).status_code == 422
+
+
+async def test_malformed_json_body(http: httpx.AsyncClient) -> None:
+    response = await http.post("/query", content=b"{oops", headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "JSON" in json.dumps(response.json())
+
+
+async def test_prompt_profile_reaches_the_model(http: httpx.AsyncClient, llm: ScriptedOpenAIServer) -> None:
+    llm.add_text("ok")
+    await http.post("/query", json={"query": "x", "orchestrator_prompt_profile": "reasoning"})
+    assert "step by step" in llm.requests[0]["messages"][0]["content"]
+
+
+async def test_orchestrator_models(http: httpx.AsyncClient) -> None:
+    data = (await http.get("/query/orchestrator-models")).json()
+    assert data["default_model"] == "gpt-4o-mini"
+    assert data["prompt_profiles"] == ["default", "auto_multi", "reasoning"]
+
+
+def test_no_llm_configured_gives_503_naming_the_variables() -> None:
+    env = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    with MasterProcess(env) as m:
+        assert httpx.get(f"{m.base_url}/agents", timeout=5).status_code == 200
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+        assert response.status_code == 503
+        assert "OPENAI_API_KEY" in response.json()["error"] and "OPENAI_BASE_URL" in response.json()["error"]
+
+
+def test_remote_llm_is_refused_under_test_guard() -> None:
+    with MasterProcess({"OPENAI_BASE_URL": "https://api.openai.com/v1"}) as m:
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+        assert response.status_code == 503 and "OPENAGENT_LLM_LOOPBACK_ONLY" in response.json()["error"]
+
+
+def test_http_query_disabled(scripted_llm: ScriptedOpenAIServer) -> None:
+    with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_QUERY="0")) as m:
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+        assert response.status_code == 403 and "OPENAGENT_HTTP_QUERY" in response.json()["detail"]
+
+
+def test_provider_errors_are_retried_then_reported(scripted_llm: ScriptedOpenAIServer) -> None:
+    scripted_llm.reset()
+    with MasterProcess(master_env(scripted_llm, OPENAGENT_LLM_MAX_RETRIES="2")) as m:
+        scripted_llm.add_error(429, "slow down")
+        scripted_llm.add_error(503, "overloaded")
+        scripted_llm.add_text("Recovered.")
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+        assert response.status_code == 200 and response.json()["answer"] == "Recovered."
+
+        for _ in range(3):
+            scripted_llm.add_error(500, "broken")
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+        assert response.status_code == 502
+        body = response.json()
+        assert body["error_code"] == "llm_error" and "HTTP 500" in body["error"] and "broken" in body["error"]
+    scripted_llm.reset()
+
+
+def test_llm_timeout_is_reported(scripted_llm: ScriptedOpenAIServer) -> None:
+    scripted_llm.reset()
+    with MasterProcess(master_env(scripted_llm, OPENAGENT_LLM_TIMEOUT="0.5")) as m:
+        scripted_llm.add_text("too late", delay=2)
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+        assert response.status_code == 502 and response.json()["error_code"] == "llm_timeout"
+    scripted_llm.reset()
