@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import redis.asyncio as aioredis
 from fastapi import Depends, FastAPI
 from redis.exceptions import RedisError
 
@@ -24,6 +23,7 @@ from master.llm import ChatModel, OpenAIChatModel
 from master.model_catalog import ModelCatalog
 from master.orchestrator import Orchestrator
 from master.queries import NOT_CONFIGURED, QueryService
+from master.redis_client import create_redis
 from master.registry import Registry
 from master.routes import agents, health, query, ws
 from master.sessions import SessionStore
@@ -52,9 +52,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if not logging.getLogger().handlers:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        redis = aioredis.from_url(
-            settings.redis_url, decode_responses=True, socket_connect_timeout=2.0, socket_timeout=5.0
-        )
+        redis = create_redis(settings.redis_url)
         try:
             await redis.ping()
         except RedisError as exc:

@@ -27,6 +27,7 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
+from master.redis_client import create_redis
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import TEST_REDIS_URL, MasterProcess
 
@@ -78,7 +79,7 @@ def master(scripted_llm: ScriptedOpenAIServer) -> Iterator[MasterProcess]:
 
 @pytest.fixture
 async def redis_client() -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.Redis.from_url(TEST_REDIS_URL, decode_responses=True)
+    client = create_redis(TEST_REDIS_URL)
     try:
         yield client
     finally:

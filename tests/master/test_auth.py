@@ -1,0 +1,65 @@
+"""API-key auth on HTTP and WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from openagent.testing import ScriptedOpenAIServer
+from tests.conftest import master_env
+from tests.factories import MasterProcess, RawPeer
+
+KEY = "s3cret-key"
+
+
+@pytest.fixture(scope="module")
+def secured(scripted_llm: ScriptedOpenAIServer) -> Iterator[MasterProcess]:
+    with MasterProcess(master_env(scripted_llm, OPENAGENT_API_KEY=KEY)) as m:
+        yield m
+
+
+@pytest.mark.parametrize("path", ["/agents", "/query/orchestrator-models", "/openapi.json"])
+def test_http_needs_the_key(secured: MasterProcess, path: str) -> None:
+    assert httpx.get(secured.base_url + path, timeout=5).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert httpx.get(secured.base_url + path, headers=wrong, timeout=5).status_code == 401
+    right = {"Authorization": f"Bearer {KEY}"}
+    assert httpx.get(secured.base_url + path, headers=right, timeout=5).status_code == 200
+
+
+def test_post_query_needs_the_key(secured: MasterProcess) -> None:
+    response = httpx.post(f"{secured.base_url}/query", json={"query": "hi"}, timeout=5)
+    assert response.status_code == 401 and "OPENAGENT_API_KEY" in response.json()["detail"]
+
+
+def test_health_is_open(secured: MasterProcess) -> None:
+    assert httpx.get(f"{secured.base_url}/health", timeout=5).status_code == 200
+
+
+async def test_websocket_without_key_is_closed_1008(secured: MasterProcess) -> None:
+    for url, headers in [(secured.ws_url, None), (secured.ws_url + "?token=bad", None)]:
+        async with asyncio.timeout(5), connect(url, additional_headers=headers) as ws:
+            with pytest.raises(ConnectionClosed) as info:
+                await ws.recv()
+            assert info.value.rcvd is not None and info.value.rcvd.code == 1008
+
+
+@pytest.mark.parametrize("how", ["header", "query"])
+async def test_websocket_with_key(secured: MasterProcess, how: str) -> None:
+    if how == "header":
+        peer = await RawPeer.connect(secured.ws_url, additional_headers={"Authorization": f"Bearer {KEY}"})
+    else:
+        peer = await RawPeer.connect(f"{secured.ws_url}?token={KEY}")
+    try:
+        await peer.register(f"auth-{how}")
+    finally:
+        await peer.close()
+
+
+def test_auth_off_when_key_unset(master: MasterProcess) -> None:
+    assert httpx.get(f"{master.base_url}/agents", timeout=5).status_code == 200
