@@ -7,17 +7,21 @@ hands them to the routes through :mod:`master.deps`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 from fastapi import Depends, FastAPI
 from redis.exceptions import RedisError
 
 from master.deps import Services, require_api_key
 from master.dispatch import Dispatcher
+from master.errors import SessionStoreUnavailable
 from master.hub import Hub
+from master.invocation import InvocationAgents
 from master.limits import BodySizeLimit
 from master.llm import ChatModel, OpenAIChatModel
 from master.model_catalog import ModelCatalog
@@ -25,7 +29,7 @@ from master.orchestrator import Orchestrator
 from master.queries import NOT_CONFIGURED, QueryService
 from master.redis_client import create_redis
 from master.registry import Registry
-from master.routes import agents, health, query, ws
+from master.routes import agents, health, invocation, query, ws
 from master.sessions import SessionStore
 from master.settings import Settings
 
@@ -42,6 +46,27 @@ def _llm_from_settings(settings: Settings) -> tuple[ChatModel | None, str]:
             "OPENAGENT_LLM_LOOPBACK_ONLY=1 allows only an OpenAI-compatible server on this machine"
         )
     return OpenAIChatModel.from_settings(settings), ""
+
+
+async def _load_invocation_agents(invocation: InvocationAgents) -> None:
+    """Start-up: read the invocation agents from Redis and health-check them."""
+    try:
+        await invocation.reload()
+    except SessionStoreUnavailable as exc:
+        logger.warning("could not load invocation agents: %s", exc)
+        return
+    if invocation.all():
+        await invocation.check_all()
+
+
+async def _health_loop(invocation: InvocationAgents, interval: float) -> None:
+    """Re-check invocation agents periodically, so a DOWN agent comes back without /refresh."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await invocation.check_all()
+        except Exception:  # the loop must survive anything a check throws
+            logger.exception("background health check failed")
 
 
 def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None) -> FastAPI:
@@ -62,28 +87,60 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         chat_model, reason = (llm, "") if llm is not None else _llm_from_settings(settings)
         if chat_model is None:
             logger.warning("%s", reason)
+        http = httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64), follow_redirects=False
+        )
         registry = Registry()
-        dispatcher = Dispatcher(registry, default_timeout=settings.tool_call_timeout)
+        invocation = InvocationAgents(
+            redis,
+            http,
+            ttl_seconds=settings.redis_agent_ttl_seconds,
+            health_timeout=settings.health_check_timeout,
+        )
+        dispatcher = Dispatcher(
+            http=http,
+            invocation=invocation,
+            master_base_url=settings.master_base_url,
+            call_timeout=settings.tool_call_timeout,
+            invoke_timeout=settings.tool_invoke_http_timeout,
+        )
         sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
         catalog = ModelCatalog(settings)
         queries = QueryService(
             registry=registry,
+            invocation=invocation,
             sessions=sessions,
             catalog=catalog,
             orchestrator=Orchestrator(chat_model, dispatcher) if chat_model is not None else None,
             unavailable_reason=reason,
         )
         hub = Hub(
-            registry, dispatcher, queries.answer, max_message_bytes=settings.openagent_ws_max_message_bytes
+            registry,
+            dispatcher,
+            invocation,
+            queries.answer,
+            max_message_bytes=settings.openagent_ws_max_message_bytes,
         )
-        app.state.services = Services(settings, catalog, registry, dispatcher, sessions, queries, hub)
+        app.state.services = Services(
+            settings, catalog, registry, invocation, dispatcher, sessions, queries, hub
+        )
+        await _load_invocation_agents(invocation)
+        health_loop = (
+            asyncio.create_task(_health_loop(invocation, settings.openagent_health_check_interval))
+            if settings.openagent_health_check_interval > 0
+            else None
+        )
         logger.info(
             "master ready (auth %s, models %s)", "on" if settings.api_key else "OFF", catalog.allowed_models
         )
         try:
             yield
         finally:
+            if health_loop is not None:
+                health_loop.cancel()
+                await asyncio.gather(health_loop, return_exceptions=True)
             await hub.aclose()
+            await http.aclose()
             if isinstance(chat_model, OpenAIChatModel) and llm is None:
                 await chat_model.aclose()
             await redis.aclose()
@@ -109,6 +166,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     protected = [Depends(require_api_key)]
     app.include_router(agents.router, dependencies=protected)
     app.include_router(query.router, dependencies=protected)
+    app.include_router(invocation.router)
+    app.include_router(invocation.callbacks)
     app.include_router(ws.router)
     return app
 

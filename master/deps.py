@@ -10,6 +10,7 @@ from fastapi import Depends, HTTPException, Request, status
 from master.auth import key_matches, presented_key
 from master.dispatch import Dispatcher
 from master.hub import Hub
+from master.invocation import InvocationAgents
 from master.model_catalog import ModelCatalog
 from master.queries import QueryService
 from master.registry import Registry
@@ -24,6 +25,7 @@ class Services:
     settings: Settings
     catalog: ModelCatalog
     registry: Registry
+    invocation: InvocationAgents
     dispatcher: Dispatcher
     sessions: SessionStore
     queries: QueryService

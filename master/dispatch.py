@@ -1,28 +1,47 @@
-"""Tool-call routing: send a ``tool_call`` to an agent and wait for its ``tool_result``.
+"""Tool-call routing: send a call to an agent and wait for its result.
 
-Each call gets a fresh ``call_id`` and a future in the pending table. The future
-is resolved by the agent's ``tool_result``, failed at once when the agent
-disconnects, or timed out after ``TOOL_CALL_TIMEOUT``. Results for unknown
-call ids, or from an agent other than the one called, are refused.
+Each call gets a fresh ``call_id`` and a future in the pending table.
+
+- WebSocket agents get a ``tool_call`` frame and answer with ``tool_result``;
+  only the connection that was called can resolve the call.
+- HTTP invocation agents get ``POST {base}{endpoint}`` (within
+  ``TOOL_INVOKE_HTTP_TIMEOUT``) carrying a ``callback_url`` with a per-call secret
+  token, and answer at ``POST /tool_callback``. Only that token resolves the
+  call, so an invocation agent never needs the master's API key.
+
+A call ends with its result, at once when a WebSocket agent disconnects, or
+after ``TOOL_CALL_TIMEOUT``. Callbacks for unknown, finished or timed-out calls
+are refused and change nothing; a repeated callback is answered as a duplicate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
 
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
-from master.registry import LiveAgent, Registry
+from master.invocation import InvocationAgent, InvocationAgents
+from master.registry import LiveAgent
 from protocol import ToolCall, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.dispatch")
 
+Target = LiveAgent | InvocationAgent
+CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
 ProgressListener = Callable[["PendingCall", ToolProgress], None]
+
+_FINISHED_MEMORY = 10_000
+"""How many finished calls are remembered, to tell duplicates and late callbacks apart."""
 
 
 @dataclass(eq=False)
@@ -30,20 +49,44 @@ class PendingCall:
     """A tool call waiting for its result."""
 
     call_id: str
-    agent: LiveAgent
+    target: Target
     tool_name: str
     future: asyncio.Future[Any]
+    token: str | None = None
     started: float = field(default_factory=time.monotonic)
     last_progress: ToolProgress | None = None
 
+    @property
+    def agent_id(self) -> str:
+        return self.target.agent_id
+
+
+@dataclass
+class _Finished:
+    token: str | None
+    resolved: bool
+    last_progress: ToolProgress | None
+
 
 class Dispatcher:
-    """Routes tool calls to live WebSocket agents and matches their results."""
+    """Routes tool calls to WebSocket and HTTP agents and matches their results."""
 
-    def __init__(self, registry: Registry, *, default_timeout: float) -> None:
-        self._registry = registry
-        self._default_timeout = default_timeout
+    def __init__(
+        self,
+        *,
+        http: httpx.AsyncClient,
+        invocation: InvocationAgents,
+        master_base_url: str,
+        call_timeout: float,
+        invoke_timeout: float,
+    ) -> None:
+        self._http = http
+        self._invocation = invocation
+        self._callback_base = master_base_url.rstrip("/")
+        self._call_timeout = call_timeout
+        self._invoke_timeout = invoke_timeout
         self._pending: dict[str, PendingCall] = {}
+        self._finished: OrderedDict[str, _Finished] = OrderedDict()
         self._progress_listeners: list[ProgressListener] = []
 
     @property
@@ -54,61 +97,124 @@ class Dispatcher:
         self._progress_listeners.append(listener)
 
     async def call(
-        self, agent_id: str, tool_name: str, arguments: dict[str, Any], *, wait_seconds: float | None = None
+        self, target: Target, tool_name: str, arguments: dict[str, Any], *, wait_seconds: float | None = None
     ) -> Any:
-        """Run ``tool_name`` on ``agent_id`` and return its result.
+        """Run ``tool_name`` on ``target`` and return its result.
 
         Raises :class:`AgentUnavailable`, :class:`AgentDisconnected`,
         :class:`ToolTimeout` or :class:`ToolFailed`.
         """
-        agent = self._registry.get(agent_id)
-        if agent is None:
-            raise AgentUnavailable(f"agent {agent_id!r} is not connected")
-        timeout = self._default_timeout if wait_seconds is None else wait_seconds
+        timeout = self._call_timeout if wait_seconds is None else wait_seconds
         call_id = uuid.uuid4().hex
-        pending = PendingCall(call_id, agent, tool_name, asyncio.get_running_loop().create_future())
+        token = secrets.token_urlsafe(24) if isinstance(target, InvocationAgent) else None
+        pending = PendingCall(call_id, target, tool_name, asyncio.get_running_loop().create_future(), token)
         self._pending[call_id] = pending
         try:
-            await agent.send(
-                ToolCall(call_id=call_id, tool_name=tool_name, arguments=arguments).model_dump_json()
-            )
             async with asyncio.timeout(timeout):
+                if isinstance(target, LiveAgent):
+                    await self._send_frame(
+                        target, ToolCall(call_id=call_id, tool_name=tool_name, arguments=arguments)
+                    )
+                else:
+                    await self._post_call(target, pending, arguments)
                 return await pending.future
         except TimeoutError:
             raise ToolTimeout(
-                f"tool {tool_name!r} on agent {agent_id!r} gave no result within {timeout:g} s"
+                f"tool {tool_name!r} on agent {target.agent_id!r} gave no result within {timeout:g} s"
             ) from None
-        except ConnectionError as exc:
-            raise AgentDisconnected(f"agent {agent_id!r} disconnected before receiving the call") from exc
         finally:
             self._pending.pop(call_id, None)
+            self._remember(pending)
+
+    async def _send_frame(self, agent: LiveAgent, call: ToolCall) -> None:
+        try:
+            await agent.send(call.model_dump_json())
+        except ConnectionError as exc:
+            raise AgentDisconnected(
+                f"agent {agent.agent_id!r} disconnected before receiving the call"
+            ) from exc
+
+    async def _post_call(
+        self, agent: InvocationAgent, pending: PendingCall, arguments: dict[str, Any]
+    ) -> None:
+        query = f"call_id={pending.call_id}&token={quote(pending.token or '')}"
+        body = {
+            "call_id": pending.call_id,
+            "tool_name": pending.tool_name,
+            "arguments": arguments,
+            "callback_url": f"{self._callback_base}/tool_callback?{query}",
+            "progress_url": f"{self._callback_base}/tool_progress?{query}",
+        }
+        url = agent.endpoint_url(pending.tool_name)
+        try:
+            response = await self._http.post(url, json=body, timeout=self._invoke_timeout)
+        except httpx.HTTPError as exc:
+            self._invocation.mark(agent, "DOWN", f"{type(exc).__name__}: {exc}")
+            raise AgentUnavailable(
+                f"agent {agent.agent_id!r} is unreachable at {url} ({type(exc).__name__}); it is marked DOWN"
+            ) from exc
+        if response.status_code >= 300:
+            raise ToolFailed(
+                f"agent {agent.agent_id!r} refused the call to {pending.tool_name!r}: "
+                f"HTTP {response.status_code} {response.text[:300]}"
+            )
+        await self._invocation.touch(agent)
 
     def resolve(self, agent: LiveAgent, result: ToolResult) -> bool:
-        """Deliver ``result`` from ``agent``; False when no such call is waiting for that agent."""
+        """Deliver a WebSocket ``tool_result``; False when no such call is waiting for that connection."""
         pending = self._pending.get(result.call_id)
-        if pending is None or pending.agent is not agent or pending.future.done():
+        if pending is None or pending.target is not agent or pending.future.done():
             return False
+        self._settle(pending, result)
+        return True
+
+    def resolve_callback(self, token: str, result: ToolResult) -> CallbackOutcome:
+        """Deliver an HTTP callback carrying the call's ``token``."""
+        pending = self._pending.get(result.call_id)
+        if pending is not None and _token_ok(pending.token, token):
+            if pending.future.done():
+                return "duplicate"
+            self._settle(pending, result)
+            return "accepted"
+        finished = self._finished.get(result.call_id)
+        if finished is not None and _token_ok(finished.token, token):
+            return "duplicate" if finished.resolved else "finished"
+        return "unknown"
+
+    def _settle(self, pending: PendingCall, result: ToolResult) -> None:
         if result.success:
             pending.future.set_result(result.result)
         else:
             pending.future.set_exception(
                 ToolFailed(
-                    f"tool {pending.tool_name!r} on agent {agent.agent_id!r} failed: "
+                    f"tool {pending.tool_name!r} on agent {pending.agent_id!r} failed: "
                     f"{result.error or 'no error message given'}"
                 )
             )
-        return True
 
     def progress(self, agent: LiveAgent, progress: ToolProgress) -> bool:
-        """Record progress of a running call; False when no such call is running on that agent."""
+        """Record WebSocket progress; False when no such call is running on that connection."""
         pending = self._pending.get(progress.call_id)
-        if pending is None or pending.agent is not agent:
+        if pending is None or pending.target is not agent:
             return False
+        self._record_progress(pending, progress, "WS")
+        return True
+
+    def progress_callback(self, token: str, progress: ToolProgress) -> bool:
+        """Record HTTP progress carrying the call's ``token``; False for unknown or finished calls."""
+        pending = self._pending.get(progress.call_id)
+        if pending is None or not _token_ok(pending.token, token) or pending.future.done():
+            return False
+        self._record_progress(pending, progress, "HTTP")
+        return True
+
+    def _record_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
         pending.last_progress = progress
         percent = "" if progress.progress is None else f" {progress.progress:.0%}"
         logger.info(
-            "progress (WS) %s.%s call=%s%s %s",
-            agent.agent_id,
+            "progress (%s) %s.%s call=%s%s %s",
+            transport,
+            pending.agent_id,
             pending.tool_name,
             progress.call_id,
             percent,
@@ -116,13 +222,22 @@ class Dispatcher:
         )
         for listener in self._progress_listeners:
             listener(pending, progress)
-        return True
+
+    def latest_progress(self, call_id: str) -> tuple[ToolProgress | None, bool] | None:
+        """(latest progress, still running) of a known call, or ``None``."""
+        pending = self._pending.get(call_id)
+        if pending is not None:
+            return pending.last_progress, not pending.future.done()
+        finished = self._finished.get(call_id)
+        if finished is not None:
+            return finished.last_progress, False
+        return None
 
     def fail_agent(self, agent: LiveAgent, reason: str) -> int:
-        """Fail every call in flight on ``agent`` at once; returns how many."""
+        """Fail every call in flight on a WebSocket connection at once; returns how many."""
         failed = 0
         for pending in list(self._pending.values()):
-            if pending.agent is agent and not pending.future.done():
+            if pending.target is agent and not pending.future.done():
                 pending.future.set_exception(
                     AgentDisconnected(
                         f"agent {agent.agent_id!r} {reason} while running tool {pending.tool_name!r}"
@@ -130,3 +245,15 @@ class Dispatcher:
                 )
                 failed += 1
         return failed
+
+    def _remember(self, pending: PendingCall) -> None:
+        resolved = pending.future.done() and not pending.future.cancelled()
+        if resolved and pending.future.exception() is not None:
+            resolved = isinstance(pending.future.exception(), ToolFailed)
+        self._finished[pending.call_id] = _Finished(pending.token, resolved, pending.last_progress)
+        while len(self._finished) > _FINISHED_MEMORY:
+            self._finished.popitem(last=False)
+
+
+def _token_ok(expected: str | None, presented: str) -> bool:
+    return expected is not None and secrets.compare_digest(expected.encode(), presented.encode())

@@ -21,6 +21,8 @@ from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.dispatch import Dispatcher
+from master.errors import SessionStoreUnavailable
+from master.invocation import InvocationAgents, InvocationRegistration
 from master.registry import InvalidToolSchema, LiveAgent, Registry
 from protocol import (
     CLOSE_AGENT_REPLACED,
@@ -119,12 +121,14 @@ class Hub:
         self,
         registry: Registry,
         dispatcher: Dispatcher,
+        invocation: InvocationAgents,
         answer_query: QueryHandler,
         *,
         max_message_bytes: int,
     ) -> None:
         self._registry = registry
         self._dispatcher = dispatcher
+        self._invocation = invocation
         self._answer_query = answer_query
         self._max_message_bytes = max_message_bytes
         # Queries outlive the connection that asked them, so their turns are stored
@@ -231,11 +235,7 @@ class Hub:
             )
             return
         if msg.invocation_url is not None:
-            await conn.send_error(
-                "not_implemented",
-                "registering an HTTP invocation agent over WebSocket (invocation_url) is not supported yet",
-                msg.agent_id,
-            )
+            await self._register_invocation(conn, msg, msg.invocation_url)
             return
         try:
             agent = LiveAgent.from_register(msg, conn.send, conn.close)
@@ -259,6 +259,18 @@ class Hub:
                 pass
             await previous.close(CLOSE_AGENT_REPLACED, "replaced by a newer connection")
         logger.info("registered %s agent %s (%d tools)", msg.role, msg.agent_id, len(agent.tools))
+        await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
+
+    async def _register_invocation(self, conn: _Connection, msg: Register, url: str) -> None:
+        """Legacy path: a ``register`` carrying ``invocation_url`` stores an HTTP agent in Redis."""
+        try:
+            registration = InvocationRegistration(
+                agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
+            )
+            await self._invocation.register(registration)
+        except (ValidationError, InvalidToolSchema, SessionStoreUnavailable) as exc:
+            await conn.send_error("invalid_message", f"cannot register invocation agent: {exc}", msg.agent_id)
+            return
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
 
     async def _run_query(self, conn: _Connection, msg: Query) -> None:

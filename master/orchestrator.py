@@ -179,7 +179,7 @@ class Orchestrator:
             return run
         run.dispatched = True
         try:
-            run.result = await self._dispatcher.call(agent.agent_id, tool.schema.name, arguments)
+            run.result = await self._dispatcher.call(agent, tool.schema.name, arguments)
             run.success = True
         except ToolCallError as exc:
             run.error = str(exc)

@@ -12,7 +12,9 @@ import logging
 import time
 from typing import Any
 
+from master.dispatch import Target
 from master.errors import LLMError, QueryRejected, SessionStoreUnavailable
+from master.invocation import InvocationAgents
 from master.model_catalog import ModelCatalog
 from master.orchestrator import Orchestrator, Outcome, history_messages
 from master.registry import Registry
@@ -43,16 +45,29 @@ class QueryService:
         self,
         *,
         registry: Registry,
+        invocation: InvocationAgents,
         sessions: SessionStore,
         catalog: ModelCatalog,
         orchestrator: Orchestrator | None,
         unavailable_reason: str = NOT_CONFIGURED,
     ) -> None:
         self._registry = registry
+        self._invocation = invocation
         self._sessions = sessions
         self._catalog = catalog
         self._orchestrator = orchestrator
         self._unavailable_reason = unavailable_reason
+
+    def _tool_agents(self, allowed: list[str] | None) -> list[Target]:
+        """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
+        WebSocket agent shadows an invocation agent with the same id)."""
+        live: list[Target] = list(self._registry.action_agents(allowed))
+        ids = {agent.agent_id for agent in live}
+        wanted = None if allowed is None else set(allowed)
+        for agent in self._invocation.available():
+            if agent.agent_id not in ids and (wanted is None or agent.agent_id in wanted):
+                live.append(agent)
+        return live
 
     async def answer(self, message: Query) -> QueryResponse:
         """Like :meth:`run`, but every failure becomes an unsuccessful response."""
@@ -100,7 +115,7 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             raise QueryRejected(503, "session_store_unavailable", str(exc)) from None
 
-        toolbox = Toolbox(self._registry.action_agents(request.allowed_agent_ids))
+        toolbox = Toolbox(self._tool_agents(request.allowed_agent_ids))
         started = time.monotonic()
         try:
             outcome = await self._orchestrator.run(

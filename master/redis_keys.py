@@ -8,3 +8,14 @@ SESSION_PREFIX = "session:"
 
 def session_key(session_id: str) -> str:
     return f"{SESSION_PREFIX}{session_id}"
+
+
+AGENT_PREFIX = "agent:"
+"""``agent:{agent_id}`` → JSON record of an HTTP invocation agent (TTL ``REDIS_AGENT_TTL_SECONDS``)."""
+
+AGENT_INDEX = "agents:invocation"
+"""SET of the ids of registered invocation agents (members whose record expired are pruned on load)."""
+
+
+def agent_key(agent_id: str) -> str:
+    return f"{AGENT_PREFIX}{agent_id}"

@@ -8,7 +8,7 @@ returns the previous connection so the hub can tell it and close it.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,15 @@ class AgentTool:
         return problems
 
 
+def compile_tools(agent_id: str, tools: Sequence[ToolSchema]) -> dict[str, AgentTool]:
+    """Tools by name, each schema checked and compiled (raises :class:`InvalidToolSchema`)."""
+    names = [tool.name for tool in tools]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise InvalidToolSchema(f"agent {agent_id!r} declares tool {duplicates[0]!r} twice")
+    return {tool.name: AgentTool.compile(agent_id, tool) for tool in tools}
+
+
 @dataclass(eq=False)
 class LiveAgent:
     """A registered WebSocket connection."""
@@ -67,11 +76,7 @@ class LiveAgent:
         cls, message: Register, send: SendFrame, close: Callable[[int, str], Awaitable[None]]
     ) -> LiveAgent:
         """Build the entry, compiling every tool's schema (raises :class:`InvalidToolSchema`)."""
-        names = [tool.name for tool in message.tools]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise InvalidToolSchema(f"agent {message.agent_id!r} declares tool {duplicates[0]!r} twice")
-        tools = {tool.name: AgentTool.compile(message.agent_id, tool) for tool in message.tools}
+        tools = compile_tools(message.agent_id, message.tools)
         return cls(message.agent_id, message.role, dict(message.metadata), tools, send, close)
 
     def describe(self) -> dict[str, Any]:

@@ -45,6 +45,8 @@ class Settings(BaseSettings):
 
     # Timeouts (seconds)
     health_check_timeout: float = Field(default=2.0, gt=0)
+    openagent_health_check_interval: float = Field(default=30.0, ge=0)
+    """Seconds between background health checks of invocation agents (0 disables)."""
     tool_call_timeout: float = Field(default=30.0, gt=0)
     tool_invoke_http_timeout: float = Field(default=2.0, gt=0)
 

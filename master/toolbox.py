@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from master.registry import AgentTool, LiveAgent
+from master.dispatch import Target
+from master.registry import AgentTool
 
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
@@ -30,8 +31,8 @@ def function_name(agent_id: str, tool_name: str) -> str:
 class Toolbox:
     """Function name → (agent, tool) for one query."""
 
-    def __init__(self, agents: Iterable[LiveAgent]) -> None:
-        self._tools: dict[str, tuple[LiveAgent, AgentTool]] = {}
+    def __init__(self, agents: Iterable[Target]) -> None:
+        self._tools: dict[str, tuple[Target, AgentTool]] = {}
         for agent in agents:
             for tool in agent.tools.values():
                 name = function_name(agent.agent_id, tool.schema.name)
@@ -43,7 +44,7 @@ class Toolbox:
     def __len__(self) -> int:
         return len(self._tools)
 
-    def resolve(self, name: str) -> tuple[LiveAgent, AgentTool] | None:
+    def resolve(self, name: str) -> tuple[Target, AgentTool] | None:
         return self._tools.get(name)
 
     def openai_tools(self) -> list[dict[str, Any]]:

@@ -13,5 +13,8 @@ router = APIRouter(tags=["agents"])
 
 @router.get("/agents")
 async def list_agents(services: ServicesDep) -> dict[str, Any]:
-    """Connected WebSocket agents, with role, status, metadata and tools."""
-    return {"agents": [agent.describe() for agent in services.registry.all()]}
+    """Connected WebSocket agents, then invocation agents from Redis with their last health check."""
+    rows = [agent.describe() for agent in services.registry.all()]
+    live = {row["agent_id"] for row in rows}
+    rows += [agent.describe() for agent in services.invocation.all() if agent.agent_id not in live]
+    return {"agents": rows}

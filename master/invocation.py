@@ -1,0 +1,215 @@
+"""HTTP invocation agents: registered in Redis, called over HTTP, health-checked.
+
+An invocation agent runs its own HTTP server. Its registration (base URL, tools,
+metadata) lives in Redis under ``agent:{agent_id}`` with TTL
+``REDIS_AGENT_TTL_SECONDS`` (refreshed on use), so it survives a master restart.
+:class:`InvocationAgents` keeps the records in memory, loaded from Redis at
+start-up and on ``GET /refresh``, and knows each agent's health (UP/DOWN): a
+DOWN agent's tools are not offered to the model until a check finds it UP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+import redis.asyncio as aioredis
+from pydantic import BaseModel, Field
+from redis.exceptions import RedisError
+
+from master.errors import SessionStoreUnavailable
+from master.redis_keys import AGENT_INDEX, agent_key
+from master.registry import AgentTool, compile_tools
+from protocol import AGENT_ID_PATTERN, ToolSchema
+
+logger = logging.getLogger("master.invocation")
+
+DEFAULT_ENDPOINT = "/invoke"
+"""Path the master POSTs a call to when the tool declares no ``endpoint``."""
+
+Health = Literal["UP", "DOWN", "UNKNOWN"]
+
+
+class InvocationRegistration(BaseModel):
+    """Body of ``POST /register``."""
+
+    agent_id: str = Field(pattern=AGENT_ID_PATTERN)
+    invocation_base_url: str = Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)
+    """Where the agent's HTTP server listens, e.g. ``http://127.0.0.1:9000``."""
+    tools: list[ToolSchema] = Field(min_length=1)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class InvocationAgent:
+    """A registered HTTP agent and its last known health."""
+
+    agent_id: str
+    base_url: str
+    tools: dict[str, AgentTool]
+    metadata: dict[str, Any]
+    registered_at: float
+    status: Health = "UNKNOWN"
+    last_check: float | None = None
+    last_error: str | None = None
+
+    @classmethod
+    def from_registration(
+        cls, reg: InvocationRegistration, registered_at: float | None = None
+    ) -> InvocationAgent:
+        """Compile the tools (raises :class:`master.registry.InvalidToolSchema`)."""
+        return cls(
+            reg.agent_id,
+            reg.invocation_base_url.rstrip("/"),
+            compile_tools(reg.agent_id, reg.tools),
+            dict(reg.metadata),
+            registered_at or time.time(),
+        )
+
+    def endpoint_url(self, tool_name: str) -> str:
+        endpoint = self.tools[tool_name].schema.endpoint or DEFAULT_ENDPOINT
+        return f"{self.base_url}/{endpoint.lstrip('/')}"
+
+    def record(self) -> dict[str, Any]:
+        """What Redis stores."""
+        return {
+            "agent_id": self.agent_id,
+            "invocation_base_url": self.base_url,
+            "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
+            "metadata": self.metadata,
+            "registered_at": self.registered_at,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """The agent's row in ``GET /agents``."""
+        return {
+            "agent_id": self.agent_id,
+            "role": "action",
+            "connection_type": "invocation",
+            "status": self.status,
+            "last_check": self.last_check,
+            "last_error": self.last_error,
+            "invocation_base_url": self.base_url,
+            "registered_at": self.registered_at,
+            "metadata": self.metadata,
+            "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
+        }
+
+
+@dataclass
+class InvocationAgents:
+    """In-memory view of the invocation agents stored in Redis, with their health."""
+
+    redis: aioredis.Redis
+    http: httpx.AsyncClient
+    ttl_seconds: int
+    health_timeout: float
+    _agents: dict[str, InvocationAgent] = field(default_factory=dict)
+
+    def get(self, agent_id: str) -> InvocationAgent | None:
+        return self._agents.get(agent_id)
+
+    def all(self) -> list[InvocationAgent]:
+        return list(self._agents.values())
+
+    def available(self) -> list[InvocationAgent]:
+        """Agents whose tools may be offered: every one not known to be DOWN."""
+        return [agent for agent in self._agents.values() if agent.status != "DOWN"]
+
+    async def register(self, reg: InvocationRegistration) -> InvocationAgent:
+        """Store the agent in Redis (atomically with the index) and check its health once."""
+        agent = InvocationAgent.from_registration(reg)
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.set(agent_key(agent.agent_id), json.dumps(agent.record()), ex=self.ttl_seconds)
+                pipe.sadd(AGENT_INDEX, agent.agent_id)
+                await pipe.execute()
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
+        self._agents[agent.agent_id] = agent
+        await self.check(agent)
+        logger.info("registered invocation agent %s at %s (%s)", agent.agent_id, agent.base_url, agent.status)
+        return agent
+
+    async def unregister(self, agent_id: str) -> bool:
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.delete(agent_key(agent_id))
+                pipe.srem(AGENT_INDEX, agent_id)
+                deleted, _ = await pipe.execute()
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
+        known = self._agents.pop(agent_id, None) is not None
+        return bool(deleted) or known
+
+    async def reload(self) -> None:
+        """Re-read every record from Redis (start-up, ``/refresh``); expired ones are pruned."""
+        try:
+            ids = sorted(str(member) for member in await self.redis.smembers(AGENT_INDEX))
+            raws = await self.redis.mget([agent_key(agent_id) for agent_id in ids]) if ids else []
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
+        loaded: dict[str, InvocationAgent] = {}
+        expired = []
+        for agent_id, raw in zip(ids, raws, strict=True):
+            if raw is None:
+                expired.append(agent_id)
+                continue
+            try:
+                data = json.loads(raw)
+                agent = InvocationAgent.from_registration(
+                    InvocationRegistration.model_validate(data), data.get("registered_at")
+                )
+            except ValueError as exc:
+                logger.error("skipping unreadable record of invocation agent %s: %s", agent_id, exc)
+                continue
+            previous = self._agents.get(agent_id)
+            if previous is not None:
+                agent.status, agent.last_check, agent.last_error = (
+                    previous.status,
+                    previous.last_check,
+                    previous.last_error,
+                )
+            loaded[agent_id] = agent
+        if expired:
+            await self.redis.srem(AGENT_INDEX, *expired)
+        self._agents = loaded
+
+    async def touch(self, agent: InvocationAgent) -> None:
+        """Refresh the record's TTL when the agent is used (best effort)."""
+        try:
+            await self.redis.expire(agent_key(agent.agent_id), self.ttl_seconds)
+        except RedisError as exc:
+            logger.warning("could not refresh TTL of agent %s: %s", agent.agent_id, exc)
+
+    async def check(self, agent: InvocationAgent) -> Health:
+        """``GET {base}/health`` within ``HEALTH_CHECK_TIMEOUT``."""
+        try:
+            response = await self.http.get(f"{agent.base_url}/health", timeout=self.health_timeout)
+            ok = response.status_code == 200
+            error = None if ok else f"/health answered HTTP {response.status_code}"
+        except httpx.HTTPError as exc:
+            ok, error = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
+        self.mark(agent, "UP" if ok else "DOWN", error)
+        return agent.status
+
+    def mark(self, agent: InvocationAgent, status: Health, error: str | None = None) -> None:
+        if agent.status != status and agent.status != "UNKNOWN":
+            logger.warning(
+                "invocation agent %s is now %s%s", agent.agent_id, status, f" ({error})" if error else ""
+            )
+        agent.status, agent.last_check, agent.last_error = status, time.time(), error
+
+    async def check_all(self) -> dict[str, Health]:
+        """Health-check every agent concurrently; returns and logs each one's status."""
+        agents = self.all()
+        statuses = await asyncio.gather(*(self.check(agent) for agent in agents))
+        report = {agent.agent_id: status for agent, status in zip(agents, statuses, strict=True)}
+        for agent_id, status in report.items():
+            logger.info("refresh: %s %s", agent_id, status)
+        return report

@@ -1,0 +1,137 @@
+"""Invocation agents: ``POST /register``, ``POST /unregister``, ``GET /refresh``, and the
+callback routes ``POST /tool_callback``, ``POST /tool_progress``, ``GET /tool_progress/{call_id}``.
+
+The callback routes do not take the master's API key: each call's ``callback_url``
+carries a per-call token, and only that token is accepted.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, status
+from pydantic import BaseModel, Field
+
+from master.deps import ServicesDep, require_api_key
+from master.errors import SessionStoreUnavailable
+from master.invocation import InvocationRegistration
+from master.registry import InvalidToolSchema
+from protocol import ToolProgress, ToolResult
+
+router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])
+callbacks = APIRouter(tags=["invocation callbacks"])
+
+
+class Unregistration(BaseModel):
+    agent_id: str = Field(min_length=1)
+
+
+class CallbackBody(BaseModel):
+    """Body of ``POST /tool_callback``."""
+
+    call_id: str
+    success: bool
+    result: Any = None
+    error: str | None = None
+
+
+class ProgressBody(BaseModel):
+    """Body of ``POST /tool_progress``."""
+
+    call_id: str
+    message: str = ""
+    progress: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+
+
+Token = Annotated[str, Query(min_length=1, description="The per-call token from callback_url")]
+
+
+@router.post("/register")
+async def register(body: InvocationRegistration, services: ServicesDep) -> dict[str, Any]:
+    """Store an HTTP invocation agent in Redis and health-check it once."""
+    if services.registry.get(body.agent_id) is not None:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, detail=f"agent {body.agent_id!r} is connected over WebSocket"
+        )
+    try:
+        agent = await services.invocation.register(body)
+    except InvalidToolSchema as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, detail=str(exc)) from None
+    except SessionStoreUnavailable as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+    return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
+
+
+@router.post("/unregister")
+async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, Any]:
+    """Forget a cached HTTP agent."""
+    try:
+        removed = await services.invocation.unregister(body.agent_id)
+    except SessionStoreUnavailable as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+    if not removed:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"unknown invocation agent {body.agent_id!r}")
+    return {"unregistered": True, "agent_id": body.agent_id}
+
+
+@router.get("/refresh")
+async def refresh(services: ServicesDep) -> dict[str, Any]:
+    """Re-read the invocation agents from Redis and health-check each one (UP/DOWN)."""
+    try:
+        await services.invocation.reload()
+    except SessionStoreUnavailable as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+    await services.invocation.check_all()
+    return {
+        "agents": [
+            {
+                "agent_id": a.agent_id,
+                "status": a.status,
+                "last_check": a.last_check,
+                "last_error": a.last_error,
+            }
+            for a in services.invocation.all()
+        ]
+    }
+
+
+@router.get("/tool_progress/{call_id}")
+async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
+    """The latest progress of a call (WebSocket or HTTP)."""
+    known = services.dispatcher.latest_progress(call_id)
+    if known is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"unknown call {call_id!r}")
+    latest, running = known
+    return {
+        "call_id": call_id,
+        "running": running,
+        "message": latest.message if latest else None,
+        "progress": latest.progress if latest else None,
+    }
+
+
+@callbacks.post("/tool_callback")
+async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep) -> dict[str, Any]:
+    """An invocation agent posts a call's result to the ``callback_url`` it was given."""
+    result = ToolResult(call_id=body.call_id, success=body.success, result=body.result, error=body.error)
+    outcome = services.dispatcher.resolve_callback(token, result)
+    if outcome == "unknown":
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, detail=f"unknown call {body.call_id!r} or invalid token"
+        )
+    if outcome == "finished":
+        raise HTTPException(
+            status.HTTP_410_GONE, detail=f"call {body.call_id!r} already finished (timed out or failed)"
+        )
+    return {"call_id": body.call_id, "status": outcome}
+
+
+@callbacks.post("/tool_progress")
+async def tool_progress(body: ProgressBody, token: Token, services: ServicesDep) -> dict[str, Any]:
+    """An invocation agent reports progress of a running call."""
+    progress = ToolProgress(call_id=body.call_id, message=body.message, progress=body.progress)
+    if not services.dispatcher.progress_callback(token, progress):
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, detail=f"no running call {body.call_id!r} for this token"
+        )
+    return {"call_id": body.call_id, "status": "recorded"}
