@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -10,11 +11,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 from websockets.asyncio.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,6 +108,13 @@ class MasterProcess:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    async def __aenter__(self) -> MasterProcess:
+        """Start without blocking the event loop (agents served by this loop answer health checks)."""
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
 
 class RawPeer:
     """A WebSocket peer that knows only the wire contract (JSON frames)."""
@@ -155,3 +164,22 @@ WEATHER_TOOL: dict[str, Any] = {
         "required": ["city"],
     },
 }
+
+
+@contextlib.asynccontextmanager
+async def serve_app(app: Any, port: int = 0) -> AsyncIterator[str]:
+    """Serve an ASGI app with uvicorn on loopback in this event loop; yields its base URL."""
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{bound}"
+    finally:
+        server.should_exit = True
+        async with asyncio.timeout(10):
+            await task

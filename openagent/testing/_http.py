@@ -30,6 +30,8 @@ class ScriptedHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 256
+    """Listen backlog: the default of 5 refuses connections when many clients call at once."""
 
     def __init__(
         self, address: tuple[str, int], state: ScriptState, api_key: str | None, models: Sequence[str]

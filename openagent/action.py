@@ -1,0 +1,445 @@
+"""Action agents: expose tools that the master's orchestrator calls over WebSocket.
+
+Pass a handler function::
+
+    from openagent import OrchestratorActionAgent, ToolError, ToolSchema, run_action_agent
+
+    TOOLS = [ToolSchema(name="get_weather", description="Weather of a city",
+                        parameters={"type": "object", "properties": {"city": {"type": "string"}}})]
+
+    async def handle_tool(tool_name, arguments, *, progress_callback=None):
+        if progress_callback:
+            await progress_callback("looking it up", 0.5)
+        if arguments.get("city") != "Paris":
+            raise ToolError(f"no weather for {arguments.get('city')!r}")
+        return {"city": "Paris", "forecast": "sunny"}
+
+    run_action_agent(OrchestratorActionAgent("weather-agent", TOOLS, handle_tool))
+
+or subclass :class:`OrchestratorWebSocketActionAgent` and implement
+:meth:`~OrchestratorWebSocketActionAgent.handle_tool`.
+
+Every ``tool_call`` runs in its own task, so calls run concurrently. What the handler
+returns becomes the ``result`` of a successful ``tool_result``; what it raises
+becomes a failed one: a :class:`~openagent.errors.ToolError`'s message as is, any
+other exception as ``"<ExceptionType>: <message>"`` (logged with its traceback).
+The agent keeps serving either way.
+
+When the connection drops, the agent reconnects and registers again on its own.
+Calls in flight keep running; a result that is ready once the agent is back is sent
+(the master may already have given up on it), one ready before is dropped with a
+warning. :meth:`~OrchestratorWebSocketActionAgent.stop` cancels them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol
+
+import pydantic_core
+from pydantic import ValidationError
+
+from openagent.client import AgentClient
+from openagent.config import ClientConfig
+from openagent.errors import ConfigurationError, ConnectionLostError, ToolError
+from protocol import (
+    AGENT_ID_PATTERN,
+    CollaborationEnd,
+    CollaborationStart,
+    ErrorMessage,
+    Message,
+    PeerMessage,
+    Register,
+    ToolCall,
+    ToolProgress,
+    ToolResult,
+    ToolSchema,
+)
+
+__all__ = [
+    "OrchestratorActionAgent",
+    "OrchestratorWebSocketActionAgent",
+    "ProgressCallback",
+    "ToolHandler",
+    "run_action_agent",
+]
+
+logger = logging.getLogger("openagent.action")
+
+
+class ProgressCallback(Protocol):
+    """``await progress_callback(message, progress=None)``: report how a tool call is going.
+
+    Sends a ``tool_progress`` frame; ``progress`` is the fraction done, 0..1, when
+    known. Best effort: while the connection is down the update is dropped (and logged).
+    """
+
+    async def __call__(self, message: str, progress: float | None = None) -> None: ...
+
+
+ToolHandler = Callable[..., Any]
+"""``handler(tool_name, arguments, **progress)``, async or not; see :class:`OrchestratorActionAgent`."""
+
+
+class OrchestratorWebSocketActionAgent:
+    """An action agent: registers its tools with the master and answers ``tool_call`` frames.
+
+    Subclass it and implement :meth:`handle_tool`, or use :class:`OrchestratorActionAgent`
+    with a handler function.
+
+    Args:
+        agent_id: Unique id on the master (letters, digits, ``. _ : -``; up to 128).
+        tools: The tools, as :class:`~protocol.ToolSchema` or dicts of the same shape.
+        metadata: Free-form description sent with ``register``.
+        config: Connection settings; :meth:`ClientConfig.from_env` when omitted.
+
+    Raises:
+        ConfigurationError: Invalid ``agent_id``, an invalid or duplicate tool, or
+            ``handle_tool`` not implemented.
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        tools: Sequence[ToolSchema | Mapping[str, Any]],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        config: ClientConfig | None = None,
+    ) -> None:
+        if type(self).handle_tool is OrchestratorWebSocketActionAgent.handle_tool:
+            raise ConfigurationError(
+                f"agent {agent_id!r}: subclass OrchestratorWebSocketActionAgent and implement handle_tool(),"
+                " or use OrchestratorActionAgent(agent_id, tools, tool_handler)"
+            )
+        schemas = _validate_tools(agent_id, tools)
+        try:
+            self._register = Register(
+                agent_id=agent_id, role="action", tools=schemas, metadata=dict(metadata or {})
+            )
+        except ValidationError:
+            raise ConfigurationError(
+                f"invalid agent_id {agent_id!r}: must match {AGENT_ID_PATTERN}"
+            ) from None
+        self.config = config if config is not None else ClientConfig.from_env()
+        self._tool_names = frozenset(tool.name for tool in schemas)
+        self._client: AgentClient | None = None
+        self._calls: set[asyncio.Task[None]] = set()
+
+    @property
+    def agent_id(self) -> str:
+        """The agent's id on the master."""
+        return self._register.agent_id
+
+    @property
+    def tools(self) -> list[ToolSchema]:
+        """The validated tools, as registered."""
+        return list(self._register.tools)
+
+    @property
+    def registered(self) -> bool:
+        """Whether the agent is connected and registered right now (false while reconnecting)."""
+        return self._client is not None and self._client.connected
+
+    async def handle_tool(
+        self, tool_name: str, arguments: dict[str, Any], *, progress_callback: ProgressCallback
+    ) -> Any:
+        """Run one tool call and return its JSON-serialisable result. Subclasses implement it.
+
+        Args:
+            tool_name: One of the agent's tool names (unknown names never get here).
+            arguments: The arguments object chosen by the model.
+            progress_callback: Sends ``tool_progress`` frames for this call.
+
+        Raises:
+            ToolError: To fail the call with a clean message for the model.
+        """
+        raise NotImplementedError(f"{type(self).__name__}.handle_tool() is not implemented")
+
+    async def start(self) -> None:
+        """Connect and register; return once registered. Calls are served in the background.
+
+        Raises:
+            ConnectionFailedError, AuthenticationError, RegistrationError: See
+                :meth:`AgentClient.connect <openagent.client.AgentClient.connect>`.
+            ConfigurationError: The agent is already started.
+        """
+        if self._client is not None:
+            raise ConfigurationError(f"agent {self.agent_id!r} is already started")
+        self._client = AgentClient(self._register, config=self.config, on_message=self._on_message)
+        try:
+            await self._client.connect()
+        except BaseException:
+            self._client = None
+            raise
+        logger.info("action agent %s serving tools: %s", self.agent_id, ", ".join(sorted(self._tool_names)))
+
+    async def run(self) -> None:
+        """Start (unless started) and serve until :meth:`stop` or a fatal error.
+
+        Raises:
+            AuthenticationError: The master refused the API key.
+            AgentReplacedError: Another process registered the same ``agent_id``.
+            ConnectionFailedError, RegistrationError: The first connection failed.
+        """
+        if self._client is None:
+            await self.start()
+        assert self._client is not None
+        try:
+            await self._client.wait_closed()
+        finally:
+            await self.stop()
+
+    async def stop(self) -> None:
+        """Close the connection, then cancel the tool calls in flight. Safe to call twice."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()  # first, so that no new call starts while the others are cancelled
+        calls = list(self._calls)
+        for task in calls:
+            task.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        if client is not None:
+            logger.info("action agent %s stopped", self.agent_id)
+
+    async def __aenter__(self) -> OrchestratorWebSocketActionAgent:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------------ serving
+
+    async def _on_message(self, message: Message) -> None:
+        if isinstance(message, ToolCall):
+            assert self._client is not None  # frames arrive only between start() and stop()
+            serve = self._serve_call(message, self._client)
+            task = asyncio.create_task(serve, name=f"openagent-call-{message.call_id}")
+            self._calls.add(task)
+            task.add_done_callback(self._calls.discard)
+        elif isinstance(message, ErrorMessage):
+            logger.warning(
+                "master error for agent %s: %s (%s, ref %s)",
+                self.agent_id,
+                message.message,
+                message.code,
+                message.ref,
+            )
+        elif isinstance(message, CollaborationStart | PeerMessage | CollaborationEnd):
+            logger.info(
+                "agent %s ignores %s frame: collaboration is not supported yet", self.agent_id, message.type
+            )
+        else:
+            logger.debug("agent %s ignores %s frame", self.agent_id, message.type)
+
+    async def _serve_call(self, call: ToolCall, client: AgentClient) -> None:
+        result = await self._execute(call, client)
+        try:
+            await client.send(result)
+        except ConnectionLostError as exc:
+            logger.warning("could not send the result of call %s (%s): %s", call.call_id, call.tool_name, exc)
+
+    async def _execute(self, call: ToolCall, client: AgentClient) -> ToolResult:
+        def failure(error: str) -> ToolResult:
+            return ToolResult(call_id=call.call_id, success=False, error=error)
+
+        if call.tool_name not in self._tool_names:
+            logger.warning("agent %s got a call of unknown tool %s", self.agent_id, call.tool_name)
+            return failure(f"unknown tool {call.tool_name!r} on agent {self.agent_id!r}")
+        try:
+            value = await self.handle_tool(
+                call.tool_name, call.arguments, progress_callback=_progress_sender(client, call.call_id)
+            )
+        except ToolError as exc:
+            logger.info("tool %s (call %s) failed: %s", call.tool_name, call.call_id, exc)
+            return failure(str(exc))
+        except Exception as exc:
+            logger.exception("tool %s (call %s) raised", call.tool_name, call.call_id)
+            return failure(f"{type(exc).__name__}: {exc}")
+        try:
+            pydantic_core.to_json(value)
+        except pydantic_core.PydanticSerializationError as exc:
+            logger.error("tool %s (call %s) returned a non-JSON value: %s", call.tool_name, call.call_id, exc)
+            return failure(
+                f"tool {call.tool_name!r} returned a value that is not JSON-serialisable"
+                f" ({type(value).__name__}): {exc}"
+            )
+        return ToolResult(call_id=call.call_id, success=True, result=value)
+
+
+class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
+    """An action agent whose tool calls go to a handler function.
+
+    Args:
+        agent_id: Unique id on the master.
+        tools: The tools, as :class:`~protocol.ToolSchema` or dicts.
+        tool_handler: ``handler(tool_name, arguments, ...)``, an ``async def`` or a plain
+            function (run in a worker thread with :func:`asyncio.to_thread`).
+        collaboration_handler: Takes part in collaborations; sets
+            ``metadata["supports_collaboration"]``. (Collaboration frames are not
+            handled yet: they are logged and ignored.)
+        metadata: Free-form description sent with ``register``.
+        config: Connection settings; :meth:`ClientConfig.from_env` when omitted.
+
+    How the handler gets its progress callback, decided once from its signature:
+
+    - a parameter named ``progress_callback`` gets it under that name (WebSocket style);
+    - a parameter named ``progress`` gets it under that name (invocation-agent style);
+      a handler declaring both gets it twice;
+    - a handler declaring neither but taking ``**kwargs`` gets both names;
+    - any other handler is called as ``handler(tool_name, arguments)``.
+
+    An async handler gets an async :class:`ProgressCallback`; a plain function gets a
+    blocking one with the same arguments (``progress_callback("half way", 0.5)``). A
+    plain function cannot be interrupted: :meth:`stop` stops waiting for it, but its
+    thread runs to the end.
+    """
+
+    def __init__(
+        self,
+        agent_id: str,
+        tools: Sequence[ToolSchema | Mapping[str, Any]],
+        tool_handler: ToolHandler,
+        *,
+        collaboration_handler: Callable[..., Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        config: ClientConfig | None = None,
+    ) -> None:
+        metadata = dict(metadata or {})
+        if collaboration_handler is not None:
+            metadata["supports_collaboration"] = True
+        super().__init__(agent_id, tools, metadata=metadata, config=config)
+        self.tool_handler = tool_handler
+        self.collaboration_handler = collaboration_handler
+        self._progress_names = _progress_parameters(agent_id, tool_handler)
+        self._handler_is_async = inspect.iscoroutinefunction(tool_handler) or inspect.iscoroutinefunction(
+            type(tool_handler).__call__  # an object with an async __call__
+        )
+
+    async def handle_tool(
+        self, tool_name: str, arguments: dict[str, Any], *, progress_callback: ProgressCallback
+    ) -> Any:
+        """Call ``tool_handler`` as described in the class docstring and return its result."""
+        if self._handler_is_async:
+            kwargs: dict[str, Any] = dict.fromkeys(self._progress_names, progress_callback)
+            result = self.tool_handler(tool_name, arguments, **kwargs)
+        else:
+            loop = asyncio.get_running_loop()
+
+            def blocking_progress(message: str, progress: float | None = None) -> None:
+                asyncio.run_coroutine_threadsafe(progress_callback(message, progress), loop).result()
+
+            kwargs = dict.fromkeys(self._progress_names, blocking_progress)
+            result = await asyncio.to_thread(self.tool_handler, tool_name, arguments, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def run_action_agent(agent: OrchestratorWebSocketActionAgent) -> None:
+    """Run an action agent until Ctrl-C or SIGTERM: the entry point of agent scripts.
+
+    Configures ``logging.basicConfig(level=INFO)`` when logging is not configured yet,
+    then runs :meth:`~OrchestratorWebSocketActionAgent.run` in a new event loop. Ctrl-C
+    and SIGTERM stop the agent cleanly and return. Must not be called from a running
+    event loop (``await agent.run()`` there instead).
+
+    Raises:
+        OpenAgentError: What stopped the agent otherwise, e.g. ``AgentReplacedError``.
+    """
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(_run_until_signalled(agent))
+    except KeyboardInterrupt:
+        logger.info("action agent %s interrupted", agent.agent_id)
+
+
+async def _run_until_signalled(agent: OrchestratorWebSocketActionAgent) -> None:
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    terminated = False
+
+    def on_sigterm() -> None:
+        nonlocal terminated
+        terminated = True
+        main.cancel()
+
+    with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    try:
+        await agent.run()
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        main.uncancel()
+        logger.info("action agent %s got SIGTERM", agent.agent_id)
+    finally:
+        with contextlib.suppress(NotImplementedError):
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _progress_sender(client: AgentClient, call_id: str) -> ProgressCallback:
+    async def progress_callback(message: str, progress: float | None = None) -> None:
+        if progress is not None and not 0.0 <= progress <= 1.0:
+            raise ValueError(f"progress must be between 0 and 1, got {progress!r}")
+        try:
+            await client.send(ToolProgress(call_id=call_id, message=message, progress=progress))
+        except ConnectionLostError as exc:
+            logger.warning("dropping progress of call %s: %s", call_id, exc)
+
+    return progress_callback
+
+
+def _validate_tools(agent_id: str, tools: Sequence[ToolSchema | Mapping[str, Any]]) -> list[ToolSchema]:
+    schemas: list[ToolSchema] = []
+    for index, tool in enumerate(tools):
+        if isinstance(tool, ToolSchema):
+            schemas.append(tool)
+            continue
+        name = tool.get("name") if isinstance(tool, Mapping) else None
+        try:
+            schemas.append(ToolSchema.model_validate(tool))
+        except ValidationError as exc:
+            label = repr(name) if name is not None else f"#{index}"
+            raise ConfigurationError(f"invalid tool {label} of agent {agent_id!r}: {exc}") from None
+    seen: set[str] = set()
+    for schema in schemas:
+        if schema.name in seen:
+            raise ConfigurationError(f"duplicate tool name {schema.name!r} on agent {agent_id!r}")
+        seen.add(schema.name)
+    return schemas
+
+
+def _progress_parameters(agent_id: str, handler: ToolHandler) -> tuple[str, ...]:
+    """Keyword names under which ``handler`` takes the progress callback (see the class docstring)."""
+    if not callable(handler):
+        raise ConfigurationError(f"tool_handler of agent {agent_id!r} is not callable: {handler!r}")
+    try:
+        parameters = inspect.signature(handler).parameters
+    except (TypeError, ValueError):  # some builtins have no signature: pass no progress
+        return ()
+    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = tuple(
+        name
+        for name in ("progress_callback", "progress")
+        if name in parameters and parameters[name].kind in by_keyword
+    )
+    if not names and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        names = ("progress_callback", "progress")
+    try:
+        inspect.signature(handler).bind("tool", {}, **dict.fromkeys(names))
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"tool_handler of agent {agent_id!r} must accept (tool_name, arguments): {exc}"
+        ) from None
+    return names

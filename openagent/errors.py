@@ -1,0 +1,140 @@
+"""Exceptions raised by the OpenAgent SDK.
+
+Every exception the SDK raises on purpose derives from :class:`OpenAgentError`,
+so ``except OpenAgentError`` catches them all::
+
+    OpenAgentError
+    ├── ConfigurationError        developer misuse: fix the code or the environment
+    ├── TransportError            the WebSocket connection to the master
+    │   ├── ConnectionFailedError     could not open the connection
+    │   ├── AuthenticationError       master refused the API key (close 1008)   [fatal]
+    │   ├── AgentReplacedError        a newer connection took the agent_id (close 4001)  [fatal]
+    │   ├── RegistrationError         master rejected or never answered ``register``
+    │   └── ConnectionLostError       the connection dropped, or is not open
+    ├── QueryError                master answered a query with an ``error`` frame
+    │   └── QueryTimeoutError         no ``query_result`` in time
+    └── ToolError                 raised by a tool handler: a clean failure the model sees
+
+The three families mean different things to the caller:
+
+- :class:`ConfigurationError` is a bug in the calling code or a bad environment
+  variable; the message names the fix. Retrying will not help.
+- :class:`TransportError` subclasses are runtime failures. The client reconnects
+  on its own after :class:`ConnectionLostError`; it never reconnects after the
+  two *fatal* ones, :class:`AuthenticationError` and :class:`AgentReplacedError`.
+- :class:`ToolError` is not a crash: a tool handler raises it to report a failure
+  (``tool_result`` with ``success: false`` and the error's message) that the
+  orchestrator's model reads and may recover from.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentReplacedError",
+    "AuthenticationError",
+    "ConfigurationError",
+    "ConnectionFailedError",
+    "ConnectionLostError",
+    "OpenAgentError",
+    "QueryError",
+    "QueryTimeoutError",
+    "RegistrationError",
+    "ToolError",
+    "TransportError",
+]
+
+
+class OpenAgentError(Exception):
+    """Base class of every exception raised by the OpenAgent SDK."""
+
+
+class ConfigurationError(OpenAgentError):
+    """The SDK was used wrongly: a bad argument, tool schema or environment variable.
+
+    The message names the offending value and how to fix it.
+    """
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class TransportError(OpenAgentError):
+    """Base class of failures of the WebSocket connection to the master."""
+
+
+class ConnectionFailedError(TransportError):
+    """The WebSocket to the master could not be opened (refused, timed out, bad handshake).
+
+    Check that the master is running and that ``MASTER_WS`` points at its ``/ws`` endpoint.
+    """
+
+
+class AuthenticationError(TransportError):
+    """The master refused the connection's API key.
+
+    Raised when the master closes the socket with code 1008
+    (:data:`protocol.CLOSE_POLICY_VIOLATION`), rejects the WebSocket handshake with
+    HTTP 401/403, or answers ``register`` with an ``unauthorized`` error. Set
+    ``OPENAGENT_API_KEY`` to the master's key. The client never reconnects after it.
+    """
+
+
+class AgentReplacedError(TransportError):
+    """A newer connection registered the same ``agent_id``; this one was closed (code 4001).
+
+    The client stops instead of reconnecting: reconnecting would in turn kick out the
+    newer connection, and the two would fight forever. Run each agent once, or give
+    each copy its own ``agent_id``.
+    """
+
+
+class RegistrationError(TransportError):
+    """The master rejected ``register`` (its message is this error's message) or did not
+    answer within ``WS_REGISTRATION_TIMEOUT``."""
+
+
+class ConnectionLostError(TransportError):
+    """The connection to the master dropped, or a frame was sent while not connected.
+
+    Agents reconnect and re-register on their own after a drop; work that was in
+    flight on the lost connection (such as a pending query) fails with this error.
+    """
+
+
+# --------------------------------------------------------------------------- queries
+
+
+class QueryError(OpenAgentError):
+    """The master answered a query with an ``error`` frame instead of a ``query_result``.
+
+    A query the orchestrator ran but could not answer is *not* an exception: it comes
+    back as a :class:`protocol.QueryResult` with ``success`` false.
+
+    Attributes:
+        query_id: The id of the failed query.
+        code: The master's stable error code (e.g. ``invalid_query``), when it sent one.
+    """
+
+    def __init__(self, message: str, *, query_id: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.query_id = query_id
+        self.code = code
+
+
+class QueryTimeoutError(QueryError):
+    """No ``query_result`` arrived within the query's timeout (``QUERY_RESPONSE_TIMEOUT``)."""
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class ToolError(OpenAgentError):
+    """Raise from a tool handler to fail the call with a clean message.
+
+    The message becomes the ``error`` of the ``tool_result`` as is (no exception type
+    prefix, no traceback in the logs), for the orchestrator's model to read::
+
+        async def handle(tool_name, arguments):
+            if arguments["city"] not in KNOWN_CITIES:
+                raise ToolError(f"unknown city {arguments['city']!r}")
+    """

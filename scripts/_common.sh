@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# shellcheck shell=bash
+# Helpers shared by scripts/run.sh and scripts/test.sh; source it, do not run it.
+#
+#   ensure_venv EXTRA     .venv exists and holds `pip install -e '.[EXTRA]'` (skipped when
+#                         pyproject.toml has not changed since the last install)
+#   ensure_redis          Redis answers PING at $REDIS_URL; starts a local one if it can
+#   load_env_file FILE    exports every variable of FILE, letting the environment win
+#   log / warn / die      messages on stderr, prefixed with the script's name
+#
+# After sourcing: ROOT (repository root), VENV_DIR, VENV_PY, RUN_DIR (.run, logs and state).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV_DIR="$ROOT/.venv"
+VENV_PY="$VENV_DIR/bin/python"
+RUN_DIR="$ROOT/.run"
+_SCRIPT_NAME="$(basename "${BASH_SOURCE[-1]:-$0}")"
+
+log() { printf '[%s] %s\n' "$_SCRIPT_NAME" "$*" >&2; }
+warn() { printf '[%s] warning: %s\n' "$_SCRIPT_NAME" "$*" >&2; }
+die() {
+  printf '[%s] error: %s\n' "$_SCRIPT_NAME" "$*" >&2
+  exit 1
+}
+
+# _python_ok PY: PY runs and is Python >= 3.11.
+_python_ok() {
+  "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' </dev/null 2>/dev/null
+}
+
+_python_version() {
+  "$1" -c 'import sys; print(".".join(map(str, sys.version_info[:3])))' </dev/null 2>/dev/null || echo "unknown"
+}
+
+# ensure_venv EXTRA: create .venv with ${PYTHON:-python3} when missing and install the
+# project editable with the given extra ("master" or "dev"). A stamp file per extra in .venv
+# holds the sha256 of pyproject.toml, so an unchanged project is not reinstalled.
+ensure_venv() {
+  local extra=${1:?ensure_venv needs an extra, e.g. master or dev}
+  local python=${PYTHON:-python3}
+
+  if [[ ! -x $VENV_PY ]] || ! "$VENV_PY" -c 'import sys' </dev/null >/dev/null 2>&1; then
+    command -v "$python" >/dev/null 2>&1 ||
+      die "'$python' not found; install Python >= 3.11 or set PYTHON=/path/to/python3.11"
+    _python_ok "$python" ||
+      die "$python is Python $(_python_version "$python"); OpenAgent needs Python >= 3.11 (set PYTHON=/path/to/python3.11)"
+    log "creating the virtualenv .venv with $python ($(_python_version "$python"))"
+    "$python" -m venv "$VENV_DIR" </dev/null ||
+      die "'$python -m venv .venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"
+  fi
+  _python_ok "$VENV_PY" ||
+    die ".venv has Python $(_python_version "$VENV_PY"); OpenAgent needs >= 3.11: remove .venv and rerun (PYTHON=/path/to/python3.11 to choose the interpreter)"
+
+  local stamp="$VENV_DIR/.openagent-$extra.stamp" want
+  want=$("$VENV_PY" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' \
+    "$ROOT/pyproject.toml" </dev/null) || die "cannot read $ROOT/pyproject.toml"
+  if [[ -f $stamp && "$(<"$stamp")" == "$want" ]]; then
+    return 0
+  fi
+
+  log "installing the project into .venv: pip install -e '.[$extra]' (first run takes a minute)"
+  (cd "$ROOT" && "$VENV_PY" -m pip install --disable-pip-version-check --quiet -e ".[$extra]" </dev/null) ||
+    die "pip install -e '.[$extra]' failed (see the pip output above); fix it and rerun"
+  printf '%s\n' "$want" >"$stamp"
+  if [[ $extra == dev ]]; then
+    # The dev extra includes the master extra.
+    printf '%s\n' "$want" >"$VENV_DIR/.openagent-master.stamp"
+  fi
+}
+
+# redis_ping URL: true when a Redis at URL answers PING (redis-py from .venv, else redis-cli).
+redis_ping() {
+  local url=$1
+  if [[ -x $VENV_PY ]] && "$VENV_PY" -c 'import redis' </dev/null >/dev/null 2>&1; then
+    "$VENV_PY" - "$url" >/dev/null 2>&1 <<'PY'
+import sys
+
+import redis
+
+client = redis.Redis.from_url(sys.argv[1], socket_connect_timeout=1, socket_timeout=1)
+try:
+    sys.exit(0 if client.ping() else 1)
+finally:
+    client.close()
+PY
+  elif command -v redis-cli >/dev/null 2>&1; then
+    [[ "$(redis-cli -u "$url" ping </dev/null 2>/dev/null)" == PONG ]]
+  else
+    return 1
+  fi
+}
+
+# _redis_url_parts URL: prints "host", "port", "loopback|remote" and the password, one a line.
+_redis_url_parts() {
+  local python=$VENV_PY
+  [[ -x $python ]] || python=${PYTHON:-python3}
+  "$python" - "$1" <<'PY'
+import ipaddress
+import sys
+from urllib.parse import unquote, urlsplit
+
+url = urlsplit(sys.argv[1])
+if url.scheme not in ("redis", "rediss"):
+    sys.exit(f"unsupported scheme {url.scheme!r} (expected redis://)")
+host = url.hostname or "127.0.0.1"
+try:
+    port = url.port or 6379
+except ValueError as exc:
+    sys.exit(str(exc))
+try:
+    loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+except ValueError:
+    loopback = False
+print(host)
+print(port)
+print("loopback" if loopback and url.scheme == "redis" else "remote")
+print(unquote(url.password or ""))
+PY
+}
+
+_redis_server_bin() {
+  local candidate
+  for candidate in "$(command -v redis-server 2>/dev/null || true)" /usr/bin/redis-server /usr/sbin/redis-server \
+    /usr/local/bin/redis-server; do
+    if [[ -n $candidate && -x $candidate ]]; then
+      printf '%s\n' "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# ensure_redis: Redis answers PING at ${REDIS_URL:-redis://127.0.0.1:6379}. When it does not
+# and the URL is on loopback, start a throw-away redis-server (no persistence; data dir and log
+# in .run/), installing the Debian package first when we are root with apt-get.
+ensure_redis() {
+  local url=${REDIS_URL:-redis://127.0.0.1:6379}
+  # The URL as shown in messages: without its password.
+  local shown
+  shown=$(sed -E 's#//([^:@/]*):[^@/]*@#//\1:***@#' <<<"$url")
+  if redis_ping "$url"; then
+    log "Redis answers at REDIS_URL=$shown"
+    return 0
+  fi
+
+  local parts
+  parts=$(_redis_url_parts "$url") || die "cannot parse REDIS_URL=$shown"
+  local host port where password
+  {
+    IFS= read -r host
+    IFS= read -r port
+    IFS= read -r where
+    IFS= read -r password || true
+  } <<<"$parts"
+  if [[ $where != loopback ]]; then
+    die "Redis does not answer PING at REDIS_URL=$shown; start it or point REDIS_URL at a running Redis"
+  fi
+
+  local server
+  if ! server=$(_redis_server_bin); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+      log "redis-server is not installed; installing it: apt-get install -y redis-server"
+      {
+        DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server
+      } </dev/null >&2 || die "apt-get install redis-server failed; install Redis or set REDIS_URL"
+      # The package may have started its own server on the default port.
+      if redis_ping "$url"; then
+        log "Redis answers at REDIS_URL=$shown"
+        return 0
+      fi
+      server=$(_redis_server_bin) || die "redis-server is still not on PATH after apt-get install"
+    else
+      die "Redis does not answer at REDIS_URL=$shown and redis-server is not installed; install it (e.g. 'sudo apt-get install redis-server') or point REDIS_URL at a running Redis"
+    fi
+  fi
+
+  local data_dir="$RUN_DIR/redis-$port"
+  if ! mkdir -p "$data_dir" 2>/dev/null || [[ ! -w $data_dir ]]; then
+    data_dir=$(mktemp -d "${TMPDIR:-/tmp}/openagent-redis.XXXXXX")
+  fi
+  local logfile="$data_dir/redis.log"
+  local bind=127.0.0.1
+  [[ $host == *:* ]] && bind=$host
+  local args=(--daemonize yes --bind "$bind" --port "$port" --save "" --appendonly no
+    --dir "$data_dir" --logfile "$logfile")
+  [[ -n $password ]] && args+=(--requirepass "$password")
+
+  log "Redis does not answer at REDIS_URL=$shown; starting $server on $bind:$port (log: $logfile)"
+  "$server" "${args[@]}" </dev/null >&2 || die "could not start redis-server for REDIS_URL=$shown (log: $logfile)"
+
+  local deadline=$((SECONDS + 10))
+  until redis_ping "$url"; do
+    if ((SECONDS >= deadline)); then
+      [[ -f $logfile ]] && tail -n 20 "$logfile" >&2
+      die "started redis-server but REDIS_URL=$shown still does not answer PING after 10 s (log: $logfile)"
+    fi
+    sleep 0.2
+  done
+  log "Redis is up at REDIS_URL=$shown (daemonized; stop it with: redis-cli -p $port shutdown)"
+}
+
+# load_env_file FILE: export every NAME=value of FILE (bash syntax). A variable already set in
+# the environment keeps its value, as with pydantic-settings and python-dotenv.
+load_env_file() {
+  local _lef_file=$1 _lef_line _lef_name
+  local -A _lef_keep=()
+  while IFS= read -r _lef_line || [[ -n $_lef_line ]]; do
+    if [[ $_lef_line =~ ^[[:space:]]*(export[[:space:]]+)?([A-Za-z_][A-Za-z0-9_]*)= ]]; then
+      _lef_name=${BASH_REMATCH[2]}
+      if [[ -n ${!_lef_name+set} ]]; then
+        _lef_keep[$_lef_name]=${!_lef_name}
+      fi
+    fi
+  done <"$_lef_file"
+  set -a
+  # shellcheck disable=SC1090
+  . "$_lef_file"
+  set +a
+  for _lef_name in "${!_lef_keep[@]}"; do
+    export "$_lef_name=${_lef_keep[$_lef_name]}"
+  done
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Run the checks CI runs: ruff, mypy (strict on protocol, openagent, master) and pytest.
+#
+#   ./scripts/test.sh [PYTEST ARGS...]      e.g. ./scripts/test.sh -q tests/protocol
+#
+# Creates .venv with the dev extra on first use and makes sure the tests' Redis answers
+# (OPENAGENT_TEST_REDIS_URL, default redis://127.0.0.1:6379/15), starting a local one if needed. Stops at the first
+# failing step. Needs no standard input (fine with CI=true).
+set -euo pipefail
+# shellcheck source=scripts/_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+cd "$ROOT"
+
+# run_step NAME COMMAND...: run COMMAND; on failure say which step failed and exit with its status.
+run_step() {
+  local name=$1
+  shift
+  log "$name: $*"
+  local status=0
+  "$@" </dev/null || status=$?
+  if ((status == 0)); then
+    return 0
+  fi
+  if [[ $name == pytest && $status -eq 5 ]]; then
+    printf '[%s] FAILED: pytest collected no tests (exit 5); check the test paths and -k/-m filters\n' \
+      "$_SCRIPT_NAME" >&2
+  else
+    printf '[%s] FAILED: %s exited with status %d (output above)\n' "$_SCRIPT_NAME" "$name" "$status" >&2
+  fi
+  exit "$status"
+}
+
+ensure_venv dev
+# The Redis the test-suite uses (tests/factories.py: OPENAGENT_TEST_REDIS_URL, default db 15).
+REDIS_URL=${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15} ensure_redis
+
+run_step ruff "$VENV_DIR/bin/ruff" check .
+run_step mypy "$VENV_DIR/bin/mypy"
+run_step pytest "$VENV_PY" -m pytest "$@"
+log "all checks passed"

@@ -1,0 +1,72 @@
+"""The SDK's front door: ``openagent.__all__`` is pinned and importing it stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import openagent
+import protocol
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EXPORTED = [
+    "AgentClient",
+    "AgentReplacedError",
+    "AuthenticationError",
+    "ClientConfig",
+    "ConfigurationError",
+    "ConnectionFailedError",
+    "ConnectionLostError",
+    "OpenAgentError",
+    "OrchestratorActionAgent",
+    "OrchestratorWebSocketActionAgent",
+    "ProgressCallback",
+    "QueryClient",
+    "QueryError",
+    "QueryResult",
+    "QueryTimeoutError",
+    "RegistrationError",
+    "ToolError",
+    "ToolHandler",
+    "ToolSchema",
+    "TransportError",
+    "connect_master",
+    "run_action_agent",
+]
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    assert openagent.__all__ == EXPORTED
+    assert openagent.__all__ == sorted(openagent.__all__, key=lambda name: (name[0].islower(), name))
+
+
+def test_every_exported_name_exists() -> None:
+    for name in openagent.__all__:
+        assert getattr(openagent, name) is not None, name
+
+
+def test_protocol_models_are_re_exported_unchanged() -> None:
+    assert openagent.ToolSchema is protocol.ToolSchema
+    assert openagent.QueryResult is protocol.QueryResult
+
+
+def test_errors_share_one_base() -> None:
+    errors = [getattr(openagent, name) for name in openagent.__all__ if name.endswith("Error")]
+    assert all(issubclass(error, openagent.OpenAgentError) for error in errors)
+    assert issubclass(openagent.QueryTimeoutError, openagent.QueryError)
+    for fatal in (openagent.AuthenticationError, openagent.AgentReplacedError):
+        assert issubclass(fatal, openagent.TransportError)
+
+
+def test_importing_openagent_does_not_import_the_master() -> None:
+    code = (
+        "import sys, openagent\n"
+        "leaked = sorted(m for m in sys.modules if m == 'master' or m.startswith('master.'))\n"
+        "assert not leaked, leaked\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
