@@ -6,13 +6,20 @@ Everything an agent author needs is importable from here:
   function), :class:`OrchestratorWebSocketActionAgent` (subclass it) and
   :func:`run_action_agent` (the entry point of agent scripts);
 - query agents, which ask questions: :class:`QueryClient`;
+- collaboration sessions between agents: :class:`CollaborationContext` (what an
+  ``OrchestratorActionAgent``'s ``collaboration_handler`` receives);
 - the transport under both: :class:`AgentClient` and :func:`connect_master`;
 - configuration from the environment: :class:`ClientConfig`;
 - the exceptions (see :mod:`openagent.errors` for the hierarchy);
 - :class:`ToolSchema` and :class:`QueryResult` from the wire protocol (:mod:`protocol`).
 
+- HTTP invocation agents: :class:`InvocationActionAgent`, :func:`register_invocation_agent`
+  and :func:`run_invocation_agent` (``pip install 'openagent[invocation]'``; imported lazily).
+
 Importing ``openagent`` never imports the master.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from openagent.action import (
     OrchestratorActionAgent,
@@ -22,10 +29,12 @@ from openagent.action import (
     run_action_agent,
 )
 from openagent.client import AgentClient, connect_master
+from openagent.collaboration import CollaborationContext
 from openagent.config import ClientConfig
 from openagent.errors import (
     AgentReplacedError,
     AuthenticationError,
+    CollaborationError,
     ConfigurationError,
     ConnectionFailedError,
     ConnectionLostError,
@@ -39,14 +48,32 @@ from openagent.errors import (
 from openagent.query import QueryClient
 from protocol import QueryResult, ToolSchema
 
+if TYPE_CHECKING:
+    from openagent.invocation import InvocationActionAgent, register_invocation_agent, run_invocation_agent
+
+_INVOCATION = frozenset({"InvocationActionAgent", "register_invocation_agent", "run_invocation_agent"})
+"""Imported on first use: HTTP invocation agents need the ``invocation`` extra (starlette, uvicorn)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _INVOCATION:
+        from openagent import invocation
+
+        return getattr(invocation, name)
+    raise AttributeError(f"module 'openagent' has no attribute {name!r}")
+
+
 __all__ = [
     "AgentClient",
     "AgentReplacedError",
     "AuthenticationError",
     "ClientConfig",
+    "CollaborationContext",
+    "CollaborationError",
     "ConfigurationError",
     "ConnectionFailedError",
     "ConnectionLostError",
+    "InvocationActionAgent",
     "OpenAgentError",
     "OrchestratorActionAgent",
     "OrchestratorWebSocketActionAgent",
@@ -61,5 +88,7 @@ __all__ = [
     "ToolSchema",
     "TransportError",
     "connect_master",
+    "register_invocation_agent",
     "run_action_agent",
+    "run_invocation_agent",
 ]

@@ -4,8 +4,11 @@ Run it while the master and the weather agent are up (``scripts/run.sh``)::
 
     PYTHONPATH=. python sample_agents/query_demo.py
 
-It asks for the weather in Paris, follows up in the same session, then asks a question the
-orchestrator answers directly, printing each answer and the agents that were used.
+It asks for the weather in Paris, follows up in the same session, asks a question the
+orchestrator answers directly, then (when ``sample_agents/demo_invocation_agent.py`` runs too)
+exercises the HTTP invocation tools ``echo``, ``get_time`` and ``long_task``, whose progress
+shows in the master's log and at ``GET /tool_progress/{call_id}``. It prints each answer and
+the agents that were used.
 Exit status: 0 when every query succeeded, 1 when one failed, 2 when the master is unreachable
 or refused the connection.
 """
@@ -60,6 +63,14 @@ async def main() -> int:
                 session_id=first.session_id if first else None,
             )
             direct = await ask(client, "In one sentence: what does an orchestrator agent do?")
+            invocation = [
+                await ask(client, question)
+                for question in (
+                    "Echo back the words 'hello invocation agent'.",
+                    "What time is it in Tokyo right now?",
+                    "Run the long task with 4 steps of 1 second each and tell me how it went.",
+                )
+            ]
     except TransportError as exc:
         print(
             f"cannot talk to the master at {client.config.master_ws}: {exc}\n"
@@ -67,7 +78,7 @@ async def main() -> int:
             file=sys.stderr,
         )
         return 2
-    ok = all(result is not None and result.success for result in (first, follow_up, direct))
+    ok = all(result is not None and result.success for result in (first, follow_up, direct, *invocation))
     return 0 if ok else 1
 
 

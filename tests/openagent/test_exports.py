@@ -16,9 +16,12 @@ EXPORTED = [
     "AgentReplacedError",
     "AuthenticationError",
     "ClientConfig",
+    "CollaborationContext",
+    "CollaborationError",
     "ConfigurationError",
     "ConnectionFailedError",
     "ConnectionLostError",
+    "InvocationActionAgent",
     "OpenAgentError",
     "OrchestratorActionAgent",
     "OrchestratorWebSocketActionAgent",
@@ -33,7 +36,9 @@ EXPORTED = [
     "ToolSchema",
     "TransportError",
     "connect_master",
+    "register_invocation_agent",
     "run_action_agent",
+    "run_invocation_agent",
 ]
 
 
@@ -70,3 +75,13 @@ def test_importing_openagent_does_not_import_the_master() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
     )
     assert completed.returncode == 0, completed.stderr
+
+
+def test_invocation_agents_load_lazily() -> None:
+    code = (
+        "import sys, openagent\n"
+        "assert 'starlette' not in sys.modules and 'uvicorn' not in sys.modules\n"
+        "assert openagent.InvocationActionAgent.__name__ == 'InvocationActionAgent'\n"
+        "assert 'starlette' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
