@@ -39,6 +39,9 @@ logger = logging.getLogger("master.dispatch")
 Target = LiveAgent | InvocationAgent
 CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
 ProgressListener = Callable[["PendingCall", ToolProgress], None]
+CallStarted = Callable[[str], None]
+"""Told the ``call_id`` of a call once it has been sent."""
+CallProgress = Callable[[ToolProgress], None]
 
 _FINISHED_MEMORY = 10_000
 """How many finished calls are remembered, to tell duplicates and late callbacks apart."""
@@ -55,6 +58,7 @@ class PendingCall:
     token: str | None = None
     started: float = field(default_factory=time.monotonic)
     last_progress: ToolProgress | None = None
+    on_progress: CallProgress | None = None
 
     @property
     def agent_id(self) -> str:
@@ -97,7 +101,14 @@ class Dispatcher:
         self._progress_listeners.append(listener)
 
     async def call(
-        self, target: Target, tool_name: str, arguments: dict[str, Any], *, wait_seconds: float | None = None
+        self,
+        target: Target,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        wait_seconds: float | None = None,
+        on_started: CallStarted | None = None,
+        on_progress: CallProgress | None = None,
     ) -> Any:
         """Run ``tool_name`` on ``target`` and return its result.
 
@@ -108,7 +119,10 @@ class Dispatcher:
         call_id = uuid.uuid4().hex
         token = secrets.token_urlsafe(24) if isinstance(target, InvocationAgent) else None
         pending = PendingCall(call_id, target, tool_name, asyncio.get_running_loop().create_future(), token)
+        pending.on_progress = on_progress
         self._pending[call_id] = pending
+        if on_started is not None:
+            on_started(call_id)
         try:
             async with asyncio.timeout(timeout):
                 if isinstance(target, LiveAgent):
@@ -222,6 +236,8 @@ class Dispatcher:
         )
         for listener in self._progress_listeners:
             listener(pending, progress)
+        if pending.on_progress is not None:
+            pending.on_progress(progress)
 
     def latest_progress(self, call_id: str) -> tuple[ToolProgress | None, bool] | None:
         """(latest progress, still running) of a known call, or ``None``."""

@@ -25,6 +25,9 @@ logger = logging.getLogger("master.llm")
 ChatMessage = dict[str, Any]
 """One message in OpenAI chat format (``role``, ``content``, ``tool_calls``, ...)."""
 
+TokenSink = Callable[[str], None]
+"""Receives each piece of the answer's text as the model produces it."""
+
 
 @dataclass(frozen=True)
 class ToolCallRequest:
@@ -49,9 +52,17 @@ class ChatModel(Protocol):
     """What the orchestrator needs from an LLM."""
 
     async def complete(
-        self, *, model: str, messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]] | None = None
+        self,
+        *,
+        model: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[dict[str, Any]] | None = None,
+        on_token: TokenSink | None = None,
     ) -> ChatResult:
-        """One chat completion. Raises :class:`LLMError` when the provider fails."""
+        """One chat completion. With ``on_token`` the text is streamed to it as it arrives.
+
+        Raises :class:`LLMError` when the provider fails.
+        """
         ...
 
 
@@ -82,12 +93,19 @@ class OpenAIChatModel:
         await self._client.close()
 
     async def complete(
-        self, *, model: str, messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]] | None = None
+        self,
+        *,
+        model: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[dict[str, Any]] | None = None,
+        on_token: TokenSink | None = None,
     ) -> ChatResult:
         kwargs: dict[str, Any] = {"model": model, "messages": list(messages)}
         if tools:
             kwargs["tools"] = list(tools)
         try:
+            if on_token is not None:
+                return await self._stream(kwargs, on_token)
             response = await self._client.chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:
             raise LLMError(
@@ -123,6 +141,36 @@ class OpenAIChatModel:
         tokens = response.usage.total_tokens if response.usage else 0
         return ChatResult(content=message.content, tool_calls=calls, total_tokens=tokens)
 
+    async def _stream(self, kwargs: dict[str, Any], on_token: TokenSink) -> ChatResult:
+        stream = await self._client.chat.completions.create(
+            **kwargs, stream=True, stream_options={"include_usage": True}
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        tokens = 0
+        async for chunk in stream:
+            if chunk.usage is not None:
+                tokens = chunk.usage.total_tokens
+            for choice in chunk.choices:
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                    on_token(delta.content)
+                for part in delta.tool_calls or []:
+                    call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = part.id or call["id"]
+                    if part.function is not None:
+                        call["name"] += part.function.name or ""
+                        call["arguments"] += part.function.arguments or ""
+        return ChatResult(
+            content="".join(text) or None,
+            tool_calls=[
+                ToolCallRequest(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
+                for _, c in sorted(calls.items())
+            ],
+            total_tokens=tokens,
+        )
+
 
 def _message(exc: openai.APIStatusError) -> str:
     body = exc.body
@@ -141,16 +189,24 @@ ChatFunction = Callable[
 class FunctionChatModel:
     """:class:`ChatModel` driven by a Python function ``(messages, tools) -> ChatResult``.
 
-    For benchmarks and unit tests: decides instantly, records nothing.
+    For benchmarks and unit tests: decides instantly. With ``on_token`` the text is
+    delivered in one piece.
     """
 
     def __init__(self, function: ChatFunction) -> None:
         self._function = function
 
     async def complete(
-        self, *, model: str, messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]] | None = None
+        self,
+        *,
+        model: str,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[dict[str, Any]] | None = None,
+        on_token: TokenSink | None = None,
     ) -> ChatResult:
         result = self._function(messages, tools)
         if inspect.isawaitable(result):
-            return await result
+            result = await result
+        if on_token is not None and result.content:
+            on_token(result.content)
         return result

@@ -1,10 +1,17 @@
 """The LLM orchestrator: answer directly, or call tools and answer from their results.
 
-One round: the model sees the conversation and the tools of the linked agents;
-if it asks for tool calls, they run concurrently (arguments validated against
-each tool's JSON Schema first), their results or errors go back to the model,
-and the model writes the final answer. A failing tool never fails the query:
-the model is told what failed and says so.
+The model sees the conversation and the tools of the linked agents. When it asks
+for tool calls, they run concurrently (arguments validated against each tool's
+JSON Schema first, invalid ones go back as the error), the results go back to the
+model, and it writes the answer. A failing tool never fails the query.
+
+- Without auto mode there is one tool round, then the answer.
+- In auto mode the loop goes on while the model asks for tools, at most
+  ``ORCHESTRATOR_AUTO_MAX_STEPS`` rounds; at the limit the model is asked to
+  answer with what was done, and the answer says the limit was hit.
+- Budgets (tool calls, tokens, seconds) end a run cleanly with an answer naming
+  the budget that stopped it.
+- Each round is reported through :class:`RunHooks` (session turns, stream events).
 """
 
 from __future__ import annotations
@@ -12,21 +19,28 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from master.dispatch import Dispatcher
-from master.errors import ToolCallError
+from master.budgets import BudgetExceeded, BudgetTracker
+from master.dispatch import Dispatcher, Target
+from master.errors import CollaborationRejected, SessionStoreUnavailable, ToolCallError
 from master.llm import ChatMessage, ChatModel, ToolCallRequest
-from master.prompts import system_prompt
 from master.toolbox import Toolbox
-from protocol import PromptProfile
+from protocol import Plan, ToolProgress
 
 logger = logging.getLogger("master.orchestrator")
 
-_HISTORY_RESULT_CHARS = 2000
-"""Tool results longer than this are cut when earlier turns are replayed to the model."""
+EventSink = Callable[[str, dict[str, Any]], None]
+"""Receives ``(event, data)`` as a run progresses (``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``)."""
+
+START_COLLABORATION = "start_collaboration"
+
+STEP_LIMIT_NOTE = (
+    "The step limit of {limit} tool rounds is reached: do not ask for more tools. Answer now with what "
+    "was done and what remains undone."
+)
 
 
 @dataclass
@@ -39,6 +53,8 @@ class ToolRun:
     arguments: Any
     dispatched: bool = False
     """True when the call reached the agent (false: refused before sending)."""
+    collaboration: list[str] | None = None
+    """For a ``start_collaboration`` call: the agents that took part (the manager stored the turn)."""
     success: bool = False
     result: Any = None
     error: str | None = None
@@ -47,6 +63,10 @@ class ToolRun:
         body = {"result": self.result} if self.success else {"error": self.error}
         return {"role": "tool", "tool_call_id": tool_call_id, "content": json.dumps(body, default=str)}
 
+    @property
+    def label(self) -> str:
+        return f"{self.agent_id}.{self.tool_name}" if self.agent_id else self.function_name
+
 
 @dataclass
 class Outcome:
@@ -54,147 +74,328 @@ class Outcome:
 
     answer: str
     tool_runs: list[ToolRun] = field(default_factory=list)
-    tokens: int = 0
+    status: Literal["completed", "awaiting_approval", "stopped"] = "completed"
+    stopped_by: str | None = None
+    plan: Plan | None = None
+    steps: int = 0
 
 
-def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
-    """Replay stored turns as chat messages: each query and its answer, with tool results inline."""
-    messages: list[ChatMessage] = []
-    current_query: str | None = None
-    notes: list[str] = []
-    answer: str | None = None
+@dataclass
+class RunHooks:
+    """How a run reports what it does."""
 
-    def flush() -> None:
-        if current_query is None:
-            return
-        messages.append({"role": "user", "content": current_query})
-        text = "\n".join([*notes, answer or ""]).strip()
-        if text:
-            messages.append({"role": "assistant", "content": text})
+    on_step: Callable[[list[ToolRun]], Awaitable[None]] | None = None
+    """Called after each tool round (auto mode stores each step as it happens)."""
+    events: EventSink | None = None
+    """Live events for a streaming client."""
+    collaborate: Callable[[list[str], str], Awaitable[dict[str, Any]]] | None = None
+    """Runs a collaboration ``(agents, task) -> outcome``; set when ``start_collaboration`` is offered."""
 
-    last_query_id: object = object()
-    for turn in turns:
-        decision = turn.get("decision")
-        if decision == "summary":
-            flush()
-            current_query, notes, answer = None, [], None
-            messages.append(
-                {
-                    "role": "system",
-                    "content": f"Summary of the earlier conversation: {turn.get('summary', '')}",
-                }
-            )
-            continue
-        if turn.get("query_id") != last_query_id:
-            flush()
-            last_query_id = turn.get("query_id")
-            current_query, notes, answer = str(turn.get("query", "")), [], None
-        if decision == "call_tool":
-            outcome = (
-                f"returned {json.dumps(turn.get('result'), default=str)}"
-                if "result" in turn
-                else f"failed: {turn.get('error')}"
-            )
-            notes.append(
-                f"[called {turn.get('tool_agent_id')}.{turn.get('tool_name')}"
-                f"({json.dumps(turn.get('tool_args'), default=str)}) {outcome[:_HISTORY_RESULT_CHARS]}]"
-            )
-        elif decision == "collaboration":
-            notes.append(
-                f"[collaboration of {turn.get('agents')} on {turn.get('task')!r}: {turn.get('summary')}]"
-            )
-        if turn.get("answer"):
-            answer = str(turn["answer"])
-    flush()
-    return messages
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        if self.events is not None:
+            self.events(event, data)
 
 
 class Orchestrator:
     """Runs the model and the tools for one query."""
 
-    def __init__(self, llm: ChatModel, dispatcher: Dispatcher) -> None:
+    def __init__(self, llm: ChatModel, dispatcher: Dispatcher, *, auto_max_steps: int) -> None:
         self._llm = llm
         self._dispatcher = dispatcher
+        self._auto_max_steps = auto_max_steps
+
+    @property
+    def llm(self) -> ChatModel:
+        return self._llm
 
     async def run(
         self,
         *,
-        query: str,
-        history: Sequence[ChatMessage],
+        messages: list[ChatMessage],
+        tools: list[dict[str, Any]],
         toolbox: Toolbox,
         model: str,
-        profile: PromptProfile,
+        auto_mode: bool,
+        budget: BudgetTracker,
+        hooks: RunHooks,
     ) -> Outcome:
-        """Answer ``query``. Raises :class:`master.errors.LLMError` when the model cannot be reached."""
-        messages: list[ChatMessage] = [
-            {"role": "system", "content": system_prompt(profile)},
-            *history,
-            {"role": "user", "content": query},
-        ]
-        tools = toolbox.openai_tools()
-        first = await self._llm.complete(model=model, messages=messages, tools=tools or None)
-        if not first.tool_calls:
-            return Outcome(answer=first.content or "", tokens=first.total_tokens)
+        """Answer the query that ends ``messages``. Raises :class:`master.errors.LLMError`."""
+        outcome = Outcome(answer="")
+        hit_limit = False
+        try:
+            async with asyncio.timeout(budget.remaining_seconds):
+                while True:
+                    offer = tools if auto_mode or outcome.steps == 0 else []
+                    reply = await self._complete(model, messages, offer, budget, hooks)
+                    if reply.tool_calls and offer and auto_mode and outcome.steps >= self._auto_max_steps:
+                        hit_limit = True
+                        limit_note = STEP_LIMIT_NOTE.format(limit=self._auto_max_steps)
+                        messages.append({"role": "user", "content": limit_note})
+                        reply = await self._complete(model, messages, [], budget, hooks)
+                    if not reply.tool_calls or not offer or hit_limit:
+                        outcome.answer = reply.content or _fallback_answer(outcome.tool_runs)
+                        break
+                    await self._round(
+                        reply.content, reply.tool_calls, messages, toolbox, budget, hooks, outcome
+                    )
+        except BudgetExceeded as exc:
+            return _stopped(outcome, exc.name, exc.limit)
+        except TimeoutError:
+            return _stopped(outcome, "max_seconds", budget.max_seconds)
+        if hit_limit:
+            outcome.status, outcome.stopped_by = "stopped", "max_steps"
+            outcome.answer = (
+                f"[Stopped at the step limit of {self._auto_max_steps} tool rounds.] {outcome.answer}"
+            )
+        return outcome
 
-        runs = await asyncio.gather(*(self._run_tool(toolbox, call) for call in first.tool_calls))
-        messages.append(
-            {
-                "role": "assistant",
-                "content": first.content,
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
-                    }
-                    for call in first.tool_calls
-                ],
-            }
-        )
-        messages.extend(
-            run.as_tool_message(call.id) for run, call in zip(runs, first.tool_calls, strict=True)
-        )
-        final = await self._llm.complete(model=model, messages=messages, tools=None)
-        answer = final.content or _fallback_answer(runs)
-        return Outcome(answer=answer, tool_runs=list(runs), tokens=first.total_tokens + final.total_tokens)
+    async def run_steps(
+        self,
+        *,
+        messages: list[ChatMessage],
+        steps: Sequence[tuple[Target, str, dict[str, Any]]],
+        model: str,
+        budget: BudgetTracker,
+        hooks: RunHooks,
+    ) -> Outcome:
+        """Run fixed steps in order (an approved plan), then let the model write the answer."""
+        outcome = Outcome(answer="")
+        try:
+            async with asyncio.timeout(budget.remaining_seconds):
+                for index, (target, tool_name, arguments) in enumerate(steps):
+                    call = ToolCallRequest(f"plan_step_{index + 1}", f"{target.agent_id}.{tool_name}", "")
+                    budget.allow_tool_calls(1)
+                    hooks.emit("step", {"step": index + 1, "tool_calls": [call.name]})
+                    run = await self._dispatch(target, tool_name, arguments, call.id, hooks)
+                    outcome.steps += 1
+                    outcome.tool_runs.append(run)
+                    messages.append(_assistant_calls(None, [(call.id, call.name, arguments)]))
+                    messages.append(run.as_tool_message(call.id))
+                    if hooks.on_step is not None:
+                        await hooks.on_step([run])
+                reply = await self._complete(model, messages, [], budget, hooks)
+                outcome.answer = reply.content or _fallback_answer(outcome.tool_runs)
+        except BudgetExceeded as exc:
+            return _stopped(outcome, exc.name, exc.limit)
+        except TimeoutError:
+            return _stopped(outcome, "max_seconds", budget.max_seconds)
+        return outcome
 
-    async def _run_tool(self, toolbox: Toolbox, call: ToolCallRequest) -> ToolRun:
+    async def _complete(
+        self,
+        model: str,
+        messages: list[ChatMessage],
+        tools: list[dict[str, Any]],
+        budget: BudgetTracker,
+        hooks: RunHooks,
+    ) -> Any:
+        budget.check_tokens()
+        on_token = (lambda text: hooks.emit("token", {"text": text})) if hooks.events else None
+        reply = await self._llm.complete(
+            model=model, messages=messages, tools=tools or None, on_token=on_token
+        )
+        budget.add_tokens(reply.total_tokens)
+        return reply
+
+    async def _round(
+        self,
+        content: str | None,
+        calls: list[ToolCallRequest],
+        messages: list[ChatMessage],
+        toolbox: Toolbox,
+        budget: BudgetTracker,
+        hooks: RunHooks,
+        outcome: Outcome,
+    ) -> None:
+        allowed = budget.allow_tool_calls(len(calls))
+        hooks.emit("step", {"step": outcome.steps + 1, "tool_calls": [call.name for call in calls]})
+        runs = list(await asyncio.gather(*(self._run_tool(toolbox, call, hooks) for call in calls[:allowed])))
+        outcome.steps += 1
+        outcome.tool_runs.extend(runs)
+        messages.append(_assistant_calls(content, [(c.id, c.name, c.arguments) for c in calls[:allowed]]))
+        messages.extend(run.as_tool_message(call.id) for run, call in zip(runs, calls, strict=False))
+        if hooks.on_step is not None:
+            await hooks.on_step(runs)
+        if allowed < len(calls):
+            raise BudgetExceeded("max_tool_calls", budget.max_tool_calls)
+
+    async def _run_tool(self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks) -> ToolRun:
+        if call.name == START_COLLABORATION and hooks.collaborate is not None:
+            return await self._collaborate(call, hooks.collaborate, hooks)
         target = toolbox.resolve(call.name)
         if target is None:
-            return ToolRun(call.name, None, None, call.arguments, error=f"unknown tool {call.name!r}")
+            run = ToolRun(call.name, None, None, call.arguments, error=f"unknown tool {call.name!r}")
+            hooks.emit("tool_result", _result_event(run, None))
+            return run
         agent, tool = target
-        run = ToolRun(call.name, agent.agent_id, tool.schema.name, call.arguments)
         try:
             arguments = json.loads(call.arguments or "{}")
         except ValueError as exc:
-            run.error = f"arguments are not valid JSON: {exc}"
-            return run
-        run.arguments = arguments
+            return self._refused(
+                call, agent, tool.schema.name, call.arguments, f"arguments are not valid JSON: {exc}", hooks
+            )
         if not isinstance(arguments, dict):
-            run.error = "arguments must be a JSON object"
-            return run
+            return self._refused(
+                call, agent, tool.schema.name, arguments, "arguments must be a JSON object", hooks
+            )
         problems = tool.validate(arguments)
         if problems:
-            run.error = f"invalid arguments for {tool.schema.name!r}: " + "; ".join(problems)
-            return run
-        run.dispatched = True
+            error = f"invalid arguments for {tool.schema.name!r}: " + "; ".join(problems)
+            return self._refused(call, agent, tool.schema.name, arguments, error, hooks)
+        return await self._dispatch(agent, tool.schema.name, arguments, call.id, hooks)
+
+    async def _collaborate(
+        self,
+        call: ToolCallRequest,
+        collaborate: Callable[[list[str], str], Awaitable[dict[str, Any]]],
+        hooks: RunHooks,
+    ) -> ToolRun:
+        run = ToolRun(call.name, None, START_COLLABORATION, call.arguments)
         try:
-            run.result = await self._dispatcher.call(agent, tool.schema.name, arguments)
+            arguments = json.loads(call.arguments or "{}")
+            agents, task = arguments["agents"], arguments["task"]
+            if not (
+                isinstance(agents, list) and all(isinstance(a, str) for a in agents) and isinstance(task, str)
+            ):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            run.error = "start_collaboration needs {'agents': [agent ids, initiator first], 'task': text}"
+            return run
+        run.arguments = arguments
+        hooks.emit(
+            "tool_call",
+            {"call_id": call.id, "agent_id": None, "tool_name": START_COLLABORATION, "arguments": arguments},
+        )
+        try:
+            run.result = await collaborate(agents, task)
+            run.success, run.dispatched, run.collaboration = True, True, agents
+        except (CollaborationRejected, SessionStoreUnavailable) as exc:
+            run.error = str(exc)
+        hooks.emit("tool_result", _result_event(run, call.id))
+        return run
+
+    def _refused(
+        self,
+        call: ToolCallRequest,
+        agent: Target,
+        tool_name: str,
+        arguments: Any,
+        error: str,
+        hooks: RunHooks,
+    ) -> ToolRun:
+        run = ToolRun(call.name, agent.agent_id, tool_name, arguments, error=error)
+        hooks.emit("tool_result", _result_event(run, None))
+        return run
+
+    async def _dispatch(
+        self, agent: Target, tool_name: str, arguments: dict[str, Any], ref: str, hooks: RunHooks
+    ) -> ToolRun:
+        run = ToolRun(f"{agent.agent_id}__{tool_name}", agent.agent_id, tool_name, arguments, dispatched=True)
+        call_id: list[str] = []
+
+        def started(cid: str) -> None:
+            call_id.append(cid)
+            hooks.emit(
+                "tool_call",
+                {"call_id": cid, "agent_id": agent.agent_id, "tool_name": tool_name, "arguments": arguments},
+            )
+
+        def progress(p: ToolProgress) -> None:
+            hooks.emit(
+                "tool_progress",
+                {**p.model_dump(exclude={"type"}), "agent_id": agent.agent_id, "tool_name": tool_name},
+            )
+
+        try:
+            run.result = await self._dispatcher.call(
+                agent,
+                tool_name,
+                arguments,
+                on_started=started,
+                on_progress=progress if hooks.events else None,
+            )
             run.success = True
         except ToolCallError as exc:
             run.error = str(exc)
             logger.warning("tool call failed: %s", exc)
+        hooks.emit("tool_result", _result_event(run, call_id[0] if call_id else None))
         return run
 
 
+def collaboration_tool(eligible: list[str]) -> dict[str, Any]:
+    """The ``start_collaboration`` function, offered when two or more linked agents support it."""
+    return {
+        "type": "function",
+        "function": {
+            "name": START_COLLABORATION,
+            "description": (
+                "Start a peer-to-peer collaboration in which agents negotiate or converge on a result, "
+                "relayed by the master; returns the agreed summary. The first agent listed is the initiator. "
+                f"Agents that can collaborate: {', '.join(eligible)}."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "agents": {"type": "array", "items": {"type": "string", "enum": eligible}, "minItems": 2},
+                    "task": {"type": "string", "description": "What the agents must agree on."},
+                },
+                "required": ["agents", "task"],
+            },
+        },
+    }
+
+
+def _assistant_calls(content: str | None, calls: Sequence[tuple[str, str, Any]]) -> ChatMessage:
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
+            for call_id, name, args in calls
+        ],
+    }
+
+
+def _result_event(run: ToolRun, call_id: str | None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "call_id": call_id,
+        "agent_id": run.agent_id,
+        "tool_name": run.tool_name,
+        "success": run.success,
+    }
+    data["result" if run.success else "error"] = run.result if run.success else run.error
+    return data
+
+
 def _fallback_answer(runs: Sequence[ToolRun]) -> str:
-    """An answer when the model wrote none after the tool round."""
-    parts = []
-    for run in runs:
-        label = f"{run.agent_id}.{run.tool_name}" if run.agent_id else run.function_name
-        parts.append(
-            f"{label} returned {json.dumps(run.result, default=str)}"
-            if run.success
-            else f"{label} failed: {run.error}"
-        )
-    return "; ".join(parts)
+    """What was done, in words: used when the model wrote no answer, or a budget stopped it."""
+    if not runs:
+        return ""
+    return "; ".join(
+        f"{run.label} returned {json.dumps(run.result, default=str)[:500]}"
+        if run.success
+        else f"{run.label} failed: {run.error}"
+        for run in runs
+    )
+
+
+BUDGET_LABELS = {
+    "max_tool_calls": "tool-call budget ({limit:g} calls)",
+    "max_tokens": "token budget ({limit:g} tokens)",
+    "max_seconds": "time budget ({limit:g} s)",
+}
+
+
+def _stopped(outcome: Outcome, name: str, limit: float) -> Outcome:
+    outcome.status, outcome.stopped_by = "stopped", name
+    done = _fallback_answer(outcome.tool_runs)
+    outcome.answer = (
+        f"Stopped: the {BUDGET_LABELS[name].format(limit=limit)} was reached after {len(outcome.tool_runs)} tool call(s)."
+        + (f" Done so far: {done}" if done else "")
+    )
+    logger.info("run stopped by %s", name)
+    return outcome

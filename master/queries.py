@@ -1,9 +1,10 @@
-"""One code path for every query, from ``POST /query`` or a WebSocket ``query``.
+"""One code path for every query, from ``POST /query`` (JSON or SSE) or a WebSocket ``query``.
 
-:meth:`QueryService.run` validates the request, loads the session, runs the
-orchestrator and stores the new turns. It raises :class:`QueryRejected` for
-requests it cannot run; :meth:`QueryService.answer` turns every outcome into a
-:class:`protocol.QueryResponse` for the WebSocket hub.
+:meth:`QueryService.run` validates the request, loads the session, builds the
+bounded context (summarizing when needed), runs the orchestrator (one round, auto
+mode, plan proposal or plan execution) and stores the turns. It raises
+:class:`QueryRejected` for requests it cannot run; :meth:`QueryService.answer`
+turns every outcome into a :class:`protocol.QueryResponse` for the WebSocket hub.
 """
 
 from __future__ import annotations
@@ -12,14 +13,29 @@ import logging
 import time
 from typing import Any
 
+from master.budgets import BudgetTracker
+from master.collaboration import CollaborationManager
 from master.dispatch import Target
 from master.errors import LLMError, QueryRejected, SessionStoreUnavailable
 from master.invocation import InvocationAgents
 from master.model_catalog import ModelCatalog
-from master.orchestrator import Orchestrator, Outcome, history_messages
+from master.orchestrator import EventSink, Orchestrator, Outcome, RunHooks, ToolRun, collaboration_tool
+from master.plans import (
+    SUBMIT_PLAN,
+    InvalidPlan,
+    describe,
+    find_plan,
+    plan_from_reply,
+    planning_prompt,
+    resolve_steps,
+)
+from master.prompts import system_prompt
 from master.registry import Registry
+from master.session_context import ContextBuilder
 from master.sessions import SessionStore, Turn
+from master.settings import Settings
 from master.toolbox import Toolbox
+from master.turns import TurnRecorder
 from protocol import AgentUsed, Query, QueryRequest, QueryResponse
 
 logger = logging.getLogger("master.queries")
@@ -29,14 +45,6 @@ NOT_CONFIGURED = (
     "or another OpenAI-compatible server) in the environment or .env, then restart the master"
 )
 
-_NOT_YET: dict[str, str] = {
-    "auto_mode": "auto mode",
-    "auto_require_plan_approval": "plan approval",
-    "auto_plan_execute": "plan execution",
-    "attachments": "attachments",
-}
-"""Request fields whose feature this master does not implement yet (answered with 501)."""
-
 
 class QueryService:
     """Runs queries against the orchestrator and records them in the session store."""
@@ -44,19 +52,249 @@ class QueryService:
     def __init__(
         self,
         *,
+        settings: Settings,
         registry: Registry,
         invocation: InvocationAgents,
         sessions: SessionStore,
         catalog: ModelCatalog,
         orchestrator: Orchestrator | None,
         unavailable_reason: str = NOT_CONFIGURED,
+        collaboration: CollaborationManager | None = None,
     ) -> None:
+        self._settings = settings
         self._registry = registry
         self._invocation = invocation
         self._sessions = sessions
         self._catalog = catalog
         self._orchestrator = orchestrator
         self._unavailable_reason = unavailable_reason
+        self._collaboration = collaboration
+
+    async def answer(self, message: Query) -> QueryResponse:
+        """Like :meth:`run`, but every failure becomes an unsuccessful response."""
+        try:
+            return await self.run(message, message.query_id)
+        except QueryRejected as exc:
+            return rejected_response(message, message.query_id, exc)
+
+    async def run(
+        self, request: QueryRequest, query_id: str, events: EventSink | None = None
+    ) -> QueryResponse:
+        """Answer one query. Raises :class:`QueryRejected` (with an HTTP status) when it cannot."""
+        if request.attachments:
+            raise QueryRejected(
+                501,
+                "not_implemented",
+                "'attachments' (RAG attachments) is not implemented yet on this master",
+            )
+        if request.auto_plan_execute is not None and request.session_id is None:
+            raise QueryRejected(
+                400, "invalid_query", "'auto_plan_execute' needs the session_id the plan was proposed in"
+            )
+        orchestrator = self._orchestrator
+        if orchestrator is None:
+            raise QueryRejected(503, "llm_not_configured", self._unavailable_reason)
+        try:
+            model = self._catalog.resolve(request.orchestrator_model)
+        except ValueError as exc:
+            raise QueryRejected(400, "invalid_model", str(exc)) from None
+
+        session_id, turns = await self._load_session(request.session_id)
+        toolbox = Toolbox(self._tool_agents(request.allowed_agent_ids))
+        settings = self._settings
+        budget = BudgetTracker.from_request(
+            request.budget,
+            tool_calls=settings.orchestrator_max_tool_calls,
+            tokens=settings.orchestrator_max_tokens,
+            seconds=settings.orchestrator_max_seconds,
+        )
+        recorder = TurnRecorder(
+            self._sessions,
+            session_id,
+            query=request.query,
+            query_id=query_id,
+            model=model,
+            flush_each_step=request.auto_mode,
+        )
+        hooks = RunHooks(on_step=recorder.steps, events=events)
+        extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
+        started = time.monotonic()
+        try:
+            if request.auto_require_plan_approval and request.auto_plan_execute is None:
+                outcome = await self._propose_plan(
+                    orchestrator, request, turns, toolbox, model, budget, recorder
+                )
+            else:
+                outcome = await self._execute(
+                    orchestrator, request, turns, toolbox, model, budget, recorder, hooks, extra_tools
+                )
+            await recorder.finish(outcome)
+        except LLMError as exc:
+            logger.warning("query %s failed: %s", query_id, exc)
+            await self._store_quietly(recorder)
+            raise QueryRejected(502, exc.code, str(exc)) from None
+        except SessionStoreUnavailable as exc:
+            logger.error("query %s answered but not stored: %s", query_id, exc)
+            raise QueryRejected(
+                503, "session_store_unavailable", f"answered, but not stored: {exc}"
+            ) from None
+        logger.info(
+            "query %s %s in %.0f ms, %d tool call(s), %d tokens",
+            query_id,
+            outcome.status,
+            (time.monotonic() - started) * 1000,
+            len(outcome.tool_runs),
+            budget.tokens,
+        )
+        return QueryResponse(
+            query_id=query_id,
+            session_id=session_id,
+            success=True,
+            answer=outcome.answer,
+            agents_used=agents_used(outcome.tool_runs),
+            status=outcome.status,
+            plan=outcome.plan,
+            stopped_by=outcome.stopped_by,
+        )
+
+    async def _execute(
+        self,
+        orchestrator: Orchestrator,
+        request: QueryRequest,
+        turns: list[Turn],
+        toolbox: Toolbox,
+        model: str,
+        budget: BudgetTracker,
+        recorder: TurnRecorder,
+        hooks: RunHooks,
+        extra_tools: list[dict[str, Any]],
+    ) -> Outcome:
+        builder = self._context_builder(orchestrator)
+        context, spent = await builder.build(
+            system=system_prompt(request.orchestrator_prompt_profile),
+            turns=turns,
+            query=request.query,
+            tools=[*toolbox.openai_tools(), *extra_tools],
+        )
+        budget.add_tokens(spent)
+        if context.summary_turn is not None:
+            recorder.add_summary(context.summary_turn)
+        execution = request.auto_plan_execute
+        if execution is None:
+            return await orchestrator.run(
+                messages=context.messages,
+                tools=context.tools,
+                toolbox=toolbox,
+                model=model,
+                auto_mode=request.auto_mode,
+                budget=budget,
+                hooks=hooks,
+            )
+        plan, executed = find_plan(turns, execution.plan_id)
+        if plan is None:
+            raise QueryRejected(
+                404, "unknown_plan", f"no plan {execution.plan_id!r} in session {request.session_id!r}"
+            )
+        if executed:
+            raise QueryRejected(
+                409, "plan_already_executed", f"plan {execution.plan_id!r} was already executed"
+            )
+        try:
+            steps = resolve_steps(toolbox, execution.steps if execution.steps is not None else plan.steps)
+        except InvalidPlan as exc:
+            raise QueryRejected(
+                400, "invalid_plan", f"plan {execution.plan_id!r} refused, nothing was run: {exc}"
+            ) from None
+        recorder.plan_id = execution.plan_id
+        recorder.flush_each_step = True
+        return await orchestrator.run_steps(
+            messages=context.messages, steps=steps, model=model, budget=budget, hooks=hooks
+        )
+
+    async def _propose_plan(
+        self,
+        orchestrator: Orchestrator,
+        request: QueryRequest,
+        turns: list[Turn],
+        toolbox: Toolbox,
+        model: str,
+        budget: BudgetTracker,
+        recorder: TurnRecorder,
+    ) -> Outcome:
+        builder = self._context_builder(orchestrator)
+        context, spent = await builder.build(
+            system=system_prompt(request.orchestrator_prompt_profile) + "\n\n" + planning_prompt(toolbox),
+            turns=turns,
+            query=request.query,
+            tools=[SUBMIT_PLAN],
+        )
+        if context.summary_turn is not None:
+            recorder.add_summary(context.summary_turn)
+        reply = await orchestrator.llm.complete(model=model, messages=context.messages, tools=[SUBMIT_PLAN])
+        budget.add_tokens(spent + reply.total_tokens)
+        try:
+            plan = plan_from_reply(reply)
+            resolve_steps(toolbox, plan.steps)
+        except InvalidPlan as exc:
+            raise QueryRejected(502, "invalid_plan", f"the model proposed no usable plan: {exc}") from None
+        return Outcome(answer=describe(plan), status="awaiting_approval", plan=plan)
+
+    def _collaboration_hook(
+        self, hooks: RunHooks, toolbox: Toolbox, session_id: str, query_id: str
+    ) -> list[dict[str, Any]]:
+        """Offer ``start_collaboration`` when two or more linked agents support it."""
+        manager = self._collaboration
+        if manager is None:
+            return []
+        eligible = manager.eligible(dict.fromkeys(agent.agent_id for agent, _ in toolbox.entries()))
+        if len(eligible) < 2:
+            return []
+
+        async def collaborate(agents: list[str], task: str) -> dict[str, Any]:
+            outcome = await manager.run(
+                parent_session_id=session_id, agent_ids=agents, task=task, query_id=query_id
+            )
+            return {
+                "collab_session_id": outcome.collab_session_id,
+                "agents": outcome.agents,
+                "completed": outcome.completed,
+                "reason": outcome.reason,
+                "summary": outcome.summary,
+                "message_count": outcome.message_count,
+            }
+
+        hooks.collaborate = collaborate
+        return [collaboration_tool(eligible)]
+
+    def _context_builder(self, orchestrator: Orchestrator) -> ContextBuilder:
+        return ContextBuilder(
+            orchestrator.llm,
+            max_tokens=self._settings.orchestrator_context_max_tokens,
+            recent_turns=self._settings.orchestrator_recent_turns,
+            summarizer_model=self._catalog.summarizer_model,
+        )
+
+    async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
+        if session_id is None:
+            return self._sessions.new_session_id(), []
+        try:
+            loaded = await self._sessions.load(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected(503, "session_store_unavailable", str(exc)) from None
+        if loaded is None:
+            raise QueryRejected(
+                404,
+                "unknown_session",
+                f"unknown or expired session {session_id!r}; omit session_id to start a new session",
+            )
+        return session_id, loaded
+
+    async def _store_quietly(self, recorder: TurnRecorder) -> None:
+        """After a failure, keep what the run already did (summary, steps)."""
+        try:
+            await recorder.flush()
+        except SessionStoreUnavailable as exc:
+            logger.error("could not store the turns of a failed query: %s", exc)
 
     def _tool_agents(self, allowed: list[str] | None) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
@@ -69,116 +307,26 @@ class QueryService:
                 live.append(agent)
         return live
 
-    async def answer(self, message: Query) -> QueryResponse:
-        """Like :meth:`run`, but every failure becomes an unsuccessful response."""
-        try:
-            return await self.run(message, message.query_id)
-        except QueryRejected as exc:
-            return QueryResponse(
-                query_id=message.query_id,
-                session_id=message.session_id,
-                success=False,
-                error=exc.message,
-                error_code=exc.code,
-            )
 
-    async def run(self, request: QueryRequest, query_id: str) -> QueryResponse:
-        """Answer one query. Raises :class:`QueryRejected` (with an HTTP status) when it cannot."""
-        for field_name, feature in _NOT_YET.items():
-            if getattr(request, field_name):
-                raise QueryRejected(
-                    501,
-                    "not_implemented",
-                    f"{field_name!r} ({feature}) is not implemented yet on this master",
-                )
-        if self._orchestrator is None:
-            raise QueryRejected(503, "llm_not_configured", self._unavailable_reason)
-        try:
-            model = self._catalog.resolve(request.orchestrator_model)
-        except ValueError as exc:
-            raise QueryRejected(400, "invalid_model", str(exc)) from None
-
-        session_id = request.session_id
-        turns: list[Turn] = []
-        try:
-            if session_id is None:
-                session_id = self._sessions.new_session_id()
-            else:
-                loaded = await self._sessions.load(session_id)
-                if loaded is None:
-                    raise QueryRejected(
-                        404,
-                        "unknown_session",
-                        f"unknown or expired session {session_id!r}; omit session_id to start a new session",
-                    )
-                turns = loaded
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected(503, "session_store_unavailable", str(exc)) from None
-
-        toolbox = Toolbox(self._tool_agents(request.allowed_agent_ids))
-        started = time.monotonic()
-        try:
-            outcome = await self._orchestrator.run(
-                query=request.query,
-                history=history_messages(turns),
-                toolbox=toolbox,
-                model=model,
-                profile=request.orchestrator_prompt_profile,
-            )
-        except LLMError as exc:
-            logger.warning("query %s failed: %s", query_id, exc)
-            raise QueryRejected(502, exc.code, str(exc)) from None
-
-        try:
-            await self._sessions.append(session_id, _turns_of(request, query_id, model, outcome))
-        except SessionStoreUnavailable as exc:
-            logger.error("query %s answered but not stored: %s", query_id, exc)
-            raise QueryRejected(
-                503, "session_store_unavailable", f"answered, but not stored: {exc}"
-            ) from None
-        logger.info(
-            "query %s answered in %.0f ms with %d tool call(s)",
-            query_id,
-            (time.monotonic() - started) * 1000,
-            len(outcome.tool_runs),
-        )
-        return QueryResponse(
-            query_id=query_id,
-            session_id=session_id,
-            success=True,
-            answer=outcome.answer,
-            agents_used=_agents_used(outcome),
-        )
+def rejected_response(request: QueryRequest, query_id: str, exc: QueryRejected) -> QueryResponse:
+    return QueryResponse(
+        query_id=query_id,
+        session_id=request.session_id,
+        success=False,
+        error=exc.message,
+        error_code=exc.code,
+    )
 
 
-def _agents_used(outcome: Outcome) -> list[AgentUsed]:
+def agents_used(runs: list[ToolRun]) -> list[AgentUsed]:
     seen: dict[tuple[str, str], AgentUsed] = {}
-    for run in outcome.tool_runs:
+    for run in runs:
+        for agent_id in run.collaboration or []:
+            seen.setdefault(
+                (agent_id, run.function_name), AgentUsed(agent_id=agent_id, tool_name=run.function_name)
+            )
         if run.dispatched and run.agent_id and run.tool_name:
             seen.setdefault(
                 (run.agent_id, run.tool_name), AgentUsed(agent_id=run.agent_id, tool_name=run.tool_name)
             )
     return list(seen.values())
-
-
-def _turns_of(request: QueryRequest, query_id: str, model: str, outcome: Outcome) -> list[Turn]:
-    """The session turns of one answered query (spec: "Session store")."""
-    base: dict[str, Any] = {"query": request.query, "query_id": query_id, "model": model, "ts": time.time()}
-    if not outcome.tool_runs:
-        return [{**base, "decision": "answer_directly", "answer": outcome.answer}]
-    turns: list[Turn] = []
-    for run in outcome.tool_runs:
-        turn: Turn = {
-            **base,
-            "decision": "call_tool",
-            "tool_agent_id": run.agent_id,
-            "tool_name": run.tool_name or run.function_name,
-            "tool_args": run.arguments,
-        }
-        if run.success:
-            turn["result"] = run.result
-        else:
-            turn["error"] = run.error
-        turns.append(turn)
-    turns[-1]["answer"] = outcome.answer
-    return turns

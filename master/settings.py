@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     orchestrator_recent_turns: int = Field(default=8, ge=0)
     summarizer_model: str | None = None
 
+    # Budgets per query (a request may override each one)
+    orchestrator_max_tool_calls: int = Field(default=50, ge=0)
+    orchestrator_max_tokens: int = Field(default=200_000, gt=0)
+    orchestrator_max_seconds: float = Field(default=300.0, gt=0)
+
     # Timeouts (seconds)
     health_check_timeout: float = Field(default=2.0, gt=0)
     openagent_health_check_interval: float = Field(default=30.0, ge=0)

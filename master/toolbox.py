@@ -47,6 +47,16 @@ class Toolbox:
     def resolve(self, name: str) -> tuple[Target, AgentTool] | None:
         return self._tools.get(name)
 
+    def entries(self) -> list[tuple[Target, AgentTool]]:
+        return list(self._tools.values())
+
+    def find(self, agent_id: str, tool_name: str) -> tuple[Target, AgentTool] | None:
+        """The tool ``tool_name`` of agent ``agent_id``, if offered."""
+        for agent, tool in self._tools.values():
+            if agent.agent_id == agent_id and tool.schema.name == tool_name:
+                return agent, tool
+        return None
+
     def openai_tools(self) -> list[dict[str, Any]]:
         """The tool list for the chat completions API."""
         return [

@@ -30,6 +30,7 @@ __all__ = [
     "MESSAGE_ADAPTER",
     "AgentUsed",
     "Attachment",
+    "Budget",
     "CollaborationEnd",
     "CollaborationPeer",
     "CollaborationStart",
@@ -38,6 +39,9 @@ __all__ = [
     "Message",
     "PeerMessage",
     "Ping",
+    "Plan",
+    "PlanExecution",
+    "PlanStep",
     "Pong",
     "PromptProfile",
     "Query",
@@ -71,6 +75,8 @@ ErrorCode: TypeAlias = Literal[
     "unauthorized",
     "invalid_query",
     "not_implemented",
+    "unknown_session",
+    "not_in_session",
     "internal_error",
 ]
 """Stable machine-readable codes carried by :class:`ErrorMessage`."""
@@ -144,6 +150,44 @@ class Registered(_Model):
 # --------------------------------------------------------------------------- queries
 
 
+class Budget(_Model):
+    """Per-query limits; each one omitted falls back to the master's default."""
+
+    max_tool_calls: Annotated[int, Field(ge=0)] | None = None
+    """Tool calls the run may make (default ``ORCHESTRATOR_MAX_TOOL_CALLS``)."""
+    max_tokens: Annotated[int, Field(gt=0)] | None = None
+    """LLM tokens (prompt + completion, summed over calls; default ``ORCHESTRATOR_MAX_TOKENS``)."""
+    max_seconds: Annotated[float, Field(gt=0)] | None = None
+    """Wall-clock seconds (default ``ORCHESTRATOR_MAX_SECONDS``)."""
+
+
+class PlanStep(_Model):
+    """One step of an auto-mode plan: a tool to call and why."""
+
+    agent_id: str
+    tool_name: str
+    intent: str = ""
+    """What the step is for, in words."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Plan(_Model):
+    """An ordered plan the orchestrator proposes when plan approval is required."""
+
+    plan_id: str
+    steps: list[PlanStep]
+    summary: str = ""
+
+
+class PlanExecution(_Model):
+    """Run an approved plan (``auto_plan_execute``)."""
+
+    plan_id: str
+    """The plan returned by an earlier ``auto_require_plan_approval`` query in the same session."""
+    steps: list[PlanStep] | None = None
+    """The steps as edited by the user; omit to run the plan as proposed."""
+
+
 class QueryRequest(_Model):
     """The body of ``POST /query`` and the fields of a WebSocket ``query``."""
 
@@ -163,8 +207,12 @@ class QueryRequest(_Model):
     """Multi-step tool loop."""
     auto_require_plan_approval: bool = False
     """Return a plan for approval instead of running tools."""
-    auto_plan_execute: dict[str, Any] | None = None
-    """An approved plan to execute."""
+    auto_plan_execute: PlanExecution | None = None
+    """Run this approved plan (needs ``session_id``)."""
+    budget: Budget | None = None
+    """Limits for this query (tool calls, tokens, seconds)."""
+    stream: bool = False
+    """``POST /query`` only: answer with Server-Sent Events."""
 
 
 class QueryResponse(_Model):
@@ -181,6 +229,12 @@ class QueryResponse(_Model):
     """Stable code for the failure (e.g. ``llm_unavailable``, ``unknown_session``)."""
     agents_used: list[AgentUsed] = Field(default_factory=list)
     """Tools called to answer; empty when the orchestrator answered directly."""
+    status: Literal["completed", "awaiting_approval", "stopped"] | None = None
+    """``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``; ``stopped``: a budget or the step limit ended the run."""
+    plan: Plan | None = None
+    """The proposed plan (when ``status`` is ``awaiting_approval``)."""
+    stopped_by: str | None = None
+    """What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps``."""
 
 
 class Query(QueryRequest):
@@ -276,7 +330,9 @@ class CollaborationEnd(_Model):
     from_agent: str | None = None
     """The peer that ended it (stamped by the master); ``None`` when the master did."""
     reason: str | None = None
-    """Why the master ended it (timeout, message cap, peer disconnected)."""
+    """Why it ended early: set by the master (``timeout``, ``max_messages``, ``peer_disconnected``,
+    ``cancelled``, ``shutdown``) or by a peer giving up (the SDK sends ``handler_error``);
+    ``None`` for a normal end."""
 
 
 # --------------------------------------------------------------------------- liveness and errors
@@ -303,7 +359,7 @@ class ErrorMessage(_Model):
     code: str
     """A stable :data:`ErrorCode`."""
     ref: str | None = None
-    """The id the error is about (``call_id``, ``query_id``, ``agent_id``), when there is one."""
+    """The id the error is about (``call_id``, ``query_id``, ``agent_id``, collaboration ``session_id``), when there is one."""
 
 
 Message: TypeAlias = Annotated[

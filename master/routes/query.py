@@ -5,12 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, status
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, HTTPException, Request, status
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from master.deps import ServicesDep
 from master.errors import QueryRejected
 from master.prompts import PROMPT_PROFILES
+from master.queries import rejected_response
 from protocol import QueryRequest, QueryResponse
 
 router = APIRouter(tags=["query"])
@@ -20,31 +21,36 @@ router = APIRouter(tags=["query"])
     "/query",
     response_model=QueryResponse,
     responses={
-        400: {"model": QueryResponse, "description": "Model not allowed"},
+        400: {"model": QueryResponse, "description": "Model not allowed, or a plan step that cannot run"},
         403: {"description": "OPENAGENT_HTTP_QUERY=0"},
-        404: {"model": QueryResponse, "description": "Unknown or expired session_id"},
+        404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},
+        409: {"model": QueryResponse, "description": "The plan was already executed"},
         501: {"model": QueryResponse, "description": "A requested feature is not implemented yet"},
         502: {"model": QueryResponse, "description": "The LLM provider failed"},
         503: {"model": QueryResponse, "description": "No LLM configured, or Redis unavailable"},
     },
 )
-async def post_query(body: QueryRequest, services: ServicesDep) -> Any:
-    """Ask the orchestrator. The answer has the fields of a WebSocket ``query_result``."""
+async def post_query(body: QueryRequest, request: Request, services: ServicesDep) -> Any:
+    """Ask the orchestrator. The answer has the fields of a WebSocket ``query_result``.
+
+    With ``"stream": true`` (or ``Accept: text/event-stream``) the answer is a stream of
+    Server-Sent Events ending with a ``query_result`` event (see :mod:`master.streaming`).
+    """
     if not services.settings.openagent_http_query:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, detail="POST /query is disabled (OPENAGENT_HTTP_QUERY=0)"
         )
     query_id = f"http-{uuid.uuid4().hex}"
+    if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+        return StreamingResponse(
+            services.streams.stream(body, query_id),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     try:
         return await services.queries.run(body, query_id)
     except QueryRejected as exc:
-        failed = QueryResponse(
-            query_id=query_id,
-            session_id=body.session_id,
-            success=False,
-            error=exc.message,
-            error_code=exc.code,
-        )
+        failed = rejected_response(body, query_id, exc)
         return JSONResponse(failed.model_dump(mode="json"), status_code=exc.status_code)
 
 

@@ -172,9 +172,7 @@ async def test_websocket_query_uses_the_same_path(master: MasterProcess, llm: Sc
             404,
             "unknown or expired session 'no-such-session'",
         ),
-        ({"query": "x", "auto_mode": True}, 501, "'auto_mode'"),
-        ({"query": "x", "auto_require_plan_approval": True}, 501, "'auto_require_plan_approval'"),
-        ({"query": "x", "auto_plan_execute": {"steps": []}}, 501, "'auto_plan_execute'"),
+        ({"query": "x", "auto_plan_execute": {"plan_id": "p1"}}, 400, "needs the session_id"),
         (
             {"query": "x", "attachments": [{"filename": "a.txt", "content_base64": "aGk="}]},
             501,

@@ -31,6 +31,9 @@ def test_query_result_carries_the_query_response_fields() -> None:
         "error",
         "error_code",
         "agents_used",
+        "status",
+        "plan",
+        "stopped_by",
     }
 
 

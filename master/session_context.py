@@ -1,0 +1,154 @@
+"""The orchestrator's context for one query, kept under ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``.
+
+Context = every summary turn (in order) + the raw turns after the last summary.
+When system prompt, context, tool definitions and the query exceed the limit,
+the raw tail (except the last ``ORCHESTRATOR_RECENT_TURNS`` turns) is summarized
+by ``SUMMARIZER_MODEL`` and a turn ``{"decision": "summary", "summary": ...,
+"covers_through_index": N}`` is returned for the session, N being the index in
+the full session list of the last turn the summary covers. A failed
+summarization loses nothing: the full tail is used and the turns stay as they are.
+
+If the tools of all linked agents still do not fit, the most relevant tools
+(by word overlap with the query) are offered, and the log says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from master.errors import LLMError
+from master.history import history_messages
+from master.llm import ChatMessage, ChatModel
+from master.tokens import count_messages, count_tools
+
+logger = logging.getLogger("master.session_context")
+
+Turn = dict[str, Any]
+
+SUMMARY_PROMPT = (
+    "Summarize this conversation between a user and an AI orchestrator that calls tools of agents. "
+    "Keep every fact, number, name, decision and tool result a follow-up question could need; drop "
+    "pleasantries. Write plain prose, at most 200 words."
+)
+
+
+@dataclass
+class Context:
+    """Messages and tools for the model, and a summary turn to store (if one was made)."""
+
+    messages: list[ChatMessage]
+    tools: list[dict[str, Any]]
+    summary_turn: Turn | None = None
+    tokens: int = 0
+
+
+def split_turns(turns: Sequence[Turn]) -> tuple[list[Turn], list[tuple[int, Turn]]]:
+    """(summary turns, raw turns after the last summary with their indexes)."""
+    summaries = [turn for turn in turns if turn.get("decision") == "summary"]
+    covered = int(summaries[-1].get("covers_through_index", -1)) if summaries else -1
+    tail = [(i, turn) for i, turn in enumerate(turns) if i > covered and turn.get("decision") != "summary"]
+    return summaries, tail
+
+
+class ContextBuilder:
+    """Builds the bounded context, summarizing older turns when needed."""
+
+    def __init__(self, llm: ChatModel, *, max_tokens: int, recent_turns: int, summarizer_model: str) -> None:
+        self._llm = llm
+        self._max_tokens = max_tokens
+        self._recent = recent_turns
+        self._summarizer_model = summarizer_model
+
+    async def build(
+        self, *, system: str, turns: Sequence[Turn], query: str, tools: list[dict[str, Any]]
+    ) -> tuple[Context, int]:
+        """The context and the tokens the summarizer spent."""
+        summaries, tail = split_turns(turns)
+        messages = self._messages(system, summaries, [t for _, t in tail], query)
+        spent = 0
+        summary_turn: Turn | None = None
+        if self._over(messages, tools) and len(tail) > self._recent:
+            older = tail[: len(tail) - self._recent] if self._recent else tail
+            text, spent = await self._summarize([t for _, t in older])
+            if text is not None:
+                summary_turn = {
+                    "decision": "summary",
+                    "summary": text,
+                    "covers_through_index": older[-1][0],
+                    "ts": time.time(),
+                }
+                recent = [t for _, t in tail[len(older) :]]
+                messages = self._messages(system, [*summaries, summary_turn], recent, query)
+        tools = self._fit_tools(messages, tools, query)
+        return Context(messages, tools, summary_turn, count_messages(messages) + count_tools(tools)), spent
+
+    def _over(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> bool:
+        return count_messages(messages) + count_tools(tools) > self._max_tokens
+
+    @staticmethod
+    def _messages(
+        system: str, summaries: Sequence[Turn], raw: Sequence[Turn], query: str
+    ) -> list[ChatMessage]:
+        return [
+            {"role": "system", "content": system},
+            *history_messages([*summaries, *raw]),
+            {"role": "user", "content": query},
+        ]
+
+    async def _summarize(self, turns: Sequence[Turn]) -> tuple[str | None, int]:
+        transcript = "\n".join(
+            f"{m['role']}: {m['content']}"
+            for m in history_messages(turns)
+            if isinstance(m.get("content"), str)
+        )
+        try:
+            result = await self._llm.complete(
+                model=self._summarizer_model,
+                messages=[
+                    {"role": "system", "content": SUMMARY_PROMPT},
+                    {"role": "user", "content": transcript},
+                ],
+            )
+        except LLMError as exc:
+            logger.warning("summarization failed, keeping the full context: %s", exc)
+            return None, 0
+        if not result.content:
+            logger.warning("summarizer returned no text, keeping the full context")
+            return None, result.total_tokens
+        logger.info("summarized %d turns into %d characters", len(turns), len(result.content))
+        return result.content, result.total_tokens
+
+    def _fit_tools(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]], query: str
+    ) -> list[dict[str, Any]]:
+        if not self._over(messages, tools):
+            return tools
+        room = self._max_tokens - count_messages(messages)
+        words = _words(query)
+        ranked = sorted(
+            enumerate(tools),
+            key=lambda item: (-len(words & _words(json.dumps(item[1]["function"]))), item[0]),
+        )
+        chosen: list[tuple[int, dict[str, Any]]] = []
+        used = 0
+        for index, tool in ranked:
+            cost = count_tools([tool])
+            if used + cost <= room:
+                chosen.append((index, tool))
+                used += cost
+        logger.warning(
+            "tool definitions do not fit ORCHESTRATOR_CONTEXT_MAX_TOKENS: offering the %d most relevant of %d tools",
+            len(chosen),
+            len(tools),
+        )
+        return [tool for _, tool in sorted(chosen, key=lambda item: item[0])]
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in re.findall(r"[a-z0-9]+", text.lower()) if len(word) > 2}

@@ -1,0 +1,77 @@
+"""``POST /query`` as Server-Sent Events.
+
+Events, in order: ``step`` (a tool round starts), ``tool_call``, ``tool_progress``,
+``tool_result`` as they happen, ``token`` (pieces of the model's text as it
+writes), and last ``query_result`` with the full result (the fields of the JSON
+answer, ``success: false`` and ``error`` when the query was rejected or failed).
+
+The run is owned by :class:`QueryStreams`, not by the HTTP response: a client
+that disconnects mid-stream stops receiving events, while the run goes on to its
+end (bounded by the query's budgets and timeouts), so the session keeps every
+turn and no tool call is left waiting forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from master.errors import QueryRejected
+from master.queries import QueryService, rejected_response
+from protocol import QueryRequest
+
+logger = logging.getLogger("master.streaming")
+
+_DONE = object()
+
+
+def sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
+
+
+class QueryStreams:
+    """Runs streamed queries as owned background tasks."""
+
+    def __init__(self, queries: QueryService) -> None:
+        self._queries = queries
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def stream(self, request: QueryRequest, query_id: str) -> AsyncIterator[str]:
+        """The SSE body for one query."""
+        queue: asyncio.Queue[tuple[str, dict[str, Any]] | object] = asyncio.Queue()
+
+        def emit(event: str, data: dict[str, Any]) -> None:
+            queue.put_nowait((event, data))
+
+        async def run() -> None:
+            try:
+                response = await self._queries.run(request, query_id, events=emit)
+            except QueryRejected as exc:
+                response = rejected_response(request, query_id, exc)
+            except Exception:
+                logger.exception("streamed query %s failed", query_id)
+                response = rejected_response(
+                    request,
+                    query_id,
+                    QueryRejected(500, "internal_error", "internal error; see the master's log"),
+                )
+            emit("query_result", response.model_dump(mode="json"))
+            queue.put_nowait(_DONE)
+
+        task = asyncio.create_task(run(), name=f"stream {query_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                return
+            event, data = item  # type: ignore[misc]
+            yield sse(event, data)
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,74 @@
+"""Token counting with tiktoken's ``cl100k_base``, offline.
+
+tiktoken downloads its encoding files on first use, which fails without
+internet. The ``bpe-openai`` package ships the same ``cl100k_base`` ranks, so the
+encoding is built from that file; tiktoken still supplies the split pattern and
+special tokens.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Iterable, Sequence
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import tiktoken
+from tiktoken_ext import openai_public
+
+_PER_MESSAGE = 4
+"""Tokens of the chat framing around each message (OpenAI's cookbook estimate)."""
+
+
+def _ranks() -> dict[bytes, int]:
+    # Locate the file without importing bpe_openai (its import does work of its own we do not need).
+    spec = find_spec("bpe_openai")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the bpe-openai package is missing: pip install bpe-openai")
+    path = Path(spec.origin).parent / "data" / "cl100k_base.tiktoken.gz"
+    raw = gzip.decompress(path.read_bytes())
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@cache
+def encoding() -> tiktoken.Encoding:
+    """The ``cl100k_base`` encoding, built without network access."""
+    ranks = _ranks()
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks):
+        params = openai_public.cl100k_base()
+    return tiktoken.Encoding(**params)
+
+
+def count_text(text: str) -> int:
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def count_messages(messages: Iterable[dict[str, Any]]) -> int:
+    """Approximate prompt tokens of chat messages (content, tool calls and framing)."""
+    total = 0
+    for message in messages:
+        total += _PER_MESSAGE
+        content = message.get("content")
+        if isinstance(content, str):
+            total += count_text(content)
+        for call in message.get("tool_calls") or ():
+            function = call.get("function", {})
+            total += count_text(function.get("name", "")) + count_text(function.get("arguments", ""))
+    return total
+
+
+def count_tools(tools: Sequence[dict[str, Any]]) -> int:
+    """Tokens the tool definitions add to a request."""
+    return sum(
+        count_text(json.dumps(tool["function"], separators=(",", ":"))) + _PER_MESSAGE for tool in tools
+    )
