@@ -17,6 +17,7 @@ import httpx
 from fastapi import Depends, FastAPI
 from redis.exceptions import RedisError
 
+from master.collaboration import CollaborationManager, CollabStore
 from master.deps import Services, require_api_key
 from master.dispatch import Dispatcher
 from master.errors import SessionStoreUnavailable
@@ -29,9 +30,11 @@ from master.orchestrator import Orchestrator
 from master.queries import NOT_CONFIGURED, QueryService
 from master.redis_client import create_redis
 from master.registry import Registry
-from master.routes import agents, health, invocation, query, ws
+from master.routes import agents, collaboration, health, invocation, query, ws
 from master.sessions import SessionStore
 from master.settings import Settings
+from master.streaming import QueryStreams
+from master.tokens import encoding
 
 logger = logging.getLogger("master.app")
 
@@ -106,13 +109,25 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         )
         sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
         catalog = ModelCatalog(settings)
+        collab = CollaborationManager.from_settings(
+            settings,
+            registry,
+            CollabStore(redis, ttl_seconds=settings.openagent_collab_session_ttl),
+            sessions,
+        )
         queries = QueryService(
+            settings=settings,
             registry=registry,
             invocation=invocation,
             sessions=sessions,
             catalog=catalog,
-            orchestrator=Orchestrator(chat_model, dispatcher) if chat_model is not None else None,
+            orchestrator=(
+                Orchestrator(chat_model, dispatcher, auto_max_steps=settings.orchestrator_auto_max_steps)
+                if chat_model is not None
+                else None
+            ),
             unavailable_reason=reason,
+            collaboration=collab,
         )
         hub = Hub(
             registry,
@@ -120,9 +135,21 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             invocation,
             queries.answer,
             max_message_bytes=settings.openagent_ws_max_message_bytes,
+            collaboration=collab,
         )
+        streams = QueryStreams(queries)
+        warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
         app.state.services = Services(
-            settings, catalog, registry, invocation, dispatcher, sessions, queries, hub
+            settings,
+            catalog,
+            registry,
+            invocation,
+            dispatcher,
+            sessions,
+            queries,
+            hub,
+            collaboration=collab,
+            streams=streams,
         )
         await _load_invocation_agents(invocation)
         health_loop = (
@@ -139,6 +166,9 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             if health_loop is not None:
                 health_loop.cancel()
                 await asyncio.gather(health_loop, return_exceptions=True)
+            await collab.aclose()
+            await streams.aclose()
+            await asyncio.gather(warm_up, return_exceptions=True)
             await hub.aclose()
             await http.aclose()
             if isinstance(chat_model, OpenAIChatModel) and llm is None:
@@ -166,6 +196,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     protected = [Depends(require_api_key)]
     app.include_router(agents.router, dependencies=protected)
     app.include_router(query.router, dependencies=protected)
+    app.include_router(collaboration.router, dependencies=protected)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 
 from master.auth import key_matches, presented_key
+from master.collaboration import CollaborationManager
 from master.dispatch import Dispatcher
 from master.hub import Hub
 from master.invocation import InvocationAgents
@@ -16,6 +17,7 @@ from master.queries import QueryService
 from master.registry import Registry
 from master.sessions import SessionStore
 from master.settings import Settings
+from master.streaming import QueryStreams
 
 
 @dataclass
@@ -30,6 +32,8 @@ class Services:
     sessions: SessionStore
     queries: QueryService
     hub: Hub
+    collaboration: CollaborationManager
+    streams: QueryStreams
 
 
 def get_services(request: Request) -> Services:

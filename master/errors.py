@@ -4,6 +4,7 @@ Hierarchy::
 
     MasterError
     ├── QueryRejected            the query cannot be run as asked (carries an HTTP status and a code)
+    ├── CollaborationRejected    a collaboration cannot start as asked (carries a stable code)
     ├── SessionStoreUnavailable  Redis did not answer
     ├── LLMError                 the LLM provider failed after retries, or is not configured
     └── ToolCallError            a tool call failed; the model sees it as the tool's result
@@ -28,6 +29,21 @@ class QueryRejected(MasterError):
     def __init__(self, status_code: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.code = code
+        self.message = message
+
+
+class CollaborationRejected(MasterError):
+    """A collaboration that cannot start: the feature is off, or the agents do not fit.
+
+    ``code`` is one of ``collaboration_disabled`` (``OPENAGENT_COLLABORATION=0``),
+    ``invalid_collaboration`` (fewer than two agents, a duplicate, an empty task),
+    ``unknown_agent`` (not connected over WebSocket) and ``collaboration_unsupported``
+    (no ``supports_collaboration`` in the agent's metadata). The message names the value.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
         self.code = code
         self.message = message
 

@@ -8,6 +8,10 @@ only auth failures (1008) and replacement by a newer connection (4001) close it.
 Rule for a duplicate ``agent_id``: the newest connection wins. The old one gets
 ``error`` ``agent_replaced``, its calls in flight fail, and it is closed with
 code 4001, which tells the SDK not to reconnect.
+
+``peer_message`` and ``collaboration_end`` go to the :class:`CollaborationManager`,
+which relays them (or refuses them: an ``error`` with ``ref`` = the session id); a
+connection that closes ends the collaborations it was in.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from master.collaboration import CollaborationManager
 from master.dispatch import Dispatcher
 from master.errors import SessionStoreUnavailable
 from master.invocation import InvocationAgents, InvocationRegistration
@@ -125,8 +130,10 @@ class Hub:
         answer_query: QueryHandler,
         *,
         max_message_bytes: int,
+        collaboration: CollaborationManager | None = None,
     ) -> None:
         self._registry = registry
+        self._collaboration = collaboration
         self._dispatcher = dispatcher
         self._invocation = invocation
         self._answer_query = answer_query
@@ -210,15 +217,29 @@ class Hub:
             self._query_tasks.add(task)
             task.add_done_callback(self._query_tasks.discard)
         elif isinstance(msg, PeerMessage | CollaborationEnd):
-            await conn.send_error(
-                "not_implemented",
-                f"{msg.type!r} is not supported yet: collaboration is not enabled",
-                msg.session_id,
-            )
+            await self._collaborate(conn, agent, msg)
         elif isinstance(msg, Registered | QueryResult | ToolCall | CollaborationStart | Pong | ErrorMessage):
             await conn.send_error("invalid_message", f"{msg.type!r} is sent by the master, not by agents")
         else:  # pragma: no cover - every member of the union is handled above
             raise AssertionError(msg)
+
+    async def _collaborate(
+        self, conn: _Connection, agent: LiveAgent, msg: PeerMessage | CollaborationEnd
+    ) -> None:
+        manager = self._collaboration
+        if manager is None:
+            await conn.send_error(
+                "not_implemented",
+                f"{msg.type!r} is not supported: collaboration is not enabled",
+                msg.session_id,
+            )
+            return
+        if isinstance(msg, PeerMessage):
+            refusal = await manager.on_peer_message(agent, msg)
+        else:
+            refusal = await manager.on_end(agent, msg)
+        if refusal is not None:
+            await conn.send_error(refusal.code, refusal.message, msg.session_id)
 
     async def _reply(self, conn: _Connection, frame: str) -> None:
         try:
@@ -283,5 +304,7 @@ class Hub:
         if agent is None:
             return
         failed = self._dispatcher.fail_agent(agent, "disconnected")
+        if self._collaboration is not None:
+            await self._collaboration.agent_disconnected(agent)
         if self._registry.remove(agent):
             logger.info("agent %s disconnected (%d calls in flight failed)", agent.agent_id, failed)

@@ -19,3 +19,21 @@ AGENT_INDEX = "agents:invocation"
 
 def agent_key(agent_id: str) -> str:
     return f"{AGENT_PREFIX}{agent_id}"
+
+
+COLLAB_PREFIX = "collab:"
+"""``collab:{collab_session_id}`` → one JSON object: the session's metadata, then ``entries``
+(handshake, message, end), always the last key so that an append is a string splice
+(TTL ``OPENAGENT_COLLAB_SESSION_TTL``)."""
+
+COLLAB_BY_PARENT_PREFIX = "collab:by_parent:"
+"""``collab:by_parent:{parent_session_id}`` → SET of the collaborations started from that
+orchestrator session (TTL ``OPENAGENT_COLLAB_SESSION_TTL``, refreshed with each new member)."""
+
+
+def collab_key(collab_session_id: str) -> str:
+    return f"{COLLAB_PREFIX}{collab_session_id}"
+
+
+def collab_by_parent_key(parent_session_id: str) -> str:
+    return f"{COLLAB_BY_PARENT_PREFIX}{parent_session_id}"

@@ -29,6 +29,10 @@ When the connection drops, the agent reconnects and registers again on its own.
 Calls in flight keep running; a result that is ready once the agent is back is sent
 (the master may already have given up on it), one ready before is dropped with a
 warning. :meth:`~OrchestratorWebSocketActionAgent.stop` cancels them.
+
+With a ``collaboration_handler``, each ``collaboration_start`` runs the handler in its
+own task with a :class:`~openagent.collaboration.CollaborationContext`; see
+:mod:`openagent.collaboration` for how a session ends.
 """
 
 from __future__ import annotations
@@ -43,11 +47,12 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import pydantic_core
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from openagent.client import AgentClient
+from openagent.collaboration import CollaborationHandler, CollaborationSessions
 from openagent.config import ClientConfig
-from openagent.errors import ConfigurationError, ConnectionLostError, ToolError
+from openagent.errors import ConfigurationError, ConnectionLostError, OpenAgentError, ToolError
 from protocol import (
     AGENT_ID_PATTERN,
     CollaborationEnd,
@@ -104,6 +109,9 @@ class OrchestratorWebSocketActionAgent:
             ``handle_tool`` not implemented.
     """
 
+    collaboration_handler: CollaborationHandler | None = None
+    """Runs each collaboration session (set by :class:`OrchestratorActionAgent`)."""
+
     def __init__(
         self,
         agent_id: str,
@@ -130,6 +138,7 @@ class OrchestratorWebSocketActionAgent:
         self._tool_names = frozenset(tool.name for tool in schemas)
         self._client: AgentClient | None = None
         self._calls: set[asyncio.Task[None]] = set()
+        self._collaborations = CollaborationSessions(agent_id, self._send_frame)
 
     @property
     def agent_id(self) -> str:
@@ -171,7 +180,9 @@ class OrchestratorWebSocketActionAgent:
         """
         if self._client is not None:
             raise ConfigurationError(f"agent {self.agent_id!r} is already started")
-        self._client = AgentClient(self._register, config=self.config, on_message=self._on_message)
+        self._client = AgentClient(
+            self._register, config=self.config, on_message=self._on_message, on_disconnect=self._on_disconnect
+        )
         try:
             await self._client.connect()
         except BaseException:
@@ -200,6 +211,7 @@ class OrchestratorWebSocketActionAgent:
         client, self._client = self._client, None
         if client is not None:
             await client.close()  # first, so that no new call starts while the others are cancelled
+        await self._collaborations.aclose()
         calls = list(self._calls)
         for task in calls:
             task.cancel()
@@ -226,6 +238,7 @@ class OrchestratorWebSocketActionAgent:
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
         elif isinstance(message, ErrorMessage):
+            self._collaborations.note_error(message)
             logger.warning(
                 "master error for agent %s: %s (%s, ref %s)",
                 self.agent_id,
@@ -234,11 +247,18 @@ class OrchestratorWebSocketActionAgent:
                 message.ref,
             )
         elif isinstance(message, CollaborationStart | PeerMessage | CollaborationEnd):
-            logger.info(
-                "agent %s ignores %s frame: collaboration is not supported yet", self.agent_id, message.type
-            )
+            self._collaborations.dispatch(message, self.collaboration_handler)
         else:
             logger.debug("agent %s ignores %s frame", self.agent_id, message.type)
+
+    async def _on_disconnect(self, error: OpenAgentError) -> None:
+        self._collaborations.connection_lost(error)
+
+    async def _send_frame(self, message: BaseModel) -> None:
+        client = self._client
+        if client is None:
+            raise ConnectionLostError(f"agent {self.agent_id!r} is not started")
+        await client.send(message)
 
     async def _serve_call(self, call: ToolCall, client: AgentClient) -> None:
         result = await self._execute(call, client)
@@ -283,9 +303,9 @@ class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
         tools: The tools, as :class:`~protocol.ToolSchema` or dicts.
         tool_handler: ``handler(tool_name, arguments, ...)``, an ``async def`` or a plain
             function (run in a worker thread with :func:`asyncio.to_thread`).
-        collaboration_handler: Takes part in collaborations; sets
-            ``metadata["supports_collaboration"]``. (Collaboration frames are not
-            handled yet: they are logged and ignored.)
+        collaboration_handler: ``async def handler(ctx: CollaborationContext) -> str``: takes
+            part in collaboration sessions (one task per session); sets
+            ``metadata["supports_collaboration"]``. See :mod:`openagent.collaboration`.
         metadata: Free-form description sent with ``register``.
         config: Connection settings; :meth:`ClientConfig.from_env` when omitted.
 
@@ -309,12 +329,16 @@ class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
         tools: Sequence[ToolSchema | Mapping[str, Any]],
         tool_handler: ToolHandler,
         *,
-        collaboration_handler: Callable[..., Any] | None = None,
+        collaboration_handler: CollaborationHandler | None = None,
         metadata: Mapping[str, Any] | None = None,
         config: ClientConfig | None = None,
     ) -> None:
         metadata = dict(metadata or {})
         if collaboration_handler is not None:
+            if not callable(collaboration_handler):
+                raise ConfigurationError(
+                    f"collaboration_handler of agent {agent_id!r} is not callable: {collaboration_handler!r}"
+                )
             metadata["supports_collaboration"] = True
         super().__init__(agent_id, tools, metadata=metadata, config=config)
         self.tool_handler = tool_handler

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
+from openagent.collaboration import CollaborationContext
 from openagent.config import ClientConfig
 from openagent.errors import (
     AgentReplacedError,
@@ -59,7 +60,14 @@ from protocol import (
     parse_message,
 )
 
-__all__ = ["AgentClient", "DisconnectHandler", "MessageHandler", "cancel_and_wait", "connect_master"]
+__all__ = [
+    "AgentClient",
+    "CollaborationContext",
+    "DisconnectHandler",
+    "MessageHandler",
+    "cancel_and_wait",
+    "connect_master",
+]
 
 logger = logging.getLogger("openagent.client")
 

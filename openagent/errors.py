@@ -13,6 +13,7 @@ so ``except OpenAgentError`` catches them all::
     │   └── ConnectionLostError       the connection dropped, or is not open
     ├── QueryError                master answered a query with an ``error`` frame
     │   └── QueryTimeoutError         no ``query_result`` in time
+    ├── CollaborationError        misuse of a collaboration session (ended, or not a peer)
     └── ToolError                 raised by a tool handler: a clean failure the model sees
 
 The three families mean different things to the caller:
@@ -32,6 +33,7 @@ from __future__ import annotations
 __all__ = [
     "AgentReplacedError",
     "AuthenticationError",
+    "CollaborationError",
     "ConfigurationError",
     "ConnectionFailedError",
     "ConnectionLostError",
@@ -123,6 +125,24 @@ class QueryError(OpenAgentError):
 
 class QueryTimeoutError(QueryError):
     """No ``query_result`` arrived within the query's timeout (``QUERY_RESPONSE_TIMEOUT``)."""
+
+
+# --------------------------------------------------------------------------- collaboration
+
+
+class CollaborationError(OpenAgentError):
+    """A :class:`~openagent.collaboration.CollaborationContext` cannot do what was asked.
+
+    Raised by ``send_message`` when the session is over (a peer or the master ended it,
+    or the handler called ``end``) or when ``to_agent`` is not one of the session's peers.
+
+    Attributes:
+        session_id: The collaboration session.
+    """
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
 
 
 # --------------------------------------------------------------------------- tools

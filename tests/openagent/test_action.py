@@ -24,7 +24,7 @@ from openagent import (
     ToolError,
     ToolSchema,
 )
-from protocol import CollaborationStart, PeerMessage, ToolCall, ToolProgress, ToolResult
+from protocol import CollaborationEnd, CollaborationStart, PeerMessage, ToolCall, ToolProgress, ToolResult
 from tests.openagent.conftest import WAIT, FakeMaster, eventually, fast_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,9 +272,14 @@ async def test_run_raises_when_the_agent_is_replaced(fake_master: FakeMaster) ->
     assert not first.registered
 
 
-async def test_collaboration_handler_is_advertised_and_frames_are_ignored(fake_master: FakeMaster) -> None:
+async def test_collaboration_handler_is_advertised_and_runs_beside_tool_calls(
+    fake_master: FakeMaster,
+) -> None:
+    tasks: list[str] = []
+
     async def collaborate(ctx: Any) -> str:
-        return "never called yet"
+        tasks.append(ctx.task)
+        return "done at once"
 
     async with agent_with(
         fake_master, echo, collaboration_handler=collaborate, metadata={"team": "a"}
@@ -284,9 +289,16 @@ async def test_collaboration_handler_is_advertised_and_frames_are_ignored(fake_m
         assert agent.collaboration_handler is collaborate
         start = CollaborationStart(session_id="s1", task="negotiate", role="initiator")
         await fake_master.send("tools-agent", start)
-        await fake_master.send("tools-agent", PeerMessage(session_id="s1", content={"offer": 1}))
+        assert await fake_master.next_frame() == (
+            "tools-agent",
+            CollaborationEnd(session_id="s1", summary="done at once"),
+        )
+        await fake_master.send(
+            "tools-agent", PeerMessage(session_id="s1", content={"offer": 1})
+        )  # late: dropped
         await call(fake_master, "c1")
         assert (await next_result(fake_master)).success
+        assert tasks == ["negotiate"]
 
 
 def test_tools_are_validated() -> None:

@@ -1,0 +1,105 @@
+"""``/internal/collaborations``: start a collaboration directly, and read the recorded ones.
+
+The orchestrator starts collaborations itself when a query needs them; these endpoints
+run the same :meth:`CollaborationManager.run <master.collaboration.CollaborationManager.run>`
+without an LLM (operators, scripts and the integration tests use them), and show what
+Redis holds.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from master.deps import ServicesDep
+from master.errors import CollaborationRejected, SessionStoreUnavailable
+
+router = APIRouter(prefix="/internal/collaborations", tags=["collaboration"])
+
+_STATUS = {
+    "collaboration_disabled": status.HTTP_403_FORBIDDEN,
+    "invalid_collaboration": status.HTTP_400_BAD_REQUEST,
+    "unknown_agent": status.HTTP_404_NOT_FOUND,
+    "collaboration_unsupported": status.HTTP_409_CONFLICT,
+}
+SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
+
+
+class CollaborationRequest(BaseModel):
+    """The body of ``POST /internal/collaborations``."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    agents: list[str]
+    """At least two connected agents with ``supports_collaboration``; the first is the initiator."""
+    task: Annotated[str, Field(min_length=1, max_length=100_000)]
+    """What the agents should work out together."""
+    parent_session_id: SessionId | None = None
+    """Orchestrator session that gets the ``collaboration`` turn; omit to start a new one."""
+    context: dict[str, Any] | None = None
+    """Extra context sent to every agent in ``collaboration_start``."""
+
+
+def _unavailable(exc: SessionStoreUnavailable) -> HTTPException:
+    return HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc))
+
+
+@router.post(
+    "",
+    responses={
+        400: {"description": "Fewer than two agents, a duplicate, or an empty task"},
+        403: {"description": "OPENAGENT_COLLABORATION=0"},
+        404: {"description": "An agent is not connected, or parent_session_id is unknown"},
+        409: {"description": "An agent does not support collaboration"},
+        503: {"description": "Redis unavailable"},
+    },
+)
+async def start_collaboration(body: CollaborationRequest, services: ServicesDep) -> dict[str, Any]:
+    """Run a collaboration to its end and answer its outcome (summary, reason, transcript)."""
+    manager = services.collaboration
+    parent = body.parent_session_id
+    try:
+        if parent is None:
+            parent = services.sessions.new_session_id()
+        elif manager.enabled and await services.sessions.load(parent) is None:
+            raise HTTPException(
+                status.HTTP_404_NOT_FOUND,
+                detail=f"unknown or expired session {parent!r}; omit parent_session_id to start a new session",
+            )
+        outcome = await manager.run(
+            parent_session_id=parent, agent_ids=body.agents, task=body.task, context=body.context
+        )
+    except CollaborationRejected as exc:
+        raise HTTPException(_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST), detail=exc.message) from exc
+    except SessionStoreUnavailable as exc:
+        raise _unavailable(exc) from exc
+    return outcome.as_dict()
+
+
+@router.get("")
+async def list_collaborations(
+    services: ServicesDep, parent_session_id: Annotated[str, Query(min_length=1, max_length=128)]
+) -> dict[str, Any]:
+    """The ids of the collaborations started from an orchestrator session (``collab:by_parent:{id}``)."""
+    try:
+        ids = await services.collaboration.for_parent(parent_session_id)
+    except SessionStoreUnavailable as exc:
+        raise _unavailable(exc) from exc
+    return {"parent_session_id": parent_session_id, "collab_session_ids": ids}
+
+
+@router.get("/{collab_session_id}")
+async def get_collaboration(collab_session_id: str, services: ServicesDep) -> dict[str, Any]:
+    """The recorded session: the ``collab:{id}`` document (metadata and every entry)."""
+    try:
+        document = await services.collaboration.load(collab_session_id)
+    except SessionStoreUnavailable as exc:
+        raise _unavailable(exc) from exc
+    if document is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            detail=f"unknown or expired collaboration session {collab_session_id!r}",
+        )
+    return document
