@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from starlette.routing import Route
 from openagent import ClientConfig, OrchestratorActionAgent, QueryClient, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
-from tests.factories import ROOT, WEATHER_TOOL, MasterProcess, agent_rows, serve_app
+from tests.factories import ROOT, WEATHER_TOOL, MasterProcess, agent_rows, free_port, serve_app
 
 
 def fake_open_meteo() -> Starlette:
@@ -218,3 +219,103 @@ async def test_query_client_and_handler_errors(master: MasterProcess, llm: Scrip
 
         rejected = await client.query("x", orchestrator_model="nope", timeout=15)
         assert not rejected.success and "allowed models" in (rejected.error or "")
+
+
+async def test_demo_invocation_agent_long_task_progress(
+    master: MasterProcess, llm: ScriptedOpenAIServer
+) -> None:
+    port = free_port()
+    code = "import runpy; runpy.run_path('sample_agents/demo_invocation_agent.py', run_name='__main__')"
+    process = spawn_python(
+        code,
+        {"MASTER_BASE_URL": master.base_url, "INVOCATION_PORT": str(port), "INVOCATION_HOST": "127.0.0.1"},
+    )
+    try:
+        await wait_for_agent(master, "demo-invocation-agent")
+        llm.add_tool_call("demo-invocation-agent__long_task", {"steps": 4, "step_seconds": 0.3})
+        llm.add_text("The long task finished.")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+            pending = asyncio.create_task(http.post("/query", json={"query": "run the long task"}))
+            seen: list[dict[str, Any]] = []
+            async with asyncio.timeout(10):
+                while not pending.done():
+                    for call_id in progress_call_ids(master):
+                        latest = (await http.get(f"/tool_progress/{call_id}")).json()
+                        if latest.get("progress") is not None:
+                            seen.append(latest)
+                    await asyncio.sleep(0.1)
+            result = (await pending).json()
+        assert result["success"] and result["agents_used"] == [
+            {"agent_id": "demo-invocation-agent", "tool_name": "long_task"}
+        ]
+        assert seen and 0 < seen[0]["progress"] <= 1
+        assert json.loads(llm.requests[1]["messages"][-1]["content"])["result"]["status"] == "done"
+        assert "progress (HTTP) demo-invocation-agent.long_task" in master.log()
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        async with httpx.AsyncClient(timeout=5) as http:
+            await http.post(f"{master.base_url}/unregister", json={"agent_id": "demo-invocation-agent"})
+
+
+def progress_call_ids(master: MasterProcess) -> set[str]:
+    """Call ids of HTTP progress lines in the master's log."""
+    return set(re.findall(r"progress \(HTTP\) \S+ call=([0-9a-f]+)", master.log()))
+
+
+async def test_query_triggers_a_negotiation_between_sample_agents(
+    master: MasterProcess, llm: ScriptedOpenAIServer, redis_client: Any
+) -> None:
+    from sample_agents import negotiation_buyer, negotiation_seller
+
+    buyer = negotiation_buyer.make_agent(config_for(master))
+    seller = negotiation_seller.make_agent(config_for(master))
+    async with buyer, seller:
+        llm.add_tool_call(
+            "start_collaboration",
+            {"agents": ["buyer-agent", "seller-agent"], "task": "Agree on a price for 100 units"},
+        )
+        llm.add_text("The buyer and seller agreed on a price.")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+            body = (
+                await http.post(
+                    "/query",
+                    json={
+                        "query": "Have the buyer and seller agree on a price for 100 units",
+                        "allowed_agent_ids": ["buyer-agent", "seller-agent"],
+                    },
+                )
+            ).json()
+            assert body["success"], body
+            offered = [t["function"]["name"] for t in llm.requests[0]["tools"]]
+            assert "start_collaboration" in offered
+            outcome = json.loads(llm.requests[1]["messages"][-1]["content"])["result"]
+            assert outcome["completed"] and outcome["agents"] == ["buyer-agent", "seller-agent"]
+            assert outcome["message_count"] > 1 and "75" in outcome["summary"]
+            assert {"agent_id": "buyer-agent", "tool_name": "start_collaboration"} in body["agents_used"]
+
+            collab = json.loads(await redis_client.get(f"collab:{outcome['collab_session_id']}"))
+            kinds = [entry["type"] for entry in collab["entries"]]
+            assert kinds[0] == "handshake" and kinds[-1] == "end" and "message" in kinds
+            parents = await redis_client.smembers(f"collab:by_parent:{body['session_id']}")
+            assert outcome["collab_session_id"] in parents
+
+            llm.add_text("It was 75 per unit.")
+            await http.post(
+                "/query", json={"query": "What price was agreed?", "session_id": body["session_id"]}
+            )
+            replay = llm.requests[-1]["messages"]
+            assert any("collaboration of buyer-agent, seller-agent" in str(m.get("content")) for m in replay)
+
+
+async def test_collaboration_tool_not_offered_with_fewer_than_two_capable_agents(
+    master: MasterProcess, llm: ScriptedOpenAIServer
+) -> None:
+    from sample_agents import negotiation_buyer
+
+    async with negotiation_buyer.make_agent(config_for(master)):
+        llm.add_text("ok")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+            await http.post("/query", json={"query": "negotiate", "allowed_agent_ids": ["buyer-agent"]})
+    offered = [t["function"]["name"] for t in llm.requests[0].get("tools", [])]
+    assert "start_collaboration" not in offered
