@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from master.budgets import BudgetTracker
@@ -31,7 +32,7 @@ from master.plans import (
 )
 from master.prompts import system_prompt
 from master.registry import Registry
-from master.session_context import ContextBuilder
+from master.session_context import Context, ContextBuilder
 from master.sessions import SessionStore, Turn
 from master.settings import Settings
 from master.toolbox import Toolbox
@@ -44,6 +45,20 @@ NOT_CONFIGURED = (
     "no LLM is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for Ollama, vLLM, llama.cpp "
     "or another OpenAI-compatible server) in the environment or .env, then restart the master"
 )
+
+
+@dataclass
+class _Run:
+    """What one query works with."""
+
+    orchestrator: Orchestrator
+    request: QueryRequest
+    turns: list[Turn]
+    toolbox: Toolbox
+    model: str
+    budget: BudgetTracker
+    recorder: TurnRecorder
+    hooks: RunHooks
 
 
 class QueryService:
@@ -120,14 +135,11 @@ class QueryService:
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
         started = time.monotonic()
         try:
+            run = _Run(orchestrator, request, turns, toolbox, model, budget, recorder, hooks)
             if request.auto_require_plan_approval and request.auto_plan_execute is None:
-                outcome = await self._propose_plan(
-                    orchestrator, request, turns, toolbox, model, budget, recorder
-                )
+                outcome = await self._propose_plan(run)
             else:
-                outcome = await self._execute(
-                    orchestrator, request, turns, toolbox, model, budget, recorder, hooks, extra_tools
-                )
+                outcome = await self._execute(run, extra_tools)
             await recorder.finish(outcome)
         except LLMError as exc:
             logger.warning("query %s failed: %s", query_id, exc)
@@ -157,40 +169,38 @@ class QueryService:
             stopped_by=outcome.stopped_by,
         )
 
-    async def _execute(
-        self,
-        orchestrator: Orchestrator,
-        request: QueryRequest,
-        turns: list[Turn],
-        toolbox: Toolbox,
-        model: str,
-        budget: BudgetTracker,
-        recorder: TurnRecorder,
-        hooks: RunHooks,
-        extra_tools: list[dict[str, Any]],
-    ) -> Outcome:
-        builder = self._context_builder(orchestrator)
-        context, spent = await builder.build(
-            system=system_prompt(request.orchestrator_prompt_profile),
-            turns=turns,
-            query=request.query,
-            tools=[*toolbox.openai_tools(), *extra_tools],
+    async def _context(self, run: _Run, system: str, tools: list[dict[str, Any]]) -> Context:
+        """The bounded context; a summary made for it is stored before the query's turns."""
+        builder = ContextBuilder(
+            run.orchestrator.llm,
+            max_tokens=self._settings.orchestrator_context_max_tokens,
+            recent_turns=self._settings.orchestrator_recent_turns,
+            summarizer_model=self._catalog.summarizer_model,
         )
-        budget.add_tokens(spent)
+        context, spent = await builder.build(
+            system=system, turns=run.turns, query=run.request.query, tools=tools
+        )
+        run.budget.add_tokens(spent)
         if context.summary_turn is not None:
-            recorder.add_summary(context.summary_turn)
+            run.recorder.add_summary(context.summary_turn)
+        return context
+
+    async def _execute(self, run: _Run, extra_tools: list[dict[str, Any]]) -> Outcome:
+        request = run.request
+        system = system_prompt(request.orchestrator_prompt_profile)
+        context = await self._context(run, system, [*run.toolbox.openai_tools(), *extra_tools])
         execution = request.auto_plan_execute
         if execution is None:
-            return await orchestrator.run(
+            return await run.orchestrator.run(
                 messages=context.messages,
                 tools=context.tools,
-                toolbox=toolbox,
-                model=model,
+                toolbox=run.toolbox,
+                model=run.model,
                 auto_mode=request.auto_mode,
-                budget=budget,
-                hooks=hooks,
+                budget=run.budget,
+                hooks=run.hooks,
             )
-        plan, executed = find_plan(turns, execution.plan_id)
+        plan, executed = find_plan(run.turns, execution.plan_id)
         if plan is None:
             raise QueryRejected(
                 404, "unknown_plan", f"no plan {execution.plan_id!r} in session {request.session_id!r}"
@@ -200,41 +210,30 @@ class QueryService:
                 409, "plan_already_executed", f"plan {execution.plan_id!r} was already executed"
             )
         try:
-            steps = resolve_steps(toolbox, execution.steps if execution.steps is not None else plan.steps)
+            steps = resolve_steps(run.toolbox, execution.steps if execution.steps is not None else plan.steps)
         except InvalidPlan as exc:
             raise QueryRejected(
                 400, "invalid_plan", f"plan {execution.plan_id!r} refused, nothing was run: {exc}"
             ) from None
-        recorder.plan_id = execution.plan_id
-        recorder.flush_each_step = True
-        return await orchestrator.run_steps(
-            messages=context.messages, steps=steps, model=model, budget=budget, hooks=hooks
+        run.recorder.plan_id = execution.plan_id
+        run.recorder.flush_each_step = True
+        return await run.orchestrator.run_steps(
+            messages=context.messages, steps=steps, model=run.model, budget=run.budget, hooks=run.hooks
         )
 
-    async def _propose_plan(
-        self,
-        orchestrator: Orchestrator,
-        request: QueryRequest,
-        turns: list[Turn],
-        toolbox: Toolbox,
-        model: str,
-        budget: BudgetTracker,
-        recorder: TurnRecorder,
-    ) -> Outcome:
-        builder = self._context_builder(orchestrator)
-        context, spent = await builder.build(
-            system=system_prompt(request.orchestrator_prompt_profile) + "\n\n" + planning_prompt(toolbox),
-            turns=turns,
-            query=request.query,
-            tools=[SUBMIT_PLAN],
+    async def _propose_plan(self, run: _Run) -> Outcome:
+        system = (
+            system_prompt(run.request.orchestrator_prompt_profile) + "\n\n" + planning_prompt(run.toolbox)
         )
-        if context.summary_turn is not None:
-            recorder.add_summary(context.summary_turn)
-        reply = await orchestrator.llm.complete(model=model, messages=context.messages, tools=[SUBMIT_PLAN])
-        budget.add_tokens(spent + reply.total_tokens)
+        context = await self._context(run, system, [SUBMIT_PLAN])
+        run.budget.check_tokens()
+        reply = await run.orchestrator.llm.complete(
+            model=run.model, messages=context.messages, tools=[SUBMIT_PLAN]
+        )
+        run.budget.add_tokens(reply.total_tokens)
         try:
             plan = plan_from_reply(reply)
-            resolve_steps(toolbox, plan.steps)
+            resolve_steps(run.toolbox, plan.steps)
         except InvalidPlan as exc:
             raise QueryRejected(502, "invalid_plan", f"the model proposed no usable plan: {exc}") from None
         return Outcome(answer=describe(plan), status="awaiting_approval", plan=plan)
@@ -265,14 +264,6 @@ class QueryService:
 
         hooks.collaborate = collaborate
         return [collaboration_tool(eligible)]
-
-    def _context_builder(self, orchestrator: Orchestrator) -> ContextBuilder:
-        return ContextBuilder(
-            orchestrator.llm,
-            max_tokens=self._settings.orchestrator_context_max_tokens,
-            recent_turns=self._settings.orchestrator_recent_turns,
-            summarizer_model=self._catalog.summarizer_model,
-        )
 
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
         if session_id is None:
