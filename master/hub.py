@@ -295,7 +295,17 @@ class Hub:
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
 
     async def _run_query(self, conn: _Connection, msg: Query) -> None:
-        response = await self._answer_query(msg)
+        try:
+            response = await self._answer_query(msg)
+        except Exception:  # a bug must not leave the asker waiting for QUERY_RESPONSE_TIMEOUT
+            logger.exception("query %s failed", msg.query_id)
+            response = QueryResponse(
+                query_id=msg.query_id,
+                session_id=msg.session_id,
+                success=False,
+                error="internal error while answering; see the master's log",
+                error_code="internal_error",
+            )
         result = QueryResult(**response.model_dump())
         await self._reply(conn, result.model_dump_json())
 

@@ -1,0 +1,311 @@
+"""deploy/k8s: every object is valid Kubernetes and the manifests agree with each other.
+
+Each object is checked against the Kubernetes OpenAPI schemas bundled with
+``kubernetes-validate`` (offline, strict: unknown fields are errors), for the oldest
+supported version (1.28) and the newest the package knows. The cross-references the
+schemas cannot see are checked by hand: selectors and labels, Services and ports, Secrets
+and ConfigMaps, the service account, the images and the settings names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from master.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S_DIR = ROOT / "deploy" / "k8s"
+START_SH = ROOT / "start.sh"
+NAMESPACE = "agents"
+
+MIN_KUBERNETES = "1.28.0"
+KUBERNETES_VERSIONS = [MIN_KUBERNETES, kubernetes_validate.latest_version()]
+
+EXTERNAL_IMAGES = {"redis:7-alpine"}
+"""Images pulled from a registry; every other image is built by ./start.sh."""
+
+CLUSTER_SCOPED = {"Namespace"}
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as stream:
+        return [doc for doc in yaml.safe_load_all(stream) if doc is not None]
+
+
+MANIFESTS = sorted(K8S_DIR.glob("*.yaml"))
+OBJECTS = [(path, obj) for path in MANIFESTS for obj in _load(path)]
+
+
+def _objects(kind: str) -> list[dict[str, Any]]:
+    return [obj for _, obj in OBJECTS if obj["kind"] == kind]
+
+
+def _one(kind: str, name: str) -> dict[str, Any]:
+    found = [obj for obj in _objects(kind) if obj["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name!r} in deploy/k8s, found {len(found)}"
+    return found[0]
+
+
+def _containers() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(Deployment, container) for every container of every Deployment."""
+    for deployment in _objects("Deployment"):
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            yield deployment, container
+
+
+def _object_id(item: tuple[Path, dict[str, Any]]) -> str:
+    path, obj = item
+    return f"{path.name}:{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+
+
+def _built_images() -> dict[str, str]:
+    """Image tag -> Dockerfile, as built by ./start.sh."""
+    return dict(
+        re.findall(r'"([^"=\s]+:[^"=\s]+)=(deploy/docker/[^"\s]+\.Dockerfile)"', START_SH.read_text())
+    )
+
+
+def _secret_keys() -> set[str]:
+    """The keys ./start.sh puts into the Secret openagent-secrets."""
+    return set(re.findall(r"--from-file=([A-Z_][A-Z0-9_]*)=", START_SH.read_text()))
+
+
+def test_the_expected_manifests_exist() -> None:
+    names = {path.name for path in MANIFESTS}
+    assert {"namespace.yaml", "redis.yaml", "master.yaml", "weather-agent.yaml", "rbac.yaml"} <= names
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("item", OBJECTS, ids=[_object_id(item) for item in OBJECTS])
+def test_object_is_valid_kubernetes(item: tuple[Path, dict[str, Any]], version: str) -> None:
+    _, obj = item
+    kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_strict_validation_rejects_a_misspelt_field() -> None:
+    """The schema check is not vacuous: a typo in a container fails it."""
+    deployment = _one("Deployment", "weather-agent")
+    broken = yaml.safe_load(yaml.safe_dump(deployment))
+    broken["spec"]["template"]["spec"]["containers"][0]["imagePulPolicy"] = "Never"
+    with pytest.raises(kubernetes_validate.ValidationError, match="imagePulPolicy"):
+        kubernetes_validate.validate(broken, MIN_KUBERNETES, strict=True)
+
+
+@pytest.mark.parametrize("item", OBJECTS, ids=[_object_id(item) for item in OBJECTS])
+def test_object_lives_in_the_agents_namespace(item: tuple[Path, dict[str, Any]]) -> None:
+    _, obj = item
+    assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"]
+    if obj["kind"] in CLUSTER_SCOPED:
+        assert "namespace" not in obj["metadata"]
+    else:
+        assert obj["metadata"].get("namespace") == NAMESPACE
+
+
+def test_namespace_is_agents() -> None:
+    _one("Namespace", NAMESPACE)
+
+
+def test_object_names_are_unique_per_kind() -> None:
+    seen = [(obj["kind"], obj["metadata"]["name"]) for _, obj in OBJECTS]
+    assert len(seen) == len(set(seen)), sorted(seen)
+
+
+@pytest.mark.parametrize("deployment", _objects("Deployment"), ids=lambda d: d["metadata"]["name"])
+def test_deployment_selector_matches_its_pod_labels(deployment: dict[str, Any]) -> None:
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert selector and selector.items() <= labels.items()
+
+
+@pytest.mark.parametrize("deployment", _objects("Deployment"), ids=lambda d: d["metadata"]["name"])
+def test_pods_run_as_non_root_with_the_restricted_profile(deployment: dict[str, Any]) -> None:
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] > 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for container in pod["containers"]:
+        context = container["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"]["drop"] == ["ALL"]
+        assert context.get("runAsUser", 1) != 0
+
+
+@pytest.mark.parametrize(
+    ("deployment", "container"),
+    list(_containers()),
+    ids=[f"{d['metadata']['name']}/{c['name']}" for d, c in _containers()],
+)
+def test_container_has_resources_and_probes(deployment: dict[str, Any], container: dict[str, Any]) -> None:
+    resources = container["resources"]
+    assert {"cpu", "memory"} <= resources["requests"].keys()
+    assert {"cpu", "memory"} <= resources["limits"].keys()
+    if container.get("ports"):
+        # A container that serves a port says when it is ready and when it is stuck.
+        assert "readinessProbe" in container and "livenessProbe" in container
+        port_names = {port["name"] for port in container["ports"]}
+        for probe_name in ("readinessProbe", "livenessProbe", "startupProbe"):
+            probe = container.get(probe_name, {})
+            for handler in ("httpGet", "tcpSocket"):
+                if handler in probe and isinstance(probe[handler]["port"], str):
+                    assert probe[handler]["port"] in port_names
+
+
+@pytest.mark.parametrize(
+    ("deployment", "container"),
+    list(_containers()),
+    ids=[f"{d['metadata']['name']}/{c['name']}" for d, c in _containers()],
+)
+def test_images_are_built_by_start_sh_or_pinned_upstream(
+    deployment: dict[str, Any], container: dict[str, Any]
+) -> None:
+    image = container["image"]
+    if image in EXTERNAL_IMAGES:
+        assert container["imagePullPolicy"] == "IfNotPresent"
+        return
+    built = _built_images()
+    assert image in built, f"{image!r} is not built by start.sh (it builds {sorted(built)})"
+    assert (ROOT / built[image]).is_file()
+    # Built inside Minikube's Docker daemon: never pulled (OPENAGENT_K8S_AGENT_IMAGE_PULL_POLICY).
+    assert (
+        container["imagePullPolicy"] == Settings.model_fields["openagent_k8s_agent_image_pull_policy"].default
+    )
+
+
+def test_start_sh_builds_the_spec_agent_image() -> None:
+    default_image = Settings.model_fields["openagent_k8s_agent_image"].default
+    assert default_image == "openagent/agent-runtime:latest"
+    assert _built_images()[default_image] == "deploy/docker/agent-runtime.Dockerfile"
+
+
+@pytest.mark.parametrize("service", _objects("Service"), ids=lambda s: s["metadata"]["name"])
+def test_service_selects_a_deployment_port(service: dict[str, Any]) -> None:
+    selector = service["spec"]["selector"]
+    targets = [
+        d
+        for d in _objects("Deployment")
+        if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+    ]
+    assert len(targets) == 1, f"Service {service['metadata']['name']} selects {len(targets)} Deployments"
+    container_ports = {
+        key: port["containerPort"]
+        for container in targets[0]["spec"]["template"]["spec"]["containers"]
+        for port in container.get("ports", [])
+        for key in (port["name"], port["containerPort"])
+    }
+    for port in service["spec"]["ports"]:
+        assert port.get("targetPort", port["port"]) in container_ports
+
+
+def _service_address(name: str) -> tuple[str, int]:
+    service = _one("Service", name)
+    return name, service["spec"]["ports"][0]["port"]
+
+
+def test_references_to_secrets_and_configmaps_resolve() -> None:
+    secret_keys = _secret_keys()
+    assert secret_keys == {"OPENAI_API_KEY", "OPENAGENT_API_KEY"}
+    secret_name = re.search(r"create secret generic (\S+)", START_SH.read_text())
+    assert secret_name is not None
+    config_maps = {cm["metadata"]["name"]: cm["data"] for cm in _objects("ConfigMap")}
+    for deployment, container in _containers():
+        where = f"{deployment['metadata']['name']}/{container['name']}"
+        for source in container.get("envFrom", []):
+            if "configMapRef" in source:
+                assert source["configMapRef"]["name"] in config_maps, where
+            if "secretRef" in source:
+                assert source["secretRef"]["name"] == secret_name.group(1), where
+        for var in container.get("env", []):
+            ref = var.get("valueFrom", {})
+            if "secretKeyRef" in ref:
+                assert ref["secretKeyRef"]["name"] == secret_name.group(1), where
+                assert ref["secretKeyRef"]["key"] in secret_keys, where
+            if "configMapKeyRef" in ref:
+                assert ref["configMapKeyRef"]["key"] in config_maps[ref["configMapKeyRef"]["name"]], where
+
+
+def test_config_map_names_only_master_settings() -> None:
+    """A misspelt variable would be ignored silently by the master (extra="ignore")."""
+    data = _one("ConfigMap", "openagent-config")["data"]
+    unknown = {key for key in data if key.lower() not in Settings.model_fields}
+    assert not unknown
+    Settings.model_validate({key.lower(): value for key, value in data.items()})
+
+
+def test_urls_point_at_the_services() -> None:
+    config = _one("ConfigMap", "openagent-config")["data"]
+    redis = urlsplit(config["REDIS_URL"])
+    assert (redis.scheme, redis.hostname, redis.port) == ("redis", *_service_address("redis"))
+    master_host, master_port = _service_address("openagent-master")
+    for url in (config["MASTER_BASE_URL"], config["OPENAGENT_K8S_MASTER_WS"]):
+        parts = urlsplit(url)
+        assert (parts.hostname, parts.port) == (master_host, master_port), url
+    assert config["OPENAGENT_K8S_MASTER_WS"].endswith("/ws")
+    assert config["OPENAGENT_K8S_NAMESPACE"] == NAMESPACE
+
+    agent = _one("Deployment", "weather-agent")["spec"]["template"]["spec"]["containers"][0]
+    env = {var["name"]: var for var in agent["env"]}
+    assert env["MASTER_WS"]["value"] == f"ws://{master_host}:{master_port}/ws"
+    assert env["OPENAGENT_API_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "OPENAGENT_API_KEY"
+
+
+def test_master_probes_health_and_gets_both_secrets() -> None:
+    container = _one("Deployment", "openagent-master")["spec"]["template"]["spec"]["containers"][0]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/health"
+    secret_env = {var["name"] for var in container["env"] if "secretKeyRef" in var.get("valueFrom", {})}
+    assert secret_env == {"OPENAI_API_KEY", "OPENAGENT_API_KEY"}
+
+
+def test_weather_agent_runs_the_sample_module() -> None:
+    container = _one("Deployment", "weather-agent")["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "openagent/agent-runtime:latest"
+    assert container["args"] == ["sample_agents.action_weather"]
+    assert "command" not in container  # the image's entrypoint is `python -m`
+    assert (ROOT / "sample_agents" / "action_weather.py").is_file()
+
+
+def test_master_service_account_may_manage_agent_workloads() -> None:
+    pod = _one("Deployment", "openagent-master")["spec"]["template"]["spec"]
+    account = _one("ServiceAccount", pod["serviceAccountName"])
+    bindings = [
+        b
+        for b in _objects("RoleBinding")
+        if {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}
+        in b["subjects"]
+    ]
+    assert len(bindings) == 1
+    role_ref = bindings[0]["roleRef"]
+    assert role_ref["kind"] == "Role"
+    rules = _one("Role", role_ref["name"])["rules"]
+    granted = {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    for group, resource, verbs in [
+        ("", "pods", ("get", "list", "watch", "create", "delete")),
+        ("", "pods/log", ("get",)),
+        ("apps", "deployments", ("get", "list", "watch", "create", "delete")),
+    ]:
+        for verb in verbs:
+            assert (group, resource, verb) in granted, (group, resource, verb)
+    # Nothing outside the namespace, and no wildcards.
+    assert not _objects("ClusterRole") and not _objects("ClusterRoleBinding")
+    assert all("*" not in values for rule in rules for values in rule.values())
+
+
+def test_other_pods_get_no_api_token() -> None:
+    for deployment in _objects("Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        if "serviceAccountName" not in pod:
+            assert pod["automountServiceAccountToken"] is False, deployment["metadata"]["name"]
