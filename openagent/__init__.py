@@ -13,12 +13,14 @@ Everything an agent author needs is importable from here:
 - the exceptions (see :mod:`openagent.errors` for the hierarchy);
 - :class:`ToolSchema` and :class:`QueryResult` from the wire protocol (:mod:`protocol`).
 
-- HTTP invocation agents: :class:`InvocationActionAgent`, :func:`register_invocation_agent`
-  and :func:`run_invocation_agent` (``pip install 'openagent[invocation]'``; imported lazily).
+- HTTP invocation agents: :class:`InvocationActionAgent` and :func:`run_invocation_agent`
+  (``pip install 'openagent[invocation]'``), and :func:`register_invocation_agent` for an
+  agent served another way; all three are imported on first use.
 
 Importing ``openagent`` never imports the master.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from openagent.action import (
@@ -49,17 +51,20 @@ from openagent.query import QueryClient
 from protocol import QueryResult, ToolSchema
 
 if TYPE_CHECKING:
-    from openagent.invocation import InvocationActionAgent, register_invocation_agent, run_invocation_agent
+    from openagent.invocation import InvocationActionAgent, run_invocation_agent
+    from openagent.registration import register_invocation_agent
 
-_INVOCATION = frozenset({"InvocationActionAgent", "register_invocation_agent", "run_invocation_agent"})
+_LAZY = {
+    "InvocationActionAgent": "openagent.invocation",
+    "register_invocation_agent": "openagent.registration",
+    "run_invocation_agent": "openagent.invocation",
+}
 """Imported on first use: HTTP invocation agents need the ``invocation`` extra (starlette, uvicorn)."""
 
 
 def __getattr__(name: str) -> Any:
-    if name in _INVOCATION:
-        from openagent import invocation
-
-        return getattr(invocation, name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'openagent' has no attribute {name!r}")
 
 

@@ -38,21 +38,26 @@ own task with a :class:`~openagent.collaboration.CollaborationContext`; see
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import logging
-import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
-import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from openagent._handlers import (
+    ProgressCallback,
+    ToolFunction,
+    ToolHandler,
+    check_progress,
+    run_tool_call,
+    validate_tools,
+)
+from openagent._runner import run_until_signalled
 from openagent.client import AgentClient
 from openagent.collaboration import CollaborationHandler, CollaborationSessions
 from openagent.config import ClientConfig
-from openagent.errors import ConfigurationError, ConnectionLostError, OpenAgentError, ToolError
+from openagent.errors import ConfigurationError, ConnectionLostError, OpenAgentError
 from protocol import (
     AGENT_ID_PATTERN,
     CollaborationEnd,
@@ -76,20 +81,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("openagent.action")
-
-
-class ProgressCallback(Protocol):
-    """``await progress_callback(message, progress=None)``: report how a tool call is going.
-
-    Sends a ``tool_progress`` frame; ``progress`` is the fraction done, 0..1, when
-    known. Best effort: while the connection is down the update is dropped (and logged).
-    """
-
-    async def __call__(self, message: str, progress: float | None = None) -> None: ...
-
-
-ToolHandler = Callable[..., Any]
-"""``handler(tool_name, arguments, **progress)``, async or not; see :class:`OrchestratorActionAgent`."""
 
 
 class OrchestratorWebSocketActionAgent:
@@ -125,7 +116,7 @@ class OrchestratorWebSocketActionAgent:
                 f"agent {agent_id!r}: subclass OrchestratorWebSocketActionAgent and implement handle_tool(),"
                 " or use OrchestratorActionAgent(agent_id, tools, tool_handler)"
             )
-        schemas = _validate_tools(agent_id, tools)
+        schemas = validate_tools(agent_id, tools)
         try:
             self._register = Register(
                 agent_id=agent_id, role="action", tools=schemas, metadata=dict(metadata or {})
@@ -268,31 +259,17 @@ class OrchestratorWebSocketActionAgent:
             logger.warning("could not send the result of call %s (%s): %s", call.call_id, call.tool_name, exc)
 
     async def _execute(self, call: ToolCall, client: AgentClient) -> ToolResult:
-        def failure(error: str) -> ToolResult:
-            return ToolResult(call_id=call.call_id, success=False, error=error)
-
         if call.tool_name not in self._tool_names:
             logger.warning("agent %s got a call of unknown tool %s", self.agent_id, call.tool_name)
-            return failure(f"unknown tool {call.tool_name!r} on agent {self.agent_id!r}")
-        try:
-            value = await self.handle_tool(
-                call.tool_name, call.arguments, progress_callback=_progress_sender(client, call.call_id)
-            )
-        except ToolError as exc:
-            logger.info("tool %s (call %s) failed: %s", call.tool_name, call.call_id, exc)
-            return failure(str(exc))
-        except Exception as exc:
-            logger.exception("tool %s (call %s) raised", call.tool_name, call.call_id)
-            return failure(f"{type(exc).__name__}: {exc}")
-        try:
-            pydantic_core.to_json(value)
-        except pydantic_core.PydanticSerializationError as exc:
-            logger.error("tool %s (call %s) returned a non-JSON value: %s", call.tool_name, call.call_id, exc)
-            return failure(
-                f"tool {call.tool_name!r} returned a value that is not JSON-serialisable"
-                f" ({type(value).__name__}): {exc}"
-            )
-        return ToolResult(call_id=call.call_id, success=True, result=value)
+            error = f"unknown tool {call.tool_name!r} on agent {self.agent_id!r}"
+            return ToolResult(call_id=call.call_id, success=False, error=error)
+        progress_callback = _progress_sender(client, call.call_id)
+        return await run_tool_call(
+            call.call_id,
+            call.tool_name,
+            lambda: self.handle_tool(call.tool_name, call.arguments, progress_callback=progress_callback),
+            logger,
+        )
 
 
 class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
@@ -343,29 +320,13 @@ class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
         super().__init__(agent_id, tools, metadata=metadata, config=config)
         self.tool_handler = tool_handler
         self.collaboration_handler = collaboration_handler
-        self._progress_names = _progress_parameters(agent_id, tool_handler)
-        self._handler_is_async = inspect.iscoroutinefunction(tool_handler) or inspect.iscoroutinefunction(
-            type(tool_handler).__call__  # an object with an async __call__
-        )
+        self._tool_function = ToolFunction(agent_id, tool_handler)
 
     async def handle_tool(
         self, tool_name: str, arguments: dict[str, Any], *, progress_callback: ProgressCallback
     ) -> Any:
         """Call ``tool_handler`` as described in the class docstring and return its result."""
-        if self._handler_is_async:
-            kwargs: dict[str, Any] = dict.fromkeys(self._progress_names, progress_callback)
-            result = self.tool_handler(tool_name, arguments, **kwargs)
-        else:
-            loop = asyncio.get_running_loop()
-
-            def blocking_progress(message: str, progress: float | None = None) -> None:
-                asyncio.run_coroutine_threadsafe(progress_callback(message, progress), loop).result()
-
-            kwargs = dict.fromkeys(self._progress_names, blocking_progress)
-            result = await asyncio.to_thread(self.tool_handler, tool_name, arguments, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await self._tool_function(tool_name, arguments, progress_callback)
 
 
 def run_action_agent(agent: OrchestratorWebSocketActionAgent) -> None:
@@ -379,91 +340,15 @@ def run_action_agent(agent: OrchestratorWebSocketActionAgent) -> None:
     Raises:
         OpenAgentError: What stopped the agent otherwise, e.g. ``AgentReplacedError``.
     """
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        asyncio.run(_run_until_signalled(agent))
-    except KeyboardInterrupt:
-        logger.info("action agent %s interrupted", agent.agent_id)
-
-
-async def _run_until_signalled(agent: OrchestratorWebSocketActionAgent) -> None:
-    loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
-    assert main is not None
-    terminated = False
-
-    def on_sigterm() -> None:
-        nonlocal terminated
-        terminated = True
-        main.cancel()
-
-    with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
-        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-    try:
-        await agent.run()
-    except asyncio.CancelledError:
-        if not terminated:
-            raise
-        main.uncancel()
-        logger.info("action agent %s got SIGTERM", agent.agent_id)
-    finally:
-        with contextlib.suppress(NotImplementedError):
-            loop.remove_signal_handler(signal.SIGTERM)
+    run_until_signalled(agent, kind="action agent", log=logger)
 
 
 def _progress_sender(client: AgentClient, call_id: str) -> ProgressCallback:
     async def progress_callback(message: str, progress: float | None = None) -> None:
-        if progress is not None and not 0.0 <= progress <= 1.0:
-            raise ValueError(f"progress must be between 0 and 1, got {progress!r}")
+        check_progress(progress)
         try:
             await client.send(ToolProgress(call_id=call_id, message=message, progress=progress))
         except ConnectionLostError as exc:
             logger.warning("dropping progress of call %s: %s", call_id, exc)
 
     return progress_callback
-
-
-def _validate_tools(agent_id: str, tools: Sequence[ToolSchema | Mapping[str, Any]]) -> list[ToolSchema]:
-    schemas: list[ToolSchema] = []
-    for index, tool in enumerate(tools):
-        if isinstance(tool, ToolSchema):
-            schemas.append(tool)
-            continue
-        name = tool.get("name") if isinstance(tool, Mapping) else None
-        try:
-            schemas.append(ToolSchema.model_validate(tool))
-        except ValidationError as exc:
-            label = repr(name) if name is not None else f"#{index}"
-            raise ConfigurationError(f"invalid tool {label} of agent {agent_id!r}: {exc}") from None
-    seen: set[str] = set()
-    for schema in schemas:
-        if schema.name in seen:
-            raise ConfigurationError(f"duplicate tool name {schema.name!r} on agent {agent_id!r}")
-        seen.add(schema.name)
-    return schemas
-
-
-def _progress_parameters(agent_id: str, handler: ToolHandler) -> tuple[str, ...]:
-    """Keyword names under which ``handler`` takes the progress callback (see the class docstring)."""
-    if not callable(handler):
-        raise ConfigurationError(f"tool_handler of agent {agent_id!r} is not callable: {handler!r}")
-    try:
-        parameters = inspect.signature(handler).parameters
-    except (TypeError, ValueError):  # some builtins have no signature: pass no progress
-        return ()
-    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    names = tuple(
-        name
-        for name in ("progress_callback", "progress")
-        if name in parameters and parameters[name].kind in by_keyword
-    )
-    if not names and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        names = ("progress_callback", "progress")
-    try:
-        inspect.signature(handler).bind("tool", {}, **dict.fromkeys(names))
-    except TypeError as exc:
-        raise ConfigurationError(
-            f"tool_handler of agent {agent_id!r} must accept (tool_name, arguments): {exc}"
-        ) from None
-    return names

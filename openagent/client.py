@@ -27,14 +27,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from openagent._backoff import backoff_delays
+from openagent._ws_errors import closed_error, open_error, registration_error
 from openagent.collaboration import CollaborationContext
 from openagent.config import ClientConfig
 from openagent.errors import (
@@ -48,8 +49,6 @@ from openagent.errors import (
     TransportError,
 )
 from protocol import (
-    CLOSE_AGENT_REPLACED,
-    CLOSE_POLICY_VIOLATION,
     ErrorMessage,
     Message,
     Ping,
@@ -257,18 +256,17 @@ class AgentClient:
                 return
 
     async def _reconnect(self) -> ClientConnection:
-        delay = self.config.reconnect_initial_delay
+        delays = backoff_delays(self.config.reconnect_initial_delay, self.config.reconnect_max_delay)
         attempt = 0
         while True:
             attempt += 1
-            wait = random.uniform(delay / 2, delay)
+            wait = next(delays)
             logger.info("reconnecting agent %s in %.2fs (attempt %d)", self.agent_id, wait, attempt)
             await asyncio.sleep(wait)
             try:
                 ws = await self._open()
             except (ConnectionFailedError, RegistrationError) as exc:
                 logger.warning("reconnect attempt %d of agent %s failed: %s", attempt, self.agent_id, exc)
-                delay = min(delay * 2, self.config.reconnect_max_delay)
                 continue
             logger.info("agent %s reconnected after %d attempt(s)", self.agent_id, attempt)
             return ws
@@ -285,24 +283,8 @@ class AgentClient:
                 ping_interval=None,  # liveness is the protocol's own ping/pong, see _keepalive
                 max_size=_MAX_FRAME_BYTES,
             )
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            if status in (401, 403):
-                raise AuthenticationError(
-                    f"the master at {url} refused the connection (HTTP {status}); check OPENAGENT_API_KEY"
-                ) from exc
-            raise ConnectionFailedError(
-                f"the master at {url} rejected the WebSocket (HTTP {status})"
-            ) from exc
-        except InvalidURI as exc:
-            raise ConfigurationError(f"MASTER_WS is not a valid WebSocket URL: {url!r}") from exc
-        except TimeoutError as exc:
-            raise ConnectionFailedError(
-                f"could not connect to the master at {url} within {self.config.connect_timeout}s"
-                " (WS_CONNECT_TIMEOUT)"
-            ) from exc
-        except (OSError, InvalidHandshake) as exc:
-            raise ConnectionFailedError(f"could not connect to the master at {url}: {exc}") from exc
+        except (InvalidURI, OSError, InvalidHandshake) as exc:  # also TimeoutError, InvalidStatus
+            raise open_error(url, exc, self.config.connect_timeout) from exc
         try:
             await self._register_on(ws)
         except BaseException:
@@ -327,7 +309,7 @@ class AgentClient:
                         logger.info("agent %s registered with the master at %s", self.agent_id, url)
                         return
                     if isinstance(message, ErrorMessage):
-                        raise self._registration_error(message)
+                        raise registration_error(url, self.agent_id, message)
                     logger.debug("ignoring %s frame received before registered", message.type)
         except TimeoutError:
             raise RegistrationError(
@@ -343,30 +325,8 @@ class AgentClient:
                 )
             raise error from exc
 
-    def _registration_error(self, message: ErrorMessage) -> TransportError:
-        text = f"the master at {self.config.master_ws} rejected agent {self.agent_id!r}: {message.message}"
-        if message.code == "unauthorized":
-            return AuthenticationError(text)
-        if message.code == "agent_replaced":
-            return AgentReplacedError(text)
-        return RegistrationError(f"{text} ({message.code})")
-
     def _closed_error(self, exc: ConnectionClosed, *, replaced: bool) -> TransportError:
-        code = exc.rcvd.code if exc.rcvd is not None else None
-        url = self.config.master_ws
-        if replaced or code == CLOSE_AGENT_REPLACED:
-            return AgentReplacedError(
-                f"agent {self.agent_id!r} was replaced: a newer connection registered the same"
-                f" agent_id on the master at {url} (close code {code})"
-            )
-        if code == CLOSE_POLICY_VIOLATION:
-            return AuthenticationError(
-                f"the master at {url} closed the connection of agent {self.agent_id!r} with code"
-                f" {code} (policy violation); check OPENAGENT_API_KEY"
-            )
-        return ConnectionLostError(
-            f"connection of agent {self.agent_id!r} to the master at {url} lost: {exc}"
-        )
+        return closed_error(self.config.master_ws, self.agent_id, exc, replaced=replaced)
 
     # ------------------------------------------------------------------ callbacks
 

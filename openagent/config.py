@@ -1,4 +1,4 @@
-"""Client configuration: where the master is and how long to wait for it.
+"""SDK configuration: where the master is, how long to wait for it, and where invocation agents listen.
 
 Agents usually build their configuration from the environment::
 
@@ -21,6 +21,22 @@ Variable                   Default                      Meaning
 ``WS_KEEPALIVE_INTERVAL``  ``30``                       Seconds between ``ping`` frames; 0 disables
 ``QUERY_RESPONSE_TIMEOUT`` ``180.0``                    Seconds to wait for a ``query_result``
 ========================== ============================ ==========================================
+
+HTTP invocation agents (:mod:`openagent.invocation`) read theirs with
+:meth:`InvocationConfig.from_env`, and :func:`~openagent.registration.register_invocation_agent`
+the last three with :meth:`RegistrationConfig.from_env`; an argument given to the agent or
+the function wins, and its variable is then not read:
+
+========================== ============================ ==========================================
+Variable                   Default                      Meaning
+========================== ============================ ==========================================
+``INVOCATION_HOST``        ``127.0.0.1``                Where the agent's HTTP server listens
+``INVOCATION_PORT``        ``9000``                     Its port; 0 picks a free one
+``INVOCATION_BASE_URL``    ``http://{host}:{port}``     URL the master uses to reach the agent
+``MASTER_BASE_URL``        ``http://127.0.0.1:8000``    HTTP URL of the master (``/register``)
+``OPENAGENT_API_KEY``      unset                        Sent as ``Authorization: Bearer <key>``
+``HTTP_REGISTER_TIMEOUT``  ``10.0``                     Seconds per registration attempt
+========================== ============================ ==========================================
 """
 
 from __future__ import annotations
@@ -36,12 +52,20 @@ from dotenv import load_dotenv
 
 from openagent.errors import ConfigurationError
 
-__all__ = ["DEFAULT_MASTER_WS", "ClientConfig"]
+__all__ = [
+    "DEFAULT_MASTER_BASE_URL",
+    "DEFAULT_MASTER_WS",
+    "ClientConfig",
+    "InvocationConfig",
+    "RegistrationConfig",
+]
 
 logger = logging.getLogger("openagent.config")
 
 DEFAULT_MASTER_WS = "ws://127.0.0.1:8000/ws"
 """Where agents look for the master when ``MASTER_WS`` is unset."""
+DEFAULT_MASTER_BASE_URL = "http://127.0.0.1:8000"
+"""Where invocation agents register when ``MASTER_BASE_URL`` is unset."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +123,7 @@ class ClientConfig:
     @property
     def auth_headers(self) -> dict[str, str]:
         """The HTTP headers of the WebSocket handshake: the bearer token, if any."""
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return _bearer(self.api_key)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ClientConfig:
@@ -113,12 +137,7 @@ class ClientConfig:
         Raises:
             ConfigurationError: A variable is not a valid value; the message names it.
         """
-        if environ is None:
-            dotenv_path = Path.cwd() / ".env"
-            if dotenv_path.is_file():
-                logger.debug("loading %s", dotenv_path)
-                load_dotenv(dotenv_path, override=False)
-            environ = os.environ
+        environ = _environ(environ)
         return cls(
             master_ws=_text(environ, "MASTER_WS") or DEFAULT_MASTER_WS,
             api_key=_text(environ, "OPENAGENT_API_KEY"),
@@ -127,6 +146,140 @@ class ClientConfig:
             keepalive_interval=_number(environ, "WS_KEEPALIVE_INTERVAL", 30.0, allow_zero=True),
             query_timeout=_number(environ, "QUERY_RESPONSE_TIMEOUT", 180.0),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationConfig:
+    """Where and how an HTTP invocation agent registers with the master (``POST /register``).
+
+    Immutable; invalid values raise :class:`~openagent.errors.ConfigurationError` naming the field.
+    """
+
+    master_base_url: str = DEFAULT_MASTER_BASE_URL
+    """HTTP URL of the master (``http://`` or ``https://``); a trailing ``/`` is dropped."""
+    api_key: str | None = field(default=None, repr=False)
+    """Sent as ``Authorization: Bearer <api_key>`` when set. Never shown in ``repr``."""
+    timeout: float = 10.0
+    """Seconds allowed for each registration attempt."""
+
+    def __post_init__(self) -> None:
+        _check_http_url("master_base_url (env MASTER_BASE_URL)", self.master_base_url)
+        object.__setattr__(self, "master_base_url", self.master_base_url.rstrip("/"))
+        if not self.timeout > 0:
+            raise ConfigurationError(f"register timeout must be greater than 0, got {self.timeout!r}")
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """The HTTP headers of requests to the master: the bearer token, if any."""
+        return _bearer(self.api_key)
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        master_base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+    ) -> RegistrationConfig:
+        """Build a configuration from the arguments, then ``MASTER_BASE_URL``, ``OPENAGENT_API_KEY``
+        and ``HTTP_REGISTER_TIMEOUT`` for those not given (``api_key=""`` means no key).
+
+        Args:
+            environ: As for :meth:`ClientConfig.from_env`: ``.env`` is loaded when omitted.
+
+        Raises:
+            ConfigurationError: An invalid argument or variable; the message names it.
+        """
+        environ = _environ(environ)
+        key = api_key if api_key is not None else _text(environ, "OPENAGENT_API_KEY")
+        return cls(
+            master_base_url=master_base_url or _text(environ, "MASTER_BASE_URL") or DEFAULT_MASTER_BASE_URL,
+            api_key=key or None,
+            timeout=timeout if timeout is not None else _number(environ, "HTTP_REGISTER_TIMEOUT", 10.0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationConfig:
+    """Settings of an HTTP invocation agent: where it listens, its URL, and its registration.
+
+    Immutable; invalid values raise :class:`~openagent.errors.ConfigurationError` naming the field.
+    """
+
+    host: str = "127.0.0.1"
+    """Where the agent's HTTP server listens."""
+    port: int = 9000
+    """The server's port; 0 picks a free one."""
+    invocation_base_url: str | None = None
+    """URL the master uses to reach the agent; ``http://{host}:{port}`` when ``None``."""
+    registration: RegistrationConfig = field(default_factory=RegistrationConfig)
+    """Where and how the agent registers with the master."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigurationError(f"port must be from 0 to 65535 (env INVOCATION_PORT), got {self.port!r}")
+        if self.invocation_base_url is not None:
+            _check_http_url("invocation_base_url (env INVOCATION_BASE_URL)", self.invocation_base_url)
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        invocation_base_url: str | None = None,
+        master_base_url: str | None = None,
+        api_key: str | None = None,
+        register_timeout: float | None = None,
+    ) -> InvocationConfig:
+        """Build a configuration from the arguments, then the environment (see the module
+        docstring) for those not given.
+
+        Args:
+            environ: As for :meth:`ClientConfig.from_env`: ``.env`` is loaded when omitted.
+
+        Raises:
+            ConfigurationError: An invalid argument or variable; the message names it.
+        """
+        environ = _environ(environ)
+        return cls(
+            host=host or _text(environ, "INVOCATION_HOST") or "127.0.0.1",
+            port=port if port is not None else _port(environ, "INVOCATION_PORT", 9000),
+            invocation_base_url=invocation_base_url or _text(environ, "INVOCATION_BASE_URL"),
+            registration=RegistrationConfig.from_env(
+                environ, master_base_url=master_base_url, api_key=api_key, timeout=register_timeout
+            ),
+        )
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    """``environ``, or else ``os.environ`` once ``.env`` in the current directory is loaded into it
+    (without overriding variables that are already set)."""
+    if environ is not None:
+        return environ
+    dotenv_path = Path.cwd() / ".env"
+    if dotenv_path.is_file():
+        logger.debug("loading %s", dotenv_path)
+        load_dotenv(dotenv_path, override=False)
+    return os.environ
+
+
+def _bearer(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def _check_http_url(name: str, url: str) -> None:
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"{name} must be an http:// or https:// URL, got {url!r}")
+
+
+def _port(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = _text(environ, name) or str(default)
+    if not raw.isdigit() or int(raw) > 65535:
+        raise ConfigurationError(f"{name} must be a port number (0-65535), got {raw!r}")
+    return int(raw)
 
 
 def _text(environ: Mapping[str, str], name: str) -> str | None:

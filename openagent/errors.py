@@ -5,11 +5,11 @@ so ``except OpenAgentError`` catches them all::
 
     OpenAgentError
     ├── ConfigurationError        developer misuse: fix the code or the environment
-    ├── TransportError            the WebSocket connection to the master
+    ├── TransportError            reaching the master: WebSocket connection, HTTP registration
     │   ├── ConnectionFailedError     could not open the connection
-    │   ├── AuthenticationError       master refused the API key (close 1008)   [fatal]
+    │   ├── AuthenticationError       master refused the API key (close 1008, HTTP 401)  [fatal]
     │   ├── AgentReplacedError        a newer connection took the agent_id (close 4001)  [fatal]
-    │   ├── RegistrationError         master rejected or never answered ``register``
+    │   ├── RegistrationError         master rejected (HTTP: 4xx) or never answered ``register``
     │   └── ConnectionLostError       the connection dropped, or is not open
     ├── QueryError                master answered a query with an ``error`` frame
     │   └── QueryTimeoutError         no ``query_result`` in time
@@ -23,6 +23,10 @@ The three families mean different things to the caller:
 - :class:`TransportError` subclasses are runtime failures. The client reconnects
   on its own after :class:`ConnectionLostError`; it never reconnects after the
   two *fatal* ones, :class:`AuthenticationError` and :class:`AgentReplacedError`.
+  HTTP invocation agents register with ``POST /register`` instead
+  (:func:`~openagent.registration.register_invocation_agent`), retrying while the
+  master is unreachable or answers 5xx; a 401 raises :class:`AuthenticationError`,
+  any other 4xx :class:`RegistrationError`, and neither is retried.
 - :class:`ToolError` is not a crash: a tool handler raises it to report a failure
   (``tool_result`` with ``success: false`` and the error's message) that the
   orchestrator's model reads and may recover from.
@@ -61,7 +65,9 @@ class ConfigurationError(OpenAgentError):
 
 
 class TransportError(OpenAgentError):
-    """Base class of failures of the WebSocket connection to the master."""
+    """Base class of failures to reach the master or to be accepted by it: the WebSocket
+    connection of agents and query clients, and the HTTP registration of invocation agents
+    (:func:`~openagent.registration.register_invocation_agent`)."""
 
 
 class ConnectionFailedError(TransportError):
@@ -76,8 +82,10 @@ class AuthenticationError(TransportError):
 
     Raised when the master closes the socket with code 1008
     (:data:`protocol.CLOSE_POLICY_VIOLATION`), rejects the WebSocket handshake with
-    HTTP 401/403, or answers ``register`` with an ``unauthorized`` error. Set
-    ``OPENAGENT_API_KEY`` to the master's key. The client never reconnects after it.
+    HTTP 401/403, or answers ``register`` with an ``unauthorized`` error; and when it
+    answers an invocation agent's ``POST /register`` with HTTP 401. Set
+    ``OPENAGENT_API_KEY`` to the master's key. Neither the client nor the HTTP
+    registration retries after it.
     """
 
 
@@ -92,7 +100,12 @@ class AgentReplacedError(TransportError):
 
 class RegistrationError(TransportError):
     """The master rejected ``register`` (its message is this error's message) or did not
-    answer within ``WS_REGISTRATION_TIMEOUT``."""
+    answer within ``WS_REGISTRATION_TIMEOUT``.
+
+    Also raised when the master answers an invocation agent's ``POST /register`` with a
+    4xx status other than 401 (e.g. 409 or 422); the message carries the status and the
+    master's ``detail``, and the registration is not retried.
+    """
 
 
 class ConnectionLostError(TransportError):

@@ -30,32 +30,30 @@ Routes of the agent's app: ``GET /health``; ``POST`` on each tool's ``endpoint``
 Environment (``.env`` in the working directory is loaded first; arguments win):
 ``INVOCATION_HOST`` (``127.0.0.1``), ``INVOCATION_PORT`` (``9000``), ``INVOCATION_BASE_URL``
 (``http://{host}:{port}``), ``MASTER_BASE_URL`` (``http://127.0.0.1:8000``),
-``OPENAGENT_API_KEY`` (bearer token for ``/register``), ``HTTP_REGISTER_TIMEOUT`` (``10``).
+``OPENAGENT_API_KEY`` (bearer token for ``/register``), ``HTTP_REGISTER_TIMEOUT`` (``10``);
+see :class:`~openagent.config.InvocationConfig`. Registration itself is
+:func:`~openagent.registration.register_invocation_agent`, re-exported here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
-import os
-import random
 import re
-import signal
 from collections.abc import Generator, Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import httpx
-import pydantic_core
-from dotenv import load_dotenv
 from pydantic import BaseModel, Field, ValidationError
 
-from openagent.action import ProgressCallback, ToolHandler, _progress_parameters, _validate_tools
-from openagent.config import _number, _text
-from openagent.errors import AuthenticationError, ConfigurationError, RegistrationError, ToolError
+from openagent._callbacks import CallReporter
+from openagent._handlers import ProgressCallback, ToolFunction, ToolHandler, run_tool_call, validate_tools
+from openagent._runner import run_until_signalled
+from openagent.config import InvocationConfig
+from openagent.errors import ConfigurationError
+from openagent.registration import register_invocation_agent
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
 try:
@@ -73,10 +71,7 @@ __all__ = ["InvocationActionAgent", "register_invocation_agent", "run_invocation
 
 logger = logging.getLogger("openagent.invocation")
 
-DEFAULT_MASTER_BASE_URL = "http://127.0.0.1:8000"
-_REGISTER_DELAYS = (0.5, 10.0)  # first and largest delay between registration attempts, seconds
-_CALLBACK_ATTEMPTS, _CALLBACK_DELAY, _CALLBACK_TIMEOUT = 3, 0.2, 10.0
-_PROGRESS_TIMEOUT, _UNREGISTER_TIMEOUT, _STARTUP_TIMEOUT = 5.0, 2.0, 10.0
+_CALLBACK_TIMEOUT, _UNREGISTER_TIMEOUT, _STARTUP_TIMEOUT = 10.0, 2.0, 10.0  # seconds
 
 
 class _Invocation(BaseModel):
@@ -139,23 +134,21 @@ class InvocationActionAgent:
         if not re.fullmatch(AGENT_ID_PATTERN, agent_id):
             raise ConfigurationError(f"invalid agent_id {agent_id!r}: must match {AGENT_ID_PATTERN}")
         self.agent_id = agent_id
-        self.tools = [_with_endpoint(agent_id, tool) for tool in _validate_tools(agent_id, tools)]
+        self.tools = [_with_endpoint(agent_id, tool) for tool in validate_tools(agent_id, tools)]
         self.metadata = dict(metadata or {})
         self.tool_handler = tool_handler
-        if tool_handler is not None:
-            self._progress_names = _progress_parameters(agent_id, tool_handler)
-            self._handler_is_async = inspect.iscoroutinefunction(tool_handler) or inspect.iscoroutinefunction(
-                type(tool_handler).__call__  # an object with an async __call__
-            )
-        env = _environ()
-        self.host = host or _text(env, "INVOCATION_HOST") or "127.0.0.1"
-        self._port = port if port is not None else _port(env)
-        self._base_url = invocation_base_url or _text(env, "INVOCATION_BASE_URL")
-        if self._base_url is not None:
-            _check_http_url("invocation_base_url (env INVOCATION_BASE_URL)", self._base_url)
-        self.master_base_url, self._api_key, self.register_timeout = _master_settings(
-            master_base_url, api_key, register_timeout, env
+        self._tool_function = ToolFunction(agent_id, tool_handler) if tool_handler is not None else None
+        self._config = config = InvocationConfig.from_env(
+            host=host,
+            port=port,
+            invocation_base_url=invocation_base_url,
+            master_base_url=master_base_url,
+            api_key=api_key,
+            register_timeout=register_timeout,
         )
+        self.host = config.host
+        self.master_base_url = config.registration.master_base_url
+        self.register_timeout = config.registration.timeout
         self.unregister_on_stop = unregister_on_stop
         self._app: Starlette | None = None
         self._client: httpx.AsyncClient | None = None
@@ -169,13 +162,13 @@ class InvocationActionAgent:
         """The port the server listens on: the bound one once started (so ``port=0`` works)."""
         if self._server is not None and self._server.started:
             return int(self._server.servers[0].sockets[0].getsockname()[1])
-        return self._port
+        return self._config.port
 
     @property
     def invocation_base_url(self) -> str:
         """The URL registered with the master (known for ``port=0`` only once started)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return self._base_url or f"http://{host}:{self.port}"
+        return self._config.invocation_base_url or f"http://{host}:{self.port}"
 
     @property
     def app(self) -> Starlette:
@@ -197,21 +190,9 @@ class InvocationActionAgent:
         call with a clean message. ``progress_callback(message, progress=None)`` POSTs the
         master's ``progress_url``; failures to post are logged and ignored.
         """
-        if self.tool_handler is None:
+        if self._tool_function is None:
             raise NotImplementedError(f"{type(self).__name__}.handle_tool() is not implemented")
-        if self._handler_is_async:
-            result = self.tool_handler(
-                tool_name, arguments, **dict.fromkeys(self._progress_names, progress_callback)
-            )
-        else:
-            loop = asyncio.get_running_loop()
-
-            def blocking_progress(message: str, progress: float | None = None) -> None:
-                asyncio.run_coroutine_threadsafe(progress_callback(message, progress), loop).result()
-
-            kwargs = dict.fromkeys(self._progress_names, blocking_progress)
-            result = await asyncio.to_thread(self.tool_handler, tool_name, arguments, **kwargs)
-        return (await result) if inspect.isawaitable(result) else result
+        return await self._tool_function(tool_name, arguments, progress_callback)
 
     async def start(self) -> None:
         """Start the HTTP server, then register (retrying while the master is down); return once registered.
@@ -224,7 +205,7 @@ class InvocationActionAgent:
         if self._serving is not None:
             raise ConfigurationError(f"agent {self.agent_id!r} is already started")
         config = uvicorn.Config(
-            self.app, self.host, self._port, log_level="warning", lifespan="off", ws="none"
+            self.app, self.host, self._config.port, log_level="warning", lifespan="off", ws="none"
         )
         config.timeout_graceful_shutdown = 5  # seconds for requests in flight when stopping
         self._server = server = _Server(config)
@@ -243,7 +224,7 @@ class InvocationActionAgent:
                 self.tools,
                 metadata=self.metadata,
                 master_base_url=self.master_base_url,
-                api_key=self._api_key or "",
+                api_key=self._config.registration.api_key or "",
                 timeout=self.register_timeout,
                 client=self._http(),
             )
@@ -274,7 +255,7 @@ class InvocationActionAgent:
                 await self._http().post(
                     f"{self.master_base_url}/unregister",
                     json={"agent_id": self.agent_id},
-                    headers=_bearer(self._api_key),
+                    headers=self._config.registration.auth_headers,
                     timeout=_UNREGISTER_TIMEOUT,
                 )
         serving, self._serving = self._serving, None
@@ -334,126 +315,14 @@ class InvocationActionAgent:
         return JSONResponse({"accepted": True, "call_id": call.call_id}, status_code=202)
 
     async def _serve_call(self, call: _Invocation) -> None:
-        progress_url = call.progress_url or _progress_url(call.callback_url)
-
-        async def progress_callback(message: str, progress: float | None = None) -> None:
-            if progress is not None and not 0.0 <= progress <= 1.0:
-                raise ValueError(f"progress must be between 0 and 1, got {progress!r}")
-            if progress_url is None:
-                return
-            body = {"call_id": call.call_id, "message": message, "progress": progress}
-            try:
-                await self._http().post(progress_url, json=body, timeout=_PROGRESS_TIMEOUT)
-            except httpx.HTTPError as exc:
-                logger.debug("could not post progress of call %s: %s", call.call_id, exc)
-
-        content = await self._outcome(call, progress_callback)
-        for attempt in range(1, _CALLBACK_ATTEMPTS + 1):
-            try:
-                response = await self._http().post(
-                    call.callback_url, content=content, headers={"Content-Type": "application/json"}
-                )
-            except httpx.HTTPError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.is_success:
-                    return
-                if response.status_code < 500:
-                    logger.warning(
-                        "master refused the result of call %s (HTTP %d: %s); dropping it",
-                        call.call_id,
-                        response.status_code,
-                        _detail(response),
-                    )
-                    return
-                problem = f"HTTP {response.status_code}"
-            if attempt < _CALLBACK_ATTEMPTS:
-                await asyncio.sleep(_CALLBACK_DELAY * 2 ** (attempt - 1))
-        logger.error("could not deliver the result of call %s: %s", call.call_id, problem)
-
-    async def _outcome(self, call: _Invocation, progress_callback: ProgressCallback) -> bytes:
-        """The callback body (JSON bytes) of one call: its result, or why it failed."""
-        try:
-            value = await self.handle_tool(
-                call.tool_name, call.arguments, progress_callback=progress_callback
-            )
-            return pydantic_core.to_json({"call_id": call.call_id, "success": True, "result": value})
-        except ToolError as exc:
-            logger.info("tool %s (call %s) failed: %s", call.tool_name, call.call_id, exc)
-            error = str(exc)
-        except pydantic_core.PydanticSerializationError as exc:
-            logger.error("tool %s (call %s) returned a non-JSON value: %s", call.tool_name, call.call_id, exc)
-            error = f"tool {call.tool_name!r} returned a value that is not JSON-serialisable: {exc}"
-        except Exception as exc:
-            logger.exception("tool %s (call %s) raised", call.tool_name, call.call_id)
-            error = f"{type(exc).__name__}: {exc}"
-        return pydantic_core.to_json({"call_id": call.call_id, "success": False, "error": error})
-
-
-async def register_invocation_agent(
-    agent_id: str,
-    invocation_base_url: str,
-    tools: Sequence[ToolSchema | Mapping[str, Any]],
-    *,
-    metadata: Mapping[str, Any] | None = None,
-    master_base_url: str | None = None,
-    api_key: str | None = None,
-    timeout: float | None = None,  # noqa: ASYNC109 - seconds per attempt, not for the whole call
-    client: httpx.AsyncClient | None = None,
-) -> dict[str, Any]:
-    """Register an HTTP agent you serve yourself: ``POST {master_base_url}/register``.
-
-    Retries forever, with delays from 0.5 s doubling to 10 s (with jitter), while the master is
-    unreachable, times out or answers 5xx; wrap it in :func:`asyncio.timeout` to give up sooner.
-
-    Args:
-        agent_id, invocation_base_url, tools, metadata: What to register.
-        master_base_url: The master's HTTP URL (``MASTER_BASE_URL``, default ``http://127.0.0.1:8000``).
-        api_key: Sent as ``Authorization: Bearer <api_key>`` (``OPENAGENT_API_KEY``; ``""`` for none).
-        timeout: Seconds per attempt (``HTTP_REGISTER_TIMEOUT``, default 10).
-        client: The HTTP client to use; a temporary one when omitted.
-
-    Returns:
-        The master's JSON reply (an empty dict when it is not a JSON object).
-
-    Raises:
-        AuthenticationError: The master answered 401: set ``OPENAGENT_API_KEY``.
-        RegistrationError: Any other 4xx; the message carries the master's ``detail``.
-        ConfigurationError: An invalid tool, URL or environment variable.
-    """
-    master_base_url, api_key, timeout = _master_settings(master_base_url, api_key, timeout, _environ())
-    _check_http_url("invocation_base_url", invocation_base_url)
-    body = {
-        "agent_id": agent_id,
-        "invocation_base_url": invocation_base_url,
-        "tools": [tool.model_dump(mode="json") for tool in _validate_tools(agent_id, tools)],
-        "metadata": dict(metadata or {}),
-    }
-    url, delay = f"{master_base_url}/register", _REGISTER_DELAYS[0]
-    async with contextlib.AsyncExitStack() as stack:
-        if client is None:
-            client = await stack.enter_async_context(httpx.AsyncClient())
-        while True:
-            try:
-                response = await client.post(url, json=body, headers=_bearer(api_key), timeout=timeout)
-            except httpx.TransportError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.is_success:
-                    reply = response.json() if response.content else {}
-                    return reply if isinstance(reply, dict) else {}
-                refused = f"master at {master_base_url} refused agent {agent_id!r}: HTTP {response.status_code}: {_detail(response)}"
-                if response.status_code == 401:
-                    raise AuthenticationError(f"{refused} (set OPENAGENT_API_KEY to the master's key)")
-                if response.status_code < 500:
-                    raise RegistrationError(refused)
-                problem = f"HTTP {response.status_code}"
-            wait = random.uniform(delay / 2, delay)
-            logger.warning(
-                "could not register agent %s at %s (%s); retrying in %.1f s", agent_id, url, problem, wait
-            )
-            await asyncio.sleep(wait)
-            delay = min(delay * 2, _REGISTER_DELAYS[1])
+        reporter = CallReporter(self._http, call.call_id, call.callback_url, call.progress_url)
+        result = await run_tool_call(
+            call.call_id,
+            call.tool_name,
+            lambda: self.handle_tool(call.tool_name, call.arguments, progress_callback=reporter.progress),
+            logger,
+        )
+        await reporter.deliver(result)
 
 
 def run_invocation_agent(agent: InvocationActionAgent) -> None:
@@ -463,21 +332,7 @@ def run_invocation_agent(agent: InvocationActionAgent) -> None:
     when logging is not configured, runs :meth:`InvocationActionAgent.run` in a new event loop
     and returns after a clean stop. Must not be called from a running event loop.
     """
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    async def main() -> None:
-        loop, task = asyncio.get_running_loop(), asyncio.current_task()
-        assert task is not None
-        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        with contextlib.suppress(asyncio.CancelledError):
-            await agent.run()
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        logger.info("invocation agent %s interrupted", agent.agent_id)
+    run_until_signalled(agent, kind="invocation agent", log=logger)
 
 
 class _Server(uvicorn.Server):
@@ -497,36 +352,6 @@ async def _serve(server: uvicorn.Server) -> None:
         ) from None
 
 
-def _environ() -> Mapping[str, str]:
-    dotenv_path = Path.cwd() / ".env"
-    if dotenv_path.is_file():
-        load_dotenv(dotenv_path, override=False)
-    return os.environ
-
-
-def _master_settings(
-    url: str | None, api_key: str | None, timeout: float | None, env: Mapping[str, str]
-) -> tuple[str, str | None, float]:
-    url = (url or _text(env, "MASTER_BASE_URL") or DEFAULT_MASTER_BASE_URL).rstrip("/")
-    _check_http_url("master_base_url (env MASTER_BASE_URL)", url)
-    if timeout is not None and not timeout > 0:
-        raise ConfigurationError(f"register timeout must be greater than 0, got {timeout!r}")
-    key = api_key if api_key is not None else _text(env, "OPENAGENT_API_KEY")
-    return url, key or None, timeout if timeout is not None else _number(env, "HTTP_REGISTER_TIMEOUT", 10.0)
-
-
-def _port(env: Mapping[str, str]) -> int:
-    raw = _text(env, "INVOCATION_PORT") or "9000"
-    if not raw.isdigit() or int(raw) > 65535:
-        raise ConfigurationError(f"INVOCATION_PORT must be a port number (0-65535), got {raw!r}")
-    return int(raw)
-
-
-def _check_http_url(name: str, url: str) -> None:
-    if not url.startswith(("http://", "https://")):
-        raise ConfigurationError(f"{name} must be an http:// or https:// URL, got {url!r}")
-
-
 def _with_endpoint(agent_id: str, tool: ToolSchema) -> ToolSchema:
     endpoint = tool.endpoint or f"/tools/{tool.name}"
     if not endpoint.startswith("/") or endpoint == "/health":
@@ -535,24 +360,3 @@ def _with_endpoint(agent_id: str, tool: ToolSchema) -> ToolSchema:
             f" starting with '/' other than '/health', got {endpoint!r}"
         )
     return tool.model_copy(update={"endpoint": endpoint})
-
-
-def _progress_url(callback_url: str) -> str | None:
-    """``callback_url`` with its path ending ``/tool_progress`` instead of ``/tool_callback``."""
-    url = httpx.URL(callback_url)
-    if not url.path.endswith("/tool_callback"):
-        return None
-    return str(url.copy_with(path=url.path.removesuffix("/tool_callback") + "/tool_progress"))
-
-
-def _bearer(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-
-def _detail(response: httpx.Response) -> str:
-    """The ``detail`` of an error answer (FastAPI style), else the start of its body."""
-    try:
-        detail = response.json().get("detail")
-    except (ValueError, AttributeError):
-        detail = None
-    return detail if isinstance(detail, str) else str(detail or response.text[:300] or "no detail")

@@ -1,4 +1,4 @@
-"""ClientConfig: defaults, environment variables, .env loading and validation."""
+"""ClientConfig and InvocationConfig: defaults, environment variables, .env loading and validation."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from openagent import ClientConfig, ConfigurationError
+from openagent.config import InvocationConfig, RegistrationConfig
 
 ENV_NAMES = [
     "MASTER_WS",
@@ -18,6 +19,11 @@ ENV_NAMES = [
     "WS_REGISTRATION_TIMEOUT",
     "WS_KEEPALIVE_INTERVAL",
     "QUERY_RESPONSE_TIMEOUT",
+    "INVOCATION_HOST",
+    "INVOCATION_PORT",
+    "INVOCATION_BASE_URL",
+    "MASTER_BASE_URL",
+    "HTTP_REGISTER_TIMEOUT",
 ]
 
 
@@ -136,3 +142,91 @@ def test_from_env_invalid_dotenv_value_names_the_variable(clean_env: Path) -> No
 
     with pytest.raises(ConfigurationError, match="WS_KEEPALIVE_INTERVAL"):
         ClientConfig.from_env()
+
+
+# --------------------------------------------------------------------------- invocation agents
+
+
+def test_invocation_defaults_match_the_spec_env_table() -> None:
+    config = InvocationConfig.from_env({})
+
+    assert config == InvocationConfig()
+    assert (config.host, config.port, config.invocation_base_url) == ("127.0.0.1", 9000, None)
+    assert config.registration == RegistrationConfig(master_base_url="http://127.0.0.1:8000", timeout=10.0)
+    assert config.registration.api_key is None and config.registration.auth_headers == {}
+
+
+def test_invocation_reads_every_variable() -> None:
+    config = InvocationConfig.from_env(
+        {
+            "INVOCATION_HOST": "0.0.0.0",
+            "INVOCATION_PORT": "9123",
+            "INVOCATION_BASE_URL": "https://agents.example.com",
+            "MASTER_BASE_URL": "https://hub.example.com/",
+            "OPENAGENT_API_KEY": "s3cret",
+            "HTTP_REGISTER_TIMEOUT": "3.5",
+        }
+    )
+
+    assert (config.host, config.port, config.invocation_base_url) == (
+        "0.0.0.0",
+        9123,
+        "https://agents.example.com",
+    )
+    assert config.registration.master_base_url == "https://hub.example.com"  # no trailing slash
+    assert config.registration.auth_headers == {"Authorization": "Bearer s3cret"}
+    assert config.registration.timeout == 3.5
+    assert "s3cret" not in repr(config)
+
+
+def test_invocation_arguments_win_and_their_variables_are_not_read() -> None:
+    broken = {
+        "INVOCATION_PORT": "ninety",
+        "MASTER_BASE_URL": "ws://wrong",
+        "OPENAGENT_API_KEY": "from-env",
+        "HTTP_REGISTER_TIMEOUT": "never",
+    }
+
+    config = InvocationConfig.from_env(
+        broken, port=0, master_base_url="http://127.0.0.1:1", api_key="", register_timeout=2
+    )
+
+    assert config.port == 0
+    assert config.registration == RegistrationConfig(master_base_url="http://127.0.0.1:1", timeout=2)
+    assert config.registration.api_key is None  # "" means no key, not the variable's
+
+
+@pytest.mark.parametrize(
+    ("environ", "match"),
+    [
+        ({"INVOCATION_PORT": "ninety"}, "INVOCATION_PORT must be a port number .*'ninety'"),
+        ({"INVOCATION_PORT": "70000"}, "INVOCATION_PORT must be a port number .*'70000'"),
+        ({"INVOCATION_BASE_URL": "agents:9000"}, "INVOCATION_BASE_URL.*'agents:9000'"),
+        ({"MASTER_BASE_URL": "ws://127.0.0.1:8000"}, "MASTER_BASE_URL.*'ws://127.0.0.1:8000'"),
+        ({"HTTP_REGISTER_TIMEOUT": "0"}, "HTTP_REGISTER_TIMEOUT must be greater than 0, got '0'"),
+    ],
+)
+def test_invalid_invocation_variable_is_named(environ: dict[str, str], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        InvocationConfig.from_env(environ)
+
+
+def test_direct_invocation_construction_is_validated() -> None:
+    with pytest.raises(ConfigurationError, match="port must be from 0 to 65535"):
+        InvocationConfig(port=-1)
+    with pytest.raises(ConfigurationError, match="register timeout must be greater than 0"):
+        RegistrationConfig(timeout=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        InvocationConfig().host = "0.0.0.0"  # type: ignore[misc]
+
+
+def test_invocation_from_env_loads_dotenv_without_overriding(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (clean_env / ".env").write_text("INVOCATION_PORT=9555\nMASTER_BASE_URL=http://from-dotenv:8000\n")
+    monkeypatch.setenv("MASTER_BASE_URL", "http://from-process:8000")
+
+    config = InvocationConfig.from_env()
+
+    assert config.port == 9555
+    assert config.registration.master_base_url == "http://from-process:8000"

@@ -81,7 +81,11 @@ def test_invocation_agents_load_lazily() -> None:
     code = (
         "import sys, openagent\n"
         "assert 'starlette' not in sys.modules and 'uvicorn' not in sys.modules\n"
+        "assert openagent.register_invocation_agent.__name__ == 'register_invocation_agent'\n"
+        "assert 'starlette' not in sys.modules  # registering needs no server\n"
         "assert openagent.InvocationActionAgent.__name__ == 'InvocationActionAgent'\n"
         "assert 'starlette' in sys.modules\n"
+        "import openagent.invocation\n"
+        "assert openagent.invocation.register_invocation_agent is openagent.register_invocation_agent\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -31,6 +34,7 @@ from sample_agents import demo_invocation_agent as demo
 from tests.factories import free_port
 from tests.openagent.conftest import WAIT, eventually
 
+ROOT = Path(__file__).resolve().parents[2]
 ECHO = ToolSchema(name="echo", description="Echo the arguments back")
 TOOLS: list[ToolSchema | dict[str, Any]] = [
     ECHO,
@@ -449,6 +453,40 @@ async def test_app_can_be_served_elsewhere(http_master: HttpMaster) -> None:
         assert result == {"call_id": "c1", "success": True, "result": {"tool": "fail"}}
     finally:
         await agent.stop()
+
+
+async def test_run_invocation_agent_stops_cleanly_on_sigterm(http_master: HttpMaster, tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "from openagent.invocation import InvocationActionAgent, run_invocation_agent\n"
+        "async def echo(tool_name, arguments):\n"
+        "    return arguments\n"
+        "agent = InvocationActionAgent('script-agent', [{'name': 'echo'}], tool_handler=echo, port=0,\n"
+        f"                             master_base_url={http_master.base_url!r}, api_key='')\n"
+        "run_invocation_agent(agent)\n"
+        "print('exited cleanly')\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(20):
+            body, _ = await http_master.registrations.get()
+            assert body["agent_id"] == "script-agent"
+            process.send_signal(signal.SIGTERM)
+            stdout, stderr = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, stderr.decode()
+    assert stdout.decode().strip() == "exited cleanly"
+    assert "invocation agent script-agent got SIGTERM" in stderr.decode()
 
 
 # --------------------------------------------------------------------------- configuration
