@@ -1,0 +1,109 @@
+"""Every case of the benchmark, by name, with the system it runs against.
+
+Round-trip cases POST to ``/query`` of a hub; the master's cases pick their agent with
+``allowed_agent_ids`` (all agents of :func:`bench.setups.master_setup` stay connected).
+"""
+
+from __future__ import annotations
+
+from bench.setups import HTTP_AIOHTTP_AGENT, HTTP_SDK_AGENT, WS_AGENT
+from bench.throughput import LoadCase
+
+
+def _ask(agent_id: str) -> dict[str, object]:
+    return {"query": "hello", "allowed_agent_ids": [agent_id]}
+
+
+ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
+    case.name: (setup, case)
+    for setup, case in [
+        ("relay_ws", LoadCase("baseline_a_c1", "baseline (a): FastAPI WebSocket relay", "/query", 1)),
+        ("relay_ws", LoadCase("baseline_a_c32", "baseline (a): FastAPI WebSocket relay", "/query", 32)),
+        ("master", LoadCase("ws_c1", "master: WS tool round trip", "/query", 1, _ask(WS_AGENT))),
+        ("master", LoadCase("ws_c32", "master: WS tool round trip", "/query", 32, _ask(WS_AGENT))),
+        (
+            "relay_http",
+            LoadCase("baseline_b_c32", "baseline (b): HTTP callback relay, aiohttp both sides", "/query", 32),
+        ),
+        (
+            "relay_http",
+            LoadCase(
+                "baseline_b_httpx_c32",
+                "baseline (b) with the master's httpx client as hub client",
+                "/query-httpx",
+                32,
+            ),
+        ),
+        (
+            "master",
+            LoadCase(
+                "http_sdk_c32",
+                "master: HTTP invocation, SDK agent (httpx)",
+                "/query",
+                32,
+                _ask(HTTP_SDK_AGENT),
+            ),
+        ),
+        (
+            "master",
+            LoadCase(
+                "http_aiohttp_c32",
+                "master: HTTP invocation, aiohttp agent",
+                "/query",
+                32,
+                _ask(HTTP_AIOHTTP_AGENT),
+            ),
+        ),
+        (
+            "scripted",
+            LoadCase(
+                "scripted_c1", "master via scripted OpenAI server: WS tool", "/query", 1, _ask(WS_AGENT)
+            ),
+        ),
+        (
+            "scripted",
+            LoadCase(
+                "scripted_c32", "master via scripted OpenAI server: WS tool", "/query", 32, _ask(WS_AGENT)
+            ),
+        ),
+    ]
+}
+
+SESSION_GROWTH = "session_growth"
+REDIS_TRIPS = "redis_trips"
+CONNECTIONS_BASELINE = "connections_baseline_c"
+CONNECTIONS_MASTER = "connections_master"
+
+ALL_CASES: list[str] = [*ROUND_TRIPS, SESSION_GROWTH, REDIS_TRIPS, CONNECTIONS_BASELINE, CONNECTIONS_MASTER]
+
+GROUPS: dict[str, list[str]] = {
+    "baselines": [
+        "baseline_a_c1",
+        "baseline_a_c32",
+        "baseline_b_c32",
+        "baseline_b_httpx_c32",
+        CONNECTIONS_BASELINE,
+    ],
+    "ws": ["baseline_a_c1", "baseline_a_c32", "ws_c1", "ws_c32"],
+    "http": ["baseline_b_c32", "baseline_b_httpx_c32", "http_sdk_c32", "http_aiohttp_c32"],
+    "scripted": ["scripted_c1", "scripted_c32"],
+    "connections": [CONNECTIONS_BASELINE, CONNECTIONS_MASTER],
+    "sessions": [SESSION_GROWTH],
+    "redis": [REDIS_TRIPS],
+}
+
+
+def select(spec: str | None) -> list[str]:
+    """Case names from ``--cases`` (names and group names, comma-separated), in run order."""
+    if not spec or spec == "all":
+        return list(ALL_CASES)
+    wanted: set[str] = set()
+    for item in (part.strip() for part in spec.split(",")):
+        if item in GROUPS:
+            wanted.update(GROUPS[item])
+        elif item in ALL_CASES:
+            wanted.add(item)
+        elif item:
+            known = ", ".join([*GROUPS, *ALL_CASES])
+            raise ValueError(f"unknown case {item!r}; known: {known}")
+    return [name for name in ALL_CASES if name in wanted]

@@ -1,0 +1,283 @@
+"""``python -m bench``: run the cases, print the table, write the JSON.
+
+Every process (Redis-backed master, baselines, agents, load clients) is started here on
+loopback and stopped at the end; the benchmark uses its own Redis database (default 14)
+and empties only that one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import psutil
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from bench import cases as case_list
+from bench.child import raise_fd_limit
+from bench.connections import connections_case
+from bench.procs import RESULTS_DIR, ChildFailed, results_dir, set_results_dir
+from bench.redis_trips import redis_trips_case
+from bench.report import machine, render, write_json
+from bench.session_growth import session_growth_case
+from bench.setups import (
+    Running,
+    flush_bench_db,
+    master_setup,
+    relay_http_setup,
+    relay_ws_setup,
+    scripted_setup,
+)
+from bench.targets import evaluate
+from bench.throughput import LoadCase, Timing, measure
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
+QUIET_PCT = 15.0
+"""Busier than this (percent of one core) before the start, and the run is flagged as disturbed."""
+
+SMOKE = {
+    "duration": 0.25,
+    "warmup": 0.1,
+    "repeat": 3,
+    "connections": 200,
+    "conn_processes": 2,
+    "conn_repeat": 1,
+    "session_turns": "1,10,100",
+    "session_queries": 5,
+    "redis_queries": 3,
+    "jobs": 3,
+}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Measure what the OpenAgent master adds to a tool call, against baselines run alike.",
+    )
+    parser.add_argument("--duration", type=float, default=4.0, help="seconds per measured window (4)")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds of warm-up before the windows (1)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="windows (repetitions) per case, at least 3 (3)"
+    )
+    parser.add_argument("--cases", default="all", help="comma-separated case or group names (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the cases and groups, then exit")
+    parser.add_argument("--connections", type=int, default=10_000, help="idle agents to connect (10000)")
+    parser.add_argument("--conn-processes", type=int, default=4, help="client processes holding them (4)")
+    parser.add_argument("--conn-repeat", type=int, help="repetitions of the connection cases (--repeat)")
+    parser.add_argument("--conn-tools", type=int, default=1, help="tools in each idle agent's register (1)")
+    parser.add_argument(
+        "--conn-no-deflate",
+        action="store_true",
+        help="idle agents do not offer permessage-deflate (the SDK's agents do)",
+    )
+    parser.add_argument(
+        "--session-turns", default="1,100,1000", help="earlier turns per session (1,100,1000)"
+    )
+    parser.add_argument(
+        "--session-queries", type=int, default=60, help="queries per window, session growth (60)"
+    )
+    parser.add_argument("--redis-queries", type=int, default=20, help="queries counted per kind, Redis (20)")
+    parser.add_argument(
+        "--redis-url", default=DEFAULT_REDIS_URL, help=f"the bench's own database ({DEFAULT_REDIS_URL})"
+    )
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where JSON, logs, profiles go")
+    parser.add_argument("--profile", default="", help="cases whose hub py-spy records (comma-separated)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="systems run at once (1); more only to check that it all runs: they share the CPU",
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny durations and counts, 3 jobs: checks that it all runs"
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    elif args.repeat < 3:
+        parser.error("--repeat must be at least 3")
+    if args.conn_repeat is None:
+        args.conn_repeat = args.repeat
+    if not urlsplit(args.redis_url).path.strip("/"):
+        parser.error("--redis-url must name a database (e.g. redis://127.0.0.1:6379/14): it is emptied")
+    return args
+
+
+async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
+    """Run the selected cases, one system at a time (``--jobs 1``), and return their results."""
+    timing = Timing(args.warmup, args.duration, args.repeat)
+    profile = {p.strip() for p in args.profile.split(",") if p.strip()}
+    results: dict[str, Any] = {}
+
+    def chosen(setup: str) -> list[LoadCase]:
+        return [
+            case
+            for name, (where, case) in case_list.ROUND_TRIPS.items()
+            if where == setup and name in selected
+        ]
+
+    async def round_trips(setup: str, running: Running) -> None:
+        for case in chosen(setup):
+            _progress(f"{case.name}: {case.title}, concurrency {case.concurrency}")
+            results[case.name] = await measure(running, case, timing, profile=case.name in profile)
+
+    async def relay_ws() -> None:
+        async with relay_ws_setup() as running:
+            await round_trips("relay_ws", running)
+
+    async def master() -> None:
+        http = any(c.name.startswith("http_") for c in chosen("master"))
+        async with master_setup(args.redis_url, http_agents=http) as running:
+            await round_trips("master", running)
+            if case_list.SESSION_GROWTH in selected:
+                sizes = [int(s) for s in args.session_turns.split(",")]
+                _progress(f"session growth: {sizes} earlier turns, {args.session_queries} queries per window")
+                results[case_list.SESSION_GROWTH] = await session_growth_case(
+                    running,
+                    args.redis_url,
+                    sizes=sizes,
+                    queries=args.session_queries,
+                    repeat=args.repeat,
+                    profile=case_list.SESSION_GROWTH in profile,
+                )
+
+    async def relay_http() -> None:
+        async with relay_http_setup() as running:
+            await round_trips("relay_http", running)
+
+    async def scripted() -> None:
+        async with scripted_setup(args.redis_url) as running:
+            await round_trips("scripted", running)
+
+    async def redis_trips() -> None:
+        _progress("Redis round trips per query")
+        results[case_list.REDIS_TRIPS] = await redis_trips_case(args.redis_url, queries=args.redis_queries)
+
+    def connections(name: str, kind: str) -> Callable[[], Awaitable[None]]:
+        async def job() -> None:
+            _progress(f"{name}: {args.connections:,} idle WebSocket connections, {args.conn_repeat} times")
+            results[name] = await connections_case(
+                kind,
+                args.redis_url,
+                count=args.connections,
+                processes=args.conn_processes,
+                tools=args.conn_tools,
+                deflate=not args.conn_no_deflate,
+                repeat=args.conn_repeat,
+            )
+
+        return job
+
+    jobs: list[Callable[[], Awaitable[None]]] = []
+    if chosen("relay_ws"):
+        jobs.append(relay_ws)
+    if chosen("master") or case_list.SESSION_GROWTH in selected:
+        jobs.append(master)
+    if chosen("relay_http"):
+        jobs.append(relay_http)
+    if chosen("scripted"):
+        jobs.append(scripted)
+    if case_list.REDIS_TRIPS in selected:
+        jobs.append(redis_trips)
+    for name, kind in ((case_list.CONNECTIONS_BASELINE, "idle"), (case_list.CONNECTIONS_MASTER, "master")):
+        if name in selected:
+            jobs.append(connections(name, kind))
+
+    await flush_bench_db(args.redis_url)
+    gate = asyncio.Semaphore(args.jobs)
+
+    async def gated(job: Callable[[], Awaitable[None]]) -> None:
+        async with gate:
+            await job()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for job in jobs:
+                group.create_task(gated(job))
+    finally:
+        await flush_bench_db(args.redis_url)
+    return {name: results[name] for name in case_list.ALL_CASES if name in results}
+
+
+async def _check_redis(url: str) -> None:
+    client = aioredis.Redis.from_url(url, socket_connect_timeout=2)
+    try:
+        await client.ping()
+    finally:
+        await client.aclose()
+
+
+def _measure(args: argparse.Namespace, selected: list[str]) -> dict[str, Any] | None:
+    """The cases' results, or ``None`` (reported) when a process of the benchmark failed."""
+    try:
+        return asyncio.run(_run(args, selected))
+    except* ChildFailed as failures:
+        for failure in failures.exceptions:
+            print(f"python -m bench: a process of the benchmark failed: {failure}", file=sys.stderr)
+    return None
+
+
+def _machine_busy_pct() -> float:
+    """How busy the machine is, over one second, in percent of one core."""
+    return float(psutil.cpu_percent(interval=1.0)) * (os.cpu_count() or 1)
+
+
+def _progress(text: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for name, members in case_list.GROUPS.items():
+            print(f"{name}: {', '.join(members)}")
+        print(f"all: {', '.join(case_list.ALL_CASES)}")
+        return 0
+    try:
+        selected = case_list.select(args.cases)
+    except ValueError as exc:
+        print(f"python -m bench: {exc}", file=sys.stderr)
+        return 2
+    raise_fd_limit()
+    set_results_dir(args.results_dir.resolve())
+    busy_before = _machine_busy_pct()
+    if busy_before > QUIET_PCT:
+        _progress(
+            f"warning: the machine is already {busy_before:.0f}% busy (of one core) before the benchmark "
+            "starts; other work skews the figures (see 'other work CPU %')"
+        )
+    started = time.monotonic()
+    try:
+        asyncio.run(_check_redis(args.redis_url))
+    except (OSError, RedisError) as exc:
+        print(f"python -m bench: Redis at {args.redis_url} is not answering ({exc})", file=sys.stderr)
+        return 2
+    cases = _measure(args, selected)
+    if cases is None:
+        return 1
+    results: dict[str, Any] = {
+        "meta": {
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine(),
+            "timing": {"warmup": args.warmup, "duration": args.duration, "repeat": args.repeat},
+            "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+            "seconds": round(time.monotonic() - started, 1),
+            "busy_before_pct_of_one_core": round(busy_before, 1),
+        },
+        "cases": cases,
+        "targets": evaluate(cases, connections_wanted=args.connections),
+    }
+    latest, stamped = write_json(results, results_dir())
+    print(render(results))
+    print(f"\nwrote {latest} and {stamped} in {results['meta']['seconds']:.0f} s")
+    return 0

@@ -1,0 +1,87 @@
+"""Run a master, or the scripted OpenAI-compatible server, as a benchmark child process.
+
+::
+
+    python -m bench.launcher master --port 8123 --redis-url redis://127.0.0.1:6379/14
+    python -m bench.launcher master --port 8123 --redis-url ... --openai-base-url http://127.0.0.1:8124/v1
+    python -m bench.launcher scripted-llm --port 8124
+
+The master is ``create_app(Settings(...), llm=FunctionChatModel(decide))`` served by
+uvicorn with its defaults (uvloop, httptools, websockets, permessage-deflate, pings every
+20 s), except that uvicorn's access log is off on every server of the benchmark. The
+master's own logging is left as shipped (INFO). With ``--openai-base-url`` the master
+uses its real OpenAI client against that server instead of the function model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+
+from bench.child import emit, raise_fd_limit
+
+
+def _serve_master(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from bench.instant_llm import decide
+    from master.app import create_app
+    from master.llm import FunctionChatModel
+    from master.settings import Settings
+
+    scripted = args.openai_base_url is not None
+    settings = Settings(
+        _env_file=None,  # pydantic-settings: do not read a .env
+        redis_url=args.redis_url,
+        master_base_url=f"http://127.0.0.1:{args.port}",
+        openagent_api_key=None,
+        openai_api_key="bench-not-a-key" if scripted else None,
+        openai_base_url=args.openai_base_url,
+        openagent_llm_loopback_only=True,
+        openagent_llm_max_retries=0,
+    )
+    app = create_app(settings, llm=None if scripted else FunctionChatModel(decide))
+    config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.Server(config).run()
+
+
+def _serve_scripted_llm(args: argparse.Namespace) -> None:
+    import socketserver
+
+    from bench.instant_llm import scripted_reply
+    from openagent.testing import ScriptedOpenAIServer
+
+    # The standard-library handler writes the headers and the body of a reply in two
+    # sends; with Nagle's algorithm on, the body waits for the client's delayed ACK, which
+    # adds ~40 ms to every request on a kept-alive connection. A real provider does not
+    # do that, so the benchmark turns Nagle off (stdlib knob, this process only).
+    socketserver.StreamRequestHandler.disable_nagle_algorithm = not args.nagle
+
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)  # the server's threads inherit the mask
+    with ScriptedOpenAIServer(port=args.port) as server:
+        server.set_handler(scripted_reply)
+        emit("ready", port=server.port)
+        signal.sigwait(stop_signals)  # serve until the runner terminates the process
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.launcher")
+    sub = parser.add_subparsers(dest="what", required=True)
+    master = sub.add_parser("master")
+    master.add_argument("--port", type=int, required=True)
+    master.add_argument("--redis-url", required=True)
+    master.add_argument("--openai-base-url")
+    llm = sub.add_parser("scripted-llm")
+    llm.add_argument("--port", type=int, required=True)
+    llm.add_argument("--nagle", action="store_true", help="leave Nagle's algorithm on (as shipped)")
+    args = parser.parse_args()
+    raise_fd_limit()
+    if args.what == "master":
+        _serve_master(args)
+    else:
+        _serve_scripted_llm(args)
+
+
+if __name__ == "__main__":
+    main()

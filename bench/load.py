@@ -1,0 +1,149 @@
+"""The load client: a process that POSTs queries and reports latencies per window.
+
+``python -m bench.load '<json config>'``. Two modes:
+
+- ``"mode": "closed"`` (default): ``concurrency`` workers each POST ``body`` to ``url`` in
+  a loop, back to back, for ``warmup`` seconds and then ``repeat`` windows of ``duration``
+  seconds. Each window is reported between a ``start`` and an ``end`` event, so the
+  runner can sample the server's CPU over exactly that window.
+- ``"mode": "sessions"``: one query at a time; ``warmup_queries`` queries in new sessions,
+  then for each window in ``sessions`` one query in each of its session ids. With
+  ``"prime": true`` each session first gets one query outside the window, reported
+  apart as ``first_query``.
+
+Events on stdout: ``ready``, then per window ``start`` and ``end`` (``ops``, ``errors``,
+``seconds``, ``ops_per_s``, ``p50_ms``, ``p99_ms``, ``max_ms``, ``first_error``), then ``done``.
+A reply counts as an operation when it is HTTP 200 with ``"success": true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+import aiohttp
+
+from bench.child import emit, run
+from bench.stats import latency_summary
+
+REQUEST_TIMEOUT = 30.0
+
+
+class _Window:
+    """Completions recorded between two instants."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self.latencies: list[float] = []
+        self.errors = 0
+        self.first_error: str | None = None
+
+    def reopen(self) -> None:
+        """Forget what was recorded and start recording."""
+        self.latencies, self.errors, self.first_error = [], 0, None
+        self.open = True
+
+    def record(self, latency: float, error: str | None) -> None:
+        if not self.open:
+            return
+        if error is None:
+            self.latencies.append(latency)
+            return
+        self.errors += 1
+        self.first_error = self.first_error or error
+
+    def report(self, seconds: float) -> dict[str, Any]:
+        ops = len(self.latencies)
+        return {
+            "ops": ops,
+            "errors": self.errors,
+            "first_error": self.first_error,
+            "seconds": seconds,
+            "ops_per_s": ops / seconds if seconds > 0 else 0.0,
+            **latency_summary(self.latencies),
+        }
+
+
+async def _ask(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tuple[float, str | None]:
+    started = time.perf_counter()
+    try:
+        async with session.post(url, json=body) as response:
+            raw = await response.read()
+            latency = time.perf_counter() - started
+            if response.status != 200:
+                return latency, f"HTTP {response.status}: {raw[:200]!r}"
+            reply = json.loads(raw)
+            if not reply.get("success"):
+                return latency, f"unsuccessful: {str(reply)[:200]}"
+            return latency, None
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        return time.perf_counter() - started, f"{type(exc).__name__}: {exc}"
+
+
+async def _closed(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
+    url, body = cfg["url"], cfg["body"]
+    window = _Window()
+    stop_at = time.monotonic() + cfg["warmup"] + cfg["repeat"] * cfg["duration"] + 0.5
+
+    async def worker() -> None:
+        while time.monotonic() < stop_at:  # bounded by the run's length
+            latency, error = await _ask(session, url, body)
+            window.record(latency, error)
+
+    workers = [asyncio.create_task(worker()) for _ in range(cfg["concurrency"])]
+    try:
+        await asyncio.sleep(cfg["warmup"])
+        for rep in range(cfg["repeat"]):
+            window.reopen()
+            started = time.perf_counter()
+            emit("start", rep=rep)
+            await asyncio.sleep(cfg["duration"])
+            window.open = False
+            emit("end", rep=rep, **window.report(time.perf_counter() - started))
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
+async def _sessions(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
+    url, body = cfg["url"], cfg["body"]
+    for _ in range(cfg.get("warmup_queries", 0)):
+        await _ask(session, url, body)
+    for rep, session_ids in enumerate(cfg["sessions"]):
+        first = _Window()
+        first.reopen()
+        started = time.perf_counter()
+        if cfg.get("prime"):  # one unmeasured query first: the master compacts what it compacts
+            for session_id in session_ids:
+                latency, error = await _ask(session, url, {**body, "session_id": session_id})
+                first.record(latency, error)
+        primed = first.report(time.perf_counter() - started) if cfg.get("prime") else None
+        window = _Window()
+        window.reopen()
+        started = time.perf_counter()
+        emit("start", rep=rep)
+        for session_id in session_ids:
+            latency, error = await _ask(session, url, {**body, "session_id": session_id})
+            window.record(latency, error)
+        emit("end", rep=rep, first_query=primed, **window.report(time.perf_counter() - started))
+
+
+async def main(cfg: dict[str, Any]) -> None:
+    concurrency = int(cfg.get("concurrency", 1))
+    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=0, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        emit("ready")
+        if cfg.get("mode", "closed") == "sessions":
+            await _sessions(session, cfg)
+        else:
+            await _closed(session, cfg)
+    emit("done")
+
+
+if __name__ == "__main__":
+    run(main(json.loads(sys.argv[1])))

@@ -1,0 +1,154 @@
+"""The systems under test, each started as processes on loopback and stopped afterwards.
+
+- :func:`master_setup`: a master with the instant function model, and the agents
+  ``bench-ws`` (SDK, WebSocket), ``bench-http-sdk`` (SDK invocation agent, httpx) and
+  ``bench-http-aiohttp`` (invocation agent on aiohttp). A query picks its agent with
+  ``allowed_agent_ids``, so one master serves the WebSocket and the HTTP cases.
+- :func:`scripted_setup`: a master whose real OpenAI client talks to the scripted
+  OpenAI-compatible server (its own process), and ``bench-ws``.
+- :func:`relay_ws_setup`, :func:`relay_http_setup`: baselines (a) and (b) with their agents.
+
+The masters share the bench's Redis database, which the runner empties before and after
+the run only. Invocation agents (stored in Redis) have an id per system, and queries
+name their agent with ``allowed_agent_ids``, so a master that loads another system's
+records at start-up is not disturbed by them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import redis.asyncio as aioredis
+
+from bench.procs import Child, Group, free_port
+
+READY_WITHIN = 60.0
+
+WS_AGENT = "bench-ws"
+HTTP_SDK_AGENT = "bench-http-sdk"
+HTTP_AIOHTTP_AGENT = "bench-http-aiohttp"
+
+
+@dataclass
+class Running:
+    """A started system: its hub (master or relay), base URL and the other processes."""
+
+    hub: Child
+    url: str
+    agents: dict[str, Child] = field(default_factory=dict)
+    helpers: list[Child] = field(default_factory=list)
+
+    def watched(self) -> list[Child]:
+        """The processes whose CPU is sampled: the hub first."""
+        return [self.hub, *self.agents.values(), *self.helpers]
+
+
+async def flush_bench_db(redis_url: str) -> None:
+    """Empty the benchmark's own Redis database (only that one)."""
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.flushdb()
+    finally:
+        await client.aclose()
+
+
+async def start_master(
+    group: Group, name: str, redis_url: str, *, openai_base_url: str | None = None
+) -> tuple[Child, str]:
+    port = free_port()
+    args = ["master", "--port", str(port), "--redis-url", redis_url]
+    if openai_base_url:
+        args += ["--openai-base-url", openai_base_url]
+    master = await group.start(Child(name, "bench.launcher", *args))
+    url = f"http://127.0.0.1:{port}"
+    await master.wait_http(f"{url}/health", READY_WITHIN)
+    return master, url
+
+
+async def _ready(*children: Child) -> None:
+    for child in children:
+        await child.expect("ready", READY_WITHIN)
+
+
+@asynccontextmanager
+async def master_setup(redis_url: str, *, http_agents: bool = True) -> AsyncIterator[Running]:
+    async with Group() as group:
+        master, url = await start_master(group, "master", redis_url)
+        ws_url = url.replace("http://", "ws://") + "/ws"
+        agents = {WS_AGENT: await group.start(Child("agent-ws", "bench.agents", "ws", "--master-ws", ws_url))}
+        if http_agents:
+            agents[HTTP_SDK_AGENT] = await group.start(
+                Child(
+                    "agent-http-sdk", "bench.agents", "http-sdk", "--master", url, "--port", str(free_port())
+                )
+            )
+            agents[HTTP_AIOHTTP_AGENT] = await group.start(
+                Child(
+                    "agent-http-aiohttp",
+                    "bench.agents",
+                    "http-aiohttp",
+                    "--master",
+                    url,
+                    "--port",
+                    str(free_port()),
+                )
+            )
+        await _ready(*agents.values())
+        yield Running(master, url, agents)
+
+
+@asynccontextmanager
+async def scripted_setup(redis_url: str) -> AsyncIterator[Running]:
+    async with Group() as group:
+        llm_port = free_port()
+        llm = await group.start(
+            Child("scripted-llm", "bench.launcher", "scripted-llm", "--port", str(llm_port))
+        )
+        await _ready(llm)
+        master, url = await start_master(
+            group, "master-scripted", redis_url, openai_base_url=f"http://127.0.0.1:{llm_port}/v1"
+        )
+        ws_url = url.replace("http://", "ws://") + "/ws"
+        agent = await group.start(Child("agent-ws-scripted", "bench.agents", "ws", "--master-ws", ws_url))
+        await _ready(agent)
+        yield Running(master, url, {WS_AGENT: agent}, [llm])
+
+
+@asynccontextmanager
+async def relay_ws_setup() -> AsyncIterator[Running]:
+    async with Group() as group:
+        port = free_port()
+        relay = await group.start(Child("baseline-a", "bench.relays", "ws", "--port", str(port)))
+        url = f"http://127.0.0.1:{port}"
+        await relay.wait_http(f"{url}/health", READY_WITHIN)
+        agent = await group.start(
+            Child("baseline-a-agent", "bench.agents", "ws", "--master-ws", f"ws://127.0.0.1:{port}/ws")
+        )
+        await _ready(agent)
+        yield Running(relay, url, {WS_AGENT: agent})
+
+
+@asynccontextmanager
+async def relay_http_setup() -> AsyncIterator[Running]:
+    async with Group() as group:
+        port, agent_port = free_port(), free_port()
+        agent = await group.start(
+            Child("baseline-b-agent", "bench.agents", "http-aiohttp", "--port", str(agent_port))
+        )
+        relay = await group.start(
+            Child(
+                "baseline-b",
+                "bench.relays",
+                "http",
+                "--port",
+                str(port),
+                "--agent-url",
+                f"http://127.0.0.1:{agent_port}",
+            )
+        )
+        url = f"http://127.0.0.1:{port}"
+        await _ready(agent)
+        await relay.wait_http(f"{url}/health", READY_WITHIN)
+        yield Running(relay, url, {HTTP_AIOHTTP_AGENT: agent})

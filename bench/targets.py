@@ -1,0 +1,169 @@
+"""The issue's targets, as ratios against baselines measured in the same run.
+
+Each target compares medians over the repetitions. A target whose cases did not run
+(``--cases``) is ``n/a``; one whose case had errors fails.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench.cases import CONNECTIONS_BASELINE, CONNECTIONS_MASTER, REDIS_TRIPS, SESSION_GROWTH
+
+
+@dataclass
+class Verdict:
+    target: str
+    rule: str
+    measured: str
+    verdict: str  # PASS, FAIL, info, n/a
+    ratio: float | None = None
+    note: str = ""
+
+
+def _median(cases: dict[str, Any], name: str, key: str) -> float | None:
+    case = cases.get(name)
+    if case is None:
+        return None
+    return float(case["summary"][key]["median"])
+
+
+def _errors(cases: dict[str, Any], *names: str) -> str:
+    bad = [n for n in names if cases.get(n, {}).get("summary", {}).get("errors")]
+    return f"errors in {', '.join(bad)}" if bad else ""
+
+
+def _ratio(
+    cases: dict[str, Any],
+    target: str,
+    case: str,
+    base: str,
+    key: str,
+    unit: str,
+    limit: float,
+    *,
+    at_most: bool,
+) -> Verdict:
+    rule = f"{case} {key} {'<=' if at_most else '>='} {limit:g} x {base}"
+    ours, theirs = _median(cases, case, key), _median(cases, base, key)
+    if ours is None or theirs is None or math.isnan(ours) or math.isnan(theirs) or theirs == 0:
+        return Verdict(target, rule, "not measured", "n/a")
+    ratio = ours / theirs
+    ok = ratio <= limit if at_most else ratio >= limit
+    note = _errors(cases, case, base)
+    return Verdict(
+        target,
+        rule,
+        f"{ours:,.2f} vs {theirs:,.2f} {unit}",
+        "PASS" if ok and not note else "FAIL",
+        round(ratio, 2),
+        note,
+    )
+
+
+def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str, Any]]:
+    verdicts = [
+        _ratio(
+            cases, "WS round trip, c1: latency", "ws_c1", "baseline_a_c1", "p50_ms", "ms", 1.5, at_most=True
+        ),
+        _ratio(
+            cases,
+            "WS round trip, c32: throughput",
+            "ws_c32",
+            "baseline_a_c32",
+            "ops_per_s",
+            "ops/s",
+            0.6,
+            at_most=False,
+        ),
+        _ratio(
+            cases,
+            "HTTP invocation, c32: throughput",
+            "http_sdk_c32",
+            "baseline_b_c32",
+            "ops_per_s",
+            "ops/s",
+            0.6,
+            at_most=False,
+        ),
+    ]
+    aiohttp_agent = _ratio(
+        cases,
+        "HTTP invocation, c32, aiohttp agent",
+        "http_aiohttp_c32",
+        "baseline_b_c32",
+        "ops_per_s",
+        "ops/s",
+        0.6,
+        at_most=False,
+    )
+    if aiohttp_agent.verdict != "n/a":
+        aiohttp_agent.verdict = "info"
+        aiohttp_agent.note = "same target with the bench's aiohttp agent instead of the SDK's"
+    verdicts.append(aiohttp_agent)
+    verdicts.append(
+        _ratio(
+            cases,
+            "connected agents: memory",
+            CONNECTIONS_MASTER,
+            CONNECTIONS_BASELINE,
+            "rss_per_agent_kb",
+            "KiB/agent",
+            2.0,
+            at_most=True,
+        )
+    )
+    verdicts.append(_registration(cases.get(CONNECTIONS_MASTER), connections_wanted))
+    verdicts.append(_redis(cases.get(REDIS_TRIPS)))
+    verdicts.append(_sessions(cases.get(SESSION_GROWTH)))
+    return [asdict(v) for v in verdicts]
+
+
+def _registration(case: dict[str, Any] | None, wanted: int) -> Verdict:
+    rule = "registering all 10,000 agents takes < 30 s (slowest repetition)"
+    if case is None:
+        return Verdict("connected agents: registration", rule, "not measured", "n/a")
+    slowest = float(case["summary"]["register_seconds"]["max"])
+    failed = int(case["summary"]["failed"])
+    note = f"{failed} connections failed" if failed else ""
+    if wanted != 10_000:
+        note = (note + "; " if note else "") + f"measured with {wanted:,} agents, not 10,000"
+    verdict = "PASS" if slowest < 30 and not failed else "FAIL"
+    return Verdict(
+        "connected agents: registration", rule, f"{slowest:.1f} s for {wanted:,}", verdict, note=note
+    )
+
+
+def _redis(case: dict[str, Any] | None) -> Verdict:
+    rule = "Redis round trips per one-tool query <= 4"
+    if case is None:
+        return Verdict("Redis round trips", rule, "not measured", "n/a")
+    worst = float(case["summary"]["max_round_trips_per_query"])
+    per_kind = ", ".join(f"{k} {v['round_trips_per_query']:g}" for k, v in case["by_query"].items())
+    return Verdict("Redis round trips", rule, per_kind, "PASS" if worst <= 4 else "FAIL", worst)
+
+
+def _sessions(case: dict[str, Any] | None) -> Verdict:
+    rule = "p50 grows <= 2x from 1 to 1,000 earlier turns (steady state, see first-query column)"
+    if case is None:
+        return Verdict("session growth", rule, "not measured", "n/a")
+    summary = case["summary"]
+    p50s = ", ".join(
+        f"{size} turns {entry['summary']['p50_ms']['median']:.2f} ms"
+        for size, entry in case["by_turns"].items()
+    )
+    growth = float(summary["p50_growth"])
+    errors = sum(
+        entry["summary"]["errors"] + entry["summary"]["first_query_errors"]
+        for entry in case["by_turns"].values()
+    )
+    note = f"{errors} errors" if errors else ""
+    if (summary["from_turns"], summary["to_turns"]) != (1, 1000):
+        note = (
+            note + "; " if note else ""
+        ) + f"measured {summary['from_turns']} to {summary['to_turns']} turns"
+    return Verdict(
+        "session growth", rule, p50s, "PASS" if growth <= 2 and not errors else "FAIL", growth, note
+    )

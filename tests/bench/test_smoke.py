@@ -1,0 +1,55 @@
+"""The benchmark keeps working: ``python -m bench --smoke`` runs every case and writes the JSON.
+
+The figures of a smoke run mean nothing (tiny windows, systems run side by side); the
+benchmark itself is never part of the suite. It uses its own Redis database (13 on the
+tests' Redis server): neither the tests' one (15) nor the one ``python -m bench`` empties (14).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from bench.cases import ALL_CASES, ROUND_TRIPS
+from tests.factories import ROOT, TEST_REDIS_URL
+
+BENCH_REDIS_URL = urlunsplit(urlsplit(TEST_REDIS_URL)._replace(path="/13"))
+
+
+def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--smoke",
+            "--results-dir",
+            str(tmp_path),
+            "--redis-url",
+            BENCH_REDIS_URL,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert run.returncode == 0, f"{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+
+    results = json.loads((tmp_path / "latest.json").read_text())
+    assert list(results["cases"]) == ALL_CASES
+    assert len(list((tmp_path / "runs").glob("*.json"))) == 1
+    for name in ROUND_TRIPS:
+        case = results["cases"][name]
+        assert len(case["reps"]) == 3, name
+        assert case["summary"]["errors"] == 0, (name, case["summary"]["first_error"])
+        assert sum(rep["ops"] for rep in case["reps"]) > 0, name
+    assert results["cases"]["connections_master"]["summary"]["failed"] == 0
+    trips = results["cases"]["redis_trips"]["by_query"]
+    assert all(kind["round_trips_per_query"] >= 1 for kind in trips.values()), trips
+    verdicts = {target["target"]: target["verdict"] for target in results["targets"]}
+    assert len(verdicts) == 8
+    assert "n/a" not in verdicts.values(), verdicts
+    assert "| target" in run.stdout and "ws_c32" in run.stdout
