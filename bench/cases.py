@@ -38,7 +38,7 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
             "master",
             LoadCase(
                 "http_sdk_c32",
-                "master: HTTP invocation, SDK agent (httpx)",
+                "master: HTTP invocation, SDK agent",
                 "/query",
                 32,
                 _ask(HTTP_SDK_AGENT),

@@ -46,16 +46,8 @@ def _serve_master(args: argparse.Namespace) -> None:
 
 
 def _serve_scripted_llm(args: argparse.Namespace) -> None:
-    import socketserver
-
     from bench.instant_llm import scripted_reply
     from openagent.testing import ScriptedOpenAIServer
-
-    # The standard-library handler writes the headers and the body of a reply in two
-    # sends; with Nagle's algorithm on, the body waits for the client's delayed ACK, which
-    # adds ~40 ms to every request on a kept-alive connection. A real provider does not
-    # do that, so the benchmark turns Nagle off (stdlib knob, this process only).
-    socketserver.StreamRequestHandler.disable_nagle_algorithm = not args.nagle
 
     stop_signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)  # the server's threads inherit the mask
@@ -74,7 +66,6 @@ def main() -> None:
     master.add_argument("--openai-base-url")
     llm = sub.add_parser("scripted-llm")
     llm.add_argument("--port", type=int, required=True)
-    llm.add_argument("--nagle", action="store_true", help="leave Nagle's algorithm on (as shipped)")
     args = parser.parse_args()
     raise_fd_limit()
     if args.what == "master":

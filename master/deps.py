@@ -36,18 +36,23 @@ class Services:
     streams: QueryStreams
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
 
-def get_settings(request: Request) -> Settings:
-    return get_services(request).settings
+async def get_settings(request: Request) -> Settings:
+    services: Services = request.app.state.services
+    return services.settings
 
 
-def require_api_key(request: Request) -> None:
-    """401 unless the request carries the master's API key (when one is set)."""
-    expected = get_settings(request).api_key
+async def require_api_key(request: Request) -> None:
+    """401 unless the request carries the master's API key (when one is set).
+
+    Dependencies are ``async def`` so FastAPI runs them in the event loop, not the threadpool.
+    """
+    services: Services = request.app.state.services
+    expected = services.settings.api_key
     if not key_matches(expected, presented_key(request, allow_query_token=False)):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,

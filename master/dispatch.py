@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
-import httpx
+import aiohttp
 
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
 from master.invocation import InvocationAgent, InvocationAgents
@@ -78,7 +78,7 @@ class Dispatcher:
     def __init__(
         self,
         *,
-        http: httpx.AsyncClient,
+        http: aiohttp.ClientSession,
         invocation: InvocationAgents,
         master_base_url: str,
         call_timeout: float,
@@ -88,7 +88,7 @@ class Dispatcher:
         self._invocation = invocation
         self._callback_base = master_base_url.rstrip("/")
         self._call_timeout = call_timeout
-        self._invoke_timeout = invoke_timeout
+        self._invoke_timeout = aiohttp.ClientTimeout(total=invoke_timeout)
         self._pending: dict[str, PendingCall] = {}
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
         self._progress_listeners: list[ProgressListener] = []
@@ -161,16 +161,17 @@ class Dispatcher:
         }
         url = agent.endpoint_url(pending.tool_name)
         try:
-            response = await self._http.post(url, json=body, timeout=self._invoke_timeout)
-        except httpx.HTTPError as exc:
+            async with self._http.post(url, json=body, timeout=self._invoke_timeout) as response:
+                status = response.status
+                refusal = (await response.text())[:300] if status >= 300 else ""
+        except (aiohttp.ClientError, TimeoutError) as exc:
             self._invocation.mark(agent, "DOWN", f"{type(exc).__name__}: {exc}")
             raise AgentUnavailable(
                 f"agent {agent.agent_id!r} is unreachable at {url} ({type(exc).__name__}); it is marked DOWN"
             ) from exc
-        if response.status_code >= 300:
+        if status >= 300:
             raise ToolFailed(
-                f"agent {agent.agent_id!r} refused the call to {pending.tool_name!r}: "
-                f"HTTP {response.status_code} {response.text[:300]}"
+                f"agent {agent.agent_id!r} refused the call to {pending.tool_name!r}: HTTP {status} {refusal}"
             )
         await self._invocation.touch(agent)
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import aiohttp
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
@@ -33,6 +33,9 @@ DEFAULT_ENDPOINT = "/invoke"
 """Path the master POSTs a call to when the tool declares no ``endpoint``."""
 
 Health = Literal["UP", "DOWN", "UNKNOWN"]
+
+_TOUCH_INTERVAL = 60.0
+"""Seconds between TTL refreshes of a used agent's record (the TTL is hours)."""
 
 
 class InvocationRegistration(BaseModel):
@@ -57,6 +60,7 @@ class InvocationAgent:
     status: Health = "UNKNOWN"
     last_check: float | None = None
     last_error: str | None = None
+    last_touched: float = float("-inf")
 
     @classmethod
     def from_registration(
@@ -106,7 +110,7 @@ class InvocationAgents:
     """In-memory view of the invocation agents stored in Redis, with their health."""
 
     redis: aioredis.Redis
-    http: httpx.AsyncClient
+    http: aiohttp.ClientSession
     ttl_seconds: int
     health_timeout: float
     _agents: dict[str, InvocationAgent] = field(default_factory=dict)
@@ -181,7 +185,11 @@ class InvocationAgents:
         self._agents = loaded
 
     async def touch(self, agent: InvocationAgent) -> None:
-        """Refresh the record's TTL when the agent is used (best effort)."""
+        """Refresh the record's TTL when the agent is used (best effort, at most once a minute)."""
+        now = time.monotonic()
+        if now - agent.last_touched < _TOUCH_INTERVAL:
+            return
+        agent.last_touched = now
         try:
             await self.redis.expire(agent_key(agent.agent_id), self.ttl_seconds)
         except RedisError as exc:
@@ -190,10 +198,11 @@ class InvocationAgents:
     async def check(self, agent: InvocationAgent) -> Health:
         """``GET {base}/health`` within ``HEALTH_CHECK_TIMEOUT``."""
         try:
-            response = await self.http.get(f"{agent.base_url}/health", timeout=self.health_timeout)
-            ok = response.status_code == 200
-            error = None if ok else f"/health answered HTTP {response.status_code}"
-        except httpx.HTTPError as exc:
+            timeout = aiohttp.ClientTimeout(total=self.health_timeout)
+            async with self.http.get(f"{agent.base_url}/health", timeout=timeout) as response:
+                ok = response.status == 200
+                error = None if ok else f"/health answered HTTP {response.status}"
+        except (aiohttp.ClientError, TimeoutError) as exc:
             ok, error = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
         self.mark(agent, "UP" if ok else "DOWN", error)
         return agent.status

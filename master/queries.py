@@ -35,6 +35,7 @@ from master.registry import Registry
 from master.session_context import Context, ContextBuilder
 from master.sessions import SessionStore, Turn
 from master.settings import Settings
+from master.tokens import count_tools
 from master.toolbox import Toolbox
 from master.turns import TurnRecorder
 from protocol import AgentUsed, Query, QueryRequest, QueryResponse
@@ -150,7 +151,7 @@ class QueryService:
             raise QueryRejected(
                 503, "session_store_unavailable", f"answered, but not stored: {exc}"
             ) from None
-        logger.info(
+        logger.debug(
             "query %s %s in %.0f ms, %d tool call(s), %d tokens",
             query_id,
             outcome.status,
@@ -169,7 +170,9 @@ class QueryService:
             stopped_by=outcome.stopped_by,
         )
 
-    async def _context(self, run: _Run, system: str, tools: list[dict[str, Any]]) -> Context:
+    async def _context(
+        self, run: _Run, system: str, tools: list[dict[str, Any]], tool_costs: list[int] | None = None
+    ) -> Context:
         """The bounded context; a summary made for it is stored before the query's turns."""
         builder = ContextBuilder(
             run.orchestrator.llm,
@@ -178,7 +181,7 @@ class QueryService:
             summarizer_model=self._catalog.summarizer_model,
         )
         context, spent = await builder.build(
-            system=system, turns=run.turns, query=run.request.query, tools=tools
+            system=system, turns=run.turns, query=run.request.query, tools=tools, tool_costs=tool_costs
         )
         run.budget.add_tokens(spent)
         if context.summary_turn is not None:
@@ -188,7 +191,8 @@ class QueryService:
     async def _execute(self, run: _Run, extra_tools: list[dict[str, Any]]) -> Outcome:
         request = run.request
         system = system_prompt(request.orchestrator_prompt_profile)
-        context = await self._context(run, system, [*run.toolbox.openai_tools(), *extra_tools])
+        costs = [*run.toolbox.token_costs(), *(count_tools([tool]) for tool in extra_tools)]
+        context = await self._context(run, system, [*run.toolbox.openai_tools(), *extra_tools], costs)
         execution = request.auto_plan_execute
         if execution is None:
             return await run.orchestrator.run(

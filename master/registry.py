@@ -15,6 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from master.tokens import count_tools
 from protocol import Register, Role, ToolSchema
 
 SendFrame = Callable[[str], Awaitable[None]]
@@ -30,6 +31,15 @@ class AgentTool:
 
     schema: ToolSchema
     validator: Draft202012Validator
+    _token_costs: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def token_cost(self, definition: dict[str, Any]) -> int:
+        """Prompt tokens of this tool's OpenAI definition, counted once per function name."""
+        name = definition["function"]["name"]
+        cost = self._token_costs.get(name)
+        if cost is None:
+            cost = self._token_costs[name] = count_tools([definition])
+        return cost
 
     @classmethod
     def compile(cls, agent_id: str, schema: ToolSchema) -> AgentTool:

@@ -66,14 +66,23 @@ class ContextBuilder:
         self._summarizer_model = summarizer_model
 
     async def build(
-        self, *, system: str, turns: Sequence[Turn], query: str, tools: list[dict[str, Any]]
+        self,
+        *,
+        system: str,
+        turns: Sequence[Turn],
+        query: str,
+        tools: list[dict[str, Any]],
+        tool_costs: list[int] | None = None,
     ) -> tuple[Context, int]:
-        """The context and the tokens the summarizer spent."""
+        """The context and the tokens the summarizer spent (``tool_costs``: known token counts of ``tools``)."""
         summaries, tail = split_turns(turns)
         messages = self._messages(system, summaries, [t for _, t in tail], query)
+        message_tokens = count_messages(messages)
+        if tool_costs is None:
+            tool_costs = [count_tools([tool]) for tool in tools]
         spent = 0
         summary_turn: Turn | None = None
-        if self._over(messages, tools) and len(tail) > self._recent:
+        if message_tokens + sum(tool_costs) > self._max_tokens and len(tail) > self._recent:
             older = tail[: len(tail) - self._recent] if self._recent else tail
             text, spent = await self._summarize([t for _, t in older])
             if text is not None:
@@ -85,11 +94,10 @@ class ContextBuilder:
                 }
                 recent = [t for _, t in tail[len(older) :]]
                 messages = self._messages(system, [*summaries, summary_turn], recent, query)
-        tools = self._fit_tools(messages, tools, query)
-        return Context(messages, tools, summary_turn, count_messages(messages) + count_tools(tools)), spent
-
-    def _over(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> bool:
-        return count_messages(messages) + count_tools(tools) > self._max_tokens
+                message_tokens = count_messages(messages)
+        if message_tokens + sum(tool_costs) > self._max_tokens:
+            tools, tool_costs = self._fit_tools(message_tokens, tools, tool_costs, query)
+        return Context(messages, tools, summary_turn, message_tokens + sum(tool_costs)), spent
 
     @staticmethod
     def _messages(
@@ -125,29 +133,28 @@ class ContextBuilder:
         return result.content, result.total_tokens
 
     def _fit_tools(
-        self, messages: list[ChatMessage], tools: list[dict[str, Any]], query: str
-    ) -> list[dict[str, Any]]:
-        if not self._over(messages, tools):
-            return tools
-        room = self._max_tokens - count_messages(messages)
+        self, message_tokens: int, tools: list[dict[str, Any]], costs: list[int], query: str
+    ) -> tuple[list[dict[str, Any]], list[int]]:
+        """The most relevant tools (word overlap with the query) that fit beside the messages."""
+        room = self._max_tokens - message_tokens
         words = _words(query)
         ranked = sorted(
-            enumerate(tools),
-            key=lambda item: (-len(words & _words(json.dumps(item[1]["function"]))), item[0]),
+            range(len(tools)),
+            key=lambda i: (-len(words & _words(json.dumps(tools[i]["function"]))), i),
         )
-        chosen: list[tuple[int, dict[str, Any]]] = []
+        chosen: list[int] = []
         used = 0
-        for index, tool in ranked:
-            cost = count_tools([tool])
-            if used + cost <= room:
-                chosen.append((index, tool))
-                used += cost
+        for index in ranked:
+            if used + costs[index] <= room:
+                chosen.append(index)
+                used += costs[index]
+        chosen.sort()
         logger.warning(
             "tool definitions do not fit ORCHESTRATOR_CONTEXT_MAX_TOKENS: offering the %d most relevant of %d tools",
             len(chosen),
             len(tools),
         )
-        return [tool for _, tool in sorted(chosen, key=lambda item: item[0])]
+        return [tools[i] for i in chosen], [costs[i] for i in chosen]
 
 
 def _words(text: str) -> set[str]:

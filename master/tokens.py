@@ -12,7 +12,7 @@ import base64
 import gzip
 import json
 from collections.abc import Iterable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,9 @@ def encoding() -> tiktoken.Encoding:
     return tiktoken.Encoding(**params)
 
 
+@lru_cache(maxsize=16384)
 def count_text(text: str) -> int:
+    """Tokens of ``text``; memoized, since a session's earlier turns are counted on every query."""
     return len(encoding().encode(text, disallowed_special=()))
 
 

@@ -59,14 +59,21 @@ class Toolbox:
 
     def openai_tools(self) -> list[dict[str, Any]]:
         """The tool list for the chat completions API."""
+        return [_definition(name, agent, tool) for name, (agent, tool) in self._tools.items()]
+
+    def token_costs(self) -> list[int]:
+        """Prompt tokens of each of :meth:`openai_tools`, in the same order (cached per tool)."""
         return [
-            {
-                "type": "function",
-                "function": {
-                    "name": name,
-                    "description": f"[agent {agent.agent_id}] {tool.schema.description}".strip(),
-                    "parameters": tool.schema.parameters,
-                },
-            }
-            for name, (agent, tool) in self._tools.items()
+            tool.token_cost(_definition(name, agent, tool)) for name, (agent, tool) in self._tools.items()
         ]
+
+
+def _definition(name: str, agent: Target, tool: AgentTool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"[agent {agent.agent_id}] {tool.schema.description}".strip(),
+            "parameters": tool.schema.parameters,
+        },
+    }

@@ -282,6 +282,9 @@ class AgentClient:
                 close_timeout=self.config.connect_timeout,
                 ping_interval=None,  # liveness is the protocol's own ping/pong, see _keepalive
                 max_size=_MAX_FRAME_BYTES,
+                # Frames are small JSON on loopback or a LAN: permessage-deflate costs the master
+                # CPU on every frame and most of the memory of each idle connection.
+                compression=None,
             )
         except (InvalidURI, OSError, InvalidHandshake) as exc:  # also TimeoutError, InvalidStatus
             raise open_error(url, exc, self.config.connect_timeout) from exc

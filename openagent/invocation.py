@@ -44,8 +44,9 @@ import re
 from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 from pydantic import BaseModel, Field, ValidationError
 
 from openagent._callbacks import CallReporter
@@ -151,7 +152,7 @@ class InvocationActionAgent:
         self.register_timeout = config.registration.timeout
         self.unregister_on_stop = unregister_on_stop
         self._app: Starlette | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._client: aiohttp.ClientSession | None = None
         self._server: uvicorn.Server | None = None
         self._serving: asyncio.Task[None] | None = None
         self._calls: dict[str, asyncio.Task[None]] = {}
@@ -226,7 +227,6 @@ class InvocationActionAgent:
                 master_base_url=self.master_base_url,
                 api_key=self._config.registration.api_key or "",
                 timeout=self.register_timeout,
-                client=self._http(),
             )
         except BaseException:
             await self.stop()
@@ -251,13 +251,14 @@ class InvocationActionAgent:
         results are never posted) and close the HTTP client. Safe to call twice."""
         if self.unregister_on_stop and self._registered:
             self._registered = False
-            with contextlib.suppress(httpx.HTTPError):
-                await self._http().post(
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with self._http().post(
                     f"{self.master_base_url}/unregister",
                     json={"agent_id": self.agent_id},
                     headers=self._config.registration.auth_headers,
-                    timeout=_UNREGISTER_TIMEOUT,
-                )
+                    timeout=aiohttp.ClientTimeout(total=_UNREGISTER_TIMEOUT),
+                ):
+                    pass
         serving, self._serving = self._serving, None
         if serving is not None and self._server is not None:  # first: no new calls come in
             self._server.should_exit = True
@@ -270,7 +271,7 @@ class InvocationActionAgent:
         await asyncio.gather(*calls, return_exceptions=True)
         client, self._client = self._client, None
         if client is not None:
-            await client.aclose()
+            await client.close()
 
     async def __aenter__(self) -> InvocationActionAgent:
         await self.start()
@@ -283,10 +284,12 @@ class InvocationActionAgent:
 
     # ------------------------------------------------------------------ serving
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> aiohttp.ClientSession:
         if self._client is None:
-            limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
-            self._client = httpx.AsyncClient(limits=limits, timeout=_CALLBACK_TIMEOUT)
+            self._client = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=100),
+                timeout=aiohttp.ClientTimeout(total=_CALLBACK_TIMEOUT),
+            )
         return self._client
 
     async def _health(self, request: Request) -> JSONResponse:
@@ -296,14 +299,14 @@ class InvocationActionAgent:
         """Every tool endpoint and ``/invoke``: accept the call (202) and run it in the background."""
         try:
             call = _Invocation.model_validate(await request.json())
-            if httpx.URL(call.callback_url).scheme not in ("http", "https"):
+            if urlsplit(call.callback_url).scheme not in ("http", "https"):
                 raise ValueError(f"callback_url must be an http(s) URL, got {call.callback_url!r}")
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()
             )
             return JSONResponse({"detail": f"invalid tool call: {problems}"}, status_code=400)
-        except (ValueError, httpx.InvalidURL) as exc:  # not JSON, or a bad callback_url
+        except ValueError as exc:  # not JSON, or a bad callback_url
             return JSONResponse({"detail": f"invalid tool call: {exc}"}, status_code=400)
         if all(tool.name != call.tool_name for tool in self.tools):
             detail = f"unknown tool {call.tool_name!r} on agent {self.agent_id!r}"

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from master.deps import ServicesDep
 from master.errors import QueryRejected
@@ -48,10 +48,12 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     try:
-        return await services.queries.run(body, query_id)
+        answered = await services.queries.run(body, query_id)
     except QueryRejected as exc:
         failed = rejected_response(body, query_id, exc)
-        return JSONResponse(failed.model_dump(mode="json"), status_code=exc.status_code)
+        return Response(failed.model_dump_json(), status_code=exc.status_code, media_type="application/json")
+    # Serialized here: returning the model would make FastAPI validate it a second time.
+    return Response(answered.model_dump_json(), media_type="application/json")
 
 
 @router.get("/query/orchestrator-models")
