@@ -3,7 +3,7 @@
 ``session:{session_id}`` holds a JSON array of turns (see the spec's "Session
 store"), with TTL ``REDIS_SESSION_TTL_SECONDS`` refreshed on every append.
 Appends run as one Lua script, so concurrent queries on one session never lose a
-turn and a query costs two round trips (load, append).
+turn, and a query costs two round trips (load, append) whatever the session's length.
 
 An unknown or expired ``session_id`` is refused (HTTP 404, ``unknown_session``)
 rather than silently starting an empty conversation: the client then knows the
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -25,27 +27,69 @@ from master.redis_keys import session_key
 
 Turn = dict[str, Any]
 
-# Appends turns to the JSON array without decoding it: the stored value always ends with ']'.
+# Appends turns to the JSON array without reading it: the stored value always ends with ']',
+# which SETRANGE overwrites in place with ",<turns>]".
 _APPEND = """
-local current = redis.call('GET', KEYS[1])
-local value
-if not current or current == '[]' then
-  value = '[' .. ARGV[1] .. ']'
+local n = redis.call('STRLEN', KEYS[1])
+if n <= 2 then
+  redis.call('SET', KEYS[1], '[' .. ARGV[1] .. ']', 'EX', ARGV[2])
 else
-  value = string.sub(current, 1, -2) .. ',' .. ARGV[1] .. ']'
+  redis.call('SETRANGE', KEYS[1], n - 1, ',' .. ARGV[1] .. ']')
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
 end
-redis.call('SET', KEYS[1], value, 'EX', ARGV[2])
 return 1
 """
 
+# Reads only what was appended since the caller's copy of ``known`` bytes: {length, text}, where
+# text is "" (unchanged), the tail from the old closing ']' on, or the whole value.
+_LOAD = """
+local n = redis.call('STRLEN', KEYS[1])
+if n == 0 then return {0, ''} end
+local known = tonumber(ARGV[1])
+if n == known then return {n, ''} end
+if known > 2 and n > known then return {n, redis.call('GETRANGE', KEYS[1], known - 1, -1)} end
+return {n, redis.call('GET', KEYS[1])}
+"""
+
+_CACHED_SESSIONS = 512
+"""Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
+
+
+@dataclass
+class _Cached:
+    length: int
+    """Bytes of the stored JSON this copy was parsed from."""
+    turns: list[Turn]
+
+
+def _merge(cached: _Cached | None, length: int, text: str) -> list[Turn] | None:
+    """The turns from the cached copy plus what :data:`_LOAD` returned; ``None`` when they do not fit."""
+    try:
+        if cached is not None and length == cached.length:
+            return cached.turns
+        if cached is not None and text.startswith(","):
+            return cached.turns + cast(list[Turn], json.loads("[" + text[1:]))
+        if text.startswith("["):
+            return cast(list[Turn], json.loads(text))
+    except ValueError:
+        pass
+    return None
+
 
 class SessionStore:
-    """Load and append conversation turns."""
+    """Load and append conversation turns.
+
+    Sessions only ever grow (turns are appended, never rewritten), so the store keeps the
+    parsed turns of recently used sessions and, on the next load, reads and parses only the
+    bytes appended since: one round trip, whatever the session's length.
+    """
 
     def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int) -> None:
         self._redis = redis
         self._ttl = ttl_seconds
         self._append = redis.register_script(_APPEND)
+        self._load = redis.register_script(_LOAD)
+        self._cache: OrderedDict[str, _Cached] = OrderedDict()
 
     @staticmethod
     def new_session_id() -> str:
@@ -53,13 +97,24 @@ class SessionStore:
 
     async def load(self, session_id: str) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired)."""
+        cached = self._cache.get(session_id)
+        key = session_key(session_id)
         try:
-            raw = await self._redis.get(session_key(session_id))
+            length, text = await self._load(keys=[key], args=[cached.length if cached else 0])
+            if length == 0:
+                self._cache.pop(session_id, None)
+                return None
+            turns = _merge(cached, length, text)
+            if turns is None:  # not the value the cached copy was read from: read it whole
+                text = cast(str, await self._redis.get(key)) or "[]"
+                length, turns = len(text.encode()), cast(list[Turn], json.loads(text))
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        if raw is None:
-            return None
-        return cast(list[Turn], json.loads(raw))
+        self._cache[session_id] = _Cached(int(length), turns)
+        self._cache.move_to_end(session_id)
+        while len(self._cache) > _CACHED_SESSIONS:
+            self._cache.popitem(last=False)
+        return list(turns)
 
     async def append(self, session_id: str, turns: Sequence[Turn]) -> None:
         """Append ``turns`` atomically and refresh the session's TTL."""
@@ -73,6 +128,7 @@ class SessionStore:
 
     async def delete(self, session_id: str) -> bool:
         """Forget a session; True when it existed."""
+        self._cache.pop(session_id, None)
         try:
             return bool(await self._redis.delete(session_key(session_id)))
         except RedisError as exc:

@@ -266,3 +266,9 @@ def test_llm_timeout_is_reported(scripted_llm: ScriptedOpenAIServer) -> None:
         response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
         assert response.status_code == 502 and response.json()["error_code"] == "llm_timeout"
     scripted_llm.reset()
+
+
+def test_oversized_body_is_413(scripted_llm: ScriptedOpenAIServer) -> None:
+    with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_MAX_BODY_BYTES="1000")) as m:
+        response = httpx.post(f"{m.base_url}/query", json={"query": "x" * 2000}, timeout=5)
+        assert response.status_code == 413

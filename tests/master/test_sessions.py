@@ -29,3 +29,30 @@ async def test_concurrent_appends_lose_nothing(redis_client: aioredis.Redis) -> 
     await asyncio.gather(*(store.append(sid, [{"n": n}]) for n in range(200)))
     turns = await store.load(sid)
     assert turns is not None and sorted(t["n"] for t in turns) == list(range(200))
+
+
+async def test_cached_load_reads_only_what_was_appended(redis_client: aioredis.Redis) -> None:
+    store = SessionStore(redis_client, ttl_seconds=100)
+    other = SessionStore(redis_client, ttl_seconds=100)  # another master appending to the same session
+    sid = store.new_session_id()
+    await store.append(sid, [{"n": 0, "text": "é ünïcode"}])
+    assert [t["n"] for t in await store.load(sid) or []] == [0]
+    await other.append(sid, [{"n": 1}, {"n": 2}])
+    assert [t["n"] for t in await store.load(sid) or []] == [0, 1, 2]
+    assert [t["n"] for t in await store.load(sid) or []] == [0, 1, 2]  # unchanged: nothing re-read
+    assert json.loads(await redis_client.get(f"session:{sid}")) == await store.load(sid)
+
+
+async def test_cached_load_notices_a_rewritten_session(redis_client: aioredis.Redis) -> None:
+    store = SessionStore(redis_client, ttl_seconds=100)
+    sid = store.new_session_id()
+    await store.append(sid, [{"n": 0}, {"n": 1}])
+    assert len(await store.load(sid) or []) == 2
+    await redis_client.set(f"session:{sid}", json.dumps([{"m": "x" * 50}]))  # replaced, longer
+    assert await store.load(sid) == [{"m": "x" * 50}]
+    await redis_client.delete(f"session:{sid}")
+    assert await store.load(sid) is None
+    await redis_client.set(f"session:{sid}", "[]")
+    assert await store.load(sid) == []
+    await store.append(sid, [{"n": 5}])
+    assert await store.load(sid) == [{"n": 5}]
