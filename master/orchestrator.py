@@ -209,7 +209,10 @@ class Orchestrator:
     ) -> None:
         allowed = budget.allow_tool_calls(len(calls))
         hooks.emit("step", {"step": outcome.steps + 1, "tool_calls": [call.name for call in calls]})
-        runs = list(await asyncio.gather(*(self._run_tool(toolbox, call, hooks) for call in calls[:allowed])))
+        if allowed == 1:  # the common case, without gather's tasks
+            runs = [await self._run_tool(toolbox, calls[0], hooks)]
+        else:
+            runs = list(await asyncio.gather(*(self._run_tool(toolbox, call, hooks) for call in calls[:allowed])))
         outcome.steps += 1
         outcome.tool_runs.extend(runs)
         messages.append(_assistant_calls(content, [(c.id, c.name, c.arguments) for c in calls[:allowed]]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from master.dispatch import Target
@@ -19,6 +20,7 @@ _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
 
 
+@lru_cache(maxsize=4096)
 def function_name(agent_id: str, tool_name: str) -> str:
     """The OpenAI function name of ``tool_name`` on ``agent_id``."""
     name = _INVALID.sub("_", f"{agent_id}__{tool_name}")
