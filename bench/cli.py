@@ -75,9 +75,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--conn-repeat", type=int, help="repetitions of the connection cases (--repeat)")
     parser.add_argument("--conn-tools", type=int, default=1, help="tools in each idle agent's register (1)")
     parser.add_argument(
-        "--conn-no-deflate",
+        "--conn-deflate",
         action="store_true",
-        help="idle agents do not offer permessage-deflate (the SDK's agents do)",
+        help="idle agents offer permessage-deflate (the SDK's agents do not)",
     )
     parser.add_argument(
         "--session-turns", default="1,100,1000", help="earlier turns per session (1,100,1000)"
@@ -172,7 +172,7 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
                 count=args.connections,
                 processes=args.conn_processes,
                 tools=args.conn_tools,
-                deflate=not args.conn_no_deflate,
+                deflate=args.conn_deflate,
                 repeat=args.conn_repeat,
             )
 

@@ -9,8 +9,8 @@
   ``ok``, ``failed``, ``seconds`` and ``first_error``.
 - ``close``: close them all; answers ``closed`` and exits.
 
-The clients send no pings (``ping_interval=None``) and offer permessage-deflate as the
-SDK's agents do (``"deflate": false`` to not offer it); they answer the server's pings.
+The clients send no pings (``ping_interval=None``) and, like the SDK's agents, do not offer
+permessage-deflate (``"deflate": true`` to offer it); they answer the server's pings.
 """
 
 from __future__ import annotations

@@ -7,9 +7,11 @@ returns the previous connection so the hub can tell it and close it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -44,12 +46,12 @@ class AgentTool:
     @classmethod
     def compile(cls, agent_id: str, schema: ToolSchema) -> AgentTool:
         try:
-            Draft202012Validator.check_schema(schema.parameters)
+            validator = _validator(json.dumps(schema.parameters, sort_keys=True))
         except SchemaError as exc:
             raise InvalidToolSchema(
                 f"tool {schema.name!r} of agent {agent_id!r} has an invalid parameters schema: {exc.message}"
             ) from exc
-        return cls(schema, Draft202012Validator(schema.parameters))
+        return cls(schema, validator)
 
     def validate(self, arguments: dict[str, Any]) -> list[str]:
         """Problems with ``arguments``, each naming the offending field; empty when valid."""
@@ -58,6 +60,14 @@ class AgentTool:
             where = "/".join(str(p) for p in error.path) or "(root)"
             problems.append(f"{where}: {error.message}")
         return problems
+
+
+@lru_cache(maxsize=1024)
+def _validator(parameters: str) -> Draft202012Validator:
+    """A checked validator per distinct schema: many agents (replicas, reconnects) share tools."""
+    schema = json.loads(parameters)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
 
 
 def compile_tools(agent_id: str, tools: Sequence[ToolSchema]) -> dict[str, AgentTool]:
