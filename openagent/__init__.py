@@ -64,7 +64,14 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        try:
+            module = importlib.import_module(_LAZY[name])
+        except ImportError as exc:
+            raise ImportError(
+                f"openagent.{name} needs the 'invocation' extra: pip install 'openagent[invocation]' "
+                f"(missing: {exc.name or exc})"
+            ) from exc
+        return getattr(module, name)
     raise AttributeError(f"module 'openagent' has no attribute {name!r}")
 
 

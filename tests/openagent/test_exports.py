@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import openagent
 import protocol
 
@@ -89,3 +91,10 @@ def test_invocation_agents_load_lazily() -> None:
         "assert openagent.invocation.register_invocation_agent is openagent.register_invocation_agent\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
+
+
+def test_missing_invocation_extra_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # as if the extra were not installed
+    monkeypatch.delitem(sys.modules, "openagent.invocation", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'openagent\[invocation\]'"):
+        openagent.InvocationActionAgent  # noqa: B018
