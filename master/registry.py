@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+import jsonschema_rs
+from jsonschema_rs import Draft202012Validator
 
 from master.tokens import count_tools
 from protocol import Register, Role, ToolSchema
@@ -29,7 +29,7 @@ class InvalidToolSchema(ValueError):
 
 @dataclass(eq=False)
 class AgentTool:
-    """One tool of a live agent, with its compiled argument validator."""
+    """One tool of a live agent, with its compiled argument validator (JSON Schema draft 2020-12)."""
 
     schema: ToolSchema
     validator: Draft202012Validator
@@ -47,27 +47,36 @@ class AgentTool:
     def compile(cls, agent_id: str, schema: ToolSchema) -> AgentTool:
         try:
             validator = _validator(json.dumps(schema.parameters, sort_keys=True))
-        except SchemaError as exc:
+        except jsonschema_rs.ValidationError as exc:
             raise InvalidToolSchema(
-                f"tool {schema.name!r} of agent {agent_id!r} has an invalid parameters schema: {exc.message}"
+                f"tool {schema.name!r} of agent {agent_id!r} has an invalid parameters schema: "
+                f"{str(exc).splitlines()[0]}"
             ) from exc
         return cls(schema, validator)
 
     def validate(self, arguments: dict[str, Any]) -> list[str]:
         """Problems with ``arguments``, each naming the offending field; empty when valid."""
-        problems = []
-        for error in sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path)):
-            where = "/".join(str(p) for p in error.path) or "(root)"
+        problems: list[str] = []
+        if self.validator.is_valid(arguments):
+            return problems
+        for error in sorted(
+            self.validator.iter_errors(arguments), key=lambda e: list(map(str, e.instance_path))
+        ):
+            where = "/".join(str(p) for p in error.instance_path) or "(root)"
             problems.append(f"{where}: {error.message}")
         return problems
 
 
 @lru_cache(maxsize=1024)
 def _validator(parameters: str) -> Draft202012Validator:
-    """A checked validator per distinct schema: many agents (replicas, reconnects) share tools."""
-    schema = json.loads(parameters)
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    """A validator per distinct schema (checked against the meta-schema when built); many agents
+    (replicas, reconnects) share tools. jsonschema-rs: ~50x faster per call than python-jsonschema."""
+    return Draft202012Validator(json.loads(parameters), retriever=_no_remote_refs)
+
+
+def _no_remote_refs(uri: str) -> Any:
+    """Agents' schemas may not make the master fetch URLs (``$ref`` to a remote document)."""
+    raise ValueError(f"remote $ref {uri!r} is not allowed in tool schemas")
 
 
 def compile_tools(agent_id: str, tools: Sequence[ToolSchema]) -> dict[str, AgentTool]:

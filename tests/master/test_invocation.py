@@ -280,3 +280,11 @@ async def test_redis_record_and_ttl(
     async with httpx.AsyncClient(timeout=5) as http:
         await http.post(f"{master.base_url}/unregister", json={"agent_id": "raw-stored"})
     assert await redis_client.get("agent:raw-stored") is None
+
+
+async def test_remote_ref_in_a_tool_schema_is_refused(master: MasterProcess) -> None:
+    tool = {"name": "t", "parameters": {"$ref": "http://169.254.169.254/latest/meta-data"}}
+    body = {"agent_id": "x", "invocation_base_url": "http://127.0.0.1:1", "tools": [tool]}
+    async with httpx.AsyncClient(timeout=5) as http:
+        response = await http.post(f"{master.base_url}/register", json=body)
+    assert response.status_code == 422 and "remote $ref" in response.text
