@@ -38,7 +38,6 @@ logger = logging.getLogger("master.dispatch")
 
 Target = LiveAgent | InvocationAgent
 CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
-ProgressListener = Callable[["PendingCall", ToolProgress], None]
 CallStarted = Callable[[str], None]
 """Told the ``call_id`` of a call once it has been sent."""
 CallProgress = Callable[[ToolProgress], None]
@@ -91,14 +90,6 @@ class Dispatcher:
         self._invoke_timeout = aiohttp.ClientTimeout(total=invoke_timeout)
         self._pending: dict[str, PendingCall] = {}
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
-        self._progress_listeners: list[ProgressListener] = []
-
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
-
-    def add_progress_listener(self, listener: ProgressListener) -> None:
-        self._progress_listeners.append(listener)
 
     async def call(
         self,
@@ -235,8 +226,6 @@ class Dispatcher:
             percent,
             progress.message,
         )
-        for listener in self._progress_listeners:
-            listener(pending, progress)
         if pending.on_progress is not None:
             pending.on_progress(progress)
 
