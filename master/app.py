@@ -17,23 +17,23 @@ import aiohttp
 from fastapi import Depends, FastAPI
 from redis.exceptions import RedisError
 
+from master.agents.dispatch import Dispatcher
+from master.agents.hub import Hub
+from master.agents.invocation import InvocationAgents
+from master.agents.registry import Registry
 from master.collaboration import CollaborationManager, CollabStore
+from master.conversation.store import SessionStore
 from master.deps import Services, require_api_key
-from master.dispatch import Dispatcher
 from master.errors import SessionStoreUnavailable
-from master.hub import Hub
-from master.invocation import InvocationAgents
-from master.llm import ChatModel, OpenAIChatModel
-from master.model_catalog import ModelCatalog
-from master.orchestrator import Orchestrator
-from master.queries import NOT_CONFIGURED, QueryService
+from master.orchestration.llm import ChatModel, OpenAIChatModel
+from master.orchestration.model_catalog import ModelCatalog
+from master.orchestration.orchestrator import Orchestrator
+from master.orchestration.tokens import encoding
+from master.query.service import NOT_CONFIGURED, QueryService
+from master.query.streaming import QueryStreams
 from master.redis_client import create_redis
-from master.registry import Registry
 from master.routes import agents, collaboration, health, invocation, query, ws
-from master.sessions import SessionStore
 from master.settings import Settings
-from master.streaming import QueryStreams
-from master.tokens import encoding
 
 logger = logging.getLogger("master.app")
 

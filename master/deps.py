@@ -7,17 +7,17 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
+from master.agents.dispatch import Dispatcher
+from master.agents.hub import Hub
+from master.agents.invocation import InvocationAgents
+from master.agents.registry import Registry
 from master.auth import key_matches, presented_key
 from master.collaboration import CollaborationManager
-from master.dispatch import Dispatcher
-from master.hub import Hub
-from master.invocation import InvocationAgents
-from master.model_catalog import ModelCatalog
-from master.queries import QueryService
-from master.registry import Registry
-from master.sessions import SessionStore
+from master.conversation.store import SessionStore
+from master.orchestration.model_catalog import ModelCatalog
+from master.query.service import QueryService
+from master.query.streaming import QueryStreams
 from master.settings import Settings
-from master.streaming import QueryStreams
 
 
 @dataclass

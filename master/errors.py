@@ -3,20 +3,28 @@
 Hierarchy::
 
     MasterError
-    ├── QueryRejected            the query cannot be run as asked (carries an HTTP status and a code)
+    ├── QueryRejected            the query cannot be run as asked (carries a stable code)
     ├── CollaborationRejected    a collaboration cannot start as asked (carries a stable code)
     ├── SessionStoreUnavailable  Redis did not answer
     ├── LLMError                 the LLM provider failed after retries, or is not configured
+    ├── InvalidToolSchema        an agent's tool schemas are unusable (also a ValueError)
+    ├── InvalidPlan              a plan step that cannot run (also a ValueError)
+    ├── BudgetExceeded           a query's budget is used up (ends the run with an answer)
     └── ToolCallError            a tool call failed; the model sees it as the tool's result
         ├── AgentUnavailable     the agent is not connected
         ├── AgentDisconnected    the agent went away while the call was in flight
         ├── ToolTimeout          no result within TOOL_CALL_TIMEOUT
         └── ToolFailed           the agent ran the tool and reported a failure
 
-HTTP errors are raised in route code only; these are translated there.
+Domain code raises these; only route code (``master/routes/``) turns them into HTTP status
+codes, and the hub into WebSocket ``error`` frames.
 """
 
 from __future__ import annotations
+
+from typing import Literal
+
+BudgetName = Literal["max_tool_calls", "max_tokens", "max_seconds"]
 
 
 class MasterError(Exception):
@@ -24,11 +32,14 @@ class MasterError(Exception):
 
 
 class QueryRejected(MasterError):
-    """A query that cannot be run as asked: a client error or a missing capability."""
+    """A query that cannot be run as asked: a client error or a missing capability.
 
-    def __init__(self, status_code: int, code: str, message: str) -> None:
+    ``code`` is the stable ``error_code`` of the answer (``invalid_model``, ``unknown_session``,
+    ``plan_already_executed``, ``llm_timeout``, ...); the routes map it to an HTTP status.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
-        self.status_code = status_code
         self.code = code
         self.message = message
 
@@ -58,6 +69,23 @@ class LLMError(MasterError):
     def __init__(self, message: str, *, code: str = "llm_error") -> None:
         super().__init__(message)
         self.code = code
+
+
+class InvalidToolSchema(MasterError, ValueError):
+    """A tool's ``parameters`` is not a valid JSON Schema, or an agent declares a tool twice."""
+
+
+class InvalidPlan(MasterError, ValueError):
+    """A plan step that cannot run; the message names the step."""
+
+
+class BudgetExceeded(MasterError):
+    """Raised inside a run when a budget is used up."""
+
+    def __init__(self, name: BudgetName, limit: float) -> None:
+        super().__init__(f"the {name} budget ({limit:g}) was reached")
+        self.name: BudgetName = name
+        self.limit = limit
 
 
 class ToolCallError(MasterError):

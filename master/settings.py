@@ -1,7 +1,9 @@
 """Master configuration: one ``Settings`` read from the environment and ``.env``.
 
 Nothing else in the master reads ``os.environ``. Field names are the spec's
-environment variable names, lower-cased; defaults are the spec's defaults.
+environment variable names, lower-cased; defaults are the spec's defaults. A feature's
+settings are added with the feature: a field that nothing reads would be a promise the
+master does not keep.
 """
 
 from __future__ import annotations
@@ -57,42 +59,15 @@ class Settings(BaseSettings):
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
-    orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
 
     # Feature toggles
-    openagent_yaml_runner: bool = True
-    openagent_workspace_restore: bool = True
     openagent_http_query: bool = True
-    openagent_agent_generator: bool = True
-
-    # RAG / attachments
-    openagent_embedding_model: str = "text-embedding-3-small"
-    openagent_rag_extract_model: str = "gpt-4o-mini"
-    rag_max_attachment_bytes: int = Field(default=2097152, gt=0)
-    rag_max_attachments: int = Field(default=5, ge=0)
-    rag_tool_http_timeout: float = Field(default=120.0, gt=0)
-    rag_tool_call_timeout: float = Field(default=180.0, gt=0)
-    rag_extract_cache_ttl_seconds: int = Field(default=604800, gt=0)
 
     # Collaboration
     openagent_collaboration: bool = True
     openagent_collab_timeout: float = Field(default=120.0, gt=0)
     openagent_collab_max_messages: int = Field(default=50, gt=0)
     openagent_collab_session_ttl: int = Field(default=86400, gt=0)
-
-    # Kubernetes sandbox
-    openagent_k8s_sandbox: bool = True
-    openagent_k8s_namespace: str = "agents"
-    openagent_k8s_pool_label_selector: str = "openagent.io/role=agent-pool"
-    openagent_k8s_master_ws: str = "ws://host.minikube.internal:8000/ws"
-    openagent_k8s_agent_image: str = "openagent/agent-runtime:latest"
-    openagent_k8s_agent_image_pull_policy: str = "Never"
-    openagent_k8s_pool_runner_image: str = "openagent/agent-pool-runner:latest"
-    openagent_k8s_pool_runner_port: int = 8080
-    openagent_k8s_log_tail_lines: int = 120
-    openagent_k8s_indexer_redis_sidecar: bool = True
-    openagent_k8s_indexer_redis_url: str | None = None
-    openagent_k8s_sandbox_runtime_ttl: int = 604800
 
     @property
     def llm_configured(self) -> bool:

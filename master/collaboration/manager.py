@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+from master.agents.registry import LiveAgent, Registry
 from master.collaboration.rules import (
     DISABLED,
     check_agents,
@@ -44,9 +45,8 @@ from master.collaboration.rules import (
 )
 from master.collaboration.session import CollaborationOutcome, CollabSession, Refusal
 from master.collaboration.store import CollabStore
+from master.conversation.store import SessionStore
 from master.errors import SessionStoreUnavailable
-from master.registry import LiveAgent, Registry
-from master.sessions import SessionStore
 from master.settings import Settings
 from protocol import CollaborationEnd, PeerMessage
 

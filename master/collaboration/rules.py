@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from master.agents.registry import LiveAgent, Registry
 from master.collaboration.session import CollabSession, Refusal
 from master.errors import CollaborationRejected
-from master.registry import LiveAgent, Registry
 
 DISABLED = "collaboration is disabled on this master (OPENAGENT_COLLABORATION=0)"
 

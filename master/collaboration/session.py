@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from master.registry import LiveAgent
+from master.agents.registry import LiveAgent
 from protocol import CollaborationPeer, CollaborationStart
 
 EndReason = str

@@ -12,10 +12,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
+from master.agents.invocation import InvocationRegistration
 from master.deps import ServicesDep, require_api_key
-from master.errors import SessionStoreUnavailable
-from master.invocation import InvocationRegistration
-from master.registry import InvalidToolSchema
+from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from protocol import ToolProgress, ToolResult
 
 router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])

@@ -10,11 +10,33 @@ from fastapi.responses import Response, StreamingResponse
 
 from master.deps import ServicesDep
 from master.errors import QueryRejected
-from master.prompts import PROMPT_PROFILES
-from master.queries import rejected_response
+from master.orchestration.prompts import PROMPT_PROFILES
+from master.query.service import rejected_response
 from protocol import QueryRequest, QueryResponse
 
 router = APIRouter(tags=["query"])
+
+# The HTTP status of each QueryRejected code; other ``llm_*`` codes (the provider failed) are 502.
+_STATUS_BY_CODE = {
+    "invalid_query": 400,
+    "invalid_model": 400,
+    "invalid_plan": 400,
+    "unknown_session": 404,
+    "unknown_plan": 404,
+    "plan_already_executed": 409,
+    "internal_error": 500,
+    "not_implemented": 501,
+    "llm_not_configured": 503,
+    "session_store_unavailable": 503,
+}
+
+
+def status_for(exc: QueryRejected) -> int:
+    """The HTTP status that answers a rejected query."""
+    status_code = _STATUS_BY_CODE.get(exc.code)
+    if status_code is not None:
+        return status_code
+    return 502 if exc.code.startswith("llm_") else 400
 
 
 @router.post(
@@ -34,7 +56,7 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
     """Ask the orchestrator. The answer has the fields of a WebSocket ``query_result``.
 
     With ``"stream": true`` (or ``Accept: text/event-stream``) the answer is a stream of
-    Server-Sent Events ending with a ``query_result`` event (see :mod:`master.streaming`).
+    Server-Sent Events ending with a ``query_result`` event (see :mod:`master.query.streaming`).
     """
     if not services.settings.openagent_http_query:
         raise HTTPException(
@@ -51,7 +73,7 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
         answered = await services.queries.run(body, query_id)
     except QueryRejected as exc:
         failed = rejected_response(body, query_id, exc)
-        return Response(failed.model_dump_json(), status_code=exc.status_code, media_type="application/json")
+        return Response(failed.model_dump_json(), status_code=status_for(exc), media_type="application/json")
     # Serialized here: returning the model would make FastAPI validate it a second time.
     return Response(answered.model_dump_json(), media_type="application/json")
 

@@ -3,7 +3,7 @@
 :meth:`QueryService.run` validates the request, loads the session, builds the
 bounded context (summarizing when needed), runs the orchestrator (one round, auto
 mode, plan proposal or plan execution) and stores the turns. It raises
-:class:`QueryRejected` for requests it cannot run; :meth:`QueryService.answer`
+:class:`QueryRejected` (with a stable code) for requests it cannot run; :meth:`QueryService.answer`
 turns every outcome into a :class:`protocol.QueryResponse` for the WebSocket hub.
 """
 
@@ -14,33 +14,39 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from master.budgets import BudgetTracker
+from master.agents.dispatch import Target
+from master.agents.invocation import InvocationAgents
+from master.agents.registry import Registry
+from master.agents.toolbox import Toolbox
 from master.collaboration import CollaborationManager
-from master.dispatch import Target
-from master.errors import LLMError, QueryRejected, SessionStoreUnavailable
-from master.invocation import InvocationAgents
-from master.model_catalog import ModelCatalog
-from master.orchestrator import EventSink, Orchestrator, Outcome, RunHooks, ToolRun, collaboration_tool
-from master.plans import (
+from master.conversation.context import Context, ContextBuilder
+from master.conversation.store import SessionStore, Turn
+from master.conversation.turns import TurnRecorder
+from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
+from master.orchestration.budgets import BudgetTracker
+from master.orchestration.model_catalog import ModelCatalog
+from master.orchestration.orchestrator import (
+    EventSink,
+    Orchestrator,
+    Outcome,
+    RunHooks,
+    ToolRun,
+    collaboration_tool,
+)
+from master.orchestration.plans import (
     SUBMIT_PLAN,
-    InvalidPlan,
     describe,
     find_plan,
     plan_from_reply,
     planning_prompt,
     resolve_steps,
 )
-from master.prompts import system_prompt
-from master.registry import Registry
-from master.session_context import Context, ContextBuilder
-from master.sessions import SessionStore, Turn
+from master.orchestration.prompts import system_prompt
+from master.orchestration.tokens import count_tool
 from master.settings import Settings
-from master.tokens import count_tools
-from master.toolbox import Toolbox
-from master.turns import TurnRecorder
 from protocol import AgentUsed, Query, QueryRequest, QueryResponse
 
-logger = logging.getLogger("master.queries")
+logger = logging.getLogger("master.query.service")
 
 NOT_CONFIGURED = (
     "no LLM is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for Ollama, vLLM, llama.cpp "
@@ -96,24 +102,23 @@ class QueryService:
     async def run(
         self, request: QueryRequest, query_id: str, events: EventSink | None = None
     ) -> QueryResponse:
-        """Answer one query. Raises :class:`QueryRejected` (with an HTTP status) when it cannot."""
+        """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot."""
         if request.attachments:
             raise QueryRejected(
-                501,
                 "not_implemented",
                 "'attachments' (RAG attachments) is not implemented yet on this master",
             )
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
-                400, "invalid_query", "'auto_plan_execute' needs the session_id the plan was proposed in"
+                "invalid_query", "'auto_plan_execute' needs the session_id the plan was proposed in"
             )
         orchestrator = self._orchestrator
         if orchestrator is None:
-            raise QueryRejected(503, "llm_not_configured", self._unavailable_reason)
+            raise QueryRejected("llm_not_configured", self._unavailable_reason)
         try:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
-            raise QueryRejected(400, "invalid_model", str(exc)) from None
+            raise QueryRejected("invalid_model", str(exc)) from None
 
         session_id, turns = await self._load_session(request.session_id)
         toolbox = Toolbox(self._tool_agents(request.allowed_agent_ids))
@@ -145,12 +150,10 @@ class QueryService:
         except LLMError as exc:
             logger.warning("query %s failed: %s", query_id, exc)
             await self._store_quietly(recorder)
-            raise QueryRejected(502, exc.code, str(exc)) from None
+            raise QueryRejected(exc.code, str(exc)) from None
         except SessionStoreUnavailable as exc:
             logger.error("query %s answered but not stored: %s", query_id, exc)
-            raise QueryRejected(
-                503, "session_store_unavailable", f"answered, but not stored: {exc}"
-            ) from None
+            raise QueryRejected("session_store_unavailable", f"answered, but not stored: {exc}") from None
         logger.debug(
             "query %s %s in %.0f ms, %d tool call(s), %d tokens",
             query_id,
@@ -191,7 +194,7 @@ class QueryService:
     async def _execute(self, run: _Run, extra_tools: list[dict[str, Any]]) -> Outcome:
         request = run.request
         system = system_prompt(request.orchestrator_prompt_profile)
-        costs = [*run.toolbox.token_costs(), *(count_tools([tool]) for tool in extra_tools)]
+        costs = [*run.toolbox.token_costs(count_tool), *map(count_tool, extra_tools)]
         context = await self._context(run, system, [*run.toolbox.openai_tools(), *extra_tools], costs)
         execution = request.auto_plan_execute
         if execution is None:
@@ -207,17 +210,15 @@ class QueryService:
         plan, executed = find_plan(run.turns, execution.plan_id)
         if plan is None:
             raise QueryRejected(
-                404, "unknown_plan", f"no plan {execution.plan_id!r} in session {request.session_id!r}"
+                "unknown_plan", f"no plan {execution.plan_id!r} in session {request.session_id!r}"
             )
         if executed:
-            raise QueryRejected(
-                409, "plan_already_executed", f"plan {execution.plan_id!r} was already executed"
-            )
+            raise QueryRejected("plan_already_executed", f"plan {execution.plan_id!r} was already executed")
         try:
             steps = resolve_steps(run.toolbox, execution.steps if execution.steps is not None else plan.steps)
         except InvalidPlan as exc:
             raise QueryRejected(
-                400, "invalid_plan", f"plan {execution.plan_id!r} refused, nothing was run: {exc}"
+                "invalid_plan", f"plan {execution.plan_id!r} refused, nothing was run: {exc}"
             ) from None
         run.recorder.plan_id = execution.plan_id
         run.recorder.flush_each_step = True
@@ -239,7 +240,7 @@ class QueryService:
             plan = plan_from_reply(reply)
             resolve_steps(run.toolbox, plan.steps)
         except InvalidPlan as exc:
-            raise QueryRejected(502, "invalid_plan", f"the model proposed no usable plan: {exc}") from None
+            raise QueryRejected("llm_invalid_plan", f"the model proposed no usable plan: {exc}") from None
         return Outcome(answer=describe(plan), status="awaiting_approval", plan=plan)
 
     def _collaboration_hook(
@@ -275,10 +276,9 @@ class QueryService:
         try:
             loaded = await self._sessions.load(session_id)
         except SessionStoreUnavailable as exc:
-            raise QueryRejected(503, "session_store_unavailable", str(exc)) from None
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
         if loaded is None:
             raise QueryRejected(
-                404,
                 "unknown_session",
                 f"unknown or expired session {session_id!r}; omit session_id to start a new session",
             )

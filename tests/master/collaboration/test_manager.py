@@ -12,10 +12,10 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from master.agents.registry import LiveAgent, Registry
 from master.collaboration import CollaborationManager, CollabStore
+from master.conversation.store import SessionStore
 from master.errors import CollaborationRejected
-from master.registry import LiveAgent, Registry
-from master.sessions import SessionStore
 from openagent import ClientConfig, CollaborationContext, CollaborationError, OrchestratorActionAgent
 from openagent.testing import ScriptedOpenAIServer
 from protocol import CollaborationEnd, PeerMessage

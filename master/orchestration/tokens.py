@@ -2,8 +2,9 @@
 
 tiktoken downloads its encoding files on first use, which fails without
 internet. The ``bpe-openai`` package ships the same ``cl100k_base`` ranks, so the
-encoding is built from that file; tiktoken still supplies the split pattern and
-special tokens.
+encoding is built from that file with tiktoken's split pattern and special tokens
+(``tests/master/orchestration/test_tokens.py`` checks they match tiktoken's own
+``cl100k_base`` constructor).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from functools import cache, lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import tiktoken
 from tiktoken_ext import openai_public
@@ -40,13 +40,30 @@ def _ranks() -> dict[bytes, int]:
     return ranks
 
 
+# tiktoken_ext.openai_public.cl100k_base()'s pattern and special tokens (that function would
+# download the ranks).
+CL100K_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+CL100K_SPECIAL_TOKENS = {
+    openai_public.ENDOFTEXT: 100257,
+    openai_public.FIM_PREFIX: 100258,
+    openai_public.FIM_MIDDLE: 100259,
+    openai_public.FIM_SUFFIX: 100260,
+    openai_public.ENDOFPROMPT: 100276,
+}
+
+
 @cache
 def encoding() -> tiktoken.Encoding:
     """The ``cl100k_base`` encoding, built without network access."""
-    ranks = _ranks()
-    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks):
-        params = openai_public.cl100k_base()
-    return tiktoken.Encoding(**params)
+    return tiktoken.Encoding(
+        name="cl100k_base",
+        pat_str=CL100K_PAT_STR,
+        mergeable_ranks=_ranks(),
+        special_tokens=CL100K_SPECIAL_TOKENS,
+    )
 
 
 @lru_cache(maxsize=16384)
@@ -74,3 +91,8 @@ def count_tools(tools: Sequence[dict[str, Any]]) -> int:
     return sum(
         count_text(json.dumps(tool["function"], separators=(",", ":"))) + _PER_MESSAGE for tool in tools
     )
+
+
+def count_tool(tool: dict[str, Any]) -> int:
+    """Tokens one tool definition adds to a request."""
+    return count_tools([tool])

@@ -25,10 +25,10 @@ from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.collaboration import CollaborationManager
-from master.dispatch import Dispatcher
-from master.errors import SessionStoreUnavailable
-from master.invocation import InvocationAgents, InvocationRegistration
-from master.registry import InvalidToolSchema, LiveAgent, Registry
+from master.agents.dispatch import Dispatcher
+from master.errors import InvalidToolSchema, SessionStoreUnavailable
+from master.agents.invocation import InvocationAgents, InvocationRegistration
+from master.agents.registry import LiveAgent, Registry
 from protocol import (
     CLOSE_AGENT_REPLACED,
     CollaborationEnd,
@@ -49,7 +49,7 @@ from protocol import (
 )
 from protocol.messages import QueryResponse
 
-logger = logging.getLogger("master.hub")
+logger = logging.getLogger("master.agents.hub")
 
 QueryHandler = Callable[[Query], Awaitable[QueryResponse]]
 

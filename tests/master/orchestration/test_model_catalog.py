@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from master.model_catalog import DEFAULT_CHAT_MODELS, ModelCatalog
+from master.orchestration.model_catalog import DEFAULT_CHAT_MODELS, ModelCatalog
 from master.settings import Settings
 
 

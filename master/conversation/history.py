@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from master.llm import ChatMessage
+from master.orchestration.llm import ChatMessage
 
 _HISTORY_RESULT_CHARS = 2000
 """Tool results longer than this are cut when earlier turns are replayed to the model."""

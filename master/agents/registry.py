@@ -17,14 +17,10 @@ from typing import Any
 import jsonschema_rs
 from jsonschema_rs import Draft202012Validator
 
-from master.tokens import count_tools
+from master.errors import InvalidToolSchema
 from protocol import Register, Role, ToolSchema
 
 SendFrame = Callable[[str], Awaitable[None]]
-
-
-class InvalidToolSchema(ValueError):
-    """A tool's ``parameters`` is not a valid JSON Schema."""
 
 
 @dataclass(eq=False)
@@ -35,12 +31,13 @@ class AgentTool:
     validator: Draft202012Validator
     _token_costs: dict[str, int] = field(default_factory=dict, repr=False)
 
-    def token_cost(self, definition: dict[str, Any]) -> int:
-        """Prompt tokens of this tool's OpenAI definition, counted once per function name."""
+    def token_cost(self, definition: dict[str, Any], count: Callable[[dict[str, Any]], int]) -> int:
+        """``count(definition)``, memoized per function name: the prompt tokens of this tool's
+        OpenAI definition (the counter comes from the caller, so agents know nothing of tokenizers)."""
         name = definition["function"]["name"]
         cost = self._token_costs.get(name)
         if cost is None:
-            cost = self._token_costs[name] = count_tools([definition])
+            cost = self._token_costs[name] = count(definition)
         return cost
 
     @classmethod

@@ -104,7 +104,9 @@ async def test_invalid_arguments_go_back_to_the_model(
         ).json()
         assert body["success"] is True and body["agents_used"] == []
         error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
-        assert '"city" is a required property' in error and error.startswith("invalid arguments for 'get_weather'")
+        assert '"city" is a required property' in error and error.startswith(
+            "invalid arguments for 'get_weather'"
+        )
         with pytest.raises(TimeoutError):  # nothing was sent to the agent
             await peer.recv(timeout=0.3)
     finally:

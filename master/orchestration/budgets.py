@@ -10,20 +10,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
+from master.errors import BudgetExceeded
 from protocol import Budget
-
-BudgetName = Literal["max_tool_calls", "max_tokens", "max_seconds"]
-
-
-class BudgetExceeded(Exception):
-    """Raised inside a run when a budget is used up."""
-
-    def __init__(self, name: BudgetName, limit: float) -> None:
-        super().__init__(f"the {name} budget ({limit:g}) was reached")
-        self.name: BudgetName = name
-        self.limit = limit
 
 
 @dataclass

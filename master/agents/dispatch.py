@@ -30,11 +30,11 @@ from urllib.parse import quote
 import aiohttp
 
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
-from master.invocation import InvocationAgent, InvocationAgents
-from master.registry import LiveAgent
+from master.agents.invocation import InvocationAgent, InvocationAgents
+from master.agents.registry import LiveAgent
 from protocol import ToolCall, ToolProgress, ToolResult
 
-logger = logging.getLogger("master.dispatch")
+logger = logging.getLogger("master.agents.dispatch")
 
 Target = LiveAgent | InvocationAgent
 CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]

@@ -24,10 +24,10 @@ from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import AGENT_INDEX, agent_key
-from master.registry import AgentTool, compile_tools
+from master.agents.registry import AgentTool, compile_tools
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
-logger = logging.getLogger("master.invocation")
+logger = logging.getLogger("master.agents.invocation")
 
 DEFAULT_ENDPOINT = "/invoke"
 """Path the master POSTs a call to when the tool declares no ``endpoint``."""
@@ -66,7 +66,7 @@ class InvocationAgent:
     def from_registration(
         cls, reg: InvocationRegistration, registered_at: float | None = None
     ) -> InvocationAgent:
-        """Compile the tools (raises :class:`master.registry.InvalidToolSchema`)."""
+        """Compile the tools (raises :class:`master.agents.registry.InvalidToolSchema`)."""
         return cls(
             reg.agent_id,
             reg.invocation_base_url.rstrip("/"),

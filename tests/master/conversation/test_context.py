@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from master.conversation.context import ContextBuilder, split_turns
 from master.errors import LLMError
-from master.llm import ChatResult, FunctionChatModel
-from master.session_context import ContextBuilder, split_turns
+from master.orchestration.llm import ChatResult, FunctionChatModel
 
 
 def turns(n: int, size: int = 60) -> list[dict[str, Any]]:

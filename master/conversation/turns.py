@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from master.orchestrator import Outcome, ToolRun
-from master.sessions import SessionStore, Turn
+from master.conversation.store import SessionStore, Turn
+from master.orchestration.orchestrator import Outcome, ToolRun
 
 
 def tool_turn(base: dict[str, Any], run: ToolRun) -> Turn:

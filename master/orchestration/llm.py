@@ -20,7 +20,7 @@ import openai
 from master.errors import LLMError
 from master.settings import Settings
 
-logger = logging.getLogger("master.llm")
+logger = logging.getLogger("master.orchestration.llm")
 
 ChatMessage = dict[str, Any]
 """One message in OpenAI chat format (``role``, ``content``, ``tool_calls``, ...)."""

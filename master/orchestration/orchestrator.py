@@ -23,14 +23,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from master.budgets import BudgetExceeded, BudgetTracker
-from master.dispatch import Dispatcher, Target
-from master.errors import CollaborationRejected, SessionStoreUnavailable, ToolCallError
-from master.llm import ChatMessage, ChatModel, ToolCallRequest
-from master.toolbox import Toolbox
+from master.agents.dispatch import Dispatcher, Target
+from master.agents.toolbox import Toolbox
+from master.errors import BudgetExceeded, CollaborationRejected, SessionStoreUnavailable, ToolCallError
+from master.orchestration.budgets import BudgetTracker
+from master.orchestration.llm import ChatMessage, ChatModel, ToolCallRequest
 from protocol import Plan, ToolProgress
 
-logger = logging.getLogger("master.orchestrator")
+logger = logging.getLogger("master.orchestration.orchestrator")
 
 EventSink = Callable[[str, dict[str, Any]], None]
 """Receives ``(event, data)`` as a run progresses (``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``)."""
@@ -212,7 +212,9 @@ class Orchestrator:
         if allowed == 1:  # the common case, without gather's tasks
             runs = [await self._run_tool(toolbox, calls[0], hooks)]
         else:
-            runs = list(await asyncio.gather(*(self._run_tool(toolbox, call, hooks) for call in calls[:allowed])))
+            runs = list(
+                await asyncio.gather(*(self._run_tool(toolbox, call, hooks) for call in calls[:allowed]))
+            )
         outcome.steps += 1
         outcome.tool_runs.extend(runs)
         messages.append(_assistant_calls(content, [(c.id, c.name, c.arguments) for c in calls[:allowed]]))

@@ -18,9 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from master.dispatch import Target
-from master.llm import ChatResult
-from master.toolbox import Toolbox
+from master.agents.dispatch import Target
+from master.agents.toolbox import Toolbox
+from master.errors import InvalidPlan
+from master.orchestration.llm import ChatResult
 from protocol import Plan, PlanStep
 
 SUBMIT_PLAN: dict[str, Any] = {
@@ -57,10 +58,6 @@ PLAN_PROMPT = (
     "the tool_name, its intent and the arguments. Available tools (agent_id / tool_name: description; "
     "JSON Schema of the arguments):\n{catalog}"
 )
-
-
-class InvalidPlan(ValueError):
-    """A plan step that cannot run; the message names the step."""
 
 
 def planning_prompt(toolbox: Toolbox) -> str:

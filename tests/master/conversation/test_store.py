@@ -7,7 +7,7 @@ import json
 
 import redis.asyncio as aioredis
 
-from master.sessions import SessionStore
+from master.conversation.store import SessionStore
 
 
 async def test_append_load_and_ttl(redis_client: aioredis.Redis) -> None:

@@ -20,10 +20,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from master.errors import QueryRejected
-from master.queries import QueryService, rejected_response
+from master.query.service import QueryService, rejected_response
 from protocol import QueryRequest
 
-logger = logging.getLogger("master.streaming")
+logger = logging.getLogger("master.query.streaming")
 
 _DONE = object()
 
@@ -56,7 +56,7 @@ class QueryStreams:
                 response = rejected_response(
                     request,
                     query_id,
-                    QueryRejected(500, "internal_error", "internal error; see the master's log"),
+                    QueryRejected("internal_error", "internal error; see the master's log"),
                 )
             emit("query_result", response.model_dump(mode="json"))
             queue.put_nowait(_DONE)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from master.dispatch import Target
-from master.registry import AgentTool
+from master.agents.dispatch import Target
+from master.agents.registry import AgentTool
 
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
@@ -63,10 +63,10 @@ class Toolbox:
         """The tool list for the chat completions API."""
         return [_definition(name, agent, tool) for name, (agent, tool) in self._tools.items()]
 
-    def token_costs(self) -> list[int]:
-        """Prompt tokens of each of :meth:`openai_tools`, in the same order (cached per tool)."""
+    def token_costs(self, count: Callable[[dict[str, Any]], int]) -> list[int]:
+        """``count`` of each of :meth:`openai_tools`, in the same order (memoized per tool)."""
         return [
-            tool.token_cost(_definition(name, agent, tool)) for name, (agent, tool) in self._tools.items()
+            tool.token_cost(_definition(name, agent, tool), count) for name, (agent, tool) in self._tools.items()
         ]
 
 

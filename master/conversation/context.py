@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from master.conversation.history import history_messages
 from master.errors import LLMError
-from master.history import history_messages
-from master.llm import ChatMessage, ChatModel
-from master.tokens import count_messages, count_tools
+from master.orchestration.llm import ChatMessage, ChatModel
+from master.orchestration.tokens import count_messages, count_tools
 
-logger = logging.getLogger("master.session_context")
+logger = logging.getLogger("master.conversation.context")
 
 Turn = dict[str, Any]
 

@@ -1,0 +1,34 @@
+"""Offline token counting."""
+
+from __future__ import annotations
+
+from master.orchestration.tokens import count_messages, count_text, count_tools, encoding
+
+
+def test_cl100k_base_offline_matches_known_ids() -> None:
+    assert encoding().name == "cl100k_base"
+    assert encoding().encode("hello world") == [15339, 1917]
+    assert count_text("") == 0
+
+
+def test_counts_messages_and_tools() -> None:
+    messages = [{"role": "user", "content": "hello world"}, {"role": "assistant", "content": None}]
+    assert count_messages(messages) == 2 + 4 + 4
+    tool = {"type": "function", "function": {"name": "x", "description": "d", "parameters": {}}}
+    assert count_tools([tool]) > 4
+
+
+def test_the_encoding_matches_tiktokens_own_cl100k_constructor() -> None:
+    """The pattern and special tokens copied into tokens.py are tiktoken's (only the ranks' download is skipped)."""
+    from unittest import mock
+
+    from tiktoken_ext import openai_public
+
+    from master.orchestration import tokens
+
+    ranks = tokens._ranks()
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks):
+        params = openai_public.cl100k_base()
+    assert params["pat_str"] == tokens.CL100K_PAT_STR
+    assert params["special_tokens"] == tokens.CL100K_SPECIAL_TOKENS
+    assert encoding().encode("hello world") == [15339, 1917]
