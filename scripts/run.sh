@@ -30,25 +30,11 @@ load_env_file .env
 
 ensure_redis
 
-MASTER_HOST=${MASTER_HOST:-127.0.0.1}
-MASTER_PORT=${MASTER_PORT:-8000}
-# Where local clients reach the master (a wildcard bind address is not connectable).
-case $MASTER_HOST in
-  0.0.0.0 | "") client_host=127.0.0.1 ;;
-  :: | "[::]") client_host="[::1]" ;;
-  *:*) client_host="[$MASTER_HOST]" ;;
-  *) client_host=$MASTER_HOST ;;
-esac
-base_url="http://$client_host:$MASTER_PORT"
-ws_url="ws://$client_host:$MASTER_PORT/ws"
+# Sets MASTER_HOST, MASTER_PORT, base_url and ws_url (local), exports MASTER_BASE_URL and MASTER_WS.
+master_urls
 api_key=${OPENAGENT_API_KEY:-}
-# The master's callback URL and the agents' WebSocket URL follow MASTER_PORT unless set.
-export MASTER_BASE_URL=${MASTER_BASE_URL:-$base_url}
-export MASTER_WS=${MASTER_WS:-$ws_url}
 demo_llm=""
-if [[ -z ${OPENAI_API_KEY:-} && -z ${OPENAI_BASE_URL:-} ]]; then
-  demo_llm=1
-fi
+llm_configured || demo_llm=1
 
 # http_status URL [KEY [TEXT]]: prints the HTTP status of GET URL (000 when unreachable), with
 # "Authorization: Bearer KEY" when KEY is not empty. Succeeds when the status is 200 and, if
@@ -126,7 +112,8 @@ ws_max_size=$((ws_limit * 2))
 if [[ -n $demo_llm ]]; then
   : >"$llm_log"
   log "no LLM configured (OPENAI_API_KEY and OPENAI_BASE_URL are empty): starting the demo LLM (log: .run/demo-llm.log)"
-  "$VENV_PY" -m openagent.testing --demo --port 0 >>"$llm_log" 2>&1 </dev/null &
+  # OPENAGENT_DEMO_LLM_PORT picks its port; unset or 0: any free one.
+  "$VENV_PY" -m openagent.testing --demo --port "${OPENAGENT_DEMO_LLM_PORT:-0}" >>"$llm_log" 2>&1 </dev/null &
   llm_pid=$!
   llm_url=""
   deadline=$((SECONDS + 15))

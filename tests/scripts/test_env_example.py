@@ -83,6 +83,7 @@ SPEC_ENV_TABLE: dict[str, str | None] = {
 
 PROJECT_EXTRAS: dict[str, str | None] = {
     "OPENAI_BASE_URL": UNSET,
+    "OPENAGENT_DEMO_LLM_PORT": UNSET,
     "OPENAGENT_API_KEY": "",
     "OPENAGENT_WS_MAX_MESSAGE_BYTES": "16777216",
     "OPENAGENT_LLM_TIMEOUT": "60",
