@@ -195,13 +195,16 @@ EOF
 else
   echo "  LLM               ${OPENAI_BASE_URL:-https://api.openai.com/v1} (OPENAI_API_KEY${OPENAI_BASE_URL:+ / OPENAI_BASE_URL} from the environment or .env)"
 fi
+# The openagent command reads MASTER_PORT from .env; say it when it came from elsewhere.
+cli_env=""
+[[ $MASTER_PORT != 8000 ]] && cli_env="MASTER_PORT=$MASTER_PORT "
 cat <<EOF
 
 Try it:
   curl -s$auth_header -H 'Content-Type: application/json' \\
        -d '{"query": "What is 12 times 7?"}' $base_url/query
   curl -s$auth_header $base_url/agents
-  .venv/bin/openagent ask "What is the weather in Paris?"
+  ${cli_env}.venv/bin/openagent ask "What is the weather in Paris?"
   API docs: $base_url/docs
 
 EOF
