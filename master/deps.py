@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
@@ -46,7 +47,17 @@ async def get_settings(request: Request) -> Settings:
     return services.settings
 
 
-async def require_api_key(request: Request) -> None:
+_BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="OPENAGENT_API_KEY",
+    description="The master's OPENAGENT_API_KEY, sent as 'Authorization: Bearer <key>' (when one is set).",
+)
+"""Declares the bearer scheme in the OpenAPI document, so /docs offers "Authorize"; the check is ours."""
+
+
+async def require_api_key(
+    request: Request, _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+) -> None:
     """401 unless the request carries the master's API key (when one is set).
 
     Dependencies are ``async def`` so FastAPI runs them in the event loop, not the threadpool.

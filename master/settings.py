@@ -11,7 +11,7 @@ from __future__ import annotations
 from ipaddress import ip_address
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,7 +24,13 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379"
     redis_agent_ttl_seconds: int = Field(default=86400, gt=0)
     redis_session_ttl_seconds: int = Field(default=86400, gt=0)
-    master_base_url: str = "http://127.0.0.1:8000"
+    master_host: str = "127.0.0.1"
+    """Where the master listens (``scripts/run.sh`` and ``openagent master`` pass it to uvicorn)."""
+    master_port: int = Field(default=8000, ge=1, le=65535)
+    """The master's port (``scripts/run.sh`` and ``openagent master`` pass it to uvicorn)."""
+    master_base_url: str = ""
+    """The master's HTTP URL, for tool callbacks; unset: ``http://MASTER_HOST:MASTER_PORT``
+    (loopback for a wildcard host), so ``MASTER_PORT`` alone moves it."""
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     openagent_api_key: SecretStr | None = None
@@ -68,6 +74,16 @@ class Settings(BaseSettings):
     openagent_collab_timeout: float = Field(default=120.0, gt=0)
     openagent_collab_max_messages: int = Field(default=50, gt=0)
     openagent_collab_session_ttl: int = Field(default=86400, gt=0)
+
+    @model_validator(mode="after")
+    def _derive_master_base_url(self) -> Settings:
+        if not self.master_base_url.strip():
+            host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}.get(self.master_host)
+            if host is None:
+                host = f"[{self.master_host}]" if ":" in self.master_host else self.master_host
+            # The model is frozen: set the derived value once, while validating.
+            object.__setattr__(self, "master_base_url", f"http://{host}:{self.master_port}")
+        return self
 
     @property
     def llm_configured(self) -> bool:

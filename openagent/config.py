@@ -14,7 +14,9 @@ as unset):
 ========================== ============================ ==========================================
 Variable                   Default                      Meaning
 ========================== ============================ ==========================================
-``MASTER_WS``              ``ws://127.0.0.1:8000/ws``   WebSocket URL of the master
+``MASTER_WS``              ``ws://{host}:{port}/ws``    WebSocket URL of the master
+``MASTER_PORT``            ``8000``                     The master's port, when ``MASTER_WS`` is unset
+``MASTER_HOST``            ``127.0.0.1``                The master's address, when ``MASTER_WS`` is unset
 ``OPENAGENT_API_KEY``      unset                        Sent as ``Authorization: Bearer <key>``
 ``WS_CONNECT_TIMEOUT``     ``10.0``                     Seconds to open the WebSocket
 ``WS_REGISTRATION_TIMEOUT`` ``10.0``                    Seconds to wait for ``registered``
@@ -33,10 +35,15 @@ Variable                   Default                      Meaning
 ``INVOCATION_HOST``        ``127.0.0.1``                Where the agent's HTTP server listens
 ``INVOCATION_PORT``        ``9000``                     Its port; 0 picks a free one
 ``INVOCATION_BASE_URL``    ``http://{host}:{port}``     URL the master uses to reach the agent
-``MASTER_BASE_URL``        ``http://127.0.0.1:8000``    HTTP URL of the master (``/register``)
+``MASTER_BASE_URL``        ``http://{host}:{port}``     HTTP URL of the master (``/register``)
 ``OPENAGENT_API_KEY``      unset                        Sent as ``Authorization: Bearer <key>``
 ``HTTP_REGISTER_TIMEOUT``  ``10.0``                     Seconds per registration attempt
 ========================== ============================ ==========================================
+
+``MASTER_WS`` and ``MASTER_BASE_URL`` follow ``MASTER_PORT`` (and ``MASTER_HOST``, the
+master's own variables) unless set explicitly: with only ``MASTER_PORT=9000`` in ``.env``,
+agents connect to ``ws://127.0.0.1:9000/ws`` and register at ``http://127.0.0.1:9000``.
+A wildcard ``MASTER_HOST`` (``0.0.0.0``, ``::``) means loopback for clients.
 """
 
 from __future__ import annotations
@@ -139,7 +146,7 @@ class ClientConfig:
         """
         environ = _environ(environ)
         return cls(
-            master_ws=_text(environ, "MASTER_WS") or DEFAULT_MASTER_WS,
+            master_ws=_text(environ, "MASTER_WS") or f"ws://{_master_address(environ)}/ws",
             api_key=_text(environ, "OPENAGENT_API_KEY"),
             connect_timeout=_number(environ, "WS_CONNECT_TIMEOUT", 10.0),
             registration_timeout=_number(environ, "WS_REGISTRATION_TIMEOUT", 10.0),
@@ -194,7 +201,9 @@ class RegistrationConfig:
         environ = _environ(environ)
         key = api_key if api_key is not None else _text(environ, "OPENAGENT_API_KEY")
         return cls(
-            master_base_url=master_base_url or _text(environ, "MASTER_BASE_URL") or DEFAULT_MASTER_BASE_URL,
+            master_base_url=master_base_url
+            or _text(environ, "MASTER_BASE_URL")
+            or f"http://{_master_address(environ)}",
             api_key=key or None,
             timeout=timeout if timeout is not None else _number(environ, "HTTP_REGISTER_TIMEOUT", 10.0),
         )
@@ -264,6 +273,23 @@ def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
         logger.debug("loading %s", dotenv_path)
         load_dotenv(dotenv_path, override=False)
     return os.environ
+
+
+def _master_host(environ: Mapping[str, str]) -> str:
+    """The address the master listens on: ``MASTER_HOST``, default ``127.0.0.1``."""
+    return _text(environ, "MASTER_HOST") or "127.0.0.1"
+
+
+def _client_host(host: str) -> str:
+    """Where a local client reaches a master listening on ``host`` (a wildcard is not connectable)."""
+    if host in ("0.0.0.0", "::", "[::]"):
+        return "127.0.0.1" if host == "0.0.0.0" else "[::1]"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _master_address(environ: Mapping[str, str]) -> str:
+    """``host:port`` where clients reach the master, from ``MASTER_HOST`` and ``MASTER_PORT``."""
+    return f"{_client_host(_master_host(environ))}:{_port(environ, 'MASTER_PORT', 8000)}"
 
 
 def _bearer(api_key: str | None) -> dict[str, str]:

@@ -6,6 +6,8 @@
 #                         pyproject.toml has not changed since the last install)
 #   ensure_redis          Redis answers PING at $REDIS_URL; starts a local one if it can
 #   load_env_file FILE    exports every variable of FILE, letting the environment win
+#   master_urls           where the master listens and is reached (MASTER_PORT moves it)
+#   llm_configured        true when OPENAI_API_KEY or OPENAI_BASE_URL is set
 #   log / warn / die      messages on stderr, prefixed with the script's name
 #
 # After sourcing: ROOT (repository root), VENV_DIR, VENV_PY, RUN_DIR (.run, logs and state).
@@ -221,4 +223,35 @@ load_env_file() {
   for _lef_name in "${!_lef_keep[@]}"; do
     export "$_lef_name=${_lef_keep[$_lef_name]}"
   done
+}
+
+# master_urls: default MASTER_HOST (127.0.0.1) and MASTER_PORT (8000); set base_url and ws_url,
+# where local clients reach the master (a wildcard bind address is not connectable); export
+# MASTER_BASE_URL and MASTER_WS as those unless they are set, so MASTER_PORT alone moves the
+# master's callback URL and the agents' WebSocket URL too.
+master_urls() {
+  MASTER_HOST=${MASTER_HOST:-127.0.0.1}
+  MASTER_PORT=${MASTER_PORT:-8000}
+  if ! [[ $MASTER_PORT =~ ^[1-9][0-9]{0,4}$ ]] || ((MASTER_PORT > 65535)); then
+    die "MASTER_PORT must be a port number (1-65535), got '$MASTER_PORT'"
+  fi
+  local client_host
+  case $MASTER_HOST in
+    0.0.0.0) client_host=127.0.0.1 ;;
+    :: | "[::]") client_host="[::1]" ;;
+    \[*) client_host=$MASTER_HOST ;;
+    *:*) client_host="[$MASTER_HOST]" ;;
+    *) client_host=$MASTER_HOST ;;
+  esac
+  base_url="http://$client_host:$MASTER_PORT"
+  ws_url="ws://$client_host:$MASTER_PORT/ws"
+  export MASTER_HOST MASTER_PORT
+  export MASTER_BASE_URL=${MASTER_BASE_URL:-$base_url}
+  export MASTER_WS=${MASTER_WS:-$ws_url}
+}
+
+# llm_configured: true when an LLM is configured (OPENAI_API_KEY or OPENAI_BASE_URL not empty),
+# as the master decides it (master/settings.py llm_configured).
+llm_configured() {
+  [[ -n ${OPENAI_API_KEY:-} || -n ${OPENAI_BASE_URL:-} ]]
 }

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Run the whole system locally: Redis, the master (uvicorn) and the in-memory weather agent.
+# Run the whole system locally: Redis, the master (uvicorn), the weather agent and the offline
+# calculator agent, and, when no LLM is configured, the demo LLM.
 #
 #   ./scripts/run.sh
 #
 # Creates .venv and .env on first use (with a fresh OPENAGENT_API_KEY), starts Redis if it
-# is not running, starts the master and waits for GET /health, starts
-# sample_agents/action_weather.py, prints curl examples, then follows the logs (.run/*.log)
-# until Ctrl-C, which stops the master and the agent.
+# is not running. When neither OPENAI_API_KEY nor OPENAI_BASE_URL is set (environment or .env),
+# starts the demo LLM (python -m openagent.testing --demo: picks tools by matching words, not
+# a model) and points the master at it. Starts the master and waits for GET /health, starts
+# sample_agents/action_weather.py and sample_agents/calculator.py, prints curl examples, then
+# follows the logs (.run/*.log) until Ctrl-C, which stops everything it started.
+# MASTER_PORT (and MASTER_HOST) move the master; MASTER_BASE_URL and MASTER_WS follow them
+# unless set explicitly.
 set -euo pipefail
 # shellcheck source=scripts/_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
@@ -25,18 +30,11 @@ load_env_file .env
 
 ensure_redis
 
-MASTER_HOST=${MASTER_HOST:-127.0.0.1}
-MASTER_PORT=${MASTER_PORT:-8000}
-# Where local clients reach the master (a wildcard bind address is not connectable).
-case $MASTER_HOST in
-  0.0.0.0 | "") client_host=127.0.0.1 ;;
-  :: | "[::]") client_host="[::1]" ;;
-  *:*) client_host="[$MASTER_HOST]" ;;
-  *) client_host=$MASTER_HOST ;;
-esac
-base_url="http://$client_host:$MASTER_PORT"
-ws_url="ws://$client_host:$MASTER_PORT/ws"
+# Sets MASTER_HOST, MASTER_PORT, base_url and ws_url (local), exports MASTER_BASE_URL and MASTER_WS.
+master_urls
 api_key=${OPENAGENT_API_KEY:-}
+demo_llm=""
+llm_configured || demo_llm=1
 
 # http_status URL [KEY [TEXT]]: prints the HTTP status of GET URL (000 when unreachable), with
 # "Authorization: Bearer KEY" when KEY is not empty. Succeeds when the status is 200 and, if
@@ -70,18 +68,21 @@ fi
 
 mkdir -p "$RUN_DIR"
 master_log="$RUN_DIR/master.log"
-agent_log="$RUN_DIR/weather-agent.log"
+llm_log="$RUN_DIR/demo-llm.log"
 : >"$master_log"
-: >"$agent_log"
 
 master_pid=""
-agent_pid=""
+llm_pid=""
 tail_pid=""
-# shellcheck disable=SC2317  # invoked by the EXIT trap
+# The sample agents: id, script, pid (filled in by start_agent).
+agent_ids=(weather-agent calculator-agent)
+agent_scripts=(sample_agents/action_weather.py sample_agents/calculator.py)
+agent_pids=("" "")
+# shellcheck disable=SC2317,SC2329  # invoked by the EXIT trap
 stop_children() {
   trap - EXIT INT TERM
   local pids=() pid
-  for pid in "$agent_pid" "$master_pid" "$tail_pid"; do
+  for pid in "${agent_pids[@]}" "$master_pid" "$llm_pid" "$tail_pid"; do
     [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && pids+=("$pid")
   done
   ((${#pids[@]})) || return 0
@@ -108,6 +109,25 @@ ws_limit=${OPENAGENT_WS_MAX_MESSAGE_BYTES:-16777216}
 [[ $ws_limit =~ ^[0-9]+$ ]] || die "OPENAGENT_WS_MAX_MESSAGE_BYTES must be a number of bytes, got '$ws_limit'"
 ws_max_size=$((ws_limit * 2))
 
+if [[ -n $demo_llm ]]; then
+  : >"$llm_log"
+  log "no LLM configured (OPENAI_API_KEY and OPENAI_BASE_URL are empty): starting the demo LLM (log: .run/demo-llm.log)"
+  # OPENAGENT_DEMO_LLM_PORT picks its port; unset or 0: any free one.
+  "$VENV_PY" -m openagent.testing --demo --port "${OPENAGENT_DEMO_LLM_PORT:-0}" >>"$llm_log" 2>&1 </dev/null &
+  llm_pid=$!
+  llm_url=""
+  deadline=$((SECONDS + 15))
+  until llm_url=$(grep -o -m1 'http://127\.0\.0\.1:[0-9]*/v1' "$llm_log"); do
+    if ! kill -0 "$llm_pid" 2>/dev/null || ((SECONDS >= deadline)); then
+      cat "$llm_log" >&2
+      die "the demo LLM did not start (log above, .run/demo-llm.log)"
+    fi
+    sleep 0.2
+  done
+  export OPENAI_BASE_URL=$llm_url OPENAI_API_KEY=demo-llm-needs-no-key
+  log "demo LLM is up at $llm_url"
+fi
+
 log "starting the master: uvicorn master.app:app --host $MASTER_HOST --port $MASTER_PORT (log: .run/master.log)"
 "$VENV_PY" -m uvicorn master.app:app --host "$MASTER_HOST" --port "$MASTER_PORT" --ws-max-size "$ws_max_size" \
   >>"$master_log" 2>&1 </dev/null &
@@ -127,20 +147,30 @@ until http_status "$base_url/health" >/dev/null; do
 done
 log "master is up at $base_url"
 
-log "starting the weather agent: python sample_agents/action_weather.py (log: .run/weather-agent.log)"
-PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" MASTER_WS="$ws_url" \
-  "$VENV_PY" sample_agents/action_weather.py >>"$agent_log" 2>&1 </dev/null &
-agent_pid=$!
+# start_agent INDEX: start sample agent number INDEX of agent_ids/agent_scripts, log in .run/<id>.log.
+start_agent() {
+  local id=${agent_ids[$1]} script=${agent_scripts[$1]}
+  : >"$RUN_DIR/$id.log"
+  log "starting $id: python $script (log: .run/$id.log)"
+  PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" MASTER_WS="$ws_url" \
+    "$VENV_PY" "$script" >>"$RUN_DIR/$id.log" 2>&1 </dev/null &
+  agent_pids[$1]=$!
+}
 
-# GET /agents lists connected agents; wait (bounded) until weather-agent shows up.
+for index in "${!agent_ids[@]}"; do start_agent "$index"; done
+
+# GET /agents lists connected agents; wait (bounded) until each shows up.
 deadline=$((SECONDS + 15))
-until http_status "$base_url/agents" "$api_key" weather-agent >/dev/null; do
-  if ! kill -0 "$agent_pid" 2>/dev/null || ((SECONDS >= deadline)); then
-    tail -n 20 "$agent_log" >&2
-    warn "weather-agent has not registered (log above, full log: .run/weather-agent.log); the master keeps running"
-    break
-  fi
-  sleep 0.3
+for index in "${!agent_ids[@]}"; do
+  id=${agent_ids[$index]}
+  until http_status "$base_url/agents" "$api_key" "\"$id\"" >/dev/null; do
+    if ! kill -0 "${agent_pids[$index]}" 2>/dev/null || ((SECONDS >= deadline)); then
+      tail -n 20 "$RUN_DIR/$id.log" >&2
+      warn "$id has not registered (log above, full log: .run/$id.log); the master keeps running"
+      break
+    fi
+    sleep 0.3
+  done
 done
 
 auth_header=""
@@ -150,39 +180,59 @@ fi
 cat <<EOF
 
 OpenAgent is running:
-  master         $base_url   (pid $master_pid, log .run/master.log)   WebSocket: $ws_url
-  weather-agent  sample_agents/action_weather.py   (pid $agent_pid, log .run/weather-agent.log)
-  redis          ${REDIS_URL:-redis://127.0.0.1:6379}
+  master            $base_url   (pid $master_pid, log .run/master.log)   WebSocket: $ws_url
+  weather-agent     sample_agents/action_weather.py   (pid ${agent_pids[0]}, log .run/weather-agent.log; needs the internet)
+  calculator-agent  sample_agents/calculator.py   (pid ${agent_pids[1]}, log .run/calculator-agent.log; offline)
+  redis             ${REDIS_URL:-redis://127.0.0.1:6379}
+EOF
+if [[ -n $demo_llm ]]; then
+  cat <<EOF
+  LLM               DEMO LLM at $OPENAI_BASE_URL   (pid $llm_pid, log .run/demo-llm.log)
+                    Not a model: it picks a tool by matching the words of your question,
+                    then answers from the tool's result. Set OPENAI_API_KEY (or OPENAI_BASE_URL)
+                    in .env for a real LLM.
+EOF
+else
+  echo "  LLM               ${OPENAI_BASE_URL:-https://api.openai.com/v1} (OPENAI_API_KEY${OPENAI_BASE_URL:+ / OPENAI_BASE_URL} from the environment or .env)"
+fi
+# The openagent command reads MASTER_PORT from .env; say it when it came from elsewhere.
+cli_env=""
+[[ $MASTER_PORT != 8000 ]] && cli_env="MASTER_PORT=$MASTER_PORT "
+cat <<EOF
 
 Try it:
-  curl -s$auth_header $base_url/agents
   curl -s$auth_header -H 'Content-Type: application/json' \\
-       -d '{"query": "What is the weather in Paris?"}' $base_url/query
-  PYTHONPATH=. .venv/bin/python sample_agents/query_demo.py
+       -d '{"query": "What is 12 times 7?"}' $base_url/query
+  curl -s$auth_header $base_url/agents
+  ${cli_env}.venv/bin/openagent ask "What is the weather in Paris?"
+  API docs: $base_url/docs
 
 EOF
 if [[ -z $api_key ]]; then
   echo "Note: OPENAGENT_API_KEY is empty in .env, so the master accepts requests without a key."
 fi
-if [[ -z ${OPENAI_API_KEY:-} && -z ${OPENAI_BASE_URL:-} ]]; then
-  echo "Note: /query needs an LLM: set OPENAI_API_KEY in .env (or OPENAI_BASE_URL for an"
-  echo "      OpenAI-compatible server such as Ollama, vLLM, llama.cpp), then rerun."
-else
-  echo "Note: /query uses OPENAI_API_KEY${OPENAI_BASE_URL:+ against OPENAI_BASE_URL=$OPENAI_BASE_URL} from .env."
-fi
-echo "Following the logs below; Ctrl-C stops the master and the agent."
+echo "Following the logs below; Ctrl-C stops the master, the agents${demo_llm:+ and the demo LLM}."
 echo
 
-tail -n +1 -F "$master_log" "$agent_log" &
+logs=("$master_log")
+for id in "${agent_ids[@]}"; do logs+=("$RUN_DIR/$id.log"); done
+tail -n +1 -F "${logs[@]}" &
 tail_pid=$!
 
-agent_reported=""
+agent_reported=("" "")
 while kill -0 "$master_pid" 2>/dev/null; do
-  if [[ -z $agent_reported ]] && ! kill -0 "$agent_pid" 2>/dev/null; then
-    agent_status=0
-    wait "$agent_pid" || agent_status=$?
-    warn "weather-agent exited with status $agent_status (see .run/weather-agent.log); the master keeps running"
-    agent_reported=1
+  for index in "${!agent_ids[@]}"; do
+    pid=${agent_pids[$index]}
+    if [[ -z ${agent_reported[$index]} ]] && ! kill -0 "$pid" 2>/dev/null; then
+      agent_status=0
+      wait "$pid" || agent_status=$?
+      warn "${agent_ids[$index]} exited with status $agent_status (see .run/${agent_ids[$index]}.log); the master keeps running"
+      agent_reported[index]=1
+    fi
+  done
+  if [[ -n $llm_pid ]] && ! kill -0 "$llm_pid" 2>/dev/null; then
+    warn "the demo LLM exited (see .run/demo-llm.log); /query will fail"
+    llm_pid=""
   fi
   sleep 1
 done

@@ -11,10 +11,23 @@ plays back scripted replies, built on the standard library only::
         # run the code under test with OPENAI_BASE_URL=llm.base_url
         assert len(llm.requests) == 2
 
+Its requests are checked as the real API checks them where agent code can go wrong:
+a function name outside ``^[a-zA-Z0-9_-]{1,64}$`` gets HTTP 400 with OpenAI's error body.
+
+:func:`demo_handler` makes it the *demo LLM*, which is a demo and not a model: it calls the
+offered tool whose name, description and parameters share words with the question, fills the
+arguments it finds (numbers, quoted strings, enum values, a capitalised place name for a
+``city``), and answers from the tool's result in one sentence::
+
+    with ScriptedOpenAIServer() as llm:
+        llm.set_handler(demo_handler)
+
 ``python -m openagent.testing --port 8089`` runs one in the foreground that echoes the
-last user message, for trying the master without an LLM.
+last user message; with ``--demo`` it is the demo LLM, for trying the master without an LLM
+(``scripts/run.sh`` starts it when no LLM is configured).
 """
 
+from ._demo import demo_handler
 from ._replies import ErrorReply, Handler, Reply, TextReply, ToolCall, ToolCallReply, echo_handler
 from ._server import DEFAULT_MODELS, ScriptedOpenAIServer
 from ._wire import DEFAULT_DIMENSIONS
@@ -29,5 +42,6 @@ __all__ = [
     "TextReply",
     "ToolCall",
     "ToolCallReply",
+    "demo_handler",
     "echo_handler",
 ]

@@ -129,6 +129,13 @@ class ScriptedRequestHandler(BaseHTTPRequestHandler):
             self._chat(body)
 
     def _chat(self, body: dict[str, Any]) -> None:
+        try:
+            _wire.check_function_names(body)
+        except _wire.WireError as exc:
+            # Recorded (tests may inspect it) but answered as the real API does; no reply is used.
+            self.server.state.record_rejected(body)
+            self._send_json(400, _wire.error_body(400, str(exc), code=exc.code, param=exc.param))
+            return
         reply = self.server.state.next_reply(body)
         if reply is None:
             self._send_error(400, NO_REPLY_MESSAGE, headers={"x-should-retry": "false"})

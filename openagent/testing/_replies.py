@@ -112,7 +112,7 @@ Handler: TypeAlias = Callable[[dict[str, Any]], Reply | str]
 """A function from a chat-completion request body to a reply; a ``str`` means ``TextReply(str)``."""
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     """Return the text of a message ``content``: a string, or a list of content parts."""
     if isinstance(content, str):
         return content
@@ -135,6 +135,6 @@ def echo_handler(body: dict[str, Any]) -> Reply:
     if isinstance(messages, list):
         for message in reversed(messages):
             if isinstance(message, dict) and message.get("role") == "user":
-                last = _text_of(message.get("content"))
+                last = text_of(message.get("content"))
                 break
     return TextReply(f"You said: {last}")

@@ -26,6 +26,11 @@ class ScriptedOpenAIServer:
     HTTP 400 ``"ScriptedOpenAIServer: no scripted reply queued for this request"``
     (400, so the ``openai`` client raises ``BadRequestError`` at once instead of retrying).
 
+    As the real API does, a request offering (or recalling) a function whose name does not
+    match ``^[a-zA-Z0-9_-]{1,64}$`` is refused with HTTP 400, ``error.param`` naming it
+    (e.g. ``tools[0].function.name``) and ``error.code`` ``invalid_value`` or
+    ``string_above_max_length``; it is recorded in :attr:`requests` but consumes no reply.
+
     Both streaming (``stream=True``, server-sent ``chat.completion.chunk`` events) and
     non-streaming completions are served from the same replies. ``POST /v1/embeddings``
     returns deterministic unit-length vectors and ``GET /v1/models`` lists :attr:`models`.

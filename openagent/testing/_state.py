@@ -68,6 +68,12 @@ class ScriptState:
         message = f"ScriptedOpenAIServer: handler returned {reply!r}, expected a reply object or str"
         return ErrorReply(500, message, retry=False)
 
+    def record_rejected(self, body: dict[str, Any]) -> None:
+        """Record a chat request rejected before any reply was taken."""
+        with self._cond:
+            self._requests.append(body)
+            self._cond.notify_all()
+
     def record_embedding(self, body: dict[str, Any]) -> None:
         """Record an embeddings request."""
         with self._cond:

@@ -41,8 +41,23 @@ _ERROR_KINDS: dict[int, tuple[str, str | None]] = {
 }
 
 
+FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
+"""The function names the OpenAI API accepts (at most :data:`MAX_FUNCTION_NAME` characters)."""
+
+MAX_FUNCTION_NAME = 64
+
+
 class WireError(ValueError):
-    """A request the server rejects with HTTP 400; the message goes to ``error.message``."""
+    """A request the server rejects with HTTP 400; the message goes to ``error.message``.
+
+    ``param`` and ``code`` fill ``error.param`` and ``error.code``, as the OpenAI API does
+    for invalid values (e.g. ``"tools[0].function.name"``, ``"invalid_value"``).
+    """
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+        self.code = code
 
 
 def tokens(text: str) -> int:
@@ -51,7 +66,7 @@ def tokens(text: str) -> int:
 
 
 def error_body(
-    status: int, message: str, type_: str | None = None, code: str | None = None
+    status: int, message: str, type_: str | None = None, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
     """Return ``{"error": {...}}`` as OpenAI sends it, deriving ``type``/``code`` from ``status``."""
     default_type, default_code = _ERROR_KINDS.get(
@@ -61,10 +76,61 @@ def error_body(
         "error": {
             "message": message,
             "type": type_ or default_type,
-            "param": None,
+            "param": param,
             "code": code if code is not None else default_code,
         }
     }
+
+
+def check_function_names(body: dict[str, Any]) -> None:
+    """Reject function names the OpenAI API rejects, in ``tools`` and in earlier ``tool_calls``.
+
+    Raises:
+        WireError: with OpenAI's message, ``param`` (e.g. ``tools[0].function.name``) and ``code``.
+    """
+    tools = body.get("tools")
+    for index, tool in enumerate(tools if isinstance(tools, list) else []):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict):
+            _check_function_name(f"tools[{index}].function.name", function.get("name"))
+    messages = body.get("messages")
+    for index, message in enumerate(messages if isinstance(messages, list) else []):
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for call_index, call in enumerate(calls if isinstance(calls, list) else []):
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                param = f"messages[{index}].tool_calls[{call_index}].function.name"
+                _check_function_name(param, function.get("name"))
+
+
+def _check_function_name(param: str, name: Any) -> None:
+    if not isinstance(name, str):
+        raise WireError(
+            f"Invalid type for '{param}': expected a string, but got {type(name).__name__} instead.",
+            param=param,
+            code="invalid_type",
+        )
+    if not name:
+        raise WireError(
+            f"Invalid '{param}': empty string. Expected a string with minimum length 1, "
+            "but got an empty string instead.",
+            param=param,
+            code="empty_string",
+        )
+    if len(name) > MAX_FUNCTION_NAME:
+        raise WireError(
+            f"Invalid '{param}': string too long. Expected a string with maximum length "
+            f"{MAX_FUNCTION_NAME}, but got a string with length {len(name)} instead.",
+            param=param,
+            code="string_above_max_length",
+        )
+    if not FUNCTION_NAME.match(name):
+        raise WireError(
+            f"Invalid '{param}': string does not match pattern. Expected a string that matches "
+            f"the pattern '{FUNCTION_NAME.pattern}'.",
+            param=param,
+            code="invalid_value",
+        )
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:

@@ -23,7 +23,7 @@ def secured(scripted_llm: ScriptedOpenAIServer) -> Iterator[MasterProcess]:
         yield m
 
 
-@pytest.mark.parametrize("path", ["/agents", "/query/orchestrator-models", "/openapi.json"])
+@pytest.mark.parametrize("path", ["/agents", "/query/orchestrator-models"])
 def test_http_needs_the_key(secured: MasterProcess, path: str) -> None:
     assert httpx.get(secured.base_url + path, timeout=5).status_code == 401
     wrong = {"Authorization": "Bearer nope"}
@@ -39,6 +39,28 @@ def test_post_query_needs_the_key(secured: MasterProcess) -> None:
 
 def test_health_is_open(secured: MasterProcess) -> None:
     assert httpx.get(f"{secured.base_url}/health", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_api_docs_are_served_without_the_key(secured: MasterProcess, page: str) -> None:
+    response = httpx.get(secured.base_url + page, timeout=5)
+    assert response.status_code == 200
+    assert "text/html" in response.headers["content-type"]
+    assert "/openapi.json" in response.text
+
+
+def test_openapi_document_is_open_and_declares_the_bearer_key(secured: MasterProcess) -> None:
+    """The rule (README, "API docs"): the document is open; the routes it lists need the key."""
+    response = httpx.get(f"{secured.base_url}/openapi.json", timeout=5)
+    assert response.status_code == 200
+    document = response.json()
+    assert document["components"]["securitySchemes"]["OPENAGENT_API_KEY"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": document["components"]["securitySchemes"]["OPENAGENT_API_KEY"]["description"],
+    }
+    assert document["paths"]["/agents"]["get"]["security"] == [{"OPENAGENT_API_KEY": []}]
+    assert "security" not in document["paths"]["/health"]["get"]
 
 
 async def test_websocket_without_key_is_closed_1008(secured: MasterProcess) -> None:

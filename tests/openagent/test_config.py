@@ -24,6 +24,8 @@ ENV_NAMES = [
     "INVOCATION_BASE_URL",
     "MASTER_BASE_URL",
     "HTTP_REGISTER_TIMEOUT",
+    "MASTER_PORT",
+    "MASTER_HOST",
 ]
 
 
@@ -142,6 +144,46 @@ def test_from_env_invalid_dotenv_value_names_the_variable(clean_env: Path) -> No
 
     with pytest.raises(ConfigurationError, match="WS_KEEPALIVE_INTERVAL"):
         ClientConfig.from_env()
+
+
+# --------------------------------------------------------------------------- MASTER_PORT / MASTER_HOST
+
+
+def test_master_urls_follow_master_port_in_dotenv(clean_env: Path) -> None:
+    (clean_env / ".env").write_text("MASTER_PORT=18810\n")
+
+    assert ClientConfig.from_env().master_ws == "ws://127.0.0.1:18810/ws"
+    assert RegistrationConfig.from_env().master_base_url == "http://127.0.0.1:18810"
+
+
+@pytest.mark.parametrize(
+    ("host", "ws", "http"),
+    [
+        ("10.1.2.3", "ws://10.1.2.3:9100/ws", "http://10.1.2.3:9100"),
+        ("0.0.0.0", "ws://127.0.0.1:9100/ws", "http://127.0.0.1:9100"),
+        ("::", "ws://[::1]:9100/ws", "http://[::1]:9100"),
+        ("::1", "ws://[::1]:9100/ws", "http://[::1]:9100"),
+    ],
+)
+def test_master_urls_follow_master_host(host: str, ws: str, http: str) -> None:
+    environ = {"MASTER_HOST": host, "MASTER_PORT": "9100"}
+    assert ClientConfig.from_env(environ).master_ws == ws
+    assert RegistrationConfig.from_env(environ).master_base_url == http
+
+
+def test_explicit_master_urls_win_over_master_port() -> None:
+    environ = {
+        "MASTER_PORT": "9100",
+        "MASTER_WS": "ws://hub:8000/ws",
+        "MASTER_BASE_URL": "http://hub:8000",
+    }
+    assert ClientConfig.from_env(environ).master_ws == "ws://hub:8000/ws"
+    assert RegistrationConfig.from_env(environ).master_base_url == "http://hub:8000"
+
+
+def test_invalid_master_port_is_named() -> None:
+    with pytest.raises(ConfigurationError, match="MASTER_PORT.*'eighty'"):
+        ClientConfig.from_env({"MASTER_PORT": "eighty"})
 
 
 # --------------------------------------------------------------------------- invocation agents

@@ -449,3 +449,57 @@ def test_main_serves_echo_until_stopped(capsys: pytest.CaptureFixture[str]) -> N
         stop.set()
         runner.join(10)
     assert not runner.is_alive()
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "message"),
+    [
+        ("weather.agent__get_weather", "invalid_value", "string does not match pattern"),
+        ("weather:get", "invalid_value", "'^[a-zA-Z0-9_-]+$'"),
+        ("", "empty_string", "empty string"),
+        ("a" * 65, "string_above_max_length", "maximum length 64, but got a string with length 65"),
+    ],
+)
+def test_invalid_function_names_are_refused_as_openai_does(
+    llm: ScriptedOpenAIServer, client: openai.OpenAI, name: str, code: str, message: str
+) -> None:
+    llm.add_text("never sent")
+    bad = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"], "name": name}}
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="m", messages=USER, tools=[WEATHER_TOOL, bad])
+    assert caught.value.status_code == 400
+    assert caught.value.body == {
+        "message": caught.value.body["message"],  # type: ignore[index]
+        "type": "invalid_request_error",
+        "param": "tools[1].function.name",
+        "code": code,
+    }
+    assert message in caught.value.body["message"]  # type: ignore[index]
+    assert llm.pending == 1, "a refused request must not consume a scripted reply"
+    assert len(llm.requests) == 1, "a refused request is still recorded"
+
+
+def test_invalid_function_names_in_earlier_tool_calls_are_refused(
+    llm: ScriptedOpenAIServer, client: openai.OpenAI
+) -> None:
+    messages: list[ChatCompletionMessageParam] = [
+        *USER,
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "weather agent", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "{}"},
+    ]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="m", messages=messages)
+    assert caught.value.body["param"] == "messages[1].tool_calls[0].function.name"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", ["a", "A-z_09", "x" * 64, "weather-agent__get_weather"])
+def test_valid_function_names_pass(llm: ScriptedOpenAIServer, client: openai.OpenAI, name: str) -> None:
+    llm.add_tool_call(name, {"city": "Paris"})
+    ok = {**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"], "name": name}}
+    completion = client.chat.completions.create(model="m", messages=USER, tools=[ok])
+    assert completion.choices[0].finish_reason == "tool_calls"

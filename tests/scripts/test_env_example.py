@@ -20,7 +20,7 @@ SPEC_ENV_TABLE: dict[str, str | None] = {
     "REDIS_URL": "redis://127.0.0.1:6379",
     "REDIS_AGENT_TTL_SECONDS": "86400",
     "REDIS_SESSION_TTL_SECONDS": "86400",
-    "MASTER_BASE_URL": "http://127.0.0.1:8000",
+    "MASTER_BASE_URL": UNSET,  # derived: http://MASTER_HOST:MASTER_PORT
     "OPENAI_API_KEY": "",
     # Orchestrator / models
     "OPENAGENT_CHAT_MODELS": UNSET,
@@ -35,7 +35,7 @@ SPEC_ENV_TABLE: dict[str, str | None] = {
     "TOOL_CALL_TIMEOUT": "30.0",
     "TOOL_INVOKE_HTTP_TIMEOUT": "2.0",
     # Agents (client -> master)
-    "MASTER_WS": "ws://127.0.0.1:8000/ws",
+    "MASTER_WS": UNSET,  # derived: ws://MASTER_HOST:MASTER_PORT/ws
     "WS_CONNECT_TIMEOUT": "10.0",
     "WS_REGISTRATION_TIMEOUT": "10.0",
     "WS_KEEPALIVE_INTERVAL": "30",
@@ -83,6 +83,7 @@ SPEC_ENV_TABLE: dict[str, str | None] = {
 
 PROJECT_EXTRAS: dict[str, str | None] = {
     "OPENAI_BASE_URL": UNSET,
+    "OPENAGENT_DEMO_LLM_PORT": UNSET,
     "OPENAGENT_API_KEY": "",
     "OPENAGENT_WS_MAX_MESSAGE_BYTES": "16777216",
     "OPENAGENT_LLM_TIMEOUT": "60",

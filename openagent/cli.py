@@ -1,0 +1,268 @@
+"""The ``openagent`` command: run the master, ask it a question, list its agents, run an agent.
+
+::
+
+    openagent master                       # run the master (needs pip install 'openagent[master]')
+    openagent ask "What is 12 times 7?"    # print the answer, the agents used and the session id
+    openagent ask --session ID "And 8?"    # continue that session
+    openagent agents                       # list the connected and registered agents
+    openagent run path/to/agent.py         # run an agent module
+
+Every command reads the environment and ``.env`` in the current directory as the SDK does
+(:mod:`openagent.config`): ``MASTER_BASE_URL`` (or ``MASTER_HOST``/``MASTER_PORT``) says
+where the master is, ``OPENAGENT_API_KEY`` is sent as the bearer token. Only ``openagent
+master`` imports the master.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import runpy
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+
+from openagent.config import ClientConfig, RegistrationConfig, _client_host, _environ, _master_host, _port
+from openagent.errors import ConfigurationError
+
+__all__ = ["main"]
+
+_MASTER_MODULES = ("fastapi", "uvicorn", "redis", "openai", "pydantic_settings")
+_AGENT_FACTORIES = ("build_agent", "make_agent")
+_HTTP_MARGIN = 10.0
+"""Seconds ``ask`` waits beyond ``QUERY_RESPONSE_TIMEOUT`` (the master answers within it)."""
+
+
+class CommandError(Exception):
+    """A failure the command reports in one line on stderr (exit status 1)."""
+
+
+# -- the commands ----------------------------------------------------------------------------------
+
+
+def _master(args: argparse.Namespace) -> int:
+    missing = [name for name in _MASTER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CommandError(
+            f"'openagent master' needs the master extra (missing: {', '.join(missing)}): "
+            "pip install 'openagent[master]'"
+        )
+    environ = _environ(None)
+    host = args.host or _master_host(environ)
+    port = args.port if args.port is not None else _port(environ, "MASTER_PORT", 8000)
+    # The master's settings derive MASTER_BASE_URL from these when it is not set explicitly.
+    os.environ["MASTER_HOST"], os.environ["MASTER_PORT"] = host, str(port)
+    os.environ.setdefault("MASTER_BASE_URL", f"http://{_client_host(host)}:{port}")
+    raw_limit = environ.get("OPENAGENT_WS_MAX_MESSAGE_BYTES", "").strip() or "16777216"
+    if not raw_limit.isdigit():
+        raise CommandError(f"OPENAGENT_WS_MAX_MESSAGE_BYTES must be a number of bytes, got {raw_limit!r}")
+    import uvicorn
+
+    # uvicorn closes frames over ws_max_size before the master sees them; leave room so that
+    # frames just over the limit get the protocol's message_too_large error instead.
+    uvicorn.run("master.app:app", host=host, port=port, ws_max_size=2 * int(raw_limit))
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"query": args.question}
+    if args.session:
+        body["session_id"] = args.session
+    if args.agent:
+        body["allowed_agent_ids"] = args.agent
+    timeout = ClientConfig.from_env().query_timeout + _HTTP_MARGIN
+    result = _request("POST", "/query", body=body, timeout=timeout)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0 if result.get("success") else 1
+    if result.get("success"):
+        print(result.get("answer") or "")
+    else:
+        code = f" ({result['error_code']})" if result.get("error_code") else ""
+        print(f"openagent ask: failed{code}: {result.get('error') or result.get('answer')}", file=sys.stderr)
+    used = [f"{row.get('agent_id')} ({row.get('tool_name')})" for row in result.get("agents_used") or []]
+    print()
+    print(f"agents used: {', '.join(used) if used else 'none'}")
+    session = result.get("session_id")
+    print(f'session: {session}   (continue it: openagent ask --session {session} "...")')
+    return 0 if result.get("success") else 1
+
+
+def _agents(args: argparse.Namespace) -> int:
+    rows: list[dict[str, Any]] = _request("GET", "/agents", timeout=10.0).get("agents", [])
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no agents (start one: openagent run path/to/agent.py)")
+        return 0
+    width = max(len(str(row.get("agent_id"))) for row in rows)
+    for row in rows:
+        tools = ", ".join(str(tool.get("name")) for tool in row.get("tools") or []) or "-"
+        where = row.get("connection_type", "?")
+        print(
+            f"{row.get('agent_id')!s:<{width}}  {row.get('role', '?'):<6}  {where:<10}  "
+            f"{row.get('status', '?'):<8}  tools: {tools}"
+        )
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if not path.is_file():
+        raise CommandError(f"no such agent file: {str(path)!r}")
+    _environ(None)  # load .env before the module reads its settings
+    # As `python path/to/agent.py` would, plus the current directory (for `sample_agents.x` imports).
+    for entry in (str(Path.cwd()), str(path.resolve().parent)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    module = _load(path)
+    agent = _find_agent(module, path)
+    if agent is None:
+        runpy.run_path(str(path), run_name="__main__")  # a plain script: run it as Python would
+        return 0
+    from openagent.action import OrchestratorWebSocketActionAgent, run_action_agent
+
+    if isinstance(agent, OrchestratorWebSocketActionAgent):
+        run_action_agent(agent)
+        return 0
+    invocation = sys.modules.get("openagent.invocation")
+    if invocation is not None and isinstance(agent, invocation.InvocationActionAgent):
+        invocation.run_invocation_agent(agent)
+        return 0
+    raise CommandError(
+        f"{path}: {type(agent).__name__} is not an agent (expected an OrchestratorWebSocketActionAgent "
+        "or InvocationActionAgent)"
+    )
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _request(method: str, route: str, *, timeout: float, body: Any = None) -> dict[str, Any]:
+    """Send one request to the master; raise :class:`CommandError` saying what went wrong."""
+    config = RegistrationConfig.from_env()
+    url = f"{config.master_base_url}{route}"
+    try:
+        response = httpx.request(method, url, json=body, headers=config.auth_headers, timeout=timeout)
+    except httpx.TimeoutException:
+        raise CommandError(f"{method} {url} timed out after {timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise CommandError(
+            f"cannot reach the master at {config.master_base_url} ({exc}); start it "
+            "(./scripts/run.sh or openagent master) or set MASTER_BASE_URL / MASTER_PORT"
+        ) from None
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = None
+    if response.status_code == 401:
+        raise CommandError(
+            f"{method} {url}: 401, set OPENAGENT_API_KEY (environment or .env) to the master's key"
+        )
+    if response.status_code >= 400 or not isinstance(payload, dict):
+        detail = payload.get("detail", payload) if isinstance(payload, dict) else response.text[:300]
+        raise CommandError(f"{method} {url} answered {response.status_code}: {detail}")
+    return payload
+
+
+def _load(path: Path) -> Any:
+    name = f"_openagent_run_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CommandError(f"cannot load {str(path)!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _find_agent(module: Any, path: Path) -> Any:
+    """``module.agent``, else what ``build_agent()`` or ``make_agent()`` returns, else ``None``."""
+    agent = getattr(module, "agent", None)
+    if agent is not None and not callable(agent):
+        return agent
+    for name in _AGENT_FACTORIES:
+        factory = getattr(module, name, None)
+        if callable(factory):
+            try:
+                return factory()
+            except TypeError as exc:
+                raise CommandError(f"{path}: {name}() must be callable without arguments ({exc})") from None
+    return None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="openagent",
+        description="OpenAgent: run the master, ask it questions, list and run agents.",
+        epilog=(
+            "Settings come from the environment and ./.env: MASTER_BASE_URL (or MASTER_HOST and "
+            "MASTER_PORT) locate the master, OPENAGENT_API_KEY authenticates. "
+            "'openagent COMMAND --help' describes a command."
+        ),
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    master = commands.add_parser(
+        "master",
+        help="run the master (needs: pip install 'openagent[master]')",
+        description="Run the master with uvicorn. Needs the master extra: pip install 'openagent[master]'.",
+    )
+    master.add_argument("--host", help="address to listen on (default: MASTER_HOST or 127.0.0.1)")
+    master.add_argument("--port", type=int, help="port to listen on (default: MASTER_PORT or 8000)")
+    master.set_defaults(handler=_master)
+
+    ask = commands.add_parser(
+        "ask",
+        help="ask the master a question; prints the answer, the agents used and the session id",
+        description="Send a question to POST /query and print the answer, the agents used and the session id.",
+    )
+    ask.add_argument("question", help='the question, e.g. "What is 12 times 7?"')
+    ask.add_argument(
+        "--session", metavar="SESSION_ID", help="continue this session (printed by an earlier ask)"
+    )
+    ask.add_argument(
+        "--agent", action="append", metavar="AGENT_ID", help="only use this agent's tools (repeatable)"
+    )
+    ask.add_argument("--json", action="store_true", help="print the whole JSON response")
+    ask.set_defaults(handler=_ask)
+
+    agents = commands.add_parser(
+        "agents", help="list the agents the master knows", description="List the agents (GET /agents)."
+    )
+    agents.add_argument("--json", action="store_true", help="print the JSON rows")
+    agents.set_defaults(handler=_agents)
+
+    run = commands.add_parser(
+        "run",
+        help="run an agent module, e.g. openagent run sample_agents/calculator.py",
+        description=(
+            "Run the agent defined in a Python file: its module-level 'agent', else what its "
+            "build_agent() or make_agent() returns; a file with none of these runs as a script."
+        ),
+    )
+    run.add_argument("path", help="the agent's .py file")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"openagent: error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``openagent`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except (CommandError, ConfigurationError) as exc:
+        _fail(str(exc))
+    return status

@@ -1,0 +1,98 @@
+"""scripts/_common.sh helpers used by run.sh: MASTER_PORT moves the master's URLs; the demo LLM rule."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+COMMON = Path(__file__).resolve().parents[2] / "scripts" / "_common.sh"
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+_UNSET = ("MASTER_HOST", "MASTER_PORT", "MASTER_BASE_URL", "MASTER_WS", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+def bash(script: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` after sourcing _common.sh, with only ``env`` of the variables it reads set."""
+    base = {name: value for name, value in os.environ.items() if name not in _UNSET}
+    return subprocess.run(
+        ["bash", "-c", f'. "{COMMON}"; {script}'],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def urls(**env: str) -> dict[str, str]:
+    done = bash('master_urls; printf "%s\\n" "$base_url" "$ws_url" "$MASTER_BASE_URL" "$MASTER_WS"', **env)
+    assert done.returncode == 0, done.stderr
+    base_url, ws_url, master_base_url, master_ws = done.stdout.splitlines()
+    return {
+        "base_url": base_url,
+        "ws_url": ws_url,
+        "MASTER_BASE_URL": master_base_url,
+        "MASTER_WS": master_ws,
+    }
+
+
+def test_defaults() -> None:
+    assert urls() == {
+        "base_url": "http://127.0.0.1:8000",
+        "ws_url": "ws://127.0.0.1:8000/ws",
+        "MASTER_BASE_URL": "http://127.0.0.1:8000",
+        "MASTER_WS": "ws://127.0.0.1:8000/ws",
+    }
+
+
+def test_master_port_alone_moves_every_url() -> None:
+    assert urls(MASTER_PORT="18810") == {
+        "base_url": "http://127.0.0.1:18810",
+        "ws_url": "ws://127.0.0.1:18810/ws",
+        "MASTER_BASE_URL": "http://127.0.0.1:18810",
+        "MASTER_WS": "ws://127.0.0.1:18810/ws",
+    }
+
+
+def test_explicit_urls_win_and_local_ones_still_follow_the_port() -> None:
+    got = urls(
+        MASTER_PORT="18810", MASTER_BASE_URL="https://hub.example.com", MASTER_WS="wss://hub.example.com/ws"
+    )
+    assert got == {
+        "base_url": "http://127.0.0.1:18810",
+        "ws_url": "ws://127.0.0.1:18810/ws",
+        "MASTER_BASE_URL": "https://hub.example.com",
+        "MASTER_WS": "wss://hub.example.com/ws",
+    }
+
+
+@pytest.mark.parametrize(
+    ("host", "base_url"),
+    [("0.0.0.0", "http://127.0.0.1:9100"), ("::", "http://[::1]:9100"), ("::1", "http://[::1]:9100")],
+)
+def test_wildcard_and_ipv6_hosts(host: str, base_url: str) -> None:
+    assert urls(MASTER_HOST=host, MASTER_PORT="9100")["MASTER_BASE_URL"] == base_url
+
+
+@pytest.mark.parametrize("port", ["eighty", "0", "70000", "08000"])
+def test_an_invalid_port_is_named(port: str) -> None:
+    done = bash("master_urls", MASTER_PORT=port)
+    assert done.returncode == 1
+    assert f"MASTER_PORT must be a port number (1-65535), got '{port}'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "configured"),
+    [
+        ({}, False),
+        ({"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}, False),
+        ({"OPENAI_API_KEY": "sk-x"}, True),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, True),
+    ],
+)
+def test_the_demo_llm_starts_only_without_an_llm(env: dict[str, str], configured: bool) -> None:
+    assert (bash("llm_configured", **env).returncode == 0) is configured
