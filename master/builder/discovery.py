@@ -9,6 +9,7 @@ changed. A file that cannot be analysed is listed with its error; it never break
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,14 @@ class AgentDiscovery:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._cache: dict[str, tuple[tuple[int, int, int], _FileResult]] = {}
+        self._lock = threading.Lock()
 
     def discover(self) -> Discovery:
+        """List the agents (safe to call from several threads)."""
+        with self._lock:
+            return self._discover()
+
+    def _discover(self) -> Discovery:
         result = Discovery()
         seen: dict[str, str] = {}
         live: set[str] = set()
