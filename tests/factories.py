@@ -21,7 +21,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-SECOND_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL_2", "redis://127.0.0.1:6379/14")
+SECOND_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL_2", "redis://127.0.0.1:6379/12")
 """A second master's database (workspace export/restore between masters); emptied by the tests that use it."""
 
 

@@ -11,6 +11,9 @@ unresolvable rather than guessed.
 from __future__ import annotations
 
 import ast
+import itertools
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -195,15 +198,40 @@ def _definition(call: ast.Call, transport: Transport, evaluator: _Evaluator) -> 
     return definition
 
 
-def analyse(source: str, filename: str = "<agent>") -> ModuleAnalysis:
-    """Parse ``source`` and find its agent definitions. Raises ``SyntaxError``."""
+def _statements_to_walk(tree: ast.Module, source: str, names: Iterable[str]) -> list[ast.stmt]:
+    """Top-level statements whose lines mention one of ``names``: only these can build an agent."""
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in names) + r")\b")
+    lines = {source.count("\n", 0, match.start()) + 1 for match in pattern.finditer(source)}
+    if not lines:
+        return []
+    return [
+        statement
+        for statement in tree.body
+        if any(statement.lineno <= line <= (statement.end_lineno or statement.lineno) for line in lines)
+    ]
+
+
+def analyse(source: str, filename: str = "<agent>", *, full: bool = True) -> ModuleAnalysis:
+    """Parse ``source`` and find its agent definitions. Raises ``SyntaxError``.
+
+    ``full`` walks every node (imports anywhere, for the code checks); without it (discovery)
+    only the top-level statements that mention an agent class are walked, and only top-level
+    imports are listed.
+    """
     tree = ast.parse(source, filename=filename)
     evaluator = _Evaluator(_constants(tree))
     subclasses = _subclasses(tree)
     kinds: dict[str, Transport] = {**AGENT_CLASSES, **{name: kind for name, (kind, _) in subclasses.items()}}
     agents: list[AgentDefinition] = []
     imports: list[tuple[str, int, int]] = []
-    for node in ast.walk(tree):
+    if full:
+        nodes: Iterable[ast.AST] = ast.walk(tree)
+    else:
+        nodes = itertools.chain(
+            (node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)),
+            *(ast.walk(statement) for statement in _statements_to_walk(tree, source, kinds)),
+        )
+    for node in nodes:
         if isinstance(node, ast.Import):
             imports.extend((alias.name, node.lineno, 0) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from master.builder.analysis import analyse
+from master.builder.analysis import AGENT_CLASSES, analyse
 from openagent.agent_modules import MAX_SOURCE_BYTES, is_module_name
 
 DISCOVERY_FOLDERS = ("system_agents", "agents")
@@ -165,8 +165,10 @@ class AgentDiscovery:
             source = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return problem(f"cannot read: {exc}")
+        if not any(name in source for name in AGENT_CLASSES):
+            return problem("no agent defined (no OrchestratorActionAgent or InvocationActionAgent call)")
         try:
-            analysis = analyse(source, relative)
+            analysis = analyse(source, relative, full=False)
         except SyntaxError as exc:
             return problem(f"line {exc.lineno}: {exc.msg}")
         except (ValueError, RecursionError) as exc:

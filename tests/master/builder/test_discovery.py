@@ -21,7 +21,7 @@ def make_root(tmp_path: Path) -> Path:
     (tmp_path / "system_agents" / "__init__.py").write_text("")
     (tmp_path / "system_agents" / "converter.py").write_text(UNIT_CONVERTER)
     (tmp_path / "agents" / "unit_converter.py").write_text(UNIT_CONVERTER)  # same id: the system one wins
-    (tmp_path / "agents" / "broken.py").write_text("def oops(:\n")
+    (tmp_path / "agents" / "broken.py").write_text("from openagent import OrchestratorActionAgent\ndef oops(:\n")
     (tmp_path / "agents" / "helpers.py").write_text("def helper():\n    return 1\n")
     (tmp_path / "agents" / "toucher.py").write_text(TOUCHING)
     (tmp_path / "agents" / "notes.txt").write_text("not python")
@@ -42,7 +42,7 @@ def test_discovery_lists_system_agents_first_and_dedupes_by_agent_id(tmp_path: P
     assert [tool["name"] for tool in converter.tools] == ["convert"]
     errors = {error.file: error.error for error in found.errors}
     assert "already defined by system_agents/converter.py" in errors["agents/unit_converter.py"]
-    assert errors["agents/broken.py"].startswith("line 1:")
+    assert errors["agents/broken.py"].startswith("line 2:")
     assert "no agent defined" in errors["agents/helpers.py"]
     assert "system_agents/__init__.py" not in errors
 
