@@ -21,7 +21,9 @@ def make_root(tmp_path: Path) -> Path:
     (tmp_path / "system_agents" / "__init__.py").write_text("")
     (tmp_path / "system_agents" / "converter.py").write_text(UNIT_CONVERTER)
     (tmp_path / "agents" / "unit_converter.py").write_text(UNIT_CONVERTER)  # same id: the system one wins
-    (tmp_path / "agents" / "broken.py").write_text("from openagent import OrchestratorActionAgent\ndef oops(:\n")
+    (tmp_path / "agents" / "broken.py").write_text(
+        "from openagent import OrchestratorActionAgent\ndef oops(:\n"
+    )
     (tmp_path / "agents" / "helpers.py").write_text("def helper():\n    return 1\n")
     (tmp_path / "agents" / "toucher.py").write_text(TOUCHING)
     (tmp_path / "agents" / "notes.txt").write_text("not python")
