@@ -317,3 +317,19 @@ async def test_the_runner_starts_each_agent_on_its_own_and_is_idempotent(
     async with asyncio.timeout(15):
         while "yaml-converter" in {row["agent_id"] for row in await agent_rows(master.base_url)}:
             await asyncio.sleep(0.05)
+
+
+async def test_the_example_workspace_runs_the_sample_agents(master: MasterProcess) -> None:
+    runner = YamlAgentRunner(ClientConfig(master_ws=master.ws_url, keepalive_interval=0), root=ROOT)
+    try:
+        outcomes = {
+            o.agent_id: (o.status, o.reason) for o in await runner.start(load_workspace(EXAMPLE.read_text()))
+        }
+        # weather-agent comes from build_agent(), seller-agent from handle_tool + handle_collaboration
+        assert outcomes["weather-agent"][0] == "started", outcomes
+        assert outcomes["seller-agent"][0] == "started", outcomes
+        assert outcomes["demo-invocation-agent"][0] == "skipped"
+        rows = {row["agent_id"]: row for row in await agent_rows(master.base_url)}
+        assert rows["seller-agent"]["metadata"]["supports_collaboration"] is True
+    finally:
+        await runner.stop()
