@@ -9,24 +9,26 @@
     openagent workspace check ws.yaml               # offline: parse and validate
     openagent generate "converts km to miles" [--name NAME] [--save]   # POST /generate-agent (+ /save-agent)
 
-Until these subcommands join the ``openagent`` command, run them as
-``python -m openagent.workspace_cli ...``. The master is ``--master`` or ``MASTER_BASE_URL``
-(default ``http://127.0.0.1:8000``); its key ``--api-key`` or ``OPENAGENT_API_KEY``.
-Exit status: 0 on success, 1 when the master refused or an agent failed, 2 on bad usage.
+They are subcommands of the ``openagent`` command (:mod:`openagent.cli`); ``python -m
+openagent.workspace_cli ...`` runs them alone. The master is ``--master`` or, as for every
+``openagent`` command, ``MASTER_BASE_URL`` (or ``MASTER_HOST``/``MASTER_PORT``) from the
+environment or ``.env``; its key ``--api-key`` or ``OPENAGENT_API_KEY``. Exit status: 0 on
+success, 1 when the master refused or an agent failed, 2 on bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
 
-from openagent.config import DEFAULT_MASTER_BASE_URL
+from openagent.config import RegistrationConfig
+from openagent.errors import ConfigurationError
 
 __all__ = ["add_subcommands", "main"]
 
@@ -39,10 +41,8 @@ class _Failed(Exception):
 
 
 def _client(args: argparse.Namespace) -> httpx.Client:
-    key = args.api_key if args.api_key is not None else os.environ.get("OPENAGENT_API_KEY", "")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    base = args.master or os.environ.get("MASTER_BASE_URL") or DEFAULT_MASTER_BASE_URL
-    return httpx.Client(base_url=base.rstrip("/"), headers=headers, timeout=_TIMEOUT)
+    config = RegistrationConfig.from_env(master_base_url=args.master or None, api_key=args.api_key)
+    return httpx.Client(base_url=config.master_base_url, headers=config.auth_headers, timeout=_TIMEOUT)
 
 
 def _check(response: httpx.Response) -> Any:
@@ -171,6 +171,22 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Failures become one line on stderr and exit status 1, like the other ``openagent`` commands."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except (_Failed, ConfigurationError, OSError) as exc:
+            sys.stderr.write(f"openagent: error: {exc}\n")
+        except httpx.HTTPError as exc:
+            sys.stderr.write(f"openagent: error: cannot reach the master: {exc}\n")
+        return 1
+
+    return run
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", help="master HTTP URL (MASTER_BASE_URL, default http://127.0.0.1:8000)")
     parser.add_argument("--api-key", help="the master's API key (OPENAGENT_API_KEY)")
@@ -183,25 +199,25 @@ def add_subcommands(subparsers: Any) -> None:
 
     export = actions.add_parser("export", help="print the master's workspace YAML")
     export.add_argument("-o", "--output", help="write to this file instead of stdout")
-    export.set_defaults(handler=_export)
+    export.set_defaults(handler=_guarded(_export))
 
     restore = actions.add_parser("restore", help="re-register a workspace's HTTP agents on the master")
     restore.add_argument("file", help="workspace YAML ('-' for stdin)")
     restore.add_argument("--no-register-http", action="store_true", help="only validate and report")
     restore.add_argument("--start", action="store_true", help="also start its WebSocket agents in the master")
-    restore.set_defaults(handler=_restore)
+    restore.set_defaults(handler=_guarded(_restore))
 
     start = actions.add_parser("start", help="run a workspace's WebSocket agents inside the master")
     start.add_argument("file", help="workspace YAML ('-' for stdin)")
-    start.set_defaults(handler=_start)
+    start.set_defaults(handler=_guarded(_start))
 
     stop = actions.add_parser("stop", help="stop agents the master's YAML runner started")
     stop.add_argument("agent_ids", nargs="*", help="agent ids (all when omitted)")
-    stop.set_defaults(handler=_stop)
+    stop.set_defaults(handler=_guarded(_stop))
 
     check = actions.add_parser("check", help="validate a workspace YAML offline")
     check.add_argument("file", help="workspace YAML ('-' for stdin)")
-    check.set_defaults(handler=_check_file)
+    check.set_defaults(handler=_guarded(_check_file))
 
     generate = subparsers.add_parser("generate", help="generate an agent module with the master's LLM")
     generate.add_argument("description", help="what the agent should do")
@@ -213,7 +229,7 @@ def add_subcommands(subparsers: Any) -> None:
     generate.add_argument("--save", action="store_true", help="save it as agents/<module>.py on the master")
     generate.add_argument("--overwrite", action="store_true", help="with --save: replace an existing module")
     generate.add_argument("-o", "--output", help="write the source to this file")
-    generate.set_defaults(handler=_generate)
+    generate.set_defaults(handler=_guarded(_generate))
 
     for parser in (export, restore, start, stop, generate):
         _common(parser)
@@ -224,17 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="openagent", description="OpenAgent workspaces and agent builder")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except _Failed as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    except httpx.HTTPError as exc:
-        sys.stderr.write(f"error: cannot reach the master: {exc}\n")
-        return 1
-    except OSError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
+    return int(args.handler(args))
 
 
 if __name__ == "__main__":

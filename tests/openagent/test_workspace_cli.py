@@ -54,3 +54,13 @@ def test_generate_prints_the_checked_source(
 def test_an_unreachable_master_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["workspace", "export", "--master", "http://127.0.0.1:9"]) == 1
     assert "cannot reach the master" in capsys.readouterr().err
+
+
+def test_the_subcommands_are_part_of_the_openagent_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from openagent.cli import main as openagent
+
+    assert openagent(["workspace", "check", str(ROOT / "docs" / "examples" / "workspace.yaml")]) == 0
+    assert capsys.readouterr().out.startswith("ok: 3 agents")
+    with pytest.raises(SystemExit):
+        openagent(["generate", "--help"])
+    assert "--save" in capsys.readouterr().out
