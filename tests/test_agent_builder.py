@@ -141,14 +141,17 @@ async def test_generate_save_discover_run_ask_export_restore_ask_again(
             exported = (await http.get("/internal/workspace/export")).text
             assert (await http.get("/internal/workspace/export")).text == exported
             workspace = load_workspace(exported)
-            assert {a.agent_id for a in workspace.agents} == {"query-client", "unit-converter", "shouter"}
+            # (other tests' invocation agents may share this Redis database: check ours, not all)
+            assert {"query-client", "unit-converter", "shouter"} <= {a.agent_id for a in workspace.agents}
             assert "query-client" not in exported
             assert workspace.layout.nodes["unit-converter"].x == 400
             assert workspace.agent("unit-converter").handler == "agents.unit_converter"  # type: ignore[union-attr]
 
             # 7. Restore on the second master (another Redis database) and run the YAML agents there.
             async with httpx.AsyncClient(base_url=second.base_url, timeout=60) as other:
-                assert {r["agent_id"] for r in await agent_rows(second.base_url)} == set()
+                assert {
+                    r["agent_id"] for r in await agent_rows(second.base_url)
+                } == set()  # its own, empty database
                 restored = await other.post(
                     "/internal/workspace/restore", json={"yaml": exported, "register_http": True}
                 )

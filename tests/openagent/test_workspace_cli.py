@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from openagent.testing import ScriptedOpenAIServer
@@ -36,6 +37,7 @@ def test_export_and_restore(
     assert capsys.readouterr().out.startswith("cli-down: unreachable (")
     assert main(["workspace", "restore", str(down), "--no-register-http", "--master", master.base_url]) == 0
     assert main(["workspace", "stop", "--master", master.base_url]) == 0
+    httpx.post(f"{master.base_url}/unregister", json={"agent_id": "cli-down"}, timeout=10).raise_for_status()
 
 
 def test_generate_prints_the_checked_source(
