@@ -20,6 +20,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
+from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
 from master.deps import Services, require_api_key
@@ -31,7 +32,7 @@ from master.orchestration.tokens import encoding
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.query.streaming import QueryStreams
 from master.redis_client import create_redis
-from master.routes import agents, collaboration, health, invocation, query, ws
+from master.routes import agents, builder, collaboration, health, invocation, query, workspace, ws
 from master.settings import Settings
 
 logger = logging.getLogger("master.app")
@@ -147,6 +148,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             hub,
             collaboration=collab,
             streams=streams,
+            builder=AgentBuilder.build(settings, registry, invocation, chat_model, reason),
         )
         await _load_invocation_agents(invocation)
         health_loop = (
@@ -163,6 +165,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             if health_loop is not None:
                 health_loop.cancel()
                 await asyncio.gather(health_loop, return_exceptions=True)
+            await app.state.services.builder.aclose()
             await collab.aclose()
             await streams.aclose()
             await asyncio.gather(warm_up, return_exceptions=True)
@@ -187,6 +190,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(agents.router, dependencies=protected)
     app.include_router(query.router, dependencies=protected)
     app.include_router(collaboration.router, dependencies=protected)
+    app.include_router(builder.router, dependencies=protected)
+    app.include_router(workspace.router, dependencies=protected)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)

@@ -13,6 +13,7 @@ from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.auth import key_matches, presented_key
+from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.orchestration.model_catalog import ModelCatalog
@@ -35,6 +36,7 @@ class Services:
     hub: Hub
     collaboration: CollaborationManager
     streams: QueryStreams
+    builder: AgentBuilder
 
 
 async def get_services(request: Request) -> Services:

@@ -10,6 +10,10 @@ Hierarchy::
     ├── InvalidToolSchema        an agent's tool schemas are unusable (also a ValueError)
     ├── InvalidPlan              a plan step that cannot run (also a ValueError)
     ├── BudgetExceeded           a query's budget is used up (ends the run with an answer)
+    ├── BuilderError             the agent builder cannot do what was asked (carries a stable code)
+    │   ├── AgentFileRefused     a module name or handler path outside the allowed folders, or an existing file
+    │   ├── AgentFileNotFound    no such agent module
+    │   └── GenerationFailed     generated code still failed its checks after a retry, or was not code
     └── ToolCallError            a tool call failed; the model sees it as the tool's result
         ├── AgentUnavailable     the agent is not connected
         ├── AgentDisconnected    the agent went away while the call was in flight
@@ -86,6 +90,41 @@ class BudgetExceeded(MasterError):
         super().__init__(f"the {name} budget ({limit:g}) was reached")
         self.name: BudgetName = name
         self.limit = limit
+
+
+class BuilderError(MasterError):
+    """The agent builder refused a request; ``code`` is stable, the message names the value."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class AgentFileRefused(BuilderError):
+    """``invalid_module`` (not an identifier), ``path_refused`` (a path, ``..``, a symlink, an
+    absolute name, a folder outside ``agents/``, ``system_agents/``, ``sample_agents/``),
+    ``file_exists`` (saving over a module without ``overwrite``) or ``too_large``."""
+
+
+class AgentFileNotFound(BuilderError):
+    """No such module under the allowed folders (``code`` ``not_found``)."""
+
+
+class GenerationFailed(BuilderError):
+    """The generator's code failed its checks twice (``checks_failed``) or was prose (``no_code``).
+
+    ``source`` is the last code the model wrote (empty for prose) and ``checks`` the checks
+    that ran on it, as dicts (``name``, ``passed``, ``detail``).
+    """
+
+    def __init__(
+        self, code: str, message: str, *, source: str, module: str, checks: list[dict[str, object]]
+    ) -> None:
+        super().__init__(code, message)
+        self.source = source
+        self.module = module
+        self.checks = checks
 
 
 class ToolCallError(MasterError):

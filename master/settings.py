@@ -9,6 +9,7 @@ master does not keep.
 from __future__ import annotations
 
 from ipaddress import ip_address
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, model_validator
@@ -68,6 +69,16 @@ class Settings(BaseSettings):
 
     # Feature toggles
     openagent_http_query: bool = True
+    openagent_yaml_runner: bool = True
+    """In-master YAML agent runner (``POST /internal/yaml-agents/start``); 0 gives 403."""
+    openagent_workspace_restore: bool = True
+    """``POST /internal/workspace/restore``; 0 gives 403."""
+    openagent_agent_generator: bool = True
+    """``POST /generate-agent`` and ``GET /generate-agent/models``; 0 gives 403."""
+
+    # Agent builder
+    openagent_agents_root: Path = Path(__file__).resolve().parent.parent
+    """The directory holding ``agents/``, ``system_agents/`` and ``sample_agents/`` (the repository)."""
 
     # Collaboration
     openagent_collaboration: bool = True

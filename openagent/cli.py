@@ -7,6 +7,9 @@
     openagent ask --session ID "And 8?"    # continue that session
     openagent agents                       # list the connected and registered agents
     openagent run path/to/agent.py         # run an agent module
+    openagent workspace export > ws.yaml   # workspaces and the agent builder: see openagent.workspace_cli
+    openagent workspace restore ws.yaml
+    openagent generate "converts km to miles" --save
 
 Every command reads the environment and ``.env`` in the current directory as the SDK does
 (:mod:`openagent.config`): ``MASTER_BASE_URL`` (or ``MASTER_HOST``/``MASTER_PORT``) says
@@ -30,6 +33,7 @@ import httpx
 
 from openagent.config import ClientConfig, RegistrationConfig, _client_host, _environ, _master_host, _port
 from openagent.errors import ConfigurationError
+from openagent.workspace_cli import add_subcommands as add_workspace_commands
 
 __all__ = ["main"]
 
@@ -250,6 +254,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("path", help="the agent's .py file")
     run.set_defaults(handler=_run)
+
+    add_workspace_commands(commands)  # workspace export|restore|start|stop|check, generate
     return parser
 
 

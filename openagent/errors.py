@@ -14,7 +14,9 @@ so ``except OpenAgentError`` catches them all::
     ├── QueryError                master answered a query with an ``error`` frame
     │   └── QueryTimeoutError         no ``query_result`` in time
     ├── CollaborationError        misuse of a collaboration session (ended, or not a peer)
-    └── ToolError                 raised by a tool handler: a clean failure the model sees
+    ├── ToolError                 raised by a tool handler: a clean failure the model sees
+    ├── WorkspaceError            a workspace YAML that cannot be used (too large, bomb, invalid)
+    └── AgentModuleError          a handler module refused (outside the allowed folders), missing or broken
 
 The three families mean different things to the caller:
 
@@ -34,6 +36,9 @@ The three families mean different things to the caller:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 __all__ = [
     "AgentReplacedError",
     "AuthenticationError",
@@ -45,8 +50,11 @@ __all__ = [
     "QueryError",
     "QueryTimeoutError",
     "RegistrationError",
+    "AgentModuleError",
     "ToolError",
     "TransportError",
+    "WorkspaceError",
+    "WorkspaceProblem",
 ]
 
 
@@ -171,3 +179,61 @@ class ToolError(OpenAgentError):
             if arguments["city"] not in KNOWN_CITIES:
                 raise ToolError(f"unknown city {arguments['city']!r}")
     """
+
+
+# --------------------------------------------------------------------------- workspaces
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceProblem:
+    """One thing wrong with a workspace YAML: where (``line``, ``field``) and what."""
+
+    message: str
+    line: int | None = None
+    """1-based line of the offending key or value, when known."""
+    field: str | None = None
+    """Dotted path of the offending field, e.g. ``agents[0].toolz``."""
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
+        what = f"{self.field}: " if self.field else ""
+        return f"{where}{what}{self.message}"
+
+
+WorkspaceErrorCode = Literal["too_large", "yaml_bomb", "too_deep", "yaml_syntax", "invalid"]
+
+
+class WorkspaceError(OpenAgentError):
+    """A workspace YAML that cannot be used; :attr:`problems` names each line and field.
+
+    Attributes:
+        code: ``too_large`` (over the size cap), ``yaml_bomb`` (aliases expanding past the
+            node cap), ``too_deep`` (nesting), ``yaml_syntax`` (not YAML, or more than one
+            document) or ``invalid`` (does not fit the schema: unknown fields, bad values).
+        problems: What is wrong, each with its line and field when known.
+    """
+
+    def __init__(self, code: WorkspaceErrorCode, problems: list[WorkspaceProblem]) -> None:
+        super().__init__("invalid workspace: " + "; ".join(str(problem) for problem in problems))
+        self.code: WorkspaceErrorCode = code
+        self.problems = problems
+
+
+# --------------------------------------------------------------------------- agent modules
+
+
+AgentModuleErrorKind = Literal["refused", "not_found", "import_failed"]
+
+
+class AgentModuleError(OpenAgentError):
+    """A handler module that cannot be used.
+
+    Attributes:
+        kind: ``refused`` (not a module path under ``agents/``, ``system_agents/`` or
+            ``sample_agents/``, a traversal, or a symlink out of them), ``not_found``, or
+            ``import_failed`` (the module raised while loading, or does not define an agent).
+    """
+
+    def __init__(self, kind: AgentModuleErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: AgentModuleErrorKind = kind

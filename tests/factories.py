@@ -21,6 +21,8 @@ from websockets.asyncio.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+SECOND_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL_2", "redis://127.0.0.1:6379/12")
+"""A second master's database (workspace export/restore between masters); emptied by the tests that use it."""
 
 
 def free_port() -> int:
@@ -183,3 +185,10 @@ async def serve_app(app: Any, port: int = 0) -> AsyncIterator[str]:
         server.should_exit = True
         async with asyncio.timeout(10):
             await task
+
+
+def agents_root(path: Path) -> Path:
+    """An empty repository layout for the agent builder: ``agents/``, ``system_agents/``, ``sample_agents/``."""
+    for folder in ("agents", "system_agents", "sample_agents"):
+        (path / folder).mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,47 @@
+"""The builder's long-lived objects, built once in the app's lifespan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from master.agents.invocation import InvocationAgents
+from master.agents.registry import Registry
+from master.builder.discovery import AgentDiscovery
+from master.builder.files import AgentFiles
+from master.builder.generator import AgentGenerator
+from master.builder.workspaces import Workspaces
+from master.orchestration.llm import ChatModel
+from master.settings import Settings
+
+
+@dataclass
+class AgentBuilder:
+    """Files, discovery, the generator (``None`` without an LLM) and workspaces."""
+
+    files: AgentFiles
+    discovery: AgentDiscovery
+    generator: AgentGenerator | None
+    workspaces: Workspaces
+    unavailable_reason: str = ""
+    """Why there is no generator."""
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        registry: Registry,
+        invocation: InvocationAgents,
+        llm: ChatModel | None,
+        unavailable_reason: str,
+    ) -> AgentBuilder:
+        root = settings.openagent_agents_root
+        return cls(
+            files=AgentFiles(root),
+            discovery=AgentDiscovery(root),
+            generator=AgentGenerator(llm) if llm is not None else None,
+            workspaces=Workspaces(settings, registry, invocation, root),
+            unavailable_reason=unavailable_reason,
+        )
+
+    async def aclose(self) -> None:
+        await self.workspaces.aclose()

@@ -1,0 +1,216 @@
+"""Workspaces on the master: export what it runs, restore HTTP agents, run YAML agents in its loop.
+
+- :meth:`Workspaces.export` snapshots the master: its URLs, the connected WebSocket action
+  agents (with the handler of those the YAML runner started), the invocation agents from
+  Redis, each linked to the orchestrator, and the canvas layout of the last workspace it
+  was given (new nodes get positions in a column). The YAML is stable and secret-free
+  (:func:`openagent.yaml_runner.export_workspace`).
+- :meth:`Workspaces.restore` registers the workspace's invocation agents exactly as
+  ``POST /register`` does (stored in Redis, health-checked once) and answers per agent:
+  ``registered`` (UP), ``unreachable`` (stored, but ``/health`` failed; the background check
+  brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents).
+- :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
+  modules with :class:`openagent.yaml_runner.YamlAgentRunner`, connected over loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from master.agents.invocation import InvocationAgents, InvocationRegistration
+from master.agents.registry import Registry
+from master.errors import InvalidToolSchema
+from master.settings import Settings
+from openagent.config import ClientConfig
+from openagent.yaml_runner import (
+    ORCHESTRATOR_NODE,
+    AgentOutcome,
+    AgentSpec,
+    Layout,
+    Link,
+    MasterUrls,
+    Position,
+    ToolSpec,
+    Workspace,
+    YamlAgentRunner,
+    export_workspace,
+)
+from protocol import ToolSchema
+
+logger = logging.getLogger("master.builder.workspaces")
+
+RestoreStatus = Literal["registered", "unreachable", "invalid", "skipped"]
+
+
+@dataclass(frozen=True)
+class RestoreOutcome:
+    agent_id: str
+    status: RestoreStatus
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"agent_id": self.agent_id, "status": self.status}
+        if self.reason:
+            row["reason"] = self.reason
+        return row
+
+
+def ws_url_for(base_url: str) -> str:
+    """``http://host:8000`` → ``ws://host:8000/ws``."""
+    scheme, _, rest = base_url.rstrip("/").partition("://")
+    return f"{'wss' if scheme == 'https' else 'ws'}://{rest}/ws"
+
+
+class Workspaces:
+    """Export, restore and YAML-run workspaces on this master."""
+
+    def __init__(
+        self, settings: Settings, registry: Registry, invocation: InvocationAgents, root: Path
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.invocation = invocation
+        self.runner = YamlAgentRunner(
+            self._client_config(settings.master_base_url), root=root, is_connected=self._connected_elsewhere
+        )
+        self._layout = Layout()
+
+    def _client_config(self, base_url: str) -> ClientConfig:
+        return ClientConfig(
+            master_ws=ws_url_for(base_url),
+            api_key=self.settings.api_key,
+            keepalive_interval=0,  # same process: no proxy to keep the socket alive through
+            reconnect_max_delay=1.0,
+        )
+
+    def _connected_elsewhere(self, agent_id: str) -> bool:
+        return self.registry.get(agent_id) is not None and agent_id not in self.runner.running()
+
+    def _remember_layout(self, workspace: Workspace) -> None:
+        nodes = {**self._layout.nodes, **workspace.layout.nodes}
+        self._layout = Layout(nodes=nodes, viewport=workspace.layout.viewport or self._layout.viewport)
+
+    # ------------------------------------------------------------------ running
+
+    async def start(self, workspace: Workspace, loopback_port: int | None) -> list[AgentOutcome]:
+        """Start the workspace's WebSocket agents, connected to this master over loopback."""
+        if loopback_port is not None:
+            self.runner.config = self._client_config(f"http://127.0.0.1:{loopback_port}")
+        self._remember_layout(workspace)
+        return await self.runner.start(workspace)
+
+    async def stop(self, agent_ids: Iterable[str] | None) -> list[AgentOutcome]:
+        return await self.runner.stop(agent_ids)
+
+    async def aclose(self) -> None:
+        await self.runner.aclose()
+
+    # ------------------------------------------------------------------ restore
+
+    async def restore(self, workspace: Workspace, *, register_http: bool = True) -> list[RestoreOutcome]:
+        """Register the workspace's invocation agents; raises ``SessionStoreUnavailable``."""
+        self._remember_layout(workspace)
+        outcomes = []
+        for spec in sorted(workspace.agents, key=lambda agent: agent.agent_id):
+            if spec.builtin or spec.role != "action":
+                continue
+            if spec.transport != "invocation":
+                outcomes.append(
+                    RestoreOutcome(
+                        spec.agent_id,
+                        "skipped",
+                        "WebSocket agents connect themselves; start them with /internal/yaml-agents/start",
+                    )
+                )
+                continue
+            if not register_http:
+                outcomes.append(RestoreOutcome(spec.agent_id, "skipped", "register_http is false"))
+                continue
+            outcomes.append(await self._register(spec))
+        return outcomes
+
+    async def _register(self, spec: AgentSpec) -> RestoreOutcome:
+        if self.registry.get(spec.agent_id) is not None:
+            return RestoreOutcome(spec.agent_id, "invalid", "an agent of this id is connected over WebSocket")
+        try:
+            registration = InvocationRegistration(
+                agent_id=spec.agent_id,
+                invocation_base_url=spec.invocation_base_url or "",
+                tools=[ToolSchema.model_validate(tool.model_dump()) for tool in spec.tools],
+                metadata=spec.metadata,
+            )
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            return RestoreOutcome(spec.agent_id, "invalid", f"{where}: {first['msg']}")
+        try:
+            agent = await self.invocation.register(registration)
+        except InvalidToolSchema as exc:
+            return RestoreOutcome(spec.agent_id, "invalid", str(exc))
+        if agent.status == "UP":
+            return RestoreOutcome(spec.agent_id, "registered")
+        return RestoreOutcome(
+            spec.agent_id,
+            "unreachable",
+            f"{agent.base_url}/health failed: {agent.last_error or agent.status}; stored, and re-checked "
+            "in the background",
+        )
+
+    # ------------------------------------------------------------------ export
+
+    def snapshot(self) -> Workspace:
+        """The master's current workspace."""
+        handlers = self.runner.running()
+        agents: dict[str, AgentSpec] = {}
+        for live in self.registry.all():
+            if live.role != "action":
+                continue
+            agents[live.agent_id] = AgentSpec(
+                agent_id=live.agent_id,
+                transport="websocket",
+                handler=handlers.get(live.agent_id),
+                tools=[_tool(tool.schema) for tool in live.tools.values()],
+                metadata=live.metadata,
+            )
+        for remote in self.invocation.all():
+            agents.setdefault(
+                remote.agent_id,
+                AgentSpec(
+                    agent_id=remote.agent_id,
+                    transport="invocation",
+                    invocation_base_url=remote.base_url,
+                    tools=[_tool(tool.schema) for tool in remote.tools.values()],
+                    metadata=remote.metadata,
+                ),
+            )
+        ordered = sorted(agents)
+        nodes = {ORCHESTRATOR_NODE: Position()}
+        for index, agent_id in enumerate(ordered):
+            nodes[agent_id] = Position(x=320.0, y=160.0 * index)
+        nodes.update({node: pos for node, pos in self._layout.nodes.items() if node in nodes})
+        return Workspace(
+            master=MasterUrls(
+                base_url=self.settings.master_base_url, ws_url=ws_url_for(self.settings.master_base_url)
+            ),
+            agents=[agents[agent_id] for agent_id in ordered],
+            links=[Link(source=agent_id, target=ORCHESTRATOR_NODE) for agent_id in ordered],
+            layout=Layout(nodes=nodes, viewport=self._layout.viewport),
+        )
+
+    def export(self) -> str:
+        return export_workspace(self.snapshot())
+
+
+def _tool(schema: ToolSchema) -> ToolSpec:
+    return ToolSpec(
+        name=schema.name,
+        description=schema.description,
+        parameters=schema.parameters,
+        endpoint=schema.endpoint,
+    )
