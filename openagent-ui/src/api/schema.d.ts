@@ -279,7 +279,7 @@ export interface components {
              * Mime Type
              * @default application/octet-stream
              */
-            mime_type: string;
+            mime_type?: string;
         };
         /**
          * Budget
@@ -378,7 +378,7 @@ export interface components {
              * Summary
              * @default
              */
-            summary: string;
+            summary?: string;
         };
         /**
          * PlanExecution
@@ -412,7 +412,7 @@ export interface components {
              * @description What the step is for, in words.
              * @default
              */
-            intent: string;
+            intent?: string;
             /** Tool Name */
             tool_name: string;
         };
@@ -427,7 +427,7 @@ export interface components {
              * Message
              * @default
              */
-            message: string;
+            message?: string;
             /** Progress */
             progress?: number | null;
         };
@@ -451,7 +451,7 @@ export interface components {
              * @description Multi-step tool loop.
              * @default false
              */
-            auto_mode: boolean;
+            auto_mode?: boolean;
             /** @description Run this approved plan (needs ``session_id``). */
             auto_plan_execute?: components["schemas"]["PlanExecution"] | null;
             /**
@@ -459,7 +459,7 @@ export interface components {
              * @description Return a plan for approval instead of running tools.
              * @default false
              */
-            auto_require_plan_approval: boolean;
+            auto_require_plan_approval?: boolean;
             /** @description Limits for this query (tool calls, tokens, seconds). */
             budget?: components["schemas"]["Budget"] | null;
             /**
@@ -473,7 +473,7 @@ export interface components {
              * @default default
              * @enum {string}
              */
-            orchestrator_prompt_profile: "default" | "auto_multi" | "reasoning";
+            orchestrator_prompt_profile?: "default" | "auto_multi" | "reasoning";
             /**
              * Query
              * @description The user's question.
@@ -489,7 +489,7 @@ export interface components {
              * @description ``POST /query`` only: answer with Server-Sent Events.
              * @default false
              */
-            stream: boolean;
+            stream?: boolean;
         };
         /**
          * QueryResponse
@@ -545,7 +545,7 @@ export interface components {
              * @description What the tool does; the model reads this to decide when to call it.
              * @default
              */
-            description: string;
+            description?: string;
             /**
              * Endpoint
              * @description HTTP path of this tool on an invocation agent (e.g. ``/run``).
