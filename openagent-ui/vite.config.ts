@@ -29,6 +29,7 @@ export default defineConfig({
   // Served by the master under /ui/.
   base: "/ui/",
   plugins: [react()],
+  build: { chunkSizeWarningLimit: 1024 },
   server: { proxy },
   preview: { proxy },
   test: {

@@ -38,6 +38,7 @@ export function baseNodes(): AppNode[] {
       type: "orchestrator",
       position: { x: 0, y: 0 },
       data: { label: "Orchestrator" },
+      ariaLabel: "Orchestrator",
       deletable: false,
     },
     {
@@ -45,6 +46,7 @@ export function baseNodes(): AppNode[] {
       type: "queryClient",
       position: { x: -420, y: 0 },
       data: { label: "Query Client" },
+      ariaLabel: "Query Client",
       deletable: false,
     },
   ];
@@ -63,7 +65,7 @@ export function baseEdges(): Edge[] {
 }
 
 export function agentNode(agentId: string, position: XYPosition): AgentNode {
-  return { id: agentNodeId(agentId), type: "agent", position, data: { agentId } };
+  return { id: agentNodeId(agentId), type: "agent", position, data: { agentId }, ariaLabel: `Agent ${agentId}` };
 }
 
 export function linkEdge(agentId: string): Edge {
