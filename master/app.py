@@ -32,7 +32,7 @@ from master.orchestration.tokens import encoding
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.query.streaming import QueryStreams
 from master.redis_client import create_redis
-from master.routes import agents, builder, collaboration, health, invocation, query, workspace, ws
+from master.routes import agents, builder, collaboration, health, invocation, query, sessions, ui, workspace, ws
 from master.settings import Settings
 
 logger = logging.getLogger("master.app")
@@ -192,9 +192,13 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(collaboration.router, dependencies=protected)
     app.include_router(builder.router, dependencies=protected)
     app.include_router(workspace.router, dependencies=protected)
+    app.include_router(sessions.router, dependencies=protected)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)
+    ui_dist = ui.ui_directory(settings.openagent_ui_dir)
+    if ui_dist is not None:
+        ui.mount_ui(app, ui_dist)
     return app
 
 

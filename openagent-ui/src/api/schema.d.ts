@@ -103,7 +103,7 @@ export interface paths {
          * @description Ask the orchestrator. The answer has the fields of a WebSocket ``query_result``.
          *
          *     With ``"stream": true`` (or ``Accept: text/event-stream``) the answer is a stream of
-         *     Server-Sent Events ending with a ``query_result`` event (see :mod:`master.streaming`).
+         *     Server-Sent Events ending with a ``query_result`` event (see :mod:`master.query.streaming`).
          */
         post: operations["post_query_query_post"];
         delete?: never;
@@ -167,6 +167,30 @@ export interface paths {
          */
         post: operations["register_register_post"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Session
+         * @description The session's turns, oldest first (404 when unknown or expired).
+         */
+        get: operations["read_session_sessions__session_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Session
+         * @description Forget the session: a follow-up with this ``session_id`` then gets 404 ``unknown_session``.
+         */
+        delete: operations["delete_session_sessions__session_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -921,6 +945,74 @@ export interface operations {
                 "application/json": components["schemas"]["InvocationRegistration"];
             };
         };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    read_session_sessions__session_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session_id from POST /query */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    delete_session_sessions__session_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session_id from POST /query */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
         responses: {
             /** @description Successful Response */
             200: {
