@@ -58,9 +58,13 @@ function Assistant({ entry }: { entry: AssistantEntry }) {
 
 function Transcript({ entries }: { entries: ChatEntry[] }) {
   const end = useRef<HTMLLIElement>(null);
-  useEffect(() => end.current?.scrollIntoView?.({ block: "end" }), [entries]);
+  useEffect(() => {
+    // Braces: recent Chromium returns a promise from scrollIntoView, which must not be the effect cleanup.
+    void end.current?.scrollIntoView?.({ block: "end" });
+  }, [entries]);
   return (
-    <ol className="transcript" role="log" aria-label="Transcript" aria-live="polite">
+    <div className="transcript" role="log" aria-label="Transcript" aria-live="polite">
+      <ol className="transcript-list">
       {entries.map((entry) =>
         entry.kind === "user" ? (
           <li key={entry.id} className="msg msg-user" aria-label="Your message">
@@ -71,8 +75,9 @@ function Transcript({ entries }: { entries: ChatEntry[] }) {
           <Assistant key={entry.id} entry={entry} />
         ),
       )}
-      <li ref={end} aria-hidden="true" />
-    </ol>
+        <li ref={end} aria-hidden="true" />
+      </ol>
+    </div>
   );
 }
 

@@ -1,6 +1,7 @@
 import { useRef, useState, type FormEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
 import { useAppStore } from "../store/context";
+import { useFitSoon } from "./useFitSoon";
 
 /** Connection form, health, and the workspace and history commands. */
 export function Header() {
@@ -27,6 +28,7 @@ export function Header() {
   const [url, setUrl] = useState(s.baseUrl || window.location.origin);
   const [key, setKey] = useState(s.apiKey);
   const fileInput = useRef<HTMLInputElement>(null);
+  const fitSoon = useFitSoon();
   const connected = s.connection === "connected";
 
   const submit = (event: FormEvent) => {
@@ -43,7 +45,7 @@ export function Header() {
   };
   const upload = async (files: FileList | null) => {
     const file = files?.[0];
-    if (file) s.importYaml(await file.text());
+    if (file && s.importYaml(await file.text())) fitSoon();
     if (fileInput.current) fileInput.current.value = "";
   };
 

@@ -6,7 +6,7 @@ export function Notices() {
   const dismiss = useAppStore((s) => s.dismiss);
   const refresh = useAppStore((s) => s.refresh);
   return (
-    <div className="notices" aria-label="Notifications">
+    <div className="notices" role="region" aria-label="Notifications">
       {notices.map((n) => (
         <div key={n.id} className={`notice notice-${n.level}`} role={n.level === "error" ? "alert" : "status"}>
           <span className="notice-text">{n.text}</span>

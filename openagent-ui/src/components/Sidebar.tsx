@@ -4,6 +4,7 @@ import { filterCatalog, type CatalogEntry } from "../lib/agents";
 import { agentNodeId } from "../lib/graph";
 import { useAppStore } from "../store/context";
 import { DRAG_TYPE } from "./Canvas";
+import { useFitSoon } from "./useFitSoon";
 
 const SOURCE_LABEL: Record<CatalogEntry["source"], string> = {
   master: "registered",
@@ -14,6 +15,7 @@ const SOURCE_LABEL: Record<CatalogEntry["source"], string> = {
 
 const Row = memo(function Row({ entry, onCanvas }: { entry: CatalogEntry; onCanvas: boolean }) {
   const addAgent = useAppStore((s) => s.addAgent);
+  const fitSoon = useFitSoon();
   const onDragStart = (event: DragEvent) => {
     event.dataTransfer.setData(DRAG_TYPE, entry.agentId);
     event.dataTransfer.effectAllowed = "copy";
@@ -29,7 +31,10 @@ const Row = memo(function Row({ entry, onCanvas }: { entry: CatalogEntry; onCanv
         {entry.tools.length ? ` · ${entry.tools.map((t) => t.name).join(", ")}` : ""}
       </div>
       {entry.discoverError ? <div className="node-error">{entry.discoverError}</div> : null}
-      <button type="button" className="small" onClick={() => addAgent(entry.agentId)} aria-label={`Add ${entry.label} to canvas`}>
+      <button type="button" className="small" onClick={() => {
+          addAgent(entry.agentId);
+          fitSoon();
+        }} aria-label={`Add ${entry.label} to canvas`}>
         {onCanvas ? "Show" : "Add"}
       </button>
     </li>
