@@ -5,6 +5,26 @@
  */
 
 export interface paths {
+    "/agent-source": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Agent Source
+         * @description The source of a handler module under ``agents/``, ``system_agents/`` or ``sample_agents/``.
+         */
+        get: operations["agent_source_agent_source_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents": {
         parameters: {
             query?: never;
@@ -17,6 +37,66 @@ export interface paths {
          * @description Connected WebSocket agents, then invocation agents from Redis with their last health check.
          */
         get: operations["list_agents_agents_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/discover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Discover Agents
+         * @description ``system_agents/*.py`` then ``agents/*.py``, read without importing; per-file errors listed.
+         */
+        get: operations["discover_agents_agents_discover_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/generate-agent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate Agent
+         * @description Write an agent module with the master's LLM, check it, and return it with its checks.
+         */
+        post: operations["generate_agent_generate_agent_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/generate-agent/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Generator Models
+         * @description The models the generator may use, and its default (``AGENT_GENERATOR_MODEL``).
+         */
+        get: operations["generator_models_generate_agent_models_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -83,6 +163,106 @@ export interface paths {
         get: operations["get_collaboration_internal_collaborations__collab_session_id__get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/workspace/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Workspace
+         * @description The master's workspace as YAML: stable, secret-free, without the built-in query client.
+         */
+        get: operations["export_workspace_internal_workspace_export_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/workspace/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore Workspace
+         * @description Re-register the YAML's HTTP invocation agents; per agent registered, unreachable, invalid or skipped.
+         */
+        post: operations["restore_workspace_internal_workspace_restore_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/yaml-agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Yaml Agents
+         * @description The agents the YAML runner runs, with their handler modules.
+         */
+        get: operations["yaml_agents_internal_yaml_agents_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/yaml-agents/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start Yaml Agents
+         * @description Run the YAML's WebSocket agents in this master's event loop (idempotent; per-agent outcomes).
+         */
+        post: operations["start_yaml_agents_internal_yaml_agents_start_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/yaml-agents/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop Yaml Agents
+         * @description Stop agents the YAML runner started.
+         */
+        post: operations["stop_yaml_agents_internal_yaml_agents_stop_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -166,6 +346,26 @@ export interface paths {
          * @description Store an HTTP invocation agent in Redis and health-check it once.
          */
         post: operations["register_register_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/save-agent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save Agent
+         * @description Write ``agents/<module>.py``. Never restarts the master.
+         */
+        post: operations["save_agent_save_agent_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -276,6 +476,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workspace/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Workspace Schema
+         * @description The workspace's JSON Schema (also ``docs/workspace.schema.json``).
+         */
+        get: operations["workspace_schema_workspace_schema_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -367,6 +587,52 @@ export interface components {
              * @description What the agents should work out together.
              */
             task: string;
+        };
+        /**
+         * GenerateAgentBody
+         * @description The body of ``POST /generate-agent``.
+         */
+        GenerateAgentBody: {
+            /**
+             * Agent Type
+             * @description Only ``action`` agents (tools) are generated; ``query`` gets 422.
+             * @default action
+             * @enum {string}
+             */
+            agent_type?: "action" | "query";
+            /**
+             * Description
+             * @description What the agent should do.
+             */
+            description: string;
+            /**
+             * Model
+             * @description One of ``GET /generate-agent/models``; ``AGENT_GENERATOR_MODEL`` when omitted.
+             */
+            model?: string | null;
+            /**
+             * Name
+             * @description The agent's name, e.g. ``Unit converter``; the module name and agent id derive from it.
+             */
+            name: string;
+            /**
+             * Requires Collaboration
+             * @description Use the collaboration-aware template with a real ``handle_collaboration``.
+             * @default false
+             */
+            requires_collaboration?: boolean;
+            /**
+             * Tools
+             * @description Tool names the agent must offer (hints for the model, checked afterwards).
+             * @default []
+             */
+            tools?: string[];
+            /**
+             * Transport
+             * @default websocket
+             * @enum {string}
+             */
+            transport?: "websocket" | "invocation";
         };
         /** HTTPValidationError */
         HTTPValidationError: {
@@ -559,6 +825,50 @@ export interface components {
             /** Success */
             success: boolean;
         };
+        /** RestoreBody */
+        RestoreBody: {
+            /**
+             * Register Http
+             * @description Register the workspace's HTTP invocation agents (health-checked like ``POST /register``).
+             * @default true
+             */
+            register_http?: boolean;
+            /**
+             * Yaml
+             * @description The workspace, as exported (``GET /internal/workspace/export``) or written by hand.
+             */
+            yaml: string;
+        };
+        /**
+         * SaveAgentBody
+         * @description The body of ``POST /save-agent``.
+         */
+        SaveAgentBody: {
+            /**
+             * Module
+             * @description Module name: a Python identifier; the file is ``agents/<module>.py``.
+             */
+            module: string;
+            /**
+             * Overwrite
+             * @description Replace an existing ``agents/<module>.py``.
+             * @default false
+             */
+            overwrite?: boolean;
+            /**
+             * Source
+             * @description The module's Python source.
+             */
+            source: string;
+        };
+        /** StopBody */
+        StopBody: {
+            /**
+             * Agent Ids
+             * @description The agents to stop; every agent the YAML runner started when omitted.
+             */
+            agent_ids?: string[] | null;
+        };
         /**
          * ToolSchema
          * @description A tool an action agent exposes, in OpenAI function-calling shape.
@@ -606,6 +916,17 @@ export interface components {
             /** Error Type */
             type: string;
         };
+        /**
+         * YamlBody
+         * @description A workspace YAML.
+         */
+        YamlBody: {
+            /**
+             * Yaml
+             * @description The workspace, as exported (``GET /internal/workspace/export``) or written by hand.
+             */
+            yaml: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -615,7 +936,144 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    agent_source_agent_source_get: {
+        parameters: {
+            query: {
+                /** @description agents.x, agents.x:function or agents/x.py */
+                handler: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     list_agents_agents_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    discover_agents_agents_discover_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    generate_agent_generate_agent_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GenerateAgentBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Model not in the global list, or collaboration asked of an invocation agent */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description OPENAGENT_AGENT_GENERATOR=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The code failed its checks after one retry, or the model answered with prose */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The LLM timed out or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No LLM configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    generator_models_generate_agent_models_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -795,6 +1253,151 @@ export interface operations {
             };
         };
     };
+    export_workspace_internal_workspace_export_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    restore_workspace_internal_workspace_restore_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    yaml_agents_internal_yaml_agents_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    start_yaml_agents_internal_yaml_agents_start_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["YamlBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    stop_yaml_agents_internal_yaml_agents_stop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StopBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     post_query_query_post: {
         parameters: {
             query?: never;
@@ -943,6 +1546,41 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["InvocationRegistration"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    save_agent_save_agent_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SaveAgentBody"];
             };
         };
         responses: {
@@ -1176,6 +1814,28 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    workspace_schema_workspace_schema_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
