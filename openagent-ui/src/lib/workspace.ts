@@ -126,8 +126,10 @@ function toolSpec(tool: ToolInfo): ToolSpec {
 }
 
 export function agentSpec(entry: CatalogEntry): AgentSpec {
-  const spec: AgentSpec = { agent_id: entry.agentId, transport: entry.transport, tools: [] };
+  // Key order as openagent/yaml_runner.py writes it, so both exports are byte-identical.
+  const spec = { agent_id: entry.agentId } as AgentSpec;
   if (entry.role === "query") spec.role = "query";
+  spec.transport = entry.transport;
   if (entry.transport === "invocation" && entry.invocationBaseUrl) spec.invocation_base_url = scrubUrl(entry.invocationBaseUrl);
   const handler = entry.handler ?? entry.module;
   if (handler && HANDLER.test(handler)) spec.handler = handler;
