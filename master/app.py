@@ -32,7 +32,8 @@ from master.orchestration.tokens import encoding
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.query.streaming import QueryStreams
 from master.redis_client import create_redis
-from master.routes import agents, builder, collaboration, health, invocation, query, workspace, ws
+from master.routes import agents, builder, collaboration, health, invocation, query, ui, workspace, ws
+from master.routes import sessions as session_routes
 from master.settings import Settings
 
 logger = logging.getLogger("master.app")
@@ -192,9 +193,13 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(collaboration.router, dependencies=protected)
     app.include_router(builder.router, dependencies=protected)
     app.include_router(workspace.router, dependencies=protected)
+    app.include_router(session_routes.router, dependencies=protected)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)
+    ui_dist = ui.ui_directory(settings.openagent_ui_dir)
+    if ui_dist is not None:
+        ui.mount_ui(app, ui_dist)
     return app
 
 

@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     openagent_agents_root: Path = Path(__file__).resolve().parent.parent
     """The directory holding ``agents/``, ``system_agents/`` and ``sample_agents/`` (the repository)."""
 
+    # Web UI
+    openagent_ui_dir: str | None = None
+    """The built UI served at ``/ui``; default ``openagent-ui/dist`` of the repository, when built."""
+
     # Collaboration
     openagent_collaboration: bool = True
     openagent_collab_timeout: float = Field(default=120.0, gt=0)

@@ -255,3 +255,50 @@ master_urls() {
 llm_configured() {
   [[ -n ${OPENAI_API_KEY:-} || -n ${OPENAI_BASE_URL:-} ]]
 }
+
+# ---------------------------------------------------------------- web UI (openagent-ui/)
+#   ui_deps               npm ci in openagent-ui when node_modules is missing or older than package-lock.json
+#   ui_build_if_stale     npm run build when openagent-ui/dist is missing or older than its sources
+#   ensure_chromium       Debian's chromium for Playwright (apt-get install when missing)
+UI_DIR="$ROOT/openagent-ui"
+
+ui_deps() {
+  command -v npm >/dev/null 2>&1 || die "npm not found: the web UI needs Node.js 20+ (apt-get install nodejs npm)"
+  local lock="$UI_DIR/package-lock.json" stamp="$UI_DIR/node_modules/.package-lock.json"
+  if [[ ! -f $stamp || $lock -nt $stamp ]]; then
+    log "installing the web UI's dependencies: npm ci (openagent-ui)"
+    (cd "$UI_DIR" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error </dev/null) ||
+      die "npm ci failed in openagent-ui (output above)"
+  fi
+}
+
+# _ui_sources_hash: one hash over the files the build reads.
+_ui_sources_hash() {
+  (cd "$UI_DIR" && find src index.html package-lock.json vite.config.ts tsconfig*.json -type f -print0 |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+
+ui_build_if_stale() {
+  local stamp="$UI_DIR/dist/.sources.sha256" want
+  want=$(_ui_sources_hash)
+  if [[ -f $UI_DIR/dist/index.html && -f $stamp && "$(<"$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  ui_deps
+  log "building the web UI: npm run build (openagent-ui/dist)"
+  (cd "$UI_DIR" && npm run build --silent </dev/null) || die "the web UI did not build (output above)"
+  printf '%s\n' "$want" >"$stamp"
+}
+
+ensure_chromium() {
+  CHROMIUM_PATH=${CHROMIUM_PATH:-/usr/bin/chromium}
+  if [[ ! -x $CHROMIUM_PATH ]]; then
+    command -v apt-get >/dev/null 2>&1 || die "no Chromium at $CHROMIUM_PATH and no apt-get: set CHROMIUM_PATH"
+    log "installing Debian's chromium for the browser tests (apt-get install chromium)"
+    local sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    ($sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium) </dev/null ||
+      die "apt-get install chromium failed; install it or set CHROMIUM_PATH"
+  fi
+  export CHROMIUM_PATH
+}

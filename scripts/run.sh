@@ -18,6 +18,11 @@ set -euo pipefail
 cd "$ROOT"
 
 ensure_venv master
+if command -v npm >/dev/null 2>&1; then
+  ui_build_if_stale
+else
+  warn "npm not found: the web UI is not built (install Node.js 20+ for http://.../ui/)"
+fi
 
 if [[ ! -f .env ]]; then
   [[ -f .env.example ]] || die ".env.example is missing; cannot create .env"
@@ -180,6 +185,7 @@ fi
 cat <<EOF
 
 OpenAgent is running:
+  web UI            $base_url/ui/   (API key: ${api_key:-none, auth is off})
   master            $base_url   (pid $master_pid, log .run/master.log)   WebSocket: $ws_url
   weather-agent     sample_agents/action_weather.py   (pid ${agent_pids[0]}, log .run/weather-agent.log; needs the internet)
   calculator-agent  sample_agents/calculator.py   (pid ${agent_pids[1]}, log .run/calculator-agent.log; offline)

@@ -3,6 +3,10 @@
 #
 #   ./scripts/test.sh [PYTEST ARGS...]      e.g. ./scripts/test.sh -q tests/protocol
 #
+# Without PYTEST ARGS (a full run, as CI does) it then checks the web UI: generated API types
+# up to date, typecheck, Vitest, build, and the Playwright suite on Debian's Chromium
+# (installed with apt when missing). OPENAGENT_UI_TESTS=0 skips the UI, =1 forces it.
+#
 # Creates .venv with the dev extra on first use and makes sure the tests' Redis answers
 # (OPENAGENT_TEST_REDIS_URL, default redis://127.0.0.1:6379/15), starting a local one if needed. Stops at the first
 # failing step. Needs no standard input (fine with CI=true).
@@ -38,4 +42,16 @@ run_step ruff "$VENV_DIR/bin/ruff" check .
 run_step ruff-format "$VENV_DIR/bin/ruff" format --check .
 run_step mypy "$VENV_DIR/bin/mypy"
 run_step pytest "$VENV_PY" -m pytest "$@"
+
+ui_tests=${OPENAGENT_UI_TESTS:-auto}
+if [[ $ui_tests == 1 || ($ui_tests == auto && $# -eq 0) ]]; then
+  ui_deps
+  ensure_chromium
+  run_step ui-api-types npm --prefix "$UI_DIR" run --silent check:api
+  run_step ui-typecheck npm --prefix "$UI_DIR" run --silent typecheck
+  run_step ui-unit npm --prefix "$UI_DIR" run --silent test
+  run_step ui-build ui_build_if_stale
+  run_step ui-e2e env PYTHON="$VENV_PY" OPENAGENT_TEST_REDIS_URL="${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15}" \
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm --prefix "$UI_DIR" run --silent e2e
+fi
 log "all checks passed"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from master.agents.dispatch import Dispatcher, Target
-from master.agents.toolbox import Toolbox
+from master.agents.toolbox import Toolbox, function_name
 from master.errors import BudgetExceeded, CollaborationRejected, SessionStoreUnavailable, ToolCallError
 from master.orchestration.budgets import BudgetTracker
 from master.orchestration.llm import ChatMessage, ChatModel, ToolCallRequest
@@ -163,7 +163,10 @@ class Orchestrator:
         try:
             async with asyncio.timeout(budget.remaining_seconds):
                 for index, (target, tool_name, arguments) in enumerate(steps):
-                    call = ToolCallRequest(f"plan_step_{index + 1}", f"{target.agent_id}.{tool_name}", "")
+                    # The OpenAI-safe name, as a normal round uses: the history is sent back to the model.
+                    call = ToolCallRequest(
+                        f"plan_step_{index + 1}", function_name(target.agent_id, tool_name), ""
+                    )
                     budget.allow_tool_calls(1)
                     hooks.emit("step", {"step": index + 1, "tool_calls": [call.name]})
                     run = await self._dispatch(target, tool_name, arguments, call.id, hooks)

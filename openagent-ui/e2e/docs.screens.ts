@@ -1,0 +1,25 @@
+/** Screenshots for the README (docs/ui-canvas.png, docs/ui-chat.png): `npm run screenshots`. */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { AGENT, expect, test } from "./fixtures";
+
+const docs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../docs");
+
+test("canvas and chat", async ({ app, page }) => {
+  await app.openConnected();
+  await app.dragOntoCanvas();
+  await app.linkByDragging();
+  await app.sidebarRow("RAG · Indexer").getByRole("button", { name: "Add RAG · Indexer to canvas" }).click();
+  await app.sidebarRow("RAG · Extractor").getByRole("button", { name: "Add RAG · Extractor to canvas" }).click();
+  await app.ask("Please echo hello");
+  await expect(app.lastAnswer()).toContainText("The agent answered");
+  await app.agentNode().click();
+  await expect(app.agentNode().locator("[data-glow]")).toHaveAttribute("data-glow", "fading");
+  await page.screenshot({ path: path.join(docs, "ui-canvas.png") });
+  await page.getByLabel("Auto mode").check();
+  await page.getByLabel("Require plan approval").check();
+  await app.ask("Plan something");
+  await expect(page.getByRole("group", { name: /^Plan / })).toContainText("Echo the word");
+  await page.getByRole("region", { name: "Chat" }).screenshot({ path: path.join(docs, "ui-chat.png") });
+  expect(AGENT).toBeTruthy();
+});

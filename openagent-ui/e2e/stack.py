@@ -1,0 +1,191 @@
+"""What the Playwright suite runs against: a scripted LLM, Redis, a real master serving the
+built UI, and the real sample agent ``demo-invocation-agent``.
+
+    python openagent-ui/e2e/stack.py          (from the repository root, with the project's venv)
+
+Prints one JSON line (``{"ui": ..., "master": ..., "api_key": ...}``) once everything answers,
+then runs until stdin closes or it gets SIGTERM, and stops what it started. Uses
+``OPENAGENT_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/3``), emptied at start.
+
+The scripted LLM answers by rule, like a model that follows the prompts:
+- offered ``submit_plan``: a one-step plan calling ``demo-invocation-agent.echo``;
+- after a tool result: "The agent answered: <result>";
+- asked to "echo <word>" with the echo tool offered: calls it with ``{"text": <word>}``;
+- otherwise a direct answer, "Direct answer: <question>".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+
+from openagent.testing import ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply  # noqa: E402
+from openagent.testing import Reply  # noqa: E402
+
+API_KEY = "e2e-secret-key"
+AGENT = "demo-invocation-agent"
+ECHO = f"{AGENT}__echo"
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def handler(body: dict[str, Any]) -> Reply:
+    messages = body.get("messages") or []
+    tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    if "submit_plan" in tools:
+        plan = {
+            "summary": "Echo the word",
+            "steps": [
+                {"agent_id": AGENT, "tool_name": "echo", "intent": "echo it", "arguments": {"text": "planned"}}
+            ],
+        }
+        return ToolCallReply((ToolCall("submit_plan", plan),))
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        return TextReply(f"The agent answered: {_text(last.get('content'))}")
+    question = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    match = re.search(r"echo (\w+)", question, re.IGNORECASE)
+    if match and ECHO in tools:
+        return ToolCallReply((ToolCall(ECHO, {"text": match.group(1)}),))
+    return TextReply(f"Direct answer: {question}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{process.args!r} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{url} did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+def wait_registered(master: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    request = urllib.request.Request(f"{master}/agents", headers={"Authorization": f"Bearer {API_KEY}"})
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the sample agent exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(request, timeout=1) as response:
+                if AGENT in response.read().decode():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{AGENT} did not register within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+def main() -> int:
+    dist = ROOT / "openagent-ui" / "dist"
+    if not (dist / "index.html").is_file():
+        raise SystemExit("openagent-ui/dist is missing: run 'npm run build' in openagent-ui first")
+    redis_url = os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/3")
+    redis.Redis.from_url(redis_url).flushdb()
+    logs = Path(os.environ.get("OPENAGENT_E2E_LOGS", ROOT / "openagent-ui" / "test-results" / "stack"))
+    logs.mkdir(parents=True, exist_ok=True)
+
+    llm = ScriptedOpenAIServer().start()
+    llm.set_handler(handler)
+    port, agent_port = free_port(), free_port()
+    master = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "REDIS_URL": redis_url,
+        "OPENAI_BASE_URL": llm.base_url,
+        "OPENAI_API_KEY": "test",
+        "OPENAGENT_LLM_LOOPBACK_ONLY": "1",
+        "OPENAGENT_LLM_MAX_RETRIES": "0",
+        "OPENAGENT_API_KEY": API_KEY,
+        "OPENAGENT_UI_DIR": str(dist),
+        "OPENAGENT_HEALTH_CHECK_INTERVAL": "2",
+        "MASTER_BASE_URL": master,
+        "MASTER_WS": f"ws://127.0.0.1:{port}/ws",
+        "INVOCATION_PORT": str(agent_port),
+    }
+    children: list[subprocess.Popen[bytes]] = []
+
+    def stop(*_: object) -> None:
+        for child in reversed(children):
+            if child.poll() is None:
+                child.terminate()
+        for child in children:
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        llm.stop()
+
+    signal.signal(signal.SIGTERM, lambda *_: (stop(), os._exit(0)))
+    try:
+        master_log = logs / "master.log"
+        children.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "master.app:app", "--host", "127.0.0.1", "--port", str(port)],
+                cwd=tempfile.mkdtemp(prefix="openagent-e2e-"),
+                env=env,
+                stdout=master_log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        )
+        wait_http(f"{master}/health", children[-1], master_log)
+        agent_log = logs / "demo-invocation-agent.log"
+        children.append(
+            subprocess.Popen(
+                [sys.executable, str(ROOT / "sample_agents" / "demo_invocation_agent.py")],
+                cwd=tempfile.mkdtemp(prefix="openagent-e2e-agent-"),
+                env=env,
+                stdout=agent_log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        )
+        wait_registered(master, children[-1], agent_log)
+        print(json.dumps({"ui": f"{master}/ui/", "master": master, "api_key": API_KEY}), flush=True)
+        # Run until the parent closes our stdin (or kills us), or a child dies.
+        closed = threading.Event()
+        threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+        while not closed.wait(0.5):
+            if any(child.poll() is not None for child in children):
+                print("a stack process exited; see the logs in test-results/stack", file=sys.stderr)  # noqa: T201
+                break
+    finally:
+        stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+import { ReactFlowProvider } from "@xyflow/react";
+import { useEffect } from "react";
+import { Canvas } from "./components/Canvas";
+import { Chat } from "./components/Chat";
+import { Details } from "./components/Details";
+import { Header } from "./components/Header";
+import { Notices } from "./components/Notices";
+import { Sidebar } from "./components/Sidebar";
+import { useAppStoreApi } from "./store/context";
+
+function isTyping(target: EventTarget | null): boolean {
+  const el = target as HTMLElement | null;
+  return !!el && (el.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(el.tagName));
+}
+
+/** Undo/redo keys for the canvas, and reconnecting with the key kept in session storage. */
+function useShortcuts() {
+  const store = useAppStoreApi();
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (!(event.ctrlKey || event.metaKey) || isTyping(event.target)) return;
+      const key = event.key.toLowerCase();
+      if (key === "z" && !event.shiftKey) store.getState().undo();
+      else if ((key === "z" && event.shiftKey) || key === "y") store.getState().redo();
+      else return;
+      event.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [store]);
+  useEffect(() => {
+    const { baseUrl, apiKey, connection, connect } = store.getState();
+    if (connection === "disconnected" && (baseUrl || apiKey)) void connect(baseUrl, apiKey);
+  }, [store]);
+}
+
+export function App() {
+  useShortcuts();
+  return (
+    <ReactFlowProvider>
+      <div className="app">
+        <Header />
+        <Notices />
+        <main className="workspace">
+          <Sidebar />
+          <Canvas />
+          <Details />
+        </main>
+        <Chat />
+      </div>
+    </ReactFlowProvider>
+  );
+}

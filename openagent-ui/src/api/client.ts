@@ -1,0 +1,203 @@
+/**
+ * The master's HTTP API as the page uses it. Every request carries the API key
+ * (`Authorization: Bearer`); every failure becomes an {@link ApiError} with the master's
+ * own message, so the page can show it.
+ */
+import type { AgentRow, DiscoveredRow } from "../lib/agents";
+import { SseParser } from "../lib/sse";
+import type { InvocationRegistration, QueryRequest, QueryResponse } from "./types";
+
+export class ApiError extends Error {
+  constructor(
+    /** HTTP status; 0 when the master could not be reached. */
+    readonly status: number,
+    message: string,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+
+  get lostConnection(): boolean {
+    return this.status === 0;
+  }
+}
+
+const STATUS_HINTS: Record<number, string> = {
+  401: "401 Unauthorized: the master refused the API key",
+  403: "403 Forbidden: this feature is switched off on the master",
+  404: "404 Not found",
+  413: "413 Too large: the request is over the master's size limit",
+  422: "422 Invalid request",
+  502: "502 Bad gateway: the LLM provider failed",
+  503: "503 Unavailable",
+};
+
+/** "<status hint>: <master's message>" from an error response body. */
+export function errorMessage(status: number, body: unknown): { message: string; code: string | null } {
+  let detail = "";
+  let code: string | null = null;
+  if (body && typeof body === "object") {
+    const b = body as Record<string, unknown>;
+    if (typeof b.detail === "string") detail = b.detail;
+    else if (Array.isArray(b.detail))
+      detail = b.detail
+        .map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).slice(1).join(".")}: ${d.msg ?? ""}`)
+        .join("; ");
+    else if (typeof b.error === "string") detail = b.error;
+    if (typeof b.error_code === "string") code = b.error_code;
+  } else if (typeof body === "string") detail = body.slice(0, 300);
+  const hint = STATUS_HINTS[status] ?? `HTTP ${status}`;
+  return { message: detail ? `${hint}: ${detail}` : hint, code };
+}
+
+export interface Health {
+  status: string;
+  [key: string]: unknown;
+}
+
+export interface ModelCatalog {
+  allowed_models?: string[];
+  default_model?: string;
+  prompt_profiles?: string[];
+  [key: string]: unknown;
+}
+
+export interface SessionTurns {
+  session_id: string;
+  turns: Record<string, unknown>[];
+}
+
+export interface StreamHandlers {
+  onEvent(event: string, data: Record<string, unknown>): void;
+}
+
+export interface ApiClient {
+  readonly baseUrl: string;
+  readonly hasKey: boolean;
+  health(): Promise<Health>;
+  agents(): Promise<AgentRow[]>;
+  /** `GET /agents/discover`; `null` when this master has no discovery (404). */
+  discover(): Promise<DiscoveredRow[] | null>;
+  models(): Promise<ModelCatalog>;
+  register(body: InvocationRegistration): Promise<Record<string, unknown>>;
+  /** Streamed `POST /query`; resolves with the final `query_result`. */
+  query(body: QueryRequest, handlers: StreamHandlers, signal?: AbortSignal): Promise<QueryResponse>;
+  session(sessionId: string): Promise<SessionTurns>;
+  deleteSession(sessionId: string): Promise<boolean>;
+  /** `GET /internal/sandbox/status`; `null` when this master has no sandbox (404). */
+  sandboxStatus(): Promise<{ enabled: boolean; [key: string]: unknown } | null>;
+  /** `POST /internal/sandbox-agent/start` (sandbox issue). */
+  sandboxStart(body: { agent_id: string; module?: string; placement?: string }): Promise<Record<string, unknown>>;
+}
+
+export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
+
+export function createApiClient(options: { baseUrl: string; apiKey: string; fetch?: FetchLike }): ApiClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const doFetch: FetchLike = options.fetch ?? ((input, init) => fetch(input, init));
+  const headers = (extra: Record<string, string> = {}): Record<string, string> =>
+    options.apiKey ? { Authorization: `Bearer ${options.apiKey}`, ...extra } : extra;
+
+  async function send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+    const init: RequestInit = {
+      method,
+      headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
+    };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    if (signal) init.signal = signal;
+    try {
+      return await doFetch(`${baseUrl}${path}`, init);
+    } catch (error) {
+      if ((error as Error).name === "AbortError") throw error;
+      throw new ApiError(0, `lost connection to the master at ${baseUrl || "this page's origin"} (${(error as Error).message})`);
+    }
+  }
+
+  async function failure(response: Response): Promise<ApiError> {
+    const text = await response.text().catch(() => "");
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* not JSON: keep the text */
+    }
+    const { message, code } = errorMessage(response.status, body);
+    return new ApiError(response.status, message, code);
+  }
+
+  async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await send(method, path, body);
+    if (!response.ok) throw await failure(response);
+    return (await response.json()) as T;
+  }
+
+  async function optional<T>(path: string): Promise<T | null> {
+    const response = await send("GET", path);
+    if (response.status === 404 || response.status === 405) return null;
+    if (!response.ok) throw await failure(response);
+    return (await response.json()) as T;
+  }
+
+  return {
+    baseUrl,
+    hasKey: options.apiKey !== "",
+    health: () => json<Health>("GET", "/health"),
+    agents: async () => (await json<{ agents: AgentRow[] }>("GET", "/agents")).agents,
+    discover: async () => {
+      const found = await optional<{ agents?: DiscoveredRow[] } | DiscoveredRow[]>("/agents/discover");
+      if (found === null) return null;
+      return Array.isArray(found) ? found : (found.agents ?? []);
+    },
+    models: () => json<ModelCatalog>("GET", "/query/orchestrator-models"),
+    register: (body) => json("POST", "/register", body),
+    session: (sessionId) => json<SessionTurns>("GET", `/sessions/${encodeURIComponent(sessionId)}`),
+    deleteSession: async (sessionId) => {
+      const response = await send("DELETE", `/sessions/${encodeURIComponent(sessionId)}`);
+      if (response.status === 404) return false;
+      if (!response.ok) throw await failure(response);
+      return true;
+    },
+    sandboxStatus: () => optional("/internal/sandbox/status"),
+    sandboxStart: (body) => json("POST", "/internal/sandbox-agent/start", body),
+    async query(body, handlers, signal) {
+      const response = await send("POST", "/query", { ...body, stream: true }, signal);
+      const type = response.headers.get("content-type") ?? "";
+      if (!type.includes("text/event-stream")) {
+        // A refusal before streaming started (401, 403, 413, 422...) or a JSON answer.
+        if (!response.ok) throw await failure(response);
+        return (await response.json()) as QueryResponse;
+      }
+      if (!response.body) throw new ApiError(response.status, "the master sent an empty stream");
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      const parser = new SseParser();
+      let result: QueryResponse | null = null;
+      const dispatch = (text: string) => {
+        for (const event of parser.feed(text)) {
+          let data: Record<string, unknown>;
+          try {
+            data = JSON.parse(event.data) as Record<string, unknown>;
+          } catch {
+            continue;
+          }
+          handlers.onEvent(event.event, data);
+          if (event.event === "query_result") result = data as unknown as QueryResponse;
+        }
+      };
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          dispatch(decoder.decode(value, { stream: true }));
+        }
+        dispatch(decoder.decode());
+      } catch (error) {
+        if ((error as Error).name === "AbortError") throw error;
+        throw new ApiError(0, `lost connection to the master while streaming (${(error as Error).message})`);
+      }
+      if (result === null) throw new ApiError(0, "the stream ended without a query_result: the connection was lost");
+      return result;
+    },
+  };
+}

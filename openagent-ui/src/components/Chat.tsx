@@ -1,0 +1,252 @@
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import { useShallow } from "zustand/react/shallow";
+import type { Attachment, PromptProfile } from "../api/types";
+import type { AssistantEntry, ChatEntry, ToolStep } from "../lib/chat";
+import { linkedAgentIds } from "../lib/graph";
+import { useAppStore } from "../store/context";
+import { PlanEditor } from "./PlanEditor";
+
+function text(value: unknown): string {
+  const s = typeof value === "string" ? value : JSON.stringify(value);
+  return s.length > 400 ? `${s.slice(0, 400)}…` : s;
+}
+
+function Step({ step }: { step: ToolStep }) {
+  return (
+    <li className={`step step-${step.state}`} aria-label={`Tool call ${step.agentId ?? "master"} ${step.toolName}`}>
+      <div>
+        <strong>{step.agentId ?? "master"}</strong> · {step.toolName}
+        <code>({text(step.arguments)})</code> <span className="step-state">{step.state === "running" ? "running…" : step.state}</span>
+      </div>
+      {step.progress && step.state === "running" ? (
+        <div className="progress">
+          {step.progress.progress !== null ? <progress value={step.progress.progress} max={1} aria-label="Tool progress" /> : null}{" "}
+          {step.progress.message}
+        </div>
+      ) : null}
+      {step.state === "ok" ? <div className="call-result">→ {text(step.result)}</div> : null}
+      {step.state === "error" ? <div className="node-error">✗ {step.error}</div> : null}
+    </li>
+  );
+}
+
+function Assistant({ entry }: { entry: AssistantEntry }) {
+  return (
+    <li className={`msg msg-assistant msg-${entry.state}`} aria-label="Orchestrator answer" aria-busy={entry.state === "streaming"}>
+      {entry.steps.length ? (
+        <ol className="steps" aria-label="Tool calls">
+          {entry.steps.map((step, i) => (
+            <Step key={`${step.callId ?? "x"}-${i}`} step={step} />
+          ))}
+        </ol>
+      ) : null}
+      {entry.text ? <div className="answer">{entry.text}</div> : entry.state === "streaming" ? <div className="hint">Thinking…</div> : null}
+      {entry.state === "error" ? (
+        <div className="node-error" role="alert">
+          {entry.error}
+          {entry.errorCode ? ` (${entry.errorCode})` : ""}
+        </div>
+      ) : null}
+      {entry.stoppedBy ? <div className="hint">Stopped by {entry.stoppedBy}</div> : null}
+      {entry.state === "done" && !entry.plan ? (
+        <div className="hint">{entry.agentsUsed?.length ? `Used: ${entry.agentsUsed.join(", ")}` : "Answered directly by the orchestrator"}</div>
+      ) : null}
+      {entry.plan ? <PlanEditor entryId={entry.id} plan={entry.plan} state={entry.planState} /> : null}
+    </li>
+  );
+}
+
+function Transcript({ entries }: { entries: ChatEntry[] }) {
+  const end = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    // Braces: recent Chromium returns a promise from scrollIntoView, which must not be the effect cleanup.
+    void end.current?.scrollIntoView?.({ block: "end" });
+  }, [entries]);
+  return (
+    <div className="transcript" role="log" aria-label="Transcript" aria-live="polite">
+      <ol className="transcript-list">
+      {entries.map((entry) =>
+        entry.kind === "user" ? (
+          <li key={entry.id} className="msg msg-user" aria-label="Your message">
+            {entry.text}
+            {entry.attachments.length ? <div className="hint">Attached: {entry.attachments.join(", ")}</div> : null}
+          </li>
+        ) : (
+          <Assistant key={entry.id} entry={entry} />
+        ),
+      )}
+        <li ref={end} aria-hidden="true" />
+      </ol>
+    </div>
+  );
+}
+
+async function toAttachment(file: File): Promise<Attachment> {
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return { filename: file.name, mime_type: file.type || "application/octet-stream", content_base64: btoa(binary) };
+}
+
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(bytes % (1024 * 1024) ? 1 : 0)} MB`;
+
+/** The orchestrator chat: streamed answers, tool steps, plans, options and sessions. */
+export function Chat() {
+  const s = useAppStore(
+    useShallow((st) => ({
+      transcript: st.transcript,
+      busy: st.busy,
+      sessionId: st.sessionId,
+      models: st.models,
+      model: st.model,
+      profiles: st.profiles,
+      profile: st.profile,
+      autoMode: st.autoMode,
+      requirePlan: st.requirePlan,
+      connected: st.connection === "connected",
+      linked: linkedAgentIds(st.edges).join(", "),
+      maxBytes: st.maxAttachmentBytes,
+      maxFiles: st.maxAttachments,
+      hasQuery: st.lastQuery !== null,
+      send: st.send,
+      newSession: st.newSession,
+      setModel: st.setModel,
+      setProfile: st.setProfile,
+      setAutoMode: st.setAutoMode,
+      setRequirePlan: st.setRequirePlan,
+      curl: st.curl,
+      notify: st.notify,
+    })),
+  );
+  const [draft, setDraft] = useState("");
+  const [files, setFiles] = useState<File[]>([]);
+  const [curlText, setCurlText] = useState<string | null>(null);
+
+  const submit = async (event?: FormEvent) => {
+    event?.preventDefault();
+    if (!draft.trim() || s.busy) return;
+    const tooBig = files.find((f) => f.size > s.maxBytes);
+    if (tooBig) {
+      s.notify("error", `${tooBig.name} is ${mb(tooBig.size)}: the limit is ${mb(s.maxBytes)} per file`);
+      return;
+    }
+    if (files.length > s.maxFiles) {
+      s.notify("error", `${files.length} files attached: the limit is ${s.maxFiles} per query`);
+      return;
+    }
+    const attachments = files.length ? await Promise.all(files.map(toAttachment)) : undefined;
+    const question = draft;
+    setDraft("");
+    setFiles([]);
+    await s.send(question, attachments);
+  };
+  const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      void submit();
+    }
+  };
+  const copyCurl = async () => {
+    const command = s.curl();
+    if (!command) return;
+    setCurlText(command);
+    try {
+      await navigator.clipboard.writeText(command);
+    } catch {
+      /* shown below for manual copy */
+    }
+  };
+
+  return (
+    <section className="chat" aria-label="Chat">
+      <div className="chat-options">
+        <label className="field inline">
+          <span>Model</span>
+          <select value={s.model ?? ""} onChange={(e) => s.setModel(e.target.value || null)}>
+            {s.models.length === 0 ? <option value="">default</option> : null}
+            {s.models.map((m) => (
+              <option key={m} value={m}>
+                {m}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field inline">
+          <span>Prompt profile</span>
+          <select value={s.profile} onChange={(e) => s.setProfile(e.target.value as PromptProfile)}>
+            {s.profiles.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={s.autoMode} onChange={(e) => s.setAutoMode(e.target.checked)} /> Auto mode
+        </label>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={s.requirePlan}
+            disabled={!s.autoMode}
+            onChange={(e) => s.setRequirePlan(e.target.checked)}
+          />{" "}
+          Require plan approval
+        </label>
+        <span className="hint">Scope: {s.linked || "no linked agent (direct answers)"}</span>
+        <span className="spacer" />
+        <span className="hint" aria-label="Session">
+          {s.sessionId ? `Session ${s.sessionId.slice(0, 12)}` : "New session"}
+        </span>
+        <button type="button" onClick={() => void s.newSession()} disabled={s.busy}>
+          New session
+        </button>
+        <button type="button" onClick={() => void copyCurl()} disabled={!s.hasQuery}>
+          Copy as curl
+        </button>
+      </div>
+      {curlText ? (
+        <div className="curl">
+          <label className="field">
+            <span>Last query as curl</span>
+            <textarea readOnly rows={4} value={curlText} />
+          </label>
+          <button type="button" className="small" onClick={() => setCurlText(null)}>
+            Close
+          </button>
+        </div>
+      ) : null}
+      <Transcript entries={s.transcript} />
+      <form className="composer" onSubmit={(e) => void submit(e)}>
+        <label className="field grow">
+          <span className="visually-hidden">Message</span>
+          <textarea
+            rows={2}
+            value={draft}
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={onKeyDown}
+            placeholder={s.connected ? "Ask the orchestrator… (Enter sends, Shift+Enter new line)" : "Connect to a master first"}
+            aria-label="Message"
+          />
+        </label>
+        <label className="button" title={`Up to ${s.maxFiles} files, ${mb(s.maxBytes)} each`}>
+          Attach files
+          <input
+            type="file"
+            multiple
+            className="visually-hidden"
+            onChange={(e) => setFiles([...(e.target.files ?? [])])}
+          />
+        </label>
+        <button type="submit" disabled={!s.connected || s.busy || !draft.trim()}>
+          {s.busy ? "Answering…" : "Send"}
+        </button>
+      </form>
+      <div className="hint">
+        {files.length
+          ? `Attached: ${files.map((f) => `${f.name} (${mb(f.size)})`).join(", ")}`
+          : `Attachments: up to ${s.maxFiles} files, ${mb(s.maxBytes)} each`}
+      </div>
+    </section>
+  );
+}

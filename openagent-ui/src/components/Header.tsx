@@ -1,0 +1,124 @@
+import { useRef, useState, type FormEvent } from "react";
+import { useShallow } from "zustand/react/shallow";
+import { useAppStore } from "../store/context";
+import { useFitSoon } from "./useFitSoon";
+
+/** Connection form, health, and the workspace and history commands. */
+export function Header() {
+  const s = useAppStore(
+    useShallow((st) => ({
+      baseUrl: st.baseUrl,
+      apiKey: st.apiKey,
+      connection: st.connection,
+      connectionError: st.connectionError,
+      health: st.health,
+      lost: st.lost,
+      agents: st.liveRows.length,
+      canUndo: st.history.past.length > 0,
+      canRedo: st.history.future.length > 0,
+      connect: st.connect,
+      disconnect: st.disconnect,
+      undo: st.undo,
+      redo: st.redo,
+      exportYaml: st.exportYaml,
+      importYaml: st.importYaml,
+      refresh: st.refresh,
+    })),
+  );
+  const [url, setUrl] = useState(s.baseUrl || window.location.origin);
+  const [key, setKey] = useState(s.apiKey);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const fitSoon = useFitSoon();
+  const connected = s.connection === "connected";
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    void s.connect(url.trim(), key);
+  };
+  const download = () => {
+    const blob = new Blob([s.exportYaml()], { type: "application/yaml" });
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = "workspace.yaml";
+    link.click();
+    URL.revokeObjectURL(link.href);
+  };
+  const upload = async (files: FileList | null) => {
+    const file = files?.[0];
+    if (file && s.importYaml(await file.text())) fitSoon();
+    if (fileInput.current) fileInput.current.value = "";
+  };
+
+  return (
+    <header className="header">
+      <h1 className="brand">OpenAgent</h1>
+      <form className="connect" onSubmit={submit} aria-label="Connect to master">
+        <label className="field inline">
+          <span>Master URL</span>
+          <input value={url} onChange={(e) => setUrl(e.target.value)} disabled={connected} spellCheck={false} />
+        </label>
+        <label className="field inline">
+          <span>API key</span>
+          <input
+            type="password"
+            value={key}
+            onChange={(e) => setKey(e.target.value)}
+            disabled={connected}
+            autoComplete="off"
+          />
+        </label>
+        {connected ? (
+          <button type="button" onClick={() => s.disconnect()}>
+            Disconnect
+          </button>
+        ) : (
+          <button type="submit" disabled={s.connection === "connecting"}>
+            {s.connection === "connecting" ? "Connecting…" : "Connect"}
+          </button>
+        )}
+      </form>
+      <div className="health" role="status" aria-label="Master status">
+        {connected && !s.lost ? (
+          <span className="status status-online">
+            Connected · health {String(s.health?.status ?? "?")} · {s.agents} agent{s.agents === 1 ? "" : "s"}
+          </span>
+        ) : connected && s.lost ? (
+          <span className="status status-DOWN">
+            Lost connection — retrying{" "}
+            <button type="button" className="small" onClick={() => void s.refresh()}>
+              Retry
+            </button>
+          </span>
+        ) : (
+          <span className="status status-offline">{s.connection === "connecting" ? "Connecting…" : "Not connected"}</span>
+        )}
+      </div>
+      {s.connection === "error" && s.connectionError ? (
+        <div className="connect-error" role="alert">
+          {s.connectionError}
+        </div>
+      ) : null}
+      <div className="toolbar" role="toolbar" aria-label="Workspace">
+        <button type="button" onClick={s.undo} disabled={!s.canUndo} title="Ctrl+Z">
+          Undo
+        </button>
+        <button type="button" onClick={s.redo} disabled={!s.canRedo} title="Ctrl+Shift+Z">
+          Redo
+        </button>
+        <button type="button" onClick={download}>
+          Export YAML
+        </button>
+        <label className="button">
+          Import YAML
+          <input
+            ref={fileInput}
+            type="file"
+            accept=".yaml,.yml,application/yaml,text/yaml"
+            className="visually-hidden"
+            onChange={(e) => void upload(e.target.files)}
+          />
+        </label>
+      </div>
+    </header>
+  );
+}

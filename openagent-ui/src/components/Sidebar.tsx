@@ -1,0 +1,78 @@
+import { memo, type DragEvent } from "react";
+import { useShallow } from "zustand/react/shallow";
+import { filterCatalog, type CatalogEntry } from "../lib/agents";
+import { agentNodeId } from "../lib/graph";
+import { useAppStore } from "../store/context";
+import { DRAG_TYPE } from "./Canvas";
+import { useFitSoon } from "./useFitSoon";
+
+const SOURCE_LABEL: Record<CatalogEntry["source"], string> = {
+  master: "registered",
+  discover: "discovered",
+  builtin: "system agent",
+  workspace: "from workspace",
+};
+
+const Row = memo(function Row({ entry, onCanvas }: { entry: CatalogEntry; onCanvas: boolean }) {
+  const addAgent = useAppStore((s) => s.addAgent);
+  const fitSoon = useFitSoon();
+  const onDragStart = (event: DragEvent) => {
+    event.dataTransfer.setData(DRAG_TYPE, entry.agentId);
+    event.dataTransfer.effectAllowed = "copy";
+  };
+  return (
+    <li className="agent-row" draggable onDragStart={onDragStart} aria-label={entry.label}>
+      <div className="agent-row-main">
+        <span className="agent-row-label">{entry.label}</span>
+        <span className={`status status-${entry.status}`}>{entry.status === "online" ? "connected" : entry.status}</span>
+      </div>
+      <div className="agent-row-meta">
+        {entry.transport === "invocation" ? "HTTP" : "WebSocket"} · {SOURCE_LABEL[entry.source]}
+        {entry.tools.length ? ` · ${entry.tools.map((t) => t.name).join(", ")}` : ""}
+      </div>
+      {entry.discoverError ? <div className="node-error">{entry.discoverError}</div> : null}
+      <button type="button" className="small" onClick={() => {
+          addAgent(entry.agentId);
+          fitSoon();
+        }} aria-label={`Add ${entry.label} to canvas`}>
+        {onCanvas ? "Show" : "Add"}
+      </button>
+    </li>
+  );
+});
+
+export function Sidebar() {
+  const { catalog, search, setSearch, nodeIds, connection, discoveryAvailable } = useAppStore(
+    useShallow((s) => ({
+      catalog: s.catalog,
+      search: s.search,
+      setSearch: s.setSearch,
+      nodeIds: s.nodes.map((n) => n.id).join("\n"),
+      connection: s.connection,
+      discoveryAvailable: s.discoveryAvailable,
+    })),
+  );
+  const rows = filterCatalog(catalog, search);
+  const onCanvas = new Set(nodeIds.split("\n"));
+  return (
+    <aside className="sidebar" aria-label="Agents">
+      <h2>Agents</h2>
+      <label className="field">
+        <span>Search agents</span>
+        <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="id, tool, module…" />
+      </label>
+      {connection !== "connected" && catalog.length === 0 ? (
+        <p className="hint">Connect to a master to list its agents, or import a workspace YAML.</p>
+      ) : null}
+      <p className="hint">Drag an agent onto the canvas, then link it to the orchestrator.</p>
+      <ul className="agent-list" aria-label="Agent list">
+        {rows.map((entry) => (
+          <Row key={entry.agentId} entry={entry} onCanvas={onCanvas.has(agentNodeId(entry.agentId))} />
+        ))}
+      </ul>
+      {connection === "connected" && !discoveryAvailable ? (
+        <p className="hint">This master has no agent discovery (GET /agents/discover).</p>
+      ) : null}
+    </aside>
+  );
+}

@@ -1,0 +1,40 @@
+import { Handle, Position, type NodeProps } from "@xyflow/react";
+import { memo } from "react";
+import { useShallow } from "zustand/react/shallow";
+import type { AgentNode } from "../../lib/graph";
+import { hasLink } from "../../lib/graph";
+import { useAppStore } from "../../store/context";
+import { useGlow } from "./useGlow";
+
+function since(epochSeconds: number | null | undefined): string | null {
+  if (!epochSeconds) return null;
+  const seconds = Math.max(0, Math.round(Date.now() / 1000 - epochSeconds));
+  return seconds < 60 ? `${seconds}s ago` : `${Math.round(seconds / 60)}m ago`;
+}
+
+export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps<AgentNode>) {
+  const { key, ...glow } = useGlow(id);
+  const { entry, linked } = useAppStore(
+    useShallow((s) => ({ entry: s.catalogById[data.agentId], linked: hasLink(s.edges, data.agentId) })),
+  );
+  const status = entry?.status ?? "offline";
+  const lastCheck = since(entry?.lastCheck);
+  return (
+    <div className={`node node-agent${linked ? " linked" : ""}`} key={key} {...glow}>
+      <Handle type="source" position={Position.Left} aria-label={`Link ${data.agentId}`} />
+      <div className="node-title">{entry?.label ?? data.agentId}</div>
+      <div className="node-meta">
+        <span className={`status status-${status}`}>{status === "online" ? "connected" : status}</span>{" "}
+        {entry?.transport === "invocation" ? "HTTP" : "WebSocket"}
+        {lastCheck ? ` · checked ${lastCheck}` : ""}
+      </div>
+      {entry?.lastError && status === "DOWN" ? <div className="node-error">{entry.lastError}</div> : null}
+      <ul className="node-tools" aria-label={`Tools of ${data.agentId}`}>
+        {(entry?.tools ?? []).slice(0, 4).map((tool) => (
+          <li key={tool.name}>{tool.name}</li>
+        ))}
+        {(entry?.tools.length ?? 0) > 4 ? <li>+{(entry?.tools.length ?? 0) - 4} more</li> : null}
+      </ul>
+    </div>
+  );
+});

@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { parseSse } from "./sse";
+import { applyEvent, buildQuery, curlCommand, glowTargets, newAssistantEntry, parseArguments } from "./chat";
+
+const stream = [
+  'event: step\ndata: {"step": 1, "tool_calls": ["demo__echo"]}\n\n',
+  'event: tool_call\ndata: {"call_id": "c1", "agent_id": "demo", "tool_name": "echo", "arguments": {"text": "hi"}}\n\n',
+  'event: tool_progress\ndata: {"call_id": "c1", "message": "half", "progress": 0.5, "agent_id": "demo", "tool_name": "echo"}\n\n',
+  'event: tool_result\ndata: {"call_id": "c1", "agent_id": "demo", "tool_name": "echo", "success": true, "result": {"echo": "hi"}}\n\n',
+  'event: token\ndata: {"text": "It "}\n\n',
+  'event: token\ndata: {"text": "says hi"}\n\n',
+  'event: query_result\ndata: {"query_id": "q", "session_id": "s", "success": true, "answer": "It says hi", "agents_used": [{"agent_id": "demo", "tool_name": "echo"}], "status": "completed"}\n\n',
+].join("");
+
+describe("applyEvent", () => {
+  it("folds a streamed tool call and answer into one entry", () => {
+    let entry = newAssistantEntry("a");
+    const seen: string[] = [];
+    for (const event of parseSse(stream)) {
+      entry = applyEvent(entry, event.event, JSON.parse(event.data));
+      seen.push(entry.text);
+    }
+    expect(seen).toContain("It ");
+    expect(entry.state).toBe("done");
+    expect(entry.text).toBe("It says hi");
+    expect(entry.steps).toEqual([
+      {
+        callId: "c1",
+        agentId: "demo",
+        toolName: "echo",
+        arguments: { text: "hi" },
+        state: "ok",
+        progress: { message: "half", progress: 0.5 },
+        result: { echo: "hi" },
+      },
+    ]);
+    expect(entry.agentsUsed).toEqual(["demo"]);
+  });
+
+  it("records a refused call that has no call id as a failed step", () => {
+    const entry = applyEvent(newAssistantEntry("a"), "tool_result", {
+      call_id: null, agent_id: "demo", tool_name: "echo", success: false, error: "invalid arguments",
+    });
+    expect(entry.steps[0]).toMatchObject({ state: "error", error: "invalid arguments" });
+  });
+
+  it("keeps the plan of an awaiting_approval answer and the error of a failed one", () => {
+    const plan = { plan_id: "p1", steps: [{ agent_id: "demo", tool_name: "echo", intent: "", arguments: {} }], summary: "" };
+    const waiting = applyEvent(newAssistantEntry("a"), "query_result", { query_id: "q", success: true, status: "awaiting_approval", plan });
+    expect(waiting).toMatchObject({ planState: "pending", plan });
+    const failed = applyEvent(newAssistantEntry("a"), "query_result", { query_id: "q", success: false, error: "LLM down", error_code: "llm_error" });
+    expect(failed).toMatchObject({ state: "error", error: "LLM down", errorCode: "llm_error" });
+  });
+});
+
+describe("glowTargets", () => {
+  it("glows the agents used, else the orchestrator, never on failure or pending plan", () => {
+    expect(glowTargets({ success: true, agents_used: [{ agent_id: "a", tool_name: "t" }, { agent_id: "a", tool_name: "u" }] })).toEqual(["agent:a"]);
+    expect(glowTargets({ success: true, agents_used: [] })).toEqual(["orchestrator"]);
+    expect(glowTargets({ success: false, agents_used: [] })).toEqual([]);
+    expect(glowTargets({ success: true, agents_used: [], status: "awaiting_approval" })).toEqual([]);
+  });
+});
+
+describe("buildQuery", () => {
+  const base = { text: "hi", sessionId: null, allowedAgentIds: ["a"], model: null, profile: "default" as const, autoMode: false, requirePlanApproval: true };
+  it("scopes to linked agents, streams, and asks for plan approval only in auto mode", () => {
+    expect(buildQuery(base)).toEqual({ query: "hi", allowed_agent_ids: ["a"], orchestrator_prompt_profile: "default", auto_mode: false, stream: true });
+    expect(buildQuery({ ...base, autoMode: true, sessionId: "s", model: "gpt-4o" })).toMatchObject({
+      auto_require_plan_approval: true, session_id: "s", orchestrator_model: "gpt-4o",
+    });
+  });
+  it("executes an edited plan in auto mode", () => {
+    const steps = [{ agent_id: "a", tool_name: "t", intent: "", arguments: { x: 1 } }];
+    const body = buildQuery({ ...base, autoMode: true, sessionId: "s", execute: { planId: "p", steps } });
+    expect(body.auto_plan_execute).toEqual({ plan_id: "p", steps });
+    expect(body.auto_require_plan_approval).toBeUndefined();
+  });
+});
+
+describe("curlCommand and parseArguments", () => {
+  it("never copies the key and quotes the body for a shell", () => {
+    const curl = curlCommand("http://m:8000/", { query: "it's", stream: true }, true);
+    expect(curl).toContain("$OPENAGENT_API_KEY");
+    expect(curl).toContain(`'{"query":"it'\\''s","stream":true}'`);
+    expect(curl).toContain("'http://m:8000/query'");
+  });
+  it("names the step of bad arguments", () => {
+    expect(parseArguments('{"a": 1}', 1)).toEqual({ a: 1 });
+    expect(() => parseArguments("[1]", 2)).toThrow("step 2: arguments must be a JSON object");
+    expect(() => parseArguments("{", 3)).toThrow(/step 3: arguments are not valid JSON/);
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * The chat panel's model: building `POST /query` bodies, folding the stream's events
+ * (step, tool_call, tool_progress, tool_result, token, query_result; see master/streaming.py)
+ * into a transcript entry, which nodes glow, and "copy as curl". Pure functions.
+ */
+import type { Attachment, Plan, PlanStep, PromptProfile, QueryRequest, QueryResponse } from "../api/types";
+import { ORCHESTRATOR_ID, agentNodeId } from "./graph";
+
+export interface ToolStep {
+  callId: string | null;
+  agentId: string | null;
+  toolName: string;
+  arguments: unknown;
+  state: "running" | "ok" | "error";
+  progress?: { message: string; progress: number | null };
+  result?: unknown;
+  error?: string;
+}
+
+export interface UserEntry {
+  kind: "user";
+  id: string;
+  text: string;
+  attachments: string[];
+}
+
+export interface AssistantEntry {
+  kind: "assistant";
+  id: string;
+  text: string;
+  steps: ToolStep[];
+  state: "streaming" | "done" | "error";
+  round: number;
+  error?: string;
+  errorCode?: string | null;
+  httpStatus?: number;
+  agentsUsed?: string[];
+  plan?: Plan;
+  planState?: "pending" | "running" | "executed" | "discarded";
+  stoppedBy?: string | null;
+}
+
+export type ChatEntry = UserEntry | AssistantEntry;
+
+export interface QueryOptions {
+  text: string;
+  sessionId: string | null;
+  allowedAgentIds: string[];
+  model: string | null;
+  profile: PromptProfile;
+  autoMode: boolean;
+  requirePlanApproval: boolean;
+  attachments?: Attachment[];
+  execute?: { planId: string; steps: PlanStep[] };
+}
+
+/** The body of a streamed `POST /query`. */
+export function buildQuery(options: QueryOptions): QueryRequest {
+  const body: QueryRequest = {
+    query: options.text,
+    allowed_agent_ids: options.allowedAgentIds,
+    orchestrator_prompt_profile: options.profile,
+    auto_mode: options.autoMode || options.execute !== undefined,
+    stream: true,
+  };
+  if (options.sessionId) body.session_id = options.sessionId;
+  if (options.model) body.orchestrator_model = options.model;
+  if (options.autoMode && options.requirePlanApproval && !options.execute) body.auto_require_plan_approval = true;
+  if (options.execute) body.auto_plan_execute = { plan_id: options.execute.planId, steps: options.execute.steps };
+  if (options.attachments && options.attachments.length > 0) body.attachments = options.attachments;
+  return body;
+}
+
+export function newAssistantEntry(id: string): AssistantEntry {
+  return { kind: "assistant", id, text: "", steps: [], state: "streaming", round: 0 };
+}
+
+type Data = Record<string, unknown>;
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+
+function updateStep(steps: ToolStep[], data: Data, change: (step: ToolStep) => ToolStep, create: boolean): ToolStep[] {
+  const callId = str(data.call_id);
+  const agentId = str(data.agent_id);
+  const toolName = str(data.tool_name) ?? "?";
+  // Match by call id; else the last running step of the same agent and tool.
+  let index = callId !== null ? steps.findIndex((s) => s.callId === callId) : -1;
+  if (index === -1) {
+    for (let i = steps.length - 1; i >= 0; i--) {
+      const s = steps[i]!;
+      if (s.state === "running" && s.agentId === agentId && s.toolName === toolName) {
+        index = i;
+        break;
+      }
+    }
+  }
+  if (index === -1) {
+    if (!create) return steps;
+    const fresh: ToolStep = { callId, agentId, toolName, arguments: data.arguments ?? {}, state: "running" };
+    return [...steps, change(fresh)];
+  }
+  return steps.map((s, i) => (i === index ? change(s) : s));
+}
+
+/** Fold one stream event into the entry. */
+export function applyEvent(entry: AssistantEntry, event: string, data: Data): AssistantEntry {
+  switch (event) {
+    case "step":
+      return { ...entry, round: typeof data.step === "number" ? data.step : entry.round + 1 };
+    case "tool_call":
+      return { ...entry, steps: updateStep(entry.steps, data, (s) => ({ ...s, arguments: data.arguments ?? s.arguments }), true) };
+    case "tool_progress":
+      return {
+        ...entry,
+        steps: updateStep(
+          entry.steps,
+          data,
+          (s) => ({ ...s, progress: { message: str(data.message) ?? "", progress: typeof data.progress === "number" ? data.progress : null } }),
+          true,
+        ),
+      };
+    case "tool_result":
+      return {
+        ...entry,
+        steps: updateStep(
+          entry.steps,
+          data,
+          (s) =>
+            data.success
+              ? { ...s, state: "ok", result: data.result }
+              : { ...s, state: "error", error: str(data.error) ?? "the tool call failed" },
+          true,
+        ),
+      };
+    case "token":
+      return { ...entry, text: entry.text + (str(data.text) ?? "") };
+    case "query_result":
+      return finishEntry(entry, data as unknown as QueryResponse);
+    default:
+      return entry;
+  }
+}
+
+export function finishEntry(entry: AssistantEntry, result: QueryResponse, httpStatus?: number): AssistantEntry {
+  const done: AssistantEntry = {
+    ...entry,
+    state: result.success ? "done" : "error",
+    text: result.answer ?? entry.text,
+    agentsUsed: [...new Set((result.agents_used ?? []).map((a) => a.agent_id))],
+    stoppedBy: result.stopped_by ?? null,
+    // A step still running when the answer arrives did not report back.
+    steps: entry.steps.map((s) => (s.state === "running" ? { ...s, state: "error", error: s.error ?? "no result reported" } : s)),
+  };
+  if (!result.success) {
+    done.error = result.error ?? "the query failed";
+    done.errorCode = result.error_code ?? null;
+  }
+  if (httpStatus !== undefined) done.httpStatus = httpStatus;
+  if (result.status === "awaiting_approval" && result.plan) {
+    done.plan = result.plan;
+    done.planState = "pending";
+  }
+  return done;
+}
+
+/**
+ * The nodes that glow when an answer arrives: the agents it used; the orchestrator when it
+ * answered from its own context. Nothing for a failure or a plan awaiting approval.
+ */
+export function glowTargets(result: Pick<QueryResponse, "success" | "agents_used" | "status">): string[] {
+  if (!result.success || result.status === "awaiting_approval") return [];
+  const agents = [...new Set((result.agents_used ?? []).map((a) => a.agent_id))];
+  return agents.length > 0 ? agents.map(agentNodeId) : [ORCHESTRATOR_ID];
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/** "Copy as curl" of a query; the key is left as an environment variable, never copied. */
+export function curlCommand(baseUrl: string, body: QueryRequest, withKey: boolean): string {
+  const { stream: _stream, ...rest } = body;
+  const lines = [`curl -sN ${shellQuote(`${baseUrl.replace(/\/$/, "")}/query`)}`];
+  if (withKey) lines.push(`-H "Authorization: Bearer $OPENAGENT_API_KEY"`);
+  lines.push(`-H 'Content-Type: application/json'`);
+  const json = JSON.stringify(_stream ? { ...rest, stream: true } : rest);
+  lines.push(`-d ${shellQuote(json)}`);
+  return lines.join(" \\\n  ");
+}
+
+/** Parse a plan step's arguments from the editor's text; the error names the step. */
+export function parseArguments(text: string, stepNumber: number): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text || "{}");
+  } catch (error) {
+    throw new Error(`step ${stepNumber}: arguments are not valid JSON (${(error as Error).message})`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new Error(`step ${stepNumber}: arguments must be a JSON object`);
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { mergeCatalog, type CatalogEntry } from "./agents";
+import { agentNode, baseEdges, baseNodes, linkEdge } from "./graph";
+import {
+  WorkspaceError,
+  canvasToWorkspace,
+  exportWorkspace,
+  parseWorkspace,
+  workspaceEntries,
+  workspaceToCanvas,
+} from "./workspace";
+
+const entries = new Map<string, CatalogEntry>(
+  mergeCatalog(
+    [
+      {
+        agent_id: "demo-invocation-agent",
+        connection_type: "invocation",
+        status: "UP",
+        invocation_base_url: "http://user:pw@127.0.0.1:9000?api_key=x",
+        metadata: { description: "demo", api_key: "sk-abcdefghijklmnopqrstuv", nested: { token: "t", ok: 1 } },
+        tools: [{ name: "echo", description: "Echo", parameters: { type: "object", properties: {} }, endpoint: "/run" }],
+      },
+      { agent_id: "weather-agent", connection_type: "websocket", tools: [{ name: "get_weather" }] },
+    ],
+    [],
+  ).map((e) => [e.agentId, e]),
+);
+
+function canvas() {
+  return {
+    nodes: [
+      ...baseNodes(),
+      agentNode("weather-agent", { x: 300.123456, y: -20 }),
+      agentNode("demo-invocation-agent", { x: 300, y: 200 }),
+      agentNode("document-indexer-agent", { x: 600, y: 0 }),
+    ],
+    edges: [...baseEdges(), linkEdge("weather-agent"), linkEdge("demo-invocation-agent")],
+  };
+}
+const master = { baseUrl: "http://127.0.0.1:8000", wsUrl: "ws://127.0.0.1:8000/ws" };
+
+describe("export", () => {
+  it("is byte-stable whatever the node order, and secret-free", () => {
+    const a = exportWorkspace(canvasToWorkspace(canvas(), entries, master));
+    const shuffled = canvas();
+    shuffled.nodes.reverse();
+    shuffled.edges.reverse();
+    expect(exportWorkspace(canvasToWorkspace(shuffled, entries, master))).toBe(a);
+    expect(a).not.toMatch(/sk-|api_key|token|user:pw/);
+    expect(a).toMatch(/^# OpenAgent workspace, schema version 1/);
+    expect(a).toContain("invocation_base_url: http://127.0.0.1:9000");
+    expect(a).not.toContain("query-client");
+    expect(a).toContain("x: 300.123");
+    // The key order of openagent/yaml_runner.py's export.
+    expect(a).toMatch(/- agent_id: demo-invocation-agent\n  transport: invocation\n  invocation_base_url: [^\n]+\n  tools:/);
+  });
+
+  it("round-trips to the same canvas and the same bytes", () => {
+    const text = exportWorkspace(canvasToWorkspace(canvas(), entries, master));
+    const workspace = parseWorkspace(text);
+    const back = workspaceToCanvas(workspace);
+    const again = exportWorkspace(
+      canvasToWorkspace(back, new Map(workspaceEntries(workspace).map((e) => [e.agentId, e])), master),
+    );
+    expect(again).toBe(text);
+    expect(back.nodes.map((n) => n.id).sort()).toEqual(canvas().nodes.map((n) => n.id).sort());
+    expect(back.edges.map((e) => e.id).sort()).toEqual(canvas().edges.map((e) => e.id).sort());
+  });
+});
+
+describe("import", () => {
+  it("names the line and field of an unknown field", () => {
+    const text = "version: 1\nagents:\n- agent_id: a\n  transprt: websocket\n";
+    expect(() => parseWorkspace(text)).toThrowError(/line 4: agents\[0\]\.transprt: unknown field 'transprt'/);
+  });
+
+  it("refuses another version, bad links and invocation agents without a URL", () => {
+    const bad = "version: 2\nagents:\n- agent_id: a\n  transport: invocation\nlinks:\n- source: ghost\n";
+    try {
+      parseWorkspace(bad);
+      expect.unreachable();
+    } catch (error) {
+      const message = (error as WorkspaceError).message;
+      expect(message).toContain("unsupported workspace version 2");
+      expect(message).toContain("needs invocation_base_url");
+      expect(message).toContain("names unknown node 'ghost'");
+    }
+  });
+
+  it("refuses an alias bomb", () => {
+    const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+    for (let i = 0; i < 8; i++) bomb.push(`${"bcdefghij"[i]}: &${"bcdefghij"[i]} [${Array(9).fill(`*${"abcdefghij"[i]}`).join(",")}]`);
+    expect(() => parseWorkspace(bomb.join("\n"))).toThrowError(WorkspaceError);
+  });
+
+  it("injects the query client, lays out agents that have no position and drops builtin rows", () => {
+    const ws = parseWorkspace(
+      "agents:\n- agent_id: query-client\n  role: query\n  builtin: true\n- agent_id: a\n- agent_id: b\nlinks:\n- source: a\n",
+    );
+    expect(ws.agents.map((a) => a.agent_id)).toEqual(["a", "b"]);
+    const c = workspaceToCanvas(ws);
+    expect(c.nodes.map((n) => n.id)).toEqual(["orchestrator", "query-client", "agent:a", "agent:b"]);
+    expect(c.nodes[2]!.position).not.toEqual(c.nodes[3]!.position);
+    expect(c.edges.map((e) => e.id)).toEqual(["link:query-client", "link:a"]);
+  });
+});

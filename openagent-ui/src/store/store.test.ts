@@ -1,0 +1,181 @@
+import { describe, expect, it } from "vitest";
+import { GLOW_FADE_MS, createAppStore } from "./store";
+
+interface Call {
+  method: string;
+  path: string;
+  body: unknown;
+  auth: string | null;
+}
+
+/** A fake master: routes by method and path, records every request. */
+function fakeMaster(options: { key?: string; stream?: string } = {}) {
+  const calls: Call[] = [];
+  const agents = [
+    {
+      agent_id: "demo",
+      connection_type: "invocation",
+      status: "UP",
+      invocation_base_url: "http://127.0.0.1:9000",
+      tools: [{ name: "echo", description: "Echo", parameters: { type: "object", properties: {} }, endpoint: "/run" }],
+    },
+  ];
+  const json = (body: unknown, status = 200) =>
+    new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+  const fetch = async (url: string, init?: RequestInit) => {
+    const path = new URL(url).pathname;
+    const method = init?.method ?? "GET";
+    const auth = new Headers(init?.headers).get("authorization");
+    calls.push({ method, path, body: init?.body ? JSON.parse(String(init.body)) : undefined, auth });
+    if (path === "/health") return json({ status: "ok" });
+    if (options.key && auth !== `Bearer ${options.key}`) return json({ detail: "missing or invalid API key" }, 401);
+    if (path === "/agents") return json({ agents });
+    if (path === "/query/orchestrator-models") return json({ allowed_models: ["gpt-4o-mini", "gpt-4o"], default_model: "gpt-4o-mini", prompt_profiles: ["default", "auto_multi", "reasoning"] });
+    if (path === "/register") return json({ registered: true, status: "UP" });
+    if (path === "/query") return new Response(options.stream ?? "", { headers: { "content-type": "text/event-stream" } });
+    if (path.startsWith("/sessions/") && method === "DELETE") return json({ deleted: true });
+    return json({ detail: "Not Found" }, 404);
+  };
+  return { calls, fetch };
+}
+
+function timers() {
+  const pending: { fn: () => void; ms: number; done: boolean }[] = [];
+  return {
+    pending,
+    setTimer: (fn: () => void, ms: number) => {
+      const t = { fn, ms, done: false };
+      pending.push(t);
+      return t;
+    },
+    clearTimer: (h: unknown) => {
+      (h as { done: boolean }).done = true;
+    },
+    fire(ms: number) {
+      for (const t of pending.filter((p) => !p.done && p.ms === ms)) {
+        t.done = true;
+        t.fn();
+      }
+    },
+  };
+}
+
+const base = { storage: null, pollMs: 0 } as const;
+
+describe("store: connect", () => {
+  it("shows the master's 401 message for a wrong key", async () => {
+    const master = fakeMaster({ key: "right" });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    expect(await store.getState().connect("http://m", "wrong")).toBe(false);
+    expect(store.getState().connection).toBe("error");
+    expect(store.getState().connectionError).toBe("401 Unauthorized: the master refused the API key: missing or invalid API key");
+  });
+
+  it("loads agents, models and the RAG rows, sending the key on every request", async () => {
+    const master = fakeMaster({ key: "k" });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    expect(await store.getState().connect("http://m/", "k")).toBe(true);
+    const s = store.getState();
+    expect(s.catalog.map((e) => e.label)).toEqual(["demo", "RAG · Extractor", "RAG · Indexer"]);
+    expect(s.models).toEqual(["gpt-4o-mini", "gpt-4o"]);
+    expect(s.model).toBe("gpt-4o-mini");
+    expect(master.calls.filter((c) => c.path !== "/health").every((c) => c.auth === "Bearer k")).toBe(true);
+  });
+});
+
+describe("store: canvas", () => {
+  it("linking an HTTP agent registers it; linking a stopped WS agent shows how to start it", async () => {
+    const master = fakeMaster();
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m", "");
+    store.getState().addAgent("demo", { x: 300, y: 0 });
+    await store.getState().link("demo");
+    const register = master.calls.find((c) => c.path === "/register");
+    expect(register?.body).toMatchObject({ agent_id: "demo", invocation_base_url: "http://127.0.0.1:9000", tools: [{ name: "echo", endpoint: "/run" }] });
+    expect(store.getState().linkNotes.demo?.kind).toBe("registered");
+
+    await store.getState().link("document-indexer-agent");
+    expect(store.getState().linkNotes["document-indexer-agent"]).toEqual({
+      kind: "start",
+      text: "MASTER_WS=ws://m/ws PYTHONPATH=. python -m system_agents.document_indexer_agent",
+    });
+  });
+
+  it("undoes and redoes adding, linking and deleting", async () => {
+    const store = createAppStore({ ...base, fetch: fakeMaster().fetch });
+    const ids = () => store.getState().nodes.map((n) => n.id);
+    store.getState().addAgent("a", { x: 1, y: 1 });
+    await store.getState().link("a");
+    expect(store.getState().edges.map((e) => e.id)).toContain("link:a");
+    store.getState().onDelete({ nodes: store.getState().nodes.filter((n) => n.id === "agent:a"), edges: [] });
+    expect(ids()).not.toContain("agent:a");
+    expect(store.getState().edges.map((e) => e.id)).not.toContain("link:a");
+    store.getState().undo();
+    expect(ids()).toContain("agent:a");
+    expect(store.getState().edges.map((e) => e.id)).toContain("link:a");
+    store.getState().undo();
+    expect(store.getState().edges.map((e) => e.id)).not.toContain("link:a");
+    store.getState().redo();
+    store.getState().redo();
+    expect(ids()).not.toContain("agent:a");
+  });
+
+  it("never deletes the orchestrator or the query client", () => {
+    const store = createAppStore(base);
+    store.getState().onDelete({ nodes: store.getState().nodes, edges: store.getState().edges });
+    expect(store.getState().nodes.map((n) => n.id)).toEqual(["orchestrator", "query-client"]);
+    expect(store.getState().edges).toHaveLength(1);
+  });
+
+  it("exports and imports the same canvas", async () => {
+    const store = createAppStore({ ...base, fetch: fakeMaster().fetch });
+    await store.getState().connect("http://m", "");
+    store.getState().addAgent("demo", { x: 200, y: 50 });
+    await store.getState().link("demo");
+    store.getState().addAgent("document-indexer-agent", { x: 400, y: -50 });
+    const text = store.getState().exportYaml();
+    const other = createAppStore({ ...base, fetch: fakeMaster().fetch });
+    await other.getState().connect("http://m", "");
+    expect(other.getState().importYaml(text)).toBe(true);
+    expect(other.getState().exportYaml()).toBe(text);
+  });
+});
+
+describe("store: chat", () => {
+  const stream = [
+    'event: tool_call\ndata: {"call_id": "c1", "agent_id": "demo", "tool_name": "echo", "arguments": {"text": "hi"}}\n\n',
+    'event: tool_result\ndata: {"call_id": "c1", "agent_id": "demo", "tool_name": "echo", "success": true, "result": {"echo": "hi"}}\n\n',
+    'event: token\ndata: {"text": "hi"}\n\n',
+    'event: query_result\ndata: {"query_id": "q", "session_id": "s1", "success": true, "answer": "hi", "agents_used": [{"agent_id": "demo", "tool_name": "echo"}], "status": "completed"}\n\n',
+  ].join("");
+
+  it("scopes the query to linked agents, logs the call, glows the agent and fades it after 4 s", async () => {
+    const master = fakeMaster({ stream });
+    const t = timers();
+    const store = createAppStore({ ...base, fetch: master.fetch, setTimer: t.setTimer, clearTimer: t.clearTimer });
+    await store.getState().connect("http://m", "");
+    await store.getState().link("demo");
+    await store.getState().send("say hi");
+    const query = master.calls.find((c) => c.path === "/query");
+    expect(query?.body).toMatchObject({ query: "say hi", allowed_agent_ids: ["demo"], stream: true });
+    const s = store.getState();
+    expect(s.sessionId).toBe("s1");
+    expect(s.glow["agent:demo"]?.phase).toBe("fading");
+    expect(s.callLogs.demo).toMatchObject([{ toolName: "echo", state: "ok", result: { echo: "hi" } }]);
+    expect(s.transcript.map((e) => e.kind)).toEqual(["user", "assistant"]);
+    t.fire(GLOW_FADE_MS);
+    expect(store.getState().glow["agent:demo"]).toBeUndefined();
+    expect(store.getState().curl()).toContain('"allowed_agent_ids":["demo"]');
+  });
+
+  it("New session clears the transcript and deletes the server-side session", async () => {
+    const master = fakeMaster({ stream });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m", "");
+    await store.getState().send("hi");
+    await store.getState().newSession();
+    expect(store.getState().transcript).toEqual([]);
+    expect(store.getState().sessionId).toBeNull();
+    expect(master.calls.some((c) => c.method === "DELETE" && c.path === "/sessions/s1")).toBe(true);
+  });
+});

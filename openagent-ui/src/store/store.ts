@@ -1,0 +1,667 @@
+/**
+ * The page's one store (Zustand), built by {@link createAppStore} and provided through
+ * React context (store/context.tsx). It owns the connection, the agent catalog, the canvas
+ * (with undo/redo), the chat transcript, the glow of nodes and the notices. I/O goes
+ * through an injected {@link ApiClient} factory, so tests run it against a fake master.
+ */
+import { applyEdgeChanges, applyNodeChanges, type Connection, type Edge, type EdgeChange, type NodeChange, type XYPosition } from "@xyflow/react";
+import { createStore, type StoreApi } from "zustand";
+import { ApiError, createApiClient, type ApiClient, type FetchLike, type Health } from "../api/client";
+import type { Attachment, PlanStep, PromptProfile, QueryRequest, QueryResponse } from "../api/types";
+import {
+  isRunning,
+  mergeCatalog,
+  startCommand,
+  type AgentRow,
+  type AgentStatus,
+  type CatalogEntry,
+  type DiscoveredRow,
+} from "../lib/agents";
+import {
+  applyEvent,
+  buildQuery,
+  curlCommand,
+  finishEntry,
+  glowTargets,
+  newAssistantEntry,
+  type AssistantEntry,
+  type ChatEntry,
+} from "../lib/chat";
+import {
+  agentNode,
+  agentNodeId,
+  baseEdges,
+  baseNodes,
+  hasLink,
+  isAgentNode,
+  linkEdge,
+  linkedAgentIds,
+  linkedAgentOf,
+  removeNodes,
+  ringPositions,
+  type AppNode,
+} from "../lib/graph";
+import { emptyHistory, record, redo, undo, type History } from "../lib/history";
+import {
+  canvasToWorkspace,
+  exportWorkspace,
+  parseWorkspace,
+  workspaceEntries,
+  workspaceToCanvas,
+  type CanvasSnapshot,
+} from "../lib/workspace";
+
+export const GLOW_FADE_MS = 4000;
+export const CALL_LOG_LIMIT = 20;
+const STORAGE_KEY = "openagent.ui.connection";
+
+export type ConnectionState = "disconnected" | "connecting" | "connected" | "error";
+
+export interface Notice {
+  id: number;
+  level: "error" | "warning" | "info";
+  text: string;
+  /** Offer a retry of the connection. */
+  retry?: boolean;
+}
+
+export interface Glow {
+  phase: "active" | "fading";
+  seq: number;
+}
+
+export interface CallLogEntry {
+  callId: string | null;
+  toolName: string;
+  arguments: unknown;
+  state: "running" | "ok" | "error";
+  result?: unknown;
+  error?: string;
+  at: number;
+}
+
+export interface LinkNote {
+  kind: "registered" | "start" | "deploying" | "deployed" | "error";
+  text: string;
+}
+
+export interface AppState {
+  baseUrl: string;
+  apiKey: string;
+  connection: ConnectionState;
+  connectionError: string | null;
+  /** The master stopped answering after a successful connect. */
+  lost: boolean;
+  health: Health | null;
+  lastRefresh: number | null;
+  api: ApiClient | null;
+  sandboxEnabled: boolean;
+  discoveryAvailable: boolean;
+
+  liveRows: AgentRow[];
+  discovered: DiscoveredRow[];
+  workspaceRows: CatalogEntry[];
+  catalog: CatalogEntry[];
+  catalogById: Record<string, CatalogEntry>;
+  search: string;
+
+  nodes: AppNode[];
+  edges: Edge[];
+  history: History<CanvasSnapshot>;
+  linkNotes: Record<string, LinkNote>;
+  glow: Record<string, Glow>;
+  callLogs: Record<string, CallLogEntry[]>;
+
+  transcript: ChatEntry[];
+  sessionId: string | null;
+  busy: boolean;
+  models: string[];
+  model: string | null;
+  profiles: PromptProfile[];
+  profile: PromptProfile;
+  autoMode: boolean;
+  requirePlan: boolean;
+  lastQuery: QueryRequest | null;
+  maxAttachmentBytes: number;
+  maxAttachments: number;
+
+  notices: Notice[];
+
+  connect(baseUrl: string, apiKey: string): Promise<boolean>;
+  disconnect(): void;
+  refresh(): Promise<void>;
+  setSearch(search: string): void;
+
+  onNodesChange(changes: NodeChange<AppNode>[]): void;
+  onEdgesChange(changes: EdgeChange[]): void;
+  onConnect(connection: Connection): void;
+  onDelete(params: { nodes: AppNode[]; edges: Edge[] }): void;
+  beginDrag(): void;
+  addAgent(agentId: string, position?: XYPosition): void;
+  link(agentId: string): Promise<void>;
+  unlink(agentId: string): void;
+  deleteSelected(): void;
+  undo(): void;
+  redo(): void;
+
+  setModel(model: string | null): void;
+  setProfile(profile: PromptProfile): void;
+  setAutoMode(on: boolean): void;
+  setRequirePlan(on: boolean): void;
+  send(text: string, attachments?: Attachment[]): Promise<void>;
+  executePlan(entryId: string, steps: PlanStep[]): Promise<void>;
+  discardPlan(entryId: string): void;
+  newSession(): Promise<void>;
+  curl(): string | null;
+
+  exportYaml(): string;
+  importYaml(text: string): boolean;
+
+  notify(level: Notice["level"], text: string, retry?: boolean): void;
+  dismiss(id: number): void;
+}
+
+export interface StoreOptions {
+  fetch?: FetchLike;
+  storage?: Pick<Storage, "getItem" | "setItem" | "removeItem"> | null;
+  /** Milliseconds between `GET /agents` refreshes; 0 turns polling off. */
+  pollMs?: number;
+  /** Refresh discovery every this many polls. */
+  discoverEvery?: number;
+  setTimer?: (fn: () => void, ms: number) => unknown;
+  clearTimer?: (handle: unknown) => void;
+  now?: () => number;
+  defaultBaseUrl?: string;
+}
+
+export type AppStore = StoreApi<AppState>;
+
+function wsUrlOf(baseUrl: string): string {
+  const base = baseUrl || (typeof window !== "undefined" ? window.location.origin : "http://127.0.0.1:8000");
+  return `${base.replace(/^http/, "ws").replace(/\/+$/, "")}/ws`;
+}
+
+export function createAppStore(options: StoreOptions = {}): AppStore {
+  const setTimer = options.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
+  const clearTimer = options.clearTimer ?? ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
+  const now = options.now ?? (() => Date.now());
+  const storage = options.storage === undefined ? (typeof sessionStorage !== "undefined" ? sessionStorage : null) : options.storage;
+  const pollMs = options.pollMs ?? 3000;
+  const discoverEvery = options.discoverEvery ?? 10;
+  let poll: unknown = null;
+  let polls = 0;
+  let noticeId = 0;
+  let glowSeq = 0;
+  let entryId = 0;
+  const glowTimers = new Map<string, unknown>();
+
+  const saved = (() => {
+    try {
+      const raw = storage?.getItem(STORAGE_KEY);
+      return raw ? (JSON.parse(raw) as { baseUrl?: string; apiKey?: string }) : {};
+    } catch {
+      return {};
+    }
+  })();
+
+  return createStore<AppState>()((set, get) => {
+    const snapshot = (): CanvasSnapshot => ({ nodes: get().nodes, edges: get().edges });
+    const remember = () => set({ history: record(get().history, snapshot()) });
+
+    function setCatalog(partial: Partial<Pick<AppState, "liveRows" | "discovered" | "workspaceRows">>) {
+      const state = { ...get(), ...partial };
+      const catalog = mergeCatalog(state.liveRows, state.discovered, state.workspaceRows);
+      const before = get().catalogById;
+      const catalogById = Object.fromEntries(catalog.map((entry) => [entry.agentId, entry]));
+      // An agent on the canvas going DOWN is an error the user must see.
+      for (const agentId of linkedAgentIds(get().edges)) {
+        const was: AgentStatus | undefined = before[agentId]?.status;
+        const entry = catalogById[agentId];
+        if (entry?.status === "DOWN" && was !== "DOWN" && was !== undefined) {
+          get().notify("error", `Agent ${agentId} is DOWN${entry.lastError ? `: ${entry.lastError}` : ""}`);
+        }
+      }
+      set({ ...partial, catalog, catalogById });
+    }
+
+    function stopPolling() {
+      if (poll !== null) clearTimer(poll);
+      poll = null;
+    }
+
+    function schedulePoll() {
+      stopPolling();
+      if (pollMs <= 0) return;
+      poll = setTimer(async () => {
+        poll = null;
+        if (get().connection !== "connected") return;
+        await get().refresh();
+        if (get().connection === "connected") schedulePoll();
+      }, get().lost ? Math.min(pollMs * 2, 10000) : pollMs);
+    }
+
+    function glow(nodeId: string, phase: Glow["phase"]) {
+      const seq = ++glowSeq;
+      set({ glow: { ...get().glow, [nodeId]: { phase, seq } } });
+      const old = glowTimers.get(nodeId);
+      if (old !== undefined) clearTimer(old);
+      glowTimers.delete(nodeId);
+      if (phase === "fading") {
+        glowTimers.set(
+          nodeId,
+          setTimer(() => {
+            glowTimers.delete(nodeId);
+            if (get().glow[nodeId]?.seq !== seq) return;
+            const { [nodeId]: _gone, ...rest } = get().glow;
+            set({ glow: rest });
+          }, GLOW_FADE_MS),
+        );
+      }
+    }
+
+    function logCall(agentId: string, data: Record<string, unknown>, event: string) {
+      const logs = get().callLogs[agentId] ?? [];
+      const callId = typeof data.call_id === "string" ? data.call_id : null;
+      const toolName = String(data.tool_name ?? "?");
+      let next: CallLogEntry[];
+      if (event === "tool_call") {
+        next = [...logs, { callId, toolName, arguments: data.arguments ?? {}, state: "running", at: now() }];
+      } else {
+        let index = -1;
+        for (let i = logs.length - 1; i >= 0; i--) {
+          const l = logs[i]!;
+          if ((callId !== null && l.callId === callId) || (l.state === "running" && l.toolName === toolName)) {
+            index = i;
+            break;
+          }
+        }
+        const done: Partial<CallLogEntry> = data.success
+          ? { state: "ok", result: data.result }
+          : { state: "error", error: String(data.error ?? "failed") };
+        next =
+          index === -1
+            ? [...logs, { callId, toolName, arguments: data.arguments ?? {}, at: now(), ...done } as CallLogEntry]
+            : logs.map((l, i) => (i === index ? { ...l, ...done } : l));
+      }
+      set({ callLogs: { ...get().callLogs, [agentId]: next.slice(-CALL_LOG_LIMIT) } });
+    }
+
+    function updateEntry(id: string, change: (entry: AssistantEntry) => AssistantEntry) {
+      set({
+        transcript: get().transcript.map((e) => (e.kind === "assistant" && e.id === id ? change(e) : e)),
+      });
+    }
+
+    async function runQuery(body: QueryRequest, entry: AssistantEntry) {
+      const api = get().api;
+      if (!api) {
+        get().notify("error", "Not connected: connect to a master first");
+        return;
+      }
+      set({ busy: true, lastQuery: body, transcript: [...get().transcript, entry] });
+      try {
+        const result: QueryResponse = await api.query(body, {
+          onEvent(event, data) {
+            updateEntry(entry.id, (e) => applyEvent(e, event, data));
+            const agentId = typeof data.agent_id === "string" ? data.agent_id : null;
+            if (agentId && (event === "tool_call" || event === "tool_result")) {
+              logCall(agentId, data, event);
+              glow(agentNodeId(agentId), event === "tool_call" ? "active" : "fading");
+            }
+          },
+        });
+        updateEntry(entry.id, (e) => (e.state === "streaming" ? finishEntry(e, result) : e));
+        if (result.session_id) set({ sessionId: result.session_id });
+        for (const nodeId of glowTargets(result)) glow(nodeId, "fading");
+        if (!result.success) get().notify("error", result.error ?? "the query failed");
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        const status = error instanceof ApiError ? error.status : undefined;
+        updateEntry(entry.id, (e) => ({
+          ...e,
+          state: "error",
+          error: message,
+          ...(status !== undefined ? { httpStatus: status } : {}),
+          steps: e.steps.map((s) => (s.state === "running" ? { ...s, state: "error" as const, error: "interrupted" } : s)),
+        }));
+        for (const [nodeId, g] of Object.entries(get().glow)) if (g.phase === "active") glow(nodeId, "fading");
+        get().notify("error", message, error instanceof ApiError && error.lostConnection);
+      } finally {
+        set({ busy: false });
+      }
+    }
+
+    return {
+      baseUrl: saved.baseUrl ?? options.defaultBaseUrl ?? "",
+      apiKey: saved.apiKey ?? "",
+      connection: "disconnected",
+      connectionError: null,
+      lost: false,
+      health: null,
+      lastRefresh: null,
+      api: null,
+      sandboxEnabled: false,
+      discoveryAvailable: false,
+
+      liveRows: [],
+      discovered: [],
+      workspaceRows: [],
+      catalog: [],
+      catalogById: {},
+      search: "",
+
+      nodes: baseNodes(),
+      edges: baseEdges(),
+      history: emptyHistory(),
+      linkNotes: {},
+      glow: {},
+      callLogs: {},
+
+      transcript: [],
+      sessionId: null,
+      busy: false,
+      models: [],
+      model: null,
+      profiles: ["default", "auto_multi", "reasoning"],
+      profile: "default",
+      autoMode: false,
+      requirePlan: false,
+      lastQuery: null,
+      maxAttachmentBytes: 2 * 1024 * 1024,
+      maxAttachments: 5,
+
+      notices: [],
+
+      async connect(baseUrl, apiKey) {
+        stopPolling();
+        const fetchOption = options.fetch ? { fetch: options.fetch } : {};
+        const api = createApiClient({ baseUrl, apiKey, ...fetchOption });
+        set({ baseUrl, apiKey, connection: "connecting", connectionError: null, api: null, lost: false });
+        try {
+          storage?.setItem(STORAGE_KEY, JSON.stringify({ baseUrl, apiKey }));
+        } catch {
+          /* storage full or blocked: the key is simply not kept */
+        }
+        try {
+          const health = await api.health();
+          const rows = await api.agents(); // the first authenticated call: 401 shows here
+          const [models, discovered, sandbox] = await Promise.all([
+            api.models().catch(() => null),
+            api.discover().catch(() => null),
+            api.sandboxStatus().catch(() => null),
+          ]);
+          const allowed = (models?.allowed_models as string[] | undefined) ?? [];
+          const profiles = (models?.prompt_profiles as PromptProfile[] | undefined) ?? get().profiles;
+          const defaultModel = (models?.default_model as string | undefined) ?? allowed[0] ?? null;
+          set({
+            api,
+            health,
+            connection: "connected",
+            lastRefresh: now(),
+            models: allowed,
+            model: get().model && allowed.includes(get().model!) ? get().model : defaultModel,
+            profiles,
+            sandboxEnabled: Boolean(sandbox?.enabled),
+            discoveryAvailable: discovered !== null,
+          });
+          setCatalog({ liveRows: rows, discovered: discovered ?? [] });
+          polls = 0;
+          schedulePoll();
+          return true;
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          set({ connection: "error", connectionError: message });
+          return false;
+        }
+      },
+
+      disconnect() {
+        stopPolling();
+        try {
+          storage?.removeItem(STORAGE_KEY);
+        } catch {
+          /* ignore */
+        }
+        set({ api: null, connection: "disconnected", apiKey: "", lost: false, liveRows: [], health: null });
+        setCatalog({ liveRows: [], discovered: [] });
+      },
+
+      async refresh() {
+        const api = get().api;
+        if (!api) return;
+        try {
+          polls += 1;
+          const rows = await api.agents();
+          const discovered = polls % discoverEvery === 0 ? await api.discover().catch(() => null) : null;
+          const wasLost = get().lost;
+          set({ lost: false, lastRefresh: now() });
+          if (wasLost) {
+            set({ health: await api.health().catch(() => get().health) });
+            get().notify("info", "Reconnected to the master");
+          }
+          setCatalog(discovered !== null ? { liveRows: rows, discovered } : { liveRows: rows });
+        } catch (error) {
+          if (error instanceof ApiError && error.lostConnection) {
+            if (!get().lost) get().notify("error", error.message, true);
+            set({ lost: true });
+          } else if (error instanceof ApiError && error.status === 401) {
+            stopPolling();
+            set({ connection: "error", connectionError: error.message });
+          }
+        }
+        if (get().connection === "connected" && poll === null) schedulePoll();
+      },
+
+      setSearch: (search) => set({ search }),
+
+      onNodesChange(changes) {
+        const kept = changes.filter((c) => c.type !== "remove"); // removal goes through onDelete (one undo step)
+        if (kept.length) set({ nodes: applyNodeChanges(kept, get().nodes) });
+      },
+      onEdgesChange(changes) {
+        const kept = changes.filter((c) => c.type !== "remove");
+        if (kept.length) set({ edges: applyEdgeChanges(kept, get().edges) });
+      },
+      onDelete({ nodes, edges }) {
+        if (nodes.length === 0 && edges.length === 0) return;
+        remember();
+        const removed = removeNodes(get().nodes, get().edges, new Set(nodes.map((n) => n.id)));
+        const edgeIds = new Set(edges.filter((e) => e.deletable !== false).map((e) => e.id));
+        set({ nodes: removed.nodes, edges: removed.edges.filter((e) => !edgeIds.has(e.id)) });
+      },
+      deleteSelected() {
+        const nodes = get().nodes.filter((n) => n.selected && n.deletable !== false);
+        const edges = get().edges.filter((e) => e.selected && e.deletable !== false);
+        get().onDelete({ nodes, edges });
+      },
+      beginDrag: remember,
+      onConnect(connection) {
+        const agentId = linkedAgentOf(connection);
+        if (agentId === null) {
+          get().notify("warning", "Link an agent to the orchestrator (agent ↔ orchestrator links only)");
+          return;
+        }
+        void get().link(agentId);
+      },
+
+      addAgent(agentId, position) {
+        const id = agentNodeId(agentId);
+        if (get().nodes.some((n) => n.id === id)) {
+          set({ nodes: get().nodes.map((n) => ({ ...n, selected: n.id === id })) });
+          return;
+        }
+        remember();
+        const where = position ?? ringPositions(1, get().nodes.map((n) => n.position))[0] ?? { x: 300, y: 0 };
+        set({ nodes: [...get().nodes.map((n) => ({ ...n, selected: false })), { ...agentNode(agentId, where), selected: true }] });
+      },
+
+      async link(agentId) {
+        if (!get().nodes.some((n) => n.id === agentNodeId(agentId))) get().addAgent(agentId);
+        if (!hasLink(get().edges, agentId)) {
+          remember();
+          set({ edges: [...get().edges, linkEdge(agentId)] });
+        }
+        const entry = get().catalogById[agentId];
+        const api = get().api;
+        if (!entry) return;
+        const note = (value: LinkNote) => set({ linkNotes: { ...get().linkNotes, [agentId]: value } });
+        if (entry.transport === "invocation") {
+          if (!api) return;
+          if (!entry.invocationBaseUrl || entry.tools.length === 0) {
+            note({ kind: "error", text: "Cannot register: no invocation_base_url or tools known for this agent" });
+            return;
+          }
+          try {
+            const body = {
+              agent_id: agentId,
+              invocation_base_url: entry.invocationBaseUrl,
+              tools: entry.tools.map((t) => ({
+                name: t.name,
+                description: t.description ?? "",
+                parameters: t.parameters ?? { type: "object", properties: {} },
+                ...(t.endpoint ? { endpoint: t.endpoint } : {}),
+              })),
+              metadata: entry.metadata ?? {},
+            };
+            const answer = await api.register(body);
+            note({ kind: "registered", text: `Registered with the master (status ${String(answer.status ?? "?")})` });
+            await get().refresh();
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            note({ kind: "error", text: message });
+            get().notify("error", `Registering ${agentId} failed: ${message}`);
+          }
+          return;
+        }
+        if (isRunning(entry.status)) return;
+        if (get().sandboxEnabled && api) {
+          // Sandbox hook (sandbox issue): deploy the agent's module instead of asking the user to run it.
+          note({ kind: "deploying", text: "Deploying to the sandbox…" });
+          try {
+            await api.sandboxStart({ agent_id: agentId, ...(entry.module ? { module: entry.module } : {}), placement: "new_pod" });
+            note({ kind: "deployed", text: "Deployed to the sandbox; waiting for it to connect" });
+          } catch (error) {
+            note({ kind: "error", text: error instanceof Error ? error.message : String(error) });
+          }
+          return;
+        }
+        note({ kind: "start", text: startCommand(entry, wsUrlOf(get().baseUrl)) });
+      },
+
+      unlink(agentId) {
+        if (!hasLink(get().edges, agentId)) return;
+        remember();
+        set({ edges: get().edges.filter((e) => linkedAgentOf(e) !== agentId) });
+      },
+
+      undo() {
+        const step = undo(get().history, snapshot());
+        if (step) set({ history: step.history, nodes: step.snapshot.nodes, edges: step.snapshot.edges });
+      },
+      redo() {
+        const step = redo(get().history, snapshot());
+        if (step) set({ history: step.history, nodes: step.snapshot.nodes, edges: step.snapshot.edges });
+      },
+
+      setModel: (model) => set({ model }),
+      setProfile: (profile) => set({ profile }),
+      setAutoMode: (autoMode) => set({ autoMode }),
+      setRequirePlan: (requirePlan) => set({ requirePlan }),
+
+      async send(text, attachments) {
+        const state = get();
+        if (state.busy || !text.trim()) return;
+        const body = buildQuery({
+          text,
+          sessionId: state.sessionId,
+          allowedAgentIds: linkedAgentIds(state.edges),
+          model: state.model,
+          profile: state.profile,
+          autoMode: state.autoMode,
+          requirePlanApproval: state.requirePlan,
+          ...(attachments ? { attachments } : {}),
+        });
+        const id = `e${++entryId}`;
+        set({
+          transcript: [...state.transcript, { kind: "user", id: `u${id}`, text, attachments: (attachments ?? []).map((a) => a.filename) }],
+        });
+        await runQuery(body, newAssistantEntry(id));
+      },
+
+      async executePlan(planEntryId, steps) {
+        const state = get();
+        const planEntry = state.transcript.find((e) => e.kind === "assistant" && e.id === planEntryId) as AssistantEntry | undefined;
+        if (!planEntry?.plan || state.busy) return;
+        updateEntry(planEntryId, (e) => ({ ...e, planState: "running" }));
+        const body = buildQuery({
+          text: "Execute the approved plan.",
+          sessionId: state.sessionId,
+          allowedAgentIds: linkedAgentIds(state.edges),
+          model: state.model,
+          profile: state.profile,
+          autoMode: true,
+          requirePlanApproval: false,
+          execute: { planId: planEntry.plan.plan_id, steps },
+        });
+        await runQuery(body, newAssistantEntry(`e${++entryId}`));
+        const last = get().transcript[get().transcript.length - 1];
+        const ok = last?.kind === "assistant" && last.state === "done";
+        updateEntry(planEntryId, (e) => ({ ...e, planState: ok ? "executed" : "pending" }));
+      },
+
+      discardPlan(planEntryId) {
+        updateEntry(planEntryId, (e) => ({ ...e, planState: "discarded" }));
+      },
+
+      async newSession() {
+        const { api, sessionId } = get();
+        set({ transcript: [], sessionId: null, lastQuery: null });
+        if (api && sessionId) {
+          try {
+            await api.deleteSession(sessionId);
+          } catch (error) {
+            get().notify("warning", `The server-side session was not deleted: ${(error as Error).message}`);
+          }
+        }
+      },
+
+      curl() {
+        const { lastQuery, api, baseUrl } = get();
+        if (!lastQuery) return null;
+        const base = baseUrl || (typeof window !== "undefined" ? window.location.origin : "");
+        return curlCommand(base, lastQuery, api?.hasKey ?? get().apiKey !== "");
+      },
+
+      exportYaml() {
+        const base = get().baseUrl || (typeof window !== "undefined" ? window.location.origin : "http://127.0.0.1:8000");
+        const entries = new Map(Object.entries(get().catalogById));
+        return exportWorkspace(canvasToWorkspace(snapshot(), entries, { baseUrl: base, wsUrl: wsUrlOf(base) }));
+      },
+
+      importYaml(text) {
+        let workspace;
+        try {
+          workspace = parseWorkspace(text);
+        } catch (error) {
+          get().notify("error", `Import failed:\n${(error as Error).message}`);
+          return false;
+        }
+        remember();
+        const canvas = workspaceToCanvas(workspace);
+        setCatalog({ workspaceRows: workspaceEntries(workspace) });
+        set({ nodes: canvas.nodes, edges: canvas.edges });
+        const agents = canvas.nodes.filter(isAgentNode).length;
+        get().notify("info", `Imported a workspace with ${agents} agent(s)`);
+        return true;
+      },
+
+      notify(level, text, retry) {
+        const notice: Notice = { id: ++noticeId, level, text, ...(retry ? { retry } : {}) };
+        set({ notices: [...get().notices.slice(-4), notice] });
+      },
+      dismiss(id) {
+        set({ notices: get().notices.filter((n) => n.id !== id) });
+      },
+    };
+  });
+}
