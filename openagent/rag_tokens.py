@@ -1,0 +1,55 @@
+"""Token counting for RAG chunking: tiktoken's ``cl100k_base``, built offline.
+
+tiktoken downloads its encoding files on first use, which fails without internet.
+The ``bpe-openai`` package ships the same ``cl100k_base`` ranks, so the encoding is
+built from that file (as the master does for its context budget); tiktoken still
+supplies the split pattern and special tokens.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from unittest import mock
+
+import tiktoken
+from tiktoken_ext import openai_public
+
+from openagent.errors import ConfigurationError
+
+__all__ = ["decode", "encode", "encoding"]
+
+
+def _ranks() -> dict[bytes, int]:
+    spec = find_spec("bpe_openai")
+    if spec is None or spec.origin is None:
+        raise ConfigurationError("the RAG agents need the bpe-openai package: pip install 'openagent[rag]'")
+    raw = gzip.decompress((Path(spec.origin).parent / "data" / "cl100k_base.tiktoken.gz").read_bytes())
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@cache
+def encoding() -> tiktoken.Encoding:
+    """The ``cl100k_base`` encoding, built without network access (once per process)."""
+    ranks = _ranks()
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks):
+        params = openai_public.cl100k_base()
+    return tiktoken.Encoding(**params)
+
+
+def encode(text: str) -> list[int]:
+    """The tokens of ``text`` (special-token text is encoded as ordinary text)."""
+    return encoding().encode(text, disallowed_special=())
+
+
+def decode(tokens: list[int]) -> str:
+    """The text of ``tokens``; a character cut at a window edge becomes U+FFFD."""
+    return encoding().decode(tokens)
