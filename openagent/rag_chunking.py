@@ -1,6 +1,6 @@
 """Split extracted sections into chunks measured in tokens, with overlap.
 
-Small neighbouring sections (short pages, Markdown sections) are packed together up
+Small neighbouring sections (Markdown sections, text lines, CSV rows) are packed together up
 to ``chunk_tokens``; a section longer than that is cut into windows of
 ``chunk_tokens`` that overlap by ``overlap_tokens``, cutting at a line or sentence end
 near the window's edge when there is one. A chunk's position names the first and last
@@ -42,9 +42,10 @@ class ChunkPolicy:
 
 
 def chunk_sections(
-    sections: Sequence[Section], *, filename: str, ref: str | None, policy: ChunkPolicy
+    sections: Sequence[Section], *, filename: str, ref: str | None, policy: ChunkPolicy, pack: bool = True
 ) -> list[Chunk]:
-    """The chunks of a document's sections, in order."""
+    """The chunks of a document's sections, in order; ``pack=False`` keeps every section
+    in chunks of its own (PDF pages, so that a passage cites one page)."""
     pieces: list[tuple[str, str, int]] = []  # (position, text, tokens)
     for section in sections:
         tokens = encode(section.text)
@@ -66,7 +67,7 @@ def chunk_sections(
         group.clear()
 
     for piece in pieces:
-        if group and used + piece[2] > policy.chunk_tokens:
+        if group and (not pack or used + piece[2] > policy.chunk_tokens):
             flush()
             used = 0
         group.append(piece)

@@ -123,7 +123,12 @@ class DocumentExtractor:
         )
         await self._transcribe(extraction, blob.filename)
         chunks = await asyncio.to_thread(
-            chunk_sections, extraction.sections, filename=blob.filename, ref=blob.ref, policy=self._policy
+            chunk_sections,
+            extraction.sections,
+            filename=blob.filename,
+            ref=blob.ref,
+            policy=self._policy,
+            pack=extraction.format != "pdf",
         )
         if not chunks:
             details = "; ".join(extraction.warnings) or "no text found"

@@ -192,3 +192,61 @@ def agents_root(path: Path) -> Path:
     for folder in ("agents", "system_agents", "sample_agents"):
         (path / folder).mkdir(parents=True, exist_ok=True)
     return path
+
+
+# --------------------------------------------------------------------------- RAG test files
+
+
+def make_pdf(pages: list[str]) -> bytes:
+    """A PDF with one page per string (fpdf2, core Helvetica font)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 5, text, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def make_encrypted_pdf(text: str, password: str = "secret") -> bytes:
+    """A PDF that needs a user password to open (RC4, no extra crypto library needed)."""
+    from io import BytesIO
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(BytesIO(make_pdf([text]))))
+    writer.encrypt(user_password=password, owner_password=password + "-owner", algorithm="RC4-128")
+    out = BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def make_docx(sections: list[tuple[str, str]]) -> bytes:
+    """A Word document with a level-1 heading and a paragraph per (heading, text)."""
+    from io import BytesIO
+
+    import docx
+
+    document = docx.Document()
+    for heading, text in sections:
+        document.add_heading(heading, level=1)
+        document.add_paragraph(text)
+    out = BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def make_zip_bomb_docx(unpacked_bytes: int = 80 * 1024 * 1024) -> bytes:
+    """A zip holding ``word/document.xml`` that inflates to ``unpacked_bytes`` of zeros (~80 KB packed)."""
+    import zipfile
+    from io import BytesIO
+
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        with archive.open("word/document.xml", "w", force_zip64=True) as member:
+            block = b"\0" * (1024 * 1024)
+            for _ in range(unpacked_bytes // len(block)):
+                member.write(block)
+    return out.getvalue()
