@@ -131,7 +131,7 @@ class DocumentIndexer:
 
     async def _index_pending(
         self, context: RagCallContext, progress: Any
-    ) -> tuple[list[str], list[dict[str, str]]]:
+    ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
         """Index the session's attachments that are not in the default collection yet."""
         if not context.attachments:
             return [], []
@@ -140,7 +140,7 @@ class DocumentIndexer:
             for record in await self.store.documents(context.session_id)
             if record.model == self.embedder.model
         }
-        newly: list[str] = []
+        newly: list[dict[str, Any]] = []
         unreadable: list[dict[str, str]] = []
         for attachment in context.attachments:
             if attachment.ref in indexed:
@@ -150,7 +150,7 @@ class DocumentIndexer:
                 unreadable.append(known)
                 continue
             try:
-                await self.index_ref(context, attachment.ref, progress=progress)
+                done = await self.index_ref(context, attachment.ref, progress=progress)
             except DocumentError as exc:
                 failure = {"filename": exc.filename, "ref": attachment.ref, "error": str(exc)}
                 if len(self._unreadable) > 10000:
@@ -161,7 +161,9 @@ class DocumentIndexer:
             except ToolError as exc:
                 unreadable.append({"filename": attachment.filename, "ref": attachment.ref, "error": str(exc)})
                 continue
-            newly.append(attachment.filename)
+            newly.append(
+                {key: done[key] for key in ("filename", "ref", "chunks", "embedding_model", "collection")}
+            )
         return newly, unreadable
 
 

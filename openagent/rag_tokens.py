@@ -13,7 +13,6 @@ import gzip
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
-from unittest import mock
 
 import tiktoken
 from tiktoken_ext import openai_public
@@ -36,13 +35,27 @@ def _ranks() -> dict[bytes, int]:
     return ranks
 
 
+# tiktoken_ext.openai_public.cl100k_base()'s pattern and special tokens (that function would
+# download the ranks); the master's tokenizer uses the same.
+_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_SPECIAL_TOKENS = {
+    openai_public.ENDOFTEXT: 100257,
+    openai_public.FIM_PREFIX: 100258,
+    openai_public.FIM_MIDDLE: 100259,
+    openai_public.FIM_SUFFIX: 100260,
+    openai_public.ENDOFPROMPT: 100276,
+}
+
+
 @cache
 def encoding() -> tiktoken.Encoding:
     """The ``cl100k_base`` encoding, built without network access (once per process)."""
-    ranks = _ranks()
-    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks):
-        params = openai_public.cl100k_base()
-    return tiktoken.Encoding(**params)
+    return tiktoken.Encoding(
+        name="cl100k_base", pat_str=_PAT_STR, mergeable_ranks=_ranks(), special_tokens=_SPECIAL_TOKENS
+    )
 
 
 def encode(text: str) -> list[int]:
