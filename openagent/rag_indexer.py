@@ -49,7 +49,13 @@ class DocumentIndexer:
         result = await self.index_chunks(
             context, document.chunks, doc_id=ref, collection=collection, progress=progress
         )
-        return {**result, "format": document.format, "pages": document.pages, "warnings": document.warnings}
+        return {
+            **result,
+            "format": document.format,
+            "pages": document.pages,
+            "warnings": document.warnings,
+            "extract_cached": document.cached,
+        }
 
     async def index_chunks(
         self,
@@ -161,9 +167,8 @@ class DocumentIndexer:
             except ToolError as exc:
                 unreadable.append({"filename": attachment.filename, "ref": attachment.ref, "error": str(exc)})
                 continue
-            newly.append(
-                {key: done[key] for key in ("filename", "ref", "chunks", "embedding_model", "collection")}
-            )
+            keys = ("filename", "ref", "chunks", "embedding_model", "collection", "extract_cached")
+            newly.append({key: done[key] for key in keys})
         return newly, unreadable
 
 

@@ -110,7 +110,9 @@ async def test_index_and_search_names_file_and_page(indexer: DocumentIndexer, ma
     assert indexed["status"] == "indexed"
     assert indexed["filename"] == "plant.pdf"
     result = await indexer.search(ctx, "how many generators in the turbine hall", top_k=1)
-    assert [item["filename"] for item in result["indexed_now"]] == ["staff.docx"]  # the other attachment was indexed before searching
+    assert [item["filename"] for item in result["indexed_now"]] == [
+        "staff.docx"
+    ]  # the other attachment was indexed before searching
     best = result["results"][0]
     assert (best["filename"], best["position"]) == ("plant.pdf", "page 2")
     assert "four generators" in best["text"]

@@ -181,7 +181,10 @@ async def test_websocket_query_uses_the_same_path(master: MasterProcess, llm: Sc
             "attachment 'a.txt': content_base64 is not valid base64",
         ),
         (
-            {"query": "x", "attachments": [{"filename": f"{n}.txt", "content_base64": "aGk="} for n in range(6)]},
+            {
+                "query": "x",
+                "attachments": [{"filename": f"{n}.txt", "content_base64": "aGk="} for n in range(6)],
+            },
             413,
             "6 files attached; at most 5 per query (RAG_MAX_ATTACHMENTS)",
         ),
