@@ -49,7 +49,8 @@ WORDS = (
 def fifty_page_text(pages: int = 50) -> list[str]:
     rng = random.Random(7)
     return [
-        "\n".join(" ".join(rng.choice(WORDS) for _ in range(70)) + "." for _ in range(6)) for _ in range(pages)
+        "\n".join(" ".join(rng.choice(WORDS) for _ in range(70)) + "." for _ in range(6))
+        for _ in range(pages)
     ]
 
 
@@ -103,7 +104,10 @@ async def ingest(client: aioredis.Redis, embedder: MiniLMEmbedder) -> dict[str, 
     indexer = await indexer_for(client, embedder)
     await embedder.embed(["warm up"])  # model load is not ingestion
     figures: dict[str, Any] = {}
-    for label, data, mime in (("pdf_50_pages", pdf, "application/pdf"), ("text_50_pages", text, "text/plain")):
+    for label, data, mime in (
+        ("pdf_50_pages", pdf, "application/pdf"),
+        ("text_50_pages", text, "text/plain"),
+    ):
         context = RagCallContext(session_id=f"bench-ingest-{label}", ttl_seconds=3600)
         started = time.perf_counter()
         extracted = await indexer.extractor.extract_blob(Blob(None, f"{label}", mime, data))  # type: ignore[arg-type]
@@ -131,17 +135,31 @@ async def search(client: aioredis.Redis, sizes: tuple[int, ...] = (10_000, 100_0
             vectors = rng.standard_normal((per_doc, dims)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             chunks = [
-                Chunk(filename=f"doc{doc}.txt", position=f"lines {i}-{i}", index=i, text=f"chunk {i} of doc {doc}")
+                Chunk(
+                    filename=f"doc{doc}.txt",
+                    position=f"lines {i}-{i}",
+                    index=i,
+                    text=f"chunk {i} of doc {doc}",
+                )
                 for i in range(per_doc)
             ]
-            record = DocumentRecord(f"d{doc}", "default", f"doc{doc}.txt", None, per_doc, "bench", dims, str(doc), now())
+            record = DocumentRecord(
+                f"d{doc}", "default", f"doc{doc}.txt", None, per_doc, "bench", dims, str(doc), now()
+            )
             await store.put(session, record, chunks, vectors, 3600)
         query_vectors = rng.standard_normal((queries, dims)).astype(np.float32)
         timings: list[float] = []
         cold = 0.0
         for index, query in enumerate(query_vectors):
             started = time.perf_counter()
-            await store.search(session, query / np.linalg.norm(query), model="bench", top_k=5, filters=SearchFilters(), ttl=3600)
+            await store.search(
+                session,
+                query / np.linalg.norm(query),
+                model="bench",
+                top_k=5,
+                filters=SearchFilters(),
+                ttl=3600,
+            )
             elapsed = time.perf_counter() - started
             if index == 0:
                 cold = elapsed
@@ -208,7 +226,10 @@ async def main() -> None:
     if "memory" in wanted:
         results["memory"] = memory(args.redis_url)
         print(json.dumps(results["memory"], indent=1))
-    results["cpu"] = {"cores": __import__("os").cpu_count(), "max_rss_of_runner_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+    results["cpu"] = {
+        "cores": __import__("os").cpu_count(),
+        "max_rss_of_runner_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
 
 
