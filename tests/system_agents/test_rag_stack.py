@@ -4,6 +4,7 @@ scripted LLM (chat and embeddings). Attach files, ask, follow up; bad files; lim
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -144,7 +145,8 @@ async def test_blobs_follow_the_session_ttl_and_extracts_are_cached(
         assert {key.split(":")[2] for key in keys} >= {"files", "blob", "rag"}
         for key in keys:
             assert 0 < await client.ttl(key) <= 86400  # REDIS_SESSION_TTL_SECONDS
-        cache = [key async for key in client.scan_iter(match="openagent:rag:extract:*")]
+        digest = hashlib.sha256(data).hexdigest()
+        cache = [key async for key in client.scan_iter(match=f"openagent:rag:extract:{digest}:*")]
         assert cache
         for key in cache:
             assert 0 < await client.ttl(key) <= 777  # RAG_EXTRACT_CACHE_TTL_SECONDS
