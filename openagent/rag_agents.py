@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,26 +287,37 @@ def indexer_agent(
     )
 
 
-class RagStack:
-    """Runs the RAG agents of one process: ``roles`` picks the extractor, the indexer or both.
+AgentFactory = Callable[[RagRuntime, ClientConfig | None], OrchestratorActionAgent]
+"""Builds one RAG agent on a runtime (``system_agents.*.build_agent``)."""
 
-    ``run()`` opens a :class:`RagRuntime`, registers each agent (two registrations on two
-    connections when both run), serves until one of them stops or the task is cancelled,
-    then stops them and closes the runtime. :func:`run_rag_stack` is the entry point.
+
+def _extractor_factory(runtime: RagRuntime, config: ClientConfig | None) -> OrchestratorActionAgent:
+    return extractor_agent(runtime, config=config)
+
+
+def _indexer_factory(runtime: RagRuntime, config: ClientConfig | None) -> OrchestratorActionAgent:
+    return indexer_agent(runtime, config=config)
+
+
+class RagStack:
+    """Runs RAG agents in one process, sharing one :class:`RagRuntime`.
+
+    ``run()`` opens the runtime, registers each agent (one connection each), serves until
+    one of them stops or the task is cancelled, then stops them and closes the runtime.
+    :func:`run_rag_stack` is the entry point.
     """
 
     def __init__(
         self,
-        roles: tuple[str, ...] = ("extractor", "indexer"),
+        factories: Sequence[AgentFactory] = (_extractor_factory, _indexer_factory),
         *,
         config: RagConfig | None = None,
         client_config: ClientConfig | None = None,
         embedder: Embedder | None = None,
     ) -> None:
-        unknown = set(roles) - {"extractor", "indexer"}
-        if unknown or not roles:
-            raise ValueError(f"roles must be 'extractor' and/or 'indexer', got {roles!r}")
-        self.roles = roles
+        if not factories:
+            raise ValueError("RagStack needs at least one agent factory")
+        self.factories = tuple(factories)
         self.config = config or RagConfig.from_env()
         self.client_config = client_config
         self.embedder = embedder
@@ -315,15 +326,11 @@ class RagStack:
 
     @property
     def agent_id(self) -> str:
-        ids = {"extractor": EXTRACTOR_AGENT_ID, "indexer": INDEXER_AGENT_ID}
-        return " + ".join(ids[role] for role in self.roles)
+        return " + ".join(agent.agent_id for agent in self.agents) or "RAG agents"
 
     async def start(self) -> None:
         self.runtime = runtime = await RagRuntime.open(self.config, embedder=self.embedder)
-        if "extractor" in self.roles:
-            self.agents.append(extractor_agent(runtime, config=self.client_config))
-        if "indexer" in self.roles:
-            self.agents.append(indexer_agent(runtime, config=self.client_config))
+        self.agents = [factory(runtime, self.client_config) for factory in self.factories]
         for agent in self.agents:
             await agent.start()
 
@@ -352,8 +359,8 @@ class RagStack:
             await runtime.aclose()
 
 
-def run_rag_stack(roles: tuple[str, ...]) -> None:
-    """Run the RAG agents named by ``roles`` until Ctrl-C or SIGTERM (entry point of ``system_agents``)."""
+def run_rag_stack(factories: Sequence[AgentFactory]) -> None:
+    """Run the RAG agents ``factories`` build until Ctrl-C or SIGTERM (entry point of ``system_agents``)."""
     from openagent._runner import run_until_signalled
 
-    run_until_signalled(RagStack(roles), kind="RAG agents", log=logger)
+    run_until_signalled(RagStack(factories), kind="RAG agents", log=logger)

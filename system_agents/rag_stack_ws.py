@@ -12,6 +12,7 @@ HTTP client and the extract cache. Settings: see :mod:`openagent.rag_config`.
 from __future__ import annotations
 
 from openagent.rag_agents import run_rag_stack
+from system_agents import document_extractor_agent, document_indexer_agent
 
 if __name__ == "__main__":
-    run_rag_stack(("extractor", "indexer"))
+    run_rag_stack((document_extractor_agent.build_agent, document_indexer_agent.build_agent))

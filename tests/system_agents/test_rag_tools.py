@@ -76,3 +76,24 @@ async def test_index_needs_exactly_one_of_ref_and_chunks(runtime: tuple[RagRunti
         SEARCH_TOOL, {"query": "owls", RAG_CONTEXT_ARGUMENT: context}, progress_callback=no_progress
     )
     assert found["results"][0]["text"] == "pasted chunk about owls"
+
+
+def test_system_agent_modules_spell_out_the_sdk_tools() -> None:
+    """The modules' literal TOOLS (read by GET /agents/discover without importing) are the SDK's."""
+    from system_agents import document_extractor_agent, document_indexer_agent
+
+    assert document_extractor_agent.TOOLS == [t.model_dump(exclude_none=True) for t in EXTRACTOR_TOOLS]
+    assert document_indexer_agent.TOOLS == [t.model_dump(exclude_none=True) for t in INDEXER_TOOLS]
+    assert (document_extractor_agent.AGENT_ID, document_indexer_agent.AGENT_ID) == (
+        "document-extractor-agent",
+        "document-indexer-agent",
+    )
+
+
+def test_discovery_lists_both_rag_agents() -> None:
+    from master.builder.discovery import AgentDiscovery
+    from tests.factories import ROOT
+
+    found = {agent["agent_id"]: agent for agent in AgentDiscovery(ROOT).discover().as_dict()["agents"]}
+    assert [tool["name"] for tool in found["document-extractor-agent"]["tools"]] == [EXTRACT_TOOL]
+    assert [tool["name"] for tool in found["document-indexer-agent"]["tools"]] == [INDEX_TOOL, SEARCH_TOOL]
