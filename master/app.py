@@ -20,6 +20,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
+from master.attachments import AttachmentStore, RagLink
 from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
@@ -32,7 +33,18 @@ from master.orchestration.tokens import encoding
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.query.streaming import QueryStreams
 from master.redis_client import create_redis
-from master.routes import agents, builder, collaboration, health, invocation, query, ui, workspace, ws
+from master.routes import (
+    agents,
+    attachments,
+    builder,
+    collaboration,
+    health,
+    invocation,
+    query,
+    ui,
+    workspace,
+    ws,
+)
 from master.routes import sessions as session_routes
 from master.settings import Settings
 
@@ -107,6 +119,13 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             invoke_timeout=settings.tool_invoke_http_timeout,
         )
         sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
+        blob_redis = create_redis(settings.redis_url, decode_responses=False, max_connections=16)
+        attachment_store = AttachmentStore(blob_redis, ttl_seconds=settings.redis_session_ttl_seconds)
+        rag = RagLink(
+            attachment_store,
+            call_timeout=settings.rag_tool_call_timeout,
+            http_timeout=settings.rag_tool_http_timeout,
+        )
         catalog = ModelCatalog(settings)
         collab = CollaborationManager.from_settings(
             settings,
@@ -127,6 +146,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             ),
             unavailable_reason=reason,
             collaboration=collab,
+            rag=rag,
         )
         hub = Hub(
             registry,
@@ -150,6 +170,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             collaboration=collab,
             streams=streams,
             builder=AgentBuilder.build(settings, registry, invocation, chat_model, reason),
+            attachments=attachment_store,
         )
         await _load_invocation_agents(invocation)
         health_loop = (
@@ -175,6 +196,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             if isinstance(chat_model, OpenAIChatModel) and llm is None:
                 await chat_model.aclose()
             await redis.aclose()
+            await blob_redis.aclose()
 
     # The API docs (/docs, /redoc) and the document they render (/openapi.json) are open even
     # with an API key: they describe routes that each need the key, and reveal no data. The
@@ -190,6 +212,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     protected = [Depends(require_api_key)]
     app.include_router(agents.router, dependencies=protected)
     app.include_router(query.router, dependencies=protected)
+    app.include_router(attachments.router)
+    app.include_router(attachments.blobs)
     app.include_router(collaboration.router, dependencies=protected)
     app.include_router(builder.router, dependencies=protected)
     app.include_router(workspace.router, dependencies=protected)

@@ -12,6 +12,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
+from master.attachments import AttachmentStore
 from master.auth import key_matches, presented_key
 from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager
@@ -37,6 +38,7 @@ class Services:
     collaboration: CollaborationManager
     streams: QueryStreams
     builder: AgentBuilder
+    attachments: AttachmentStore | None = None
 
 
 async def get_services(request: Request) -> Services:

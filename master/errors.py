@@ -14,6 +14,9 @@ Hierarchy::
     │   ├── AgentFileRefused     a module name or handler path outside the allowed folders, or an existing file
     │   ├── AgentFileNotFound    no such agent module
     │   └── GenerationFailed     generated code still failed its checks after a retry, or was not code
+    ├── AttachmentError          GET /attachments/{ref}: a RAG agent cannot have that blob
+    │   ├── AttachmentAccessDenied   the call token is missing, wrong or expired
+    │   └── AttachmentNotFound       no such ref in the token's session (or it expired)
     └── ToolCallError            a tool call failed; the model sees it as the tool's result
         ├── AgentUnavailable     the agent is not connected
         ├── AgentDisconnected    the agent went away while the call was in flight
@@ -125,6 +128,18 @@ class GenerationFailed(BuilderError):
         self.source = source
         self.module = module
         self.checks = checks
+
+
+class AttachmentError(MasterError):
+    """A RAG agent asked for an attachment blob it cannot have."""
+
+
+class AttachmentAccessDenied(AttachmentError):
+    """The call token is missing, wrong or expired."""
+
+
+class AttachmentNotFound(AttachmentError):
+    """No attachment with that ref in the token's session (or it expired)."""
 
 
 class ToolCallError(MasterError):

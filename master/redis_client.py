@@ -8,13 +8,17 @@ MAX_CONNECTIONS = 64
 POOL_WAIT_SECONDS = 5.0
 
 
-def create_redis(url: str) -> aioredis.Redis:
-    """A client whose pool waits (bounded) for a free connection under bursts instead of failing."""
+def create_redis(
+    url: str, *, decode_responses: bool = True, max_connections: int = MAX_CONNECTIONS
+) -> aioredis.Redis:
+    """A client whose pool waits (bounded) for a free connection under bursts instead of failing.
+
+    ``decode_responses=False`` gives bytes (attachment blobs)."""
     pool = aioredis.BlockingConnectionPool.from_url(
         url,
-        max_connections=MAX_CONNECTIONS,
+        max_connections=max_connections,
         timeout=POOL_WAIT_SECONDS,
-        decode_responses=True,
+        decode_responses=decode_responses,
         socket_connect_timeout=2.0,
         socket_timeout=5.0,
     )

@@ -37,3 +37,30 @@ def collab_key(collab_session_id: str) -> str:
 
 def collab_by_parent_key(parent_session_id: str) -> str:
     return f"{COLLAB_BY_PARENT_PREFIX}{parent_session_id}"
+
+
+ATTACHMENTS_PREFIX = "attachments:"
+"""``attachments:{session_id}:files`` → HASH ref → JSON metadata (filename, mime_type, size,
+sha256, attached_at); ``attachments:{session_id}:blob:{sha256}`` → the bytes, stored once per
+content; ``attachments:{session_id}:rag`` → HASH ref → JSON indexing state reported by the
+indexer. All three follow the session's TTL (``REDIS_SESSION_TTL_SECONDS``)."""
+
+ATTACHMENT_TOKEN_PREFIX = "attachments:token:"
+"""``attachments:token:{token}`` → session_id: the RAG agents' key to that session's blobs,
+issued per query and deleted when it ends (TTL: the query's time budget)."""
+
+
+def attachment_files_key(session_id: str) -> str:
+    return f"{ATTACHMENTS_PREFIX}{session_id}:files"
+
+
+def attachment_blob_key(session_id: str, sha256: str) -> str:
+    return f"{ATTACHMENTS_PREFIX}{session_id}:blob:{sha256}"
+
+
+def attachment_rag_key(session_id: str) -> str:
+    return f"{ATTACHMENTS_PREFIX}{session_id}:rag"
+
+
+def attachment_token_key(token: str) -> str:
+    return f"{ATTACHMENT_TOKEN_PREFIX}{token}"

@@ -80,6 +80,13 @@ class Settings(BaseSettings):
     openagent_agents_root: Path = Path(__file__).resolve().parent.parent
     """The directory holding ``agents/``, ``system_agents/`` and ``sample_agents/`` (the repository)."""
 
+    # RAG / attachments (the RAG agents read OPENAGENT_EMBEDDING_MODEL, OPENAGENT_RAG_EXTRACT_MODEL
+    # and RAG_EXTRACT_CACHE_TTL_SECONDS themselves: see openagent.rag_config)
+    rag_max_attachment_bytes: int = Field(default=2097152, gt=0)
+    rag_max_attachments: int = Field(default=5, ge=0)
+    rag_tool_http_timeout: float = Field(default=120.0, gt=0)
+    rag_tool_call_timeout: float = Field(default=180.0, gt=0)
+
     # Web UI
     openagent_ui_dir: str | None = None
     """The built UI served at ``/ui``; default ``openagent-ui/dist`` of the repository, when built."""

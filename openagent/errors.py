@@ -15,6 +15,7 @@ so ``except OpenAgentError`` catches them all::
     │   └── QueryTimeoutError         no ``query_result`` in time
     ├── CollaborationError        misuse of a collaboration session (ended, or not a peer)
     ├── ToolError                 raised by a tool handler: a clean failure the model sees
+    │   └── DocumentError             RAG agents: a file that cannot be read (names file and problem)
     ├── WorkspaceError            a workspace YAML that cannot be used (too large, bomb, invalid)
     └── AgentModuleError          a handler module refused (outside the allowed folders), missing or broken
 
@@ -46,6 +47,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailedError",
     "ConnectionLostError",
+    "DocumentError",
     "OpenAgentError",
     "QueryError",
     "QueryTimeoutError",
@@ -179,6 +181,20 @@ class ToolError(OpenAgentError):
             if arguments["city"] not in KNOWN_CITIES:
                 raise ToolError(f"unknown city {arguments['city']!r}")
     """
+
+
+class DocumentError(ToolError):
+    """A RAG agent cannot read a file: corrupt, encrypted, empty, too large, or not what its
+    declared type says. The message starts with the filename and says what is wrong.
+
+    Attributes:
+        filename: The file that could not be read.
+    """
+
+    def __init__(self, filename: str, problem: str) -> None:
+        super().__init__(f"{filename}: {problem}")
+        self.filename = filename
+        self.problem = problem
 
 
 # --------------------------------------------------------------------------- workspaces

@@ -8,7 +8,8 @@
 # is not running. When neither OPENAI_API_KEY nor OPENAI_BASE_URL is set (environment or .env),
 # starts the demo LLM (python -m openagent.testing --demo: picks tools by matching words, not
 # a model) and points the master at it. Starts the master and waits for GET /health, starts
-# sample_agents/action_weather.py and sample_agents/calculator.py, prints curl examples, then
+# sample_agents/action_weather.py, sample_agents/calculator.py and the RAG system agents
+# (system_agents/rag_stack_ws.py: document extractor and indexer), prints curl examples, then
 # follows the logs (.run/*.log) until Ctrl-C, which stops everything it started.
 # MASTER_PORT (and MASTER_HOST) move the master; MASTER_BASE_URL and MASTER_WS follow them
 # unless set explicitly.
@@ -17,7 +18,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 cd "$ROOT"
 
-ensure_venv master
+ensure_venv master,rag
 if command -v npm >/dev/null 2>&1; then
   ui_build_if_stale
 else
@@ -80,9 +81,10 @@ master_pid=""
 llm_pid=""
 tail_pid=""
 # The sample agents: id, script, pid (filled in by start_agent).
-agent_ids=(weather-agent calculator-agent)
-agent_scripts=(sample_agents/action_weather.py sample_agents/calculator.py)
-agent_pids=("" "")
+# rag_stack_ws registers document-extractor-agent and document-indexer-agent (waited for by the latter).
+agent_ids=(weather-agent calculator-agent document-indexer-agent)
+agent_scripts=(sample_agents/action_weather.py sample_agents/calculator.py system_agents/rag_stack_ws.py)
+agent_pids=("" "" "")
 # shellcheck disable=SC2317,SC2329  # invoked by the EXIT trap
 stop_children() {
   trap - EXIT INT TERM
@@ -189,6 +191,8 @@ OpenAgent is running:
   master            $base_url   (pid $master_pid, log .run/master.log)   WebSocket: $ws_url
   weather-agent     sample_agents/action_weather.py   (pid ${agent_pids[0]}, log .run/weather-agent.log; needs the internet)
   calculator-agent  sample_agents/calculator.py   (pid ${agent_pids[1]}, log .run/calculator-agent.log; offline)
+  RAG agents        system_agents/rag_stack_ws.py: document-extractor-agent + document-indexer-agent
+                    (pid ${agent_pids[2]}, log .run/document-indexer-agent.log; attach files to /query)
   redis             ${REDIS_URL:-redis://127.0.0.1:6379}
 EOF
 if [[ -n $demo_llm ]]; then
@@ -225,7 +229,7 @@ for id in "${agent_ids[@]}"; do logs+=("$RUN_DIR/$id.log"); done
 tail -n +1 -F "${logs[@]}" &
 tail_pid=$!
 
-agent_reported=("" "")
+agent_reported=("" "" "")
 while kill -0 "$master_pid" 2>/dev/null; do
   for index in "${!agent_ids[@]}"; do
     pid=${agent_pids[$index]}

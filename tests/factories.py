@@ -192,3 +192,166 @@ def agents_root(path: Path) -> Path:
     for folder in ("agents", "system_agents", "sample_agents"):
         (path / folder).mkdir(parents=True, exist_ok=True)
     return path
+
+
+# --------------------------------------------------------------------------- RAG test files
+
+
+def make_pdf(pages: list[str]) -> bytes:
+    """A PDF with one page per string (fpdf2, core Helvetica font)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 5, text, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def make_encrypted_pdf(text: str, password: str = "secret") -> bytes:
+    """A PDF that needs a user password to open (RC4, no extra crypto library needed)."""
+    from io import BytesIO
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(BytesIO(make_pdf([text]))))
+    writer.encrypt(user_password=password, owner_password=password + "-owner", algorithm="RC4-128")
+    out = BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def make_docx(sections: list[tuple[str, str]]) -> bytes:
+    """A Word document with a level-1 heading and a paragraph per (heading, text)."""
+    from io import BytesIO
+
+    import docx
+
+    document = docx.Document()
+    for heading, text in sections:
+        document.add_heading(heading, level=1)
+        document.add_paragraph(text)
+    out = BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def make_zip_bomb_docx(unpacked_bytes: int = 80 * 1024 * 1024) -> bytes:
+    """A zip holding ``word/document.xml`` that inflates to ``unpacked_bytes`` of zeros (~80 KB packed)."""
+    import zipfile
+    from io import BytesIO
+
+    out = BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        with archive.open("word/document.xml", "w", force_zip64=True) as member:
+            block = b"\0" * (1024 * 1024)
+            for _ in range(unpacked_bytes // len(block)):
+                member.write(block)
+    return out.getvalue()
+
+
+class RagStackProcess:
+    """``python -m system_agents.rag_stack_ws`` (or one agent's module) connected to a master."""
+
+    def __init__(
+        self, master: MasterProcess, env: Mapping[str, str], module: str = "system_agents.rag_stack_ws"
+    ) -> None:
+        self.master = master
+        self.module = module
+        self.env = {
+            **os.environ,
+            "MASTER_WS": master.ws_url,
+            "REDIS_URL": TEST_REDIS_URL,
+            "PYTHONPATH": str(ROOT),
+            "WS_KEEPALIVE_INTERVAL": "0",
+            **env,
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = ROOT / ".pytest_cache" / f"rag-stack-{master.port}-{module.rsplit('.', 1)[-1]}.log"
+
+    def start(self, agent_ids: tuple[str, ...], timeout: float = 60.0) -> RagStackProcess:
+        """Start the process and wait until the master lists ``agent_ids`` (blocking)."""
+        self.log_path.parent.mkdir(exist_ok=True)
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", self.module],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.module} exited with {self.process.returncode}:\n{self.log()}")
+            rows = httpx.get(f"{self.master.base_url}/agents", timeout=5).json()["agents"]
+            if set(agent_ids) <= {row["agent_id"] for row in rows}:
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{self.module} did not register {agent_ids} within {timeout} s:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+
+def rag_model(body: dict[str, Any]) -> str | Any:
+    """A scripted "model" for RAG queries (``ScriptedOpenAIServer.set_handler``).
+
+    Asked a question, it calls ``search_knowledge`` with it (top 10, so every chunk of a small
+    test corpus comes back, whatever the embeddings). Given the results, it answers with the
+    passage sharing most words with the question, naming its file and position, and names the
+    files a tool could not read.
+    """
+    from openagent.testing import ToolCall, ToolCallReply
+
+    messages = body["messages"]
+    question = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    if messages[-1]["role"] != "tool":
+        search = [
+            t["function"]["name"]
+            for t in body.get("tools") or []
+            if t["function"]["name"].endswith("__search_knowledge")
+        ]
+        if not search:
+            return "I have no tool to read files."
+        return ToolCallReply((ToolCall(search[0], {"query": question, "top_k": 10}),))
+    words = {w.strip("?.,!").lower() for w in question.split() if len(w) > 3}
+    best: tuple[int, dict[str, Any]] | None = None
+    unreadable: list[str] = []
+    for message in messages:
+        if message["role"] != "tool":
+            continue
+        content = json.loads(message["content"])
+        result = content.get("result") or {}
+        if "error" in content:
+            unreadable.append(content["error"])
+        for item in result.get("unreadable") or []:
+            unreadable.append(item["error"])
+        for hit in result.get("results") or []:
+            score = sum(1 for w in words if w in hit["text"].lower())
+            if score and (best is None or score > best[0]):
+                best = (score, hit)
+    parts = []
+    if best is not None:
+        hit = best[1]
+        parts.append(f"From {hit['filename']} ({hit['position']}): {' '.join(hit['text'].split())}")
+    else:
+        parts.append("The files do not say.")
+    parts += [f"Could not read {error}" for error in unreadable]
+    return " ".join(parts)

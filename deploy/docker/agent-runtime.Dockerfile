@@ -22,13 +22,13 @@ RUN groupadd --system --gid 10001 openagent \
 WORKDIR /app
 
 # README.md is the package's readme in pyproject.toml, so setuptools needs it to build.
-# master/ is not copied, so only protocol and openagent are installed.
+# master/ is not copied, so only protocol and openagent are installed (with the RAG agents' extra).
 COPY pyproject.toml README.md ./
 COPY protocol/ protocol/
 COPY openagent/ openagent/
 # DL3013 (pin versions): this installs the project itself; its dependencies' ranges are in pyproject.toml.
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir '.[invocation]' \
+RUN pip install --no-cache-dir '.[invocation,rag]' \
     && rm -rf build ./*.egg-info
 
 # The agents, importable as packages from /app (PYTHONPATH): python -m sample_agents.action_weather.

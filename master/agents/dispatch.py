@@ -98,10 +98,14 @@ class Dispatcher:
         arguments: dict[str, Any],
         *,
         wait_seconds: float | None = None,
+        invoke_seconds: float | None = None,
         on_started: CallStarted | None = None,
         on_progress: CallProgress | None = None,
     ) -> Any:
         """Run ``tool_name`` on ``target`` and return its result.
+
+        ``wait_seconds`` and ``invoke_seconds`` replace ``TOOL_CALL_TIMEOUT`` and
+        ``TOOL_INVOKE_HTTP_TIMEOUT`` for this call (the RAG tools have their own).
 
         Raises :class:`AgentUnavailable`, :class:`AgentDisconnected`,
         :class:`ToolTimeout` or :class:`ToolFailed`.
@@ -121,7 +125,7 @@ class Dispatcher:
                         target, ToolCall(call_id=call_id, tool_name=tool_name, arguments=arguments)
                     )
                 else:
-                    await self._post_call(target, pending, arguments)
+                    await self._post_call(target, pending, arguments, invoke_seconds)
                 return await pending.future
         except TimeoutError:
             raise ToolTimeout(
@@ -140,7 +144,11 @@ class Dispatcher:
             ) from exc
 
     async def _post_call(
-        self, agent: InvocationAgent, pending: PendingCall, arguments: dict[str, Any]
+        self,
+        agent: InvocationAgent,
+        pending: PendingCall,
+        arguments: dict[str, Any],
+        invoke_seconds: float | None = None,
     ) -> None:
         query = f"call_id={pending.call_id}&token={quote(pending.token or '')}"
         body = {
@@ -152,7 +160,8 @@ class Dispatcher:
         }
         url = agent.endpoint_url(pending.tool_name)
         try:
-            async with self._http.post(url, json=body, timeout=self._invoke_timeout) as response:
+            timeout = self._invoke_timeout if invoke_seconds is None else aiohttp.ClientTimeout(total=invoke_seconds)
+            async with self._http.post(url, json=body, timeout=timeout) as response:
                 status = response.status
                 refusal = (await response.text())[:300] if status >= 300 else ""
         except (aiohttp.ClientError, TimeoutError) as exc:

@@ -80,6 +80,18 @@ class Outcome:
     steps: int = 0
 
 
+@dataclass(frozen=True)
+class CallOptions:
+    """How one tool call is sent, when it differs from the default (RAG tools)."""
+
+    arguments: dict[str, Any]
+    """What the agent receives (the model's arguments plus what the master adds)."""
+    wait_seconds: float | None = None
+    """Replaces ``TOOL_CALL_TIMEOUT``."""
+    invoke_seconds: float | None = None
+    """Replaces ``TOOL_INVOKE_HTTP_TIMEOUT`` (invocation agents)."""
+
+
 @dataclass
 class RunHooks:
     """How a run reports what it does."""
@@ -90,6 +102,9 @@ class RunHooks:
     """Live events for a streaming client."""
     collaborate: Callable[[list[str], str], Awaitable[dict[str, Any]]] | None = None
     """Runs a collaboration ``(agents, task) -> outcome``; set when ``start_collaboration`` is offered."""
+    call_options: Callable[[Target, str, dict[str, Any]], CallOptions | None] | None = None
+    """Changes how a call is sent (arguments added by the master, timeouts); the model's own
+    arguments are what the session and the events record."""
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         if self.events is not None:
@@ -314,11 +329,14 @@ class Orchestrator:
                 {**p.model_dump(exclude={"type"}), "agent_id": agent.agent_id, "tool_name": tool_name},
             )
 
+        options = hooks.call_options(agent, tool_name, arguments) if hooks.call_options else None
         try:
             run.result = await self._dispatcher.call(
                 agent,
                 tool_name,
-                arguments,
+                options.arguments if options else arguments,
+                wait_seconds=options.wait_seconds if options else None,
+                invoke_seconds=options.invoke_seconds if options else None,
                 on_started=started,
                 on_progress=progress if hooks.events else None,
             )

@@ -18,6 +18,7 @@ from master.agents.dispatch import Target
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.agents.toolbox import Toolbox
+from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
 from master.collaboration import CollaborationManager
 from master.conversation.context import Context, ContextBuilder
 from master.conversation.store import SessionStore, Turn
@@ -66,6 +67,8 @@ class _Run:
     budget: BudgetTracker
     recorder: TurnRecorder
     hooks: RunHooks
+    system_note: str = ""
+    """Added to the system prompt: the session's attached files (refs and names only)."""
 
 
 class QueryService:
@@ -82,6 +85,7 @@ class QueryService:
         orchestrator: Orchestrator | None,
         unavailable_reason: str = NOT_CONFIGURED,
         collaboration: CollaborationManager | None = None,
+        rag: RagLink | None = None,
     ) -> None:
         self._settings = settings
         self._registry = registry
@@ -91,6 +95,7 @@ class QueryService:
         self._orchestrator = orchestrator
         self._unavailable_reason = unavailable_reason
         self._collaboration = collaboration
+        self._rag = rag
 
     async def answer(self, message: Query) -> QueryResponse:
         """Like :meth:`run`, but every failure becomes an unsuccessful response."""
@@ -103,11 +108,7 @@ class QueryService:
         self, request: QueryRequest, query_id: str, events: EventSink | None = None
     ) -> QueryResponse:
         """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot."""
-        if request.attachments:
-            raise QueryRejected(
-                "not_implemented",
-                "'attachments' (RAG attachments) is not implemented yet on this master",
-            )
+        new_files = self._decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
                 "invalid_query", "'auto_plan_execute' needs the session_id the plan was proposed in"
@@ -121,7 +122,7 @@ class QueryService:
             raise QueryRejected("invalid_model", str(exc)) from None
 
         session_id, turns = await self._load_session(request.session_id)
-        toolbox = Toolbox(self._tool_agents(request.allowed_agent_ids))
+        toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids))
         settings = self._settings
         budget = BudgetTracker.from_request(
             request.budget,
@@ -139,13 +140,21 @@ class QueryService:
         )
         hooks = RunHooks(on_step=recorder.steps, events=events)
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
+        rag = await self._rag_query(session_id, toolbox, new_files, budget.remaining_seconds)
+        if rag is not None:
+            hooks.call_options = rag.call_options
         started = time.monotonic()
+        run = _Run(orchestrator, request, turns, toolbox, model, budget, recorder, hooks)
+        run.system_note = rag.system_note() if rag is not None else ""
+        outcome: Outcome | None = None
         try:
-            run = _Run(orchestrator, request, turns, toolbox, model, budget, recorder, hooks)
             if request.auto_require_plan_approval and request.auto_plan_execute is None:
                 outcome = await self._propose_plan(run)
             else:
                 outcome = await self._execute(run, extra_tools)
+            notice = rag.notice() if rag is not None else None
+            if notice:
+                outcome.answer = f"{notice}\n\n{outcome.answer}".strip()
             await recorder.finish(outcome)
         except LLMError as exc:
             logger.warning("query %s failed: %s", query_id, exc)
@@ -154,6 +163,9 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("query %s answered but not stored: %s", query_id, exc)
             raise QueryRejected("session_store_unavailable", f"answered, but not stored: {exc}") from None
+        finally:
+            if rag is not None:
+                await self._finish_rag(rag, outcome.tool_runs if outcome is not None else [])
         logger.debug(
             "query %s %s in %.0f ms, %d tool call(s), %d tokens",
             query_id,
@@ -193,7 +205,7 @@ class QueryService:
 
     async def _execute(self, run: _Run, extra_tools: list[dict[str, Any]]) -> Outcome:
         request = run.request
-        system = system_prompt(request.orchestrator_prompt_profile)
+        system = _with_note(system_prompt(request.orchestrator_prompt_profile), run.system_note)
         costs = [*run.toolbox.token_costs(count_tool), *map(count_tool, extra_tools)]
         context = await self._context(run, system, [*run.toolbox.openai_tools(), *extra_tools], costs)
         execution = request.auto_plan_execute
@@ -228,7 +240,9 @@ class QueryService:
 
     async def _propose_plan(self, run: _Run) -> Outcome:
         system = (
-            system_prompt(run.request.orchestrator_prompt_profile) + "\n\n" + planning_prompt(run.toolbox)
+            _with_note(system_prompt(run.request.orchestrator_prompt_profile), run.system_note)
+            + "\n\n"
+            + planning_prompt(run.toolbox)
         )
         context = await self._context(run, system, [SUBMIT_PLAN])
         run.budget.check_tokens()
@@ -270,6 +284,37 @@ class QueryService:
         hooks.collaborate = collaborate
         return [collaboration_tool(eligible)]
 
+    def _decode_attachments(self, request: QueryRequest) -> list[NewFile]:
+        """The query's files, checked against the limits before anything runs or is stored."""
+        if not request.attachments:
+            return []
+        if self._rag is None:
+            raise QueryRejected(
+                "not_implemented", "this master stores no attachments (no RAG link configured)"
+            )
+        return decode_attachments(
+            request.attachments,
+            max_count=self._settings.rag_max_attachments,
+            max_bytes=self._settings.rag_max_attachment_bytes,
+        )
+
+    async def _rag_query(
+        self, session_id: str, toolbox: Toolbox, new_files: list[NewFile], seconds: float
+    ) -> RagQuery | None:
+        if self._rag is None:
+            return None
+        try:
+            return await self._rag.prepare(session_id, toolbox, new_files, seconds=seconds)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+
+    async def _finish_rag(self, rag: RagQuery, runs: list[ToolRun]) -> None:
+        assert self._rag is not None
+        try:
+            await self._rag.finish(rag, runs)
+        except SessionStoreUnavailable as exc:
+            logger.warning("could not record the indexing state of session %s: %s", rag.session_id, exc)
+
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
         if session_id is None:
             return self._sessions.new_session_id(), []
@@ -291,7 +336,7 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
 
-    def _tool_agents(self, allowed: list[str] | None) -> list[Target]:
+    def tool_agents(self, allowed: list[str] | None) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
         WebSocket agent shadows an invocation agent with the same id)."""
         live: list[Target] = list(self._registry.action_agents(allowed))
@@ -301,6 +346,10 @@ class QueryService:
             if agent.agent_id not in ids and (wanted is None or agent.agent_id in wanted):
                 live.append(agent)
         return live
+
+
+def _with_note(system: str, note: str) -> str:
+    return f"{system}\n\n{note}" if note else system
 
 
 def rejected_response(request: QueryRequest, query_id: str, exc: QueryRejected) -> QueryResponse:

@@ -21,6 +21,9 @@ _STATUS_BY_CODE = {
     "invalid_query": 400,
     "invalid_model": 400,
     "invalid_plan": 400,
+    "invalid_attachment": 400,
+    "too_many_attachments": 413,
+    "attachment_too_large": 413,
     "unknown_session": 404,
     "unknown_plan": 404,
     "plan_already_executed": 409,
@@ -43,10 +46,18 @@ def status_for(exc: QueryRejected) -> int:
     "/query",
     response_model=QueryResponse,
     responses={
-        400: {"model": QueryResponse, "description": "Model not allowed, or a plan step that cannot run"},
+        400: {
+            "model": QueryResponse,
+            "description": "Model not allowed, a plan step that cannot run, or an attachment whose base64 "
+            "does not decode or whose type contradicts its content",
+        },
         403: {"description": "OPENAGENT_HTTP_QUERY=0"},
         404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},
         409: {"model": QueryResponse, "description": "The plan was already executed"},
+        413: {
+            "model": QueryResponse,
+            "description": "Too many attachments, or one too large (nothing stored)",
+        },
         501: {"model": QueryResponse, "description": "A requested feature is not implemented yet"},
         502: {"model": QueryResponse, "description": "The LLM provider failed"},
         503: {"model": QueryResponse, "description": "No LLM configured, or Redis unavailable"},

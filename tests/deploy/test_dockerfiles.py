@@ -159,7 +159,7 @@ def test_agent_runtime_runs_modules_with_python_m() -> None:
     instructions = _instructions(DOCKER_DIR / "agent-runtime.Dockerfile")
     by_keyword = {i.keyword: i for i in instructions}
     assert instructions[0].arguments == "python:3.11-slim"
-    assert any("'.[invocation]'" in i.arguments for i in instructions if i.keyword == "RUN")
+    assert any("'.[invocation,rag]'" in i.arguments for i in instructions if i.keyword == "RUN")
     copied = {i.arguments.split()[0].rstrip("/") for i in instructions if i.keyword == "COPY"}
     assert {"sample_agents", "system_agents", "agents"} <= copied
     assert "master" not in copied  # agents need the SDK only

@@ -176,9 +176,17 @@ async def test_websocket_query_uses_the_same_path(master: MasterProcess, llm: Sc
         ),
         ({"query": "x", "auto_plan_execute": {"plan_id": "p1"}}, 400, "needs the session_id"),
         (
-            {"query": "x", "attachments": [{"filename": "a.txt", "content_base64": "aGk="}]},
-            501,
-            "'attachments'",
+            {"query": "x", "attachments": [{"filename": "a.txt", "content_base64": "not base64!"}]},
+            400,
+            "attachment 'a.txt': content_base64 is not valid base64",
+        ),
+        (
+            {
+                "query": "x",
+                "attachments": [{"filename": f"{n}.txt", "content_base64": "aGk="} for n in range(6)],
+            },
+            413,
+            "6 files attached; at most 5 per query (RAG_MAX_ATTACHMENTS)",
         ),
     ],
 )
