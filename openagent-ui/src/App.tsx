@@ -42,8 +42,8 @@ export function App() {
     <ReactFlowProvider>
       <div className="app">
         <Header />
-        <Notices />
         <main className="workspace">
+          <Notices />
           <Sidebar />
           <Canvas />
           <Details />
