@@ -1,4 +1,4 @@
-/** Screenshots for the README (docs/ui-canvas.png, docs/ui-chat.png): `npm run screenshots`. */
+/** Screenshots for the README (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png): `npm run screenshots`. */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { AGENT, expect, test } from "./fixtures";
@@ -22,4 +22,16 @@ test("canvas and chat", async ({ app, page }) => {
   await expect(page.getByRole("group", { name: /^Plan / })).toContainText("Echo the word");
   await page.getByRole("region", { name: "Chat" }).screenshot({ path: path.join(docs, "ui-chat.png") });
   expect(AGENT).toBeTruthy();
+});
+
+test("agent builder", async ({ app, page }) => {
+  await app.openConnected();
+  await page.getByRole("button", { name: "Agent builder" }).click();
+  const builder = page.getByRole("dialog", { name: "Agent builder" });
+  await builder.getByLabel("Name").fill("Unit converter");
+  await builder.getByLabel("Description").fill("Converts km to miles, kg to lb and C to F");
+  await builder.getByLabel("Tools (optional)").fill("convert");
+  await builder.getByRole("button", { name: "Generate" }).click();
+  await expect(builder.getByRole("status", { name: "Check verdict" })).toContainText("checks passed", { timeout: 60_000 });
+  await page.screenshot({ path: path.join(docs, "ui-builder.png") });
 });

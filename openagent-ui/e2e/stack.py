@@ -12,6 +12,14 @@ The scripted LLM answers by rule, like a model that follows the prompts:
 - after a tool result: "The agent answered: <result>";
 - asked to "echo <word>" with the echo tool offered: calls it with ``{"text": <word>}``;
 - otherwise a direct answer, "Direct answer: <question>".
+
+Asked by the agent builder (``POST /generate-agent``), it writes the builder tests' unit
+converter (``tests/master/builder/samples.py``); a description with "broken" gets code that
+fails its checks on both attempts (422), one with "outage" a provider error (502).
+
+The master's agents root (``OPENAGENT_AGENTS_ROOT``) is a fresh temporary folder, so saved
+agents never land in the repository; it holds ``agents/broken_agent.py``, which discovery
+lists as a per-file error.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
 
-from openagent.testing import ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply  # noqa: E402
-from openagent.testing import Reply  # noqa: E402
+from openagent.testing import ErrorReply, Reply, ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply  # noqa: E402
+from tests.master.builder.samples import BAD, UNIT_CONVERTER, fenced  # noqa: E402
 
 API_KEY = "e2e-secret-key"
 AGENT = "demo-invocation-agent"
@@ -51,8 +60,23 @@ def _text(content: Any) -> str:
     return ""
 
 
+BROKEN_AGENT = 'from openagent import OrchestratorActionAgent\nagent = OrchestratorActionAgent("broken",\n'
+
+
+def generator_reply(messages: list[dict[str, Any]]) -> Reply:
+    brief = json.loads(_text(messages[1].get("content"))) if len(messages) > 1 else {}
+    description = str(brief.get("description", "")).lower()
+    if "outage" in description:
+        return ErrorReply(500, "scripted provider outage", retry=False)
+    if "broken" in description:
+        return TextReply(fenced(BAD))
+    return TextReply(fenced(UNIT_CONVERTER))
+
+
 def handler(body: dict[str, Any]) -> Reply:
     messages = body.get("messages") or []
+    if messages and _text(messages[0].get("content")).startswith("You write agent modules"):
+        return generator_reply(messages)
     tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
     if "submit_plan" in tools:
         plan = {
@@ -118,6 +142,11 @@ def main() -> int:
     logs = Path(os.environ.get("OPENAGENT_E2E_LOGS", ROOT / "openagent-ui" / "test-results" / "stack"))
     logs.mkdir(parents=True, exist_ok=True)
 
+    agents_root = Path(tempfile.mkdtemp(prefix="openagent-e2e-root-"))
+    for folder in ("agents", "system_agents", "sample_agents"):
+        (agents_root / folder).mkdir()
+    (agents_root / "agents" / "broken_agent.py").write_text(BROKEN_AGENT)
+
     llm = ScriptedOpenAIServer().start()
     llm.set_handler(handler)
     port, agent_port = free_port(), free_port()
@@ -132,6 +161,7 @@ def main() -> int:
         "OPENAGENT_LLM_MAX_RETRIES": "0",
         "OPENAGENT_API_KEY": API_KEY,
         "OPENAGENT_UI_DIR": str(dist),
+        "OPENAGENT_AGENTS_ROOT": str(agents_root),
         "OPENAGENT_HEALTH_CHECK_INTERVAL": "2",
         "MASTER_BASE_URL": master,
         "MASTER_WS": f"ws://127.0.0.1:{port}/ws",
@@ -149,6 +179,7 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 child.kill()
         llm.stop()
+        shutil.rmtree(agents_root, ignore_errors=True)
 
     signal.signal(signal.SIGTERM, lambda *_: (stop(), os._exit(0)))
     try:
@@ -174,7 +205,7 @@ def main() -> int:
             )
         )
         wait_registered(master, children[-1], agent_log)
-        print(json.dumps({"ui": f"{master}/ui/", "master": master, "api_key": API_KEY}), flush=True)
+        print(json.dumps({"ui": f"{master}/ui/", "master": master, "api_key": API_KEY}), flush=True)  # noqa: T201
         # Run until the parent closes our stdin (or kills us), or a child dies.
         closed = threading.Event()
         threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()

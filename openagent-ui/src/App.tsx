@@ -1,10 +1,12 @@
 import { ReactFlowProvider } from "@xyflow/react";
 import { useEffect } from "react";
+import { Builder } from "./components/Builder";
 import { Canvas } from "./components/Canvas";
 import { Chat } from "./components/Chat";
 import { Details } from "./components/Details";
 import { Header } from "./components/Header";
 import { Notices } from "./components/Notices";
+import { Restore } from "./components/Restore";
 import { Sidebar } from "./components/Sidebar";
 import { useAppStoreApi } from "./store/context";
 
@@ -40,13 +42,15 @@ export function App() {
     <ReactFlowProvider>
       <div className="app">
         <Header />
-        <Notices />
         <main className="workspace">
+          <Notices />
           <Sidebar />
           <Canvas />
           <Details />
         </main>
         <Chat />
+        <Builder />
+        <Restore />
       </div>
     </ReactFlowProvider>
   );

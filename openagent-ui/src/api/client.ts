@@ -4,6 +4,7 @@
  * own message, so the page can show it.
  */
 import type { AgentRow, DiscoveredRow } from "../lib/agents";
+import { discoveryProblems, type DiscoveryProblem, type GeneratorModels, type RestoreOutcome, type Saved } from "../lib/builder";
 import { SseParser } from "../lib/sse";
 import type { InvocationRegistration, QueryRequest, QueryResponse } from "./types";
 
@@ -13,6 +14,8 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly code: string | null = null,
+    /** The parsed response body (JSON when it was JSON), for callers that show more of it. */
+    readonly body: unknown = null,
   ) {
     super(message);
     this.name = "ApiError";
@@ -24,6 +27,7 @@ export class ApiError extends Error {
 }
 
 const STATUS_HINTS: Record<number, string> = {
+  400: "400 Bad request",
   401: "401 Unauthorized: the master refused the API key",
   403: "403 Forbidden: this feature is switched off on the master",
   404: "404 Not found",
@@ -44,7 +48,18 @@ export function errorMessage(status: number, body: unknown): { message: string; 
       detail = b.detail
         .map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).slice(1).join(".")}: ${d.msg ?? ""}`)
         .join("; ");
-    else if (typeof b.error === "string") detail = b.error;
+    else if (b.detail && typeof b.detail === "object") {
+      // {code, message} from the builder and workspace routes; {problems: [{line, field, message}]} for a bad YAML.
+      const d = b.detail as Record<string, unknown>;
+      if (typeof d.message === "string") detail = d.message;
+      if (typeof d.code === "string") code = d.code;
+      if (Array.isArray(d.problems) && d.problems.length) {
+        const lines = (d.problems as { line?: number | null; field?: string; message?: string }[]).map(
+          (p) => `${p.line ? `line ${p.line}: ` : ""}${p.field ? `${p.field}: ` : ""}${p.message ?? ""}`,
+        );
+        detail = [detail, ...lines].filter(Boolean).join("\n");
+      }
+    } else if (typeof b.error === "string") detail = b.error;
     if (typeof b.error_code === "string") code = b.error_code;
   } else if (typeof body === "string") detail = body.slice(0, 300);
   const hint = STATUS_HINTS[status] ?? `HTTP ${status}`;
@@ -68,6 +83,12 @@ export interface SessionTurns {
   turns: Record<string, unknown>[];
 }
 
+/** `GET /agents/discover`: the agents found, and the files that could not be analysed. */
+export interface Discovery {
+  agents: DiscoveredRow[];
+  errors: DiscoveryProblem[];
+}
+
 export interface StreamHandlers {
   onEvent(event: string, data: Record<string, unknown>): void;
 }
@@ -78,7 +99,15 @@ export interface ApiClient {
   health(): Promise<Health>;
   agents(): Promise<AgentRow[]>;
   /** `GET /agents/discover`; `null` when this master has no discovery (404). */
-  discover(): Promise<DiscoveredRow[] | null>;
+  discover(): Promise<Discovery | null>;
+  /** `GET /generate-agent/models` (403 when OPENAGENT_AGENT_GENERATOR=0). */
+  generatorModels(): Promise<GeneratorModels>;
+  /** `POST /generate-agent`: the answer as sent; a 422's body is on the {@link ApiError}. */
+  generateAgent(body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** `POST /save-agent` (400 `file_exists` without `overwrite`). */
+  saveAgent(body: { module: string; source: string; overwrite: boolean }): Promise<Saved>;
+  /** `POST /internal/workspace/restore`: per agent registered, unreachable, invalid or skipped. */
+  restoreWorkspace(yaml: string): Promise<RestoreOutcome[]>;
   models(): Promise<ModelCatalog>;
   register(body: InvocationRegistration): Promise<Record<string, unknown>>;
   /** Streamed `POST /query`; resolves with the final `query_result`. */
@@ -123,7 +152,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
       /* not JSON: keep the text */
     }
     const { message, code } = errorMessage(response.status, body);
-    return new ApiError(response.status, message, code);
+    return new ApiError(response.status, message, code, body);
   }
 
   async function json<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -145,10 +174,23 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
     health: () => json<Health>("GET", "/health"),
     agents: async () => (await json<{ agents: AgentRow[] }>("GET", "/agents")).agents,
     discover: async () => {
-      const found = await optional<{ agents?: DiscoveredRow[] } | DiscoveredRow[]>("/agents/discover");
+      const found = await optional<{ agents?: DiscoveredRow[]; errors?: unknown } | DiscoveredRow[]>("/agents/discover");
       if (found === null) return null;
-      return Array.isArray(found) ? found : (found.agents ?? []);
+      if (Array.isArray(found)) return { agents: found, errors: [] };
+      return { agents: found.agents ?? [], errors: discoveryProblems(found.errors) };
     },
+    generatorModels: async () => {
+      const raw = await json<Partial<GeneratorModels>>("GET", "/generate-agent/models");
+      return {
+        default_model: raw.default_model ?? null,
+        allowed_models: raw.allowed_models ?? [],
+        available: raw.available !== false,
+      };
+    },
+    generateAgent: (body) => json("POST", "/generate-agent", body),
+    saveAgent: (body) => json("POST", "/save-agent", body),
+    restoreWorkspace: async (yaml) =>
+      (await json<{ agents?: RestoreOutcome[] }>("POST", "/internal/workspace/restore", { yaml })).agents ?? [],
     models: () => json<ModelCatalog>("GET", "/query/orchestrator-models"),
     register: (body) => json("POST", "/register", body),
     session: (sessionId) => json<SessionTurns>("GET", `/sessions/${encodeURIComponent(sessionId)}`),

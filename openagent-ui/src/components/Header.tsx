@@ -23,6 +23,9 @@ export function Header() {
       exportYaml: st.exportYaml,
       importYaml: st.importYaml,
       refresh: st.refresh,
+      openBuilder: st.openBuilder,
+      restoreOnMaster: st.restoreOnMaster,
+      restoring: st.restore.phase === "running",
     })),
   );
   const [url, setUrl] = useState(s.baseUrl || window.location.origin);
@@ -107,6 +110,17 @@ export function Header() {
         </button>
         <button type="button" onClick={download}>
           Export YAML
+        </button>
+        <button
+          type="button"
+          onClick={() => void s.restoreOnMaster()}
+          disabled={!connected || s.restoring}
+          title="POST /internal/workspace/restore with this canvas's workspace"
+        >
+          Restore on master
+        </button>
+        <button type="button" onClick={() => void s.openBuilder()} title="Generate an agent with the master's LLM">
+          Agent builder
         </button>
         <label className="button">
           Import YAML

@@ -42,8 +42,9 @@ const Row = memo(function Row({ entry, onCanvas }: { entry: CatalogEntry; onCanv
 });
 
 export function Sidebar() {
-  const { catalog, search, setSearch, nodeIds, connection, discoveryAvailable } = useAppStore(
+  const { catalog, search, setSearch, nodeIds, connection, discoveryAvailable, problems } = useAppStore(
     useShallow((s) => ({
+      problems: s.discoveryErrors,
       catalog: s.catalog,
       search: s.search,
       setSearch: s.setSearch,
@@ -70,6 +71,22 @@ export function Sidebar() {
           <Row key={entry.agentId} entry={entry} onCanvas={onCanvas.has(agentNodeId(entry.agentId))} />
         ))}
       </ul>
+      {problems.length ? (
+        <section className="discovery-problems" aria-label="Discovery problems">
+          <h3>
+            Not listed: {problems.length} file{problems.length === 1 ? "" : "s"} with problems
+          </h3>
+          <ul>
+            {problems.map((p, i) => (
+              <li key={`${p.file}-${i}`} aria-label={`Discovery problem in ${p.file}`}>
+                <code>{p.file}</code>
+                {p.agent_id ? ` (${p.agent_id})` : ""}
+                <div className="node-error">{p.error}</div>
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
       {connection === "connected" && !discoveryAvailable ? (
         <p className="hint">This master has no agent discovery (GET /agents/discover).</p>
       ) : null}

@@ -41,6 +41,21 @@ import {
   ringPositions,
   type AppNode,
 } from "../lib/graph";
+import {
+  EMPTY_FORM,
+  formProblem,
+  generateBody,
+  generatedFrom,
+  generationFailure,
+  moduleNameProblem,
+  restoreSummary,
+  type BuilderForm,
+  type DiscoveryProblem,
+  type Generated,
+  type GeneratorModels,
+  type RestoreOutcome,
+  type Saved,
+} from "../lib/builder";
 import { emptyHistory, record, redo, undo, type History } from "../lib/history";
 import {
   canvasToWorkspace,
@@ -85,6 +100,35 @@ export interface LinkNote {
   text: string;
 }
 
+/** The agent builder panel: describe, generate, read the code and checks, name, save. */
+export interface BuilderState {
+  open: boolean;
+  form: BuilderForm;
+  /** `GET /generate-agent/models`; `null` until loaded. */
+  models: GeneratorModels | null;
+  /** Why generating is impossible on this master (403 with the generator off, no LLM). */
+  unavailable: string | null;
+  phase: "idle" | "loading" | "generating" | "saving";
+  /** The code and its checks (a 422 with failed checks keeps its code here too). */
+  generated: Generated | null;
+  /** The module name to save as (editable). */
+  module: string;
+  /** The last failure, with the master's message. */
+  error: { status: number; message: string } | null;
+  /** The master refused to replace an existing file: its message, until the user decides. */
+  confirmOverwrite: string | null;
+  /** The last save, and the agent id discovery lists for it (`null` when it is not listed). */
+  saved: (Saved & { agentId: string | null }) | null;
+}
+
+/** "Restore on master" and its per-agent outcome. */
+export interface RestoreState {
+  open: boolean;
+  phase: "idle" | "running" | "done" | "error";
+  outcomes: RestoreOutcome[];
+  error: string | null;
+}
+
 export interface AppState {
   baseUrl: string;
   apiKey: string;
@@ -100,6 +144,8 @@ export interface AppState {
 
   liveRows: AgentRow[];
   discovered: DiscoveredRow[];
+  /** `GET /agents/discover`'s per-file errors. */
+  discoveryErrors: DiscoveryProblem[];
   workspaceRows: CatalogEntry[];
   catalog: CatalogEntry[];
   catalogById: Record<string, CatalogEntry>;
@@ -124,6 +170,9 @@ export interface AppState {
   lastQuery: QueryRequest | null;
   maxAttachmentBytes: number;
   maxAttachments: number;
+
+  builder: BuilderState;
+  restore: RestoreState;
 
   notices: Notice[];
 
@@ -156,6 +205,18 @@ export interface AppState {
 
   exportYaml(): string;
   importYaml(text: string): boolean;
+  /** `POST /internal/workspace/restore` with the canvas's workspace YAML. */
+  restoreOnMaster(): Promise<void>;
+  closeRestore(): void;
+
+  openBuilder(): Promise<void>;
+  closeBuilder(): void;
+  setBuilderForm(change: Partial<BuilderForm>): void;
+  setBuilderModule(module: string): void;
+  generateAgent(): Promise<void>;
+  /** Save the generated code; `overwrite` after the user confirmed replacing the file. */
+  saveAgent(overwrite?: boolean): Promise<void>;
+  cancelOverwrite(): void;
 
   notify(level: Notice["level"], text: string, retry?: boolean): void;
   dismiss(id: number): void;
@@ -195,6 +256,19 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
   let entryId = 0;
   const glowTimers = new Map<string, unknown>();
 
+  const initialBuilder: BuilderState = {
+    open: false,
+    form: EMPTY_FORM,
+    models: null,
+    unavailable: null,
+    phase: "idle",
+    generated: null,
+    module: "",
+    error: null,
+    confirmOverwrite: null,
+    saved: null,
+  };
+
   const saved = (() => {
     try {
       const raw = storage?.getItem(STORAGE_KEY);
@@ -223,6 +297,20 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
       }
       set({ ...partial, catalog, catalogById });
     }
+
+    function setBuilder(change: Partial<BuilderState>) {
+      set({ builder: { ...get().builder, ...change } });
+    }
+
+    function setDiscovery(found: { agents: DiscoveredRow[]; errors: DiscoveryProblem[] }) {
+      set({ discoveryErrors: found.errors });
+      setCatalog({ discovered: found.agents });
+    }
+
+    const failureOf = (error: unknown) => ({
+      status: error instanceof ApiError ? error.status : 0,
+      message: error instanceof Error ? error.message : String(error),
+    });
 
     function stopPolling() {
       if (poll !== null) clearTimer(poll);
@@ -345,6 +433,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
 
       liveRows: [],
       discovered: [],
+      discoveryErrors: [],
       workspaceRows: [],
       catalog: [],
       catalogById: {},
@@ -369,6 +458,9 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
       lastQuery: null,
       maxAttachmentBytes: 2 * 1024 * 1024,
       maxAttachments: 5,
+
+      builder: initialBuilder,
+      restore: { open: false, phase: "idle", outcomes: [], error: null },
 
       notices: [],
 
@@ -403,8 +495,9 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
             profiles,
             sandboxEnabled: Boolean(sandbox?.enabled),
             discoveryAvailable: discovered !== null,
+            discoveryErrors: discovered?.errors ?? [],
           });
-          setCatalog({ liveRows: rows, discovered: discovered ?? [] });
+          setCatalog({ liveRows: rows, discovered: discovered?.agents ?? [] });
           polls = 0;
           schedulePoll();
           return true;
@@ -422,7 +515,16 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
         } catch {
           /* ignore */
         }
-        set({ api: null, connection: "disconnected", apiKey: "", lost: false, liveRows: [], health: null });
+        set({
+          api: null,
+          connection: "disconnected",
+          apiKey: "",
+          lost: false,
+          liveRows: [],
+          health: null,
+          discoveryErrors: [],
+          builder: { ...get().builder, models: null, unavailable: null },
+        });
         setCatalog({ liveRows: [], discovered: [] });
       },
 
@@ -439,7 +541,8 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
             set({ health: await api.health().catch(() => get().health) });
             get().notify("info", "Reconnected to the master");
           }
-          setCatalog(discovered !== null ? { liveRows: rows, discovered } : { liveRows: rows });
+          if (discovered !== null) set({ discoveryErrors: discovered.errors });
+          setCatalog(discovered !== null ? { liveRows: rows, discovered: discovered.agents } : { liveRows: rows });
         } catch (error) {
           if (error instanceof ApiError && error.lostConnection) {
             if (!get().lost) get().notify("error", error.message, true);
@@ -653,6 +756,127 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
         const agents = canvas.nodes.filter(isAgentNode).length;
         get().notify("info", `Imported a workspace with ${agents} agent(s)`);
         return true;
+      },
+
+      async restoreOnMaster() {
+        const api = get().api;
+        if (!api) {
+          set({ restore: { open: true, phase: "error", outcomes: [], error: "Not connected: connect to a master first" } });
+          return;
+        }
+        set({ restore: { open: true, phase: "running", outcomes: [], error: null } });
+        try {
+          const outcomes = await api.restoreWorkspace(get().exportYaml());
+          set({ restore: { open: true, phase: "done", outcomes, error: null } });
+          get().notify("info", `Restore on master: ${restoreSummary(outcomes)}`);
+          await get().refresh();
+        } catch (error) {
+          const { message } = failureOf(error);
+          set({ restore: { open: true, phase: "error", outcomes: [], error: message } });
+        }
+      },
+      closeRestore() {
+        set({ restore: { ...get().restore, open: false } });
+      },
+
+      async openBuilder() {
+        setBuilder({ open: true });
+        const api = get().api;
+        if (!api) {
+          setBuilder({ unavailable: "Connect to a master to generate agents" });
+          return;
+        }
+        if (get().builder.phase !== "idle") return;
+        setBuilder({ phase: "loading" });
+        try {
+          const models = await api.generatorModels();
+          const form = get().builder.form;
+          const model = form.model && models.allowed_models.includes(form.model) ? form.model : models.default_model;
+          setBuilder({
+            models,
+            form: { ...form, model },
+            unavailable: models.available ? null : "The master has no LLM configured: generating answers 503",
+          });
+        } catch (error) {
+          const failure = failureOf(error);
+          // 403: OPENAGENT_AGENT_GENERATOR=0. The panel says so instead of offering a form that cannot work.
+          setBuilder(failure.status === 403 ? { unavailable: failure.message } : { error: failure });
+        } finally {
+          setBuilder({ phase: "idle" });
+        }
+      },
+      closeBuilder() {
+        setBuilder({ open: false });
+      },
+      setBuilderForm(change) {
+        setBuilder({ form: { ...get().builder.form, ...change } });
+      },
+      setBuilderModule(module) {
+        setBuilder({ module, confirmOverwrite: null });
+      },
+
+      async generateAgent() {
+        const { api, builder } = get();
+        if (builder.phase !== "idle") return;
+        const problem = formProblem(builder.form);
+        if (problem) {
+          setBuilder({ error: { status: 0, message: problem } });
+          return;
+        }
+        if (!api) {
+          setBuilder({ error: { status: 0, message: "Not connected: connect to a master first" } });
+          return;
+        }
+        setBuilder({ phase: "generating", error: null, generated: null, saved: null, confirmOverwrite: null });
+        try {
+          const generated = generatedFrom(await api.generateAgent(generateBody(builder.form)));
+          setBuilder({ generated, module: generated.module });
+        } catch (error) {
+          const failure = failureOf(error);
+          const failed = error instanceof ApiError && error.status === 422 ? generationFailure(error.body) : null;
+          if (failed?.generated) setBuilder({ generated: failed.generated, module: failed.generated.module });
+          if (failure.status === 403) setBuilder({ unavailable: failure.message });
+          setBuilder({ error: failure });
+        } finally {
+          setBuilder({ phase: "idle" });
+        }
+      },
+
+      async saveAgent(overwrite = false) {
+        const { api, builder } = get();
+        if (builder.phase !== "idle" || !builder.generated) return;
+        const problem = moduleNameProblem(builder.module);
+        if (problem) {
+          setBuilder({ error: { status: 0, message: `Module name: ${problem}` } });
+          return;
+        }
+        if (!api) {
+          setBuilder({ error: { status: 0, message: "Not connected: connect to a master first" } });
+          return;
+        }
+        setBuilder({ phase: "saving", error: null, confirmOverwrite: null, saved: null });
+        try {
+          const saved = await api.saveAgent({ module: builder.module, source: builder.generated.source, overwrite });
+          // The saved module is listed by discovery at once, ready to drag from the sidebar.
+          const found = await api.discover().catch(() => null);
+          if (found) setDiscovery(found);
+          const row = found?.agents.find((a) => a.handler === saved.handler || a.module === saved.handler);
+          setBuilder({ saved: { module: saved.module, file: saved.file, handler: saved.handler, agentId: row?.agent_id ?? null } });
+          const problemRow = found?.errors.find((e) => e.file === saved.file);
+          if (row) get().notify("info", `Saved ${saved.file}: ${row.agent_id} is listed in the sidebar, ready to drag`);
+          else if (problemRow) get().notify("warning", `Saved ${saved.file}, but discovery cannot list it: ${problemRow.error}`);
+        } catch (error) {
+          if (error instanceof ApiError && error.status === 400 && error.code === "file_exists") {
+            setBuilder({ confirmOverwrite: error.message });
+          } else {
+            setBuilder({ error: failureOf(error) });
+          }
+        } finally {
+          setBuilder({ phase: "idle" });
+        }
+      },
+      cancelOverwrite() {
+        setBuilder({ confirmOverwrite: null });
       },
 
       notify(level, text, retry) {
