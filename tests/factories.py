@@ -364,12 +364,22 @@ class PoolRunnerProcess:
     may not be readable by an unprivileged user; the drop itself is tested on its own.
     """
 
-    def __init__(self, workdir: Path, env: Mapping[str, str] | None = None, *, token: str = "runner-token"):
-        self.port = free_port()
+    def __init__(
+        self,
+        workdir: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        token: str = "runner-token",
+        host: str = "127.0.0.1",
+        port: int | None = None,
+    ):
+        self.host = host
+        self.port = port or free_port()
         self.token = token
         self.env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
+            "POOL_RUNNER_HOST": host,
             "POOL_RUNNER_PORT": str(self.port),
             "POOL_RUNNER_TOKEN": token,
             "POOL_RUNNER_WORKDIR": str(workdir),
@@ -383,7 +393,7 @@ class PoolRunnerProcess:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def headers(self) -> dict[str, str]:

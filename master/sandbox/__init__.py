@@ -16,20 +16,24 @@ from pathlib import Path
 import httpx
 import redis.asyncio as aioredis
 
-from master.sandbox.cluster import Cluster
 from master.sandbox.placements import Placement, Placements
 from master.sandbox.pools import PoolRunners
 from master.sandbox.service import Sandbox
 from master.settings import Settings
 
-__all__ = ["Cluster", "Placement", "Placements", "PoolRunners", "Sandbox", "create_sandbox"]
+__all__ = ["Placement", "Placements", "PoolRunners", "Sandbox", "create_sandbox"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """Where ``agents/`` and ``system_agents/`` are."""
 
 
 def create_sandbox(settings: Settings, redis: aioredis.Redis, http: httpx.AsyncClient) -> Sandbox:
-    """The sandbox of the settings: off (no cluster) unless ``OPENAGENT_K8S_SANDBOX=1``."""
+    """The sandbox of the settings: off (no cluster) unless ``OPENAGENT_K8S_SANDBOX=1``.
+
+    The ``kubernetes`` client (a heavy import) is loaded only when the sandbox is on.
+    """
+    from master.sandbox.cluster import Cluster
+
     cluster = (
         Cluster.connect(settings.openagent_k8s_namespace, timeout=settings.openagent_k8s_api_timeout)
         if settings.openagent_k8s_sandbox

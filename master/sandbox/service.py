@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from master.errors import (
     SandboxDisabled,
@@ -27,12 +27,14 @@ from master.errors import (
     SessionStoreUnavailable,
 )
 from master.sandbox import specs
-from master.sandbox.cluster import Cluster
 from master.sandbox.code import AgentCode, resolve_code
 from master.sandbox.placements import Placement, Placements
 from master.sandbox.pods import pod_ready, summary
 from master.sandbox.pools import PoolRunners
 from master.settings import Settings
+
+if TYPE_CHECKING:
+    from master.sandbox.cluster import Cluster
 
 logger = logging.getLogger("master.sandbox")
 
@@ -61,6 +63,10 @@ class Sandbox:
         self._placements = placements
         self._code_root = code_root
         self._lock = asyncio.Lock()
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
 
     @property
     def enabled(self) -> bool:
