@@ -24,8 +24,8 @@ os.environ.update(
         "OPENAGENT_K8S_SANDBOX": "0",
     }
 )
-for _variable in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
-    os.environ.pop(_variable, None)
+os.environ.pop("KUBERNETES_SERVICE_HOST", None)
+os.environ.pop("KUBERNETES_SERVICE_PORT", None)
 
 from collections.abc import AsyncIterator, Iterator
 
