@@ -49,6 +49,7 @@ from master.routes import (
 from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
 from master.sandbox import Sandbox, create_sandbox
+from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings
 
 logger = logging.getLogger("master.app")
@@ -148,6 +149,11 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             CollabStore(redis, ttl_seconds=settings.openagent_collab_session_ttl),
             sessions,
         )
+        # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
+        agent_builder = AgentBuilder.build(settings, registry, invocation, chat_model, reason)
+        sandbox_http = httpx.AsyncClient(timeout=settings.openagent_k8s_api_timeout)
+        sandbox = create_sandbox(settings, redis, sandbox_http)
+        await _report_sandbox(sandbox)
         queries = QueryService(
             settings=settings,
             registry=registry,
@@ -162,6 +168,16 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             unavailable_reason=reason,
             collaboration=collab,
             rag=rag,
+            spawner=(
+                Spawner(
+                    sandbox,
+                    registry,
+                    lambda: saved_websocket_agents(agent_builder.discovery),
+                    wait_seconds=settings.orchestrator_auto_spawn_wait_seconds,
+                )
+                if sandbox.enabled
+                else None
+            ),
         )
         hub = Hub(
             registry,
@@ -172,10 +188,6 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             collaboration=collab,
         )
         streams = QueryStreams(queries)
-        # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
-        sandbox_http = httpx.AsyncClient(timeout=settings.openagent_k8s_api_timeout)
-        sandbox = create_sandbox(settings, redis, sandbox_http)
-        await _report_sandbox(sandbox)
         warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
         app.state.services = Services(
             settings,
@@ -188,7 +200,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             hub,
             collaboration=collab,
             streams=streams,
-            builder=AgentBuilder.build(settings, registry, invocation, chat_model, reason),
+            builder=agent_builder,
             sandbox=sandbox,
             attachments=attachment_store,
         )

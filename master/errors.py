@@ -20,7 +20,8 @@ Hierarchy::
     ├── SandboxError             the Kubernetes sandbox cannot do what was asked
     │   ├── SandboxDisabled      OPENAGENT_K8S_SANDBOX=0
     │   ├── SandboxUnavailable   no cluster configured or reachable, or a pool runner failed
-    │   └── SandboxRejected      a deploy request that cannot run as given (carries a stable code)
+    │   ├── SandboxRejected      a deploy request that cannot run as given (carries a stable code)
+    │   └── SpawnFailed          auto mode could not deploy a saved agent, or it did not register in time
     └── ToolCallError            a tool call failed; the model sees it as the tool's result
         ├── AgentUnavailable     the agent is not connected
         ├── AgentDisconnected    the agent went away while the call was in flight
@@ -193,3 +194,8 @@ class SandboxRejected(SandboxError):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class SpawnFailed(SandboxError):
+    """Auto mode could not deploy a saved agent, or it did not register within
+    ``ORCHESTRATOR_AUTO_SPAWN_WAIT_SECONDS``; the step gets this as the tool's error."""

@@ -67,6 +67,8 @@ class Settings(BaseSettings):
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
+    orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
+    """How long auto mode waits for a spawned (sandboxed) agent to register."""
 
     # Feature toggles
     openagent_http_query: bool = True

@@ -6,12 +6,11 @@
 - :mod:`.pools`: the client of the pool runners (``openagent/pool_runner``);
 - :mod:`.placements`: where each agent runs, in Redis;
 - :mod:`.code`: an agent's code, from ``agents/`` / ``system_agents/`` or source text;
-- :mod:`.pods`: what a Pod status means for an agent.
+- :mod:`.pods`: what a Pod status means for an agent;
+- :mod:`.spawn`: auto mode's deploy-and-wait of saved agents.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import httpx
 import redis.asyncio as aioredis
@@ -22,9 +21,6 @@ from master.sandbox.service import Sandbox
 from master.settings import Settings
 
 __all__ = ["Placement", "Placements", "PoolRunners", "Sandbox", "create_sandbox"]
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-"""Where ``agents/`` and ``system_agents/`` are."""
 
 
 def create_sandbox(settings: Settings, redis: aioredis.Redis, http: httpx.AsyncClient) -> Sandbox:
@@ -44,5 +40,5 @@ def create_sandbox(settings: Settings, redis: aioredis.Redis, http: httpx.AsyncC
         cluster,
         PoolRunners(http, port=settings.openagent_k8s_pool_runner_port, token=settings.api_key),
         Placements(redis, ttl_seconds=settings.openagent_k8s_sandbox_runtime_ttl),
-        code_root=REPO_ROOT,
+        code_root=settings.openagent_agents_root,
     )

@@ -53,7 +53,7 @@ SANDBOX_ROUTES = sorted(
 
 @asynccontextmanager
 async def sandbox_master(
-    llm: ScriptedOpenAIServer, kubeconfig: Path | str, **env: str
+    llm: ScriptedOpenAIServer, kubeconfig: Path | str, *, port: int | None = None, **env: str
 ) -> AsyncIterator[httpx.AsyncClient]:
     settings = {
         "OPENAGENT_K8S_SANDBOX": "1",
@@ -62,7 +62,7 @@ async def sandbox_master(
         "OPENAGENT_K8S_API_TIMEOUT": "10",
         **env,
     }
-    master = MasterProcess(master_env(llm, **settings))
+    master = MasterProcess(master_env(llm, **settings), port=port)
     await asyncio.to_thread(master.start, 60)  # the loaded test machine: the client import is heavy
     try:
         async with httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=30) as http:

@@ -10,7 +10,11 @@ kubelet by setting Pod statuses (:meth:`FakeKubernetes.set_pod_status`).
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +25,8 @@ import attrs
 import kmock
 import yaml
 from kmock._internal import rendering
+
+from tests.factories import ROOT
 
 PODS = "v1/pods"
 CONFIG_MAPS = "v1/configmaps"
@@ -164,3 +170,69 @@ async def fake_kubernetes() -> AsyncIterator[tuple[FakeKubernetes, str]]:
     """The fake API server on a free loopback port; yields it and its URL."""
     async with FakeKubernetes() as handler, kmock.Server(handler) as server:
         yield handler, str(server.url).rstrip("/")
+
+
+class FakeKubelet:
+    """Plays the kubelet for agent Pods created in the fake: runs each one's code as a local process.
+
+    The code comes from the Pod's ConfigMap, the environment from its ``env`` values (the
+    ``secretKeyRef`` to the API key becomes ``api_key``), and the Pod is then marked Running.
+    """
+
+    def __init__(self, fake: FakeKubernetes, namespace: str, workdir: Path, *, api_key: str) -> None:
+        self._fake = fake
+        self._namespace = namespace
+        self._workdir = workdir
+        self._api_key = api_key
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def _start(self, pod: dict[str, Any], code: str) -> None:
+        name = pod["metadata"]["name"]
+        container = pod["spec"]["containers"][0]
+        env = {var["name"]: var["value"] for var in container["env"] if "value" in var}
+        script = self._workdir / f"{name}.py"
+        script.write_text(code)
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, str(script)],
+            env={
+                **os.environ,
+                **env,
+                "HOME": str(self._workdir),
+                "OPENAGENT_API_KEY": self._api_key,
+                "PYTHONPATH": str(ROOT),
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self._fake.set_pod_status(self._namespace, name, running_status())
+
+    async def run(self) -> None:
+        while True:
+            codes = {
+                c["metadata"]["name"]: c["data"]["agent.py"]
+                for c in self._fake.live("configmaps", self._namespace)
+            }
+            for pod in self._fake.live("pods", self._namespace):
+                name = pod["metadata"]["name"]
+                if name not in self.processes and name in codes:
+                    self._start(pod, codes[name])
+            await asyncio.sleep(0.05)
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            process.kill()
+            process.wait(timeout=10)
+
+
+@asynccontextmanager
+async def fake_kubelet(
+    fake: FakeKubernetes, namespace: str, workdir: Path, *, api_key: str
+) -> AsyncIterator[FakeKubelet]:
+    kubelet = FakeKubelet(fake, namespace, workdir, api_key=api_key)
+    task = asyncio.create_task(kubelet.run())
+    try:
+        yield kubelet
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        kubelet.stop()
