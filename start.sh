@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Minikube quick path: build the images inside Minikube's Docker daemon and deploy OpenAgent
-# (Redis, the master, the weather agent) to the namespace "agents".
+# (Redis, the master, the weather agent, the agent pool, the agents' NetworkPolicy) to the
+# namespace "agents".
 #
 #   minikube start && ./start.sh
 #
@@ -25,6 +26,7 @@ K8S_DIR=deploy/k8s
 IMAGES=(
   "openagent/master:latest=deploy/docker/master.Dockerfile"
   "openagent/agent-runtime:latest=deploy/docker/agent-runtime.Dockerfile"
+  "openagent/agent-pool-runner:latest=deploy/docker/agent-pool-runner.Dockerfile"
 )
 
 for tool in minikube kubectl docker; do
@@ -96,17 +98,20 @@ apply_deployment() {
   wait_rollout "$name"
 }
 
-log "applying $K8S_DIR/config.yaml, $K8S_DIR/rbac.yaml, $K8S_DIR/redis.yaml"
-kube apply -f "$K8S_DIR/config.yaml" -f "$K8S_DIR/rbac.yaml" -f "$K8S_DIR/redis.yaml"
+log "applying $K8S_DIR/config.yaml, $K8S_DIR/rbac.yaml, $K8S_DIR/network-policy.yaml, $K8S_DIR/redis.yaml"
+kube apply -f "$K8S_DIR/config.yaml" -f "$K8S_DIR/rbac.yaml" -f "$K8S_DIR/network-policy.yaml" \
+  -f "$K8S_DIR/redis.yaml"
 wait_rollout redis
 # The agent's first connection fails fast, so start it once the master answers.
 apply_deployment openagent-master "$K8S_DIR/master.yaml"
 apply_deployment weather-agent "$K8S_DIR/weather-agent.yaml"
+apply_deployment agent-pool "$K8S_DIR/agent-pool.yaml"
 
 cat <<EOF
 
 OpenAgent is running in minikube (profile $PROFILE, namespace $NAMESPACE):
-  redis, openagent-master (Service openagent-master:8000), weather-agent
+  redis, openagent-master (Service openagent-master:8000), weather-agent, agent-pool
+  (the sandbox's pool runners; agents may reach only the master and DNS: network-policy.yaml)
 
 Reach the master from this machine (keep it running in another terminal):
   kubectl --context $PROFILE -n $NAMESPACE port-forward svc/openagent-master 8000:8000
@@ -117,7 +122,9 @@ Or run the master on the host instead (Kubernetes sandbox):
   OPENAGENT_K8S_SANDBOX=1 uvicorn master.app:app --host 0.0.0.0 --port 8000
 and set OPENAGENT_K8S_MASTER_WS (or pass master_ws from the UI) to a WebSocket URL that
 resolves from inside Pods; the default ws://host.minikube.internal:8000/ws reaches a master on
-this host (see the hint of GET /internal/sandbox/status).
+this host (see the hint of GET /internal/sandbox/status). The NetworkPolicy admits only the
+in-cluster master: give agents an egress rule for the host's address when your network plugin
+enforces it.
 EOF
 if [[ -z ${OPENAGENT_API_KEY:-} ]]; then
   echo "Note: OPENAGENT_API_KEY is empty, so the master accepts requests without a key."

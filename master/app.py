@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import aiohttp
+import httpx
 from fastapi import Depends, FastAPI
 from redis.exceptions import RedisError
 
@@ -45,7 +46,10 @@ from master.routes import (
     workspace,
     ws,
 )
+from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
+from master.sandbox import Sandbox, create_sandbox
+from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings
 
 logger = logging.getLogger("master.app")
@@ -82,6 +86,18 @@ async def _health_loop(invocation: InvocationAgents, interval: float) -> None:
             await invocation.check_all()
         except Exception:  # the loop must survive anything a check throws
             logger.exception("background health check failed")
+
+
+async def _report_sandbox(sandbox: Sandbox) -> None:
+    """Start-up: say whether the sandbox is on and its cluster answers; never fails the start."""
+    if not sandbox.enabled:
+        logger.info("Kubernetes sandbox off (OPENAGENT_K8S_SANDBOX=0)")
+        return
+    cluster = (await sandbox.status())["cluster"]
+    if cluster["reachable"]:
+        logger.info("Kubernetes sandbox on: %s (%s)", cluster["server"], cluster["version"])
+    else:
+        logger.warning("Kubernetes sandbox on, but no cluster: %s", cluster["reason"])
 
 
 def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None) -> FastAPI:
@@ -133,6 +149,11 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             CollabStore(redis, ttl_seconds=settings.openagent_collab_session_ttl),
             sessions,
         )
+        # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
+        agent_builder = AgentBuilder.build(settings, registry, invocation, chat_model, reason)
+        sandbox_http = httpx.AsyncClient(timeout=settings.openagent_k8s_api_timeout)
+        sandbox = create_sandbox(settings, redis, sandbox_http)
+        await _report_sandbox(sandbox)
         queries = QueryService(
             settings=settings,
             registry=registry,
@@ -147,6 +168,16 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             unavailable_reason=reason,
             collaboration=collab,
             rag=rag,
+            spawner=(
+                Spawner(
+                    sandbox,
+                    registry,
+                    lambda: saved_websocket_agents(agent_builder.discovery),
+                    wait_seconds=settings.orchestrator_auto_spawn_wait_seconds,
+                )
+                if sandbox.enabled
+                else None
+            ),
         )
         hub = Hub(
             registry,
@@ -169,7 +200,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             hub,
             collaboration=collab,
             streams=streams,
-            builder=AgentBuilder.build(settings, registry, invocation, chat_model, reason),
+            builder=agent_builder,
+            sandbox=sandbox,
             attachments=attachment_store,
         )
         await _load_invocation_agents(invocation)
@@ -190,6 +222,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             await app.state.services.builder.aclose()
             await collab.aclose()
             await streams.aclose()
+            await sandbox_http.aclose()
+            sandbox.close()
             await asyncio.gather(warm_up, return_exceptions=True)
             await hub.aclose()
             await http.close()
@@ -218,6 +252,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(builder.router, dependencies=protected)
     app.include_router(workspace.router, dependencies=protected)
     app.include_router(session_routes.router, dependencies=protected)
+    app.include_router(sandbox_routes.router, dependencies=protected)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)

@@ -20,6 +20,7 @@ from master.conversation.store import SessionStore
 from master.orchestration.model_catalog import ModelCatalog
 from master.query.service import QueryService
 from master.query.streaming import QueryStreams
+from master.sandbox import Sandbox
 from master.settings import Settings
 
 
@@ -38,6 +39,7 @@ class Services:
     collaboration: CollaborationManager
     streams: QueryStreams
     builder: AgentBuilder
+    sandbox: Sandbox
     attachments: AttachmentStore | None = None
 
 

@@ -17,6 +17,11 @@ Hierarchy::
     ├── AttachmentError          GET /attachments/{ref}: a RAG agent cannot have that blob
     │   ├── AttachmentAccessDenied   the call token is missing, wrong or expired
     │   └── AttachmentNotFound       no such ref in the token's session (or it expired)
+    ├── SandboxError             the Kubernetes sandbox cannot do what was asked
+    │   ├── SandboxDisabled      OPENAGENT_K8S_SANDBOX=0
+    │   ├── SandboxUnavailable   no cluster configured or reachable, or a pool runner failed
+    │   ├── SandboxRejected      a deploy request that cannot run as given (carries a stable code)
+    │   └── SpawnFailed          auto mode could not deploy a saved agent, or it did not register in time
     └── ToolCallError            a tool call failed; the model sees it as the tool's result
         ├── AgentUnavailable     the agent is not connected
         ├── AgentDisconnected    the agent went away while the call was in flight
@@ -160,3 +165,37 @@ class ToolTimeout(ToolCallError):
 
 class ToolFailed(ToolCallError):
     """The agent reported ``success: false``."""
+
+
+class SandboxError(MasterError):
+    """The Kubernetes sandbox (``master/sandbox/``) cannot do what was asked."""
+
+
+class SandboxDisabled(SandboxError):
+    """The sandbox is off (``OPENAGENT_K8S_SANDBOX=0``)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """No cluster is configured or answering, or a pool runner did not answer; the message says why."""
+
+
+class SandboxRejected(SandboxError):
+    """A sandbox request that cannot run as given.
+
+    ``code`` is one of ``invalid_request`` (bad agent id, code, placement or env),
+    ``unknown_module`` (no such module under ``agents/`` or ``system_agents/``),
+    ``not_deployed`` (the agent has no sandbox workload), ``unknown_pool_pod`` (no ready
+    pool runner Pod of that name), ``no_pool`` (no ready pool runner Pod at all) and
+    ``pool_refused`` (the pool runner refused the agent, e.g. it is full). The routes map it
+    to an HTTP status.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class SpawnFailed(SandboxError):
+    """Auto mode could not deploy a saved agent, or it did not register within
+    ``ORCHESTRATOR_AUTO_SPAWN_WAIT_SECONDS``; the step gets this as the tool's error."""

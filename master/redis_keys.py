@@ -64,3 +64,16 @@ def attachment_rag_key(session_id: str) -> str:
 
 def attachment_token_key(token: str) -> str:
     return f"{ATTACHMENT_TOKEN_PREFIX}{token}"
+
+
+SANDBOX_PLACEMENT_PREFIX = "sandbox:placement:"
+"""``sandbox:placement:{agent_id}`` → JSON placement of a sandboxed agent: ``new_pod`` (Pod and
+ConfigMap) or ``pool`` (pool runner Pod) (TTL ``OPENAGENT_K8S_SANDBOX_RUNTIME_TTL``)."""
+
+SANDBOX_INDEX = "sandbox:placements"
+"""SET of the ids of sandboxed agents (members whose placement expired are pruned on read;
+TTL ``OPENAGENT_K8S_SANDBOX_RUNTIME_TTL``, refreshed with each deploy)."""
+
+
+def sandbox_placement_key(agent_id: str) -> str:
+    return f"{SANDBOX_PLACEMENT_PREFIX}{agent_id}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ipaddress import ip_address
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, model_validator
@@ -66,6 +67,8 @@ class Settings(BaseSettings):
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
+    orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
+    """How long auto mode waits for a spawned (sandboxed) agent to register."""
 
     # Feature toggles
     openagent_http_query: bool = True
@@ -96,6 +99,31 @@ class Settings(BaseSettings):
     openagent_collab_timeout: float = Field(default=120.0, gt=0)
     openagent_collab_max_messages: int = Field(default=50, gt=0)
     openagent_collab_session_ttl: int = Field(default=86400, gt=0)
+
+    # Kubernetes sandbox (master/sandbox/)
+    openagent_k8s_sandbox: bool = False
+    """Off by default, unlike the spec's 1: most masters run without a cluster (README, "Kubernetes sandbox")."""
+    openagent_k8s_namespace: str = "agents"
+    openagent_k8s_pool_label_selector: str = "openagent.io/role=agent-pool"
+    openagent_k8s_master_ws: str = "ws://host.minikube.internal:8000/ws"
+    openagent_k8s_agent_image: str = "openagent/agent-runtime:latest"
+    openagent_k8s_agent_image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "Never"
+    openagent_k8s_pool_runner_image: str = "openagent/agent-pool-runner:latest"
+    openagent_k8s_pool_runner_port: int = Field(default=8080, gt=0, lt=65536)
+    openagent_k8s_log_tail_lines: int = Field(default=120, ge=0)
+    openagent_k8s_indexer_redis_sidecar: bool = True
+    openagent_k8s_indexer_redis_url: str | None = None
+    """Unset: ``REDIS_URL``."""
+    openagent_k8s_sandbox_runtime_ttl: int = Field(default=604800, gt=0)
+    # Not in the spec's table: the resources and runtime class of new_pod agent Pods.
+    openagent_k8s_agent_cpu_request: str = "50m"
+    openagent_k8s_agent_cpu_limit: str = "500m"
+    openagent_k8s_agent_memory_request: str = "128Mi"
+    openagent_k8s_agent_memory_limit: str = "512Mi"
+    openagent_k8s_runtime_class: str | None = None
+    """``runtimeClassName`` of agent Pods, e.g. ``gvisor``; unset: the cluster's default runtime."""
+    openagent_k8s_api_timeout: float = Field(default=10.0, gt=0)
+    """Seconds per Kubernetes API or pool runner request."""
 
     @model_validator(mode="after")
     def _derive_master_base_url(self) -> Settings:

@@ -1,10 +1,11 @@
 """Test-suite guards and shared fixtures.
 
-No test may reach a real LLM: before anything is imported, the OpenAI variables are
+No test may reach a real LLM or a real Kubernetes cluster: before anything is imported, the OpenAI variables are
 pointed at a dead loopback port and ``OPENAGENT_LLM_LOOPBACK_ONLY=1`` makes every
 master (in-process or subprocess) refuse any LLM endpoint off this machine.
 A developer's ``.env`` is not read: masters run in an empty working directory and
-the variables it could set are pinned here.
+the variables it could set are pinned here. ``KUBECONFIG`` points nowhere; sandbox tests
+hand their masters a kubeconfig of their own fake API server (tests/master/sandbox).
 """
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ os.environ.update(
         "OPENAGENT_LLM_LOOPBACK_ONLY": "1",
         "OPENAGENT_API_KEY": "",
         "MASTER_WS": "ws://127.0.0.1:9/ws",
+        # No test reaches a real cluster: no kubeconfig, and no in-cluster service account.
+        "KUBECONFIG": "/nonexistent/openagent-tests-kubeconfig",
+        "OPENAGENT_K8S_SANDBOX": "0",
     }
 )
+os.environ.pop("KUBERNETES_SERVICE_HOST", None)
+os.environ.pop("KUBERNETES_SERVICE_PORT", None)
 
 from collections.abc import AsyncIterator, Iterator
 

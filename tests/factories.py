@@ -355,3 +355,116 @@ def rag_model(body: dict[str, Any]) -> str | Any:
         parts.append("The files do not say.")
     parts += [f"Could not read {error}" for error in unreadable]
     return " ".join(parts)
+
+
+class PoolRunnerProcess:
+    """``python -m openagent.pool_runner`` in a subprocess on a free loopback port.
+
+    Agents keep the runner's identity (``POOL_RUNNER_AGENT_UID=-1``): the test machine's Python
+    may not be readable by an unprivileged user; the drop itself is tested on its own.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        token: str = "runner-token",
+        host: str = "127.0.0.1",
+        port: int | None = None,
+    ):
+        self.host = host
+        self.port = port or free_port()
+        self.token = token
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "POOL_RUNNER_HOST": host,
+            "POOL_RUNNER_PORT": str(self.port),
+            "POOL_RUNNER_TOKEN": token,
+            "POOL_RUNNER_WORKDIR": str(workdir),
+            "POOL_RUNNER_AGENT_UID": "-1",
+            "POOL_RUNNER_BACKOFF_INITIAL": "0.1",
+            "POOL_RUNNER_BACKOFF_MAX": "0.4",
+            **(env or {}),
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = ROOT / ".pytest_cache" / f"pool-runner-{self.port}.log"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def start(self, timeout: float = 20.0) -> PoolRunnerProcess:
+        self.log_path.parent.mkdir(exist_ok=True)
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "openagent.pool_runner"],
+                cwd=tempfile.mkdtemp(prefix="openagent-pool-runner-"),
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"pool runner exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.base_url}/health", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"pool runner did not answer /health within {timeout} s:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()  # its lifespan stops every agent
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    async def __aenter__(self) -> PoolRunnerProcess:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+
+ECHO_AGENT_SOURCE = '''
+"""A WebSocket action agent with one tool, ``echo``; its id comes from OPENAGENT_AGENT_ID."""
+import os
+
+from openagent import OrchestratorActionAgent, ToolSchema, run_action_agent
+
+ECHO = ToolSchema(
+    name="echo",
+    description="Echo the text back",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+)
+
+
+async def handle(tool_name, arguments):
+    return {"echo": arguments["text"], "pid": os.getpid()}
+
+
+if __name__ == "__main__":
+    run_action_agent(OrchestratorActionAgent(os.environ["OPENAGENT_AGENT_ID"], [ECHO], handle))
+'''
+"""Agent code sent as source text to the pool runner and the sandbox in tests."""
+
+CRASHING_AGENT_SOURCE = 'import sys\nprint("boom: DATABASE_URL is not set", flush=True)\nsys.exit(3)\n'

@@ -7,6 +7,8 @@ returns the previous connection so the hub can tell it and close it.
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -123,12 +125,32 @@ class Registry:
 
     def __init__(self) -> None:
         self._agents: dict[str, LiveAgent] = {}
+        self._waiters: dict[str, list[asyncio.Future[LiveAgent]]] = {}
 
     def add(self, agent: LiveAgent) -> LiveAgent | None:
         """Register ``agent``; return the connection it replaces, if any."""
         previous = self._agents.get(agent.agent_id)
         self._agents[agent.agent_id] = agent
+        for waiter in self._waiters.pop(agent.agent_id, []):
+            if not waiter.done():
+                waiter.set_result(agent)
         return previous
+
+    async def wait_for(self, agent_id: str) -> LiveAgent:
+        """The agent once it is connected (at once if it is); bound it with a timeout."""
+        live = self._agents.get(agent_id)
+        if live is not None:
+            return live
+        waiter: asyncio.Future[LiveAgent] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(agent_id, []).append(waiter)
+        try:
+            return await waiter
+        finally:
+            waiters = self._waiters.get(agent_id, [])
+            if waiter in waiters:
+                waiters.remove(waiter)
+                if not waiters:
+                    del self._waiters[agent_id]
 
     def remove(self, agent: LiveAgent) -> bool:
         """Forget ``agent`` if it is still the live connection for its id."""

@@ -43,6 +43,15 @@ class Toolbox:
                     name = f"{name[: _MAX_NAME - 9]}_{digest}"
                 self._tools[name] = (agent, tool)
 
+    def add(self, agent: Target) -> list[dict[str, Any]]:
+        """Offer ``agent``'s tools too (an agent spawned mid-run); returns their definitions."""
+        before = set(self._tools)
+        for tool in agent.tools.values():
+            name = function_name(agent.agent_id, tool.schema.name)
+            if name not in self._tools:
+                self._tools[name] = (agent, tool)
+        return [_definition(name, *self._tools[name]) for name in self._tools if name not in before]
+
     def __len__(self) -> int:
         return len(self._tools)
 

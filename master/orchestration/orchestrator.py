@@ -12,6 +12,8 @@ model, and it writes the answer. A failing tool never fails the query.
 - Budgets (tool calls, tokens, seconds) end a run cleanly with an answer naming
   the budget that stopped it.
 - Each round is reported through :class:`RunHooks` (session turns, stream events).
+- In auto mode with the Kubernetes sandbox on, ``spawn_agent`` deploys a saved agent that is
+  not running and waits for it to register; its tools join the offer for the next rounds.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from typing import Any, Literal
 
 from master.agents.dispatch import Dispatcher, Target
 from master.agents.toolbox import Toolbox, function_name
-from master.errors import BudgetExceeded, CollaborationRejected, SessionStoreUnavailable, ToolCallError
+from master.errors import (
+    BudgetExceeded,
+    CollaborationRejected,
+    SandboxError,
+    SessionStoreUnavailable,
+    ToolCallError,
+)
 from master.orchestration.budgets import BudgetTracker
 from master.orchestration.llm import ChatMessage, ChatModel, ToolCallRequest
 from protocol import Plan, ToolProgress
@@ -36,6 +44,7 @@ EventSink = Callable[[str, dict[str, Any]], None]
 """Receives ``(event, data)`` as a run progresses (``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``)."""
 
 START_COLLABORATION = "start_collaboration"
+SPAWN_AGENT = "spawn_agent"
 
 STEP_LIMIT_NOTE = (
     "The step limit of {limit} tool rounds is reached: do not ask for more tools. Answer now with what "
@@ -105,6 +114,8 @@ class RunHooks:
     call_options: Callable[[Target, str, dict[str, Any]], CallOptions | None] | None = None
     """Changes how a call is sent (arguments added by the master, timeouts); the model's own
     arguments are what the session and the events record."""
+    spawn: Callable[[str], Awaitable[Target]] | None = None
+    """Deploys a saved agent and returns it once connected; set when ``spawn_agent`` is offered (auto mode)."""
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         if self.events is not None:
@@ -151,7 +162,7 @@ class Orchestrator:
                         outcome.answer = reply.content or _fallback_answer(outcome.tool_runs)
                         break
                     await self._round(
-                        reply.content, reply.tool_calls, messages, toolbox, budget, hooks, outcome
+                        reply.content, reply.tool_calls, messages, toolbox, budget, hooks, outcome, tools
                     )
         except BudgetExceeded as exc:
             return _stopped(outcome, exc.name, exc.limit)
@@ -224,14 +235,17 @@ class Orchestrator:
         budget: BudgetTracker,
         hooks: RunHooks,
         outcome: Outcome,
+        tools: list[dict[str, Any]],
     ) -> None:
         allowed = budget.allow_tool_calls(len(calls))
         hooks.emit("step", {"step": outcome.steps + 1, "tool_calls": [call.name for call in calls]})
         if allowed == 1:  # the common case, without gather's tasks
-            runs = [await self._run_tool(toolbox, calls[0], hooks)]
+            runs = [await self._run_tool(toolbox, calls[0], hooks, tools)]
         else:
             runs = list(
-                await asyncio.gather(*(self._run_tool(toolbox, call, hooks) for call in calls[:allowed]))
+                await asyncio.gather(
+                    *(self._run_tool(toolbox, call, hooks, tools) for call in calls[:allowed])
+                )
             )
         outcome.steps += 1
         outcome.tool_runs.extend(runs)
@@ -242,9 +256,13 @@ class Orchestrator:
         if allowed < len(calls):
             raise BudgetExceeded("max_tool_calls", budget.max_tool_calls)
 
-    async def _run_tool(self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks) -> ToolRun:
+    async def _run_tool(
+        self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks, tools: list[dict[str, Any]]
+    ) -> ToolRun:
         if call.name == START_COLLABORATION and hooks.collaborate is not None:
             return await self._collaborate(call, hooks.collaborate, hooks)
+        if call.name == SPAWN_AGENT and hooks.spawn is not None:
+            return await self._spawn(call, hooks.spawn, toolbox, tools, hooks)
         target = toolbox.resolve(call.name)
         if target is None:
             run = ToolRun(call.name, None, None, call.arguments, error=f"unknown tool {call.name!r}")
@@ -294,6 +312,45 @@ class Orchestrator:
             run.success, run.dispatched, run.collaboration = True, True, agents
         except (CollaborationRejected, SessionStoreUnavailable) as exc:
             run.error = str(exc)
+        hooks.emit("tool_result", _result_event(run, call.id))
+        return run
+
+    async def _spawn(
+        self,
+        call: ToolCallRequest,
+        spawn: Callable[[str], Awaitable[Target]],
+        toolbox: Toolbox,
+        tools: list[dict[str, Any]],
+        hooks: RunHooks,
+    ) -> ToolRun:
+        """Deploy a saved agent; on success its tools are offered from the next round on."""
+        run = ToolRun(call.name, None, SPAWN_AGENT, call.arguments)
+        try:
+            arguments = json.loads(call.arguments or "{}")
+            agent_id = arguments["agent_id"]
+            if not isinstance(agent_id, str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            run.error = "spawn_agent needs {'agent_id': the id of a saved agent}"
+            return run
+        run.arguments, run.agent_id = arguments, agent_id
+        hooks.emit(
+            "tool_call",
+            {"call_id": call.id, "agent_id": agent_id, "tool_name": SPAWN_AGENT, "arguments": arguments},
+        )
+        try:
+            agent = await spawn(agent_id)
+        except SandboxError as exc:
+            run.error = str(exc)
+        else:
+            added = toolbox.add(agent)
+            tools.extend(added)
+            run.success, run.dispatched = True, True
+            run.result = {
+                "agent_id": agent_id,
+                "status": "running",
+                "tools": [tool["function"]["name"] for tool in added],
+            }
         hooks.emit("tool_result", _result_event(run, call.id))
         return run
 
@@ -366,6 +423,26 @@ def collaboration_tool(eligible: list[str]) -> dict[str, Any]:
                     "task": {"type": "string", "description": "What the agents must agree on."},
                 },
                 "required": ["agents", "task"],
+            },
+        },
+    }
+
+
+def spawn_tool(candidates: list[str]) -> dict[str, Any]:
+    """The ``spawn_agent`` function, offered in auto mode when saved agents are not running."""
+    return {
+        "type": "function",
+        "function": {
+            "name": SPAWN_AGENT,
+            "description": (
+                "Deploy a saved agent that is not running yet (Kubernetes sandbox) and wait until it is "
+                "connected; its tools are offered from the next step on. Saved agents not running: "
+                f"{', '.join(candidates)}."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"agent_id": {"type": "string", "enum": candidates}},
+                "required": ["agent_id"],
             },
         },
     }

@@ -33,6 +33,7 @@ from master.orchestration.orchestrator import (
     RunHooks,
     ToolRun,
     collaboration_tool,
+    spawn_tool,
 )
 from master.orchestration.plans import (
     SUBMIT_PLAN,
@@ -44,6 +45,7 @@ from master.orchestration.plans import (
 )
 from master.orchestration.prompts import system_prompt
 from master.orchestration.tokens import count_tool
+from master.sandbox.spawn import Spawner
 from master.settings import Settings
 from protocol import AgentUsed, Query, QueryRequest, QueryResponse
 
@@ -86,6 +88,7 @@ class QueryService:
         unavailable_reason: str = NOT_CONFIGURED,
         collaboration: CollaborationManager | None = None,
         rag: RagLink | None = None,
+        spawner: Spawner | None = None,
     ) -> None:
         self._settings = settings
         self._registry = registry
@@ -96,6 +99,7 @@ class QueryService:
         self._unavailable_reason = unavailable_reason
         self._collaboration = collaboration
         self._rag = rag
+        self._spawner = spawner
 
     async def answer(self, message: Query) -> QueryResponse:
         """Like :meth:`run`, but every failure becomes an unsuccessful response."""
@@ -143,6 +147,7 @@ class QueryService:
         rag = await self._rag_query(session_id, toolbox, new_files, budget.remaining_seconds)
         if rag is not None:
             hooks.call_options = rag.call_options
+        extra_tools += self._spawn_hook(hooks, request)
         started = time.monotonic()
         run = _Run(orchestrator, request, turns, toolbox, model, budget, recorder, hooks)
         run.system_note = rag.system_note() if rag is not None else ""
@@ -314,6 +319,17 @@ class QueryService:
             await self._rag.finish(rag, runs)
         except SessionStoreUnavailable as exc:
             logger.warning("could not record the indexing state of session %s: %s", rag.session_id, exc)
+
+    def _spawn_hook(self, hooks: RunHooks, request: QueryRequest) -> list[dict[str, Any]]:
+        """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on)."""
+        spawner = self._spawner
+        if spawner is None or not request.auto_mode or request.auto_plan_execute is not None:
+            return []
+        candidates = spawner.candidates(request.allowed_agent_ids)
+        if not candidates:
+            return []
+        hooks.spawn = spawner.spawn
+        return [spawn_tool(candidates)]
 
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
         if session_id is None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from master.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = ROOT / "deploy" / "docker"
 DOCKERFILES = sorted(DOCKER_DIR.glob("*.Dockerfile"))
@@ -82,7 +84,9 @@ def test_parser_joins_continuations_and_drops_comments() -> None:
 
 
 def test_the_expected_dockerfiles_exist() -> None:
-    assert {"master.Dockerfile", "agent-runtime.Dockerfile"} <= {path.name for path in DOCKERFILES}
+    assert {"master.Dockerfile", "agent-runtime.Dockerfile", "agent-pool-runner.Dockerfile"} <= {
+        path.name for path in DOCKERFILES
+    }
 
 
 @pytest.mark.parametrize("path", DOCKERFILES, ids=_ids(DOCKERFILES))
@@ -167,6 +171,27 @@ def test_agent_runtime_runs_modules_with_python_m() -> None:
     default_module = by_keyword["CMD"].exec_form()
     assert default_module == ["sample_agents.action_weather"]
     assert find_spec(default_module[0]) is not None
+
+
+def test_agent_pool_runner_serves_the_runner_on_the_sandbox_port() -> None:
+    instructions = _instructions(DOCKER_DIR / "agent-pool-runner.Dockerfile")
+    by_keyword = {i.keyword: i for i in instructions}
+    runtime = {i.keyword: i for i in _instructions(DOCKER_DIR / "agent-runtime.Dockerfile")}
+    # Same base, user and agent folders as the runtime: module agents run alike in both.
+    assert instructions[0].arguments == runtime["FROM"].arguments
+    assert by_keyword["USER"].arguments == runtime["USER"].arguments
+    copied = {i.arguments.split()[0].rstrip("/") for i in instructions if i.keyword == "COPY"}
+    assert {"openagent", "protocol", "sample_agents", "system_agents", "agents"} <= copied
+    assert "master" not in copied
+    assert any("'.[invocation]'" in i.arguments for i in instructions if i.keyword == "RUN")
+    port = str(Settings.model_fields["openagent_k8s_pool_runner_port"].default)
+    assert by_keyword["EXPOSE"].arguments == port
+    env = by_keyword["ENV"].arguments
+    assert f"POOL_RUNNER_PORT={port}" in env and "POOL_RUNNER_HOST=0.0.0.0" in env
+    assert "POOL_RUNNER_WORKDIR=/tmp/" in env  # the Pod's only writable path is the /tmp emptyDir
+    assert f"http://127.0.0.1:{port}/health" in by_keyword["HEALTHCHECK"].arguments
+    assert by_keyword["ENTRYPOINT"].exec_form() == ["python", "-m", "openagent.pool_runner"]
+    assert find_spec("openagent.pool_runner.__main__") is not None
 
 
 def _tool(name: str) -> Path:

@@ -80,7 +80,15 @@ def _secret_keys() -> set[str]:
 
 def test_the_expected_manifests_exist() -> None:
     names = {path.name for path in MANIFESTS}
-    assert {"namespace.yaml", "redis.yaml", "master.yaml", "weather-agent.yaml", "rbac.yaml"} <= names
+    assert {
+        "namespace.yaml",
+        "redis.yaml",
+        "master.yaml",
+        "weather-agent.yaml",
+        "rbac.yaml",
+        "agent-pool.yaml",
+        "network-policy.yaml",
+    } <= names
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -174,12 +182,19 @@ def test_images_are_built_by_start_sh_or_pinned_upstream(
     assert image in built, f"{image!r} is not built by start.sh (it builds {sorted(built)})"
     assert (ROOT / built[image]).is_file()
     # Built inside Minikube's Docker daemon: never pulled (OPENAGENT_K8S_AGENT_IMAGE_PULL_POLICY).
-    assert container["imagePullPolicy"] == "Never"
+    assert (
+        container["imagePullPolicy"] == Settings.model_fields["openagent_k8s_agent_image_pull_policy"].default
+    )
 
 
-def test_start_sh_builds_the_spec_agent_image() -> None:
-    default_image = "openagent/agent-runtime:latest"  # the spec's OPENAGENT_K8S_AGENT_IMAGE
-    assert _built_images()[default_image] == "deploy/docker/agent-runtime.Dockerfile"
+def test_start_sh_builds_the_sandbox_images() -> None:
+    built = _built_images()
+    agent_image = Settings.model_fields["openagent_k8s_agent_image"].default
+    pool_image = Settings.model_fields["openagent_k8s_pool_runner_image"].default
+    assert agent_image == "openagent/agent-runtime:latest"
+    assert pool_image == "openagent/agent-pool-runner:latest"
+    assert built[agent_image] == "deploy/docker/agent-runtime.Dockerfile"
+    assert built[pool_image] == "deploy/docker/agent-pool-runner.Dockerfile"
 
 
 @pytest.mark.parametrize("service", _objects("Service"), ids=lambda s: s["metadata"]["name"])
@@ -241,8 +256,12 @@ def test_urls_point_at_the_services() -> None:
     redis = urlsplit(config["REDIS_URL"])
     assert (redis.scheme, redis.hostname, redis.port) == ("redis", *_service_address("redis"))
     master_host, master_port = _service_address("openagent-master")
-    parts = urlsplit(config["MASTER_BASE_URL"])
-    assert (parts.hostname, parts.port) == (master_host, master_port)
+    for url in (config["MASTER_BASE_URL"], config["OPENAGENT_K8S_MASTER_WS"]):
+        parts = urlsplit(url)
+        assert (parts.hostname, parts.port) == (master_host, master_port), url
+    assert config["OPENAGENT_K8S_MASTER_WS"].endswith("/ws")
+    assert config["OPENAGENT_K8S_NAMESPACE"] == NAMESPACE
+    assert config["OPENAGENT_K8S_SANDBOX"] == "1"  # on in the cluster, off by default elsewhere
 
     agent = _one("Deployment", "weather-agent")["spec"]["template"]["spec"]["containers"][0]
     env = {var["name"]: var for var in agent["env"]}
@@ -289,6 +308,7 @@ def test_master_service_account_may_manage_agent_workloads() -> None:
     for group, resource, verbs in [
         ("", "pods", ("get", "list", "watch", "create", "delete")),
         ("", "pods/log", ("get",)),
+        ("", "configmaps", ("get", "list", "create", "delete")),
         ("apps", "deployments", ("get", "list", "watch", "create", "delete")),
     ]:
         for verb in verbs:
@@ -303,3 +323,84 @@ def test_other_pods_get_no_api_token() -> None:
         pod = deployment["spec"]["template"]["spec"]
         if "serviceAccountName" not in pod:
             assert pod["automountServiceAccountToken"] is False, deployment["metadata"]["name"]
+
+
+def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A LabelSelector (matchLabels, matchExpressions with In / NotIn / Exists) against labels."""
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and labels.get(key) in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+    return True
+
+
+def test_pool_pods_carry_the_pool_label_selector_and_serve_the_runner_port() -> None:
+    pool = _one("Deployment", "agent-pool")
+    labels = pool["spec"]["template"]["metadata"]["labels"]
+    key, _, value = Settings.model_fields["openagent_k8s_pool_label_selector"].default.partition("=")
+    assert labels[key] == value
+    pod = pool["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == Settings.model_fields["openagent_k8s_pool_runner_image"].default
+    port = Settings.model_fields["openagent_k8s_pool_runner_port"].default
+    assert [p["containerPort"] for p in container["ports"]] == [port]
+    env = {var["name"]: var for var in container["env"]}
+    assert env["MASTER_WS"]["value"] == "ws://openagent-master:8000/ws"
+    # The runner's token is the master's key: the master authenticates with it.
+    assert env["OPENAGENT_API_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "OPENAGENT_API_KEY"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    # Only the master's Pods carry the pool label: the sandbox must not pick another workload.
+    others = [
+        d["metadata"]["name"]
+        for d in _objects("Deployment")
+        if d is not pool and d["spec"]["template"]["metadata"]["labels"].get(key) == value
+    ]
+    assert not others
+
+
+def test_network_policy_lets_agents_reach_only_the_master_and_dns() -> None:
+    egress_policies = [p for p in _objects("NetworkPolicy") if "Egress" in p["spec"]["policyTypes"]]
+    assert len(egress_policies) == 1
+    policy = egress_policies[0]["spec"]
+    pool_labels = _one("Deployment", "agent-pool")["spec"]["template"]["metadata"]["labels"]
+    sandbox_pod_labels = {"openagent.io/role": "agent"}  # master/sandbox/specs.py (tested there too)
+    for labels in (pool_labels, sandbox_pod_labels):
+        assert _selector_matches(policy["podSelector"], labels), labels
+    for deployment in ("openagent-master", "redis", "weather-agent"):
+        labels = _one("Deployment", deployment)["spec"]["template"]["metadata"]["labels"]
+        assert not _selector_matches(policy["podSelector"], labels), deployment
+
+    assert policy["ingress"] == []
+    master_labels = _one("Deployment", "openagent-master")["spec"]["template"]["metadata"]["labels"]
+    master_port = _one("Service", "openagent-master")["spec"]["ports"][0]["port"]
+    to_master, to_dns = policy["egress"]
+    assert [peer.keys() for peer in to_master["to"]] == [{"podSelector": None}.keys()]
+    assert _selector_matches(to_master["to"][0]["podSelector"], master_labels)
+    assert to_master["ports"] == [{"protocol": "TCP", "port": master_port}]
+    assert to_dns["to"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "kube-system"
+    }
+    assert {(p["protocol"], p["port"]) for p in to_dns["ports"]} == {("UDP", 53), ("TCP", 53)}
+
+
+def test_only_the_master_may_call_the_pool_runners() -> None:
+    ingress = [p for p in _objects("NetworkPolicy") if p["spec"].get("ingress")]
+    assert len(ingress) == 1
+    spec = ingress[0]["spec"]
+    pool_labels = _one("Deployment", "agent-pool")["spec"]["template"]["metadata"]["labels"]
+    assert _selector_matches(spec["podSelector"], pool_labels)
+    assert not _selector_matches(spec["podSelector"], {"openagent.io/role": "agent"})
+    master_labels = _one("Deployment", "openagent-master")["spec"]["template"]["metadata"]["labels"]
+    (rule,) = spec["ingress"]
+    assert [peer.keys() for peer in rule["from"]] == [{"podSelector": None}.keys()]
+    assert _selector_matches(rule["from"][0]["podSelector"], master_labels)
+    assert rule["ports"] == [
+        {"protocol": "TCP", "port": Settings.model_fields["openagent_k8s_pool_runner_port"].default}
+    ]

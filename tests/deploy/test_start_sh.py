@@ -143,6 +143,8 @@ def test_builds_in_minikube_then_deploys_in_order(tree: Path) -> None:
         "docker DOCKER_HOST=tcp://192.0.2.1:2376 build -f deploy/docker/master.Dockerfile -t openagent/master:latest .",
         "docker DOCKER_HOST=tcp://192.0.2.1:2376 build -f deploy/docker/agent-runtime.Dockerfile"
         " -t openagent/agent-runtime:latest .",
+        "docker DOCKER_HOST=tcp://192.0.2.1:2376 build -f deploy/docker/agent-pool-runner.Dockerfile"
+        " -t openagent/agent-pool-runner:latest .",
     ]
     # Only the Minikube context is ever used.
     assert all("--context minikube " in call for call in calls if call.startswith("kubectl "))
@@ -161,12 +163,14 @@ def test_builds_in_minikube_then_deploys_in_order(tree: Path) -> None:
     order = [
         _index(calls, r"apply -f deploy/k8s/namespace\.yaml"),
         secret,
-        _index(calls, r"apply .*deploy/k8s/redis\.yaml"),
+        _index(calls, r"apply .*deploy/k8s/network-policy\.yaml.*deploy/k8s/redis\.yaml"),
         _index(calls, r"rollout status deployment/redis --timeout 180s"),
         _index(calls, r"apply -f deploy/k8s/master\.yaml"),
         _index(calls, r"rollout status deployment/openagent-master"),
         _index(calls, r"apply -f deploy/k8s/weather-agent\.yaml"),
         _index(calls, r"rollout status deployment/weather-agent"),
+        _index(calls, r"apply -f deploy/k8s/agent-pool\.yaml"),
+        _index(calls, r"rollout status deployment/agent-pool"),
     ]
     assert order == sorted(order)
     assert max(n for n, call in enumerate(calls) if call.startswith("docker ")) < order[0]
@@ -185,6 +189,7 @@ def test_rerun_restarts_the_rebuilt_deployments(tree: Path) -> None:
     assert [call.split()[-1] for call in restarts] == [
         "deployment/openagent-master",
         "deployment/weather-agent",
+        "deployment/agent-pool",
     ]
     assert "OPENAI_API_KEY is empty" in run.output
 

@@ -58,7 +58,7 @@ SPEC_ENV_TABLE: dict[str, str | None] = {
     "RAG_TOOL_CALL_TIMEOUT": "180.0",
     "RAG_EXTRACT_CACHE_TTL_SECONDS": "604800",
     # Kubernetes sandbox
-    "OPENAGENT_K8S_SANDBOX": "1",
+    "OPENAGENT_K8S_SANDBOX": "0",  # the spec says 1; off by default here (README, "Kubernetes sandbox")
     "OPENAGENT_K8S_NAMESPACE": "agents",
     "OPENAGENT_K8S_POOL_LABEL_SELECTOR": "openagent.io/role=agent-pool",
     "OPENAGENT_K8S_MASTER_WS": "ws://host.minikube.internal:8000/ws",
@@ -82,6 +82,12 @@ SPEC_ENV_TABLE: dict[str, str | None] = {
 }
 
 PROJECT_EXTRAS: dict[str, str | None] = {
+    "OPENAGENT_K8S_AGENT_CPU_REQUEST": "50m",
+    "OPENAGENT_K8S_AGENT_CPU_LIMIT": "500m",
+    "OPENAGENT_K8S_AGENT_MEMORY_REQUEST": "128Mi",
+    "OPENAGENT_K8S_AGENT_MEMORY_LIMIT": "512Mi",
+    "OPENAGENT_K8S_RUNTIME_CLASS": UNSET,
+    "OPENAGENT_K8S_API_TIMEOUT": "10",
     "OPENAI_BASE_URL": UNSET,
     "OPENAGENT_DEMO_LLM_PORT": UNSET,
     "OPENAGENT_API_KEY": "",

@@ -1,0 +1,500 @@
+"""The Kubernetes sandbox: deploy agent code into a Pod of its own or into a pool runner.
+
+:class:`Sandbox` is what the routes (``master/routes/sandbox.py``) and ``GET /agents`` use. It
+puts together the cluster (:mod:`.cluster`), the Pod specs (:mod:`.specs`), the pool runners'
+API (:mod:`.pools`) and the placement records in Redis (:mod:`.placements`).
+
+Deploying an agent that is already deployed replaces it: every Pod and ConfigMap labelled with
+the agent (also orphans of an interrupted earlier deploy) is deleted, and a pool placement is
+stopped in its runner, before the new workload is created. Stopping tears all of it down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from master.errors import (
+    SandboxDisabled,
+    SandboxError,
+    SandboxRejected,
+    SandboxUnavailable,
+    SessionStoreUnavailable,
+)
+from master.sandbox import specs
+from master.sandbox.code import AgentCode, resolve_code
+from master.sandbox.placements import Placement, Placements
+from master.sandbox.pods import pod_ready, summary
+from master.sandbox.pools import PoolRunners
+from master.settings import Settings
+
+if TYPE_CHECKING:
+    from master.sandbox.cluster import Cluster
+
+logger = logging.getLogger("master.sandbox")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DISABLED_MESSAGE = (
+    "the Kubernetes sandbox is off: set OPENAGENT_K8S_SANDBOX=1 (and give the master a cluster: "
+    "in-cluster service account or KUBECONFIG) to deploy agents"
+)
+
+
+class Sandbox:
+    """Deploy, stop, inspect sandboxed agents. ``cluster`` is ``None`` when the sandbox is off."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        cluster: Cluster | None,
+        pools: PoolRunners,
+        placements: Placements,
+        *,
+        code_root: Path,
+    ) -> None:
+        self._settings = settings
+        self._cluster = cluster
+        self._pools = pools
+        self._placements = placements
+        self._code_root = code_root
+        self._lock = asyncio.Lock()
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+
+    @property
+    def enabled(self) -> bool:
+        return self._cluster is not None
+
+    def _require(self) -> Cluster:
+        if self._cluster is None:
+            raise SandboxDisabled(DISABLED_MESSAGE)
+        return self._cluster
+
+    # status ---------------------------------------------------------------------------------
+
+    async def status(self) -> dict[str, Any]:
+        """Enabled, namespace, whether the cluster answers (and why not), the master_ws hint, images."""
+        settings = self._settings
+        answer: dict[str, Any] = {
+            "enabled": self.enabled,
+            "namespace": settings.openagent_k8s_namespace,
+            "master_ws": settings.openagent_k8s_master_ws,
+            "master_ws_hint": (
+                "OPENAGENT_K8S_MASTER_WS (or master_ws in a start request) must be a WebSocket URL that "
+                "resolves from inside the agent Pods: the master's Service in the cluster "
+                "(ws://openagent-master:8000/ws), or ws://host.minikube.internal:8000/ws for a master on "
+                "the Minikube host"
+            ),
+            "images": {
+                "agent": settings.openagent_k8s_agent_image,
+                "agent_pull_policy": settings.openagent_k8s_agent_image_pull_policy,
+                "pool_runner": settings.openagent_k8s_pool_runner_image,
+            },
+            "pool_label_selector": settings.openagent_k8s_pool_label_selector,
+            "pool_runner_port": settings.openagent_k8s_pool_runner_port,
+            "runtime_class": settings.openagent_k8s_runtime_class,
+        }
+        if self._cluster is None:
+            answer["cluster"] = {"reachable": False, "reason": "OPENAGENT_K8S_SANDBOX=0"}
+            return answer
+        try:
+            version = await self._cluster.version()
+        except SandboxError as exc:
+            answer["cluster"] = {"reachable": False, "server": self._cluster.server, "reason": str(exc)}
+        else:
+            answer["cluster"] = {
+                "reachable": True,
+                "server": self._cluster.server,
+                "version": version.get("gitVersion"),
+            }
+        return answer
+
+    # start / stop ---------------------------------------------------------------------------
+
+    async def start(
+        self,
+        agent_id: str,
+        *,
+        placement: Literal["new_pod", "pool"],
+        module: str | None = None,
+        source: str | None = None,
+        pool_pod_name: str | None = None,
+        master_ws: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Deploy (or redeploy) ``agent_id``; the answer says where and what it replaced."""
+        cluster = self._require()
+        _check_agent_id(agent_id)
+        variables = _checked_env(env or {})
+        master_ws = master_ws or self._settings.openagent_k8s_master_ws
+        if not master_ws.startswith(("ws://", "wss://")):
+            raise SandboxRejected(
+                "invalid_request", f"master_ws must be a ws:// or wss:// URL, got {master_ws!r}"
+            )
+        if pool_pod_name is not None and placement != "pool":
+            raise SandboxRejected("invalid_request", "pool_pod_name applies only to placement 'pool'")
+        code = resolve_code(self._code_root, module=module, source=source)
+        async with self._lock:
+            if placement == "new_pod":
+                replaced = await self._teardown(cluster, agent_id)
+                result = await self._start_pod(cluster, agent_id, code, master_ws, variables)
+            else:
+                pool_pod = await self._choose_pool(cluster, pool_pod_name)
+                replaced = await self._teardown(cluster, agent_id, keep_pool_pod=pool_pod["pod"])
+                result = await self._start_in_pool(agent_id, code, master_ws, variables, pool_pod)
+        return {**result, "replaced": replaced}
+
+    async def _start_pod(
+        self, cluster: Cluster, agent_id: str, code: AgentCode, master_ws: str, env: dict[str, str]
+    ) -> dict[str, Any]:
+        namespace = self._settings.openagent_k8s_namespace
+        name = specs.pod_name(agent_id)
+        await cluster.create_config_map(specs.config_map(name, agent_id, code, namespace))
+        try:
+            await cluster.create_pod(
+                specs.pod(
+                    self._settings, name=name, agent_id=agent_id, code=code, master_ws=master_ws, env=env
+                )
+            )
+        except SandboxError:
+            await cluster.delete_config_map(name)  # no orphan ConfigMap when the Pod is refused
+            raise
+        placement = Placement(
+            agent_id=agent_id,
+            placement="new_pod",
+            namespace=namespace,
+            pod_name=name,
+            config_map=name,
+            code=code.origin,
+            master_ws=master_ws,
+            deployed_at=time.time(),
+        )
+        await self._placements.save(placement)
+        logger.info("sandbox: deployed %s in Pod %s/%s (%s)", agent_id, namespace, name, code.origin)
+        return {
+            "agent_id": agent_id,
+            "placement": "new_pod",
+            "namespace": namespace,
+            "pod_name": name,
+            "config_map": name,
+            "image": self._settings.openagent_k8s_agent_image,
+            "master_ws": master_ws,
+            "code": code.origin,
+        }
+
+    async def _start_in_pool(
+        self, agent_id: str, code: AgentCode, master_ws: str, env: dict[str, str], pool_pod: dict[str, Any]
+    ) -> dict[str, Any]:
+        answer = await self._pools.start(
+            pool_pod["pod_ip"],
+            {"agent_id": agent_id, "source": code.source, "master_ws": master_ws, "env": env},
+        )
+        placement = Placement(
+            agent_id=agent_id,
+            placement="pool",
+            namespace=self._settings.openagent_k8s_namespace,
+            pod_name=pool_pod["pod"],
+            pod_ip=pool_pod["pod_ip"],
+            code=code.origin,
+            master_ws=master_ws,
+            deployed_at=time.time(),
+        )
+        await self._placements.save(placement)
+        logger.info("sandbox: deployed %s in pool Pod %s (%s)", agent_id, pool_pod["pod"], code.origin)
+        return {
+            "agent_id": agent_id,
+            "placement": "pool",
+            "namespace": placement.namespace,
+            "pod_name": pool_pod["pod"],
+            "pool_pod_name": pool_pod["pod"],
+            "master_ws": master_ws,
+            "code": code.origin,
+            "pool_status": answer.get("status"),
+        }
+
+    async def _ready_pools(self, cluster: Cluster) -> list[dict[str, Any]]:
+        pods = await cluster.list_pods(self._settings.openagent_k8s_pool_label_selector)
+        return [
+            summary(pod)
+            for pod in sorted(pods, key=lambda p: p["metadata"]["name"])
+            if (pod.get("status") or {}).get("phase") == "Running"
+            and pod_ready(pod)
+            and (pod.get("status") or {}).get("podIP")
+        ]
+
+    async def _choose_pool(self, cluster: Cluster, pool_pod_name: str | None) -> dict[str, Any]:
+        """The named ready pool Pod, or the one running the fewest agents."""
+        pools = await self._ready_pools(cluster)
+        selector = self._settings.openagent_k8s_pool_label_selector
+        if pool_pod_name is not None:
+            for pool in pools:
+                if pool["pod"] == pool_pod_name:
+                    return pool
+            raise SandboxRejected(
+                "unknown_pool_pod",
+                f"no ready pool runner Pod {pool_pod_name!r} (label {selector!r}); ready: "
+                f"{[p['pod'] for p in pools] or 'none'}",
+            )
+        if not pools:
+            raise SandboxRejected(
+                "no_pool",
+                f"no ready pool runner Pod with label {selector!r} in namespace "
+                f"{self._settings.openagent_k8s_namespace!r}: apply deploy/k8s/agent-pool.yaml",
+            )
+        loads = await asyncio.gather(
+            *(self._pools.agents(pool["pod_ip"]) for pool in pools), return_exceptions=True
+        )
+        answered = [
+            (len(load), pool["pod"], pool)
+            for pool, load in zip(pools, loads, strict=True)
+            if isinstance(load, list)
+        ]
+        if not answered:
+            raise SandboxUnavailable(f"no pool runner answered: {[str(load) for load in loads]}")
+        return min(answered, key=lambda item: (item[0], item[1]))[2]
+
+    async def _teardown(
+        self, cluster: Cluster, agent_id: str, *, keep_pool_pod: str | None = None
+    ) -> dict[str, Any]:
+        """Delete the agent's Pods and ConfigMaps (by label) and its pool placement elsewhere."""
+        selector = specs.agent_selector(agent_id)
+        pods = [pod["metadata"]["name"] for pod in await cluster.list_pods(selector)]
+        config_maps = [cm["metadata"]["name"] for cm in await cluster.list_config_maps(selector)]
+        for name in pods:
+            await cluster.delete_pod(name)
+        for name in config_maps:
+            await cluster.delete_config_map(name)
+        pool_pod = None
+        placement = await self._placements.get(agent_id)
+        if placement is not None and placement.placement == "pool" and placement.pod_name != keep_pool_pod:
+            pool_pod = placement.pod_name
+            await self._stop_in_pool(placement)
+        return {"pods": pods, "config_maps": config_maps, "pool_pod": pool_pod}
+
+    async def _stop_in_pool(self, placement: Placement) -> None:
+        if placement.pod_ip is None:
+            return
+        try:
+            await self._pools.stop(placement.pod_ip, placement.agent_id)
+        except SandboxRejected as exc:
+            if exc.code != "not_deployed":
+                raise
+
+    async def stop(self, agent_id: str) -> dict[str, Any]:
+        """Tear down everything the agent's deployment created."""
+        cluster = self._require()
+        async with self._lock:
+            placement = await self._placements.get(agent_id)
+            removed = await self._teardown(cluster, agent_id)
+            if placement is not None and placement.placement == "pool":
+                removed["pool_pod"] = placement.pod_name
+            if placement is None and not removed["pods"] and not removed["config_maps"]:
+                raise SandboxRejected("not_deployed", f"agent {agent_id!r} has no sandbox workload")
+            await self._placements.delete(agent_id)
+        logger.info("sandbox: stopped %s (%s)", agent_id, removed)
+        return {"agent_id": agent_id, "stopped": True, "removed": removed}
+
+    # logs, listings ---------------------------------------------------------------------------
+
+    async def logs(self, agent_id: str, tail_lines: int) -> dict[str, Any]:
+        """The agent's container log (new_pod) or its pool runner log tail."""
+        cluster = self._require()
+        placement = await self._placements.get(agent_id)
+        if placement is None:
+            raise SandboxRejected("not_deployed", f"agent {agent_id!r} has no sandbox workload")
+        if placement.placement == "pool":
+            lines = await self._pool_log(placement, tail_lines)
+        else:
+            lines = await self._pod_log(cluster, placement.pod_name, tail_lines)
+        return {
+            "agent_id": agent_id,
+            "placement": placement.placement,
+            "pod_name": placement.pod_name,
+            "tail_lines": tail_lines,
+            "lines": lines,
+        }
+
+    async def _pool_log(self, placement: Placement, tail_lines: int) -> list[str]:
+        if placement.pod_ip is None:
+            return []
+        lines: list[str] = (await self._pools.logs(placement.pod_ip, placement.agent_id, tail_lines))["lines"]
+        return lines
+
+    async def _pod_log(self, cluster: Cluster, pod: str, tail_lines: int) -> list[str]:
+        """The agent container's log; the previous run's when the current one has none (crash loop)."""
+        text = ""
+        try:
+            text = await cluster.pod_log(pod, specs.AGENT_CONTAINER, tail_lines)
+        except SandboxRejected as exc:
+            if exc.code == "not_found":
+                raise SandboxRejected("not_deployed", f"Pod {pod!r} is gone: {exc}") from exc
+            # 400: the container is waiting (crash-loop back-off); its previous run has the story.
+        if not text.strip():
+            try:
+                text = await cluster.pod_log(pod, specs.AGENT_CONTAINER, tail_lines, previous=True)
+            except SandboxRejected:
+                text = ""
+        return text.splitlines()[-tail_lines:] if tail_lines else []
+
+    async def pools(self) -> list[dict[str, Any]]:
+        """Pool runner Pods with the agents each runs (or why the runner did not answer)."""
+        cluster = self._require()
+        pods = await cluster.list_pods(self._settings.openagent_k8s_pool_label_selector)
+        rows = [summary(pod) for pod in sorted(pods, key=lambda p: p["metadata"]["name"])]
+
+        async def agents(row: dict[str, Any]) -> None:
+            if not row["pod_ip"]:
+                row["agents"], row["error"] = [], "no Pod IP yet"
+                return
+            try:
+                row["agents"] = await self._pools.agents(row["pod_ip"])
+            except SandboxError as exc:
+                row["agents"], row["error"] = [], str(exc)
+
+        await asyncio.gather(*(agents(row) for row in rows))
+        return rows
+
+    async def workloads(self) -> dict[str, Any]:
+        """The dedicated agent Pods and the pool Pods."""
+        cluster = self._require()
+        pods = await cluster.list_pods(specs.AGENT_POD_SELECTOR)
+        agent_pods = [
+            {
+                "agent_id": (pod["metadata"].get("annotations") or {}).get(specs.AGENT_ID_ANNOTATION),
+                "code": (pod["metadata"].get("annotations") or {}).get(specs.CODE_ANNOTATION),
+                **summary(pod, specs.AGENT_CONTAINER),
+            }
+            for pod in sorted(pods, key=lambda p: p["metadata"]["name"])
+        ]
+        return {"namespace": cluster.namespace, "agent_pods": agent_pods, "pools": await self.pools()}
+
+    async def agent_fields(self) -> dict[str, dict[str, Any]]:
+        """``agent_id`` → the ``sandbox`` field of ``GET /agents``; unhealthy ones carry ``log_tail``.
+
+        Never raises: an unreachable cluster or pool shows in the field as ``error``.
+        """
+        if self._cluster is None:
+            return {}
+        cluster = self._cluster
+        try:
+            placements = await self._placements.all()
+        except SessionStoreUnavailable as exc:
+            logger.warning("sandbox rows left out of GET /agents: %s", exc)
+            return {}
+        if not placements:
+            return {}
+        try:
+            pods = {
+                pod["metadata"]["name"]: pod
+                for selector in (specs.AGENT_POD_SELECTOR, self._settings.openagent_k8s_pool_label_selector)
+                for pod in await cluster.list_pods(selector)
+            }
+        except SandboxError as exc:
+            return {
+                p.agent_id: {
+                    **_base(p),
+                    "phase": "Unknown",
+                    "ready": False,
+                    "restarts": None,
+                    "error": str(exc),
+                }
+                for p in placements
+            }
+        runners: dict[str, asyncio.Task[list[dict[str, Any]]]] = {}
+        for p in placements:
+            if p.placement == "pool" and p.pod_ip and p.pod_ip not in runners:
+                runners[p.pod_ip] = asyncio.ensure_future(self._pools.agents(p.pod_ip))
+        if runners:
+            await asyncio.gather(*runners.values(), return_exceptions=True)
+        fields = await asyncio.gather(*(self._field(cluster, p, pods, runners) for p in placements))
+        return {p.agent_id: field for p, field in zip(placements, fields, strict=True)}
+
+    async def _field(
+        self,
+        cluster: Cluster,
+        placement: Placement,
+        pods: dict[str, dict[str, Any]],
+        runners: dict[str, asyncio.Task[list[dict[str, Any]]]],
+    ) -> dict[str, Any]:
+        tail = self._settings.openagent_k8s_log_tail_lines
+        pod = pods.get(placement.pod_name)
+        field = _base(placement)
+        if pod is None:
+            return {
+                **field,
+                "phase": "Missing",
+                "ready": False,
+                "restarts": None,
+                "reason": "Pod not found",
+                "unhealthy": True,
+            }
+        state = summary(pod, specs.AGENT_CONTAINER)
+        field.update(
+            phase=state["phase"], ready=state["ready"], restarts=state["restarts"], reason=state["reason"]
+        )
+        unhealthy = bool(state["unhealthy"])
+        if placement.placement == "pool":
+            task = runners.get(placement.pod_ip or "")
+            agent = None
+            if task is not None and task.exception() is None:
+                agent = next((a for a in task.result() if a.get("agent_id") == placement.agent_id), None)
+            if agent is None:
+                reason = (
+                    str(task.exception())
+                    if task is not None and task.exception()
+                    else "not running in the pool"
+                )
+                field.update(ready=False, restarts=None, reason=reason)
+                unhealthy = True
+            else:
+                field.update(
+                    ready=bool(state["ready"] and agent.get("healthy")),
+                    restarts=agent.get("restarts"),
+                    reason="CrashLoop" if agent.get("crash_loop") else agent.get("status"),
+                    pool_status=agent.get("status"),
+                )
+                unhealthy = unhealthy or not agent.get("healthy")
+        field["unhealthy"] = unhealthy
+        if unhealthy and tail > 0:
+            try:
+                if placement.placement == "pool":
+                    field["log_tail"] = await self._pool_log(placement, tail)
+                else:
+                    field["log_tail"] = await self._pod_log(cluster, placement.pod_name, tail)
+            except SandboxError as exc:
+                field["log_tail"] = [f"(no log: {exc})"]
+        return field
+
+
+def _base(placement: Placement) -> dict[str, Any]:
+    return {
+        "placement": placement.placement,
+        "namespace": placement.namespace,
+        "pod": placement.pod_name,
+        "code": placement.code,
+    }
+
+
+def _check_agent_id(agent_id: str) -> None:
+    if not agent_id or len(agent_id) > 128 or not agent_id.isprintable() or "/" in agent_id:
+        raise SandboxRejected(
+            "invalid_request", f"agent_id must be 1-128 printable characters without '/', got {agent_id!r}"
+        )
+
+
+def _checked_env(env: Mapping[str, str]) -> dict[str, str]:
+    for name in env:
+        if not _ENV_NAME.fullmatch(name):
+            raise SandboxRejected("invalid_request", f"{name!r} is not an environment variable name")
+        if name in specs.RESERVED_ENV:
+            raise SandboxRejected(
+                "invalid_request", f"{name!r} is set by the sandbox and cannot be overridden"
+            )
+    return dict(env)
