@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
+import openai
 import pytest
 import redis.asyncio as aioredis
 
+from master.agents.toolbox import Toolbox
+from master.orchestration.budgets import BudgetTracker
+from master.orchestration.llm import (
+    ChatMessage,
+    ChatResult,
+    FunctionChatModel,
+    OpenAIChatModel,
+    ToolCallRequest,
+)
+from master.orchestration.orchestrator import Orchestrator, Outcome, RunHooks
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
+from protocol import ToolCall
 from tests.conftest import master_env
-from tests.factories import MasterProcess
+from tests.factories import MasterProcess, answering_agent, dispatcher_for_tests
 
 COUNTER_TOOL = ToolSchema(
     name="step",
@@ -302,3 +314,105 @@ async def test_sse_client_disconnect_keeps_the_turns(
 async def test_budget_override_validation(http: httpx.AsyncClient) -> None:
     response = await http.post("/query", json={"query": "x", "budget": {"max_seconds": -1}})
     assert response.status_code == 422
+
+
+# In-process: the orchestrator with a function-driven model and a real dispatcher.
+
+STEP_TOOL = {**COUNTER_TOOL.model_dump(exclude_none=True)}
+
+
+def budget(**limits: Any) -> BudgetTracker:
+    values: dict[str, Any] = {"max_tool_calls": 50, "max_tokens": 10**6, "max_seconds": 600.0, **limits}
+    return BudgetTracker(**values)
+
+
+class Recorded:
+    """A model that asks for ``step`` on every request and records what it was offered."""
+
+    def __init__(self, tool_name: str, rounds_wanting_tools: int = 10**6) -> None:
+        self.offered: list[list[str] | None] = []
+        self._tool_name = tool_name
+        self._wanting = rounds_wanting_tools
+
+    def __call__(self, messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]] | None) -> ChatResult:
+        self.offered.append(None if tools is None else [t["function"]["name"] for t in tools])
+        if len(self.offered) <= self._wanting:
+            n = len(self.offered)
+            return ChatResult(None, [ToolCallRequest(f"c{n}", self._tool_name, json.dumps({"n": n}))])
+        return ChatResult(f"answer after {len(self.offered) - 1} rounds")
+
+
+async def run_once(
+    model: Recorded, *, auto_mode: bool, max_steps: int = 20
+) -> tuple[Outcome, list[ToolCall]]:
+    calls: list[ToolCall] = []
+    async with dispatcher_for_tests() as dispatcher:
+        agent = answering_agent(
+            dispatcher, "unit-agent", [STEP_TOOL], lambda name, args: {"done": args["n"]}, calls=calls
+        )
+        toolbox = Toolbox([agent])
+        orchestrator = Orchestrator(FunctionChatModel(model), dispatcher, auto_max_steps=max_steps)
+        outcome = await orchestrator.run(
+            messages=[{"role": "user", "content": "work"}],
+            tools=toolbox.openai_tools(),
+            toolbox=toolbox,
+            model="m",
+            auto_mode=auto_mode,
+            budget=budget(),
+            hooks=RunHooks(),
+        )
+    return outcome, calls
+
+
+async def test_without_auto_mode_one_tool_round_then_the_answer_without_tools() -> None:
+    # The model keeps asking for tools: without auto mode it gets one round, and the
+    # second request offers no tools at all, so the model has to answer.
+    model = Recorded("unit-agent__step")
+    outcome, calls = await run_once(model, auto_mode=False)
+    assert model.offered == [["unit-agent__step"], None]
+    assert [call.arguments for call in calls] == [{"n": 1}]
+    assert outcome.steps == 1 and outcome.status == "completed"
+    assert "unit-agent.step returned" in outcome.answer  # the model wrote no text: what was done
+
+
+async def test_without_auto_mode_the_second_request_has_the_result_and_no_tools() -> None:
+    model = Recorded("unit-agent__step", rounds_wanting_tools=1)
+    outcome, calls = await run_once(model, auto_mode=False)
+    assert model.offered == [["unit-agent__step"], None]
+    assert outcome.answer == "answer after 1 rounds" and len(calls) == 1
+
+
+async def test_auto_mode_offers_tools_every_round_until_the_step_limit() -> None:
+    model = Recorded("unit-agent__step")
+    outcome, calls = await run_once(model, auto_mode=True, max_steps=3)
+    assert model.offered == [["unit-agent__step"]] * 4 + [None]
+    assert len(calls) == 3 and outcome.stopped_by == "max_steps"
+
+
+async def test_tools_are_not_offered_on_the_wire_in_the_second_round(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """The same promise through the real openai client: the second request has no ``tools`` key."""
+    llm.add_tool_call("wire-agent__step", {"n": 1})
+    llm.add_tool_call("wire-agent__step", {"n": 2})  # a model that asks again is not obeyed
+    async with dispatcher_for_tests() as dispatcher:
+        agent = answering_agent(dispatcher, "wire-agent", [STEP_TOOL], lambda name, args: {"done": args["n"]})
+        toolbox = Toolbox([agent])
+        chat = OpenAIChatModel(openai.AsyncOpenAI(base_url=llm.base_url, api_key="t", max_retries=0))
+        try:
+            outcome = await Orchestrator(chat, dispatcher, auto_max_steps=20).run(
+                messages=[{"role": "user", "content": "work"}],
+                tools=toolbox.openai_tools(),
+                toolbox=toolbox,
+                model="m",
+                auto_mode=False,
+                budget=budget(),
+                hooks=RunHooks(),
+            )
+        finally:
+            await chat.aclose()
+    first, second = llm.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["wire-agent__step"]
+    assert "tools" not in second and "tool_choice" not in second
+    assert second["messages"][-1]["role"] == "tool"
+    assert outcome.steps == 1
