@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from master.orchestration.llm import ChatResult, FunctionChatModel, ToolCallRequest
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
-from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, in_process_master
+from tests.master.conversation.test_context import summarized_session
+from tests.master.orchestration.test_orchestrator import counter_agent
 
 
 @pytest.fixture
@@ -282,3 +285,80 @@ def test_oversized_body_is_413(scripted_llm: ScriptedOpenAIServer) -> None:
     with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_MAX_BODY_BYTES="1000")) as m:
         response = httpx.post(f"{m.base_url}/query", json={"query": "x" * 2000}, timeout=5)
         assert response.status_code == 413
+
+
+# In-process master, function-driven model: the promises of the query path.
+
+
+def replayed_questions(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The earlier questions replayed to the model, by number ("question N ...")."""
+    return [m["content"].split(" ")[1] for m in messages[:-1] if m["role"] == "user"]
+
+
+async def test_long_session_never_resends_summarized_turns(redis_client: aioredis.Redis) -> None:
+    requests: list[list[dict[str, Any]]] = []
+
+    def model(messages: Sequence[dict[str, Any]], tools: Any) -> ChatResult:
+        if messages[0]["content"].startswith("Summarize"):
+            return ChatResult("NEW SUMMARY")
+        requests.append(list(messages))
+        return ChatResult(f"answer {len(requests)}")
+
+    session = summarized_session(30, 30)  # 61 turns: 30, their summary, 30 more
+    session_id = "long-session-61"
+    await redis_client.set(f"session:{session_id}", json.dumps(session), ex=600)
+    limits = {"orchestrator_context_max_tokens": 1200, "orchestrator_recent_turns": 2}
+    async with in_process_master(FunctionChatModel(model), **limits) as m:
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+            first = await http.post("/query", json={"query": "question 61 next", "session_id": session_id})
+            assert first.status_code == 200, first.text
+            second = await http.post("/query", json={"query": "question 62 again", "session_id": session_id})
+            assert second.status_code == 200, second.text
+    stored = json.loads(await redis_client.get(f"session:{session_id}"))
+    new_summaries = [(i, t) for i, t in enumerate(stored) if t.get("summary") == "NEW SUMMARY"]
+    assert [(i, t["covers_through_index"]) for i, t in new_summaries] == [(61, 58)]
+    assert stored[58]["query"].startswith("question 57 ")
+    # First query: both summaries, then the 2 recent turns; second: the turns after index 58.
+    assert replayed_questions(requests[0]) == ["58", "59"]
+    assert replayed_questions(requests[1]) == ["58", "59", "61"]
+    summaries = [m["content"] for m in requests[1] if m["role"] == "system"][1:]
+    assert summaries == [
+        "Summary of the earlier conversation: EARLIER",
+        "Summary of the earlier conversation: NEW SUMMARY",
+    ]
+
+
+async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis) -> None:
+    steps = [
+        {"agent_id": "byid-agent", "tool_name": "step", "intent": "first", "arguments": {"n": 1}},
+        {"agent_id": "byid-agent", "tool_name": "step", "intent": "second", "arguments": {"n": 2}},
+    ]
+
+    def model(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None) -> ChatResult:
+        if [t["function"]["name"] for t in tools or []] == ["submit_plan"]:
+            plan = json.dumps({"summary": "count to two", "steps": steps})
+            return ChatResult(None, [ToolCallRequest("p1", "submit_plan", plan)])
+        return ChatResult("Counted to two.")
+
+    calls: list[int] = []
+    async with in_process_master(FunctionChatModel(model)) as m, counter_agent(m, "byid-agent", calls):  # type: ignore[arg-type]
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+            proposed = (
+                await http.post(
+                    "/query",
+                    json={"query": "count", "auto_mode": True, "auto_require_plan_approval": True},
+                )
+            ).json()
+            assert proposed["status"] == "awaiting_approval" and calls == []
+            execute = {"plan_id": proposed["plan"]["plan_id"]}  # no edited steps: the stored ones run
+            done = await http.post(
+                "/query",
+                json={"query": "go", "session_id": proposed["session_id"], "auto_plan_execute": execute},
+            )
+    body = done.json()
+    assert done.status_code == 200 and body["success"], body
+    assert calls == [1, 2] and body["answer"] == "Counted to two."
+    assert body["agents_used"] == [{"agent_id": "byid-agent", "tool_name": "step"}]
+    turns = json.loads(await redis_client.get(f"session:{proposed['session_id']}"))
+    assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "plan_executed"]
+    assert [t["tool_args"] for t in turns[1:3]] == [{"n": 1}, {"n": 2}]
