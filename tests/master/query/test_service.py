@@ -334,7 +334,10 @@ async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis)
         {"agent_id": "byid-agent", "tool_name": "step", "intent": "second", "arguments": {"n": 2}},
     ]
 
+    replayed: list[str] = []
+
     def model(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None) -> ChatResult:
+        replayed.extend(c["function"]["name"] for m in messages for c in m.get("tool_calls") or [])
         if [t["function"]["name"] for t in tools or []] == ["submit_plan"]:
             plan = json.dumps({"summary": "count to two", "steps": steps})
             return ChatResult(None, [ToolCallRequest("p1", "submit_plan", plan)])
@@ -358,6 +361,8 @@ async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis)
     body = done.json()
     assert done.status_code == 200 and body["success"], body
     assert calls == [1, 2] and body["answer"] == "Counted to two."
+    # The steps are replayed to the model as tool calls under valid OpenAI function names.
+    assert replayed == ["byid-agent__step", "byid-agent__step"]
     assert body["agents_used"] == [{"agent_id": "byid-agent", "tool_name": "step"}]
     turns = json.loads(await redis_client.get(f"session:{proposed['session_id']}"))
     assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "plan_executed"]
