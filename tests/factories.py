@@ -65,7 +65,7 @@ class MasterProcess:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/ws"
 
-    def start(self, timeout: float = 20.0) -> MasterProcess:
+    def start(self, timeout: float = 90.0) -> MasterProcess:
         self.log_path.parent.mkdir(exist_ok=True)
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -91,7 +91,7 @@ class MasterProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"master exited with {self.process.returncode}:\n{self.log()}")
             try:
-                if httpx.get(f"{self.base_url}/health", timeout=1.0).status_code == 200:
+                if httpx.get(f"{self.base_url}/health", timeout=5.0).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -137,13 +137,13 @@ class RawPeer:
 
     @classmethod
     async def connect(cls, url: str, **kwargs: Any) -> RawPeer:
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(30):
             return cls(await connect(url, **kwargs))
 
     async def send(self, frame: dict[str, Any] | str) -> None:
         await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+    async def recv(self, timeout: float = 30.0) -> dict[str, Any]:
         async with asyncio.timeout(timeout):
             data: dict[str, Any] = json.loads(await self.ws.recv())
             return data
@@ -161,7 +161,7 @@ class RawPeer:
 
 async def agent_rows(base_url: str, headers: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """``GET /agents`` rows."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=5, headers=headers) as http:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers) as http:
         response = await http.get("/agents")
         response.raise_for_status()
         rows: list[dict[str, Any]] = response.json()["agents"]
@@ -187,14 +187,14 @@ async def serve_app(app: Any, port: int = 0) -> AsyncIterator[str]:
     )
     task = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             while not server.started:
                 await asyncio.sleep(0.01)
         bound = server.servers[0].sockets[0].getsockname()[1]
         yield f"http://127.0.0.1:{bound}"
     finally:
         server.should_exit = True
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             await task
 
 
@@ -398,6 +398,10 @@ def master_settings(**overrides: Any) -> Settings:
         "openagent_api_key": "",
         "openagent_llm_max_retries": 0,
         "openagent_health_check_interval": 0,
+        # Generous: a busy machine must not turn a slow answer into a timeout or a DOWN agent.
+        "tool_call_timeout": 120,
+        "tool_invoke_http_timeout": 30,
+        "health_check_timeout": 30,
         **overrides,
     }
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -221,7 +221,7 @@ async def test_fifty_concurrent_calls_each_get_their_own_result(
     assert all(b["success"] for b in bodies), [b["error"] for b in bodies if not b["success"]][:3]
     answers = [json.loads(b["answer"]) for b in bodies]
     assert answers == [{"result": {"echo": f"n{n}"}} for n in range(50)]
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         await http.post(f"{master.base_url}/unregister", json={"agent_id": "raw-busy"})
 
 
@@ -241,7 +241,7 @@ async def test_fifty_concurrent_calls_each_get_their_own_result(
     ],
 )
 async def test_bad_registrations(master: MasterProcess, body: dict[str, Any], needle: str) -> None:
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         response = await http.post(f"{master.base_url}/register", json=body)
     assert response.status_code == 422 and needle in response.text
 
@@ -265,7 +265,7 @@ async def test_legacy_websocket_register_with_invocation_url(
         await peer.close()
     row = next(r for r in await agent_rows(master.base_url) if r["agent_id"] == "raw-legacy")
     assert row["connection_type"] == "invocation" and row["status"] == "UP"
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         await http.post(f"{master.base_url}/unregister", json={"agent_id": "raw-legacy"})
 
 
@@ -277,7 +277,7 @@ async def test_redis_record_and_ttl(
     assert record["invocation_base_url"] == raw_agent.base_url and record["metadata"] == {"team": "a"}
     assert 0 < await redis_client.ttl("agent:raw-stored") <= 86400
     assert "raw-stored" in await redis_client.smembers("agents:invocation")
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         await http.post(f"{master.base_url}/unregister", json={"agent_id": "raw-stored"})
     assert await redis_client.get("agent:raw-stored") is None
 
@@ -285,6 +285,6 @@ async def test_redis_record_and_ttl(
 async def test_remote_ref_in_a_tool_schema_is_refused(master: MasterProcess) -> None:
     tool = {"name": "t", "parameters": {"$ref": "http://169.254.169.254/latest/meta-data"}}
     body = {"agent_id": "x", "invocation_base_url": "http://127.0.0.1:1", "tools": [tool]}
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         response = await http.post(f"{master.base_url}/register", json=body)
     assert response.status_code == 422 and "remote $ref" in response.text

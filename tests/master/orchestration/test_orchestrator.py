@@ -300,7 +300,7 @@ async def test_sse_client_disconnect_keeps_the_turns(
                 async for line in response.aiter_lines():
                     if line.startswith("event: tool_call"):
                         break  # the client goes away mid-run
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(90):
             while True:
                 keys = [k async for k in redis_client.scan_iter("session:*")]
                 for key in keys:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -110,8 +109,9 @@ async def test_invalid_arguments_go_back_to_the_model(
         assert '"city" is a required property' in error and error.startswith(
             "invalid arguments for 'get_weather'"
         )
-        with pytest.raises(TimeoutError):  # nothing was sent to the agent
-            await peer.recv(timeout=0.3)
+        # Nothing was sent to the agent: the next frame it gets is the answer to its own ping.
+        await peer.send({"type": "ping"})
+        assert await peer.recv() == {"type": "pong"}
     finally:
         await peer.close()
 
@@ -143,13 +143,12 @@ async def test_agent_killed_mid_call_fails_the_call_at_once(
     llm.add_text("The weather agent went away.")
     pending = asyncio.create_task(http.post("/query", json={"query": "Weather?"}))
     await peer.recv()  # the tool_call: the agent now dies without answering
-    started = time.monotonic()
     peer.ws.transport.abort()
     response = await pending
-    assert time.monotonic() - started < 1.0  # TOOL_CALL_TIMEOUT is 5 s here
     assert response.status_code == 200
+    # Ended by the disconnect handler (TOOL_CALL_TIMEOUT is 120 s here), not by the timeout.
     error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
-    assert "weather-dies" in error and "disconnected" in error
+    assert error == "agent 'weather-dies' disconnected while running tool 'get_weather'"
 
 
 async def test_websocket_query_uses_the_same_path(master: MasterProcess, llm: ScriptedOpenAIServer) -> None:
@@ -236,21 +235,21 @@ async def test_orchestrator_models(http: httpx.AsyncClient) -> None:
 def test_no_llm_configured_gives_503_naming_the_variables() -> None:
     env = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
     with MasterProcess(env) as m:
-        assert httpx.get(f"{m.base_url}/agents", timeout=5).status_code == 200
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+        assert httpx.get(f"{m.base_url}/agents", timeout=30).status_code == 200
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
         assert response.status_code == 503
         assert "OPENAI_API_KEY" in response.json()["error"] and "OPENAI_BASE_URL" in response.json()["error"]
 
 
 def test_remote_llm_is_refused_under_test_guard() -> None:
     with MasterProcess({"OPENAI_BASE_URL": "https://api.openai.com/v1"}) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
         assert response.status_code == 503 and "OPENAGENT_LLM_LOOPBACK_ONLY" in response.json()["error"]
 
 
 def test_http_query_disabled(scripted_llm: ScriptedOpenAIServer) -> None:
     with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_QUERY="0")) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
         assert response.status_code == 403 and "OPENAGENT_HTTP_QUERY" in response.json()["detail"]
 
 
@@ -283,7 +282,7 @@ def test_llm_timeout_is_reported(scripted_llm: ScriptedOpenAIServer) -> None:
 
 def test_oversized_body_is_413(scripted_llm: ScriptedOpenAIServer) -> None:
     with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_MAX_BODY_BYTES="1000")) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "x" * 2000}, timeout=5)
+        response = httpx.post(f"{m.base_url}/query", json={"query": "x" * 2000}, timeout=30)
         assert response.status_code == 413
 
 
