@@ -25,8 +25,13 @@ from master.orchestration.orchestrator import Orchestrator, Outcome, RunHooks
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
 from protocol import ToolCall
-from tests.conftest import master_env
-from tests.factories import MasterProcess, answering_agent, dispatcher_for_tests
+from tests.factories import (
+    InProcessMaster,
+    MasterProcess,
+    answering_agent,
+    dispatcher_for_tests,
+    in_process_master,
+)
 
 COUNTER_TOOL = ToolSchema(
     name="step",
@@ -36,7 +41,7 @@ COUNTER_TOOL = ToolSchema(
 
 
 def counter_agent(
-    master: MasterProcess, agent_id: str, calls: list[int], delay: float = 0.0
+    master: MasterProcess | InProcessMaster, agent_id: str, calls: list[int], delay: float = 0.0
 ) -> OrchestratorActionAgent:
     async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> dict[str, Any]:
         calls.append(arguments["n"])
@@ -78,9 +83,9 @@ async def test_three_step_auto_mode_records_each_step(
     assert all("tools" in request for request in llm.requests)  # tools offered at every round
 
 
-async def test_step_limit_ends_with_an_answer_that_says_so(scripted_llm: ScriptedOpenAIServer) -> None:
-    scripted_llm.reset()
-    async with MasterProcess(master_env(scripted_llm, ORCHESTRATOR_AUTO_MAX_STEPS="2")) as m:
+async def test_step_limit_ends_with_an_answer_that_says_so(llm: ScriptedOpenAIServer) -> None:
+    scripted_llm = llm
+    async with in_process_master(openai_base_url=llm.base_url, orchestrator_auto_max_steps=2) as m:
         calls: list[int] = []
         async with counter_agent(m, "limited-agent", calls), httpx.AsyncClient(timeout=30) as http:
             for n in (1, 2, 3):
@@ -94,7 +99,6 @@ async def test_step_limit_ends_with_an_answer_that_says_so(scripted_llm: Scripte
     assert body["answer"].startswith("[Stopped at the step limit of 2 tool rounds.]")
     last = scripted_llm.requests[-1]
     assert "tools" not in last and "step limit of 2" in last["messages"][-1]["content"]
-    scripted_llm.reset()
 
 
 def plan_call(steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -102,16 +106,16 @@ def plan_call(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def test_plan_approval_then_execution_after_restart(
-    scripted_llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
 ) -> None:
-    scripted_llm.reset()
-    env = master_env(scripted_llm)
+    """The plan lives in the session: a new master (same Redis, same port) executes it."""
+    scripted_llm = llm
     steps = [
         {"agent_id": "plan-agent", "tool_name": "step", "intent": "first", "arguments": {"n": 1}},
         {"agent_id": "plan-agent", "tool_name": "step", "intent": "second", "arguments": {"n": 2}},
     ]
     calls: list[int] = []
-    async with MasterProcess(env) as first:
+    async with in_process_master(openai_base_url=llm.base_url) as first:
         async with counter_agent(first, "plan-agent", calls), httpx.AsyncClient(timeout=30) as http:
             scripted_llm.add_tool_call("submit_plan", plan_call(steps))
             proposed = (
@@ -127,7 +131,7 @@ async def test_plan_approval_then_execution_after_restart(
     assert "plan-agent.step" in proposed["answer"]
     assert [t["function"]["name"] for t in scripted_llm.requests[0]["tools"]] == ["submit_plan"]
 
-    async with MasterProcess(env, port=port) as second:
+    async with in_process_master(openai_base_url=llm.base_url, port=port) as second:
         async with counter_agent(second, "plan-agent", calls), httpx.AsyncClient(timeout=30) as http:
             # a refused (edited) plan runs nothing
             bad = {
@@ -161,7 +165,6 @@ async def test_plan_approval_then_execution_after_restart(
             assert again.status_code == 409
     turns = await session_turns(redis_client, proposed["session_id"])
     assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "call_tool", "plan_executed"]
-    scripted_llm.reset()
 
 
 @pytest.mark.parametrize(
@@ -177,17 +180,19 @@ async def test_each_prompt_profile_reaches_the_model(
 
 
 async def test_summarization_with_small_limits(
-    scripted_llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
 ) -> None:
-    scripted_llm.reset()
-    env = master_env(
-        scripted_llm,
-        ORCHESTRATOR_CONTEXT_MAX_TOKENS="1200",
-        ORCHESTRATOR_RECENT_TURNS="2",
-        SUMMARIZER_MODEL="gpt-4o",
-    )
+    scripted_llm = llm
+    limits = {
+        "orchestrator_context_max_tokens": 1200,
+        "orchestrator_recent_turns": 2,
+        "summarizer_model": "gpt-4o",
+    }
     long_text = "The quick brown fox jumps over the lazy dog. " * 25
-    async with MasterProcess(env) as m, httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, **limits) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
+    ):
         session_id = None
         for i in range(6):
             scripted_llm.add_text(f"answer {i}")
@@ -212,7 +217,6 @@ async def test_summarization_with_small_limits(
         )
         raw_after = [t for i, t in enumerate(turns) if i > covered and t["decision"] != "summary"]
         assert [m["content"] for m in messages if m["role"] == "user"][:-1] == [t["query"] for t in raw_after]
-    scripted_llm.reset()
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,6 @@ import redis.asyncio as aioredis
 
 from master.orchestration.llm import ChatResult, FunctionChatModel, ToolCallRequest
 from openagent.testing import ScriptedOpenAIServer
-from tests.conftest import master_env
 from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, in_process_master
 from tests.master.conversation.test_context import summarized_session
 from tests.master.orchestration.test_orchestrator import counter_agent
@@ -232,57 +231,66 @@ async def test_orchestrator_models(http: httpx.AsyncClient) -> None:
     assert data["prompt_profiles"] == ["default", "auto_multi", "reasoning"]
 
 
-def test_no_llm_configured_gives_503_naming_the_variables() -> None:
-    env = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
-    with MasterProcess(env) as m:
-        assert httpx.get(f"{m.base_url}/agents", timeout=30).status_code == 200
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+async def test_no_llm_configured_gives_503_naming_the_variables() -> None:
+    async with in_process_master() as m, httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+        assert (await http.get("/agents")).status_code == 200
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 503
         assert "OPENAI_API_KEY" in response.json()["error"] and "OPENAI_BASE_URL" in response.json()["error"]
 
 
-def test_remote_llm_is_refused_under_test_guard() -> None:
-    with MasterProcess({"OPENAI_BASE_URL": "https://api.openai.com/v1"}) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+async def test_remote_llm_is_refused_under_test_guard() -> None:
+    guarded = {"openai_base_url": "https://api.openai.com/v1", "openagent_llm_loopback_only": True}
+    async with in_process_master(**guarded) as m, httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 503 and "OPENAGENT_LLM_LOOPBACK_ONLY" in response.json()["error"]
 
 
-def test_http_query_disabled(scripted_llm: ScriptedOpenAIServer) -> None:
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_QUERY="0")) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+async def test_http_query_disabled(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_http_query=False) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
+    ):
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 403 and "OPENAGENT_HTTP_QUERY" in response.json()["detail"]
+    assert llm.requests == []
 
 
-def test_provider_errors_are_retried_then_reported(scripted_llm: ScriptedOpenAIServer) -> None:
-    scripted_llm.reset()
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_LLM_MAX_RETRIES="2")) as m:
-        scripted_llm.add_error(429, "slow down")
-        scripted_llm.add_error(503, "overloaded")
-        scripted_llm.add_text("Recovered.")
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+async def test_provider_errors_are_retried_then_reported(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_llm_max_retries=2) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=60) as http,
+    ):
+        llm.add_error(429, "slow down")
+        llm.add_error(503, "overloaded")
+        llm.add_text("Recovered.")
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 200 and response.json()["answer"] == "Recovered."
 
         for _ in range(3):
-            scripted_llm.add_error(500, "broken")
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+            llm.add_error(500, "broken")
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 502
         body = response.json()
         assert body["error_code"] == "llm_error" and "HTTP 500" in body["error"] and "broken" in body["error"]
-    scripted_llm.reset()
 
 
-def test_llm_timeout_is_reported(scripted_llm: ScriptedOpenAIServer) -> None:
-    scripted_llm.reset()
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_LLM_TIMEOUT="0.5")) as m:
-        scripted_llm.add_text("too late", delay=2)
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+async def test_llm_timeout_is_reported(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_llm_timeout=0.5) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=60) as http,
+    ):
+        llm.add_text("too late", delay=3)  # the client gives up at 0.5 s, however busy the machine
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 502 and response.json()["error_code"] == "llm_timeout"
-    scripted_llm.reset()
 
 
-def test_oversized_body_is_413(scripted_llm: ScriptedOpenAIServer) -> None:
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_MAX_BODY_BYTES="1000")) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "x" * 2000}, timeout=30)
+async def test_oversized_body_is_413(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_http_max_body_bytes=1000) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
+    ):
+        response = await http.post("/query", json={"query": "x" * 2000})
         assert response.status_code == 413
 
 
