@@ -187,7 +187,7 @@ async def test_generate_save_discover_run_ask_export_restore_ask_again(
 
         stopped = await http.post("/internal/yaml-agents/stop", json={"agent_ids": ["unit-converter"]})
         assert stopped.json()["agents"][0]["status"] == "stopped"
-        async with asyncio.timeout(15):
+        async with asyncio.timeout(90):
             while "unit-converter" in {r["agent_id"] for r in await agent_rows(first.base_url)}:
                 await asyncio.sleep(0.05)
 

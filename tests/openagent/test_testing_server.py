@@ -434,7 +434,7 @@ def test_main_serves_echo_until_stopped(capsys: pytest.CaptureFixture[str]) -> N
     runner = threading.Thread(target=main, args=(["--port", "0"],), kwargs={"stop": stop})
     runner.start()
     try:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60
         output = ""
         while (found := re.search(r"http://127\.0\.0\.1:\d+/v1", output)) is None:
             assert time.monotonic() < deadline, f"no URL printed: {output!r}"
