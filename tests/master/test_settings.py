@@ -29,6 +29,8 @@ def sample(name: str) -> tuple[str, Any]:
         return "7.5", 7.5
     if SecretStr in kinds:
         return "s3cret", "s3cret"
+    if Path in kinds:
+        return "/tmp/openagent-root", Path("/tmp/openagent-root")
     if name.endswith("_url"):
         return "http://127.0.0.1:19001", "http://127.0.0.1:19001"
     return "gpt-4o-mini", "gpt-4o-mini"

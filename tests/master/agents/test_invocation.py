@@ -72,8 +72,23 @@ async def raw_agent() -> AsyncIterator[RawHttpAgent]:
         yield agent
 
 
+REGISTERED: set[str] = set()
+"""Agent ids this module registered: unregistered after each test, so that no record is left
+in the shared Redis database for later tests (a workspace export, say) to find."""
+
+
+@pytest.fixture(autouse=True)
+async def _unregister_afterwards(master: MasterProcess) -> AsyncIterator[None]:
+    yield
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+        for agent_id in sorted(REGISTERED):
+            await http.post("/unregister", json={"agent_id": agent_id})  # deletes the Redis record
+    REGISTERED.clear()
+
+
 async def register(master: MasterProcess | InProcessMaster, agent_id: str, base_url: str, **extra: Any) -> httpx.Response:
-    async with httpx.AsyncClient(timeout=10) as http:
+    REGISTERED.add(agent_id)
+    async with httpx.AsyncClient(timeout=30) as http:
         return await http.post(
             f"{master.base_url}/register",
             json={"agent_id": agent_id, "invocation_base_url": base_url, "tools": [ECHO_TOOL], **extra},
@@ -194,6 +209,7 @@ async def test_unreachable_agent_fails_fast(master: MasterProcess, llm: Scripted
         await http.post("/unregister", json={"agent_id": "raw-gone"})
 
 
+@pytest.mark.timeout(300)
 async def test_fifty_concurrent_calls_each_get_their_own_result(
     master: MasterProcess, raw_agent: RawHttpAgent, llm: ScriptedOpenAIServer
 ) -> None:
@@ -207,7 +223,8 @@ async def test_fifty_concurrent_calls_each_get_their_own_result(
         return ToolCallReply((ToolCall("raw-busy__echo", {"text": messages[-1]["content"]}),))
 
     llm.set_handler(script)
-    async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+    # Fifty queries at once on a busy machine: the deadline bounds the wait, not the speed.
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=240) as http:
         responses = await asyncio.gather(
             *(
                 http.post("/query", json={"query": f"n{n}", "allowed_agent_ids": ["raw-busy"]})
@@ -257,6 +274,7 @@ async def test_legacy_websocket_register_with_invocation_url(
                 "invocation_url": raw_agent.base_url,
             }
         )
+        REGISTERED.add("raw-legacy")
         assert await peer.recv() == {"type": "registered", "agent_id": "raw-legacy"}
     finally:
         await peer.close()
