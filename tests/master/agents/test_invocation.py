@@ -53,15 +53,18 @@ class RawHttpAgent:
         return Starlette(routes=[Route("/health", health), Route("/run", run, methods=["POST"])])
 
     async def _reply(self, body: dict[str, Any]) -> None:
-        async with httpx.AsyncClient(timeout=10) as http:
-            await http.post(
-                body["callback_url"],
-                json={
-                    "call_id": body["call_id"],
-                    "success": True,
-                    "result": {"echo": body["arguments"]["text"]},
-                },
-            )
+        """Post the result, retrying transport errors as a real agent would (a busy master may
+        take long to accept fifty connections at once); a repeat is answered as a duplicate."""
+        result = {"call_id": body["call_id"], "success": True, "result": {"echo": body["arguments"]["text"]}}
+        for attempt in range(5):
+            try:
+                async with httpx.AsyncClient(timeout=60) as http:
+                    (await http.post(body["callback_url"], json=result)).raise_for_status()
+                return
+            except httpx.TransportError:
+                if attempt == 4:
+                    raise
+                await asyncio.sleep(0.5)
 
 
 @pytest.fixture
