@@ -29,8 +29,9 @@ RIGHT = {"Authorization": f"Bearer {KEY}"}
 PUBLIC = {"/health", "/ready", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 """Paths that answer without the key: liveness, readiness, the API docs pages and the document
 they render (README, "API docs": the document is open; the routes it lists need the key)."""
-CALL_TOKEN = {("POST", "/tool_callback"), ("POST", "/tool_progress")}
-"""Invocation agents' callbacks: no API key, but nothing happens without the per-call token."""
+CALL_TOKEN = {("POST", "/tool_callback"), ("POST", "/tool_progress"), ("GET", "/attachments/some-id")}
+"""Routes for agents, authenticated by a per-call token instead of the API key (invocation
+callbacks, the RAG agents' blob endpoint): nothing is done or shown without that token."""
 
 
 def http_routes(app: Any) -> list[tuple[str, str]]:
@@ -84,14 +85,19 @@ async def test_every_protected_route_needs_the_key(secured: InProcessMaster, htt
     assert len(checked) >= 10, checked
 
 
-async def test_callback_routes_need_the_call_token(secured: InProcessMaster, http: httpx.AsyncClient) -> None:
+async def test_call_token_routes_refuse_without_the_call_token(
+    secured: InProcessMaster, http: httpx.AsyncClient
+) -> None:
     assert CALL_TOKEN <= set(http_routes(secured.app))
+    body = {"call_id": "no-such-call", "success": True}
     for method, path in sorted(CALL_TOKEN):
-        body = {"call_id": "no-such-call", "success": True}
         for headers in ({}, WRONG, RIGHT):  # the API key does not stand in for the token
-            assert (await http.request(method, path, json=body, headers=headers)).status_code == 422
-            forged = await http.request(method, f"{path}?token=forged", json=body, headers=headers)
-            assert forged.status_code == 404, (method, path, forged.text)
+            for url in (path, f"{path}?token=forged"):
+                response = await http.request(method, url, json=body, headers=headers)
+                assert 400 <= response.status_code < 500, (method, url, headers, response.text)
+    # The invocation callbacks: the token is required (422), and a forged one knows no call (404).
+    assert (await http.post("/tool_callback", json=body)).status_code == 422
+    assert (await http.post("/tool_callback?token=forged", json=body, headers=RIGHT)).status_code == 404
 
 
 async def test_public_routes_answer_without_the_key(
