@@ -68,6 +68,7 @@ class Child:
         self.log_path = _results_dir / "logs" / f"{name}.log"
         self.proc: asyncio.subprocess.Process | None = None
         self._ps: psutil.Process | None = None
+        self._cpu_seen = 0.0
 
     @property
     def pid(self) -> int:
@@ -149,8 +150,14 @@ class Child:
     def cpu_seconds(self) -> float:
         """User + system CPU time of the process so far."""
         assert self._ps is not None
-        times = self._ps.cpu_times()
-        return float(times.user + times.system)
+        try:
+            times = self._ps.cpu_times()
+        except psutil.NoSuchProcess:
+            # It exited and was reaped (a load client ends right after its last window, and a
+            # busy machine may sample it later): its CPU time stopped at the last reading.
+            return self._cpu_seen
+        self._cpu_seen = float(times.user + times.system)
+        return self._cpu_seen
 
     def rss_bytes(self) -> int:
         """Resident set size (VmRSS)."""

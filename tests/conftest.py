@@ -71,7 +71,11 @@ def master_env(llm: ScriptedOpenAIServer, **extra: str) -> dict[str, str]:
     return {
         "OPENAI_BASE_URL": llm.base_url,
         "OPENAGENT_LLM_MAX_RETRIES": "0",
-        "TOOL_CALL_TIMEOUT": "5",
+        # Generous: tests that need a call to end early make it end (a result, a disconnect)
+        # and check why it ended; the tests of the timeout itself set their own.
+        "TOOL_CALL_TIMEOUT": "120",
+        "TOOL_INVOKE_HTTP_TIMEOUT": "30",
+        "HEALTH_CHECK_TIMEOUT": "30",
         **extra,
     }
 

@@ -11,13 +11,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import uvicorn
 from websockets.asyncio.client import ClientConnection, connect
+
+from master.agents.dispatch import Dispatcher
+from master.agents.invocation import InvocationAgents
+from master.agents.registry import LiveAgent, compile_tools
+from master.app import create_app
+from master.deps import Services
+from master.orchestration.llm import ChatModel
+from master.redis_client import create_redis
+from master.settings import Settings
+from protocol import ToolCall, ToolResult, ToolSchema
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -54,7 +65,7 @@ class MasterProcess:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/ws"
 
-    def start(self, timeout: float = 20.0) -> MasterProcess:
+    def start(self, timeout: float = 90.0) -> MasterProcess:
         self.log_path.parent.mkdir(exist_ok=True)
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -80,7 +91,7 @@ class MasterProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"master exited with {self.process.returncode}:\n{self.log()}")
             try:
-                if httpx.get(f"{self.base_url}/health", timeout=1.0).status_code == 200:
+                if httpx.get(f"{self.base_url}/health", timeout=5.0).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -126,13 +137,13 @@ class RawPeer:
 
     @classmethod
     async def connect(cls, url: str, **kwargs: Any) -> RawPeer:
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(30):
             return cls(await connect(url, **kwargs))
 
     async def send(self, frame: dict[str, Any] | str) -> None:
         await self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+    async def recv(self, timeout: float = 30.0) -> dict[str, Any]:
         async with asyncio.timeout(timeout):
             data: dict[str, Any] = json.loads(await self.ws.recv())
             return data
@@ -150,7 +161,7 @@ class RawPeer:
 
 async def agent_rows(base_url: str, headers: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """``GET /agents`` rows."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=5, headers=headers) as http:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers) as http:
         response = await http.get("/agents")
         response.raise_for_status()
         rows: list[dict[str, Any]] = response.json()["agents"]
@@ -176,14 +187,14 @@ async def serve_app(app: Any, port: int = 0) -> AsyncIterator[str]:
     )
     task = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             while not server.started:
                 await asyncio.sleep(0.01)
         bound = server.servers[0].sockets[0].getsockname()[1]
         yield f"http://127.0.0.1:{bound}"
     finally:
         server.should_exit = True
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             await task
 
 
@@ -468,3 +479,125 @@ if __name__ == "__main__":
 """Agent code sent as source text to the pool runner and the sandbox in tests."""
 
 CRASHING_AGENT_SOURCE = 'import sys\nprint("boom: DATABASE_URL is not set", flush=True)\nsys.exit(3)\n'
+
+
+class InProcessMaster:
+    """The master app served by uvicorn in the test's own event loop (see :func:`in_process_master`)."""
+
+    def __init__(self, app: Any, port: int) -> None:
+        self.app = app
+        self.port = port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def services(self) -> Services:
+        services: Services = self.app.state.services
+        return services
+
+
+def master_settings(**overrides: Any) -> Settings:
+    """Settings for a test master: the tests' Redis, no ``.env``, the given overrides."""
+    values: dict[str, Any] = {
+        "redis_url": TEST_REDIS_URL,
+        "openai_api_key": "",
+        "openai_base_url": None,
+        "openagent_api_key": "",
+        "openagent_llm_max_retries": 0,
+        "openagent_health_check_interval": 0,
+        # Generous: a busy machine must not turn a slow answer into a timeout or a DOWN agent.
+        "tool_call_timeout": 120,
+        "tool_invoke_http_timeout": 30,
+        "health_check_timeout": 30,
+        **overrides,
+    }
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@contextlib.asynccontextmanager
+async def in_process_master(
+    llm: ChatModel | None = None, *, port: int | None = None, **settings: Any
+) -> AsyncIterator[InProcessMaster]:
+    """A real master (lifespan, Redis, HTTP and WebSocket on loopback) in this event loop.
+
+    Starts in milliseconds, unlike :class:`MasterProcess`; ``llm`` replaces the provider
+    (e.g. a :class:`master.orchestration.llm.FunctionChatModel`), ``settings`` are
+    :class:`master.settings.Settings` fields; ``port`` (a free one by default) lets a second
+    master take over from a first, like a restart.
+    """
+    port = port or free_port()
+    app = create_app(master_settings(master_base_url=f"http://127.0.0.1:{port}", **settings), llm=llm)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("the in-process master stopped during start-up")
+                await asyncio.sleep(0.01)
+        yield InProcessMaster(app, port)
+    finally:
+        server.should_exit = True
+        async with asyncio.timeout(30):
+            await task
+
+
+@contextlib.asynccontextmanager
+async def dispatcher_for_tests(call_timeout: float = 60.0) -> AsyncIterator[Dispatcher]:
+    """A real :class:`Dispatcher` (its HTTP client and invocation registry on the tests' Redis)."""
+    redis = create_redis(TEST_REDIS_URL)
+    async with aiohttp.ClientSession() as http:
+        invocation = InvocationAgents(redis, http, ttl_seconds=600, health_timeout=5)
+        try:
+            yield Dispatcher(
+                http=http,
+                invocation=invocation,
+                master_base_url="http://127.0.0.1:9",
+                call_timeout=call_timeout,
+                invoke_timeout=5,
+            )
+        finally:
+            await redis.aclose()
+
+
+ToolFunction = Callable[[str, dict[str, Any]], Any]
+
+
+def answering_agent(
+    dispatcher: Dispatcher,
+    agent_id: str,
+    tools: list[dict[str, Any]],
+    answer: ToolFunction | None = None,
+    *,
+    calls: list[ToolCall] | None = None,
+) -> LiveAgent:
+    """A :class:`LiveAgent` whose connection is a function: each ``tool_call`` frame sent to it
+    is answered through ``dispatcher.resolve`` with ``answer(tool_name, arguments)`` (or left
+    unanswered when ``answer`` is None). ``calls`` collects the frames."""
+    agent: LiveAgent
+
+    async def send(frame: str) -> None:
+        call = ToolCall.model_validate_json(frame)
+        if calls is not None:
+            calls.append(call)
+        if answer is not None:
+            result = ToolResult(
+                call_id=call.call_id, success=True, result=answer(call.tool_name, call.arguments)
+            )
+            asyncio.get_running_loop().call_soon(dispatcher.resolve, agent, result)
+
+    async def close(code: int, reason: str) -> None:
+        return None
+
+    schemas = [ToolSchema.model_validate(tool) for tool in tools]
+    agent = LiveAgent(agent_id, "action", {}, compile_tools(agent_id, schemas), send, close)
+    return agent

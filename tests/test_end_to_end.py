@@ -9,8 +9,8 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -60,7 +60,7 @@ def config_for(master: MasterProcess, **overrides: Any) -> ClientConfig:
 
 
 async def wait_for_agent(
-    master: MasterProcess, agent_id: str, present: bool = True, timeout: float = 15
+    master: MasterProcess, agent_id: str, present: bool = True, timeout: float = 90
 ) -> None:
     async with asyncio.timeout(timeout):
         while (agent_id in {r["agent_id"] for r in await agent_rows(master.base_url)}) != present:
@@ -132,30 +132,35 @@ async def test_unknown_city_is_a_tool_error_the_model_reports(
     assert "unknown city 'Atlantis'" in error
 
 
-async def test_agent_process_killed_mid_call(master: MasterProcess, llm: ScriptedOpenAIServer) -> None:
+async def test_agent_process_killed_mid_call(
+    master: MasterProcess, llm: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     code = (
         "import asyncio\n"
         "from openagent import OrchestratorActionAgent, ToolSchema, run_action_agent\n"
+        "import os, pathlib\n"
         "async def handler(tool_name, arguments):\n"
-        "    await asyncio.sleep(60)\n"
+        "    pathlib.Path(os.environ['CALL_MARKER']).write_text('in the handler')\n"
+        "    await asyncio.sleep(600)\n"
         f"run_action_agent(OrchestratorActionAgent('sleepy-agent', [ToolSchema(**{WEATHER_TOOL!r})], handler))\n"
     )
-    process = spawn_python(code, {"MASTER_WS": master.ws_url})
+    marker = tmp_path / "call-started"
+    process = spawn_python(code, {"MASTER_WS": master.ws_url, "CALL_MARKER": str(marker)})
     try:
         await wait_for_agent(master, "sleepy-agent")
         llm.add_tool_call("sleepy-agent__get_weather", {"city": "Paris"})
         llm.add_text("The weather agent stopped while working.")
-        async with httpx.AsyncClient(base_url=master.base_url, timeout=20) as http:
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=120) as http:
             pending = asyncio.create_task(http.post("/query", json={"query": "Weather?"}))
-            await asyncio.to_thread(llm.wait_for_requests, 1)
-            await asyncio.sleep(0.2)  # the tool_call is now with the agent
-            killed_at = time.monotonic()
+            async with asyncio.timeout(90):  # the call is in the agent's handler
+                while not marker.exists():
+                    await asyncio.sleep(0.05)
             process.send_signal(signal.SIGKILL)
             response = await pending
-        assert time.monotonic() - killed_at < 1.0
         assert response.status_code == 200
+        # Ended by the disconnect handler (TOOL_CALL_TIMEOUT is 120 s here), not by the timeout.
         error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
-        assert "sleepy-agent" in error and "disconnected" in error
+        assert error == "agent 'sleepy-agent' disconnected while running tool 'get_weather'"
     finally:
         process.kill()
         process.wait(timeout=10)
@@ -184,7 +189,7 @@ async def test_sdk_agent_reconnects_after_master_restart(scripted_llm: ScriptedO
                 scripted_llm.add_tool_call("phoenix-agent__get_weather", {"city": "Rome"})
                 scripted_llm.add_text("10 °C in Rome.")
                 async with QueryClient("phoenix-asker", config=config_for(second)) as client:
-                    result = await client.query("Weather in Rome?", timeout=15)
+                    result = await client.query("Weather in Rome?", timeout=90)
                 assert result.success and result.answer == "10 °C in Rome."
                 assert [u.agent_id for u in result.agents_used] == ["phoenix-agent"]
                 assert calls == [{"city": "Rome"}]
@@ -237,7 +242,7 @@ async def test_demo_invocation_agent_long_task_progress(
         async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
             pending = asyncio.create_task(http.post("/query", json={"query": "run the long task"}))
             seen: list[dict[str, Any]] = []
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(90):
                 while not pending.done():
                     for call_id in progress_call_ids(master):
                         latest = (await http.get(f"/tool_progress/{call_id}")).json()
@@ -254,7 +259,7 @@ async def test_demo_invocation_agent_long_task_progress(
     finally:
         process.kill()
         process.wait(timeout=10)
-        async with httpx.AsyncClient(timeout=5) as http:
+        async with httpx.AsyncClient(timeout=30) as http:
             await http.post(f"{master.base_url}/unregister", json={"agent_id": "demo-invocation-agent"})
 
 

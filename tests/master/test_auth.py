@@ -1,80 +1,153 @@
-"""API-key auth on HTTP and WebSocket."""
+"""API-key auth on HTTP and WebSocket, for every route of the app's own route table.
+
+The routes are not listed here: they are read from the app, so a route added later is
+covered without anyone remembering to add it. Only the routes named in ``PUBLIC`` and
+``CALL_TOKEN`` may answer without the key.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import re
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
+from fastapi.routing import APIWebSocketRoute, iter_route_contexts
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from openagent.testing import ScriptedOpenAIServer
-from tests.conftest import master_env
-from tests.factories import MasterProcess, RawPeer
+from master.auth import key_matches
+from master.orchestration.llm import ChatResult, FunctionChatModel
+from tests.factories import InProcessMaster, RawPeer, in_process_master
 
 KEY = "s3cret-key"
+WRONG = {"Authorization": "Bearer nope"}
+RIGHT = {"Authorization": f"Bearer {KEY}"}
+
+PUBLIC = {"/health", "/ready", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+"""Paths that answer without the key: liveness, readiness, the API docs pages and the document
+they render (README, "API docs": the document is open; the routes it lists need the key)."""
+CALL_TOKEN = {("POST", "/tool_callback"), ("POST", "/tool_progress"), ("GET", "/attachments/some-id")}
+"""Routes for agents, authenticated by a per-call token instead of the API key (invocation
+callbacks, the RAG agents' blob endpoint): nothing is done or shown without that token."""
 
 
-@pytest.fixture(scope="module")
-def secured(scripted_llm: ScriptedOpenAIServer) -> Iterator[MasterProcess]:
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_API_KEY=KEY)) as m:
+def http_routes(app: Any) -> list[tuple[str, str]]:
+    """(method, path) of every HTTP route of ``app``, path parameters filled in."""
+    found = []
+    for context in iter_route_contexts(app.routes):
+        if isinstance(context.route, APIWebSocketRoute) or context.methods is None:
+            continue
+        path = re.sub(r"\{[^}]+\}", "some-id", context.path)
+        found += [(method, path) for method in sorted(context.methods) if method != "HEAD"]
+    return found
+
+
+def websocket_paths(app: Any) -> list[str]:
+    return [c.path for c in iter_route_contexts(app.routes) if isinstance(c.route, APIWebSocketRoute)]
+
+
+@pytest.fixture
+async def secured() -> AsyncIterator[InProcessMaster]:
+    async with in_process_master(
+        FunctionChatModel(lambda m, t: ChatResult("ok")), openagent_api_key=KEY
+    ) as m:
         yield m
 
 
-@pytest.mark.parametrize("path", ["/agents", "/query/orchestrator-models"])
-def test_http_needs_the_key(secured: MasterProcess, path: str) -> None:
-    assert httpx.get(secured.base_url + path, timeout=5).status_code == 401
-    wrong = {"Authorization": "Bearer nope"}
-    assert httpx.get(secured.base_url + path, headers=wrong, timeout=5).status_code == 401
-    right = {"Authorization": f"Bearer {KEY}"}
-    assert httpx.get(secured.base_url + path, headers=right, timeout=5).status_code == 200
+@pytest.fixture
+async def http(secured: InProcessMaster) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=secured.base_url, timeout=30) as client:
+        yield client
 
 
-def test_post_query_needs_the_key(secured: MasterProcess) -> None:
-    response = httpx.post(f"{secured.base_url}/query", json={"query": "hi"}, timeout=5)
-    assert response.status_code == 401 and "OPENAGENT_API_KEY" in response.json()["detail"]
+async def test_the_route_table_is_walked(secured: InProcessMaster) -> None:
+    routes = http_routes(secured.app)
+    assert ("POST", "/query") in routes and ("POST", "/internal/collaborations") in routes
+    assert ("POST", "/register") in routes and ("GET", "/tool_progress/some-id") in routes
+    assert websocket_paths(secured.app) == ["/ws"]
 
 
-def test_health_is_open(secured: MasterProcess) -> None:
-    assert httpx.get(f"{secured.base_url}/health", timeout=5).status_code == 200
+async def test_every_protected_route_needs_the_key(secured: InProcessMaster, http: httpx.AsyncClient) -> None:
+    checked = []
+    for method, path in http_routes(secured.app):
+        if path in PUBLIC or (method, path) in CALL_TOKEN:
+            continue
+        for headers in ({}, WRONG):
+            response = await http.request(method, path, json={}, headers=headers)
+            assert response.status_code == 401, (method, path, headers, response.text)
+            assert response.headers["www-authenticate"] == "Bearer"
+        response = await http.request(method, path, json={}, headers=RIGHT)
+        assert response.status_code != 401, (method, path, response.text)
+        checked.append((method, path))
+    assert len(checked) >= 10, checked
+
+
+async def test_call_token_routes_refuse_without_the_call_token(
+    secured: InProcessMaster, http: httpx.AsyncClient
+) -> None:
+    assert CALL_TOKEN <= set(http_routes(secured.app))
+    body = {"call_id": "no-such-call", "success": True}
+    for method, path in sorted(CALL_TOKEN):
+        for headers in ({}, WRONG, RIGHT):  # the API key does not stand in for the token
+            for url in (path, f"{path}?token=forged"):
+                response = await http.request(method, url, json=body, headers=headers)
+                assert 400 <= response.status_code < 500, (method, url, headers, response.text)
+    # The invocation callbacks: the token is required (422), and a forged one knows no call (404).
+    assert (await http.post("/tool_callback", json=body)).status_code == 422
+    assert (await http.post("/tool_callback?token=forged", json=body, headers=RIGHT)).status_code == 404
+
+
+async def test_public_routes_answer_without_the_key(
+    secured: InProcessMaster, http: httpx.AsyncClient
+) -> None:
+    public = [(method, path) for method, path in http_routes(secured.app) if path in PUBLIC]
+    assert ("GET", "/health") in public
+    for method, path in public:
+        assert (await http.request(method, path)).status_code == 200, path
 
 
 @pytest.mark.parametrize("page", ["/docs", "/redoc"])
-def test_api_docs_are_served_without_the_key(secured: MasterProcess, page: str) -> None:
-    response = httpx.get(secured.base_url + page, timeout=5)
+async def test_api_docs_are_served_without_the_key(http: httpx.AsyncClient, page: str) -> None:
+    response = await http.get(page)
     assert response.status_code == 200
     assert "text/html" in response.headers["content-type"]
     assert "/openapi.json" in response.text
 
 
-def test_openapi_document_is_open_and_declares_the_bearer_key(secured: MasterProcess) -> None:
-    """The rule (README, "API docs"): the document is open; the routes it lists need the key."""
-    response = httpx.get(f"{secured.base_url}/openapi.json", timeout=5)
+async def test_openapi_document_is_open_and_declares_the_bearer_key(http: httpx.AsyncClient) -> None:
+    response = await http.get("/openapi.json")
     assert response.status_code == 200
     document = response.json()
-    assert document["components"]["securitySchemes"]["OPENAGENT_API_KEY"] == {
-        "type": "http",
-        "scheme": "bearer",
-        "description": document["components"]["securitySchemes"]["OPENAGENT_API_KEY"]["description"],
-    }
+    scheme = document["components"]["securitySchemes"]["OPENAGENT_API_KEY"]
+    assert {k: v for k, v in scheme.items() if k != "description"} == {"type": "http", "scheme": "bearer"}
     assert document["paths"]["/agents"]["get"]["security"] == [{"OPENAGENT_API_KEY": []}]
     assert "security" not in document["paths"]["/health"]["get"]
 
 
-async def test_websocket_without_key_is_closed_1008(secured: MasterProcess) -> None:
-    for url, headers in [(secured.ws_url, None), (secured.ws_url + "?token=bad", None)]:
-        async with asyncio.timeout(5), connect(url, additional_headers=headers) as ws:
+@pytest.mark.parametrize(
+    ("suffix", "headers"),
+    [("", None), ("?token=bad", None), ("", WRONG), ("?token=", None)],
+)
+async def test_every_websocket_route_closes_1008_without_the_key(
+    secured: InProcessMaster, suffix: str, headers: dict[str, str] | None
+) -> None:
+    for path in websocket_paths(secured.app):
+        url = secured.base_url.replace("http", "ws", 1) + path + suffix
+        async with connect(url, additional_headers=headers, open_timeout=30) as ws:
             with pytest.raises(ConnectionClosed) as info:
-                await ws.recv()
-            assert info.value.rcvd is not None and info.value.rcvd.code == 1008
+                async with asyncio.timeout(30):
+                    await ws.send('{"type": "ping"}')  # an open hub would answer pong
+                    await ws.recv()
+        assert info.value.rcvd is not None and info.value.rcvd.code == 1008, path
 
 
 @pytest.mark.parametrize("how", ["header", "query"])
-async def test_websocket_with_key(secured: MasterProcess, how: str) -> None:
+async def test_websocket_with_key(secured: InProcessMaster, how: str) -> None:
     if how == "header":
-        peer = await RawPeer.connect(secured.ws_url, additional_headers={"Authorization": f"Bearer {KEY}"})
+        peer = await RawPeer.connect(secured.ws_url, additional_headers=RIGHT)
     else:
         peer = await RawPeer.connect(f"{secured.ws_url}?token={KEY}")
     try:
@@ -83,5 +156,13 @@ async def test_websocket_with_key(secured: MasterProcess, how: str) -> None:
         await peer.close()
 
 
-def test_auth_off_when_key_unset(master: MasterProcess) -> None:
-    assert httpx.get(f"{master.base_url}/agents", timeout=5).status_code == 200
+async def test_post_query_error_names_the_variable(http: httpx.AsyncClient) -> None:
+    response = await http.post("/query", json={"query": "hi"})
+    assert response.status_code == 401 and "OPENAGENT_API_KEY" in response.json()["detail"]
+
+
+async def test_auth_off_when_key_unset() -> None:
+    assert key_matches(None, None) and key_matches(None, "anything")
+    async with in_process_master(FunctionChatModel(lambda m, t: ChatResult("ok"))) as m:
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+            assert (await http.get("/agents")).status_code == 200

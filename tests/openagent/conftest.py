@@ -34,7 +34,7 @@ from protocol import (
     parse_message,
 )
 
-WAIT = 5.0
+WAIT = 30.0
 """Upper bound of every wait in these tests, in seconds."""
 
 

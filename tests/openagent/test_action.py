@@ -345,7 +345,7 @@ async def test_run_action_agent_stops_cleanly_on_sigterm(fake_master: FakeMaster
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(60):
             assert (await fake_master.next_registration()).agent_id == "script-agent"
             process.send_signal(signal.SIGTERM)
             stdout, stderr = await process.communicate()

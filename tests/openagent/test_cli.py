@@ -325,7 +325,7 @@ def test_master_command_listens_on_master_port(llm: ScriptedOpenAIServer, workdi
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while True:
             assert process.poll() is None, "openagent master exited"
             assert time.monotonic() < deadline, f"nothing answered /health on port {port}"

@@ -12,6 +12,7 @@ from openagent import (
     AgentClient,
     AgentReplacedError,
     AuthenticationError,
+    ClientConfig,
     ConfigurationError,
     ConnectionFailedError,
     ConnectionLostError,
@@ -209,7 +210,7 @@ async def test_policy_violation_close_is_fatal(fake_master: FakeMaster, recorder
             async with asyncio.timeout(WAIT):
                 await client.wait_closed()
         assert isinstance(await recorder.next_disconnect(), AuthenticationError)
-        await asyncio.sleep(0.2)  # many reconnect delays
+        # wait_closed returned: the supervisor, the only thing that reconnects, has ended.
         assert len(fake_master.request_headers) == 1
         assert not client.connected
         with pytest.raises(ConnectionLostError, match="1008"):
@@ -231,7 +232,7 @@ async def test_replaced_agent_stops_and_leaves_the_new_connection_alone(
             with pytest.raises(AgentReplacedError, match="newer connection registered the same agent_id"):
                 async with asyncio.timeout(WAIT):
                     await old.wait_closed()
-            await asyncio.sleep(0.2)  # many reconnect delays
+            # wait_closed returned: the old client's supervisor (which reconnects) has ended.
             assert new.connected
             assert len(fake_master.request_headers) == 2
             assert isinstance(old.fatal_error, AgentReplacedError)
@@ -248,10 +249,48 @@ async def test_keepalive_pings(fake_master: FakeMaster) -> None:
         assert client.connected
 
 
-async def test_keepalive_zero_sends_no_pings(fake_master: FakeMaster) -> None:
-    async with connect_master(REGISTER, config=fast_config(fake_master.url, keepalive_interval=0)):
-        await asyncio.sleep(0.1)
-    assert fake_master.pings == 0
+class KeepaliveClock:
+    """A fake clock for the SDK's keepalive task only: records each interval it sleeps, lets
+    the first one pass at once (as if it had elapsed) and holds the task on the next."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.intervals: list[float] = []
+        self._real_sleep = asyncio.sleep
+        monkeypatch.setattr(asyncio, "sleep", self._sleep)
+
+    @staticmethod
+    def keepalive_tasks() -> list[asyncio.Task[object]]:
+        code = AgentClient._keepalive.__code__
+        return [t for t in asyncio.all_tasks() if getattr(t.get_coro(), "cr_code", None) is code]
+
+    async def _sleep(self, delay: float, result: object = None) -> object:
+        task = asyncio.current_task()
+        if task is None or task not in self.keepalive_tasks():
+            return await self._real_sleep(delay, result)
+        self.intervals.append(delay)
+        if len(self.intervals) > 1:
+            await asyncio.Event().wait()  # time stands still after the first interval
+        return result
+
+
+@pytest.mark.parametrize("interval", ["30", "0"])
+async def test_ws_keepalive_interval_from_the_environment(
+    fake_master: FakeMaster, recorder: Recorder, monkeypatch: pytest.MonkeyPatch, interval: str
+) -> None:
+    """``WS_KEEPALIVE_INTERVAL=30`` pings after 30 s of (fake) time; ``0`` starts no keepalive at all."""
+    clock = KeepaliveClock(monkeypatch)
+    config = ClientConfig.from_env({"MASTER_WS": fake_master.url, "WS_KEEPALIVE_INTERVAL": interval})
+    async with connect_master(REGISTER, config=config, on_message=recorder.on_message):
+        await fake_master.next_registration()
+        # A frame delivered proves the client's read loop runs (the keepalive starts before it).
+        await fake_master.send("probe", ToolCall(call_id="c0", tool_name="echo"))
+        assert await recorder.next_message() == ToolCall(call_id="c0", tool_name="echo")
+        if interval == "0":
+            assert clock.keepalive_tasks() == [] and clock.intervals == []
+        else:
+            await eventually(lambda: fake_master.pings == 1 and len(clock.intervals) == 2)
+            assert clock.intervals == [30.0, 30.0] and len(clock.keepalive_tasks()) == 1
+    assert fake_master.pings == (0 if interval == "0" else 1)
 
 
 async def test_silent_master_is_detected_and_reconnected(fake_master: FakeMaster, recorder: Recorder) -> None:

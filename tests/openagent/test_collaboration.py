@@ -148,10 +148,11 @@ async def test_a_failing_handler_ends_the_session_with_its_error(fake_master: Fa
 
 async def test_receive_message_timeout_end_and_misuse(fake_master: FakeMaster) -> None:
     results: list[Any] = []
-    done = asyncio.Event()
+    done, timed_out = asyncio.Event(), asyncio.Event()
 
     async def handler(ctx: CollaborationContext) -> str:
         results.append(await ctx.receive_message(timeout=0.05))
+        timed_out.set()
         with pytest.raises(CollaborationError, match="agent 'stranger' is not a peer") as refused:
             await ctx.send_message("stranger", {})
         assert refused.value.session_id == "s1"
@@ -166,7 +167,8 @@ async def test_receive_message_timeout_end_and_misuse(fake_master: FakeMaster) -
     async with collaborator(fake_master, handler):
         await fake_master.next_registration()
         await fake_master.send("collab-agent", start("responder"))
-        await asyncio.sleep(0.2)
+        async with asyncio.timeout(WAIT):  # the first receive has timed out with nothing queued
+            await timed_out.wait()
         await fake_master.send(
             "collab-agent", PeerMessage(session_id="s1", from_agent="peer-agent", content={"n": 1})
         )

@@ -314,7 +314,7 @@ async def test_the_runner_starts_each_agent_on_its_own_and_is_idempotent(
     finally:
         stopped = await runner.stop()
     assert [(o.agent_id, o.status) for o in stopped] == [("yaml-converter", "stopped")]
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(90):
         while "yaml-converter" in {row["agent_id"] for row in await agent_rows(master.base_url)}:
             await asyncio.sleep(0.05)
 

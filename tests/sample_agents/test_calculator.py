@@ -61,7 +61,7 @@ async def test_demo_llm_answers_the_readme_question_with_the_calculator(
     llm.set_handler(demo_handler)
     agent = build_agent(ClientConfig(master_ws=master.ws_url, api_key=None))
     async with agent:
-        async with asyncio.timeout(15):
+        async with asyncio.timeout(90):
             while AGENT_ID not in {row["agent_id"] for row in await agent_rows(master.base_url)}:
                 await asyncio.sleep(0.05)
         async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:

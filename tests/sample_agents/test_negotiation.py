@@ -57,7 +57,7 @@ def negotiators(master: MasterProcess) -> Iterator[list[subprocess.Popen[bytes]]
 async def test_the_scripts_negotiate_through_the_master(
     master: MasterProcess, negotiators: list[subprocess.Popen[bytes]]
 ) -> None:
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(90):
         while not {"buyer-agent", "seller-agent"} <= {
             r["agent_id"] for r in await agent_rows(master.base_url)
         }:

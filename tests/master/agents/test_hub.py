@@ -8,7 +8,7 @@ import json
 import httpx
 
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, agent_rows
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, agent_rows, in_process_master
 
 
 async def test_register_and_ping(master: MasterProcess) -> None:
@@ -62,10 +62,8 @@ async def test_bad_frames_get_errors_and_connection_stays_usable(master: MasterP
         await peer.close()
 
 
-async def test_oversized_frame_is_refused(scripted_llm: ScriptedOpenAIServer) -> None:
-    with MasterProcess(
-        {"OPENAI_BASE_URL": scripted_llm.base_url, "OPENAGENT_WS_MAX_MESSAGE_BYTES": "1000"}
-    ) as m:
+async def test_oversized_frame_is_refused(llm: ScriptedOpenAIServer) -> None:
+    async with in_process_master(openai_base_url=llm.base_url, openagent_ws_max_message_bytes=1000) as m:
         peer = await RawPeer.connect(m.ws_url)
         try:
             await peer.register("raw-big")

@@ -21,9 +21,9 @@ from openagent.testing import ScriptedOpenAIServer
 from protocol import CollaborationEnd, PeerMessage
 from sample_agents import negotiation_buyer, negotiation_seller
 from tests.conftest import master_env
-from tests.factories import MasterProcess, RawPeer
+from tests.factories import InProcessMaster, MasterProcess, RawPeer, in_process_master
 
-WAIT = 15.0
+WAIT = 60.0
 """Upper bound of every wait in these tests, in seconds."""
 LIMITS = {
     "OPENAGENT_COLLAB_TIMEOUT": "2",
@@ -58,7 +58,7 @@ def agent(master: MasterProcess, agent_id: str, handler: Any) -> OrchestratorAct
     )
 
 
-async def collaborate(master: MasterProcess, **body: Any) -> httpx.Response:
+async def collaborate(master: MasterProcess | InProcessMaster, **body: Any) -> httpx.Response:
     async with httpx.AsyncClient(base_url=master.base_url, timeout=WAIT) as client:
         return await client.post("/internal/collaborations", json=body)
 
@@ -250,8 +250,8 @@ async def test_timeout_ends_a_slow_exchange(limited_master: MasterProcess) -> No
         ).json()
         elapsed = asyncio.get_running_loop().time() - started
         assert outcome["reason"] == "timeout", outcome
-        assert 1.9 <= elapsed < 6
-        assert 1 <= outcome["message_count"] < 6
+        assert elapsed >= 1.9  # not before its 2 s (a timer never fires early, however busy the machine)
+        assert outcome["message_count"] < 6  # the timeout ended it, not the cap of 6 messages
         assert outcome["summary"].startswith("no agreement within 2 s")
         for side in (left, right):
             assert (await side.end_of()).reason == "timeout"
@@ -297,7 +297,9 @@ async def test_a_peer_disconnecting_ends_the_session(master: MasterProcess) -> N
 # --------------------------------------------------------------------------- the wire contract, raw
 
 
-async def raw_agent(master: MasterProcess, agent_id: str, *, collaborates: bool = True) -> RawPeer:
+async def raw_agent(
+    master: MasterProcess | InProcessMaster, agent_id: str, *, collaborates: bool = True
+) -> RawPeer:
     peer = await RawPeer.connect(master.ws_url)
     metadata = {"supports_collaboration": True} if collaborates else {}
     tool = {"name": "noop", "parameters": {"type": "object", "properties": {}}}
@@ -427,8 +429,8 @@ async def test_bad_requests_are_refused_with_clear_messages(
         await able.close()
 
 
-async def test_disabled_collaboration(scripted_llm: ScriptedOpenAIServer) -> None:
-    async with MasterProcess(master_env(scripted_llm, OPENAGENT_COLLABORATION="0")) as off:
+async def test_disabled_collaboration(llm: ScriptedOpenAIServer) -> None:
+    async with in_process_master(openai_base_url=llm.base_url, openagent_collaboration=False) as off:
         peer = await raw_agent(off, "raw-off")
         try:
             response = await collaborate(off, agents=["raw-off", "raw-off-2"], task="t")

@@ -92,3 +92,75 @@ async def test_tools_that_do_not_fit_are_ranked_by_relevance() -> None:
     builder = ContextBuilder(summarizer([]), max_tokens=200, recent_turns=2, summarizer_model="s")
     context, _ = await builder.build(system="s", turns=[], query="What is the weather forecast?", tools=tools)
     assert [t["function"]["name"] for t in context.tools] == ["b__weather"]
+
+
+def user_queries(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The numbers of the earlier questions replayed (the last user message is the query)."""
+    return [m["content"].split(" ")[1] for m in [m for m in messages if m["role"] == "user"][:-1]]
+
+
+def summarized_session(raw_before: int, raw_after: int) -> list[dict[str, Any]]:
+    """``raw_before`` turns, a summary covering all of them, then ``raw_after`` more turns."""
+    before = turns(raw_before)
+    summary = {"decision": "summary", "summary": "EARLIER", "covers_through_index": raw_before - 1}
+    after = [
+        {
+            **turn,
+            "query": f"question {raw_before + i} " + turn["query"].split(" ", 2)[2],
+            "query_id": f"q{raw_before + i}",
+        }
+        for i, turn in enumerate(turns(raw_after))
+    ]
+    return [*before, summary, *after]
+
+
+async def test_a_61_turn_session_sends_only_the_turns_after_the_summary() -> None:
+    # 30 turns, their summary (index 30), 30 more: the model must see the summary and turns
+    # 31..60, none of the 30 turns the summary already covers.
+    session = summarized_session(30, 30)
+    assert len(session) == 61
+    builder = ContextBuilder(summarizer([]), max_tokens=10**6, recent_turns=8, summarizer_model="s")
+    context, _ = await builder.build(system="sys", turns=session, query="next", tools=[])
+    assert context.summary_turn is None
+    assert context.messages[1] == {
+        "role": "system",
+        "content": "Summary of the earlier conversation: EARLIER",
+    }
+    assert user_queries(context.messages) == [str(n) for n in range(30, 60)]
+
+
+async def test_a_new_summary_records_the_index_in_the_full_session_list() -> None:
+    # With an earlier summary in the list, positions in the raw tail and in the session differ.
+    session = summarized_session(30, 30)
+    calls: list[Any] = []
+    builder = ContextBuilder(summarizer(calls), max_tokens=1200, recent_turns=2, summarizer_model="s")
+    context, _ = await builder.build(system="sys", turns=session, query="next", tools=[])
+    summary = context.summary_turn
+    assert summary is not None and summary["covers_through_index"] == 58
+    assert session[58]["query"].startswith("question 57 ")
+    # The summarizer read exactly the turns between the two summaries' covers.
+    transcript = calls[0][-1]["content"]
+    assert "question 30 " in transcript and "question 57 " in transcript
+    assert "question 29 " not in transcript and "question 58 " not in transcript
+    assert user_queries(context.messages) == ["58", "59"]
+
+    # The next query, with the summary stored after the turns: the old summaries and the
+    # two recent turns, nothing the summaries cover.
+    stored = [*session, summary, *summarized_session(0, 1)[1:]]
+    builder = ContextBuilder(summarizer([]), max_tokens=10**6, recent_turns=2, summarizer_model="s")
+    follow_up, _ = await builder.build(system="sys", turns=stored, query="next", tools=[])
+    summaries = [m["content"] for m in follow_up.messages if m["role"] == "system"][1:]
+    assert summaries == [
+        "Summary of the earlier conversation: EARLIER",
+        "Summary of the earlier conversation: SUMMARY of earlier turns",
+    ]
+    assert len(user_queries(follow_up.messages)) == 3  # questions 58 and 59, and the one after
+    assert user_queries(follow_up.messages)[:2] == ["58", "59"]
+
+
+def test_split_turns_uses_the_last_summary_and_absolute_indexes() -> None:
+    session = summarized_session(30, 30)
+    summaries, tail = split_turns(session)
+    assert [s["summary"] for s in summaries] == ["EARLIER"]
+    assert [i for i, _ in tail] == list(range(31, 61))
+    assert split_turns(turns(3)) == ([], list(enumerate(turns(3))))

@@ -4,17 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
+import openai
 import pytest
 import redis.asyncio as aioredis
 
+from master.agents.toolbox import Toolbox
+from master.orchestration.budgets import BudgetTracker
+from master.orchestration.llm import (
+    ChatMessage,
+    ChatResult,
+    FunctionChatModel,
+    OpenAIChatModel,
+    ToolCallRequest,
+)
+from master.orchestration.orchestrator import Orchestrator, Outcome, RunHooks
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
-from tests.conftest import master_env
-from tests.factories import MasterProcess
+from protocol import ToolCall
+from tests.factories import (
+    InProcessMaster,
+    MasterProcess,
+    answering_agent,
+    dispatcher_for_tests,
+    in_process_master,
+)
 
 COUNTER_TOOL = ToolSchema(
     name="step",
@@ -24,7 +41,7 @@ COUNTER_TOOL = ToolSchema(
 
 
 def counter_agent(
-    master: MasterProcess, agent_id: str, calls: list[int], delay: float = 0.0
+    master: MasterProcess | InProcessMaster, agent_id: str, calls: list[int], delay: float = 0.0
 ) -> OrchestratorActionAgent:
     async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> dict[str, Any]:
         calls.append(arguments["n"])
@@ -66,9 +83,9 @@ async def test_three_step_auto_mode_records_each_step(
     assert all("tools" in request for request in llm.requests)  # tools offered at every round
 
 
-async def test_step_limit_ends_with_an_answer_that_says_so(scripted_llm: ScriptedOpenAIServer) -> None:
-    scripted_llm.reset()
-    async with MasterProcess(master_env(scripted_llm, ORCHESTRATOR_AUTO_MAX_STEPS="2")) as m:
+async def test_step_limit_ends_with_an_answer_that_says_so(llm: ScriptedOpenAIServer) -> None:
+    scripted_llm = llm
+    async with in_process_master(openai_base_url=llm.base_url, orchestrator_auto_max_steps=2) as m:
         calls: list[int] = []
         async with counter_agent(m, "limited-agent", calls), httpx.AsyncClient(timeout=30) as http:
             for n in (1, 2, 3):
@@ -82,7 +99,6 @@ async def test_step_limit_ends_with_an_answer_that_says_so(scripted_llm: Scripte
     assert body["answer"].startswith("[Stopped at the step limit of 2 tool rounds.]")
     last = scripted_llm.requests[-1]
     assert "tools" not in last and "step limit of 2" in last["messages"][-1]["content"]
-    scripted_llm.reset()
 
 
 def plan_call(steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -90,16 +106,16 @@ def plan_call(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def test_plan_approval_then_execution_after_restart(
-    scripted_llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
 ) -> None:
-    scripted_llm.reset()
-    env = master_env(scripted_llm)
+    """The plan lives in the session: a new master (same Redis, same port) executes it."""
+    scripted_llm = llm
     steps = [
         {"agent_id": "plan-agent", "tool_name": "step", "intent": "first", "arguments": {"n": 1}},
         {"agent_id": "plan-agent", "tool_name": "step", "intent": "second", "arguments": {"n": 2}},
     ]
     calls: list[int] = []
-    async with MasterProcess(env) as first:
+    async with in_process_master(openai_base_url=llm.base_url) as first:
         async with counter_agent(first, "plan-agent", calls), httpx.AsyncClient(timeout=30) as http:
             scripted_llm.add_tool_call("submit_plan", plan_call(steps))
             proposed = (
@@ -115,7 +131,7 @@ async def test_plan_approval_then_execution_after_restart(
     assert "plan-agent.step" in proposed["answer"]
     assert [t["function"]["name"] for t in scripted_llm.requests[0]["tools"]] == ["submit_plan"]
 
-    async with MasterProcess(env, port=port) as second:
+    async with in_process_master(openai_base_url=llm.base_url, port=port) as second:
         async with counter_agent(second, "plan-agent", calls), httpx.AsyncClient(timeout=30) as http:
             # a refused (edited) plan runs nothing
             bad = {
@@ -149,7 +165,6 @@ async def test_plan_approval_then_execution_after_restart(
             assert again.status_code == 409
     turns = await session_turns(redis_client, proposed["session_id"])
     assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "call_tool", "plan_executed"]
-    scripted_llm.reset()
 
 
 @pytest.mark.parametrize(
@@ -165,17 +180,19 @@ async def test_each_prompt_profile_reaches_the_model(
 
 
 async def test_summarization_with_small_limits(
-    scripted_llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
 ) -> None:
-    scripted_llm.reset()
-    env = master_env(
-        scripted_llm,
-        ORCHESTRATOR_CONTEXT_MAX_TOKENS="1200",
-        ORCHESTRATOR_RECENT_TURNS="2",
-        SUMMARIZER_MODEL="gpt-4o",
-    )
+    scripted_llm = llm
+    limits = {
+        "orchestrator_context_max_tokens": 1200,
+        "orchestrator_recent_turns": 2,
+        "summarizer_model": "gpt-4o",
+    }
     long_text = "The quick brown fox jumps over the lazy dog. " * 25
-    async with MasterProcess(env) as m, httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, **limits) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
+    ):
         session_id = None
         for i in range(6):
             scripted_llm.add_text(f"answer {i}")
@@ -200,7 +217,6 @@ async def test_summarization_with_small_limits(
         )
         raw_after = [t for i, t in enumerate(turns) if i > covered and t["decision"] != "summary"]
         assert [m["content"] for m in messages if m["role"] == "user"][:-1] == [t["query"] for t in raw_after]
-    scripted_llm.reset()
 
 
 @pytest.mark.parametrize(
@@ -288,7 +304,7 @@ async def test_sse_client_disconnect_keeps_the_turns(
                 async for line in response.aiter_lines():
                     if line.startswith("event: tool_call"):
                         break  # the client goes away mid-run
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(90):
             while True:
                 keys = [k async for k in redis_client.scan_iter("session:*")]
                 for key in keys:
@@ -302,3 +318,105 @@ async def test_sse_client_disconnect_keeps_the_turns(
 async def test_budget_override_validation(http: httpx.AsyncClient) -> None:
     response = await http.post("/query", json={"query": "x", "budget": {"max_seconds": -1}})
     assert response.status_code == 422
+
+
+# In-process: the orchestrator with a function-driven model and a real dispatcher.
+
+STEP_TOOL = {**COUNTER_TOOL.model_dump(exclude_none=True)}
+
+
+def budget(**limits: Any) -> BudgetTracker:
+    values: dict[str, Any] = {"max_tool_calls": 50, "max_tokens": 10**6, "max_seconds": 600.0, **limits}
+    return BudgetTracker(**values)
+
+
+class Recorded:
+    """A model that asks for ``step`` on every request and records what it was offered."""
+
+    def __init__(self, tool_name: str, rounds_wanting_tools: int = 10**6) -> None:
+        self.offered: list[list[str] | None] = []
+        self._tool_name = tool_name
+        self._wanting = rounds_wanting_tools
+
+    def __call__(self, messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]] | None) -> ChatResult:
+        self.offered.append(None if tools is None else [t["function"]["name"] for t in tools])
+        if len(self.offered) <= self._wanting:
+            n = len(self.offered)
+            return ChatResult(None, [ToolCallRequest(f"c{n}", self._tool_name, json.dumps({"n": n}))])
+        return ChatResult(f"answer after {len(self.offered) - 1} rounds")
+
+
+async def run_once(
+    model: Recorded, *, auto_mode: bool, max_steps: int = 20
+) -> tuple[Outcome, list[ToolCall]]:
+    calls: list[ToolCall] = []
+    async with dispatcher_for_tests() as dispatcher:
+        agent = answering_agent(
+            dispatcher, "unit-agent", [STEP_TOOL], lambda name, args: {"done": args["n"]}, calls=calls
+        )
+        toolbox = Toolbox([agent])
+        orchestrator = Orchestrator(FunctionChatModel(model), dispatcher, auto_max_steps=max_steps)
+        outcome = await orchestrator.run(
+            messages=[{"role": "user", "content": "work"}],
+            tools=toolbox.openai_tools(),
+            toolbox=toolbox,
+            model="m",
+            auto_mode=auto_mode,
+            budget=budget(),
+            hooks=RunHooks(),
+        )
+    return outcome, calls
+
+
+async def test_without_auto_mode_one_tool_round_then_the_answer_without_tools() -> None:
+    # The model keeps asking for tools: without auto mode it gets one round, and the
+    # second request offers no tools at all, so the model has to answer.
+    model = Recorded("unit-agent__step")
+    outcome, calls = await run_once(model, auto_mode=False)
+    assert model.offered == [["unit-agent__step"], None]
+    assert [call.arguments for call in calls] == [{"n": 1}]
+    assert outcome.steps == 1 and outcome.status == "completed"
+    assert "unit-agent.step returned" in outcome.answer  # the model wrote no text: what was done
+
+
+async def test_without_auto_mode_the_second_request_has_the_result_and_no_tools() -> None:
+    model = Recorded("unit-agent__step", rounds_wanting_tools=1)
+    outcome, calls = await run_once(model, auto_mode=False)
+    assert model.offered == [["unit-agent__step"], None]
+    assert outcome.answer == "answer after 1 rounds" and len(calls) == 1
+
+
+async def test_auto_mode_offers_tools_every_round_until_the_step_limit() -> None:
+    model = Recorded("unit-agent__step")
+    outcome, calls = await run_once(model, auto_mode=True, max_steps=3)
+    assert model.offered == [["unit-agent__step"]] * 4 + [None]
+    assert len(calls) == 3 and outcome.stopped_by == "max_steps"
+
+
+async def test_tools_are_not_offered_on_the_wire_in_the_second_round(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """The same promise through the real openai client: the second request has no ``tools`` key."""
+    llm.add_tool_call("wire-agent__step", {"n": 1})
+    llm.add_tool_call("wire-agent__step", {"n": 2})  # a model that asks again is not obeyed
+    async with dispatcher_for_tests() as dispatcher:
+        agent = answering_agent(dispatcher, "wire-agent", [STEP_TOOL], lambda name, args: {"done": args["n"]})
+        toolbox = Toolbox([agent])
+        chat = OpenAIChatModel(openai.AsyncOpenAI(base_url=llm.base_url, api_key="t", max_retries=0))
+        try:
+            outcome = await Orchestrator(chat, dispatcher, auto_max_steps=20).run(
+                messages=[{"role": "user", "content": "work"}],
+                tools=toolbox.openai_tools(),
+                toolbox=toolbox,
+                model="m",
+                auto_mode=False,
+                budget=budget(),
+                hooks=RunHooks(),
+            )
+        finally:
+            await chat.aclose()
+    first, second = llm.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["wire-agent__step"]
+    assert "tools" not in second and "tool_choice" not in second
+    assert second["messages"][-1]["role"] == "tool"
+    assert outcome.steps == 1

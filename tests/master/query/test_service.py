@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from master.orchestration.llm import ChatResult, FunctionChatModel, ToolCallRequest
 from openagent.testing import ScriptedOpenAIServer
-from tests.conftest import master_env
-from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, in_process_master
+from tests.master.conversation.test_context import summarized_session
+from tests.master.orchestration.test_orchestrator import counter_agent
 
 
 @pytest.fixture
@@ -107,8 +108,9 @@ async def test_invalid_arguments_go_back_to_the_model(
         assert '"city" is a required property' in error and error.startswith(
             "invalid arguments for 'get_weather'"
         )
-        with pytest.raises(TimeoutError):  # nothing was sent to the agent
-            await peer.recv(timeout=0.3)
+        # Nothing was sent to the agent: the next frame it gets is the answer to its own ping.
+        await peer.send({"type": "ping"})
+        assert await peer.recv() == {"type": "pong"}
     finally:
         await peer.close()
 
@@ -140,13 +142,12 @@ async def test_agent_killed_mid_call_fails_the_call_at_once(
     llm.add_text("The weather agent went away.")
     pending = asyncio.create_task(http.post("/query", json={"query": "Weather?"}))
     await peer.recv()  # the tool_call: the agent now dies without answering
-    started = time.monotonic()
     peer.ws.transport.abort()
     response = await pending
-    assert time.monotonic() - started < 1.0  # TOOL_CALL_TIMEOUT is 5 s here
     assert response.status_code == 200
+    # Ended by the disconnect handler (TOOL_CALL_TIMEOUT is 120 s here), not by the timeout.
     error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
-    assert "weather-dies" in error and "disconnected" in error
+    assert error == "agent 'weather-dies' disconnected while running tool 'get_weather'"
 
 
 async def test_websocket_query_uses_the_same_path(master: MasterProcess, llm: ScriptedOpenAIServer) -> None:
@@ -230,55 +231,146 @@ async def test_orchestrator_models(http: httpx.AsyncClient) -> None:
     assert data["prompt_profiles"] == ["default", "auto_multi", "reasoning"]
 
 
-def test_no_llm_configured_gives_503_naming_the_variables() -> None:
-    env = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
-    with MasterProcess(env) as m:
-        assert httpx.get(f"{m.base_url}/agents", timeout=5).status_code == 200
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+async def test_no_llm_configured_gives_503_naming_the_variables() -> None:
+    async with in_process_master() as m, httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+        assert (await http.get("/agents")).status_code == 200
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 503
         assert "OPENAI_API_KEY" in response.json()["error"] and "OPENAI_BASE_URL" in response.json()["error"]
 
 
-def test_remote_llm_is_refused_under_test_guard() -> None:
-    with MasterProcess({"OPENAI_BASE_URL": "https://api.openai.com/v1"}) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+async def test_remote_llm_is_refused_under_test_guard() -> None:
+    guarded = {"openai_base_url": "https://api.openai.com/v1", "openagent_llm_loopback_only": True}
+    async with in_process_master(**guarded) as m, httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 503 and "OPENAGENT_LLM_LOOPBACK_ONLY" in response.json()["error"]
 
 
-def test_http_query_disabled(scripted_llm: ScriptedOpenAIServer) -> None:
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_QUERY="0")) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=5)
+async def test_http_query_disabled(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_http_query=False) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
+    ):
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 403 and "OPENAGENT_HTTP_QUERY" in response.json()["detail"]
+    assert llm.requests == []
 
 
-def test_provider_errors_are_retried_then_reported(scripted_llm: ScriptedOpenAIServer) -> None:
-    scripted_llm.reset()
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_LLM_MAX_RETRIES="2")) as m:
-        scripted_llm.add_error(429, "slow down")
-        scripted_llm.add_error(503, "overloaded")
-        scripted_llm.add_text("Recovered.")
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+async def test_provider_errors_are_retried_then_reported(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_llm_max_retries=2) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=60) as http,
+    ):
+        llm.add_error(429, "slow down")
+        llm.add_error(503, "overloaded")
+        llm.add_text("Recovered.")
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 200 and response.json()["answer"] == "Recovered."
 
         for _ in range(3):
-            scripted_llm.add_error(500, "broken")
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+            llm.add_error(500, "broken")
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 502
         body = response.json()
         assert body["error_code"] == "llm_error" and "HTTP 500" in body["error"] and "broken" in body["error"]
-    scripted_llm.reset()
 
 
-def test_llm_timeout_is_reported(scripted_llm: ScriptedOpenAIServer) -> None:
-    scripted_llm.reset()
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_LLM_TIMEOUT="0.5")) as m:
-        scripted_llm.add_text("too late", delay=2)
-        response = httpx.post(f"{m.base_url}/query", json={"query": "hi"}, timeout=30)
+async def test_llm_timeout_is_reported(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_llm_timeout=0.5) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=60) as http,
+    ):
+        llm.add_text("too late", delay=3)  # the client gives up at 0.5 s, however busy the machine
+        response = await http.post("/query", json={"query": "hi"})
         assert response.status_code == 502 and response.json()["error_code"] == "llm_timeout"
-    scripted_llm.reset()
 
 
-def test_oversized_body_is_413(scripted_llm: ScriptedOpenAIServer) -> None:
-    with MasterProcess(master_env(scripted_llm, OPENAGENT_HTTP_MAX_BODY_BYTES="1000")) as m:
-        response = httpx.post(f"{m.base_url}/query", json={"query": "x" * 2000}, timeout=5)
+async def test_oversized_body_is_413(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        in_process_master(openai_base_url=llm.base_url, openagent_http_max_body_bytes=1000) as m,
+        httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
+    ):
+        response = await http.post("/query", json={"query": "x" * 2000})
         assert response.status_code == 413
+
+
+# In-process master, function-driven model: the promises of the query path.
+
+
+def replayed_questions(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The earlier questions replayed to the model, by number ("question N ...")."""
+    return [m["content"].split(" ")[1] for m in messages[:-1] if m["role"] == "user"]
+
+
+async def test_long_session_never_resends_summarized_turns(redis_client: aioredis.Redis) -> None:
+    requests: list[list[dict[str, Any]]] = []
+
+    def model(messages: Sequence[dict[str, Any]], tools: Any) -> ChatResult:
+        if messages[0]["content"].startswith("Summarize"):
+            return ChatResult("NEW SUMMARY")
+        requests.append(list(messages))
+        return ChatResult(f"answer {len(requests)}")
+
+    session = summarized_session(30, 30)  # 61 turns: 30, their summary, 30 more
+    session_id = "long-session-61"
+    await redis_client.set(f"session:{session_id}", json.dumps(session), ex=600)
+    limits = {"orchestrator_context_max_tokens": 1200, "orchestrator_recent_turns": 2}
+    async with in_process_master(FunctionChatModel(model), **limits) as m:
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+            first = await http.post("/query", json={"query": "question 61 next", "session_id": session_id})
+            assert first.status_code == 200, first.text
+            second = await http.post("/query", json={"query": "question 62 again", "session_id": session_id})
+            assert second.status_code == 200, second.text
+    stored = json.loads(await redis_client.get(f"session:{session_id}"))
+    new_summaries = [(i, t) for i, t in enumerate(stored) if t.get("summary") == "NEW SUMMARY"]
+    assert [(i, t["covers_through_index"]) for i, t in new_summaries] == [(61, 58)]
+    assert stored[58]["query"].startswith("question 57 ")
+    # First query: both summaries, then the 2 recent turns; second: the turns after index 58.
+    assert replayed_questions(requests[0]) == ["58", "59"]
+    assert replayed_questions(requests[1]) == ["58", "59", "61"]
+    summaries = [m["content"] for m in requests[1] if m["role"] == "system"][1:]
+    assert summaries == [
+        "Summary of the earlier conversation: EARLIER",
+        "Summary of the earlier conversation: NEW SUMMARY",
+    ]
+
+
+async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis) -> None:
+    steps = [
+        {"agent_id": "byid-agent", "tool_name": "step", "intent": "first", "arguments": {"n": 1}},
+        {"agent_id": "byid-agent", "tool_name": "step", "intent": "second", "arguments": {"n": 2}},
+    ]
+
+    replayed: list[str] = []
+
+    def model(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None) -> ChatResult:
+        replayed.extend(c["function"]["name"] for m in messages for c in m.get("tool_calls") or [])
+        if [t["function"]["name"] for t in tools or []] == ["submit_plan"]:
+            plan = json.dumps({"summary": "count to two", "steps": steps})
+            return ChatResult(None, [ToolCallRequest("p1", "submit_plan", plan)])
+        return ChatResult("Counted to two.")
+
+    calls: list[int] = []
+    async with in_process_master(FunctionChatModel(model)) as m, counter_agent(m, "byid-agent", calls):  # type: ignore[arg-type]
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+            proposed = (
+                await http.post(
+                    "/query",
+                    json={"query": "count", "auto_mode": True, "auto_require_plan_approval": True},
+                )
+            ).json()
+            assert proposed["status"] == "awaiting_approval" and calls == []
+            execute = {"plan_id": proposed["plan"]["plan_id"]}  # no edited steps: the stored ones run
+            done = await http.post(
+                "/query",
+                json={"query": "go", "session_id": proposed["session_id"], "auto_plan_execute": execute},
+            )
+    body = done.json()
+    assert done.status_code == 200 and body["success"], body
+    assert calls == [1, 2] and body["answer"] == "Counted to two."
+    # The steps are replayed to the model as tool calls under valid OpenAI function names.
+    assert replayed == ["byid-agent__step", "byid-agent__step"]
+    assert body["agents_used"] == [{"agent_id": "byid-agent", "tool_name": "step"}]
+    turns = json.loads(await redis_client.get(f"session:{proposed['session_id']}"))
+    assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "plan_executed"]
+    assert [t["tool_args"] for t in turns[1:3]] == [{"n": 1}, {"n": 2}]

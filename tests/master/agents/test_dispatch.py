@@ -1,0 +1,175 @@
+"""The dispatcher, in process: call ids, results, failures, disconnects, timeouts, HTTP callbacks.
+
+A call always ends for a reason the caller can tell apart: its result, the tool's failure, the
+agent's disconnect (at once, by :meth:`Dispatcher.fail_agent`), or the timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from master.agents.invocation import InvocationAgent, InvocationRegistration
+from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
+from protocol import ToolCall, ToolProgress, ToolResult
+from tests.factories import WEATHER_TOOL, answering_agent, dispatcher_for_tests, free_port, serve_app
+
+ECHO = {"name": "echo", "parameters": {"type": "object"}}
+
+
+async def test_a_result_reaches_the_caller_with_its_own_call_id() -> None:
+    calls: list[ToolCall] = []
+    async with dispatcher_for_tests() as dispatcher:
+        agent = answering_agent(dispatcher, "echo", [ECHO], lambda name, args: {"echo": args}, calls=calls)
+        started: list[str] = []
+        results = await asyncio.gather(
+            *(dispatcher.call(agent, "echo", {"n": n}, on_started=started.append) for n in range(20))
+        )
+    assert results == [{"echo": {"n": n}} for n in range(20)]
+    assert len({call.call_id for call in calls}) == 20 and sorted(started) == sorted(c.call_id for c in calls)
+
+
+async def test_tool_failure_names_tool_agent_and_error() -> None:
+    async with dispatcher_for_tests() as dispatcher:
+        calls: list[ToolCall] = []
+        agent = answering_agent(dispatcher, "weather", [WEATHER_TOOL], calls=calls)
+        pending = asyncio.create_task(dispatcher.call(agent, "get_weather", {"city": "x"}))
+        await wait_for(lambda: bool(calls))
+        result = ToolResult(call_id=calls[0].call_id, success=False, error="upstream down")
+        assert dispatcher.resolve(agent, result)
+        with pytest.raises(ToolFailed, match="tool 'get_weather' on agent 'weather' failed: upstream down"):
+            await pending
+        assert not dispatcher.resolve(agent, result)  # finished: nothing to resolve
+
+
+async def test_only_the_called_connection_resolves_a_call() -> None:
+    async with dispatcher_for_tests() as dispatcher:
+        calls: list[ToolCall] = []
+        agent = answering_agent(dispatcher, "a", [ECHO], calls=calls)
+        impostor = answering_agent(dispatcher, "a", [ECHO])  # same id, another connection
+        pending = asyncio.create_task(dispatcher.call(agent, "echo", {}))
+        await wait_for(lambda: bool(calls))
+        forged = ToolResult(call_id=calls[0].call_id, success=True, result="evil")
+        assert not dispatcher.resolve(impostor, forged)
+        assert not dispatcher.progress(impostor, ToolProgress(call_id=calls[0].call_id, message="x"))
+        assert dispatcher.resolve(agent, ToolResult(call_id=calls[0].call_id, success=True, result="ok"))
+        assert await pending == "ok"
+
+
+async def test_disconnect_fails_in_flight_calls_at_once_not_by_timeout() -> None:
+    async with dispatcher_for_tests(call_timeout=3600) as dispatcher:
+        calls: list[ToolCall] = []
+        agent = answering_agent(dispatcher, "dies", [ECHO], calls=calls)
+        other = answering_agent(dispatcher, "lives", [ECHO], calls=calls)
+        doomed = [asyncio.create_task(dispatcher.call(agent, "echo", {"n": n})) for n in range(3)]
+        survivor = asyncio.create_task(dispatcher.call(other, "echo", {}))
+        await wait_for(lambda: len(calls) == 4)
+        assert dispatcher.fail_agent(agent, "disconnected") == 3
+        for task in doomed:
+            with pytest.raises(AgentDisconnected, match="agent 'dies' disconnected while running tool 'echo'"):
+                await task
+        assert not survivor.done()
+        survivor_call = next(c for c in calls if c.arguments == {})
+        dispatcher.resolve(other, ToolResult(call_id=survivor_call.call_id, success=True, result=1))
+        assert await survivor == 1
+
+
+async def test_a_send_on_a_closed_connection_is_a_disconnect() -> None:
+    async with dispatcher_for_tests() as dispatcher:
+        agent = answering_agent(dispatcher, "gone", [ECHO])
+
+        async def broken(frame: str) -> None:
+            raise ConnectionResetError("closed")
+
+        agent.send = broken
+        with pytest.raises(AgentDisconnected, match="disconnected before receiving the call"):
+            await dispatcher.call(agent, "echo", {})
+
+
+async def test_timeout_names_the_tool_and_the_limit_and_late_results_are_refused() -> None:
+    async with dispatcher_for_tests(call_timeout=0.05) as dispatcher:
+        calls: list[ToolCall] = []
+        agent = answering_agent(dispatcher, "slow", [ECHO], calls=calls)  # never answers
+        with pytest.raises(ToolTimeout, match="tool 'echo' on agent 'slow' gave no result within 0.05 s"):
+            await dispatcher.call(agent, "echo", {})
+        late = ToolResult(call_id=calls[0].call_id, success=True, result="late")
+        assert not dispatcher.resolve(agent, late)
+        assert dispatcher.latest_progress(calls[0].call_id) == (None, False)
+        assert dispatcher.latest_progress("never-seen") is None
+
+
+async def test_progress_is_recorded_and_forwarded() -> None:
+    async with dispatcher_for_tests() as dispatcher:
+        calls: list[ToolCall] = []
+        seen: list[ToolProgress] = []
+        agent = answering_agent(dispatcher, "p", [ECHO], calls=calls)
+        pending = asyncio.create_task(dispatcher.call(agent, "echo", {}, on_progress=seen.append))
+        await wait_for(lambda: bool(calls))
+        progress = ToolProgress(call_id=calls[0].call_id, message="half", progress=0.5)
+        assert dispatcher.progress(agent, progress)
+        assert dispatcher.latest_progress(calls[0].call_id) == (progress, True)
+        dispatcher.resolve(agent, ToolResult(call_id=calls[0].call_id, success=True, result=None))
+        await pending
+        assert seen == [progress]
+        assert dispatcher.latest_progress(calls[0].call_id) == (progress, False)
+
+
+async def test_http_agent_gets_a_callback_url_with_a_per_call_token() -> None:
+    received: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def invoke(request: Request) -> JSONResponse:
+        await received.put(await request.json())
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    async with serve_app(Starlette(routes=[Route("/run", invoke, methods=["POST"])])) as url:
+        tool = {**ECHO, "endpoint": "/run"}
+        registration = InvocationRegistration(agent_id="http-a", invocation_base_url=url, tools=[tool])
+        agent = InvocationAgent.from_registration(registration)
+        async with dispatcher_for_tests() as dispatcher:
+            pending = asyncio.create_task(dispatcher.call(agent, "echo", {"x": 1}))
+            async with asyncio.timeout(30):
+                body = await received.get()
+            assert body["arguments"] == {"x": 1} and body["tool_name"] == "echo"
+            token = body["callback_url"].split("token=", 1)[1]
+            assert body["callback_url"].startswith("http://127.0.0.1:9/tool_callback?call_id=")
+            result = ToolResult(call_id=body["call_id"], success=True, result={"ok": True})
+            assert dispatcher.resolve_callback("forged", result) == "unknown"
+            assert dispatcher.resolve_callback(token, result) == "accepted"
+            assert await pending == {"ok": True}
+            assert dispatcher.resolve_callback(token, result) == "duplicate"
+
+
+async def test_unreachable_http_agent_is_unavailable_and_marked_down() -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    registration = InvocationRegistration(agent_id="http-gone", invocation_base_url=url, tools=[ECHO])
+    agent = InvocationAgent.from_registration(registration)
+    async with dispatcher_for_tests() as dispatcher:
+        with pytest.raises(AgentUnavailable, match="agent 'http-gone' is unreachable"):
+            await dispatcher.call(agent, "echo", {})
+    assert agent.status == "DOWN"
+
+
+async def test_http_refusal_is_a_tool_failure_naming_the_status() -> None:
+    async def refuse(request: Request) -> JSONResponse:
+        return JSONResponse({"detail": "no such tool"}, status_code=404)
+
+    async with serve_app(Starlette(routes=[Route("/invoke", refuse, methods=["POST"])])) as url:
+        registration = InvocationRegistration(agent_id="http-no", invocation_base_url=url, tools=[ECHO])
+        agent = InvocationAgent.from_registration(registration)
+        async with dispatcher_for_tests() as dispatcher:
+            with pytest.raises(ToolFailed, match=r"refused the call to 'echo': HTTP 404 .*no such tool") as info:
+                await dispatcher.call(agent, "echo", {})
+    assert "agent 'http-no'" in str(info.value)
+
+
+async def wait_for(predicate: Any) -> None:
+    async with asyncio.timeout(30):
+        while not predicate():
+            await asyncio.sleep(0)
+

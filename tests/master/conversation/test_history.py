@@ -1,0 +1,94 @@
+"""Stored turns replayed as chat messages."""
+
+from __future__ import annotations
+
+from master.conversation.history import history_messages
+
+
+def test_a_query_and_its_tool_calls_become_one_exchange() -> None:
+    turns = [
+        {
+            "query_id": "q1",
+            "query": "Weather?",
+            "decision": "call_tool",
+            "tool_agent_id": "w",
+            "tool_name": "get",
+            "tool_args": {"city": "Oslo"},
+            "result": {"c": 3},
+        },
+        {
+            "query_id": "q1",
+            "query": "Weather?",
+            "decision": "call_tool",
+            "tool_agent_id": "w",
+            "tool_name": "get",
+            "tool_args": {"city": "Rome"},
+            "error": "down",
+            "answer": "Oslo 3, Rome unknown.",
+        },
+        {"query_id": "q2", "query": "Thanks", "decision": "answer_directly", "answer": "You're welcome."},
+    ]
+    assert history_messages(turns) == [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": '[called w.get({"city": "Oslo"}) returned {"c": 3}]\n'
+            '[called w.get({"city": "Rome"}) failed: down]\nOslo 3, Rome unknown.',
+        },
+        {"role": "user", "content": "Thanks"},
+        {"role": "assistant", "content": "You're welcome."},
+    ]
+
+
+def test_summaries_are_system_messages_and_split_exchanges() -> None:
+    turns = [
+        {"query_id": "q1", "query": "a", "decision": "answer_directly", "answer": "A"},
+        {"decision": "summary", "summary": "talked about a", "covers_through_index": 0},
+        {"query_id": "q2", "query": "b", "decision": "answer_directly", "answer": "B"},
+    ]
+    assert [m["role"] for m in history_messages(turns)] == [
+        "user",
+        "assistant",
+        "system",
+        "user",
+        "assistant",
+    ]
+    assert history_messages(turns)[2]["content"] == "Summary of the earlier conversation: talked about a"
+
+
+def test_a_collaboration_without_a_query_is_a_system_note() -> None:
+    turn = {
+        "decision": "collaboration",
+        "agents": ["b", "s"],
+        "task": "price",
+        "message_count": 4,
+        "reason": "completed",
+        "summary": "75 per unit",
+    }
+    assert history_messages([turn]) == [
+        {
+            "role": "system",
+            "content": "[collaboration of b, s on 'price' (4 messages, completed): 75 per unit]",
+        }
+    ]
+
+
+def test_long_tool_results_are_cut() -> None:
+    turn = {
+        "query_id": "q",
+        "query": "big",
+        "decision": "call_tool",
+        "tool_agent_id": "a",
+        "tool_name": "t",
+        "tool_args": {},
+        "result": "x" * 10_000,
+        "answer": "done",
+    }
+    content = history_messages([turn])[1]["content"]
+    assert len(content) < 2200 and content.endswith("]\ndone")
+
+
+def test_unanswered_query_has_no_assistant_message() -> None:
+    assert history_messages([{"query_id": "q", "query": "hm", "decision": "plan"}]) == [
+        {"role": "user", "content": "hm"}
+    ]
