@@ -20,6 +20,9 @@ def sample(name: str) -> tuple[str, Any]:
     """An environment value for the field and the value Settings should read from it."""
     annotation = Settings.model_fields[name].annotation
     kinds = set(typing.get_args(annotation)) or {annotation}
+    if typing.get_origin(annotation) is typing.Literal:
+        choice = typing.get_args(annotation)[0]
+        return str(choice), choice
     if bool in kinds:
         default = Settings.model_fields[name].default
         return ("0", False) if default else ("1", True)
