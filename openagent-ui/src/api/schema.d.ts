@@ -65,6 +65,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/attachments/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Attachment
+         * @description One attachment of the session the call token was issued for (RAG agents only).
+         */
+        get: operations["get_attachment_attachments__ref__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/generate-agent": {
         parameters: {
             query?: never;
@@ -304,6 +324,28 @@ export interface paths {
          * @description The models and prompt profiles a query may ask for.
          */
         get: operations["orchestrator_models_query_orchestrator_models_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/query/session-rag-context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Session Rag Context
+         * @description The session's attachments (ref, filename, size) and their indexing state per file.
+         *
+         *     The vectors themselves stay with the indexer (``search_knowledge``).
+         */
+        get: operations["session_rag_context_query_session_rag_context_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1014,6 +1056,54 @@ export interface operations {
             };
         };
     };
+    get_attachment_attachments__ref__get: {
+        parameters: {
+            query?: never;
+            header?: {
+                "X-OpenAgent-Call-Token"?: string;
+            };
+            path: {
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Missing, wrong or expired call token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such attachment in the token's session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     generate_agent_generate_agent_post: {
         parameters: {
             query?: never;
@@ -1420,7 +1510,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueryResponse"];
                 };
             };
-            /** @description Model not allowed, or a plan step that cannot run */
+            /** @description Model not allowed, a plan step that cannot run, or an attachment whose base64 does not decode or whose type contradicts its content */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1447,6 +1537,15 @@ export interface operations {
             };
             /** @description The plan was already executed */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryResponse"];
+                };
+            };
+            /** @description Too many attachments, or one too large (nothing stored) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1510,6 +1609,39 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+        };
+    };
+    session_rag_context_query_session_rag_context_get: {
+        parameters: {
+            query: {
+                session_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
