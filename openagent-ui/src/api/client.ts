@@ -114,6 +114,8 @@ export interface ApiClient {
   query(body: QueryRequest, handlers: StreamHandlers, signal?: AbortSignal): Promise<QueryResponse>;
   session(sessionId: string): Promise<SessionTurns>;
   deleteSession(sessionId: string): Promise<boolean>;
+  /** `GET /query/session-rag-context`: the session's attached files and their indexing state. */
+  sessionRagContext(sessionId: string): Promise<Record<string, unknown>>;
   /** `GET /internal/sandbox/status`; `null` when this master has no sandbox (404). */
   sandboxStatus(): Promise<{ enabled: boolean; [key: string]: unknown } | null>;
   /** `POST /internal/sandbox-agent/start` (sandbox issue). */
@@ -200,6 +202,8 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
       if (!response.ok) throw await failure(response);
       return true;
     },
+    sessionRagContext: (sessionId) =>
+      json("GET", `/query/session-rag-context?session_id=${encodeURIComponent(sessionId)}`),
     sandboxStatus: () => optional("/internal/sandbox/status"),
     sandboxStart: (body) => json("POST", "/internal/sandbox-agent/start", body),
     async query(body, handlers, signal) {

@@ -321,7 +321,8 @@ export interface paths {
         };
         /**
          * Orchestrator Models
-         * @description The models and prompt profiles a query may ask for.
+         * @description The models and prompt profiles a query may ask for, and the attachment limits
+         *     (``RAG_MAX_ATTACHMENT_BYTES``, ``RAG_MAX_ATTACHMENTS``) so clients can check before sending.
          */
         get: operations["orchestrator_models_query_orchestrator_models_get"];
         put?: never;
