@@ -206,7 +206,11 @@ def main() -> int:
         llm.stop()
         shutil.rmtree(agents_root, ignore_errors=True)
 
-    signal.signal(signal.SIGTERM, lambda *_: (stop(), os._exit(0)))
+    def terminated(*_: object) -> None:
+        stop()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         master_log = logs / "master.log"
         children.append(
@@ -244,7 +248,12 @@ def main() -> int:
         print(json.dumps({"ui": f"{master}/ui/", "master": master, "api_key": API_KEY}), flush=True)  # noqa: T201
         # Run until the parent closes our stdin (or kills us), or a child dies.
         closed = threading.Event()
-        threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+
+        def read_until_closed() -> None:
+            sys.stdin.read()
+            closed.set()
+
+        threading.Thread(target=read_until_closed, daemon=True).start()
         while not closed.wait(0.5):
             if any(child.poll() is not None for child in children):
                 print("a stack process exited; see the logs in test-results/stack", file=sys.stderr)  # noqa: T201
