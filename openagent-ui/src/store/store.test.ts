@@ -9,7 +9,9 @@ interface Call {
 }
 
 /** A fake master: routes by method and path, records every request. */
-function fakeMaster(options: { key?: string; stream?: string; refuse?: { status: number; body: unknown } } = {}) {
+function fakeMaster(
+  options: { key?: string; stream?: string; refuse?: { status: number; body: unknown }; yamlStart?: { status: number; body: unknown } } = {},
+) {
   const calls: Call[] = [];
   const agents = [
     {
@@ -41,6 +43,7 @@ function fakeMaster(options: { key?: string; stream?: string; refuse?: { status:
       return json({ session_id: "s1", attachments: [{ ref: "att_1", filename: "notes.md", size: 5, index: { status: "indexed", chunks: 1 } }] });
     if (path === "/query" && options.refuse) return json(options.refuse.body, options.refuse.status);
     if (path === "/register") return json({ registered: true, status: "UP" });
+    if (path === "/internal/yaml-agents/start" && options.yamlStart) return json(options.yamlStart.body, options.yamlStart.status);
     if (path === "/query") return new Response(options.stream ?? "", { headers: { "content-type": "text/event-stream" } });
     if (path.startsWith("/sessions/") && method === "DELETE") return json({ deleted: true });
     return json({ detail: "Not Found" }, 404);
@@ -222,5 +225,44 @@ describe("store: chat", () => {
     expect(store.getState().transcript).toEqual([]);
     expect(store.getState().sessionId).toBeNull();
     expect(master.calls.some((c) => c.method === "DELETE" && c.path === "/sessions/s1")).toBe(true);
+  });
+});
+
+describe("store: Start in master", () => {
+  const INDEXER = "document-indexer-agent";
+
+  it("sends a one-agent workspace to POST /internal/yaml-agents/start and notes the outcome", async () => {
+    const master = fakeMaster({
+      yamlStart: { status: 200, body: { agents: [{ agent_id: INDEXER, status: "started", handler: "system_agents.document_indexer_agent" }] } },
+    });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m:8000", "");
+    await store.getState().link(INDEXER);
+    expect(store.getState().linkNotes[INDEXER]?.kind).toBe("start");
+    await store.getState().startInMaster(INDEXER);
+    const call = master.calls.find((c) => c.path === "/internal/yaml-agents/start");
+    const yaml = (call?.body as { yaml: string }).yaml;
+    expect(yaml).toContain("agent_id: document-indexer-agent");
+    expect(yaml).toContain("handler: system_agents.document_indexer_agent");
+    expect(yaml).toContain("transport: websocket");
+    expect(yaml).not.toContain("demo");
+    expect(store.getState().linkNotes[INDEXER]).toEqual({ kind: "started", text: "Started in the master (system_agents.document_indexer_agent)" });
+  });
+
+  it("shows a failed start and the master's 403", async () => {
+    const failed = fakeMaster({
+      yamlStart: { status: 200, body: { agents: [{ agent_id: INDEXER, status: "failed", reason: "cannot import 'x'" }] } },
+    });
+    const store = createAppStore({ ...base, fetch: failed.fetch });
+    await store.getState().connect("http://m", "");
+    await store.getState().startInMaster(INDEXER);
+    expect(store.getState().linkNotes[INDEXER]).toEqual({ kind: "error", text: "Not started: failed: cannot import 'x'" });
+
+    const off = fakeMaster({ yamlStart: { status: 403, body: { detail: "the YAML agent runner is disabled (OPENAGENT_YAML_RUNNER=0)" } } });
+    const other = createAppStore({ ...base, fetch: off.fetch });
+    await other.getState().connect("http://m", "");
+    await other.getState().startInMaster(INDEXER);
+    expect(other.getState().linkNotes[INDEXER]?.text).toMatch(/^403 Forbidden.*OPENAGENT_YAML_RUNNER=0/);
+    expect(other.getState().notices.at(-1)?.text).toContain("OPENAGENT_YAML_RUNNER=0");
   });
 });

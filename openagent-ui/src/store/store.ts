@@ -65,6 +65,7 @@ import {
   canvasToWorkspace,
   exportWorkspace,
   parseWorkspace,
+  startWorkspace,
   workspaceEntries,
   workspaceToCanvas,
   type CanvasSnapshot,
@@ -100,7 +101,7 @@ export interface CallLogEntry {
 }
 
 export interface LinkNote {
-  kind: "registered" | "start" | "deploying" | "deployed" | "error";
+  kind: "registered" | "start" | "starting" | "started" | "deploying" | "deployed" | "error";
   text: string;
 }
 
@@ -197,6 +198,8 @@ export interface AppState {
   addAgent(agentId: string, position?: XYPosition): void;
   link(agentId: string): Promise<void>;
   unlink(agentId: string): void;
+  /** Run a discovered WebSocket agent inside the master (`POST /internal/yaml-agents/start`). */
+  startInMaster(agentId: string): Promise<void>;
   deleteSelected(): void;
   undo(): void;
   redo(): void;
@@ -674,6 +677,37 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
           return;
         }
         note({ kind: "start", text: startCommand(entry, wsUrlOf(get().baseUrl)) });
+      },
+
+      async startInMaster(agentId) {
+        const { api, baseUrl } = get();
+        const entry = get().catalogById[agentId];
+        const note = (value: LinkNote) => set({ linkNotes: { ...get().linkNotes, [agentId]: value } });
+        if (!api || !entry) return;
+        const base = baseUrl || (typeof window !== "undefined" ? window.location.origin : "http://127.0.0.1:8000");
+        const workspace = startWorkspace(entry, { baseUrl: base, wsUrl: wsUrlOf(base) });
+        if (!workspace) {
+          note({ kind: "error", text: "Cannot start it in the master: no agents/, system_agents/ or sample_agents/ module known for it" });
+          return;
+        }
+        note({ kind: "starting", text: "Starting it in the master…" });
+        try {
+          const outcomes = await api.startYamlAgents(exportWorkspace(workspace));
+          const outcome = outcomes.find((o) => o.agent_id === agentId);
+          if (outcome && (outcome.status === "started" || outcome.status === "already_running")) {
+            const how = outcome.status === "started" ? "Started" : "Already running";
+            note({ kind: "started", text: `${how} in the master (${outcome.handler ?? workspace.agents[0]!.handler})` });
+            await get().refresh();
+          } else {
+            const why = outcome ? `${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ""}` : "the master did not report it";
+            note({ kind: "error", text: `Not started: ${why}` });
+            get().notify("error", `Starting ${agentId} in the master failed: ${why}`);
+          }
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          note({ kind: "error", text: message });
+          get().notify("error", `Starting ${agentId} in the master failed: ${message}`);
+        }
       },
 
       unlink(agentId) {
