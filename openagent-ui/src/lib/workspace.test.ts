@@ -115,7 +115,7 @@ describe("startWorkspace", () => {
       label: "greeter",
       transport: "websocket",
       role: "action",
-      source: "discovered",
+      source: "discover",
       status: "offline",
       tools: [{ name: "greet", description: "Greet" }],
       module: "agents.greeter",
@@ -128,7 +128,7 @@ describe("startWorkspace", () => {
   });
 
   it("is null without a runnable module or for HTTP agents", () => {
-    const base: CatalogEntry = { agentId: "x", label: "x", transport: "websocket", role: "action", source: "discovered", status: "offline", tools: [] };
+    const base: CatalogEntry = { agentId: "x", label: "x", transport: "websocket", role: "action", source: "discover", status: "offline", tools: [] };
     expect(startWorkspace(base, master)).toBeNull();
     expect(startWorkspace({ ...base, module: "os.path" }, master)).toBeNull();
     expect(startWorkspace({ ...base, transport: "invocation", module: "agents.x" }, master)).toBeNull();
