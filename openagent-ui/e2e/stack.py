@@ -12,6 +12,7 @@ then runs until stdin closes or it gets SIGTERM, and stops what it started. Uses
 The scripted LLM answers by rule, like a model that follows the prompts:
 - offered ``submit_plan``: a one-step plan calling ``demo-invocation-agent.echo``;
 - after a tool result: "The agent answered: <result>";
+- asked to "greet <name>" with ``e2e-greeter.greet`` offered: calls it;
 - asked to "echo <word>" with the echo tool offered: calls it with ``{"text": <word>}``;
 - offered the indexer's ``search_knowledge`` (the RAG agents are linked): the RAG tests' model
   (``tests.factories.rag_model``) calls it with the question (which extracts and indexes the
@@ -27,7 +28,8 @@ small enough for the tests to exceed it cheaply.
 
 The master's agents root (``OPENAGENT_AGENTS_ROOT``) is a fresh temporary folder, so saved
 agents never land in the repository; it holds ``agents/broken_agent.py``, which discovery
-lists as a per-file error.
+lists as a per-file error, and ``agents/e2e_greeter.py``, a WebSocket agent that nothing runs
+until the page starts it in the master (``POST /internal/yaml-agents/start``).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from tests.master.builder.samples import BAD, UNIT_CONVERTER, fenced  # noqa: E4
 API_KEY = "e2e-secret-key"
 AGENT = "demo-invocation-agent"
 ECHO = f"{AGENT}__echo"
+GREET = "e2e-greeter__greet"
 RAG_AGENTS = ("document-extractor-agent", "document-indexer-agent")
 ATTACHMENT_LIMIT = 64 * 1024
 
@@ -70,6 +73,37 @@ def _text(content: Any) -> str:
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
 
+
+GREETER_AGENT = '''"""A WebSocket agent the e2e suite starts inside the master ("Start in master")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema, run_action_agent
+
+AGENT_ID = "e2e-greeter"
+
+TOOLS = [
+    ToolSchema(
+        name="greet",
+        description="Greet someone by name.",
+        parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    ),
+]
+
+
+async def handle_tool(tool_name: str, arguments: dict[str, Any]) -> Any:
+    return {"greeting": f"Hello, {arguments['name']}!"}
+
+
+def build_agent(config: ClientConfig | None = None) -> OrchestratorActionAgent:
+    return OrchestratorActionAgent(AGENT_ID, TOOLS, handle_tool, config=config)
+
+
+if __name__ == "__main__":
+    run_action_agent(build_agent())
+'''
 
 BROKEN_AGENT = 'from openagent import OrchestratorActionAgent\nagent = OrchestratorActionAgent("broken",\n'
 
@@ -110,6 +144,9 @@ def handler(body: dict[str, Any]) -> Reply:
     if last.get("role") == "tool":
         return TextReply(f"The agent answered: {_text(last.get('content'))}")
     question = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    match = re.search(r"greet (\w+)", question, re.IGNORECASE)
+    if match and GREET in tools:
+        return ToolCallReply((ToolCall(GREET, {"name": match.group(1)}),))
     match = re.search(r"echo (\w+)", question, re.IGNORECASE)
     if match and ECHO in tools:
         return ToolCallReply((ToolCall(ECHO, {"text": match.group(1)}),))
@@ -169,6 +206,7 @@ def main() -> int:
     for folder in ("agents", "system_agents", "sample_agents"):
         (agents_root / folder).mkdir()
     (agents_root / "agents" / "broken_agent.py").write_text(BROKEN_AGENT)
+    (agents_root / "agents" / "e2e_greeter.py").write_text(GREETER_AGENT)
 
     llm = ScriptedOpenAIServer().start()
     llm.set_handler(handler)
