@@ -35,6 +35,9 @@ export interface paths {
         /**
          * List Agents
          * @description Connected WebSocket agents, then invocation agents from Redis with their last health check.
+         *
+         *     With the sandbox on, every row has a ``sandbox`` field (``null`` for agents not deployed by it),
+         *     and sandboxed agents that are not connected follow as rows of their own.
          */
         get: operations["list_agents_agents_get"];
         put?: never;
@@ -181,6 +184,126 @@ export interface paths {
          * @description The recorded session: the ``collab:{id}`` document (metadata and every entry).
          */
         get: operations["get_collaboration_internal_collaborations__collab_session_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/k8s/pools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pools
+         * @description Pool runner Pods and the agents each runs.
+         */
+        get: operations["pools_internal_k8s_pools_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/k8s/workloads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Workloads
+         * @description Dedicated agent Pods and pool Pods.
+         */
+        get: operations["workloads_internal_k8s_workloads_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox-agent/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Agent Logs
+         * @description The agent container's log (the previous run's when it is crash-looping) or its pool log.
+         */
+        get: operations["agent_logs_internal_sandbox_agent_logs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox-agent/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start Agent
+         * @description Deploy agent code in a Pod of its own (``new_pod``) or in a pool runner (``pool``); replaces a deployed one.
+         */
+        post: operations["start_agent_internal_sandbox_agent_start_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox-agent/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop Agent
+         * @description Tear down the agent's Pod and ConfigMap, or stop it in its pool runner.
+         */
+        post: operations["stop_agent_internal_sandbox_agent_stop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sandbox Status
+         * @description Whether the sandbox is on, its namespace, whether the cluster answers (and why not), images.
+         */
+        get: operations["sandbox_status_internal_sandbox_status_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -883,6 +1006,37 @@ export interface components {
             yaml: string;
         };
         /**
+         * SandboxStartRequest
+         * @description ``POST /internal/sandbox-agent/start``: exactly one of ``module`` and ``source``.
+         */
+        SandboxStartRequest: {
+            /** Agent Id */
+            agent_id: string;
+            /** Env */
+            env?: {
+                [key: string]: string;
+            };
+            /** Master Ws */
+            master_ws?: string | null;
+            /** Module */
+            module?: string | null;
+            /**
+             * Placement
+             * @default new_pod
+             * @enum {string}
+             */
+            placement?: "new_pod" | "pool";
+            /** Pool Pod Name */
+            pool_pod_name?: string | null;
+            /** Source */
+            source?: string | null;
+        };
+        /** SandboxStopRequest */
+        SandboxStopRequest: {
+            /** Agent Id */
+            agent_id: string;
+        };
+        /**
          * SaveAgentBody
          * @description The body of ``POST /save-agent``.
          */
@@ -1340,6 +1494,246 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    pools_internal_k8s_pools_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    workloads_internal_k8s_workloads_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    agent_logs_internal_sandbox_agent_logs_get: {
+        parameters: {
+            query: {
+                agent_id: string;
+                tail_lines?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    start_agent_internal_sandbox_agent_start_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SandboxStartRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    stop_agent_internal_sandbox_agent_stop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SandboxStopRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    sandbox_status_internal_sandbox_status_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
