@@ -91,5 +91,14 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
 
 @router.get("/query/orchestrator-models")
 async def orchestrator_models(services: ServicesDep) -> dict[str, Any]:
-    """The models and prompt profiles a query may ask for."""
-    return {**services.catalog.as_dict(), "prompt_profiles": list(PROMPT_PROFILES)}
+    """The models and prompt profiles a query may ask for, and the attachment limits
+    (``RAG_MAX_ATTACHMENT_BYTES``, ``RAG_MAX_ATTACHMENTS``) so clients can check before sending."""
+    settings = services.settings
+    return {
+        **services.catalog.as_dict(),
+        "prompt_profiles": list(PROMPT_PROFILES),
+        "attachment_limits": {
+            "max_bytes": settings.rag_max_attachment_bytes,
+            "max_count": settings.rag_max_attachments,
+        },
+    }

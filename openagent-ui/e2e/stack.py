@@ -1,5 +1,7 @@
 """What the Playwright suite runs against: a scripted LLM, Redis, a real master serving the
-built UI, and the real sample agent ``demo-invocation-agent``.
+built UI, the real sample agent ``demo-invocation-agent`` and the real RAG stack
+(``python -m system_agents.rag_stack_ws``: extractor and indexer, with the ``hashing``
+embedding backend, so no model is downloaded and no embeddings API is called).
 
     python openagent-ui/e2e/stack.py          (from the repository root, with the project's venv)
 
@@ -10,16 +12,24 @@ then runs until stdin closes or it gets SIGTERM, and stops what it started. Uses
 The scripted LLM answers by rule, like a model that follows the prompts:
 - offered ``submit_plan``: a one-step plan calling ``demo-invocation-agent.echo``;
 - after a tool result: "The agent answered: <result>";
+- asked to "greet <name>" with ``e2e-greeter.greet`` offered: calls it;
 - asked to "echo <word>" with the echo tool offered: calls it with ``{"text": <word>}``;
+- offered the indexer's ``search_knowledge`` (the RAG agents are linked): the RAG tests' model
+  (``tests.factories.rag_model``) calls it with the question (which extracts and indexes the
+  session's files first), then answers "From <file> (<position>): <passage>";
 - otherwise a direct answer, "Direct answer: <question>".
 
 Asked by the agent builder (``POST /generate-agent``), it writes the builder tests' unit
 converter (``tests/master/builder/samples.py``); a description with "broken" gets code that
 fails its checks on both attempts (422), one with "outage" a provider error (502).
 
+The master accepts attachments up to ``ATTACHMENT_LIMIT`` bytes (``RAG_MAX_ATTACHMENT_BYTES``),
+small enough for the tests to exceed it cheaply.
+
 The master's agents root (``OPENAGENT_AGENTS_ROOT``) is a fresh temporary folder, so saved
 agents never land in the repository; it holds ``agents/broken_agent.py``, which discovery
-lists as a per-file error.
+lists as a per-file error, and ``agents/e2e_greeter.py``, a WebSocket agent that nothing runs
+until the page starts it in the master (``POST /internal/yaml-agents/start``).
 """
 
 from __future__ import annotations
@@ -45,11 +55,15 @@ sys.path.insert(0, str(ROOT))
 import redis  # noqa: E402
 
 from openagent.testing import ErrorReply, Reply, ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply  # noqa: E402
+from tests.factories import rag_model  # noqa: E402
 from tests.master.builder.samples import BAD, UNIT_CONVERTER, fenced  # noqa: E402
 
 API_KEY = "e2e-secret-key"
 AGENT = "demo-invocation-agent"
 ECHO = f"{AGENT}__echo"
+GREET = "e2e-greeter__greet"
+RAG_AGENTS = ("document-extractor-agent", "document-indexer-agent")
+ATTACHMENT_LIMIT = 64 * 1024
 
 
 def _text(content: Any) -> str:
@@ -59,6 +73,37 @@ def _text(content: Any) -> str:
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
 
+
+GREETER_AGENT = '''"""A WebSocket agent the e2e suite starts inside the master ("Start in master")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema, run_action_agent
+
+AGENT_ID = "e2e-greeter"
+
+TOOLS = [
+    ToolSchema(
+        name="greet",
+        description="Greet someone by name.",
+        parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    ),
+]
+
+
+async def handle_tool(tool_name: str, arguments: dict[str, Any]) -> Any:
+    return {"greeting": f"Hello, {arguments['name']}!"}
+
+
+def build_agent(config: ClientConfig | None = None) -> OrchestratorActionAgent:
+    return OrchestratorActionAgent(AGENT_ID, TOOLS, handle_tool, config=config)
+
+
+if __name__ == "__main__":
+    run_action_agent(build_agent())
+'''
 
 BROKEN_AGENT = 'from openagent import OrchestratorActionAgent\nagent = OrchestratorActionAgent("broken",\n'
 
@@ -86,10 +131,22 @@ def handler(body: dict[str, Any]) -> Reply:
             ],
         }
         return ToolCallReply((ToolCall("submit_plan", plan),))
+    called = {
+        str(call.get("function", {}).get("name"))
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+    }
+    if any(str(name).endswith("__search_knowledge") for name in tools | called):
+        answer: Any = rag_model(body)
+        return TextReply(answer) if isinstance(answer, str) else answer
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
         return TextReply(f"The agent answered: {_text(last.get('content'))}")
     question = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    match = re.search(r"greet (\w+)", question, re.IGNORECASE)
+    if match and GREET in tools:
+        return ToolCallReply((ToolCall(GREET, {"name": match.group(1)}),))
     match = re.search(r"echo (\w+)", question, re.IGNORECASE)
     if match and ECHO in tools:
         return ToolCallReply((ToolCall(ECHO, {"text": match.group(1)}),))
@@ -117,20 +174,23 @@ def wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: fl
     raise SystemExit(f"{url} did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
 
 
-def wait_registered(master: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
+def wait_registered(
+    master: str, process: subprocess.Popen[bytes], log: Path, agents: tuple[str, ...], timeout: float = 90.0
+) -> None:
     deadline = time.monotonic() + timeout
     request = urllib.request.Request(f"{master}/agents", headers={"Authorization": f"Bearer {API_KEY}"})
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"the sample agent exited:\n{log.read_text()[-3000:]}")
+            raise SystemExit(f"{process.args!r} exited:\n{log.read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(request, timeout=1) as response:
-                if AGENT in response.read().decode():
+                listed = {row["agent_id"] for row in json.loads(response.read())["agents"]}
+                if set(agents) <= listed:
                     return
-        except OSError:
+        except (OSError, ValueError, KeyError):
             pass
         time.sleep(0.1)
-    raise SystemExit(f"{AGENT} did not register within {timeout} s:\n{log.read_text()[-3000:]}")
+    raise SystemExit(f"{agents} did not register within {timeout} s:\n{log.read_text()[-3000:]}")
 
 
 def main() -> int:
@@ -146,6 +206,7 @@ def main() -> int:
     for folder in ("agents", "system_agents", "sample_agents"):
         (agents_root / folder).mkdir()
     (agents_root / "agents" / "broken_agent.py").write_text(BROKEN_AGENT)
+    (agents_root / "agents" / "e2e_greeter.py").write_text(GREETER_AGENT)
 
     llm = ScriptedOpenAIServer().start()
     llm.set_handler(handler)
@@ -163,6 +224,8 @@ def main() -> int:
         "OPENAGENT_UI_DIR": str(dist),
         "OPENAGENT_AGENTS_ROOT": str(agents_root),
         "OPENAGENT_HEALTH_CHECK_INTERVAL": "2",
+        "RAG_MAX_ATTACHMENT_BYTES": str(ATTACHMENT_LIMIT),
+        "RAG_TOOL_CALL_TIMEOUT": "60",
         "MASTER_BASE_URL": master,
         "MASTER_WS": f"ws://127.0.0.1:{port}/ws",
         "INVOCATION_PORT": str(agent_port),
@@ -181,7 +244,11 @@ def main() -> int:
         llm.stop()
         shutil.rmtree(agents_root, ignore_errors=True)
 
-    signal.signal(signal.SIGTERM, lambda *_: (stop(), os._exit(0)))
+    def terminated(*_: object) -> None:
+        stop()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         master_log = logs / "master.log"
         children.append(
@@ -204,11 +271,27 @@ def main() -> int:
                 stderr=subprocess.STDOUT,
             )
         )
-        wait_registered(master, children[-1], agent_log)
+        wait_registered(master, children[-1], agent_log, (AGENT,))
+        rag_log = logs / "rag-stack.log"
+        children.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "system_agents.rag_stack_ws"],
+                cwd=ROOT,
+                env={**env, "OPENAGENT_EMBEDDING_BACKEND": "hashing", "OPENAGENT_RAG_VISION": "0"},
+                stdout=rag_log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        )
+        wait_registered(master, children[-1], rag_log, RAG_AGENTS)
         print(json.dumps({"ui": f"{master}/ui/", "master": master, "api_key": API_KEY}), flush=True)  # noqa: T201
         # Run until the parent closes our stdin (or kills us), or a child dies.
         closed = threading.Event()
-        threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+
+        def read_until_closed() -> None:
+            sys.stdin.read()
+            closed.set()
+
+        threading.Thread(target=read_until_closed, daemon=True).start()
         while not closed.wait(0.5):
             if any(child.poll() is not None for child in children):
                 print("a stack process exited; see the logs in test-results/stack", file=sys.stderr)  # noqa: T201

@@ -89,6 +89,14 @@ export interface Discovery {
   errors: DiscoveryProblem[];
 }
 
+/** One agent's outcome of `POST /internal/yaml-agents/start`. */
+export interface YamlAgentOutcome {
+  agent_id: string;
+  status: "started" | "already_running" | "skipped" | "failed" | string;
+  reason?: string;
+  handler?: string;
+}
+
 export interface StreamHandlers {
   onEvent(event: string, data: Record<string, unknown>): void;
 }
@@ -114,6 +122,10 @@ export interface ApiClient {
   query(body: QueryRequest, handlers: StreamHandlers, signal?: AbortSignal): Promise<QueryResponse>;
   session(sessionId: string): Promise<SessionTurns>;
   deleteSession(sessionId: string): Promise<boolean>;
+  /** `GET /query/session-rag-context`: the session's attached files and their indexing state. */
+  sessionRagContext(sessionId: string): Promise<Record<string, unknown>>;
+  /** `POST /internal/yaml-agents/start`: run a workspace's WebSocket agents inside the master. */
+  startYamlAgents(yaml: string): Promise<YamlAgentOutcome[]>;
   /** `GET /internal/sandbox/status`; `null` when this master has no sandbox (404). */
   sandboxStatus(): Promise<{ enabled: boolean; [key: string]: unknown } | null>;
   /** `POST /internal/sandbox-agent/start` (sandbox issue). */
@@ -200,6 +212,10 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
       if (!response.ok) throw await failure(response);
       return true;
     },
+    sessionRagContext: (sessionId) =>
+      json("GET", `/query/session-rag-context?session_id=${encodeURIComponent(sessionId)}`),
+    startYamlAgents: async (yaml) =>
+      (await json<{ agents?: YamlAgentOutcome[] }>("POST", "/internal/yaml-agents/start", { yaml })).agents ?? [],
     sandboxStatus: () => optional("/internal/sandbox/status"),
     sandboxStart: (body) => json("POST", "/internal/sandbox-agent/start", body),
     async query(body, handlers, signal) {

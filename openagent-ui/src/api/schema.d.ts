@@ -35,6 +35,9 @@ export interface paths {
         /**
          * List Agents
          * @description Connected WebSocket agents, then invocation agents from Redis with their last health check.
+         *
+         *     With the sandbox on, every row has a ``sandbox`` field (``null`` for agents not deployed by it),
+         *     and sandboxed agents that are not connected follow as rows of their own.
          */
         get: operations["list_agents_agents_get"];
         put?: never;
@@ -57,6 +60,26 @@ export interface paths {
          * @description ``system_agents/*.py`` then ``agents/*.py``, read without importing; per-file errors listed.
          */
         get: operations["discover_agents_agents_discover_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/attachments/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Attachment
+         * @description One attachment of the session the call token was issued for (RAG agents only).
+         */
+        get: operations["get_attachment_attachments__ref__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -161,6 +184,126 @@ export interface paths {
          * @description The recorded session: the ``collab:{id}`` document (metadata and every entry).
          */
         get: operations["get_collaboration_internal_collaborations__collab_session_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/k8s/pools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pools
+         * @description Pool runner Pods and the agents each runs.
+         */
+        get: operations["pools_internal_k8s_pools_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/k8s/workloads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Workloads
+         * @description Dedicated agent Pods and pool Pods.
+         */
+        get: operations["workloads_internal_k8s_workloads_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox-agent/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Agent Logs
+         * @description The agent container's log (the previous run's when it is crash-looping) or its pool log.
+         */
+        get: operations["agent_logs_internal_sandbox_agent_logs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox-agent/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start Agent
+         * @description Deploy agent code in a Pod of its own (``new_pod``) or in a pool runner (``pool``); replaces a deployed one.
+         */
+        post: operations["start_agent_internal_sandbox_agent_start_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox-agent/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop Agent
+         * @description Tear down the agent's Pod and ConfigMap, or stop it in its pool runner.
+         */
+        post: operations["stop_agent_internal_sandbox_agent_stop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/sandbox/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sandbox Status
+         * @description Whether the sandbox is on, its namespace, whether the cluster answers (and why not), images.
+         */
+        get: operations["sandbox_status_internal_sandbox_status_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -301,9 +444,32 @@ export interface paths {
         };
         /**
          * Orchestrator Models
-         * @description The models and prompt profiles a query may ask for.
+         * @description The models and prompt profiles a query may ask for, and the attachment limits
+         *     (``RAG_MAX_ATTACHMENT_BYTES``, ``RAG_MAX_ATTACHMENTS``) so clients can check before sending.
          */
         get: operations["orchestrator_models_query_orchestrator_models_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/query/session-rag-context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Session Rag Context
+         * @description The session's attachments (ref, filename, size) and their indexing state per file.
+         *
+         *     The vectors themselves stay with the indexer (``search_knowledge``).
+         */
+        get: operations["session_rag_context_query_session_rag_context_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -840,6 +1006,37 @@ export interface components {
             yaml: string;
         };
         /**
+         * SandboxStartRequest
+         * @description ``POST /internal/sandbox-agent/start``: exactly one of ``module`` and ``source``.
+         */
+        SandboxStartRequest: {
+            /** Agent Id */
+            agent_id: string;
+            /** Env */
+            env?: {
+                [key: string]: string;
+            };
+            /** Master Ws */
+            master_ws?: string | null;
+            /** Module */
+            module?: string | null;
+            /**
+             * Placement
+             * @default new_pod
+             * @enum {string}
+             */
+            placement?: "new_pod" | "pool";
+            /** Pool Pod Name */
+            pool_pod_name?: string | null;
+            /** Source */
+            source?: string | null;
+        };
+        /** SandboxStopRequest */
+        SandboxStopRequest: {
+            /** Agent Id */
+            agent_id: string;
+        };
+        /**
          * SaveAgentBody
          * @description The body of ``POST /save-agent``.
          */
@@ -1010,6 +1207,54 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+        };
+    };
+    get_attachment_attachments__ref__get: {
+        parameters: {
+            query?: never;
+            header?: {
+                "X-OpenAgent-Call-Token"?: string;
+            };
+            path: {
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Missing, wrong or expired call token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such attachment in the token's session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
@@ -1253,6 +1498,246 @@ export interface operations {
             };
         };
     };
+    pools_internal_k8s_pools_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    workloads_internal_k8s_workloads_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    agent_logs_internal_sandbox_agent_logs_get: {
+        parameters: {
+            query: {
+                agent_id: string;
+                tail_lines?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    start_agent_internal_sandbox_agent_start_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SandboxStartRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    stop_agent_internal_sandbox_agent_stop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SandboxStopRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    sandbox_status_internal_sandbox_status_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     export_workspace_internal_workspace_export_get: {
         parameters: {
             query?: never;
@@ -1420,7 +1905,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueryResponse"];
                 };
             };
-            /** @description Model not allowed, or a plan step that cannot run */
+            /** @description Model not allowed, a plan step that cannot run, or an attachment whose base64 does not decode or whose type contradicts its content */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1447,6 +1932,15 @@ export interface operations {
             };
             /** @description The plan was already executed */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryResponse"];
+                };
+            };
+            /** @description Too many attachments, or one too large (nothing stored) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1510,6 +2004,39 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+        };
+    };
+    session_rag_context_query_session_rag_context_get: {
+        parameters: {
+            query: {
+                session_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
 import type { Attachment, PromptProfile } from "../api/types";
-import type { AssistantEntry, ChatEntry, ToolStep } from "../lib/chat";
+import { attachmentProblem, formatBytes, type AssistantEntry, type ChatEntry, type SessionFile, type ToolStep } from "../lib/chat";
 import { linkedAgentIds } from "../lib/graph";
 import { useAppStore } from "../store/context";
 import { PlanEditor } from "./PlanEditor";
@@ -88,7 +88,23 @@ async function toAttachment(file: File): Promise<Attachment> {
   return { filename: file.name, mime_type: file.type || "application/octet-stream", content_base64: btoa(binary) };
 }
 
-const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(bytes % (1024 * 1024) ? 1 : 0)} MB`;
+function SessionFiles({ files }: { files: SessionFile[] }) {
+  if (!files.length) return null;
+  return (
+    <div className="hint session-files">
+      <span id="session-files-label">Files in this session:</span>{" "}
+      <ul className="inline-list" aria-labelledby="session-files-label">
+        {files.map((f) => (
+          <li key={f.ref} title={f.error ?? undefined}>
+            {f.filename} ({formatBytes(f.size)}, {f.status}
+            {f.chunks !== null ? `, ${f.chunks} chunk${f.chunks === 1 ? "" : "s"}` : ""}
+            {f.error ? `: ${f.error}` : ""})
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
 
 /** The orchestrator chat: streamed answers, tool steps, plans, options and sessions. */
 export function Chat() {
@@ -107,6 +123,9 @@ export function Chat() {
       linked: linkedAgentIds(st.edges).join(", "),
       maxBytes: st.maxAttachmentBytes,
       maxFiles: st.maxAttachments,
+      attachmentError: st.attachmentError,
+      sessionFiles: st.sessionFiles,
+      setAttachmentError: st.setAttachmentError,
       hasQuery: st.lastQuery !== null,
       send: st.send,
       newSession: st.newSession,
@@ -125,21 +144,29 @@ export function Chat() {
   const submit = async (event?: FormEvent) => {
     event?.preventDefault();
     if (!draft.trim() || s.busy) return;
-    const tooBig = files.find((f) => f.size > s.maxBytes);
-    if (tooBig) {
-      s.notify("error", `${tooBig.name} is ${mb(tooBig.size)}: the limit is ${mb(s.maxBytes)} per file`);
-      return;
-    }
-    if (files.length > s.maxFiles) {
-      s.notify("error", `${files.length} files attached: the limit is ${s.maxFiles} per query`);
+    const problem = attachmentProblem(files, { maxBytes: s.maxBytes, maxCount: s.maxFiles });
+    if (problem) {
+      s.setAttachmentError(problem);
+      s.notify("error", problem);
       return;
     }
     const attachments = files.length ? await Promise.all(files.map(toAttachment)) : undefined;
     const question = draft;
+    const kept = files;
     setDraft("");
     setFiles([]);
-    await s.send(question, attachments);
+    const accepted = await s.send(question, attachments);
+    if (!accepted) {
+      // Refused for its files (413/400): give the question and the files back to fix and resend.
+      setDraft(question);
+      setFiles(kept);
+    }
   };
+  const pick = (picked: File[]) => {
+    setFiles(picked);
+    s.setAttachmentError(picked.length ? attachmentProblem(picked, { maxBytes: s.maxBytes, maxCount: s.maxFiles }) : null);
+  };
+  const remove = (index: number) => pick(files.filter((_, i) => i !== index));
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
@@ -229,24 +256,41 @@ export function Chat() {
             aria-label="Message"
           />
         </label>
-        <label className="button" title={`Up to ${s.maxFiles} files, ${mb(s.maxBytes)} each`}>
+        <label className="button" title={`Up to ${s.maxFiles} files, ${formatBytes(s.maxBytes)} each`}>
           Attach files
           <input
             type="file"
             multiple
             className="visually-hidden"
-            onChange={(e) => setFiles([...(e.target.files ?? [])])}
+            onChange={(e) => {
+              pick([...(e.target.files ?? [])]);
+              e.target.value = "";
+            }}
           />
         </label>
         <button type="submit" disabled={!s.connected || s.busy || !draft.trim()}>
           {s.busy ? "Answering…" : "Send"}
         </button>
       </form>
-      <div className="hint">
-        {files.length
-          ? `Attached: ${files.map((f) => `${f.name} (${mb(f.size)})`).join(", ")}`
-          : `Attachments: up to ${s.maxFiles} files, ${mb(s.maxBytes)} each`}
-      </div>
+      {files.length ? (
+        <ul className="attachments inline-list" aria-label="Files to send">
+          {files.map((f, i) => (
+            <li key={`${f.name}-${i}`} className={f.size > s.maxBytes ? "too-big" : undefined}>
+              {f.name} ({formatBytes(f.size)}){" "}
+              <button type="button" className="small" aria-label={`Remove ${f.name}`} onClick={() => remove(i)}>
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {s.attachmentError ? (
+        <div className="node-error" role="alert" aria-label="Attachment error">
+          {s.attachmentError}
+        </div>
+      ) : null}
+      <div className="hint">{`Attachments: up to ${s.maxFiles} files, ${formatBytes(s.maxBytes)} each (read by the RAG agents when they are linked)`}</div>
+      <SessionFiles files={s.sessionFiles} />
     </section>
   );
 }

@@ -13,7 +13,7 @@ export function Details() {
     const node = s.nodes.find((n) => n.selected && isAgentNode(n));
     return node && isAgentNode(node) ? node.data.agentId : null;
   });
-  const { entry, linked, note, logs, link, unlink } = useAppStore(
+  const { entry, linked, note, logs, link, unlink, startInMaster, connected } = useAppStore(
     useShallow((s) => ({
       entry: agentId ? s.catalogById[agentId] : undefined,
       linked: agentId ? hasLink(s.edges, agentId) : false,
@@ -21,6 +21,8 @@ export function Details() {
       logs: agentId ? s.callLogs[agentId] : undefined,
       link: s.link,
       unlink: s.unlink,
+      startInMaster: s.startInMaster,
+      connected: s.connection === "connected",
     })),
   );
   if (!agentId) {
@@ -71,7 +73,17 @@ export function Details() {
               <code className="command">{note.text}</code>
               <button type="button" className="small" onClick={() => void navigator.clipboard?.writeText(note.text)}>
                 Copy command
-              </button>
+              </button>{" "}
+              {connected && (entry?.handler ?? entry?.module) ? (
+                <button
+                  type="button"
+                  className="small"
+                  title="POST /internal/yaml-agents/start: run it inside the master's process"
+                  onClick={() => void startInMaster(agentId)}
+                >
+                  Start in master
+                </button>
+              ) : null}
             </>
           ) : (
             note.text

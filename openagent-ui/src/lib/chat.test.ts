@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { parseSse } from "./sse";
-import { applyEvent, buildQuery, curlCommand, glowTargets, newAssistantEntry, parseArguments } from "./chat";
+import {
+  applyEvent,
+  attachmentFailure,
+  attachmentLimitsOf,
+  attachmentProblem,
+  buildQuery,
+  curlCommand,
+  formatBytes,
+  glowTargets,
+  newAssistantEntry,
+  parseArguments,
+  sessionFiles,
+} from "./chat";
 
 const stream = [
   'event: step\ndata: {"step": 1, "tool_calls": ["demo__echo"]}\n\n',
@@ -89,5 +101,46 @@ describe("curlCommand and parseArguments", () => {
     expect(parseArguments('{"a": 1}', 1)).toEqual({ a: 1 });
     expect(() => parseArguments("[1]", 2)).toThrow("step 2: arguments must be a JSON object");
     expect(() => parseArguments("{", 3)).toThrow(/step 3: arguments are not valid JSON/);
+  });
+});
+
+describe("attachments", () => {
+  it("names the master's attachment refusals with their status, and nothing else", () => {
+    const big = "attachment 'big.txt' is 300001 bytes; the limit is 300000 bytes per file (RAG_MAX_ATTACHMENT_BYTES)";
+    expect(attachmentFailure("attachment_too_large", undefined, big)).toBe(`413 · ${big}`);
+    expect(attachmentFailure("invalid_attachment", undefined, "attachment 'r.pdf': declared as application/pdf")).toMatch(/^400 · attachment 'r.pdf'/);
+    expect(attachmentFailure(null, 413, "413 Too large: attachment 'big.txt'")).toBe("413 Too large: attachment 'big.txt'");
+    expect(attachmentFailure("llm_error", 502, "boom")).toBeNull();
+    expect(attachmentFailure(null, 400, "bad query")).toBeNull();
+  });
+
+  it("reads the master's limits and checks files against them before sending", () => {
+    expect(attachmentLimitsOf({ attachment_limits: { max_bytes: 1000, max_count: 2 } })).toEqual({ maxBytes: 1000, maxCount: 2 });
+    expect(attachmentLimitsOf({ default_model: "x" })).toBeNull();
+    expect(attachmentLimitsOf(null)).toBeNull();
+    const limits = { maxBytes: 2048, maxCount: 2 };
+    expect(attachmentProblem([{ name: "a.md", size: 2048 }], limits)).toBeNull();
+    expect(attachmentProblem([{ name: "big.md", size: 3072 }], limits)).toBe("big.md is 3 KB: the limit is 2 KB per file");
+    expect(attachmentProblem([1, 2, 3].map((i) => ({ name: `${i}.md`, size: 1 })), limits)).toMatch(/3 files attached: .* at most 2/);
+    expect(formatBytes(512)).toBe("512 B");
+    expect(formatBytes(2 * 1024 * 1024)).toBe("2 MB");
+  });
+
+  it("lists the session's files with their indexing state", () => {
+    const context = {
+      session_id: "s",
+      attachments: [
+        { ref: "att_1", filename: "notes.md", size: 120, index: { status: "indexed", chunks: 2 } },
+        { ref: "att_2", filename: "bad.pdf", size: 9, index: { status: "failed", error: "the PDF is corrupt" } },
+        { ref: "att_3", filename: "new.txt", size: 3, index: null },
+        { filename: "no ref" },
+      ],
+    };
+    expect(sessionFiles(context)).toEqual([
+      { ref: "att_1", filename: "notes.md", size: 120, status: "indexed", chunks: 2, error: null },
+      { ref: "att_2", filename: "bad.pdf", size: 9, status: "failed", chunks: null, error: "the PDF is corrupt" },
+      { ref: "att_3", filename: "new.txt", size: 3, status: "not indexed yet", chunks: null, error: null },
+    ]);
+    expect(sessionFiles({})).toEqual([]);
   });
 });

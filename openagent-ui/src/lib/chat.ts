@@ -200,3 +200,79 @@ export function parseArguments(text: string, stepNumber: number): Record<string,
   }
   return value as Record<string, unknown>;
 }
+
+/** The master's refusal codes for attachments, and the HTTP status a non-streamed query gets. */
+export const ATTACHMENT_ERROR_STATUS: Readonly<Record<string, number>> = {
+  attachment_too_large: 413,
+  too_many_attachments: 413,
+  invalid_attachment: 400,
+};
+
+/**
+ * The message to show under the composer when the master refused a query's attachments:
+ * `413 · attachment 'big.txt' is 300001 bytes; the limit is …`. A streamed query carries the
+ * refusal as a failed `query_result` (its `error_code`); a plain one as a 413/400 body.
+ * `null` when the failure is not about attachments.
+ */
+export function attachmentFailure(code: string | null | undefined, httpStatus: number | undefined, message: string): string | null {
+  const status = (code ? ATTACHMENT_ERROR_STATUS[code] : undefined) ?? (httpStatus === 413 ? 413 : undefined);
+  if (status === undefined) return null;
+  return message.startsWith(String(status)) ? message : `${status} · ${message}`;
+}
+
+export interface AttachmentLimits {
+  maxBytes: number;
+  maxCount: number;
+}
+
+/** `attachment_limits` of `GET /query/orchestrator-models`, when the master sends them. */
+export function attachmentLimitsOf(models: Record<string, unknown> | null | undefined): AttachmentLimits | null {
+  const raw = models?.attachment_limits;
+  if (!raw || typeof raw !== "object") return null;
+  const { max_bytes: maxBytes, max_count: maxCount } = raw as Record<string, unknown>;
+  if (typeof maxBytes !== "number" || typeof maxCount !== "number" || maxBytes <= 0 || maxCount < 0) return null;
+  return { maxBytes, maxCount };
+}
+
+export const formatBytes = (bytes: number): string =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(bytes % 1024 ? 1 : 0)} KB` : `${(bytes / 1024 / 1024).toFixed(bytes % (1024 * 1024) ? 1 : 0)} MB`;
+
+/** Why these files cannot be sent (the same limits the master checks), or `null`. */
+export function attachmentProblem(files: readonly { name: string; size: number }[], limits: AttachmentLimits): string | null {
+  if (files.length > limits.maxCount) {
+    return `${files.length} files attached: the master accepts at most ${limits.maxCount} per query`;
+  }
+  const big = files.find((f) => f.size > limits.maxBytes);
+  if (big) return `${big.name} is ${formatBytes(big.size)}: the limit is ${formatBytes(limits.maxBytes)} per file`;
+  return null;
+}
+
+export interface SessionFile {
+  ref: string;
+  filename: string;
+  size: number;
+  /** The indexer's state for the file: "indexed", "failed"…; "not indexed yet" when it has none. */
+  status: string;
+  chunks: number | null;
+  error: string | null;
+}
+
+/** The files of `GET /query/session-rag-context`, oldest first. */
+export function sessionFiles(context: unknown): SessionFile[] {
+  const rows = (context as { attachments?: unknown } | null)?.attachments;
+  if (!Array.isArray(rows)) return [];
+  return rows.flatMap((row: Record<string, unknown>) => {
+    if (!row || typeof row.ref !== "string") return [];
+    const index = (row.index && typeof row.index === "object" ? row.index : null) as Record<string, unknown> | null;
+    return [
+      {
+        ref: row.ref,
+        filename: String(row.filename ?? row.ref),
+        size: typeof row.size === "number" ? row.size : 0,
+        status: typeof index?.status === "string" ? index.status : "not indexed yet",
+        chunks: typeof index?.chunks === "number" ? index.chunks : null,
+        error: typeof index?.error === "string" ? index.error : null,
+      },
+    ];
+  });
+}

@@ -6,6 +6,7 @@ import {
   canvasToWorkspace,
   exportWorkspace,
   parseWorkspace,
+  startWorkspace,
   workspaceEntries,
   workspaceToCanvas,
 } from "./workspace";
@@ -103,5 +104,33 @@ describe("import", () => {
     expect(c.nodes.map((n) => n.id)).toEqual(["orchestrator", "query-client", "agent:a", "agent:b"]);
     expect(c.nodes[2]!.position).not.toEqual(c.nodes[3]!.position);
     expect(c.edges.map((e) => e.id)).toEqual(["link:query-client", "link:a"]);
+  });
+});
+
+describe("startWorkspace", () => {
+  const master = { baseUrl: "http://u:p@m:8000", wsUrl: "ws://m:8000/ws" };
+  it("is one linked WebSocket agent with its handler, which the workspace parser accepts", () => {
+    const entry: CatalogEntry = {
+      agentId: "greeter",
+      label: "greeter",
+      transport: "websocket",
+      role: "action",
+      source: "discover",
+      status: "offline",
+      tools: [{ name: "greet", description: "Greet" }],
+      module: "agents.greeter",
+    };
+    const workspace = startWorkspace(entry, master)!;
+    expect(workspace.agents).toMatchObject([{ agent_id: "greeter", transport: "websocket", handler: "agents.greeter" }]);
+    expect(workspace.links).toEqual([{ source: "greeter", target: "orchestrator" }]);
+    expect(workspace.master.base_url).toBe("http://m:8000");
+    expect(parseWorkspace(exportWorkspace(workspace)).agents[0]?.handler).toBe("agents.greeter");
+  });
+
+  it("is null without a runnable module or for HTTP agents", () => {
+    const base: CatalogEntry = { agentId: "x", label: "x", transport: "websocket", role: "action", source: "discover", status: "offline", tools: [] };
+    expect(startWorkspace(base, master)).toBeNull();
+    expect(startWorkspace({ ...base, module: "os.path" }, master)).toBeNull();
+    expect(startWorkspace({ ...base, transport: "invocation", module: "agents.x" }, master)).toBeNull();
   });
 });

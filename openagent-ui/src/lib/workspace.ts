@@ -172,6 +172,24 @@ export function canvasToWorkspace(
   return workspace;
 }
 
+/**
+ * A workspace of one WebSocket agent, linked to the orchestrator: what `POST
+ * /internal/yaml-agents/start` needs to run it inside the master. `null` when the agent has no
+ * runnable handler module (`agents.…`, `system_agents.…`, `sample_agents.…`) or is not a
+ * WebSocket action agent.
+ */
+export function startWorkspace(entry: CatalogEntry, master: { baseUrl: string; wsUrl: string }): Workspace | null {
+  const spec = agentSpec(entry);
+  if (spec.transport !== "websocket" || spec.role === "query" || !spec.handler) return null;
+  return {
+    version: 1,
+    master: { base_url: scrubUrl(master.baseUrl), ws_url: scrubUrl(master.wsUrl) },
+    agents: [spec],
+    links: [{ source: spec.agent_id, target: ORCHESTRATOR_ID }],
+    layout: { nodes: {} },
+  };
+}
+
 /** The workspace as stable YAML: the same workspace always gives the same bytes. */
 export function exportWorkspace(workspace: Workspace): string {
   return HEADER + stringify(workspace, { indentSeq: false, lineWidth: 100, aliasDuplicateObjects: false });

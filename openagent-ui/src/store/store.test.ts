@@ -9,7 +9,9 @@ interface Call {
 }
 
 /** A fake master: routes by method and path, records every request. */
-function fakeMaster(options: { key?: string; stream?: string } = {}) {
+function fakeMaster(
+  options: { key?: string; stream?: string; refuse?: { status: number; body: unknown }; yamlStart?: { status: number; body: unknown } } = {},
+) {
   const calls: Call[] = [];
   const agents = [
     {
@@ -30,8 +32,18 @@ function fakeMaster(options: { key?: string; stream?: string } = {}) {
     if (path === "/health") return json({ status: "ok" });
     if (options.key && auth !== `Bearer ${options.key}`) return json({ detail: "missing or invalid API key" }, 401);
     if (path === "/agents") return json({ agents });
-    if (path === "/query/orchestrator-models") return json({ allowed_models: ["gpt-4o-mini", "gpt-4o"], default_model: "gpt-4o-mini", prompt_profiles: ["default", "auto_multi", "reasoning"] });
+    if (path === "/query/orchestrator-models")
+      return json({
+        allowed_models: ["gpt-4o-mini", "gpt-4o"],
+        default_model: "gpt-4o-mini",
+        prompt_profiles: ["default", "auto_multi", "reasoning"],
+        attachment_limits: { max_bytes: 4096, max_count: 3 },
+      });
+    if (path === "/query/session-rag-context")
+      return json({ session_id: "s1", attachments: [{ ref: "att_1", filename: "notes.md", size: 5, index: { status: "indexed", chunks: 1 } }] });
+    if (path === "/query" && options.refuse) return json(options.refuse.body, options.refuse.status);
     if (path === "/register") return json({ registered: true, status: "UP" });
+    if (path === "/internal/yaml-agents/start" && options.yamlStart) return json(options.yamlStart.body, options.yamlStart.status);
     if (path === "/query") return new Response(options.stream ?? "", { headers: { "content-type": "text/event-stream" } });
     if (path.startsWith("/sessions/") && method === "DELETE") return json({ deleted: true });
     return json({ detail: "Not Found" }, 404);
@@ -168,6 +180,42 @@ describe("store: chat", () => {
     expect(store.getState().curl()).toContain('"allowed_agent_ids":["demo"]');
   });
 
+  const attached = [{ filename: "notes.md", mime_type: "text/markdown", content_base64: "aGVsbG8=" }];
+
+  it("takes the master's attachment limits and lists the session's files after an attached query", async () => {
+    const master = fakeMaster({ stream });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m", "");
+    expect(store.getState().maxAttachmentBytes).toBe(4096);
+    expect(store.getState().maxAttachments).toBe(3);
+    expect(await store.getState().send("what is in it?", attached)).toBe(true);
+    expect(master.calls.find((c) => c.path === "/query")?.body).toMatchObject({ attachments: attached });
+    expect(store.getState().sessionFiles).toMatchObject([{ filename: "notes.md", status: "indexed", chunks: 1 }]);
+    await store.getState().newSession();
+    expect(store.getState().sessionFiles).toEqual([]);
+  });
+
+  it("shows a streamed attachment refusal naming the file, and reports it as refused", async () => {
+    const refusal =
+      'event: query_result\ndata: {"query_id": "q", "success": false, "error_code": "attachment_too_large", "error": "attachment \'big.txt\' is 5000 bytes; the limit is 4096 bytes per file (RAG_MAX_ATTACHMENT_BYTES)", "status": "failed"}\n\n';
+    const master = fakeMaster({ stream: refusal });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m", "");
+    expect(await store.getState().send("x", attached)).toBe(false);
+    expect(store.getState().attachmentError).toMatch(/^413 · attachment 'big.txt' is 5000 bytes/);
+    expect(store.getState().notices.at(-1)?.text).toMatch(/big.txt/);
+    expect(store.getState().sessionFiles).toEqual([]);
+  });
+
+  it("shows a plain 400 refusal of an attachment with the master's message", async () => {
+    const body = { success: false, error_code: "invalid_attachment", error: "attachment 'r.pdf': declared as application/pdf but the content is plain text" };
+    const master = fakeMaster({ refuse: { status: 400, body } });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m", "");
+    expect(await store.getState().send("x", attached)).toBe(false);
+    expect(store.getState().attachmentError).toBe("400 Bad request: attachment 'r.pdf': declared as application/pdf but the content is plain text");
+  });
+
   it("New session clears the transcript and deletes the server-side session", async () => {
     const master = fakeMaster({ stream });
     const store = createAppStore({ ...base, fetch: master.fetch });
@@ -177,5 +225,44 @@ describe("store: chat", () => {
     expect(store.getState().transcript).toEqual([]);
     expect(store.getState().sessionId).toBeNull();
     expect(master.calls.some((c) => c.method === "DELETE" && c.path === "/sessions/s1")).toBe(true);
+  });
+});
+
+describe("store: Start in master", () => {
+  const INDEXER = "document-indexer-agent";
+
+  it("sends a one-agent workspace to POST /internal/yaml-agents/start and notes the outcome", async () => {
+    const master = fakeMaster({
+      yamlStart: { status: 200, body: { agents: [{ agent_id: INDEXER, status: "started", handler: "system_agents.document_indexer_agent" }] } },
+    });
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m:8000", "");
+    await store.getState().link(INDEXER);
+    expect(store.getState().linkNotes[INDEXER]?.kind).toBe("start");
+    await store.getState().startInMaster(INDEXER);
+    const call = master.calls.find((c) => c.path === "/internal/yaml-agents/start");
+    const yaml = (call?.body as { yaml: string }).yaml;
+    expect(yaml).toContain("agent_id: document-indexer-agent");
+    expect(yaml).toContain("handler: system_agents.document_indexer_agent");
+    expect(yaml).toContain("transport: websocket");
+    expect(yaml).not.toContain("demo");
+    expect(store.getState().linkNotes[INDEXER]).toEqual({ kind: "started", text: "Started in the master (system_agents.document_indexer_agent)" });
+  });
+
+  it("shows a failed start and the master's 403", async () => {
+    const failed = fakeMaster({
+      yamlStart: { status: 200, body: { agents: [{ agent_id: INDEXER, status: "failed", reason: "cannot import 'x'" }] } },
+    });
+    const store = createAppStore({ ...base, fetch: failed.fetch });
+    await store.getState().connect("http://m", "");
+    await store.getState().startInMaster(INDEXER);
+    expect(store.getState().linkNotes[INDEXER]).toEqual({ kind: "error", text: "Not started: failed: cannot import 'x'" });
+
+    const off = fakeMaster({ yamlStart: { status: 403, body: { detail: "the YAML agent runner is disabled (OPENAGENT_YAML_RUNNER=0)" } } });
+    const other = createAppStore({ ...base, fetch: off.fetch });
+    await other.getState().connect("http://m", "");
+    await other.getState().startInMaster(INDEXER);
+    expect(other.getState().linkNotes[INDEXER]?.text).toMatch(/^403 Forbidden.*OPENAGENT_YAML_RUNNER=0/);
+    expect(other.getState().notices.at(-1)?.text).toContain("OPENAGENT_YAML_RUNNER=0");
   });
 });

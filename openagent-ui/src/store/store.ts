@@ -19,6 +19,8 @@ import {
 } from "../lib/agents";
 import {
   applyEvent,
+  attachmentFailure,
+  attachmentLimitsOf,
   buildQuery,
   curlCommand,
   finishEntry,
@@ -26,6 +28,8 @@ import {
   newAssistantEntry,
   type AssistantEntry,
   type ChatEntry,
+  type SessionFile,
+  sessionFiles,
 } from "../lib/chat";
 import {
   agentNode,
@@ -61,6 +65,7 @@ import {
   canvasToWorkspace,
   exportWorkspace,
   parseWorkspace,
+  startWorkspace,
   workspaceEntries,
   workspaceToCanvas,
   type CanvasSnapshot,
@@ -96,7 +101,7 @@ export interface CallLogEntry {
 }
 
 export interface LinkNote {
-  kind: "registered" | "start" | "deploying" | "deployed" | "error";
+  kind: "registered" | "start" | "starting" | "started" | "deploying" | "deployed" | "error";
   text: string;
 }
 
@@ -170,6 +175,10 @@ export interface AppState {
   lastQuery: QueryRequest | null;
   maxAttachmentBytes: number;
   maxAttachments: number;
+  /** The master's refusal of the last query's attachments (413/400, naming the file). */
+  attachmentError: string | null;
+  /** The session's attached files (`GET /query/session-rag-context`). */
+  sessionFiles: SessionFile[];
 
   builder: BuilderState;
   restore: RestoreState;
@@ -189,6 +198,8 @@ export interface AppState {
   addAgent(agentId: string, position?: XYPosition): void;
   link(agentId: string): Promise<void>;
   unlink(agentId: string): void;
+  /** Run a discovered WebSocket agent inside the master (`POST /internal/yaml-agents/start`). */
+  startInMaster(agentId: string): Promise<void>;
   deleteSelected(): void;
   undo(): void;
   redo(): void;
@@ -197,7 +208,10 @@ export interface AppState {
   setProfile(profile: PromptProfile): void;
   setAutoMode(on: boolean): void;
   setRequirePlan(on: boolean): void;
-  send(text: string, attachments?: Attachment[]): Promise<void>;
+  /** Ask; `false` when the master refused the attachments (the composer keeps the files). */
+  send(text: string, attachments?: Attachment[]): Promise<boolean>;
+  setAttachmentError(message: string | null): void;
+  loadSessionFiles(): Promise<void>;
   executePlan(entryId: string, steps: PlanStep[]): Promise<void>;
   discardPlan(entryId: string): void;
   newSession(): Promise<void>;
@@ -380,11 +394,12 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
       });
     }
 
-    async function runQuery(body: QueryRequest, entry: AssistantEntry) {
+    /** Run one query into `entry`; `false` when the master refused its attachments. */
+    async function runQuery(body: QueryRequest, entry: AssistantEntry): Promise<boolean> {
       const api = get().api;
       if (!api) {
         get().notify("error", "Not connected: connect to a master first");
-        return;
+        return true;
       }
       set({ busy: true, lastQuery: body, transcript: [...get().transcript, entry] });
       try {
@@ -401,10 +416,18 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
         updateEntry(entry.id, (e) => (e.state === "streaming" ? finishEntry(e, result) : e));
         if (result.session_id) set({ sessionId: result.session_id });
         for (const nodeId of glowTargets(result)) glow(nodeId, "fading");
-        if (!result.success) get().notify("error", result.error ?? "the query failed");
+        if (!result.success) {
+          const refused = attachmentFailure(result.error_code, undefined, result.error ?? "the attachments were refused");
+          if (refused) set({ attachmentError: refused });
+          get().notify("error", refused ?? result.error ?? "the query failed");
+          return refused === null;
+        }
+        return true;
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         const status = error instanceof ApiError ? error.status : undefined;
+        const refused = error instanceof ApiError ? attachmentFailure(error.code, error.status, message) : null;
+        if (refused) set({ attachmentError: refused });
         updateEntry(entry.id, (e) => ({
           ...e,
           state: "error",
@@ -414,6 +437,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
         }));
         for (const [nodeId, g] of Object.entries(get().glow)) if (g.phase === "active") glow(nodeId, "fading");
         get().notify("error", message, error instanceof ApiError && error.lostConnection);
+        return refused === null;
       } finally {
         set({ busy: false });
       }
@@ -458,6 +482,8 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
       lastQuery: null,
       maxAttachmentBytes: 2 * 1024 * 1024,
       maxAttachments: 5,
+      attachmentError: null,
+      sessionFiles: [],
 
       builder: initialBuilder,
       restore: { open: false, phase: "idle", outcomes: [], error: null },
@@ -485,6 +511,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
           const allowed = (models?.allowed_models as string[] | undefined) ?? [];
           const profiles = (models?.prompt_profiles as PromptProfile[] | undefined) ?? get().profiles;
           const defaultModel = (models?.default_model as string | undefined) ?? allowed[0] ?? null;
+          const limits = attachmentLimitsOf(models);
           set({
             api,
             health,
@@ -493,6 +520,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
             models: allowed,
             model: get().model && allowed.includes(get().model!) ? get().model : defaultModel,
             profiles,
+            ...(limits ? { maxAttachmentBytes: limits.maxBytes, maxAttachments: limits.maxCount } : {}),
             sandboxEnabled: Boolean(sandbox?.enabled),
             discoveryAvailable: discovered !== null,
             discoveryErrors: discovered?.errors ?? [],
@@ -651,6 +679,37 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
         note({ kind: "start", text: startCommand(entry, wsUrlOf(get().baseUrl)) });
       },
 
+      async startInMaster(agentId) {
+        const { api, baseUrl } = get();
+        const entry = get().catalogById[agentId];
+        const note = (value: LinkNote) => set({ linkNotes: { ...get().linkNotes, [agentId]: value } });
+        if (!api || !entry) return;
+        const base = baseUrl || (typeof window !== "undefined" ? window.location.origin : "http://127.0.0.1:8000");
+        const workspace = startWorkspace(entry, { baseUrl: base, wsUrl: wsUrlOf(base) });
+        if (!workspace) {
+          note({ kind: "error", text: "Cannot start it in the master: no agents/, system_agents/ or sample_agents/ module known for it" });
+          return;
+        }
+        note({ kind: "starting", text: "Starting it in the master…" });
+        try {
+          const outcomes = await api.startYamlAgents(exportWorkspace(workspace));
+          const outcome = outcomes.find((o) => o.agent_id === agentId);
+          if (outcome && (outcome.status === "started" || outcome.status === "already_running")) {
+            const how = outcome.status === "started" ? "Started" : "Already running";
+            note({ kind: "started", text: `${how} in the master (${outcome.handler ?? workspace.agents[0]!.handler})` });
+            await get().refresh();
+          } else {
+            const why = outcome ? `${outcome.status}${outcome.reason ? `: ${outcome.reason}` : ""}` : "the master did not report it";
+            note({ kind: "error", text: `Not started: ${why}` });
+            get().notify("error", `Starting ${agentId} in the master failed: ${why}`);
+          }
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          note({ kind: "error", text: message });
+          get().notify("error", `Starting ${agentId} in the master failed: ${message}`);
+        }
+      },
+
       unlink(agentId) {
         if (!hasLink(get().edges, agentId)) return;
         remember();
@@ -673,7 +732,8 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
 
       async send(text, attachments) {
         const state = get();
-        if (state.busy || !text.trim()) return;
+        if (state.busy || !text.trim()) return true;
+        set({ attachmentError: null });
         const body = buildQuery({
           text,
           sessionId: state.sessionId,
@@ -688,7 +748,22 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
         set({
           transcript: [...state.transcript, { kind: "user", id: `u${id}`, text, attachments: (attachments ?? []).map((a) => a.filename) }],
         });
-        await runQuery(body, newAssistantEntry(id));
+        const accepted = await runQuery(body, newAssistantEntry(id));
+        if (accepted && (attachments?.length || get().sessionFiles.length)) await get().loadSessionFiles();
+        return accepted;
+      },
+
+      setAttachmentError: (attachmentError) => set({ attachmentError }),
+
+      async loadSessionFiles() {
+        const { api, sessionId } = get();
+        if (!api || !sessionId) return;
+        try {
+          const files = sessionFiles(await api.sessionRagContext(sessionId));
+          if (get().sessionId === sessionId) set({ sessionFiles: files });
+        } catch (error) {
+          get().notify("warning", `Could not list the session's files: ${(error as Error).message}`);
+        }
       },
 
       async executePlan(planEntryId, steps) {
@@ -718,7 +793,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
 
       async newSession() {
         const { api, sessionId } = get();
-        set({ transcript: [], sessionId: null, lastQuery: null });
+        set({ transcript: [], sessionId: null, lastQuery: null, sessionFiles: [], attachmentError: null });
         if (api && sessionId) {
           try {
             await api.deleteSession(sessionId);

@@ -229,6 +229,7 @@ async def test_orchestrator_models(http: httpx.AsyncClient) -> None:
     data = (await http.get("/query/orchestrator-models")).json()
     assert data["default_model"] == "gpt-4o-mini"
     assert data["prompt_profiles"] == ["default", "auto_multi", "reasoning"]
+    assert data["attachment_limits"] == {"max_bytes": 2097152, "max_count": 5}
 
 
 async def test_no_llm_configured_gives_503_naming_the_variables() -> None:
