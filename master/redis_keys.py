@@ -21,6 +21,15 @@ def agent_key(agent_id: str) -> str:
     return f"{AGENT_PREFIX}{agent_id}"
 
 
+AGENT_QUARANTINE_PREFIX = "agent_quarantine:"
+"""``agent_quarantine:{agent_id}`` → a stored record the master could not use, moved aside at
+load time (keeps the ``agent:`` record's TTL; nothing reads it back)."""
+
+
+def quarantined_agent_key(agent_id: str) -> str:
+    return f"{AGENT_QUARANTINE_PREFIX}{agent_id}"
+
+
 COLLAB_PREFIX = "collab:"
 """``collab:{collab_session_id}`` → one JSON object: the session's metadata, then ``entries``
 (handshake, message, end), always the last key so that an append is a string splice
