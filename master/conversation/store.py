@@ -95,6 +95,13 @@ class SessionStore:
     def new_session_id() -> str:
         return str(uuid.uuid4())
 
+    async def check(self) -> None:
+        """Raise :class:`SessionStoreUnavailable` unless Redis answers (before a query has side effects)."""
+        try:
+            await self._redis.ping()
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
     async def load(self, session_id: str) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired)."""
         cached = self._cache.get(session_id)

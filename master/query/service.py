@@ -332,9 +332,12 @@ class QueryService:
         return [spawn_tool(candidates)]
 
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
-        if session_id is None:
-            return self._sessions.new_session_id(), []
+        """The session's turns; either way Redis has answered, so no LLM or tool call runs for an
+        answer that could not be stored (tools may have side effects)."""
         try:
+            if session_id is None:
+                await self._sessions.check()
+                return self._sessions.new_session_id(), []
             loaded = await self._sessions.load(session_id)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None

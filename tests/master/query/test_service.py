@@ -13,7 +13,8 @@ import redis.asyncio as aioredis
 
 from master.orchestration.llm import ChatResult, FunctionChatModel, ToolCallRequest
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, in_process_master
+from tests.conftest import master_env
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, free_port, in_process_master
 from tests.master.conversation.test_context import summarized_session
 from tests.master.orchestration.test_orchestrator import counter_agent
 
@@ -375,3 +376,27 @@ async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis)
     turns = json.loads(await redis_client.get(f"session:{proposed['session_id']}"))
     assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "plan_executed"]
     assert [t["tool_args"] for t in turns[1:3]] == [{"n": 1}, {"n": 2}]
+async def test_redis_down_fails_fast_before_the_llm_or_any_tool(
+    scripted_llm: ScriptedOpenAIServer,
+) -> None:
+    """Defect 2: with Redis unreachable, the query is refused (503 naming Redis) before the model or a
+    tool runs, instead of running both and answering "answered, but not stored"."""
+    scripted_llm.reset()
+    dead_redis = f"redis://127.0.0.1:{free_port()}/0"
+    async with MasterProcess(master_env(scripted_llm, REDIS_URL=dead_redis)) as m:
+        peer = await RawPeer.connect(m.ws_url)
+        try:
+            await peer.register("weather-no-redis", tools=[WEATHER_TOOL])
+            scripted_llm.add_tool_call("weather-no-redis__get_weather", {"city": "Oslo"})
+            scripted_llm.add_text("Cold.")
+            async with httpx.AsyncClient(base_url=m.base_url, timeout=15) as http:
+                response = await http.post("/query", json={"query": "Weather in Oslo?"})
+            body = response.json()
+            assert response.status_code == 503, body
+            assert body["error_code"] == "session_store_unavailable" and "Redis" in body["error"]
+            assert scripted_llm.requests == []
+            with pytest.raises(TimeoutError):  # no tool call reached the agent
+                await peer.recv(timeout=0.3)
+        finally:
+            await peer.close()
+    scripted_llm.reset()
