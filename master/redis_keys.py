@@ -10,6 +10,15 @@ def session_key(session_id: str) -> str:
     return f"{SESSION_PREFIX}{session_id}"
 
 
+PLAN_CLAIM_PREFIX = "plan_claim:"
+"""``plan_claim:{session_id}:{plan_id}`` → set once (SET NX) by the one execution of an approved
+plan that may run it (TTL ``REDIS_SESSION_TTL_SECONDS``)."""
+
+
+def plan_claim_key(session_id: str, plan_id: str) -> str:
+    return f"{PLAN_CLAIM_PREFIX}{session_id}:{plan_id}"
+
+
 AGENT_PREFIX = "agent:"
 """``agent:{agent_id}`` → JSON record of an HTTP invocation agent (TTL ``REDIS_AGENT_TTL_SECONDS``)."""
 

@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import session_key
+from master.redis_keys import plan_claim_key, session_key
 
 Turn = dict[str, Any]
 
@@ -132,6 +132,16 @@ class SessionStore:
             await self._append(keys=[session_key(session_id)], args=[payload, self._ttl])
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    async def claim_plan(self, session_id: str, plan_id: str, query_id: str) -> bool:
+        """Claim the execution of a plan atomically: True for exactly one caller, ever (per TTL)."""
+        try:
+            claimed = await self._redis.set(
+                plan_claim_key(session_id, plan_id), query_id, nx=True, ex=self._ttl
+            )
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return bool(claimed)
 
     async def delete(self, session_id: str) -> bool:
         """Forget a session; True when it existed."""

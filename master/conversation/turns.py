@@ -47,7 +47,8 @@ class TurnRecorder:
         flush_each_step: bool,
     ) -> None:
         self._sessions = sessions
-        self._session_id = session_id
+        self.session_id = session_id
+        self.query_id = query_id
         self._base: dict[str, Any] = {"query": query, "query_id": query_id, "model": model}
         self.flush_each_step = flush_each_step
         self.plan_id: str | None = None
@@ -74,7 +75,7 @@ class TurnRecorder:
     async def flush(self) -> None:
         if self._pending:
             turns, self._pending = self._pending, []
-            await self._sessions.append(self._session_id, turns)
+            await self._sessions.append(self.session_id, turns)
 
     async def finish(self, outcome: Outcome) -> None:
         """Store the answer (and whatever is still pending)."""

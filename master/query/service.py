@@ -237,6 +237,18 @@ class QueryService:
             raise QueryRejected(
                 "invalid_plan", f"plan {execution.plan_id!r} refused, nothing was run: {exc}"
             ) from None
+        # The turns were read when the request started: only an atomic claim in Redis makes sure
+        # that, of concurrent executions, exactly one runs the steps.
+        try:
+            claimed = await self._sessions.claim_plan(
+                run.recorder.session_id, execution.plan_id, run.recorder.query_id
+            )
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if not claimed:
+            raise QueryRejected(
+                "plan_already_executed", f"plan {execution.plan_id!r} was already executed (or is running)"
+            )
         run.recorder.plan_id = execution.plan_id
         run.recorder.flush_each_step = True
         return await run.orchestrator.run_steps(

@@ -400,3 +400,48 @@ async def test_redis_down_fails_fast_before_the_llm_or_any_tool(
         finally:
             await peer.close()
     scripted_llm.reset()
+
+
+async def test_concurrent_executions_of_one_plan_run_it_once(
+    master: MasterProcess, http: httpx.AsyncClient, llm: ScriptedOpenAIServer
+) -> None:
+    """Defect 3: of N concurrent ``auto_plan_execute`` requests for one plan, exactly one runs it
+    (the tool runs once); the others get 409 ``plan_already_executed``."""
+    peer = await RawPeer.connect(master.ws_url)
+    calls: list[dict[str, Any]] = []
+
+    async def serve() -> None:
+        while True:
+            call = await peer.recv(timeout=60)
+            calls.append(call)
+            await peer.send({"type": "tool_result", "call_id": call["call_id"], "success": True, "result": 1})
+
+    await peer.register("plan-once", tools=[WEATHER_TOOL])
+    server = asyncio.create_task(serve())
+    try:
+        step = {"agent_id": "plan-once", "tool_name": "get_weather", "arguments": {"city": "Rome"}}
+        llm.add_tool_call("submit_plan", {"summary": "weather", "steps": [step]})
+        proposed = (
+            await http.post(
+                "/query", json={"query": "weather", "auto_mode": True, "auto_require_plan_approval": True}
+            )
+        ).json()
+        assert proposed["status"] == "awaiting_approval", proposed
+        for _ in range(8):
+            llm.add_text("Done.")
+        execute = {
+            "query": "go",
+            "session_id": proposed["session_id"],
+            "auto_plan_execute": {"plan_id": proposed["plan"]["plan_id"]},
+        }
+        responses = await asyncio.gather(*(http.post("/query", json=execute) for _ in range(8)))
+        statuses = sorted(r.status_code for r in responses)
+        assert statuses == [200] + [409] * 7, [r.text for r in responses]
+        refused = next(r.json() for r in responses if r.status_code == 409)
+        assert refused["error_code"] == "plan_already_executed"
+        done = next(r.json() for r in responses if r.status_code == 200)
+        assert [c["arguments"] for c in calls] == [{"city": "Rome"}], done
+    finally:
+        server.cancel()
+        await asyncio.gather(server, return_exceptions=True)
+        await peer.close()
