@@ -133,6 +133,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             master_base_url=settings.master_base_url,
             call_timeout=settings.tool_call_timeout,
             invoke_timeout=settings.tool_invoke_http_timeout,
+            inflight_health_interval=settings.openagent_inflight_health_interval,
         )
         sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
         blob_redis = create_redis(settings.redis_url, decode_responses=False, max_connections=16)
@@ -226,6 +227,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             sandbox.close()
             await asyncio.gather(warm_up, return_exceptions=True)
             await hub.aclose()
+            await dispatcher.aclose()
             await http.close()
             if isinstance(chat_model, OpenAIChatModel) and llm is None:
                 await chat_model.aclose()

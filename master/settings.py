@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     openagent_health_check_interval: float = Field(default=30.0, ge=0)
     """Seconds between background health checks of invocation agents (0 disables)."""
     tool_call_timeout: float = Field(default=30.0, gt=0)
+    openagent_inflight_health_interval: float = Field(default=2.0, gt=0)
+    """Seconds between health checks of an invocation agent while calls to it are in flight; a
+    failed check fails those calls at once."""
     tool_invoke_http_timeout: float = Field(default=2.0, gt=0)
 
     # Auto mode

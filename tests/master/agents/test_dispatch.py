@@ -7,8 +7,10 @@ agent's disconnect (at once, by :meth:`Dispatcher.fail_agent`), or the timeout.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -17,8 +19,17 @@ from starlette.routing import Route
 
 from master.agents.invocation import InvocationAgent, InvocationRegistration
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
+from openagent.testing import ScriptedOpenAIServer
 from protocol import ToolCall, ToolProgress, ToolResult
-from tests.factories import WEATHER_TOOL, answering_agent, dispatcher_for_tests, free_port, serve_app
+from tests.conftest import master_env
+from tests.factories import (
+    WEATHER_TOOL,
+    MasterProcess,
+    answering_agent,
+    dispatcher_for_tests,
+    free_port,
+    serve_app,
+)
 
 ECHO = {"name": "echo", "parameters": {"type": "object"}}
 
@@ -72,7 +83,9 @@ async def test_disconnect_fails_in_flight_calls_at_once_not_by_timeout() -> None
         await wait_for(lambda: len(calls) == 4)
         assert dispatcher.fail_agent(agent, "disconnected") == 3
         for task in doomed:
-            with pytest.raises(AgentDisconnected, match="agent 'dies' disconnected while running tool 'echo'"):
+            with pytest.raises(
+                AgentDisconnected, match="agent 'dies' disconnected while running tool 'echo'"
+            ):
                 await task
         assert not survivor.done()
         survivor_call = next(c for c in calls if c.arguments == {})
@@ -163,7 +176,9 @@ async def test_http_refusal_is_a_tool_failure_naming_the_status() -> None:
         registration = InvocationRegistration(agent_id="http-no", invocation_base_url=url, tools=[ECHO])
         agent = InvocationAgent.from_registration(registration)
         async with dispatcher_for_tests() as dispatcher:
-            with pytest.raises(ToolFailed, match=r"refused the call to 'echo': HTTP 404 .*no such tool") as info:
+            with pytest.raises(
+                ToolFailed, match=r"refused the call to 'echo': HTTP 404 .*no such tool"
+            ) as info:
                 await dispatcher.call(agent, "echo", {})
     assert "agent 'http-no'" in str(info.value)
 
@@ -173,3 +188,52 @@ async def wait_for(predicate: Any) -> None:
         while not predicate():
             await asyncio.sleep(0)
 
+
+# A real master: an invocation agent that dies with calls in flight (issue 10, defect 4).
+
+ECHO_TOOL = {
+    "name": "echo",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+    "endpoint": "/run",
+}
+
+
+def accepting_agent(calls: asyncio.Queue[dict[str, Any]]) -> Starlette:
+    """An invocation agent that accepts every call with 202 and never calls back."""
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def run(request: Request) -> JSONResponse:
+        await calls.put(await request.json())
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    return Starlette(routes=[Route("/health", health), Route("/run", run, methods=["POST"])])
+
+
+async def test_an_invocation_agent_that_dies_mid_call_fails_the_call_at_once(
+    scripted_llm: ScriptedOpenAIServer,
+) -> None:
+    """Defect 4: the agent accepted the call (202), then died; the call fails on the next health check,
+    naming the agent, long before TOOL_CALL_TIMEOUT (120 s here)."""
+    scripted_llm.reset()
+    env = master_env(scripted_llm, TOOL_CALL_TIMEOUT="120", OPENAGENT_INFLIGHT_HEALTH_INTERVAL="0.5")
+    calls: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    async with MasterProcess(env) as m, httpx.AsyncClient(base_url=m.base_url, timeout=60) as http:
+        async with serve_app(accepting_agent(calls)) as url:
+            body = {"agent_id": "dies-mid-call", "invocation_base_url": url, "tools": [ECHO_TOOL]}
+            assert (await http.post("/register", json=body)).status_code == 200
+            scripted_llm.add_tool_call("dies-mid-call__echo", {"text": "x"})
+            scripted_llm.add_text("The agent died.")
+            query = asyncio.create_task(
+                http.post("/query", json={"query": "echo", "allowed_agent_ids": ["dies-mid-call"]})
+            )
+            async with asyncio.timeout(10):
+                await calls.get()
+        # the agent's server is gone: its port refuses connections
+        response = await query
+        assert response.status_code == 200, response.text
+        error = json.loads(scripted_llm.requests[1]["messages"][-1]["content"])["error"]
+        assert "dies-mid-call" in error and "health check" in error, error
+        assert "no result within" not in error
+    scripted_llm.reset()
