@@ -17,6 +17,7 @@ import httpx
 from fastapi import Depends, FastAPI
 from redis.exceptions import RedisError
 
+from master.admission import Admission
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
@@ -180,6 +181,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 else None
             ),
         )
+        admission = Admission(settings.openagent_max_queries_in_flight)
         hub = Hub(
             registry,
             dispatcher,
@@ -187,8 +189,10 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             queries.answer,
             max_message_bytes=settings.openagent_ws_max_message_bytes,
             collaboration=collab,
+            admission=admission,
+            max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
         )
-        streams = QueryStreams(queries)
+        streams = QueryStreams(queries, admission)
         warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
         app.state.services = Services(
             settings,
@@ -204,6 +208,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             builder=agent_builder,
             sandbox=sandbox,
             attachments=attachment_store,
+            admission=admission,
         )
         await _load_invocation_agents(invocation)
         health_loop = (

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from master.admission import Admission
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
@@ -39,6 +40,7 @@ class Services:
     collaboration: CollaborationManager
     streams: QueryStreams
     builder: AgentBuilder
+    admission: Admission
     sandbox: Sandbox
     attachments: AttachmentStore | None = None
 

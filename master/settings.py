@@ -73,6 +73,12 @@ class Settings(BaseSettings):
     orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
     """How long auto mode waits for a spawned (sandboxed) agent to register."""
 
+    # Admission control (queries in flight)
+    openagent_max_queries_in_flight: int = Field(default=256, gt=0)
+    """Queries the master runs at once, over every entry point; more get ``too_many_queries`` (HTTP 429)."""
+    openagent_ws_max_queries_per_connection: int = Field(default=16, gt=0)
+    """Queries one WebSocket connection may have in flight; more get an ``error`` ``too_many_queries``."""
+
     # Feature toggles
     openagent_http_query: bool = True
     openagent_yaml_runner: bool = True

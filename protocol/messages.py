@@ -78,6 +78,7 @@ ErrorCode: TypeAlias = Literal[
     "unknown_session",
     "not_in_session",
     "internal_error",
+    "too_many_queries",
 ]
 """Stable machine-readable codes carried by :class:`ErrorMessage`."""
 

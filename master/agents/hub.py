@@ -29,6 +29,7 @@ from master.agents.dispatch import Dispatcher
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
+from master.admission import Admission
 from protocol import (
     CLOSE_AGENT_REPLACED,
     CollaborationEnd,
@@ -60,6 +61,7 @@ class _Connection:
     def __init__(self, websocket: WebSocket) -> None:
         self.websocket = websocket
         self.agent: LiveAgent | None = None
+        self.queries_in_flight = 0
         self._send_lock = asyncio.Lock()
         self.closed = False
 
@@ -131,6 +133,8 @@ class Hub:
         *,
         max_message_bytes: int,
         collaboration: CollaborationManager | None = None,
+        admission: Admission | None = None,
+        max_queries_per_connection: int = 16,
     ) -> None:
         self._registry = registry
         self._collaboration = collaboration
@@ -138,6 +142,8 @@ class Hub:
         self._invocation = invocation
         self._answer_query = answer_query
         self._max_message_bytes = max_message_bytes
+        self._admission = admission or Admission(1 << 30)
+        self._max_queries_per_connection = max_queries_per_connection
         # Queries outlive the connection that asked them, so their turns are stored
         # even when the asker goes away; they are bounded by the LLM and tool timeouts.
         self._query_tasks: set[asyncio.Task[None]] = set()
@@ -213,9 +219,7 @@ class Hub:
                     msg.call_id,
                 )
         elif isinstance(msg, Query):
-            task = asyncio.create_task(self._run_query(conn, msg), name=f"query {msg.query_id}")
-            self._query_tasks.add(task)
-            task.add_done_callback(self._query_tasks.discard)
+            await self._admit_query(conn, msg)
         elif isinstance(msg, PeerMessage | CollaborationEnd):
             await self._collaborate(conn, agent, msg)
         elif isinstance(msg, Registered | QueryResult | ToolCall | CollaborationStart | Pong | ErrorMessage):
@@ -293,6 +297,31 @@ class Hub:
             await conn.send_error("invalid_message", f"cannot register invocation agent: {exc}", msg.agent_id)
             return
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
+
+    async def _admit_query(self, conn: _Connection, msg: Query) -> None:
+        """Start the query, unless the connection or the master is at its cap (then nothing runs)."""
+        cap = self._max_queries_per_connection
+        if conn.queries_in_flight >= cap:
+            await conn.send_error(
+                "too_many_queries",
+                f"this connection already has {conn.queries_in_flight} queries in flight "
+                f"(OPENAGENT_WS_MAX_QUERIES_PER_CONNECTION={cap}); wait for a query_result",
+                msg.query_id,
+            )
+            return
+        if not self._admission.try_enter():
+            await conn.send_error("too_many_queries", self._admission.refusal().message, msg.query_id)
+            return
+        conn.queries_in_flight += 1
+
+        def done(task: asyncio.Task[None]) -> None:
+            conn.queries_in_flight -= 1
+            self._admission.leave()
+            self._query_tasks.discard(task)
+
+        task = asyncio.create_task(self._run_query(conn, msg), name=f"query {msg.query_id}")
+        self._query_tasks.add(task)
+        task.add_done_callback(done)
 
     async def _run_query(self, conn: _Connection, msg: Query) -> None:
         try:

@@ -27,6 +27,7 @@ _STATUS_BY_CODE = {
     "unknown_session": 404,
     "unknown_plan": 404,
     "plan_already_executed": 409,
+    "too_many_queries": 429,
     "internal_error": 500,
     "not_implemented": 501,
     "llm_not_configured": 503,
@@ -58,6 +59,7 @@ def status_for(exc: QueryRejected) -> int:
             "model": QueryResponse,
             "description": "Too many attachments, or one too large (nothing stored)",
         },
+        429: {"model": QueryResponse, "description": "Too many queries in flight (too_many_queries)"},
         501: {"model": QueryResponse, "description": "A requested feature is not implemented yet"},
         502: {"model": QueryResponse, "description": "The LLM provider failed"},
         503: {"model": QueryResponse, "description": "No LLM configured, or Redis unavailable"},
@@ -74,14 +76,15 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
             status.HTTP_403_FORBIDDEN, detail="POST /query is disabled (OPENAGENT_HTTP_QUERY=0)"
         )
     query_id = f"http-{uuid.uuid4().hex}"
-    if body.stream or "text/event-stream" in request.headers.get("accept", ""):
-        return StreamingResponse(
-            services.streams.stream(body, query_id),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
     try:
-        answered = await services.queries.run(body, query_id)
+        if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+            return StreamingResponse(
+                services.streams.start(body, query_id),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        with services.admission.slot():
+            answered = await services.queries.run(body, query_id)
     except QueryRejected as exc:
         failed = rejected_response(body, query_id, exc)
         return Response(failed.model_dump_json(), status_code=status_for(exc), media_type="application/json")
