@@ -28,6 +28,7 @@ from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
 from master.deps import Services, require_api_key
 from master.errors import SessionStoreUnavailable
+from master.logs import install_log_filter
 from master.orchestration.llm import ChatModel, OpenAIChatModel
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
@@ -109,6 +110,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if not logging.getLogger().handlers:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        install_log_filter([settings.api_key])  # no key or per-call token in any log line
         redis = create_redis(settings.redis_url)
         try:
             await redis.ping()
