@@ -35,6 +35,7 @@ import aiohttp
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
+from master.logs import cap
 from protocol import ToolCall, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
@@ -44,6 +45,10 @@ CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
 CallStarted = Callable[[str], None]
 """Told the ``call_id`` of a call once it has been sent."""
 CallProgress = Callable[[ToolProgress], None]
+
+MAX_PROGRESS_MESSAGE_CHARS = 1000
+"""A progress message is kept, relayed and shown cut to this many characters (and logged cut to
+:data:`master.logs.LOG_ARG_MAX_CHARS`, control characters escaped)."""
 
 _FINISHED_MEMORY = 10_000
 """How many finished calls are remembered, to tell duplicates and late callbacks apart."""
@@ -239,6 +244,8 @@ class Dispatcher:
         return True
 
     def _record_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
+        if len(progress.message) > MAX_PROGRESS_MESSAGE_CHARS:
+            progress = progress.model_copy(update={"message": cap(progress.message, MAX_PROGRESS_MESSAGE_CHARS)})
         pending.last_progress = progress
         percent = "" if progress.progress is None else f" {progress.progress:.0%}"
         logger.info(

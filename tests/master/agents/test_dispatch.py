@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from master.agents.dispatch import MAX_PROGRESS_MESSAGE_CHARS
 from master.agents.invocation import InvocationAgent, InvocationRegistration
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
 from openagent.testing import ScriptedOpenAIServer
@@ -25,6 +26,7 @@ from tests.conftest import master_env
 from tests.factories import (
     WEATHER_TOOL,
     MasterProcess,
+    RawPeer,
     answering_agent,
     dispatcher_for_tests,
     free_port,
@@ -237,3 +239,45 @@ async def test_an_invocation_agent_that_dies_mid_call_fails_the_call_at_once(
         assert "dies-mid-call" in error and "health check" in error, error
         assert "no result within" not in error
     scripted_llm.reset()
+
+
+async def test_a_huge_progress_message_is_capped_and_cannot_forge_log_lines(
+    master: MasterProcess, llm: ScriptedOpenAIServer
+) -> None:
+    """Defect 8: 20 progress messages of 1 MiB with embedded newlines add a few kB to the log, on
+    lines of their own; the message kept for ``GET /tool_progress`` is capped too."""
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("progress-flood", tools=[WEATHER_TOOL])
+        llm.add_tool_call("progress-flood__get_weather", {"city": "x"})
+        llm.add_text("done")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+            query = asyncio.create_task(
+                http.post("/query", json={"query": "w", "allowed_agent_ids": ["progress-flood"]})
+            )
+            call = await peer.recv(timeout=15)
+            before = master.log_path.stat().st_size
+            flood = "step\n2024-01-01 00:00:00 CRITICAL forged-line " + "x" * (1 << 20)
+            for _ in range(20):
+                await peer.send({"type": "tool_progress", "call_id": call["call_id"], "message": flood})
+            await peer.send({"type": "tool_progress", "call_id": call["call_id"], "message": "last"})
+            for _ in range(100):  # the master handles a connection's frames in order
+                latest = (await http.get(f"/tool_progress/{call['call_id']}")).json()
+                if latest["message"] == "last":
+                    break
+                await asyncio.sleep(0.05)
+            await peer.send({"type": "tool_progress", "call_id": call["call_id"], "message": flood})
+            for _ in range(100):
+                latest = (await http.get(f"/tool_progress/{call['call_id']}")).json()
+                if latest["message"] != "last":
+                    break
+                await asyncio.sleep(0.05)
+            assert len(latest["message"]) <= MAX_PROGRESS_MESSAGE_CHARS + 50
+            await peer.send({"type": "tool_result", "call_id": call["call_id"], "success": True})
+            assert (await query).status_code == 200
+        grown = master.log_path.stat().st_size - before
+        assert grown < 64 * 1024, grown
+        lines = master.log_path.read_text(errors="replace").splitlines()
+        assert not any("CRITICAL forged-line" in line and "progress" not in line for line in lines)
+    finally:
+        await peer.close()
