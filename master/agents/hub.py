@@ -2,7 +2,8 @@
 
 A connection's first useful frame is ``register``. Before that, anything but
 ``ping`` gets an ``error`` (``not_registered``) and the connection stays open.
-Malformed JSON, an unknown ``type`` and oversized frames get an ``error`` too;
+Malformed JSON, JSON nested deeper than :data:`MAX_JSON_DEPTH`, an unknown ``type`` and
+oversized frames get an ``error`` too;
 only auth failures (1008) and replacement by a newer connection (4001) close it.
 
 Rule for a duplicate ``agent_id``: the newest connection wins. The old one gets
@@ -22,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.collaboration import CollaborationManager
@@ -51,6 +53,10 @@ from protocol import (
 from protocol.messages import QueryResponse
 
 logger = logging.getLogger("master.agents.hub")
+
+MAX_JSON_DEPTH = 200
+"""Nesting depth of a frame's JSON beyond which it is refused (``invalid_message``): the limit of
+pydantic-core's parser, which parses every frame (``protocol.parse_message``)."""
 
 QueryHandler = Callable[[Query], Awaitable[QueryResponse]]
 
@@ -95,6 +101,8 @@ def _describe_invalid(exc: ValidationError) -> tuple[str, str]:
     """Map a parse failure to (code, message)."""
     first = exc.errors()[0]
     if first["type"] == "json_invalid":
+        if "recursion limit" in str(first.get("ctx", {}).get("error", first["msg"])):
+            return "invalid_message", f"frame is nested deeper than {MAX_JSON_DEPTH} levels"
         return "invalid_message", f"frame is not valid JSON: {first['msg']}"
     if first["type"] == "union_tag_invalid":
         tag = first.get("ctx", {}).get("tag")
@@ -109,9 +117,14 @@ def _describe_invalid(exc: ValidationError) -> tuple[str, str]:
 
 
 def _ref_of(raw: str) -> str | None:
-    """Best-effort id of a frame that failed validation, for the error's ``ref``."""
+    """Best-effort id of a frame that failed validation, for the error's ``ref``.
+
+    Parsed with pydantic-core's parser, which refuses nesting deeper than
+    :data:`MAX_JSON_DEPTH` with a ``ValueError``; the standard library's would raise
+    ``RecursionError`` on ``'[' * 1000`` and kill the connection.
+    """
     try:
-        data = json.loads(raw)
+        data = from_json(raw)
     except ValueError:
         return None
     if isinstance(data, dict):

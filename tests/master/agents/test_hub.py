@@ -125,3 +125,35 @@ async def test_raw_action_agent_serves_a_query(master: MasterProcess, llm: Scrip
         assert tool_message["role"] == "tool" and json.loads(tool_message["content"]) == {"result": {"c": 3}}
     finally:
         await peer.close()
+
+
+async def test_deeply_nested_frames_get_an_error_and_the_connection_keeps_its_calls(
+    master: MasterProcess, llm: ScriptedOpenAIServer
+) -> None:
+    """Defect 7: ``'[' * 1000 + ']' * 1000``, alone or as a ``tool_result``'s result, is an
+    ``invalid_message`` error; the sender stays registered and its call in flight completes."""
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("raw-deep", tools=[WEATHER_TOOL])
+        llm.add_tool_call("raw-deep__get_weather", {"city": "Oslo"})
+        llm.add_text("Fine.")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=15) as http:
+            pending = asyncio.create_task(
+                http.post("/query", json={"query": "Weather?", "allowed_agent_ids": ["raw-deep"]})
+            )
+            call = await peer.recv()
+            deep = "[" * 1000 + "]" * 1000
+            await peer.send(deep)
+            reply = await peer.recv()
+            assert (reply["code"], reply["message"]) == ("invalid_message", "frame is nested deeper than 200 levels")
+            await peer.send(
+                f'{{"type": "tool_result", "call_id": "{call["call_id"]}", "success": true, "result": {deep}}}'
+            )
+            assert (await peer.recv())["code"] == "invalid_message"
+            await peer.send({"type": "ping"})
+            assert await peer.recv() == {"type": "pong"}
+            await peer.send({"type": "tool_result", "call_id": call["call_id"], "success": True, "result": 1})
+            response = await pending
+        assert response.status_code == 200 and response.json()["agents_used"] != []
+    finally:
+        await peer.close()
