@@ -18,6 +18,7 @@ from fastapi import Depends, FastAPI
 from redis.exceptions import RedisError
 
 from master.admission import Admission
+from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
@@ -184,6 +185,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             ),
         )
         admission = Admission(settings.openagent_max_queries_in_flight)
+        tool_catalog = ToolCatalog(registry, invocation, ToolLimits.from_settings(settings))
         hub = Hub(
             registry,
             dispatcher,
@@ -193,6 +195,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             collaboration=collab,
             admission=admission,
             max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
+            catalog=tool_catalog,
         )
         streams = QueryStreams(queries, admission)
         warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
@@ -211,6 +214,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             sandbox=sandbox,
             attachments=attachment_store,
             admission=admission,
+            tool_catalog=tool_catalog,
         )
         await _load_invocation_agents(invocation)
         health_loop = (

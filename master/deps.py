@@ -9,6 +9,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from master.admission import Admission
+from master.agents.catalog import ToolCatalog
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
@@ -41,6 +42,7 @@ class Services:
     streams: QueryStreams
     builder: AgentBuilder
     admission: Admission
+    tool_catalog: ToolCatalog
     sandbox: Sandbox
     attachments: AttachmentStore | None = None
 

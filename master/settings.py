@@ -73,6 +73,13 @@ class Settings(BaseSettings):
     orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
     """How long auto mode waits for a spawned (sandboxed) agent to register."""
 
+    # Registration limits (the tools offered to the model)
+    openagent_max_tool_schema_bytes: int = Field(default=16 * 1024, gt=0)
+    """Bytes of one tool's JSON (name, description, parameters, endpoint)."""
+    openagent_max_tools_per_agent: int = Field(default=64, gt=0)
+    openagent_max_catalog_tools: int = Field(default=1024, gt=0)
+    """Tools of every live and stored agent together."""
+
     # Admission control (queries in flight)
     openagent_max_queries_in_flight: int = Field(default=256, gt=0)
     """Queries the master runs at once, over every entry point; more get ``too_many_queries`` (HTTP 429)."""

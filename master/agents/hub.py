@@ -27,8 +27,9 @@ from pydantic_core import from_json
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.collaboration import CollaborationManager
+from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
-from master.errors import InvalidToolSchema, SessionStoreUnavailable
+from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
 from master.admission import Admission
@@ -148,6 +149,7 @@ class Hub:
         collaboration: CollaborationManager | None = None,
         admission: Admission | None = None,
         max_queries_per_connection: int = 16,
+        catalog: ToolCatalog | None = None,
     ) -> None:
         self._registry = registry
         self._collaboration = collaboration
@@ -157,6 +159,7 @@ class Hub:
         self._max_message_bytes = max_message_bytes
         self._admission = admission or Admission(1 << 30)
         self._max_queries_per_connection = max_queries_per_connection
+        self._catalog = catalog or ToolCatalog(registry, invocation, ToolLimits())
         # Queries outlive the connection that asked them, so their turns are stored
         # even when the asker goes away; they are bounded by the LLM and tool timeouts.
         self._query_tasks: set[asyncio.Task[None]] = set()
@@ -276,7 +279,11 @@ class Hub:
             await self._register_invocation(conn, msg, msg.invocation_url)
             return
         try:
+            self._catalog.check(msg.agent_id, msg.tools, invocation=False)
             agent = LiveAgent.from_register(msg, conn.send, conn.close)
+        except RegistrationRefused as exc:
+            await conn.send_error(exc.code, exc.message, msg.agent_id)
+            return
         except InvalidToolSchema as exc:
             await conn.send_error("invalid_message", str(exc), msg.agent_id)
             return
@@ -305,7 +312,11 @@ class Hub:
             registration = InvocationRegistration(
                 agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
             )
+            self._catalog.check(msg.agent_id, msg.tools, invocation=True)
             await self._invocation.register(registration)
+        except RegistrationRefused as exc:
+            await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)
+            return
         except (ValidationError, InvalidToolSchema, SessionStoreUnavailable) as exc:
             await conn.send_error("invalid_message", f"cannot register invocation agent: {exc}", msg.agent_id)
             return

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from master.agents.invocation import InvocationRegistration
 from master.deps import ServicesDep, require_api_key
-from master.errors import InvalidToolSchema, SessionStoreUnavailable
+from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from protocol import ToolProgress, ToolResult
 
 router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])
@@ -48,12 +48,14 @@ Token = Annotated[str, Query(min_length=1, description="The per-call token from 
 @router.post("/register")
 async def register(body: InvocationRegistration, services: ServicesDep) -> dict[str, Any]:
     """Store an HTTP invocation agent in Redis and health-check it once."""
-    if services.registry.get(body.agent_id) is not None:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT, detail=f"agent {body.agent_id!r} is connected over WebSocket"
-        )
     try:
+        services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
         agent = await services.invocation.register(body)
+    except RegistrationRefused as exc:
+        code = (
+            status.HTTP_409_CONFLICT if exc.code == "agent_conflict" else status.HTTP_422_UNPROCESSABLE_ENTITY
+        )
+        raise HTTPException(code, detail=exc.message) from None
     except InvalidToolSchema as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, detail=str(exc)) from None
     except SessionStoreUnavailable as exc:
