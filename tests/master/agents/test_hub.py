@@ -157,3 +157,31 @@ async def test_deeply_nested_frames_get_an_error_and_the_connection_keeps_its_ca
         assert response.status_code == 200 and response.json()["agents_used"] != []
     finally:
         await peer.close()
+
+
+async def test_legacy_invocation_register_cannot_take_a_live_agents_id(master: MasterProcess) -> None:
+    """Defect 12: a ``register`` with ``invocation_url`` for the id of a live WebSocket agent is
+    refused, as ``POST /register`` refuses it (409), and the live agent keeps its connection."""
+    live = await RawPeer.connect(master.ws_url)
+    other = await RawPeer.connect(master.ws_url)
+    try:
+        await live.register("raw-live-id", tools=[WEATHER_TOOL])
+        await other.send(
+            {
+                "type": "register",
+                "agent_id": "raw-live-id",
+                "role": "action",
+                "tools": [WEATHER_TOOL],
+                "invocation_url": "http://127.0.0.1:9",
+            }
+        )
+        reply = await other.recv()
+        assert (reply["code"], reply["ref"]) == ("agent_conflict", "raw-live-id")
+        assert "connected over WebSocket" in reply["message"]
+        await live.send({"type": "ping"})
+        assert await live.recv() == {"type": "pong"}
+        rows = [r for r in await agent_rows(master.base_url) if r["agent_id"] == "raw-live-id"]
+        assert [r["connection_type"] for r in rows] == ["websocket"]
+    finally:
+        await live.close()
+        await other.close()
