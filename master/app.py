@@ -1,4 +1,4 @@
-"""The FastAPI application: ``uvicorn master.app:app``.
+"""The FastAPI application, served by ``python -m master`` (uvicorn ``master.app:app``).
 
 :func:`create_app` builds the long-lived objects (Redis client, registry,
 dispatcher, session store, LLM, orchestrator, hub) once, in the lifespan, and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
 import httpx
 
@@ -76,6 +77,40 @@ async def test_oversized_frame_is_refused(llm: ScriptedOpenAIServer) -> None:
             await peer.close()
 
 
+async def test_oversized_frame_is_refused_before_the_server_buffers_it(
+    scripted_llm: ScriptedOpenAIServer,
+) -> None:
+    """Defect 10: the WebSocket server's own limit is OPENAGENT_WS_MAX_MESSAGE_BYTES, so a larger
+    frame closes the connection with 1009 (message too big) instead of being read in full; HTTP
+    bodies over OPENAGENT_HTTP_MAX_BODY_BYTES get 413, with or without a Content-Length."""
+    env = {
+        "OPENAI_BASE_URL": scripted_llm.base_url,
+        "OPENAGENT_WS_MAX_MESSAGE_BYTES": "1000",
+        "OPENAGENT_HTTP_MAX_BODY_BYTES": "2000",
+    }
+    with MasterProcess(env) as m:
+        peer = await RawPeer.connect(m.ws_url, max_size=None)
+        try:
+            await peer.register("raw-big")
+            await peer.send({"type": "ping", "padding": "x" * 900})
+            assert await peer.recv() == {"type": "pong"}
+            await peer.send({"type": "ping", "padding": "x" * 5000})
+            async with asyncio.timeout(5):
+                await peer.ws.wait_closed()
+            assert peer.ws.close_code == 1009
+        finally:
+            await peer.close()
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for _ in range(10):
+                yield b"x" * 1000
+
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=10) as http:
+            assert (await http.post("/query", content=b"x" * 5000)).status_code == 413
+            assert (await http.post("/query", content=chunks())).status_code == 413
+            assert (await http.post("/query", json={"query": "small"})).status_code != 413
+
+
 async def test_newest_connection_wins(master: MasterProcess) -> None:
     old = await RawPeer.connect(master.ws_url)
     new = await RawPeer.connect(master.ws_url)
@@ -145,7 +180,10 @@ async def test_deeply_nested_frames_get_an_error_and_the_connection_keeps_its_ca
             deep = "[" * 1000 + "]" * 1000
             await peer.send(deep)
             reply = await peer.recv()
-            assert (reply["code"], reply["message"]) == ("invalid_message", "frame is nested deeper than 200 levels")
+            assert (reply["code"], reply["message"]) == (
+                "invalid_message",
+                "frame is nested deeper than 200 levels",
+            )
             await peer.send(
                 f'{{"type": "tool_result", "call_id": "{call["call_id"]}", "success": true, "result": {deep}}}'
             )
