@@ -27,15 +27,15 @@ WS_MAX_QUEUE = 4
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m master", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+    parser.add_argument("--host", help="interface to bind (default: MASTER_HOST, 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to bind (default: MASTER_PORT, 8000)")
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     args = parser.parse_args(argv)
     settings = Settings()
     uvicorn.run(
         "master.app:app",
-        host=args.host,
-        port=args.port,
+        host=args.host or settings.master_host,
+        port=args.port or settings.master_port,
         log_level=args.log_level,
         ws_max_size=settings.openagent_ws_max_message_bytes,
         ws_max_queue=WS_MAX_QUEUE,
