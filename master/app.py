@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 import httpx
 from fastapi import Depends, FastAPI
+from fastapi.routing import iter_route_contexts
 from redis.exceptions import RedisError
 
 from master.admission import Admission
@@ -24,10 +25,11 @@ from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore, RagLink
+from master.auth import EarlyAuthMiddleware
 from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
-from master.deps import Services, require_api_key
+from master.deps import Services, needs_api_key, require_api_key
 from master.errors import SessionStoreUnavailable
 from master.logs import install_log_filter
 from master.orchestration.llm import ChatModel, OpenAIChatModel
@@ -272,6 +274,13 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)
+    # 401 before a protected route reads its body (FastAPI parses the body before dependencies).
+    app.add_middleware(
+        EarlyAuthMiddleware,
+        api_key=settings.api_key,
+        routes=lambda: list(iter_route_contexts(app.routes)),
+        protected=needs_api_key,
+    )
     return app
 
 
