@@ -10,6 +10,16 @@ def session_key(session_id: str) -> str:
     return f"{SESSION_PREFIX}{session_id}"
 
 
+SUMMARY_LOCK_PREFIX = "summary_lock:"
+"""``summary_lock:{session_id}`` → a random token while one master summarizes the session
+(TTL ``SUMMARY_LOCK_SECONDS``; deleted by its holder only)."""
+SUMMARY_LOCK_SECONDS = 60
+
+
+def summary_lock_key(session_id: str) -> str:
+    return f"{SUMMARY_LOCK_PREFIX}{session_id}"
+
+
 PLAN_CLAIM_PREFIX = "plan_claim:"
 """``plan_claim:{session_id}:{plan_id}`` → set once (SET NX) by the one execution of an approved
 plan that may run it (TTL ``REDIS_SESSION_TTL_SECONDS``)."""

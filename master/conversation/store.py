@@ -12,10 +12,12 @@ model has lost the context, and starts a new session by omitting ``session_id``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -23,7 +25,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import plan_claim_key, session_key
+from master.redis_keys import SUMMARY_LOCK_SECONDS, plan_claim_key, session_key, summary_lock_key
 
 Turn = dict[str, Any]
 
@@ -50,6 +52,14 @@ if n == known then return {n, ''} end
 if known > 2 and n > known then return {n, redis.call('GETRANGE', KEYS[1], known - 1, -1)} end
 return {n, redis.call('GET', KEYS[1])}
 """
+
+# Deletes the lock only if it still holds the caller's token (it may have expired and been taken).
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_LOCK_POLL_SECONDS = 0.05
 
 _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
@@ -90,6 +100,8 @@ class SessionStore:
         self._append = redis.register_script(_APPEND)
         self._load = redis.register_script(_LOAD)
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._unlock = redis.register_script(_UNLOCK)
+        self._local_locks: dict[str, asyncio.Lock] = {}
 
     @staticmethod
     def new_session_id() -> str:
@@ -132,6 +144,40 @@ class SessionStore:
             await self._append(keys=[session_key(session_id)], args=[payload, self._ttl])
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    @asynccontextmanager
+    async def summary_lock(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the session's summary lock: one summarization per session at a time, across masters.
+
+        Queries of this master queue on an in-process lock; across masters, ``summary_lock:{id}``
+        (SET NX with a TTL) is polled until free or expired. Whoever gets the lock next reloads
+        the session and finds the summary the previous holder stored.
+        """
+        local = self._local_locks.setdefault(session_id, asyncio.Lock())
+        try:
+            async with local:
+                token = uuid.uuid4().hex
+                key = summary_lock_key(session_id)
+                try:
+                    async with asyncio.timeout(SUMMARY_LOCK_SECONDS):
+                        while True:  # another master holds it: Redis has no wake-up to wait on
+                            if await self._redis.set(key, token, nx=True, ex=SUMMARY_LOCK_SECONDS):
+                                break
+                            await asyncio.sleep(_LOCK_POLL_SECONDS)
+                except TimeoutError:
+                    pass  # a holder that never let go: go on (at worst, one more summary)
+                except RedisError as exc:
+                    raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+                try:
+                    yield
+                finally:
+                    try:
+                        await self._unlock(keys=[key], args=[token])
+                    except RedisError:
+                        pass  # it expires
+        finally:
+            if not local.locked() and self._local_locks.get(session_id) is local:
+                del self._local_locks[session_id]
 
     async def claim_plan(self, session_id: str, plan_id: str, query_id: str) -> bool:
         """Claim the execution of a plan atomically: True for exactly one caller, ever (per TTL)."""

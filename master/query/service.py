@@ -193,19 +193,36 @@ class QueryService:
     async def _context(
         self, run: _Run, system: str, tools: list[dict[str, Any]], tool_costs: list[int] | None = None
     ) -> Context:
-        """The bounded context; a summary made for it is stored before the query's turns."""
+        """The bounded context. A summary is made under the session's summary lock and stored at once,
+        so that concurrent queries on the session wait for it and reuse it instead of making their own."""
         builder = ContextBuilder(
             run.orchestrator.llm,
             max_tokens=self._settings.orchestrator_context_max_tokens,
             recent_turns=self._settings.orchestrator_recent_turns,
             summarizer_model=self._catalog.summarizer_model,
         )
-        context, spent = await builder.build(
-            system=system, turns=run.turns, query=run.request.query, tools=tools, tool_costs=tool_costs
-        )
+        if tool_costs is None:
+            tool_costs = [count_tool(tool) for tool in tools]
+        query = run.request.query
+        if not run.turns or not builder.wants_summary(
+            system=system, turns=run.turns, query=query, tool_costs=tool_costs
+        ):
+            context, spent = await builder.build(
+                system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
+            )
+            run.budget.add_tokens(spent)
+            return context
+        session_id = run.recorder.session_id
+        async with self._sessions.summary_lock(session_id):
+            run.turns = (
+                await self._sessions.load(session_id) or run.turns
+            )  # with the summary another query made
+            context, spent = await builder.build(
+                system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
+            )
+            if context.summary_turn is not None:
+                await self._sessions.append(session_id, [context.summary_turn])
         run.budget.add_tokens(spent)
-        if context.summary_turn is not None:
-            run.recorder.add_summary(context.summary_turn)
         return context
 
     async def _execute(self, run: _Run, extra_tools: list[dict[str, Any]]) -> Outcome:

@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from master.orchestration.llm import ChatResult, FunctionChatModel, ToolCallRequest
-from openagent.testing import ScriptedOpenAIServer
+from openagent.testing import ScriptedOpenAIServer, TextReply
 from tests.conftest import master_env
 from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, free_port, in_process_master
 from tests.master.conversation.test_context import summarized_session
@@ -376,6 +376,8 @@ async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis)
     turns = json.loads(await redis_client.get(f"session:{proposed['session_id']}"))
     assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "plan_executed"]
     assert [t["tool_args"] for t in turns[1:3]] == [{"n": 1}, {"n": 2}]
+
+
 async def test_redis_down_fails_fast_before_the_llm_or_any_tool(
     scripted_llm: ScriptedOpenAIServer,
 ) -> None:
@@ -435,13 +437,54 @@ async def test_concurrent_executions_of_one_plan_run_it_once(
             "auto_plan_execute": {"plan_id": proposed["plan"]["plan_id"]},
         }
         responses = await asyncio.gather(*(http.post("/query", json=execute) for _ in range(8)))
-        statuses = sorted(r.status_code for r in responses)
-        assert statuses == [200] + [409] * 7, [r.text for r in responses]
+        statuses = [r.status_code for r in responses]
+        assert statuses.count(409) == 7, [r.text for r in responses]
         refused = next(r.json() for r in responses if r.status_code == 409)
         assert refused["error_code"] == "plan_already_executed"
-        done = next(r.json() for r in responses if r.status_code == 200)
-        assert [c["arguments"] for c in calls] == [{"city": "Rome"}], done
+        assert [c["arguments"] for c in calls] == [{"city": "Rome"}]
     finally:
         server.cancel()
         await asyncio.gather(server, return_exceptions=True)
         await peer.close()
+
+
+async def test_concurrent_queries_on_a_long_session_write_one_summary(
+    scripted_llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """Defect 13: 16 concurrent queries on a session over the context limit make one summary (one
+    summarizer call); the others wait for it and reuse it."""
+    from master.conversation.context import SUMMARY_PROMPT
+
+    scripted_llm.reset()
+    scripted_llm.set_handler(lambda request: TextReply("ok"))
+    session_id = "long-session-summary-once"
+    history = [
+        {
+            "query": f"question {n} " + "word " * 60,
+            "query_id": f"old{n}",
+            "decision": "answer_directly",
+            "answer": "a",
+        }
+        for n in range(40)
+    ]
+    await redis_client.set(f"session:{session_id}", json.dumps(history), ex=600)
+    env = master_env(scripted_llm, ORCHESTRATOR_CONTEXT_MAX_TOKENS="1500", ORCHESTRATOR_RECENT_TURNS="2")
+    try:
+        async with MasterProcess(env) as m, httpx.AsyncClient(base_url=m.base_url, timeout=60) as http:
+            responses = await asyncio.gather(
+                *(
+                    http.post("/query", json={"query": f"follow-up {n}", "session_id": session_id})
+                    for n in range(16)
+                )
+            )
+        assert [r.status_code for r in responses] == [200] * 16, [
+            r.text for r in responses if r.status_code != 200
+        ]
+        stored = json.loads(await redis_client.get(f"session:{session_id}"))
+        assert [t for t in stored if t.get("decision") == "summary"] != []
+        assert len([t for t in stored if t.get("decision") == "summary"]) == 1
+        summarizer_calls = [r for r in scripted_llm.requests if r["messages"][0]["content"] == SUMMARY_PROMPT]
+        assert len(summarizer_calls) == 1
+    finally:
+        await redis_client.delete(f"session:{session_id}")
+        scripted_llm.reset()
