@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import SUMMARY_LOCK_SECONDS, plan_claim_key, session_key, summary_lock_key
 
@@ -63,6 +63,8 @@ _LOCK_POLL_SECONDS = 0.05
 
 _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
+SESSION_CACHE_BYTES = 32 * 1024 * 1024
+"""Bytes of stored JSON those sessions may add up to (their parsed form takes a few times more)."""
 
 
 @dataclass
@@ -99,7 +101,9 @@ class SessionStore:
         self._ttl = ttl_seconds
         self._append = redis.register_script(_APPEND)
         self._load = redis.register_script(_LOAD)
-        self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._cache: SizedLRU[str, _Cached] = SizedLRU(
+            SESSION_CACHE_BYTES, lambda _, cached: cached.length, max_entries=_CACHED_SESSIONS
+        )
         self._unlock = redis.register_script(_UNLOCK)
         self._local_locks: dict[str, asyncio.Lock] = {}
 
@@ -121,7 +125,7 @@ class SessionStore:
         try:
             length, text = await self._load(keys=[key], args=[cached.length if cached else 0])
             if length == 0:
-                self._cache.pop(session_id, None)
+                self._cache.pop(session_id)
                 return None
             turns = _merge(cached, length, text)
             if turns is None:  # not the value the cached copy was read from: read it whole
@@ -129,10 +133,7 @@ class SessionStore:
                 length, turns = len(text.encode()), cast(list[Turn], json.loads(text))
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        self._cache[session_id] = _Cached(int(length), turns)
-        self._cache.move_to_end(session_id)
-        while len(self._cache) > _CACHED_SESSIONS:
-            self._cache.popitem(last=False)
+        self._cache.put(session_id, _Cached(int(length), turns))
         return list(turns)
 
     async def append(self, session_id: str, turns: Sequence[Turn]) -> None:
@@ -191,7 +192,7 @@ class SessionStore:
 
     async def delete(self, session_id: str) -> bool:
         """Forget a session; True when it existed."""
-        self._cache.pop(session_id, None)
+        self._cache.pop(session_id)
         try:
             return bool(await self._redis.delete(session_key(session_id)))
         except RedisError as exc:
