@@ -32,6 +32,7 @@ from master.conversation.store import SessionStore
 from master.deps import Services, needs_api_key, require_api_key
 from master.errors import SessionStoreUnavailable
 from master.logs import install_log_filter
+from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.orchestration.llm import ChatModel, OpenAIChatModel
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
@@ -274,6 +275,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)
+    document_shared_responses(app)
+    allow_every_method_on_405(app)
     # 401 before a protected route reads its body (FastAPI parses the body before dependencies).
     app.add_middleware(
         EarlyAuthMiddleware,

@@ -103,8 +103,8 @@ class ToolSchema(_Model):
     """What the tool does; the model reads this to decide when to call it."""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON Schema of the arguments object."""
-    endpoint: str | None = None
-    """HTTP path of this tool on an invocation agent (e.g. ``/run``)."""
+    endpoint: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,512}$")] | None = None
+    """HTTP path of this tool on an invocation agent (e.g. ``/run``): at most 512 ASCII URL-path characters."""
 
 
 class AgentUsed(_Model):
@@ -200,7 +200,7 @@ class QueryRequest(_Model):
     """Only offer tools of these agents (``None``: every connected action agent)."""
     attachments: list[Attachment] | None = None
     """Files for the RAG agents."""
-    orchestrator_model: str | None = None
+    orchestrator_model: Annotated[str, Field(min_length=1, max_length=256)] | None = None
     """Model id from ``GET /query/orchestrator-models``; default when omitted."""
     orchestrator_prompt_profile: PromptProfile = "default"
     """System prompt profile."""

@@ -45,6 +45,14 @@ _PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$")
 """Characters of a URL path (RFC 3986 ``pchar`` and ``/``): ASCII only, no spaces or controls."""
 
 
+_PORT = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+_URL_PATTERN = (
+    r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
+    rf"(:{_PORT})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$"
+)
+"""The URL in the schema: ``http(s)://host[:port][/path]``, ASCII, no user info, query or fragment."""
+
+
 def check_base_url(url: str) -> str:
     """An ``http(s)://host[:port][/path]`` URL the HTTP client can use, or ``ValueError`` naming why.
 
@@ -74,9 +82,10 @@ class InvocationRegistration(BaseModel):
     """Body of ``POST /register``."""
 
     agent_id: str = Field(pattern=AGENT_ID_PATTERN)
-    invocation_base_url: str = Field(pattern=r"^https?://[!-~]+$", max_length=2048)
+    invocation_base_url: str = Field(pattern=_URL_PATTERN, max_length=2048)
     """Where the agent's HTTP server listens, e.g. ``http://127.0.0.1:9000`` (ASCII, no user info)."""
-    tools: list[ToolSchema] = Field(min_length=1)
+    tools: list[ToolSchema] = Field(min_length=1, json_schema_extra={"uniqueItems": True})
+    """Each tool once (a name declared twice is refused with 422)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("invocation_base_url")

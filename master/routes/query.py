@@ -10,6 +10,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from master.deps import ServicesDep
 from master.errors import QueryRejected
+from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.service import rejected_response
 from protocol import QueryRequest, QueryResponse
@@ -47,12 +48,17 @@ def status_for(exc: QueryRejected) -> int:
     "/query",
     response_model=QueryResponse,
     responses={
+        200: {
+            "description": "The answer (JSON), or with stream/Accept: text/event-stream a stream of "
+            "Server-Sent Events ending with a query_result event",
+            "content": {"text/event-stream": {"schema": {}}},
+        },
         400: {
             "model": QueryResponse,
             "description": "Model not allowed, a plan step that cannot run, or an attachment whose base64 "
             "does not decode or whose type contradicts its content",
         },
-        403: {"description": "OPENAGENT_HTTP_QUERY=0"},
+        403: error("OPENAGENT_HTTP_QUERY=0"),
         404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},
         409: {"model": QueryResponse, "description": "The plan was already executed"},
         413: {
