@@ -273,6 +273,12 @@ class QueryService:
         )
 
     async def _propose_plan(self, run: _Run) -> Outcome:
+        if not len(run.toolbox):  # no model could plan with no tool: refuse before asking one
+            raise QueryRejected(
+                "invalid_query",
+                "no linked agent offers a tool, so there is nothing to plan; connect an action agent "
+                "or check allowed_agent_ids",
+            )
         system = (
             _with_note(system_prompt(run.request.orchestrator_prompt_profile), run.system_note)
             + "\n\n"

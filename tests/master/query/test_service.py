@@ -488,3 +488,14 @@ async def test_concurrent_queries_on_a_long_session_write_one_summary(
     finally:
         await redis_client.delete(f"session:{session_id}")
         scripted_llm.reset()
+
+
+async def test_a_plan_with_no_linked_tool_is_refused_before_the_model_runs(
+    http: httpx.AsyncClient, llm: ScriptedOpenAIServer
+) -> None:
+    """Found by the fuzzer: a plan request with no tool to plan with was a 502 (the model's plan was
+    unusable); it is a 400 naming the reason, and the model is not asked."""
+    body = {"query": "plan it", "auto_require_plan_approval": True, "allowed_agent_ids": ["nobody-here"]}
+    response = await http.post("/query", json=body)
+    assert response.status_code == 400 and response.json()["error_code"] == "invalid_query"
+    assert "nothing to plan" in response.json()["error"] and llm.requests == []
