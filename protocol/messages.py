@@ -79,6 +79,8 @@ ErrorCode: TypeAlias = Literal[
     "not_in_session",
     "internal_error",
     "too_many_queries",
+    "limit_exceeded",
+    "agent_conflict",
 ]
 """Stable machine-readable codes carried by :class:`ErrorMessage`."""
 
