@@ -74,12 +74,8 @@ def document_shared_responses(app: FastAPI) -> None:
                 if needs_api_key(route):
                     responses.setdefault("401", _json(_ERROR_REF, "Missing or invalid API key"))
                 if "requestBody" in operation:
-                    responses.setdefault(
-                        "400", _json(_ERROR_REF, "The body is not JSON, or nested too deeply")
-                    )
-                    responses.setdefault(
-                        "413", _json(_ERROR_REF, "The body is over OPENAGENT_HTTP_MAX_BODY_BYTES")
-                    )
+                    _add_error(responses, "400", "The body is not JSON, or nested too deeply")
+                    _add_error(responses, "413", "The body is over OPENAGENT_HTTP_MAX_BODY_BYTES")
                 if "requestBody" in operation or operation.get("parameters"):
                     responses.setdefault("422", _json(_VALIDATION_REF, "The request does not fit the schema"))
                 for status, response in responses.items():  # HTTPException bodies: {"detail": ...}
@@ -89,6 +85,21 @@ def document_shared_responses(app: FastAPI) -> None:
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _add_error(responses: dict[str, Any], status: str, description: str) -> None:
+    """Declare :class:`ErrorBody` for ``status``, beside the route's own body when it has one."""
+    response = responses.get(status)
+    if response is None:
+        responses[status] = _json(_ERROR_REF, description)
+        return
+    content = response.setdefault("content", {}).setdefault("application/json", {})
+    schema = content.get("schema")
+    if schema is None:
+        content["schema"] = _ERROR_REF
+    elif schema != _ERROR_REF:
+        content["schema"] = {"anyOf": [schema, _ERROR_REF]}
+        response["description"] = f"{response.get('description', '')}; or: {description}".lstrip("; ")
 
 
 def _validation_item_schema() -> dict[str, Any]:

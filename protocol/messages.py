@@ -194,6 +194,19 @@ class PlanExecution(_Model):
 class QueryRequest(_Model):
     """The body of ``POST /query`` and the fields of a WebSocket ``query``."""
 
+    model_config = ConfigDict(
+        extra="ignore",
+        use_attribute_docstrings=True,
+        # auto_plan_execute needs the session the plan was proposed in (the master refuses it without).
+        json_schema_extra={
+            "if": {
+                "required": ["auto_plan_execute"],
+                "properties": {"auto_plan_execute": {"type": "object"}},
+            },
+            "then": {"required": ["session_id"], "properties": {"session_id": {"type": "string"}}},
+        },
+    )
+
     query: Annotated[str, Field(min_length=1, max_length=100_000)]
     """The user's question."""
     session_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")] | None = None

@@ -103,3 +103,24 @@ async def test_405_names_every_method_of_the_path(app: Any) -> None:
         assert response.status_code == 405 and response.headers["allow"] == "GET, POST"
         response = await http.put("/query")
         assert response.status_code == 405 and response.headers["allow"] == "POST"
+
+
+def test_a_plan_execution_without_its_session_is_invalid_in_the_schema(document: dict[str, Any]) -> None:
+    """Found by ``make fuzz``: ``auto_plan_execute`` without ``session_id`` was schema-valid but refused."""
+    query = _request_schema(document, "/query")
+    plan = {"plan_id": "p1"}
+    assert not _valid(document, query, {"query": "go", "auto_plan_execute": plan})
+    assert not _valid(document, query, {"query": "go", "auto_plan_execute": plan, "session_id": None})
+    assert _valid(document, query, {"query": "go", "auto_plan_execute": plan, "session_id": "s1"})
+    assert _valid(document, query, {"query": "go", "auto_plan_execute": None})
+
+
+def test_a_body_parse_error_fits_the_declared_400(document: dict[str, Any]) -> None:
+    """Found by ``make fuzz``: /query declares QueryResponse for 400, but an unparseable body gets
+    ``{"detail": ...}``; both are declared."""
+    schema = document["paths"]["/query"]["post"]["responses"]["400"]["content"]["application/json"]["schema"]
+    validator = jsonschema_rs.validator_for({**schema, "components": document["components"]})
+    assert validator.is_valid({"detail": "There was an error parsing the body"})
+    assert validator.is_valid(
+        {"query_id": "q", "success": False, "error": "x", "error_code": "invalid_model"}
+    )
