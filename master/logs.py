@@ -75,13 +75,20 @@ class SafeLogFilter(logging.Filter):
         return cap(escape_control(self.redact(str(value))))
 
     def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            self._sanitize(record)
+        except Exception:  # never break logging; a line that cannot be sanitized is replaced, not leaked
+            record.args = None
+            record.msg = "(log line dropped by SafeLogFilter: it could not be sanitized)"
+        return True
+
+    def _sanitize(self, record: logging.LogRecord) -> None:
         if isinstance(record.msg, str):
             record.msg = self.redact(record.msg)
         if isinstance(record.args, tuple):
             record.args = tuple(self._safe(arg) for arg in record.args)
         elif isinstance(record.args, dict):
             record.args = {key: self._safe(value) for key, value in record.args.items()}
-        return True
 
 
 def install_log_filter(secrets: Iterable[str | None] = ()) -> SafeLogFilter:
