@@ -406,6 +406,8 @@ def test_only_the_master_may_call_the_pool_runners() -> None:
     assert rule["ports"] == [
         {"protocol": "TCP", "port": Settings.model_fields["openagent_k8s_pool_runner_port"].default}
     ]
+
+
 def test_redis_keeps_its_data_on_a_persistent_volume_with_aof() -> None:
     """Nothing is lost when Redis restarts: append-only persistence into a PersistentVolumeClaim."""
     deployment = _one("Deployment", "redis")
