@@ -58,6 +58,11 @@ class TurnRecorder:
     def _stamp(self, turn: Turn) -> Turn:
         return {**self._base, **turn, "ts": time.time()}
 
+    def add_summary(self, turn: Turn) -> None:
+        """Store ``turn`` before the query's own turns (the query service stores the summaries it
+        makes at once instead, under the session's summary lock)."""
+        self._pending.append(turn)
+
     async def steps(self, runs: list[ToolRun]) -> None:
         # A collaboration's turn was stored by the collaboration manager when it ended.
         self._pending.extend(self._stamp(tool_turn({}, run)) for run in runs if run.collaboration is None)

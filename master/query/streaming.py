@@ -45,9 +45,9 @@ async def _events(queue: asyncio.Queue[tuple[str, dict[str, Any]] | object]) -> 
 class QueryStreams:
     """Runs streamed queries as owned background tasks."""
 
-    def __init__(self, queries: QueryService, admission: Admission) -> None:
+    def __init__(self, queries: QueryService, admission: Admission | None = None) -> None:
         self._queries = queries
-        self._admission = admission
+        self._admission = admission or Admission(1 << 30)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self, request: QueryRequest, query_id: str) -> AsyncIterator[str]:
@@ -83,6 +83,11 @@ class QueryStreams:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return _events(queue)
+
+    async def stream(self, request: QueryRequest, query_id: str) -> AsyncIterator[str]:
+        """:meth:`start` as one async generator (the run starts when it is first iterated)."""
+        async for chunk in self.start(request, query_id):
+            yield chunk
 
     async def aclose(self) -> None:
         for task in list(self._tasks):
