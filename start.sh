@@ -119,7 +119,7 @@ Reach the master from this machine (keep it running in another terminal):
   curl -s -H "Authorization: Bearer \$KEY" http://127.0.0.1:8000/agents
 
 Or run the master on the host instead (Kubernetes sandbox):
-  OPENAGENT_K8S_SANDBOX=1 uvicorn master.app:app --host 0.0.0.0 --port 8000
+  OPENAGENT_K8S_SANDBOX=1 python -m master --host 0.0.0.0 --port 8000
 and set OPENAGENT_K8S_MASTER_WS (or pass master_ws from the UI) to a WebSocket URL that
 resolves from inside Pods; the default ws://host.minikube.internal:8000/ws reaches a master on
 this host (see the hint of GET /internal/sandbox/status). The NetworkPolicy admits only the

@@ -1,4 +1,4 @@
-"""The FastAPI application: ``uvicorn master.app:app``.
+"""The FastAPI application, served by ``python -m master`` (uvicorn ``master.app:app``).
 
 :func:`create_app` builds the long-lived objects (Redis client, registry,
 dispatcher, session store, LLM, orchestrator, hub) once, in the lifespan, and
@@ -15,18 +15,24 @@ from contextlib import asynccontextmanager
 import aiohttp
 import httpx
 from fastapi import Depends, FastAPI
+from fastapi.routing import iter_route_contexts
 from redis.exceptions import RedisError
 
+from master.admission import Admission
+from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore, RagLink
+from master.auth import EarlyAuthMiddleware
 from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
-from master.deps import Services, require_api_key
+from master.deps import Services, needs_api_key, require_api_key
 from master.errors import SessionStoreUnavailable
+from master.logs import install_log_filter
+from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.orchestration.llm import ChatModel, OpenAIChatModel
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
@@ -108,6 +114,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if not logging.getLogger().handlers:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        install_log_filter([settings.api_key])  # no key or per-call token in any log line
         redis = create_redis(settings.redis_url)
         try:
             await redis.ping()
@@ -133,6 +140,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             master_base_url=settings.master_base_url,
             call_timeout=settings.tool_call_timeout,
             invoke_timeout=settings.tool_invoke_http_timeout,
+            inflight_health_interval=settings.openagent_inflight_health_interval,
         )
         sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
         blob_redis = create_redis(settings.redis_url, decode_responses=False, max_connections=16)
@@ -179,6 +187,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 else None
             ),
         )
+        admission = Admission(settings.openagent_max_queries_in_flight)
+        tool_catalog = ToolCatalog(registry, invocation, ToolLimits.from_settings(settings))
         hub = Hub(
             registry,
             dispatcher,
@@ -186,8 +196,11 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             queries.answer,
             max_message_bytes=settings.openagent_ws_max_message_bytes,
             collaboration=collab,
+            admission=admission,
+            max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
+            catalog=tool_catalog,
         )
-        streams = QueryStreams(queries)
+        streams = QueryStreams(queries, admission)
         warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
         app.state.services = Services(
             settings,
@@ -203,6 +216,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             builder=agent_builder,
             sandbox=sandbox,
             attachments=attachment_store,
+            admission=admission,
+            tool_catalog=tool_catalog,
         )
         await _load_invocation_agents(invocation)
         health_loop = (
@@ -226,6 +241,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             sandbox.close()
             await asyncio.gather(warm_up, return_exceptions=True)
             await hub.aclose()
+            await dispatcher.aclose()
             await http.close()
             if isinstance(chat_model, OpenAIChatModel) and llm is None:
                 await chat_model.aclose()
@@ -259,6 +275,15 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)
+    document_shared_responses(app)
+    allow_every_method_on_405(app)
+    # 401 before a protected route reads its body (FastAPI parses the body before dependencies).
+    app.add_middleware(
+        EarlyAuthMiddleware,
+        api_key=settings.api_key,
+        routes=lambda: list(iter_route_contexts(app.routes)),
+        protected=needs_api_key,
+    )
     return app
 
 

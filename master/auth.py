@@ -8,8 +8,13 @@ needs the same header or ``?token=<key>`` (closed with 1008 otherwise).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse
+from starlette.routing import Match
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 def presented_key(conn: HTTPConnection, *, allow_query_token: bool) -> str | None:
@@ -30,3 +35,53 @@ def key_matches(expected: str | None, presented: str | None) -> bool:
     if presented is None:
         return False
     return secrets.compare_digest(expected.encode(), presented.encode())
+
+
+UNAUTHORIZED_DETAIL = "missing or invalid API key: send 'Authorization: Bearer <OPENAGENT_API_KEY>'"
+
+
+class EarlyAuthMiddleware:
+    """401 for a protected route before anything reads the request body.
+
+    FastAPI resolves a route's dependencies (the API-key check among them) only after it has read
+    and parsed the JSON body, so without the key an unparseable body would get 400/422 rather than
+    401. This middleware matches the request against the app's own route table and answers 401
+    first for every route that ``protected(route)`` says needs the key; other requests (open
+    routes, unknown paths, WebSockets: ``/ws`` checks its key itself) pass through.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_key: str | None,
+        routes: Callable[[], Sequence[Any]],
+        protected: Callable[[Any], bool],
+    ) -> None:
+        self.app = app
+        self._api_key = api_key
+        self._routes = routes
+        self._protected = protected
+        self._table: list[tuple[Any, bool]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self._api_key is not None and self._needs_key(scope):
+            conn = HTTPConnection(scope)
+            if not key_matches(self._api_key, presented_key(conn, allow_query_token=False)):
+                response = JSONResponse(
+                    {"detail": UNAUTHORIZED_DETAIL}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _needs_key(self, scope: Scope) -> bool:
+        if self._table is None:  # the routes are complete once the app serves
+            self._table = [(route, self._protected(route)) for route in self._routes()]
+        partial = False  # the path of a protected route with another method: 401 before 405
+        for route, protected in self._table:
+            match, _ = route.matches(scope)
+            if match == Match.FULL:
+                return protected
+            partial = partial or (match == Match.PARTIAL and protected)
+        return partial

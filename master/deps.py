@@ -6,14 +6,17 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.routing import RouteContext
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from master.admission import Admission
+from master.agents.catalog import ToolCatalog
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore
-from master.auth import key_matches, presented_key
+from master.auth import UNAUTHORIZED_DETAIL, key_matches, presented_key
 from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
@@ -39,6 +42,8 @@ class Services:
     collaboration: CollaborationManager
     streams: QueryStreams
     builder: AgentBuilder
+    admission: Admission
+    tool_catalog: ToolCatalog
     sandbox: Sandbox
     attachments: AttachmentStore | None = None
 
@@ -73,9 +78,14 @@ async def require_api_key(
     if not key_matches(expected, presented_key(request, allow_query_token=False)):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
-            detail="missing or invalid API key: send 'Authorization: Bearer <OPENAGENT_API_KEY>'",
+            detail=UNAUTHORIZED_DETAIL,
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+def needs_api_key(route: RouteContext) -> bool:
+    """Whether ``route`` (from :func:`fastapi.routing.iter_route_contexts`) depends on :func:`require_api_key`."""
+    return any(getattr(d, "dependency", None) is require_api_key for d in getattr(route, "dependencies", ()))
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]

@@ -5,6 +5,7 @@ Hierarchy::
     MasterError
     ├── QueryRejected            the query cannot be run as asked (carries a stable code)
     ├── CollaborationRejected    a collaboration cannot start as asked (carries a stable code)
+    ├── RegistrationRefused      an agent may not register as asked (limit_exceeded, agent_conflict)
     ├── SessionStoreUnavailable  Redis did not answer
     ├── LLMError                 the LLM provider failed after retries, or is not configured
     ├── InvalidToolSchema        an agent's tool schemas are unusable (also a ValueError)
@@ -64,6 +65,16 @@ class CollaborationRejected(MasterError):
     ``unknown_agent`` (not connected over WebSocket) and ``collaboration_unsupported``
     (no ``supports_collaboration`` in the agent's metadata). The message names the value.
     """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class RegistrationRefused(MasterError):
+    """A registration that would exceed a limit (``limit_exceeded``) or take another agent's id or
+    function names (``agent_conflict``); the message names the limit or the other agent."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

@@ -10,6 +10,25 @@ def session_key(session_id: str) -> str:
     return f"{SESSION_PREFIX}{session_id}"
 
 
+SUMMARY_LOCK_PREFIX = "summary_lock:"
+"""``summary_lock:{session_id}`` → a random token while one master summarizes the session
+(TTL ``SUMMARY_LOCK_SECONDS``; deleted by its holder only)."""
+SUMMARY_LOCK_SECONDS = 60
+
+
+def summary_lock_key(session_id: str) -> str:
+    return f"{SUMMARY_LOCK_PREFIX}{session_id}"
+
+
+PLAN_CLAIM_PREFIX = "plan_claim:"
+"""``plan_claim:{session_id}:{plan_id}`` → set once (SET NX) by the one execution of an approved
+plan that may run it (TTL ``REDIS_SESSION_TTL_SECONDS``)."""
+
+
+def plan_claim_key(session_id: str, plan_id: str) -> str:
+    return f"{PLAN_CLAIM_PREFIX}{session_id}:{plan_id}"
+
+
 AGENT_PREFIX = "agent:"
 """``agent:{agent_id}`` → JSON record of an HTTP invocation agent (TTL ``REDIS_AGENT_TTL_SECONDS``)."""
 
@@ -19,6 +38,15 @@ AGENT_INDEX = "agents:invocation"
 
 def agent_key(agent_id: str) -> str:
     return f"{AGENT_PREFIX}{agent_id}"
+
+
+AGENT_QUARANTINE_PREFIX = "agent_quarantine:"
+"""``agent_quarantine:{agent_id}`` → a stored record the master could not use, moved aside at
+load time (keeps the ``agent:`` record's TTL; nothing reads it back)."""
+
+
+def quarantined_agent_key(agent_id: str) -> str:
+    return f"{AGENT_QUARANTINE_PREFIX}{agent_id}"
 
 
 COLLAB_PREFIX = "collab:"

@@ -63,12 +63,28 @@ class Settings(BaseSettings):
     openagent_health_check_interval: float = Field(default=30.0, ge=0)
     """Seconds between background health checks of invocation agents (0 disables)."""
     tool_call_timeout: float = Field(default=30.0, gt=0)
+    openagent_inflight_health_interval: float = Field(default=2.0, gt=0)
+    """Seconds between health checks of an invocation agent while calls to it are in flight; a
+    failed check fails those calls at once."""
     tool_invoke_http_timeout: float = Field(default=2.0, gt=0)
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
     orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
     """How long auto mode waits for a spawned (sandboxed) agent to register."""
+
+    # Registration limits (the tools offered to the model)
+    openagent_max_tool_schema_bytes: int = Field(default=16 * 1024, gt=0)
+    """Bytes of one tool's JSON (name, description, parameters, endpoint)."""
+    openagent_max_tools_per_agent: int = Field(default=64, gt=0)
+    openagent_max_catalog_tools: int = Field(default=1024, gt=0)
+    """Tools of every live and stored agent together."""
+
+    # Admission control (queries in flight)
+    openagent_max_queries_in_flight: int = Field(default=256, gt=0)
+    """Queries the master runs at once, over every entry point; more get ``too_many_queries`` (HTTP 429)."""
+    openagent_ws_max_queries_per_connection: int = Field(default=16, gt=0)
+    """Queries one WebSocket connection may have in flight; more get an ``error`` ``too_many_queries``."""
 
     # Feature toggles
     openagent_http_query: bool = True

@@ -68,9 +68,9 @@ def _master(args: argparse.Namespace) -> int:
         raise CommandError(f"OPENAGENT_WS_MAX_MESSAGE_BYTES must be a number of bytes, got {raw_limit!r}")
     import uvicorn
 
-    # uvicorn closes frames over ws_max_size before the master sees them; leave room so that
-    # frames just over the limit get the protocol's message_too_large error instead.
-    uvicorn.run("master.app:app", host=host, port=port, ws_max_size=2 * int(raw_limit))
+    # As `python -m master`: the server's own frame limit is the master's, so a larger frame is
+    # refused (close 1009) before it is buffered, and few frames wait per connection.
+    uvicorn.run("master.app:app", host=host, port=port, ws_max_size=int(raw_limit), ws_max_queue=4)
     return 0
 
 

@@ -78,6 +78,9 @@ ErrorCode: TypeAlias = Literal[
     "unknown_session",
     "not_in_session",
     "internal_error",
+    "too_many_queries",
+    "limit_exceeded",
+    "agent_conflict",
 ]
 """Stable machine-readable codes carried by :class:`ErrorMessage`."""
 
@@ -102,8 +105,8 @@ class ToolSchema(_Model):
     """What the tool does; the model reads this to decide when to call it."""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON Schema of the arguments object."""
-    endpoint: str | None = None
-    """HTTP path of this tool on an invocation agent (e.g. ``/run``)."""
+    endpoint: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,512}$")] | None = None
+    """HTTP path of this tool on an invocation agent (e.g. ``/run``): at most 512 ASCII URL-path characters."""
 
 
 class AgentUsed(_Model):
@@ -191,6 +194,19 @@ class PlanExecution(_Model):
 class QueryRequest(_Model):
     """The body of ``POST /query`` and the fields of a WebSocket ``query``."""
 
+    model_config = ConfigDict(
+        extra="ignore",
+        use_attribute_docstrings=True,
+        # auto_plan_execute needs the session the plan was proposed in (the master refuses it without).
+        json_schema_extra={
+            "if": {
+                "required": ["auto_plan_execute"],
+                "properties": {"auto_plan_execute": {"type": "object"}},
+            },
+            "then": {"required": ["session_id"], "properties": {"session_id": {"type": "string"}}},
+        },
+    )
+
     query: Annotated[str, Field(min_length=1, max_length=100_000)]
     """The user's question."""
     session_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")] | None = None
@@ -199,7 +215,7 @@ class QueryRequest(_Model):
     """Only offer tools of these agents (``None``: every connected action agent)."""
     attachments: list[Attachment] | None = None
     """Files for the RAG agents."""
-    orchestrator_model: str | None = None
+    orchestrator_model: Annotated[str, Field(min_length=1, max_length=256)] | None = None
     """Model id from ``GET /query/orchestrator-models``; default when omitted."""
     orchestrator_prompt_profile: PromptProfile = "default"
     """System prompt profile."""

@@ -134,8 +134,9 @@ _redis_server_bin() {
 }
 
 # ensure_redis: Redis answers PING at ${REDIS_URL:-redis://127.0.0.1:6379}. When it does not
-# and the URL is on loopback, start a throw-away redis-server (no persistence; data dir and log
-# in .run/), installing the Debian package first when we are root with apt-get.
+# and the URL is on loopback, start a redis-server with append-only persistence (AOF, fsync every
+# second; data dir and log in .run/redis-PORT/, so sessions and registrations survive a Redis
+# restart), installing the Debian package first when we are root with apt-get.
 ensure_redis() {
   local url=${REDIS_URL:-redis://127.0.0.1:6379}
   # The URL as shown in messages: without its password.
@@ -185,7 +186,7 @@ ensure_redis() {
   local logfile="$data_dir/redis.log"
   local bind=127.0.0.1
   [[ $host == *:* ]] && bind=$host
-  local args=(--daemonize yes --bind "$bind" --port "$port" --save "" --appendonly no
+  local args=(--daemonize yes --bind "$bind" --port "$port" --save "" --appendonly yes --appendfsync everysec
     --dir "$data_dir" --logfile "$logfile")
   [[ -n $password ]] && args+=(--requirepass "$password")
 

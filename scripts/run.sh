@@ -109,13 +109,6 @@ trap stop_children EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# uvicorn closes the connection (1009) on frames over --ws-max-size (default 16 MiB) before
-# the master sees them; leave room so that frames just over OPENAGENT_WS_MAX_MESSAGE_BYTES get
-# the protocol's message_too_large error instead.
-ws_limit=${OPENAGENT_WS_MAX_MESSAGE_BYTES:-16777216}
-[[ $ws_limit =~ ^[0-9]+$ ]] || die "OPENAGENT_WS_MAX_MESSAGE_BYTES must be a number of bytes, got '$ws_limit'"
-ws_max_size=$((ws_limit * 2))
-
 if [[ -n $demo_llm ]]; then
   : >"$llm_log"
   log "no LLM configured (OPENAI_API_KEY and OPENAI_BASE_URL are empty): starting the demo LLM (log: .run/demo-llm.log)"
@@ -135,9 +128,10 @@ if [[ -n $demo_llm ]]; then
   log "demo LLM is up at $llm_url"
 fi
 
-log "starting the master: uvicorn master.app:app --host $MASTER_HOST --port $MASTER_PORT (log: .run/master.log)"
-"$VENV_PY" -m uvicorn master.app:app --host "$MASTER_HOST" --port "$MASTER_PORT" --ws-max-size "$ws_max_size" \
-  >>"$master_log" 2>&1 </dev/null &
+# python -m master: uvicorn with the server limits of the settings (OPENAGENT_WS_MAX_MESSAGE_BYTES
+# as the WebSocket frame limit, so that the server never buffers a larger frame).
+log "starting the master: python -m master --host $MASTER_HOST --port $MASTER_PORT (log: .run/master.log)"
+"$VENV_PY" -m master --host "$MASTER_HOST" --port "$MASTER_PORT" >>"$master_log" 2>&1 </dev/null &
 master_pid=$!
 
 deadline=$((SECONDS + 30))

@@ -43,7 +43,7 @@ def free_port() -> int:
 
 
 class MasterProcess:
-    """``uvicorn master.app:app`` in a subprocess on a free loopback port."""
+    """``python -m master`` (uvicorn with the settings' limits) in a subprocess on a free loopback port."""
 
     def __init__(self, env: Mapping[str, str] | None = None, *, port: int | None = None) -> None:
         self.port = port or free_port()
@@ -69,16 +69,7 @@ class MasterProcess:
         self.log_path.parent.mkdir(exist_ok=True)
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "master.app:app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-            ],
+            [sys.executable, "-m", "master", "--host", "127.0.0.1", "--port", str(self.port)],
             # An empty working directory: a developer's .env must not leak into tests.
             cwd=tempfile.mkdtemp(prefix="openagent-master-"),
             env=self.env,

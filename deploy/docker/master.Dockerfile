@@ -35,7 +35,6 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status == 200 else 1)"]
 
-# --ws-max-size is twice the default OPENAGENT_WS_MAX_MESSAGE_BYTES (16 MiB), as in
-# scripts/run.sh: frames just over the master's limit then get its message_too_large error
-# instead of uvicorn closing the connection (1009).
-CMD ["uvicorn", "master.app:app", "--host", "0.0.0.0", "--port", "8000", "--ws-max-size", "33554432"]
+# python -m master: uvicorn with the server limits of the settings (OPENAGENT_WS_MAX_MESSAGE_BYTES
+# is the WebSocket frame limit, so the server never buffers a larger frame).
+CMD ["python", "-m", "master", "--host", "0.0.0.0", "--port", "8000"]

@@ -10,7 +10,10 @@ Each call gets a fresh ``call_id`` and a future in the pending table.
   call, so an invocation agent never needs the master's API key.
 
 A call ends with its result, at once when a WebSocket agent disconnects, or
-after ``TOOL_CALL_TIMEOUT``. Callbacks for unknown, finished or timed-out calls
+after ``TOOL_CALL_TIMEOUT``. While calls to an invocation agent are in flight, its
+``/health`` is checked every ``OPENAGENT_INFLIGHT_HEALTH_INTERVAL`` seconds: a failed
+check (or a refused connection) fails its calls at once, naming the agent, instead of
+holding the query until the timeout. Callbacks for unknown, finished or timed-out calls
 are refused and change nothing; a repeated callback is answered as a duplicate.
 """
 
@@ -29,9 +32,10 @@ from urllib.parse import quote
 
 import aiohttp
 
-from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
+from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
+from master.logs import cap
 from protocol import ToolCall, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
@@ -41,6 +45,10 @@ CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
 CallStarted = Callable[[str], None]
 """Told the ``call_id`` of a call once it has been sent."""
 CallProgress = Callable[[ToolProgress], None]
+
+MAX_PROGRESS_MESSAGE_CHARS = 1000
+"""A progress message is kept, relayed and shown cut to this many characters (and logged cut to
+:data:`master.logs.LOG_ARG_MAX_CHARS`, control characters escaped)."""
 
 _FINISHED_MEMORY = 10_000
 """How many finished calls are remembered, to tell duplicates and late callbacks apart."""
@@ -82,6 +90,7 @@ class Dispatcher:
         master_base_url: str,
         call_timeout: float,
         invoke_timeout: float,
+        inflight_health_interval: float = 2.0,
     ) -> None:
         self._http = http
         self._invocation = invocation
@@ -90,6 +99,16 @@ class Dispatcher:
         self._invoke_timeout = aiohttp.ClientTimeout(total=invoke_timeout)
         self._pending: dict[str, PendingCall] = {}
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
+        self._health_interval = inflight_health_interval
+        self._watchers: dict[str, asyncio.Task[None]] = {}
+        """Per invocation agent with calls in flight: the task that health-checks it."""
+
+    async def aclose(self) -> None:
+        """Stop the health watchers (master shutdown)."""
+        watchers = list(self._watchers.values())
+        for task in watchers:
+            task.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
 
     async def call(
         self,
@@ -126,6 +145,7 @@ class Dispatcher:
                     )
                 else:
                     await self._post_call(target, pending, arguments, invoke_seconds)
+                    self._watch(target)
                 return await pending.future
         except TimeoutError:
             raise ToolTimeout(
@@ -224,6 +244,8 @@ class Dispatcher:
         return True
 
     def _record_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
+        if len(progress.message) > MAX_PROGRESS_MESSAGE_CHARS:
+            progress = progress.model_copy(update={"message": cap(progress.message, MAX_PROGRESS_MESSAGE_CHARS)})
         pending.last_progress = progress
         percent = "" if progress.progress is None else f" {progress.progress:.0%}"
         logger.info(
@@ -248,18 +270,42 @@ class Dispatcher:
             return finished.last_progress, False
         return None
 
-    def fail_agent(self, agent: LiveAgent, reason: str) -> int:
-        """Fail every call in flight on a WebSocket connection at once; returns how many."""
+    def fail_agent(self, agent: Target, reason: str, error: type[ToolCallError] = AgentDisconnected) -> int:
+        """Fail every call in flight on ``agent`` at once; returns how many."""
         failed = 0
         for pending in list(self._pending.values()):
             if pending.target is agent and not pending.future.done():
                 pending.future.set_exception(
-                    AgentDisconnected(
-                        f"agent {agent.agent_id!r} {reason} while running tool {pending.tool_name!r}"
-                    )
+                    error(f"agent {agent.agent_id!r} {reason} while running tool {pending.tool_name!r}")
                 )
                 failed += 1
         return failed
+
+    def _in_flight(self, agent: InvocationAgent) -> bool:
+        return any(p.target is agent and not p.future.done() for p in self._pending.values())
+
+    def _watch(self, agent: InvocationAgent) -> None:
+        """Health-check ``agent`` while it has calls in flight (one watcher per agent)."""
+        task = self._watchers.get(agent.agent_id)
+        if task is None or task.done():
+            self._watchers[agent.agent_id] = asyncio.create_task(
+                self._watch_loop(agent), name=f"health watch {agent.agent_id}"
+            )
+
+    async def _watch_loop(self, agent: InvocationAgent) -> None:
+        try:
+            while self._in_flight(agent):
+                await asyncio.sleep(self._health_interval)
+                if not self._in_flight(agent):
+                    break
+                if await self._invocation.check(agent) == "DOWN":
+                    failed = self.fail_agent(
+                        agent, f"failed its health check ({agent.last_error}); it is marked DOWN", AgentUnavailable
+                    )
+                    logger.warning("agent %s is DOWN: %d call(s) in flight failed", agent.agent_id, failed)
+        finally:
+            if self._watchers.get(agent.agent_id) is asyncio.current_task():
+                del self._watchers[agent.agent_id]
 
     def _remember(self, pending: PendingCall) -> None:
         resolved = pending.future.done() and not pending.future.cancelled()

@@ -2,7 +2,8 @@
 
 A connection's first useful frame is ``register``. Before that, anything but
 ``ping`` gets an ``error`` (``not_registered``) and the connection stays open.
-Malformed JSON, an unknown ``type`` and oversized frames get an ``error`` too;
+Malformed JSON, JSON nested deeper than :data:`MAX_JSON_DEPTH`, an unknown ``type`` and
+oversized frames get an ``error`` too;
 only auth failures (1008) and replacement by a newer connection (4001) close it.
 
 Rule for a duplicate ``agent_id``: the newest connection wins. The old one gets
@@ -22,13 +23,16 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.collaboration import CollaborationManager
+from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
-from master.errors import InvalidToolSchema, SessionStoreUnavailable
+from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
+from master.admission import Admission
 from protocol import (
     CLOSE_AGENT_REPLACED,
     CollaborationEnd,
@@ -51,6 +55,10 @@ from protocol.messages import QueryResponse
 
 logger = logging.getLogger("master.agents.hub")
 
+MAX_JSON_DEPTH = 200
+"""Nesting depth of a frame's JSON beyond which it is refused (``invalid_message``): the limit of
+pydantic-core's parser, which parses every frame (``protocol.parse_message``)."""
+
 QueryHandler = Callable[[Query], Awaitable[QueryResponse]]
 
 
@@ -60,6 +68,7 @@ class _Connection:
     def __init__(self, websocket: WebSocket) -> None:
         self.websocket = websocket
         self.agent: LiveAgent | None = None
+        self.queries_in_flight = 0
         self._send_lock = asyncio.Lock()
         self.closed = False
 
@@ -93,6 +102,8 @@ def _describe_invalid(exc: ValidationError) -> tuple[str, str]:
     """Map a parse failure to (code, message)."""
     first = exc.errors()[0]
     if first["type"] == "json_invalid":
+        if "recursion limit" in str(first.get("ctx", {}).get("error", first["msg"])):
+            return "invalid_message", f"frame is nested deeper than {MAX_JSON_DEPTH} levels"
         return "invalid_message", f"frame is not valid JSON: {first['msg']}"
     if first["type"] == "union_tag_invalid":
         tag = first.get("ctx", {}).get("tag")
@@ -107,9 +118,14 @@ def _describe_invalid(exc: ValidationError) -> tuple[str, str]:
 
 
 def _ref_of(raw: str) -> str | None:
-    """Best-effort id of a frame that failed validation, for the error's ``ref``."""
+    """Best-effort id of a frame that failed validation, for the error's ``ref``.
+
+    Parsed with pydantic-core's parser, which refuses nesting deeper than
+    :data:`MAX_JSON_DEPTH` with a ``ValueError``; the standard library's would raise
+    ``RecursionError`` on ``'[' * 1000`` and kill the connection.
+    """
     try:
-        data = json.loads(raw)
+        data = from_json(raw)
     except ValueError:
         return None
     if isinstance(data, dict):
@@ -131,6 +147,9 @@ class Hub:
         *,
         max_message_bytes: int,
         collaboration: CollaborationManager | None = None,
+        admission: Admission | None = None,
+        max_queries_per_connection: int = 16,
+        catalog: ToolCatalog | None = None,
     ) -> None:
         self._registry = registry
         self._collaboration = collaboration
@@ -138,6 +157,9 @@ class Hub:
         self._invocation = invocation
         self._answer_query = answer_query
         self._max_message_bytes = max_message_bytes
+        self._admission = admission or Admission(1 << 30)
+        self._max_queries_per_connection = max_queries_per_connection
+        self._catalog = catalog or ToolCatalog(registry, invocation, ToolLimits())
         # Queries outlive the connection that asked them, so their turns are stored
         # even when the asker goes away; they are bounded by the LLM and tool timeouts.
         self._query_tasks: set[asyncio.Task[None]] = set()
@@ -213,9 +235,7 @@ class Hub:
                     msg.call_id,
                 )
         elif isinstance(msg, Query):
-            task = asyncio.create_task(self._run_query(conn, msg), name=f"query {msg.query_id}")
-            self._query_tasks.add(task)
-            task.add_done_callback(self._query_tasks.discard)
+            await self._admit_query(conn, msg)
         elif isinstance(msg, PeerMessage | CollaborationEnd):
             await self._collaborate(conn, agent, msg)
         elif isinstance(msg, Registered | QueryResult | ToolCall | CollaborationStart | Pong | ErrorMessage):
@@ -259,7 +279,11 @@ class Hub:
             await self._register_invocation(conn, msg, msg.invocation_url)
             return
         try:
+            self._catalog.check(msg.agent_id, msg.tools, invocation=False)
             agent = LiveAgent.from_register(msg, conn.send, conn.close)
+        except RegistrationRefused as exc:
+            await conn.send_error(exc.code, exc.message, msg.agent_id)
+            return
         except InvalidToolSchema as exc:
             await conn.send_error("invalid_message", str(exc), msg.agent_id)
             return
@@ -288,11 +312,40 @@ class Hub:
             registration = InvocationRegistration(
                 agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
             )
+            self._catalog.check(msg.agent_id, msg.tools, invocation=True)
             await self._invocation.register(registration)
+        except RegistrationRefused as exc:
+            await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)
+            return
         except (ValidationError, InvalidToolSchema, SessionStoreUnavailable) as exc:
             await conn.send_error("invalid_message", f"cannot register invocation agent: {exc}", msg.agent_id)
             return
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
+
+    async def _admit_query(self, conn: _Connection, msg: Query) -> None:
+        """Start the query, unless the connection or the master is at its cap (then nothing runs)."""
+        cap = self._max_queries_per_connection
+        if conn.queries_in_flight >= cap:
+            await conn.send_error(
+                "too_many_queries",
+                f"this connection already has {conn.queries_in_flight} queries in flight "
+                f"(OPENAGENT_WS_MAX_QUERIES_PER_CONNECTION={cap}); wait for a query_result",
+                msg.query_id,
+            )
+            return
+        if not self._admission.try_enter():
+            await conn.send_error("too_many_queries", self._admission.refusal().message, msg.query_id)
+            return
+        conn.queries_in_flight += 1
+
+        def done(task: asyncio.Task[None]) -> None:
+            conn.queries_in_flight -= 1
+            self._admission.leave()
+            self._query_tasks.discard(task)
+
+        task = asyncio.create_task(self._run_query(conn, msg), name=f"query {msg.query_id}")
+        self._query_tasks.add(task)
+        task.add_done_callback(done)
 
     async def _run_query(self, conn: _Connection, msg: Query) -> None:
         try:

@@ -13,17 +13,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import aiohttp
 import redis.asyncio as aioredis
-from pydantic import BaseModel, Field
+import yarl
+from pydantic import BaseModel, Field, field_validator
 from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import AGENT_INDEX, agent_key
+from master.redis_keys import AGENT_INDEX, agent_key, quarantined_agent_key
 from master.agents.registry import AgentTool, compile_tools
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
@@ -38,14 +41,68 @@ _TOUCH_INTERVAL = 60.0
 """Seconds between TTL refreshes of a used agent's record (the TTL is hours)."""
 
 
+_PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$")
+"""Characters of a URL path (RFC 3986 ``pchar`` and ``/``): ASCII only, no spaces or controls."""
+
+
+_PORT = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+_URL_PATTERN = (
+    r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
+    rf"(:{_PORT})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$"
+)
+"""The URL in the schema: ``http(s)://host[:port][/path]``, ASCII, no user info, query or fragment."""
+
+
+def check_base_url(url: str) -> str:
+    """An ``http(s)://host[:port][/path]`` URL the HTTP client can use, or ``ValueError`` naming why.
+
+    Checked before anything is stored: a URL the client cannot encode (non-ASCII, user info,
+    a bad port) would otherwise fail every health check, every query and the next start-up.
+    """
+    if not url.isascii() or any(not " " < char < "\x7f" for char in url):
+        raise ValueError("must be ASCII without spaces or control characters")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("must start with http:// or https://")
+    if "@" in parts.netloc:
+        raise ValueError("must not carry user info (user:password@)")
+    if not parts.hostname:
+        raise ValueError("must name a host")
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+        parsed = yarl.URL(url)
+    except ValueError as exc:
+        raise ValueError(f"is not a usable URL: {exc}") from None
+    if parsed.host is None or parts.query or parts.fragment or not _PATH.match(parts.path):
+        raise ValueError("must be scheme://host[:port][/path], without query or fragment")
+    return url
+
+
 class InvocationRegistration(BaseModel):
     """Body of ``POST /register``."""
 
     agent_id: str = Field(pattern=AGENT_ID_PATTERN)
-    invocation_base_url: str = Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)
-    """Where the agent's HTTP server listens, e.g. ``http://127.0.0.1:9000``."""
-    tools: list[ToolSchema] = Field(min_length=1)
+    invocation_base_url: str = Field(pattern=_URL_PATTERN, max_length=2048)
+    """Where the agent's HTTP server listens, e.g. ``http://127.0.0.1:9000`` (ASCII, no user info)."""
+    tools: list[ToolSchema] = Field(min_length=1, json_schema_extra={"uniqueItems": True})
+    """Each tool once (a name declared twice is refused with 422)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("invocation_base_url")
+    @classmethod
+    def _usable_url(cls, url: str) -> str:
+        return check_base_url(url)
+
+    @field_validator("tools")
+    @classmethod
+    def _usable_endpoints(cls, tools: list[ToolSchema]) -> list[ToolSchema]:
+        for tool in tools:
+            endpoint = tool.endpoint
+            if endpoint is not None and (len(endpoint) > 512 or not _PATH.match(endpoint)):
+                raise ValueError(
+                    f"tool {tool.name!r}: endpoint must be a URL path of at most 512 ASCII characters"
+                )
+        return tools
 
 
 @dataclass(eq=False)
@@ -169,8 +226,8 @@ class InvocationAgents:
                 agent = InvocationAgent.from_registration(
                     InvocationRegistration.model_validate(data), data.get("registered_at")
                 )
-            except ValueError as exc:
-                logger.error("skipping unreadable record of invocation agent %s: %s", agent_id, exc)
+            except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+                await self._quarantine(agent_id, exc)
                 continue
             previous = self._agents.get(agent_id)
             if previous is not None:
@@ -183,6 +240,23 @@ class InvocationAgents:
         if expired:
             await self.redis.srem(AGENT_INDEX, *expired)
         self._agents = loaded
+
+    async def _quarantine(self, agent_id: str, exc: BaseException) -> None:
+        """Move an unusable record out of the way (``agent_quarantine:{id}``), so that it never
+        stops a start-up or a refresh again and stays there for someone to inspect."""
+        logger.error(
+            "quarantined the unusable record of invocation agent %s as %s: %s",
+            agent_id,
+            quarantined_agent_key(agent_id),
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.rename(agent_key(agent_id), quarantined_agent_key(agent_id))
+                pipe.srem(AGENT_INDEX, agent_id)
+                await pipe.execute()
+        except RedisError as error:
+            logger.warning("could not quarantine the record of agent %s: %s", agent_id, error)
 
     async def touch(self, agent: InvocationAgent) -> None:
         """Refresh the record's TTL when the agent is used (best effort, at most once a minute)."""
@@ -202,7 +276,7 @@ class InvocationAgents:
             async with self.http.get(f"{agent.base_url}/health", timeout=timeout) as response:
                 ok = response.status == 200
                 error = None if ok else f"/health answered HTTP {response.status}"
-        except (aiohttp.ClientError, TimeoutError) as exc:
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: an unusable URL
             ok, error = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
         self.mark(agent, "UP" if ok else "DOWN", error)
         return agent.status

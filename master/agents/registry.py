@@ -13,12 +13,12 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import jsonschema_rs
 from jsonschema_rs import Draft202012Validator
 
+from master.caches import SizedLRU
 from master.errors import InvalidToolSchema
 from protocol import Register, Role, ToolSchema
 
@@ -66,11 +66,20 @@ class AgentTool:
         return problems
 
 
-@lru_cache(maxsize=1024)
+_validators: SizedLRU[str, Draft202012Validator] = SizedLRU(
+    8 * 1024 * 1024, lambda parameters, _: len(parameters) + 256, max_entries=1024
+)
+
+
 def _validator(parameters: str) -> Draft202012Validator:
     """A validator per distinct schema (checked against the meta-schema when built); many agents
-    (replicas, reconnects) share tools. jsonschema-rs: ~50x faster per call than python-jsonschema."""
-    return Draft202012Validator(json.loads(parameters), retriever=_no_remote_refs)
+    (replicas, reconnects) share tools. jsonschema-rs: ~50x faster per call than python-jsonschema.
+    Cached by size (8 MB of schema text), so large distinct schemas cannot pile up."""
+    validator = _validators.get(parameters)
+    if validator is None:
+        validator = Draft202012Validator(json.loads(parameters), retriever=_no_remote_refs)
+        _validators.put(parameters, validator)
+    return validator
 
 
 def _no_remote_refs(uri: str) -> Any:

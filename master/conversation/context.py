@@ -1,12 +1,18 @@
 """The orchestrator's context for one query, kept under ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``.
 
-Context = every summary turn (in order) + the raw turns after the last summary.
+Context = every summary turn in effect (in order) + the raw turns after the last summary.
 When system prompt, context, tool definitions and the query exceed the limit,
 the raw tail (except the last ``ORCHESTRATOR_RECENT_TURNS`` turns) is summarized
 by ``SUMMARIZER_MODEL`` and a turn ``{"decision": "summary", "summary": ...,
 "covers_through_index": N}`` is returned for the session, N being the index in
 the full session list of the last turn the summary covers. A failed
 summarization loses nothing: the full tail is used and the turns stay as they are.
+
+When the summaries themselves take more than :data:`SUMMARY_SHARE` of the limit, they are folded:
+one new summary (``"folds_previous": true``) of the summaries and the older raw turns replaces them.
+
+One summarization per session at a time: :class:`master.query.service.QueryService` holds the
+session's summary lock around it, and queries waiting for the lock reuse the stored result.
 
 If the tools of all linked agents still do not fit, the most relevant tools
 (by word overlap with the query) are offered, and the log says so.
@@ -48,10 +54,21 @@ class Context:
     tokens: int = 0
 
 
+SUMMARY_SHARE = 0.25
+"""Share of ``ORCHESTRATOR_CONTEXT_MAX_TOKENS`` the summaries may take; beyond it they are folded
+into one summary (which also covers the older raw turns)."""
+
+
 def split_turns(turns: Sequence[Turn]) -> tuple[list[Turn], list[tuple[int, Turn]]]:
-    """(summary turns, raw turns after the last summary with their indexes)."""
-    summaries = [turn for turn in turns if turn.get("decision") == "summary"]
-    covered = int(summaries[-1].get("covers_through_index", -1)) if summaries else -1
+    """(summary turns in effect, raw turns after the last summary with their indexes).
+
+    A summary with ``folds_previous`` replaces every summary before it.
+    """
+    summaries: list[Turn] = []
+    for turn in turns:
+        if turn.get("decision") == "summary":
+            summaries = [turn] if turn.get("folds_previous") else [*summaries, turn]
+    covered = max((int(s.get("covers_through_index", -1)) for s in summaries), default=-1)
     tail = [(i, turn) for i, turn in enumerate(turns) if i > covered and turn.get("decision") != "summary"]
     return summaries, tail
 
@@ -65,6 +82,31 @@ class ContextBuilder:
         self._recent = recent_turns
         self._summarizer_model = summarizer_model
 
+    def wants_summary(
+        self, *, system: str, turns: Sequence[Turn], query: str, tool_costs: Sequence[int]
+    ) -> bool:
+        """Whether :meth:`build` would call the summarizer for these turns (no LLM call here)."""
+        summaries, tail = split_turns(turns)
+        return self._overflows(system, summaries, tail, query, tool_costs) or self._fold(summaries, tail)
+
+    def _overflows(
+        self,
+        system: str,
+        summaries: list[Turn],
+        tail: list[tuple[int, Turn]],
+        query: str,
+        tool_costs: Sequence[int],
+    ) -> bool:
+        messages = self._messages(system, summaries, [t for _, t in tail], query)
+        return count_messages(messages) + sum(tool_costs) > self._max_tokens and len(tail) > self._recent
+
+    def _fold(self, summaries: list[Turn], tail: list[tuple[int, Turn]]) -> bool:
+        """The summaries take more than their share: fold them (and what they can absorb) into one."""
+        if len(summaries) < 2:
+            return False
+        text = "".join(str(s.get("summary", "")) for s in summaries)
+        return count_messages([{"content": text}]) > self._max_tokens * SUMMARY_SHARE
+
     async def build(
         self,
         *,
@@ -76,24 +118,34 @@ class ContextBuilder:
     ) -> tuple[Context, int]:
         """The context and the tokens the summarizer spent (``tool_costs``: known token counts of ``tools``)."""
         summaries, tail = split_turns(turns)
-        messages = self._messages(system, summaries, [t for _, t in tail], query)
-        message_tokens = count_messages(messages)
         if tool_costs is None:
             tool_costs = [count_tools([tool]) for tool in tools]
+        messages = self._messages(system, summaries, [t for _, t in tail], query)
+        message_tokens = count_messages(messages)
         spent = 0
         summary_turn: Turn | None = None
-        if message_tokens + sum(tool_costs) > self._max_tokens and len(tail) > self._recent:
-            older = tail[: len(tail) - self._recent] if self._recent else tail
-            text, spent = await self._summarize([t for _, t in older])
+        fold = self._fold(summaries, tail)
+        if fold or self._overflows(system, summaries, tail, query, tool_costs):
+            keep = min(self._recent, len(tail))
+            older = tail[: len(tail) - keep]
+            covered = (
+                older[-1][0] if older else max(int(s.get("covers_through_index", -1)) for s in summaries)
+            )
+            text, spent = await self._summarize(
+                [*summaries, *[t for _, t in older]] if fold else [t for _, t in older]
+            )
             if text is not None:
                 summary_turn = {
                     "decision": "summary",
                     "summary": text,
-                    "covers_through_index": older[-1][0],
+                    "covers_through_index": covered,
                     "ts": time.time(),
                 }
+                if fold:
+                    summary_turn["folds_previous"] = True
                 recent = [t for _, t in tail[len(older) :]]
-                messages = self._messages(system, [*summaries, summary_turn], recent, query)
+                kept = [summary_turn] if fold else [*summaries, summary_turn]
+                messages = self._messages(system, kept, recent, query)
                 message_tokens = count_messages(messages)
         if message_tokens + sum(tool_costs) > self._max_tokens:
             tools, tool_costs = self._fit_tools(message_tokens, tools, tool_costs, query)

@@ -12,18 +12,20 @@ model has lost the context, and starts a new session by omitting ``session_id``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import session_key
+from master.redis_keys import SUMMARY_LOCK_SECONDS, plan_claim_key, session_key, summary_lock_key
 
 Turn = dict[str, Any]
 
@@ -51,8 +53,18 @@ if known > 2 and n > known then return {n, redis.call('GETRANGE', KEYS[1], known
 return {n, redis.call('GET', KEYS[1])}
 """
 
+# Deletes the lock only if it still holds the caller's token (it may have expired and been taken).
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_LOCK_POLL_SECONDS = 0.05
+
 _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
+SESSION_CACHE_BYTES = 32 * 1024 * 1024
+"""Bytes of stored JSON those sessions may add up to (their parsed form takes a few times more)."""
 
 
 @dataclass
@@ -89,11 +101,22 @@ class SessionStore:
         self._ttl = ttl_seconds
         self._append = redis.register_script(_APPEND)
         self._load = redis.register_script(_LOAD)
-        self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._cache: SizedLRU[str, _Cached] = SizedLRU(
+            SESSION_CACHE_BYTES, lambda _, cached: cached.length, max_entries=_CACHED_SESSIONS
+        )
+        self._unlock = redis.register_script(_UNLOCK)
+        self._local_locks: dict[str, asyncio.Lock] = {}
 
     @staticmethod
     def new_session_id() -> str:
         return str(uuid.uuid4())
+
+    async def check(self) -> None:
+        """Raise :class:`SessionStoreUnavailable` unless Redis answers (before a query has side effects)."""
+        try:
+            await self._redis.ping()
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
     async def load(self, session_id: str) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired)."""
@@ -102,7 +125,7 @@ class SessionStore:
         try:
             length, text = await self._load(keys=[key], args=[cached.length if cached else 0])
             if length == 0:
-                self._cache.pop(session_id, None)
+                self._cache.pop(session_id)
                 return None
             turns = _merge(cached, length, text)
             if turns is None:  # not the value the cached copy was read from: read it whole
@@ -110,10 +133,7 @@ class SessionStore:
                 length, turns = len(text.encode()), cast(list[Turn], json.loads(text))
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        self._cache[session_id] = _Cached(int(length), turns)
-        self._cache.move_to_end(session_id)
-        while len(self._cache) > _CACHED_SESSIONS:
-            self._cache.popitem(last=False)
+        self._cache.put(session_id, _Cached(int(length), turns))
         return list(turns)
 
     async def append(self, session_id: str, turns: Sequence[Turn]) -> None:
@@ -126,9 +146,53 @@ class SessionStore:
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
+    @asynccontextmanager
+    async def summary_lock(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the session's summary lock: one summarization per session at a time, across masters.
+
+        Queries of this master queue on an in-process lock; across masters, ``summary_lock:{id}``
+        (SET NX with a TTL) is polled until free or expired. Whoever gets the lock next reloads
+        the session and finds the summary the previous holder stored.
+        """
+        local = self._local_locks.setdefault(session_id, asyncio.Lock())
+        try:
+            async with local:
+                token = uuid.uuid4().hex
+                key = summary_lock_key(session_id)
+                try:
+                    async with asyncio.timeout(SUMMARY_LOCK_SECONDS):
+                        while True:  # another master holds it: Redis has no wake-up to wait on
+                            if await self._redis.set(key, token, nx=True, ex=SUMMARY_LOCK_SECONDS):
+                                break
+                            await asyncio.sleep(_LOCK_POLL_SECONDS)
+                except TimeoutError:
+                    pass  # a holder that never let go: go on (at worst, one more summary)
+                except RedisError as exc:
+                    raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+                try:
+                    yield
+                finally:
+                    try:
+                        await self._unlock(keys=[key], args=[token])
+                    except RedisError:
+                        pass  # it expires
+        finally:
+            if not local.locked() and self._local_locks.get(session_id) is local:
+                del self._local_locks[session_id]
+
+    async def claim_plan(self, session_id: str, plan_id: str, query_id: str) -> bool:
+        """Claim the execution of a plan atomically: True for exactly one caller, ever (per TTL)."""
+        try:
+            claimed = await self._redis.set(
+                plan_claim_key(session_id, plan_id), query_id, nx=True, ex=self._ttl
+            )
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return bool(claimed)
+
     async def delete(self, session_id: str) -> bool:
         """Forget a session; True when it existed."""
-        self._cache.pop(session_id, None)
+        self._cache.pop(session_id)
         try:
             return bool(await self._redis.delete(session_key(session_id)))
         except RedisError as exc:

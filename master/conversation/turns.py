@@ -47,7 +47,8 @@ class TurnRecorder:
         flush_each_step: bool,
     ) -> None:
         self._sessions = sessions
-        self._session_id = session_id
+        self.session_id = session_id
+        self.query_id = query_id
         self._base: dict[str, Any] = {"query": query, "query_id": query_id, "model": model}
         self.flush_each_step = flush_each_step
         self.plan_id: str | None = None
@@ -58,7 +59,8 @@ class TurnRecorder:
         return {**self._base, **turn, "ts": time.time()}
 
     def add_summary(self, turn: Turn) -> None:
-        """A summary made for this query's context; stored before the query's own turns."""
+        """Store ``turn`` before the query's own turns (the query service stores the summaries it
+        makes at once instead, under the session's summary lock)."""
         self._pending.append(turn)
 
     async def steps(self, runs: list[ToolRun]) -> None:
@@ -74,7 +76,7 @@ class TurnRecorder:
     async def flush(self) -> None:
         if self._pending:
             turns, self._pending = self._pending, []
-            await self._sessions.append(self._session_id, turns)
+            await self._sessions.append(self.session_id, turns)
 
     async def finish(self, outcome: Outcome) -> None:
         """Store the answer (and whatever is still pending)."""

@@ -13,13 +13,15 @@ import base64
 import gzip
 import json
 from collections.abc import Iterable, Sequence
-from functools import cache, lru_cache
+from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import tiktoken
 from tiktoken_ext import openai_public
+
+from master.caches import SizedLRU
 
 _PER_MESSAGE = 4
 """Tokens of the chat framing around each message (OpenAI's cookbook estimate)."""
@@ -66,10 +68,25 @@ def encoding() -> tiktoken.Encoding:
     )
 
 
-@lru_cache(maxsize=16384)
+TEXT_CACHE_CHARS = 8 * 1024 * 1024
+"""Characters of text whose token counts are kept (a session's earlier turns are counted on
+every query); bounded by size, so large distinct queries cannot pile up."""
+
+_counts: SizedLRU[str, int] = SizedLRU(TEXT_CACHE_CHARS, lambda text, _: len(text) + 64, max_entries=65536)
+
+
 def count_text(text: str) -> int:
-    """Tokens of ``text``; memoized, since a session's earlier turns are counted on every query."""
-    return len(encoding().encode(text, disallowed_special=()))
+    """Tokens of ``text``; memoized in a size-bounded cache."""
+    cached = _counts.get(text)
+    if cached is None:
+        cached = len(encoding().encode(text, disallowed_special=()))
+        _counts.put(text, cached)
+    return cached
+
+
+def text_cache_size() -> int:
+    """Characters (plus a small overhead per entry) the token-count cache holds."""
+    return _counts.size
 
 
 def count_messages(messages: Iterable[dict[str, Any]]) -> int:

@@ -193,19 +193,36 @@ class QueryService:
     async def _context(
         self, run: _Run, system: str, tools: list[dict[str, Any]], tool_costs: list[int] | None = None
     ) -> Context:
-        """The bounded context; a summary made for it is stored before the query's turns."""
+        """The bounded context. A summary is made under the session's summary lock and stored at once,
+        so that concurrent queries on the session wait for it and reuse it instead of making their own."""
         builder = ContextBuilder(
             run.orchestrator.llm,
             max_tokens=self._settings.orchestrator_context_max_tokens,
             recent_turns=self._settings.orchestrator_recent_turns,
             summarizer_model=self._catalog.summarizer_model,
         )
-        context, spent = await builder.build(
-            system=system, turns=run.turns, query=run.request.query, tools=tools, tool_costs=tool_costs
-        )
+        if tool_costs is None:
+            tool_costs = [count_tool(tool) for tool in tools]
+        query = run.request.query
+        if not run.turns or not builder.wants_summary(
+            system=system, turns=run.turns, query=query, tool_costs=tool_costs
+        ):
+            context, spent = await builder.build(
+                system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
+            )
+            run.budget.add_tokens(spent)
+            return context
+        session_id = run.recorder.session_id
+        async with self._sessions.summary_lock(session_id):
+            run.turns = (
+                await self._sessions.load(session_id) or run.turns
+            )  # with the summary another query made
+            context, spent = await builder.build(
+                system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
+            )
+            if context.summary_turn is not None:
+                await self._sessions.append(session_id, [context.summary_turn])
         run.budget.add_tokens(spent)
-        if context.summary_turn is not None:
-            run.recorder.add_summary(context.summary_turn)
         return context
 
     async def _execute(self, run: _Run, extra_tools: list[dict[str, Any]]) -> Outcome:
@@ -237,6 +254,18 @@ class QueryService:
             raise QueryRejected(
                 "invalid_plan", f"plan {execution.plan_id!r} refused, nothing was run: {exc}"
             ) from None
+        # The turns were read when the request started: only an atomic claim in Redis makes sure
+        # that, of concurrent executions, exactly one runs the steps.
+        try:
+            claimed = await self._sessions.claim_plan(
+                run.recorder.session_id, execution.plan_id, run.recorder.query_id
+            )
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if not claimed:
+            raise QueryRejected(
+                "plan_already_executed", f"plan {execution.plan_id!r} was already executed (or is running)"
+            )
         run.recorder.plan_id = execution.plan_id
         run.recorder.flush_each_step = True
         return await run.orchestrator.run_steps(
@@ -244,6 +273,12 @@ class QueryService:
         )
 
     async def _propose_plan(self, run: _Run) -> Outcome:
+        if not len(run.toolbox):  # no model could plan with no tool: refuse before asking one
+            raise QueryRejected(
+                "invalid_query",
+                "no linked agent offers a tool, so there is nothing to plan; connect an action agent "
+                "or check allowed_agent_ids",
+            )
         system = (
             _with_note(system_prompt(run.request.orchestrator_prompt_profile), run.system_note)
             + "\n\n"
@@ -332,9 +367,12 @@ class QueryService:
         return [spawn_tool(candidates)]
 
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
-        if session_id is None:
-            return self._sessions.new_session_id(), []
+        """The session's turns; either way Redis has answered, so no LLM or tool call runs for an
+        answer that could not be stored (tools may have side effects)."""
         try:
+            if session_id is None:
+                await self._sessions.check()
+                return self._sessions.new_session_id(), []
             loaded = await self._sessions.load(session_id)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None

@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from master.admission import Admission
 from master.errors import QueryRejected
 from master.query.service import QueryService, rejected_response
 from protocol import QueryRequest
@@ -32,15 +33,30 @@ def sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
+async def _events(queue: asyncio.Queue[tuple[str, dict[str, Any]] | object]) -> AsyncIterator[str]:
+    while True:
+        item = await queue.get()
+        if item is _DONE:
+            return
+        event, data = item  # type: ignore[misc]
+        yield sse(event, data)
+
+
 class QueryStreams:
     """Runs streamed queries as owned background tasks."""
 
-    def __init__(self, queries: QueryService) -> None:
+    def __init__(self, queries: QueryService, admission: Admission | None = None) -> None:
         self._queries = queries
+        self._admission = admission or Admission(1 << 30)
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def stream(self, request: QueryRequest, query_id: str) -> AsyncIterator[str]:
-        """The SSE body for one query."""
+    def start(self, request: QueryRequest, query_id: str) -> AsyncIterator[str]:
+        """Start the run now and return its SSE body.
+
+        Raises :class:`QueryRejected` (``too_many_queries``) when the master is at its cap, before
+        anything runs, so the route can answer 429 instead of a stream.
+        """
+        self._admission.enter()
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | object] = asyncio.Queue()
 
         def emit(event: str, data: dict[str, Any]) -> None:
@@ -58,18 +74,20 @@ class QueryStreams:
                     query_id,
                     QueryRejected("internal_error", "internal error; see the master's log"),
                 )
+            finally:
+                self._admission.leave()
             emit("query_result", response.model_dump(mode="json"))
             queue.put_nowait(_DONE)
 
         task = asyncio.create_task(run(), name=f"stream {query_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        while True:
-            item = await queue.get()
-            if item is _DONE:
-                return
-            event, data = item  # type: ignore[misc]
-            yield sse(event, data)
+        return _events(queue)
+
+    async def stream(self, request: QueryRequest, query_id: str) -> AsyncIterator[str]:
+        """:meth:`start` as one async generator (the run starts when it is first iterated)."""
+        async for chunk in self.start(request, query_id):
+            yield chunk
 
     async def aclose(self) -> None:
         for task in list(self._tasks):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from master.builder.generator import GenerationRequest
 from master.deps import ServicesDep
 from master.errors import AgentFileNotFound, AgentFileRefused, GenerationFailed, LLMError
+from master.openapi import ErrorBody
 
 router = APIRouter(tags=["agent builder"])
 
@@ -159,7 +160,13 @@ async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, An
     }
 
 
-@router.get("/agent-source")
+@router.get(
+    "/agent-source",
+    responses={
+        400: {"model": ErrorBody, "description": "The handler names a path outside the agent folders"},
+        404: {"model": ErrorBody, "description": "No such module"},
+    },
+)
 async def agent_source(
     services: ServicesDep,
     handler: Annotated[str, Query(max_length=300, description="agents.x, agents.x:function or agents/x.py")],

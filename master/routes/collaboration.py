@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from master.deps import ServicesDep
 from master.errors import CollaborationRejected, SessionStoreUnavailable
+from master.openapi import error
+from protocol import AGENT_ID_PATTERN
 
 router = APIRouter(prefix="/internal/collaborations", tags=["collaboration"])
 
@@ -32,14 +34,25 @@ class CollaborationRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    agents: list[str]
-    """At least two connected agents with ``supports_collaboration``; the first is the initiator."""
-    task: Annotated[str, Field(min_length=1, max_length=100_000)]
+    agents: Annotated[
+        list[Annotated[str, Field(pattern=AGENT_ID_PATTERN)]],
+        Field(min_length=2, max_length=64, json_schema_extra={"uniqueItems": True}),
+    ]
+    """At least two distinct connected agents with ``supports_collaboration``; the first is the initiator."""
+    task: Annotated[str, Field(min_length=1, max_length=100_000, pattern=r"\S")]
     """What the agents should work out together."""
     parent_session_id: SessionId | None = None
     """Orchestrator session that gets the ``collaboration`` turn; omit to start a new one."""
     context: dict[str, Any] | None = None
     """Extra context sent to every agent in ``collaboration_start``."""
+
+    @field_validator("agents")
+    @classmethod
+    def _distinct(cls, agents: list[str]) -> list[str]:
+        repeated = sorted({agent for agent in agents if agents.count(agent) > 1})
+        if repeated:
+            raise ValueError(f"agent {repeated[0]!r} is listed twice")
+        return agents
 
 
 def _unavailable(exc: SessionStoreUnavailable) -> HTTPException:
@@ -49,11 +62,11 @@ def _unavailable(exc: SessionStoreUnavailable) -> HTTPException:
 @router.post(
     "",
     responses={
-        400: {"description": "Fewer than two agents, a duplicate, or an empty task"},
-        403: {"description": "OPENAGENT_COLLABORATION=0"},
-        404: {"description": "An agent is not connected, or parent_session_id is unknown"},
-        409: {"description": "An agent does not support collaboration"},
-        503: {"description": "Redis unavailable"},
+        400: error("Fewer than two agents, a duplicate, or an empty task"),
+        403: error("OPENAGENT_COLLABORATION=0"),
+        404: error("An agent is not connected, or parent_session_id is unknown"),
+        409: error("An agent does not support collaboration"),
+        503: error("Redis unavailable"),
     },
 )
 async def start_collaboration(body: CollaborationRequest, services: ServicesDep) -> dict[str, Any]:
@@ -78,7 +91,7 @@ async def start_collaboration(body: CollaborationRequest, services: ServicesDep)
     return outcome.as_dict()
 
 
-@router.get("")
+@router.get("", responses={503: error("Redis unavailable")})
 async def list_collaborations(
     services: ServicesDep, parent_session_id: Annotated[str, Query(min_length=1, max_length=128)]
 ) -> dict[str, Any]:
@@ -90,7 +103,10 @@ async def list_collaborations(
     return {"parent_session_id": parent_session_id, "collab_session_ids": ids}
 
 
-@router.get("/{collab_session_id}")
+@router.get(
+    "/{collab_session_id}",
+    responses={404: error("Unknown or expired collaboration session"), 503: error("Redis unavailable")},
+)
 async def get_collaboration(collab_session_id: str, services: ServicesDep) -> dict[str, Any]:
     """The recorded session: the ``collab:{id}`` document (metadata and every entry)."""
     try:

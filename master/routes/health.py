@@ -1,15 +1,58 @@
-"""``GET /health``: liveness (no auth)."""
+"""``GET /health`` (liveness) and ``GET /ready`` (readiness); neither needs the API key.
+
+``/health`` answers 200 while the process serves HTTP, whatever its dependencies do: a
+liveness probe that restarts the master when Redis is down would not bring Redis back.
+``/ready`` answers 503 naming the failing dependency while Redis does not answer (within
+:data:`READY_TIMEOUT` seconds), so that a load balancer or Kubernetes stops sending traffic.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Literal
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+
+from master.deps import ServicesDep
+from master.errors import SessionStoreUnavailable
 
 router = APIRouter(tags=["health"])
 
+READY_TIMEOUT = 2.0
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Readiness(BaseModel):
+    """``ready``, or ``unavailable`` with the failing dependency and why."""
+
+    status: Literal["ready", "unavailable"]
+    failing: list[Literal["redis"]] = []
+    detail: str | None = None
+
 
 @router.get("/health")
-async def health() -> dict[str, Any]:
-    """The master is up."""
-    return {"status": "ok"}
+async def health() -> Health:
+    """The master is up (liveness)."""
+    return Health()
+
+
+@router.get(
+    "/ready",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "A dependency (Redis) does not answer"}},
+)
+async def ready(services: ServicesDep) -> Response:
+    """The master can serve queries: Redis answers (readiness)."""
+    try:
+        async with asyncio.timeout(READY_TIMEOUT):
+            await services.sessions.check()
+    except (SessionStoreUnavailable, TimeoutError) as exc:
+        detail = str(exc) or f"Redis did not answer within {READY_TIMEOUT:g} s"
+        body = Readiness(status="unavailable", failing=["redis"], detail=detail)
+        return JSONResponse(body.model_dump(), status_code=503)
+    return JSONResponse(Readiness(status="ready").model_dump())

@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 
 from master.agents.invocation import InvocationRegistration
 from master.deps import ServicesDep, require_api_key
-from master.errors import InvalidToolSchema, SessionStoreUnavailable
+from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
+from master.openapi import error
 from protocol import ToolProgress, ToolResult
 
 router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])
@@ -45,23 +46,40 @@ class ProgressBody(BaseModel):
 Token = Annotated[str, Query(min_length=1, description="The per-call token from callback_url")]
 
 
-@router.post("/register")
+def _invalid_tools(message: str) -> HTTPException:
+    """422 with FastAPI's validation-error shape (the one the document declares for 422)."""
+    return HTTPException(
+        status.HTTP_422_UNPROCESSABLE_ENTITY,
+        detail=[{"loc": ["body", "tools"], "msg": message, "type": "value_error"}],
+    )
+
+
+@router.post(
+    "/register",
+    responses={
+        409: error("The agent id is a live WebSocket agent's, or a function name is another agent's"),
+        503: error("Redis unavailable"),
+    },
+)
 async def register(body: InvocationRegistration, services: ServicesDep) -> dict[str, Any]:
     """Store an HTTP invocation agent in Redis and health-check it once."""
-    if services.registry.get(body.agent_id) is not None:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT, detail=f"agent {body.agent_id!r} is connected over WebSocket"
-        )
     try:
+        services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
         agent = await services.invocation.register(body)
+    except RegistrationRefused as exc:
+        if exc.code == "agent_conflict":
+            raise HTTPException(status.HTTP_409_CONFLICT, detail=exc.message) from None
+        raise _invalid_tools(exc.message) from None
     except InvalidToolSchema as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, detail=str(exc)) from None
+        raise _invalid_tools(str(exc)) from None
     except SessionStoreUnavailable as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
 
 
-@router.post("/unregister")
+@router.post(
+    "/unregister", responses={404: error("Unknown invocation agent"), 503: error("Redis unavailable")}
+)
 async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, Any]:
     """Forget a cached HTTP agent."""
     try:
@@ -73,7 +91,7 @@ async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, A
     return {"unregistered": True, "agent_id": body.agent_id}
 
 
-@router.get("/refresh")
+@router.get("/refresh", responses={503: error("Redis unavailable")})
 async def refresh(services: ServicesDep) -> dict[str, Any]:
     """Re-read the invocation agents from Redis and health-check each one (UP/DOWN)."""
     try:
@@ -94,7 +112,7 @@ async def refresh(services: ServicesDep) -> dict[str, Any]:
     }
 
 
-@router.get("/tool_progress/{call_id}")
+@router.get("/tool_progress/{call_id}", responses={404: error("Unknown call")})
 async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
     """The latest progress of a call (WebSocket or HTTP)."""
     known = services.dispatcher.latest_progress(call_id)
@@ -109,7 +127,13 @@ async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
     }
 
 
-@callbacks.post("/tool_callback")
+@callbacks.post(
+    "/tool_callback",
+    responses={
+        404: error("Unknown call, or not this call's token"),
+        410: error("The call already finished (timed out or failed)"),
+    },
+)
 async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep) -> dict[str, Any]:
     """An invocation agent posts a call's result to the ``callback_url`` it was given."""
     result = ToolResult(call_id=body.call_id, success=body.success, result=body.result, error=body.error)
@@ -125,7 +149,7 @@ async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep)
     return {"call_id": body.call_id, "status": outcome}
 
 
-@callbacks.post("/tool_progress")
+@callbacks.post("/tool_progress", responses={404: error("No running call for this token")})
 async def tool_progress(body: ProgressBody, token: Token, services: ServicesDep) -> dict[str, Any]:
     """An invocation agent reports progress of a running call."""
     progress = ToolProgress(call_id=body.call_id, message=body.message, progress=body.progress)

@@ -10,6 +10,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from master.deps import ServicesDep
 from master.errors import QueryRejected
+from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.service import rejected_response
 from protocol import QueryRequest, QueryResponse
@@ -27,6 +28,7 @@ _STATUS_BY_CODE = {
     "unknown_session": 404,
     "unknown_plan": 404,
     "plan_already_executed": 409,
+    "too_many_queries": 429,
     "internal_error": 500,
     "not_implemented": 501,
     "llm_not_configured": 503,
@@ -46,18 +48,24 @@ def status_for(exc: QueryRejected) -> int:
     "/query",
     response_model=QueryResponse,
     responses={
+        200: {
+            "description": "The answer (JSON), or with stream/Accept: text/event-stream a stream of "
+            "Server-Sent Events ending with a query_result event",
+            "content": {"text/event-stream": {"schema": {}}},
+        },
         400: {
             "model": QueryResponse,
             "description": "Model not allowed, a plan step that cannot run, or an attachment whose base64 "
             "does not decode or whose type contradicts its content",
         },
-        403: {"description": "OPENAGENT_HTTP_QUERY=0"},
+        403: error("OPENAGENT_HTTP_QUERY=0"),
         404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},
         409: {"model": QueryResponse, "description": "The plan was already executed"},
         413: {
             "model": QueryResponse,
             "description": "Too many attachments, or one too large (nothing stored)",
         },
+        429: {"model": QueryResponse, "description": "Too many queries in flight (too_many_queries)"},
         501: {"model": QueryResponse, "description": "A requested feature is not implemented yet"},
         502: {"model": QueryResponse, "description": "The LLM provider failed"},
         503: {"model": QueryResponse, "description": "No LLM configured, or Redis unavailable"},
@@ -74,14 +82,15 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
             status.HTTP_403_FORBIDDEN, detail="POST /query is disabled (OPENAGENT_HTTP_QUERY=0)"
         )
     query_id = f"http-{uuid.uuid4().hex}"
-    if body.stream or "text/event-stream" in request.headers.get("accept", ""):
-        return StreamingResponse(
-            services.streams.stream(body, query_id),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
     try:
-        answered = await services.queries.run(body, query_id)
+        if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+            return StreamingResponse(
+                services.streams.start(body, query_id),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        with services.admission.slot():
+            answered = await services.queries.run(body, query_id)
     except QueryRejected as exc:
         failed = rejected_response(body, query_id, exc)
         return Response(failed.model_dump_json(), status_code=status_for(exc), media_type="application/json")

@@ -156,7 +156,7 @@ def test_master_image_serves_the_app_with_a_health_check() -> None:
     assert "http://127.0.0.1:8000/health" in by_keyword["HEALTHCHECK"].arguments
     command = by_keyword["CMD"].exec_form()
     assert command is not None
-    assert command[:6] == ["uvicorn", "master.app:app", "--host", "0.0.0.0", "--port", "8000"]
+    assert command == ["python", "-m", "master", "--host", "0.0.0.0", "--port", "8000"]
 
 
 def test_agent_runtime_runs_modules_with_python_m() -> None:

@@ -269,10 +269,12 @@ def test_urls_point_at_the_services() -> None:
     assert env["OPENAGENT_API_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "OPENAGENT_API_KEY"
 
 
-def test_master_probes_health_and_gets_both_secrets() -> None:
+def test_master_probes_liveness_and_readiness_and_gets_both_secrets() -> None:
+    """Liveness is /health (the process serves); readiness is /ready (Redis answers too)."""
     container = _one("Deployment", "openagent-master")["spec"]["template"]["spec"]["containers"][0]
-    for probe in ("readinessProbe", "livenessProbe"):
-        assert container[probe]["httpGet"]["path"] == "/health"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert container["startupProbe"]["httpGet"]["path"] == "/health"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
     secret_env = {var["name"] for var in container["env"] if "secretKeyRef" in var.get("valueFrom", {})}
     assert secret_env == {"OPENAI_API_KEY", "OPENAGENT_API_KEY"}
 
@@ -404,3 +406,21 @@ def test_only_the_master_may_call_the_pool_runners() -> None:
     assert rule["ports"] == [
         {"protocol": "TCP", "port": Settings.model_fields["openagent_k8s_pool_runner_port"].default}
     ]
+
+
+def test_redis_keeps_its_data_on_a_persistent_volume_with_aof() -> None:
+    """Nothing is lost when Redis restarts: append-only persistence into a PersistentVolumeClaim."""
+    deployment = _one("Deployment", "redis")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    command = [*container.get("command", []), *container.get("args", [])]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert command[command.index("--dir") + 1] == "/data"
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == "/data")
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    claim = _one("PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"])
+    assert (
+        claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+        and claim["spec"]["resources"]["requests"]["storage"]
+    )
+    assert deployment["spec"]["strategy"]["type"] == "Recreate"  # one Pod at a time on a RWO volume

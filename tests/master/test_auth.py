@@ -166,3 +166,31 @@ async def test_auth_off_when_key_unset() -> None:
     async with in_process_master(FunctionChatModel(lambda m, t: ChatResult("ok"))) as m:
         async with httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
             assert (await http.get("/agents")).status_code == 200
+
+
+async def test_401_comes_before_the_body_is_parsed() -> None:
+    """Defect 15: without the key, every protected route answers 401 to an unparseable or invalid
+    body (not 400/422). The routes are read from the app's route table."""
+    import re
+
+    from fastapi.routing import iter_route_contexts
+
+    from master.app import create_app
+    from master.deps import needs_api_key
+    from master.settings import Settings
+
+    app = create_app(Settings(openagent_api_key=KEY))
+    protected = [route for route in iter_route_contexts(app.routes) if needs_api_key(route)]
+    assert {"/query", "/register", "/internal/collaborations"} <= {r.path for r in protected}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://master") as http:
+        for route in protected:
+            path = re.sub(r"\{[^}]+\}", "some-id", route.path or "")
+            for method in sorted((route.methods or set()) - {"HEAD"}):
+                for body in (b"{not json", b"[" * 5000, b'{"unexpected": 1}'):
+                    response = await http.request(
+                        method, path, content=body, headers={"Content-Type": "application/json"}
+                    )
+                    assert response.status_code == 401, (method, path, body[:10], response.text)
+                    assert response.headers["www-authenticate"] == "Bearer"
+        assert (await http.get("/health")).status_code == 200

@@ -96,3 +96,35 @@ def test_an_invalid_port_is_named(port: str) -> None:
 )
 def test_the_demo_llm_starts_only_without_an_llm(env: dict[str, str], configured: bool) -> None:
     assert (bash("llm_configured", **env).returncode == 0) is configured
+
+
+def test_ensure_redis_starts_a_redis_that_keeps_its_data_across_a_restart() -> None:
+    """The Redis that run.sh starts persists (AOF under .run/redis-PORT): a restart loses nothing."""
+    import redis
+
+    from tests.factories import free_port
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    data_dir = COMMON.parents[1] / ".run" / f"redis-{port}"
+    try:
+        started = bash("ensure_redis", REDIS_URL=url)
+        assert started.returncode == 0, started.stderr
+        client = redis.Redis.from_url(url, decode_responses=True)
+        assert client.config_get("appendonly") == {"appendonly": "yes"}
+        assert client.config_get("dir")["dir"] == str(data_dir)
+        client.set("survives", "yes")
+        client.shutdown(nosave=True)  # like a crash: no RDB snapshot, only the AOF
+        client.close()
+        restarted = bash("ensure_redis", REDIS_URL=url)
+        assert restarted.returncode == 0, restarted.stderr
+        client = redis.Redis.from_url(url, decode_responses=True)
+        assert client.get("survives") == "yes"
+    finally:
+        try:
+            redis.Redis.from_url(url).shutdown(nosave=True)
+        except redis.RedisError:
+            pass
+        shutil.rmtree(data_dir, ignore_errors=True)

@@ -7,18 +7,31 @@ agent's disconnect (at once, by :meth:`Dispatcher.fail_agent`), or the timeout.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from master.agents.dispatch import MAX_PROGRESS_MESSAGE_CHARS
 from master.agents.invocation import InvocationAgent, InvocationRegistration
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
+from openagent.testing import ScriptedOpenAIServer
 from protocol import ToolCall, ToolProgress, ToolResult
-from tests.factories import WEATHER_TOOL, answering_agent, dispatcher_for_tests, free_port, serve_app
+from tests.conftest import master_env
+from tests.factories import (
+    WEATHER_TOOL,
+    MasterProcess,
+    RawPeer,
+    answering_agent,
+    dispatcher_for_tests,
+    free_port,
+    serve_app,
+)
 
 ECHO = {"name": "echo", "parameters": {"type": "object"}}
 
@@ -72,7 +85,9 @@ async def test_disconnect_fails_in_flight_calls_at_once_not_by_timeout() -> None
         await wait_for(lambda: len(calls) == 4)
         assert dispatcher.fail_agent(agent, "disconnected") == 3
         for task in doomed:
-            with pytest.raises(AgentDisconnected, match="agent 'dies' disconnected while running tool 'echo'"):
+            with pytest.raises(
+                AgentDisconnected, match="agent 'dies' disconnected while running tool 'echo'"
+            ):
                 await task
         assert not survivor.done()
         survivor_call = next(c for c in calls if c.arguments == {})
@@ -163,7 +178,9 @@ async def test_http_refusal_is_a_tool_failure_naming_the_status() -> None:
         registration = InvocationRegistration(agent_id="http-no", invocation_base_url=url, tools=[ECHO])
         agent = InvocationAgent.from_registration(registration)
         async with dispatcher_for_tests() as dispatcher:
-            with pytest.raises(ToolFailed, match=r"refused the call to 'echo': HTTP 404 .*no such tool") as info:
+            with pytest.raises(
+                ToolFailed, match=r"refused the call to 'echo': HTTP 404 .*no such tool"
+            ) as info:
                 await dispatcher.call(agent, "echo", {})
     assert "agent 'http-no'" in str(info.value)
 
@@ -173,3 +190,94 @@ async def wait_for(predicate: Any) -> None:
         while not predicate():
             await asyncio.sleep(0)
 
+
+# A real master: an invocation agent that dies with calls in flight (issue 10, defect 4).
+
+ECHO_TOOL = {
+    "name": "echo",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+    "endpoint": "/run",
+}
+
+
+def accepting_agent(calls: asyncio.Queue[dict[str, Any]]) -> Starlette:
+    """An invocation agent that accepts every call with 202 and never calls back."""
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    async def run(request: Request) -> JSONResponse:
+        await calls.put(await request.json())
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    return Starlette(routes=[Route("/health", health), Route("/run", run, methods=["POST"])])
+
+
+async def test_an_invocation_agent_that_dies_mid_call_fails_the_call_at_once(
+    scripted_llm: ScriptedOpenAIServer,
+) -> None:
+    """Defect 4: the agent accepted the call (202), then died; the call fails on the next health check,
+    naming the agent, long before TOOL_CALL_TIMEOUT (120 s here)."""
+    scripted_llm.reset()
+    env = master_env(scripted_llm, TOOL_CALL_TIMEOUT="120", OPENAGENT_INFLIGHT_HEALTH_INTERVAL="0.5")
+    calls: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    async with MasterProcess(env) as m, httpx.AsyncClient(base_url=m.base_url, timeout=60) as http:
+        async with serve_app(accepting_agent(calls)) as url:
+            body = {"agent_id": "dies-mid-call", "invocation_base_url": url, "tools": [ECHO_TOOL]}
+            assert (await http.post("/register", json=body)).status_code == 200
+            scripted_llm.add_tool_call("dies-mid-call__echo", {"text": "x"})
+            scripted_llm.add_text("The agent died.")
+            query = asyncio.create_task(
+                http.post("/query", json={"query": "echo", "allowed_agent_ids": ["dies-mid-call"]})
+            )
+            async with asyncio.timeout(10):
+                await calls.get()
+        # the agent's server is gone: its port refuses connections
+        response = await query
+        assert response.status_code == 200, response.text
+        error = json.loads(scripted_llm.requests[1]["messages"][-1]["content"])["error"]
+        assert "dies-mid-call" in error and "health check" in error, error
+        assert "no result within" not in error
+    scripted_llm.reset()
+
+
+async def test_a_huge_progress_message_is_capped_and_cannot_forge_log_lines(
+    master: MasterProcess, llm: ScriptedOpenAIServer
+) -> None:
+    """Defect 8: 20 progress messages of 1 MiB with embedded newlines add a few kB to the log, on
+    lines of their own; the message kept for ``GET /tool_progress`` is capped too."""
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("progress-flood", tools=[WEATHER_TOOL])
+        llm.add_tool_call("progress-flood__get_weather", {"city": "x"})
+        llm.add_text("done")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+            query = asyncio.create_task(
+                http.post("/query", json={"query": "w", "allowed_agent_ids": ["progress-flood"]})
+            )
+            call = await peer.recv(timeout=15)
+            before = master.log_path.stat().st_size
+            flood = "step\n2024-01-01 00:00:00 CRITICAL forged-line " + "x" * (1 << 20)
+            for _ in range(20):
+                await peer.send({"type": "tool_progress", "call_id": call["call_id"], "message": flood})
+            await peer.send({"type": "tool_progress", "call_id": call["call_id"], "message": "last"})
+            for _ in range(100):  # the master handles a connection's frames in order
+                latest = (await http.get(f"/tool_progress/{call['call_id']}")).json()
+                if latest["message"] == "last":
+                    break
+                await asyncio.sleep(0.05)
+            await peer.send({"type": "tool_progress", "call_id": call["call_id"], "message": flood})
+            for _ in range(100):
+                latest = (await http.get(f"/tool_progress/{call['call_id']}")).json()
+                if latest["message"] != "last":
+                    break
+                await asyncio.sleep(0.05)
+            assert len(latest["message"]) <= MAX_PROGRESS_MESSAGE_CHARS + 50
+            await peer.send({"type": "tool_result", "call_id": call["call_id"], "success": True})
+            assert (await query).status_code == 200
+        grown = master.log_path.stat().st_size - before
+        assert grown < 64 * 1024, grown
+        lines = master.log_path.read_text(errors="replace").splitlines()
+        assert not any("CRITICAL forged-line" in line and "progress" not in line for line in lines)
+    finally:
+        await peer.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
 import httpx
 
@@ -76,6 +77,40 @@ async def test_oversized_frame_is_refused(llm: ScriptedOpenAIServer) -> None:
             await peer.close()
 
 
+async def test_oversized_frame_is_refused_before_the_server_buffers_it(
+    scripted_llm: ScriptedOpenAIServer,
+) -> None:
+    """Defect 10: the WebSocket server's own limit is OPENAGENT_WS_MAX_MESSAGE_BYTES, so a larger
+    frame closes the connection with 1009 (message too big) instead of being read in full; HTTP
+    bodies over OPENAGENT_HTTP_MAX_BODY_BYTES get 413, with or without a Content-Length."""
+    env = {
+        "OPENAI_BASE_URL": scripted_llm.base_url,
+        "OPENAGENT_WS_MAX_MESSAGE_BYTES": "1000",
+        "OPENAGENT_HTTP_MAX_BODY_BYTES": "2000",
+    }
+    with MasterProcess(env) as m:
+        peer = await RawPeer.connect(m.ws_url, max_size=None)
+        try:
+            await peer.register("raw-big")
+            await peer.send({"type": "ping", "padding": "x" * 900})
+            assert await peer.recv() == {"type": "pong"}
+            await peer.send({"type": "ping", "padding": "x" * 5000})
+            async with asyncio.timeout(5):
+                await peer.ws.wait_closed()
+            assert peer.ws.close_code == 1009
+        finally:
+            await peer.close()
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for _ in range(10):
+                yield b"x" * 1000
+
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=10) as http:
+            assert (await http.post("/query", content=b"x" * 5000)).status_code == 413
+            assert (await http.post("/query", content=chunks())).status_code == 413
+            assert (await http.post("/query", json={"query": "small"})).status_code != 413
+
+
 async def test_newest_connection_wins(master: MasterProcess) -> None:
     old = await RawPeer.connect(master.ws_url)
     new = await RawPeer.connect(master.ws_url)
@@ -125,3 +160,66 @@ async def test_raw_action_agent_serves_a_query(master: MasterProcess, llm: Scrip
         assert tool_message["role"] == "tool" and json.loads(tool_message["content"]) == {"result": {"c": 3}}
     finally:
         await peer.close()
+
+
+async def test_deeply_nested_frames_get_an_error_and_the_connection_keeps_its_calls(
+    master: MasterProcess, llm: ScriptedOpenAIServer
+) -> None:
+    """Defect 7: ``'[' * 1000 + ']' * 1000``, alone or as a ``tool_result``'s result, is an
+    ``invalid_message`` error; the sender stays registered and its call in flight completes."""
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("raw-deep", tools=[WEATHER_TOOL])
+        llm.add_tool_call("raw-deep__get_weather", {"city": "Oslo"})
+        llm.add_text("Fine.")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=15) as http:
+            pending = asyncio.create_task(
+                http.post("/query", json={"query": "Weather?", "allowed_agent_ids": ["raw-deep"]})
+            )
+            call = await peer.recv()
+            deep = "[" * 1000 + "]" * 1000
+            await peer.send(deep)
+            reply = await peer.recv()
+            assert (reply["code"], reply["message"]) == (
+                "invalid_message",
+                "frame is nested deeper than 200 levels",
+            )
+            await peer.send(
+                f'{{"type": "tool_result", "call_id": "{call["call_id"]}", "success": true, "result": {deep}}}'
+            )
+            assert (await peer.recv())["code"] == "invalid_message"
+            await peer.send({"type": "ping"})
+            assert await peer.recv() == {"type": "pong"}
+            await peer.send({"type": "tool_result", "call_id": call["call_id"], "success": True, "result": 1})
+            response = await pending
+        assert response.status_code == 200 and response.json()["agents_used"] != []
+    finally:
+        await peer.close()
+
+
+async def test_legacy_invocation_register_cannot_take_a_live_agents_id(master: MasterProcess) -> None:
+    """Defect 12: a ``register`` with ``invocation_url`` for the id of a live WebSocket agent is
+    refused, as ``POST /register`` refuses it (409), and the live agent keeps its connection."""
+    live = await RawPeer.connect(master.ws_url)
+    other = await RawPeer.connect(master.ws_url)
+    try:
+        await live.register("raw-live-id", tools=[WEATHER_TOOL])
+        await other.send(
+            {
+                "type": "register",
+                "agent_id": "raw-live-id",
+                "role": "action",
+                "tools": [WEATHER_TOOL],
+                "invocation_url": "http://127.0.0.1:9",
+            }
+        )
+        reply = await other.recv()
+        assert (reply["code"], reply["ref"]) == ("agent_conflict", "raw-live-id")
+        assert "connected over WebSocket" in reply["message"]
+        await live.send({"type": "ping"})
+        assert await live.recv() == {"type": "pong"}
+        rows = [r for r in await agent_rows(master.base_url) if r["agent_id"] == "raw-live-id"]
+        assert [r["connection_type"] for r in rows] == ["websocket"]
+    finally:
+        await live.close()
+        await other.close()

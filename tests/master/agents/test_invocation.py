@@ -306,3 +306,49 @@ async def test_remote_ref_in_a_tool_schema_is_refused(master: MasterProcess) -> 
     async with httpx.AsyncClient(timeout=30) as http:
         response = await http.post(f"{master.base_url}/register", json=body)
     assert response.status_code == 422 and "remote $ref" in response.text
+
+
+async def test_unusable_url_is_refused_before_anything_is_stored(
+    master: MasterProcess, redis_client: Any
+) -> None:
+    """Defect 1: a URL the HTTP client cannot encode is a 422 naming the field, and nothing is stored."""
+    for url in ["http://\u0100@127.0.0.1:1", "http://user:pw@127.0.0.1:1", "http://127.0.0.1:99999"]:
+        response = await register(master, "bad-url", url)
+        assert response.status_code == 422, (url, response.text)
+        assert "invocation_base_url" in response.text
+        assert await redis_client.get("agent:bad-url") is None
+    tool = {**ECHO_TOOL, "endpoint": "/r\u00fcn"}
+    body = {"agent_id": "bad-url", "invocation_base_url": "http://127.0.0.1:1", "tools": [tool]}
+    async with httpx.AsyncClient(timeout=5) as http:
+        response = await http.post(f"{master.base_url}/register", json=body)
+    assert response.status_code == 422 and "endpoint" in response.text
+    async with httpx.AsyncClient(timeout=5) as http:
+        assert (await http.get(f"{master.base_url}/refresh")).status_code == 200
+
+
+async def test_unusable_stored_record_is_quarantined_at_start_up(
+    scripted_llm: ScriptedOpenAIServer, redis_client: Any
+) -> None:
+    """Defect 1: a record written before validation existed does not stop the master starting."""
+    record = {
+        "agent_id": "stored-bad-url",
+        "invocation_base_url": "http://\u0100@127.0.0.1:1",
+        "tools": [ECHO_TOOL],
+        "metadata": {},
+        "registered_at": 1.0,
+    }
+    await redis_client.set("agent:stored-bad-url", json.dumps(record))
+    await redis_client.sadd("agents:invocation", "stored-bad-url")
+    try:
+        async with MasterProcess(master_env(scripted_llm)) as m:
+            async with httpx.AsyncClient(base_url=m.base_url, timeout=10) as http:
+                assert (await http.get("/refresh")).status_code == 200
+                rows = (await http.get("/agents")).json()["agents"]
+            assert all(row["agent_id"] != "stored-bad-url" for row in rows)
+            assert "quarantined" in m.log() and "stored-bad-url" in m.log()
+        assert await redis_client.get("agent:stored-bad-url") is None
+        assert json.loads(await redis_client.get("agent_quarantine:stored-bad-url")) == record
+        assert "stored-bad-url" not in await redis_client.smembers("agents:invocation")
+    finally:
+        await redis_client.delete("agent:stored-bad-url", "agent_quarantine:stored-bad-url")
+        await redis_client.srem("agents:invocation", "stored-bad-url")

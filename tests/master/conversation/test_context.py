@@ -164,3 +164,34 @@ def test_split_turns_uses_the_last_summary_and_absolute_indexes() -> None:
     assert [s["summary"] for s in summaries] == ["EARLIER"]
     assert [i for i, _ in tail] == list(range(31, 61))
     assert split_turns(turns(3)) == ([], list(enumerate(turns(3))))
+
+
+async def test_summaries_over_their_share_are_folded_into_one() -> None:
+    """Defect 13: when the summaries take more than their share of the budget, the next context
+    folds them (and the older raw turns) into one summary that replaces them."""
+    calls: list[Any] = []
+    long_summary = "fact " * 400  # ~400 tokens each: three of them are over a quarter of 3000
+    history: list[dict[str, Any]] = []
+    for n in range(3):
+        history += turns(2, size=10)
+        history.append(
+            {
+                "decision": "summary",
+                "summary": f"S{n} {long_summary}",
+                "covers_through_index": len(history) - 1,
+            }
+        )
+    history += turns(3, size=10)
+    builder = ContextBuilder(summarizer(calls), max_tokens=3000, recent_turns=2, summarizer_model="s")
+    assert builder.wants_summary(system="sys", turns=history, query="next", tool_costs=[])
+    context, _ = await builder.build(system="sys", turns=history, query="next", tools=[])
+    folded = context.summary_turn
+    assert folded is not None and folded["folds_previous"] is True
+    assert len(calls) == 1 and all(f"S{n} " in calls[0][-1]["content"] for n in range(3))
+    summaries = [m for m in context.messages if str(m["content"]).startswith("Summary of the earlier")]
+    assert [m["content"] for m in summaries] == [
+        "Summary of the earlier conversation: SUMMARY of earlier turns"
+    ]
+    effective, tail = split_turns([*history, folded])
+    assert effective == [folded] and len(tail) == 2
+    assert not builder.wants_summary(system="sys", turns=[*history, folded], query="next", tool_costs=[])

@@ -56,3 +56,18 @@ async def test_cached_load_notices_a_rewritten_session(redis_client: aioredis.Re
     assert await store.load(sid) == []
     await store.append(sid, [{"n": 5}])
     assert await store.load(sid) == [{"n": 5}]
+
+
+async def test_the_session_cache_is_bounded_by_bytes(redis_client: aioredis.Redis) -> None:
+    """Defect 14: parsed sessions are cached up to SESSION_CACHE_BYTES of stored JSON, not by count."""
+    from master.conversation import store as store_module
+
+    store = SessionStore(redis_client, ttl_seconds=100)
+    big = "x" * 200_000
+    ids = [store.new_session_id() for _ in range(200)]  # 40 MB of JSON in all
+    for sid in ids:
+        await store.append(sid, [{"text": big}])
+        assert await store.load(sid) == [{"text": big}]
+    assert store._cache.size <= store_module.SESSION_CACHE_BYTES
+    assert await store.load(ids[0]) == [{"text": big}]  # evicted ones are read again
+    await redis_client.delete(*(f"session:{sid}" for sid in ids))

@@ -12,8 +12,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from master.orchestration.llm import ChatResult, FunctionChatModel, ToolCallRequest
-from openagent.testing import ScriptedOpenAIServer
-from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, in_process_master
+from openagent.testing import ScriptedOpenAIServer, TextReply
+from tests.conftest import master_env
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, free_port, in_process_master
 from tests.master.conversation.test_context import summarized_session
 from tests.master.orchestration.test_orchestrator import counter_agent
 
@@ -375,3 +376,126 @@ async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis)
     turns = json.loads(await redis_client.get(f"session:{proposed['session_id']}"))
     assert [t["decision"] for t in turns] == ["plan", "call_tool", "call_tool", "plan_executed"]
     assert [t["tool_args"] for t in turns[1:3]] == [{"n": 1}, {"n": 2}]
+
+
+async def test_redis_down_fails_fast_before_the_llm_or_any_tool(
+    scripted_llm: ScriptedOpenAIServer,
+) -> None:
+    """Defect 2: with Redis unreachable, the query is refused (503 naming Redis) before the model or a
+    tool runs, instead of running both and answering "answered, but not stored"."""
+    scripted_llm.reset()
+    dead_redis = f"redis://127.0.0.1:{free_port()}/0"
+    async with MasterProcess(master_env(scripted_llm, REDIS_URL=dead_redis)) as m:
+        peer = await RawPeer.connect(m.ws_url)
+        try:
+            await peer.register("weather-no-redis", tools=[WEATHER_TOOL])
+            scripted_llm.add_tool_call("weather-no-redis__get_weather", {"city": "Oslo"})
+            scripted_llm.add_text("Cold.")
+            async with httpx.AsyncClient(base_url=m.base_url, timeout=15) as http:
+                response = await http.post("/query", json={"query": "Weather in Oslo?"})
+            body = response.json()
+            assert response.status_code == 503, body
+            assert body["error_code"] == "session_store_unavailable" and "Redis" in body["error"]
+            assert scripted_llm.requests == []
+            with pytest.raises(TimeoutError):  # no tool call reached the agent
+                await peer.recv(timeout=0.3)
+        finally:
+            await peer.close()
+    scripted_llm.reset()
+
+
+async def test_concurrent_executions_of_one_plan_run_it_once(
+    master: MasterProcess, http: httpx.AsyncClient, llm: ScriptedOpenAIServer
+) -> None:
+    """Defect 3: of N concurrent ``auto_plan_execute`` requests for one plan, exactly one runs it
+    (the tool runs once); the others get 409 ``plan_already_executed``."""
+    peer = await RawPeer.connect(master.ws_url)
+    calls: list[dict[str, Any]] = []
+
+    async def serve() -> None:
+        while True:
+            call = await peer.recv(timeout=60)
+            calls.append(call)
+            await peer.send({"type": "tool_result", "call_id": call["call_id"], "success": True, "result": 1})
+
+    await peer.register("plan-once", tools=[WEATHER_TOOL])
+    server = asyncio.create_task(serve())
+    try:
+        step = {"agent_id": "plan-once", "tool_name": "get_weather", "arguments": {"city": "Rome"}}
+        llm.add_tool_call("submit_plan", {"summary": "weather", "steps": [step]})
+        proposed = (
+            await http.post(
+                "/query", json={"query": "weather", "auto_mode": True, "auto_require_plan_approval": True}
+            )
+        ).json()
+        assert proposed["status"] == "awaiting_approval", proposed
+        for _ in range(8):
+            llm.add_text("Done.")
+        execute = {
+            "query": "go",
+            "session_id": proposed["session_id"],
+            "auto_plan_execute": {"plan_id": proposed["plan"]["plan_id"]},
+        }
+        responses = await asyncio.gather(*(http.post("/query", json=execute) for _ in range(8)))
+        statuses = [r.status_code for r in responses]
+        assert statuses.count(409) == 7, [r.text for r in responses]
+        refused = next(r.json() for r in responses if r.status_code == 409)
+        assert refused["error_code"] == "plan_already_executed"
+        assert [c["arguments"] for c in calls] == [{"city": "Rome"}]
+    finally:
+        server.cancel()
+        await asyncio.gather(server, return_exceptions=True)
+        await peer.close()
+
+
+async def test_concurrent_queries_on_a_long_session_write_one_summary(
+    scripted_llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """Defect 13: 16 concurrent queries on a session over the context limit make one summary (one
+    summarizer call); the others wait for it and reuse it."""
+    from master.conversation.context import SUMMARY_PROMPT
+
+    scripted_llm.reset()
+    scripted_llm.set_handler(lambda request: TextReply("ok"))
+    session_id = "long-session-summary-once"
+    history = [
+        {
+            "query": f"question {n} " + "word " * 60,
+            "query_id": f"old{n}",
+            "decision": "answer_directly",
+            "answer": "a",
+        }
+        for n in range(40)
+    ]
+    await redis_client.set(f"session:{session_id}", json.dumps(history), ex=600)
+    env = master_env(scripted_llm, ORCHESTRATOR_CONTEXT_MAX_TOKENS="1500", ORCHESTRATOR_RECENT_TURNS="2")
+    try:
+        async with MasterProcess(env) as m, httpx.AsyncClient(base_url=m.base_url, timeout=60) as http:
+            responses = await asyncio.gather(
+                *(
+                    http.post("/query", json={"query": f"follow-up {n}", "session_id": session_id})
+                    for n in range(16)
+                )
+            )
+        assert [r.status_code for r in responses] == [200] * 16, [
+            r.text for r in responses if r.status_code != 200
+        ]
+        stored = json.loads(await redis_client.get(f"session:{session_id}"))
+        assert [t for t in stored if t.get("decision") == "summary"] != []
+        assert len([t for t in stored if t.get("decision") == "summary"]) == 1
+        summarizer_calls = [r for r in scripted_llm.requests if r["messages"][0]["content"] == SUMMARY_PROMPT]
+        assert len(summarizer_calls) == 1
+    finally:
+        await redis_client.delete(f"session:{session_id}")
+        scripted_llm.reset()
+
+
+async def test_a_plan_with_no_linked_tool_is_refused_before_the_model_runs(
+    http: httpx.AsyncClient, llm: ScriptedOpenAIServer
+) -> None:
+    """Found by the fuzzer: a plan request with no tool to plan with was a 502 (the model's plan was
+    unusable); it is a 400 naming the reason, and the model is not asked."""
+    body = {"query": "plan it", "auto_require_plan_approval": True, "allowed_agent_ids": ["nobody-here"]}
+    response = await http.post("/query", json=body)
+    assert response.status_code == 400 and response.json()["error_code"] == "invalid_query"
+    assert "nothing to plan" in response.json()["error"] and llm.requests == []

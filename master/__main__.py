@@ -1,0 +1,46 @@
+"""``python -m master [--host H] [--port P]``: the master under uvicorn, with the server's limits
+taken from the settings.
+
+Use it rather than ``uvicorn master.app:app``: uvicorn's own defaults would let a client make
+the server buffer frames of up to 16 MiB (``--ws-max-size``), and 32 of them per connection
+(``--ws-max-queue``), whatever ``OPENAGENT_WS_MAX_MESSAGE_BYTES`` says. Here
+
+- ``ws_max_size`` is ``OPENAGENT_WS_MAX_MESSAGE_BYTES``: a larger frame closes the connection
+  with 1009 (message too big) as soon as its header announces it, before it is read;
+- ``ws_max_queue`` is :data:`WS_MAX_QUEUE` frames per connection;
+- HTTP bodies over ``OPENAGENT_HTTP_MAX_BODY_BYTES`` get 413 while they stream in (the app's
+  ``max_body_size``), whichever way the master is run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import uvicorn
+
+from master.settings import Settings
+
+WS_MAX_QUEUE = 4
+"""Frames uvicorn buffers per connection before it stops reading (the hub takes them in order)."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m master", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", help="interface to bind (default: MASTER_HOST, 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to bind (default: MASTER_PORT, 8000)")
+    parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    uvicorn.run(
+        "master.app:app",
+        host=args.host or settings.master_host,
+        port=args.port or settings.master_port,
+        log_level=args.log_level,
+        ws_max_size=settings.openagent_ws_max_message_bytes,
+        ws_max_queue=WS_MAX_QUEUE,
+    )
+
+
+if __name__ == "__main__":
+    main()
