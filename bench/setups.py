@@ -5,7 +5,8 @@
   ``bench-http-aiohttp`` (invocation agent on aiohttp). A query picks its agent with
   ``allowed_agent_ids``, so one master serves the WebSocket and the HTTP cases.
 - :func:`scripted_setup`: a master whose real OpenAI client talks to the scripted
-  OpenAI-compatible server (its own process), and ``bench-ws``.
+  OpenAI-compatible server (its own process), and ``bench-ws``; optionally with a
+  context limit that never compacts a session (every earlier turn goes to the LLM).
 - :func:`relay_ws_setup`, :func:`relay_http_setup`: baselines (a) and (b) with their agents.
 
 The masters share the bench's Redis database, which the runner empties before and after
@@ -55,12 +56,19 @@ async def flush_bench_db(redis_url: str) -> None:
 
 
 async def start_master(
-    group: Group, name: str, redis_url: str, *, openai_base_url: str | None = None
+    group: Group,
+    name: str,
+    redis_url: str,
+    *,
+    openai_base_url: str | None = None,
+    context_max_tokens: int | None = None,
 ) -> tuple[Child, str]:
     port = free_port()
     args = ["master", "--port", str(port), "--redis-url", redis_url]
     if openai_base_url:
         args += ["--openai-base-url", openai_base_url]
+    if context_max_tokens:
+        args += ["--context-max-tokens", str(context_max_tokens)]
     master = await group.start(Child(name, "bench.launcher", *args))
     url = f"http://127.0.0.1:{port}"
     await master.wait_http(f"{url}/health", READY_WITHIN)
@@ -100,7 +108,7 @@ async def master_setup(redis_url: str, *, http_agents: bool = True) -> AsyncIter
 
 
 @asynccontextmanager
-async def scripted_setup(redis_url: str) -> AsyncIterator[Running]:
+async def scripted_setup(redis_url: str, *, context_max_tokens: int | None = None) -> AsyncIterator[Running]:
     async with Group() as group:
         llm_port = free_port()
         llm = await group.start(
@@ -108,7 +116,11 @@ async def scripted_setup(redis_url: str) -> AsyncIterator[Running]:
         )
         await _ready(llm)
         master, url = await start_master(
-            group, "master-scripted", redis_url, openai_base_url=f"http://127.0.0.1:{llm_port}/v1"
+            group,
+            "master-scripted",
+            redis_url,
+            openai_base_url=f"http://127.0.0.1:{llm_port}/v1",
+            context_max_tokens=context_max_tokens,
         )
         ws_url = url.replace("http://", "ws://") + "/ws"
         agent = await group.start(Child("agent-ws-scripted", "bench.agents", "ws", "--master-ws", ws_url))

@@ -31,7 +31,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -49,9 +49,52 @@ MAX_RETRY_AFTER = 60.0
 RETRIED_STATUSES = frozenset({408, 409, 429})
 
 
+class SharedMessage(dict[str, Any]):
+    """A chat message shared by several requests and never changed (a session's replayed history).
+
+    The client keeps its encoded JSON in ``encoded``, so a long history is encoded once.
+    """
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(fields)
+        self.encoded: bytes | None = None
+
+
 def encode(value: Any) -> bytes:
     """JSON bytes as the ``openai`` client sends them (compact, UTF-8)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def chat_body(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    stream: bool = False,
+) -> bytes:
+    """The request body of one completion.
+
+    A :class:`SharedMessage` (a session's replayed history) is
+    encoded once and its JSON kept with it, so a long session is not re-encoded on every
+    round of every query.
+    """
+    parts: list[bytes] = []
+    for message in messages:
+        if isinstance(message, SharedMessage):
+            if message.encoded is None:
+                message.encoded = encode(message)
+            parts.append(message.encoded)
+        else:
+            parts.append(encode(message))
+    head: dict[str, Any] = {"model": model}
+    if tools:
+        head["tools"] = tools
+    if stream:
+        head["stream"] = True
+        head["stream_options"] = {"include_usage": True}
+    return b"".join((encode(head)[:-1], b',"messages":[', b",".join(parts), b"]}"))
 
 
 class ChatEndpoint:

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from master.errors import LLMError
-from master.orchestration.chat_endpoint import ChatEndpoint, encode
+from master.orchestration.chat_endpoint import ChatEndpoint, chat_body
 from master.settings import Settings
 
 logger = logging.getLogger("master.orchestration.llm")
 
 ChatMessage = dict[str, Any]
 """One message in OpenAI chat format (``role``, ``content``, ``tool_calls``, ...)."""
+
 
 TokenSink = Callable[[str], None]
 """Receives each piece of the answer's text as the model produces it."""
@@ -100,14 +101,9 @@ class OpenAIChatModel:
         tools: Sequence[dict[str, Any]] | None = None,
         on_token: TokenSink | None = None,
     ) -> ChatResult:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
         if on_token is not None:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-            return await self._stream(model, encode(body), on_token)
-        data = await self._endpoint.complete(model, encode(body))
+            return await self._stream(model, chat_body(model, messages, tools, stream=True), on_token)
+        data = await self._endpoint.complete(model, chat_body(model, messages, tools))
         try:
             return _parse_completion(model, data)
         except (LookupError, TypeError, AttributeError) as exc:
