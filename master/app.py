@@ -27,6 +27,9 @@ from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
 from master.deps import Services, require_api_key
 from master.errors import SessionStoreUnavailable
+from master.observability import logs, tracing
+from master.observability.chat import InstrumentedChatModel
+from master.observability.metrics import Metrics, count_redis_errors
 from master.orchestration.llm import ChatModel, OpenAIChatModel
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
@@ -46,6 +49,7 @@ from master.routes import (
     workspace,
     ws,
 )
+from master.routes import metrics as metrics_route
 from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
 from master.sandbox import Sandbox, create_sandbox
@@ -100,15 +104,48 @@ async def _report_sandbox(sandbox: Sandbox) -> None:
         logger.warning("Kubernetes sandbox on, but no cluster: %s", cluster["reason"])
 
 
+def _live_metrics(
+    metrics: Metrics,
+    registry: Registry,
+    invocation: InvocationAgents,
+    dispatcher: Dispatcher,
+    collab: CollaborationManager,
+) -> None:
+    """The series read from live state at scrape time."""
+    metrics.live(
+        "openagent_connected_agents",
+        "Agents this master serves, by transport (WebSocket connections, registered invocation agents).",
+        lambda: {("websocket",): len(registry.all()), ("http",): len(invocation.all())},
+        ["transport"],
+    )
+    metrics.live(
+        "openagent_tool_calls_in_flight", "Tool calls waiting for their result.", lambda: dispatcher.in_flight
+    )
+    metrics.live(
+        "openagent_collaboration_sessions_active",
+        "Collaboration sessions running.",
+        lambda: collab.active_count,
+    )
+    metrics.live(
+        "openagent_collaborations",
+        "Collaboration sessions ended, by reason.",
+        lambda: {(reason,): count for reason, count in collab.ended_by_reason.items()},
+        ["reason"],
+        counter=True,
+    )
+
+
 def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None) -> FastAPI:
     """Build the master. ``llm`` replaces the configured provider (tests, benchmarks)."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if not logging.getLogger().handlers:
-            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logs.configure(settings.openagent_log_format)
+        tracer_provider = tracing.setup(settings)
+        metrics = Metrics()
         redis = create_redis(settings.redis_url)
+        count_redis_errors(redis, metrics.redis_errors)
         try:
             await redis.ping()
         except RedisError as exc:
@@ -161,7 +198,12 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             sessions=sessions,
             catalog=catalog,
             orchestrator=(
-                Orchestrator(chat_model, dispatcher, auto_max_steps=settings.orchestrator_auto_max_steps)
+                Orchestrator(
+                    InstrumentedChatModel(chat_model, metrics),
+                    dispatcher,
+                    auto_max_steps=settings.orchestrator_auto_max_steps,
+                    metrics=metrics,
+                )
                 if chat_model is not None
                 else None
             ),
@@ -178,6 +220,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 if sandbox.enabled
                 else None
             ),
+            metrics=metrics,
         )
         hub = Hub(
             registry,
@@ -203,7 +246,9 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             builder=agent_builder,
             sandbox=sandbox,
             attachments=attachment_store,
+            metrics=metrics,
         )
+        _live_metrics(metrics, registry, invocation, dispatcher, collab)
         await _load_invocation_agents(invocation)
         health_loop = (
             asyncio.create_task(_health_loop(invocation, settings.openagent_health_check_interval))
@@ -231,6 +276,9 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 await chat_model.aclose()
             await redis.aclose()
             await blob_redis.aclose()
+            if tracer_provider is not None:
+                tracing.install(None)
+                tracer_provider.shutdown()
 
     # The API docs (/docs, /redoc) and the document they render (/openapi.json) are open even
     # with an API key: they describe routes that each need the key, and reveal no data. The
@@ -253,6 +301,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(workspace.router, dependencies=protected)
     app.include_router(session_routes.router, dependencies=protected)
     app.include_router(sandbox_routes.router, dependencies=protected)
+    app.include_router(metrics_route.router, dependencies=protected)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
@@ -17,6 +17,7 @@ from master.auth import key_matches, presented_key
 from master.builder.service import AgentBuilder
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
+from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog
 from master.query.service import QueryService
 from master.query.streaming import QueryStreams
@@ -41,6 +42,7 @@ class Services:
     builder: AgentBuilder
     sandbox: Sandbox
     attachments: AttachmentStore | None = None
+    metrics: Metrics = field(default_factory=Metrics)
 
 
 async def get_services(request: Request) -> Services:

@@ -94,6 +94,15 @@ class Settings(BaseSettings):
     openagent_ui_dir: str | None = None
     """The built UI served at ``/ui``; default ``openagent-ui/dist`` of the repository, when built."""
 
+    # Operations (master/observability/)
+    openagent_log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per log line, with query_id, session_id and call_id."""
+    otel_sdk_disabled: bool = False
+    otel_traces_exporter: str | None = None
+    otel_exporter_otlp_endpoint: str | None = None
+    otel_exporter_otlp_traces_endpoint: str | None = None
+    otel_service_name: str = "openagent-master"
+
     # Collaboration
     openagent_collaboration: bool = True
     openagent_collab_timeout: float = Field(default=120.0, gt=0)

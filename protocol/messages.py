@@ -261,6 +261,9 @@ class ToolCall(_Model):
     call_id: str
     tool_name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    traceparent: str | None = None
+    """W3C trace context of the master's span for this call (when the master traces): the SDK
+    starts the agent's span under it, so the agent's work joins the query's trace."""
 
 
 class ToolResult(_Model):

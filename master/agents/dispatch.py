@@ -32,6 +32,7 @@ import aiohttp
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
+from master.observability import tracing
 from protocol import ToolCall, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
@@ -91,6 +92,11 @@ class Dispatcher:
         self._pending: dict[str, PendingCall] = {}
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
 
+    @property
+    def in_flight(self) -> int:
+        """Tool calls waiting for their result now."""
+        return len(self._pending)
+
     async def call(
         self,
         target: Target,
@@ -122,7 +128,13 @@ class Dispatcher:
             async with asyncio.timeout(timeout):
                 if isinstance(target, LiveAgent):
                     await self._send_frame(
-                        target, ToolCall(call_id=call_id, tool_name=tool_name, arguments=arguments)
+                        target,
+                        ToolCall(
+                            call_id=call_id,
+                            tool_name=tool_name,
+                            arguments=arguments,
+                            traceparent=tracing.traceparent(),
+                        ),
                     )
                 else:
                     await self._post_call(target, pending, arguments, invoke_seconds)
@@ -137,7 +149,7 @@ class Dispatcher:
 
     async def _send_frame(self, agent: LiveAgent, call: ToolCall) -> None:
         try:
-            await agent.send(call.model_dump_json())
+            await agent.send(call.model_dump_json(exclude_none=True))
         except ConnectionError as exc:
             raise AgentDisconnected(
                 f"agent {agent.agent_id!r} disconnected before receiving the call"
@@ -159,9 +171,11 @@ class Dispatcher:
             "progress_url": f"{self._callback_base}/tool_progress?{query}",
         }
         url = agent.endpoint_url(pending.tool_name)
+        parent = tracing.traceparent()
+        headers = {"traceparent": parent} if parent else None
         try:
             timeout = self._invoke_timeout if invoke_seconds is None else aiohttp.ClientTimeout(total=invoke_seconds)
-            async with self._http.post(url, json=body, timeout=timeout) as response:
+            async with self._http.post(url, json=body, headers=headers, timeout=timeout) as response:
                 status = response.status
                 refusal = (await response.text())[:300] if status >= 300 else ""
         except (aiohttp.ClientError, TimeoutError) as exc:
