@@ -85,8 +85,16 @@ def setup(settings: Settings) -> TracerProvider | None:
             "OTEL_TRACES_EXPORTER=%r is not supported (otlp, console, none); tracing stays off", kind
         )
         return None
+    from opentelemetry import trace
+
+    current = trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):  # the process set one up (opentelemetry-instrument): use it
+        install(current)
+        logger.info("tracing on, with the process's tracer provider")
+        return None
     provider = TracerProvider(resource=Resource.create({"service.name": settings.otel_service_name}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # also FastAPI's request spans, which then root each trace
     install(provider)
     logger.info("tracing on: %s exporter, service %r", kind, settings.otel_service_name)
     return provider
