@@ -85,6 +85,8 @@ CLOSE_POLICY_VIOLATION = 1008
 """WebSocket close code: missing or wrong API key."""
 CLOSE_AGENT_REPLACED = 4001
 """WebSocket close code: a newer connection registered the same ``agent_id``; do not reconnect."""
+CLOSE_SERVICE_RESTART = 1012
+"""WebSocket close code: the master is stopping (draining); reconnect at once, to another master."""
 
 AgentId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
 
