@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -23,6 +26,8 @@ from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore, RagLink
 from master.builder.service import AgentBuilder
+from master.cluster.directory import ClusterDirectory
+from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
 from master.deps import Services, require_api_key
@@ -102,6 +107,10 @@ async def _report_sandbox(sandbox: Sandbox) -> None:
         logger.info("Kubernetes sandbox on: %s (%s)", cluster["server"], cluster["version"])
     else:
         logger.warning("Kubernetes sandbox on, but no cluster: %s", cluster["reason"])
+
+
+def _new_master_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
 def _live_metrics(
@@ -191,6 +200,17 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         sandbox_http = httpx.AsyncClient(timeout=settings.openagent_k8s_api_timeout)
         sandbox = create_sandbox(settings, redis, sandbox_http)
         await _report_sandbox(sandbox)
+        cluster = (
+            ClusterDirectory(
+                redis,
+                registry,
+                master_id=settings.openagent_master_id or _new_master_id(),
+                base_url=settings.master_base_url,
+                lease_seconds=settings.openagent_master_lease_seconds,
+            )
+            if settings.openagent_cluster
+            else None
+        )
         queries = QueryService(
             settings=settings,
             registry=registry,
@@ -221,6 +241,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 else None
             ),
             metrics=metrics,
+            cluster=cluster,
         )
         hub = Hub(
             registry,
@@ -247,7 +268,12 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             sandbox=sandbox,
             attachments=attachment_store,
             metrics=metrics,
+            cluster=cluster,
         )
+        router = ClusterRouter(redis, cluster, dispatcher, registry) if cluster is not None else None
+        if cluster is not None and router is not None:
+            await cluster.start()
+            await router.start()
         _live_metrics(metrics, registry, invocation, dispatcher, collab)
         await _load_invocation_agents(invocation)
         health_loop = (
@@ -264,6 +290,10 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             if health_loop is not None:
                 health_loop.cancel()
                 await asyncio.gather(health_loop, return_exceptions=True)
+            if router is not None:
+                await router.aclose()
+            if cluster is not None:
+                await cluster.aclose()
             await app.state.services.builder.aclose()
             await collab.aclose()
             await streams.aclose()

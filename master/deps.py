@@ -15,6 +15,7 @@ from master.agents.registry import Registry
 from master.attachments import AttachmentStore
 from master.auth import key_matches, presented_key
 from master.builder.service import AgentBuilder
+from master.cluster.directory import ClusterDirectory
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.observability.metrics import Metrics
@@ -43,6 +44,7 @@ class Services:
     sandbox: Sandbox
     attachments: AttachmentStore | None = None
     metrics: Metrics = field(default_factory=Metrics)
+    cluster: ClusterDirectory | None = None
 
 
 async def get_services(request: Request) -> Services:

@@ -22,22 +22,25 @@ import secrets
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
 import aiohttp
 
-from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
+from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
+from master.cluster.remote import RemoteAgent
 from master.observability import tracing
 from protocol import ToolCall, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
 
-Target = LiveAgent | InvocationAgent
+Target = LiveAgent | InvocationAgent | RemoteAgent
+RemoteSender = Callable[[RemoteAgent, str, str, dict[str, Any], float, str | None], Awaitable[None]]
+"""Hands a call to the master holding a :class:`RemoteAgent` (``master.cluster.router``)."""
 CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
 CallStarted = Callable[[str], None]
 """Told the ``call_id`` of a call once it has been sent."""
@@ -91,6 +94,9 @@ class Dispatcher:
         self._invoke_timeout = aiohttp.ClientTimeout(total=invoke_timeout)
         self._pending: dict[str, PendingCall] = {}
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
+        self.remote_sender: RemoteSender | None = None
+        """Set when this master is one of several (``OPENAGENT_CLUSTER``)."""
+        self.remote_done: Callable[[str], None] | None = None
 
     @property
     def in_flight(self) -> int:
@@ -126,7 +132,13 @@ class Dispatcher:
             on_started(call_id)
         try:
             async with asyncio.timeout(timeout):
-                if isinstance(target, LiveAgent):
+                if isinstance(target, RemoteAgent):
+                    if self.remote_sender is None:
+                        raise AgentUnavailable(f"agent {target.agent_id!r} is on another master")
+                    await self.remote_sender(
+                        target, call_id, tool_name, arguments, timeout, tracing.traceparent()
+                    )
+                elif isinstance(target, LiveAgent):
                     await self._send_frame(
                         target,
                         ToolCall(
@@ -146,6 +158,8 @@ class Dispatcher:
         finally:
             self._pending.pop(call_id, None)
             self._remember(pending)
+            if self.remote_done is not None and isinstance(target, RemoteAgent):
+                self.remote_done(call_id)
 
     async def _send_frame(self, agent: LiveAgent, call: ToolCall) -> None:
         try:
@@ -209,6 +223,17 @@ class Dispatcher:
         if finished is not None and _token_ok(finished.token, token):
             return "duplicate" if finished.resolved else "finished"
         return "unknown"
+
+    def settle_remote(self, call_id: str, *, result: Any = None, error: ToolCallError | None = None) -> bool:
+        """End a call that another master ran (or whose master went away); False when none waits."""
+        pending = self._pending.get(call_id)
+        if pending is None or pending.future.done() or not isinstance(pending.target, RemoteAgent):
+            return False
+        if error is not None:
+            pending.future.set_exception(error)
+        else:
+            pending.future.set_result(result)
+        return True
 
     def _settle(self, pending: PendingCall, result: ToolResult) -> None:
         if result.success:

@@ -19,6 +19,7 @@ from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.agents.toolbox import Toolbox
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
+from master.cluster.directory import ClusterDirectory
 from master.collaboration import CollaborationManager
 from master.conversation.context import Context, ContextBuilder
 from master.conversation.store import SessionStore, Turn
@@ -92,8 +93,10 @@ class QueryService:
         rag: RagLink | None = None,
         spawner: Spawner | None = None,
         metrics: Metrics | None = None,
+        cluster: ClusterDirectory | None = None,
     ) -> None:
         self._metrics = metrics
+        self._cluster = cluster
         self._settings = settings
         self._registry = registry
         self._invocation = invocation
@@ -390,6 +393,11 @@ class QueryService:
         live: list[Target] = list(self._registry.action_agents(allowed))
         ids = {agent.agent_id for agent in live}
         wanted = None if allowed is None else set(allowed)
+        if self._cluster is not None:  # other masters' agents, called through them
+            for remote in self._cluster.remote_agents(wanted):
+                if remote.agent_id not in ids and remote.role == "action" and remote.tools:
+                    live.append(remote)
+                    ids.add(remote.agent_id)
         for agent in self._invocation.available():
             if agent.agent_id not in ids and (wanted is None or agent.agent_id in wanted):
                 live.append(agent)
