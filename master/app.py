@@ -271,6 +271,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             cluster=cluster,
         )
         router = ClusterRouter(redis, cluster, dispatcher, registry) if cluster is not None else None
+        app.state.services.cluster_router = router
         if cluster is not None and router is not None:
             await cluster.start()
             await router.start()

@@ -16,6 +16,7 @@ from master.attachments import AttachmentStore
 from master.auth import key_matches, presented_key
 from master.builder.service import AgentBuilder
 from master.cluster.directory import ClusterDirectory
+from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.observability.metrics import Metrics
@@ -45,6 +46,7 @@ class Services:
     attachments: AttachmentStore | None = None
     metrics: Metrics = field(default_factory=Metrics)
     cluster: ClusterDirectory | None = None
+    cluster_router: ClusterRouter | None = None
 
 
 async def get_services(request: Request) -> Services:

@@ -100,3 +100,9 @@ def master_inbox_key(master_id: str) -> str:
     """``cluster:inbox:{master_id}`` → STREAM of the calls and results other masters send this one
     (trimmed to about 10,000 entries; expires with the master's lease, times 3)."""
     return f"{CLUSTER_PREFIX}inbox:{master_id}"
+
+
+def cluster_call_key(call_id: str) -> str:
+    """``cluster:call:{call_id}`` → the id of the master waiting for that HTTP invocation call
+    (TTL: the call's timeout plus a minute), so its callback may arrive at any master."""
+    return f"{CLUSTER_PREFIX}call:{call_id}"

@@ -97,6 +97,9 @@ class Dispatcher:
         self.remote_sender: RemoteSender | None = None
         """Set when this master is one of several (``OPENAGENT_CLUSTER``)."""
         self.remote_done: Callable[[str], None] | None = None
+        self.invocation_started: Callable[[str, float], Awaitable[None]] | None = None
+        """Told ``(call_id, timeout)`` before an HTTP invocation call goes out (cluster: its callback
+        may reach another master)."""
 
     @property
     def in_flight(self) -> int:
@@ -149,6 +152,8 @@ class Dispatcher:
                         ),
                     )
                 else:
+                    if self.invocation_started is not None:
+                        await self.invocation_started(call_id, timeout)
                     await self._post_call(target, pending, arguments, invoke_seconds)
                 return await pending.future
         except TimeoutError:

@@ -103,7 +103,7 @@ class ClusterDirectory:
     # ------------------------------------------------------------------ reads (no Redis)
 
     def alive(self, master_id: str) -> bool:
-        """Whether ``master_id``'s lease lived at the last heartbeat."""
+        """Whether ``master_id`` (a master holding agents in the table) renewed its lease by the last heartbeat."""
         return master_id in self._alive
 
     def remote_agents(self, allowed: set[str] | None = None) -> list[RemoteAgent]:

@@ -26,7 +26,8 @@ from master.agents.registry import Registry
 from master.cluster.directory import ClusterDirectory
 from master.cluster.remote import RemoteAgent
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
-from master.redis_keys import master_inbox_key
+from master.redis_keys import cluster_call_key, master_inbox_key, master_lease_key
+from protocol import ToolProgress, ToolResult
 
 logger = logging.getLogger("master.cluster.router")
 
@@ -66,6 +67,7 @@ class ClusterRouter:
     async def start(self) -> None:
         self._dispatcher.remote_sender = self.send_call
         self._dispatcher.remote_done = self._forget
+        self._dispatcher.invocation_started = self._remember_invocation
         self._directory.on_tick.append(self._check_owners)
         self._reader = asyncio.create_task(self._read_forever(), name="cluster-inbox")
 
@@ -103,6 +105,31 @@ class ClusterRouter:
             "traceparent": traceparent,
         }
         await self._post(agent.master_id, message)
+
+    async def _remember_invocation(self, call_id: str, wait_seconds: float) -> None:
+        try:
+            await self._redis.set(
+                cluster_call_key(call_id), self._directory.master_id, ex=int(wait_seconds) + 60
+            )
+        except RedisError as exc:  # the callback can still come back to this master
+            logger.warning("could not record call %s for other masters: %s", call_id, exc)
+
+    async def forward_callback(self, kind: str, call_id: str, token: str, body: dict[str, Any]) -> bool:
+        """A callback (``kind`` ``callback`` or ``progress``) of a call this master does not hold:
+        hand it to the master that made the call; False when no live master did."""
+        try:
+            origin = await self._redis.get(cluster_call_key(call_id))
+            if not origin or origin == self._directory.master_id:
+                return False
+            if not await self._redis.exists(master_lease_key(str(origin))):
+                return False
+        except RedisError:
+            return False
+        try:
+            await self._post(str(origin), {"kind": kind, "call_id": call_id, "token": token, **body})
+        except AgentUnavailable:
+            return False
+        return True
 
     def _forget(self, call_id: str) -> None:
         self._waiting.pop(call_id, None)
@@ -159,6 +186,23 @@ class ClusterRouter:
             task = asyncio.create_task(self._serve(message), name=f"cluster-call-{message['call_id']}")
             self._serving.add(task)
             task.add_done_callback(self._serving.discard)
+        elif kind == "callback":
+            result = ToolResult(
+                call_id=str(message["call_id"]),
+                success=bool(message.get("success")),
+                result=message.get("result"),
+                error=message.get("error"),
+            )
+            outcome = self._dispatcher.resolve_callback(str(message["token"]), result)
+            if outcome != "accepted":
+                logger.info("forwarded callback of call %s: %s", result.call_id, outcome)
+        elif kind == "progress":
+            progress = ToolProgress(
+                call_id=str(message["call_id"]),
+                message=message.get("message"),
+                progress=message.get("progress"),
+            )
+            self._dispatcher.progress_callback(str(message["token"]), progress)
         elif kind == "result":
             call_id = str(message["call_id"])
             self._waiting.pop(call_id, None)

@@ -9,10 +9,14 @@ import signal
 from typing import Any
 
 import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
-from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, agent_rows
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, agent_rows, serve_app
 
 LEASE = "1"
 
@@ -96,3 +100,50 @@ async def test_single_master_rows_have_no_master_id(master: MasterProcess) -> No
         assert listed is not None and "master_id" not in listed
     finally:
         await peer.close()
+
+
+async def test_callback_of_an_invocation_call_may_arrive_at_the_other_master(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    calls: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def run(request: Request) -> JSONResponse:
+        await calls.put(await request.json())
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    agent_app = Starlette(routes=[Route("/health", health), Route("/run", run, methods=["POST"])])
+    with MasterProcess(cluster_env(llm)) as a, MasterProcess(cluster_env(llm)) as b:
+        async with serve_app(agent_app) as agent_url, httpx.AsyncClient(timeout=30) as http:
+            tool = {"name": "echo", "parameters": {"type": "object"}, "endpoint": "/run"}
+            registered = await http.post(
+                f"{a.base_url}/register",
+                json={"agent_id": "callback-anywhere", "invocation_base_url": agent_url, "tools": [tool]},
+            )
+            assert registered.status_code == 200, registered.text
+            llm.add_tool_call("callback-anywhere__echo", {"text": "hi"})
+            llm.add_text("Echoed.")
+            pending = asyncio.create_task(
+                http.post(
+                    f"{a.base_url}/query", json={"query": "echo", "allowed_agent_ids": ["callback-anywhere"]}
+                )
+            )
+            async with asyncio.timeout(20):
+                call = await calls.get()
+            # A load balancer sends the agent's callbacks to master B instead of A.
+            query_string = call["callback_url"].split("?", 1)[1]
+            progress = await http.post(
+                f"{b.base_url}/tool_progress?{query_string}",
+                json={"call_id": call["call_id"], "message": "half"},
+            )
+            assert progress.json()["status"] == "forwarded"
+            answer = await http.post(
+                f"{b.base_url}/tool_callback?{query_string}",
+                json={"call_id": call["call_id"], "success": True, "result": {"echo": "hi"}},
+            )
+            assert answer.json()["status"] == "forwarded"
+            body = (await pending).json()
+        assert body["success"] is True and body["answer"] == "Echoed."
+        assert json.loads(llm.requests[1]["messages"][-1]["content"]) == {"result": {"echo": "hi"}}
