@@ -69,6 +69,10 @@ class ClusterRouter:
         self._dispatcher.remote_done = self._forget
         self._dispatcher.invocation_started = self._remember_invocation
         self._directory.on_tick.append(self._check_owners)
+        try:  # a restart under the same OPENAGENT_MASTER_ID must not replay its previous life's calls
+            await self._redis.delete(self._inbox)
+        except RedisError as exc:
+            logger.warning("could not empty the cluster inbox: %s", exc)
         self._reader = asyncio.create_task(self._read_forever(), name="cluster-inbox")
 
     async def aclose(self) -> None:
