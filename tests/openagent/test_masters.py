@@ -27,7 +27,9 @@ def test_master_urls_are_a_comma_separated_list() -> None:
 
 async def test_connects_to_the_first_master_that_answers(start_master: StartMaster) -> None:
     master = await start_master()
-    client = AgentClient(Register(agent_id="multi", role="query"), config=fast_config(f"{dead_url()},{master.url}"))
+    client = AgentClient(
+        Register(agent_id="multi", role="query"), config=fast_config(f"{dead_url()},{master.url}")
+    )
     try:
         await client.connect()
         assert (await master.next_registration()).agent_id == "multi"
