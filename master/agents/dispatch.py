@@ -240,6 +240,14 @@ class Dispatcher:
             pending.future.set_result(result)
         return True
 
+    def progress_remote(self, progress: ToolProgress) -> bool:
+        """Progress of a call that another master runs on its agent; False when none waits."""
+        pending = self._pending.get(progress.call_id)
+        if pending is None or pending.future.done() or not isinstance(pending.target, RemoteAgent):
+            return False
+        self._record_progress(pending, progress, "cluster")
+        return True
+
     def _settle(self, pending: PendingCall, result: ToolResult) -> None:
         if result.success:
             pending.future.set_result(result.result)

@@ -200,6 +200,14 @@ class ClusterRouter:
             outcome = self._dispatcher.resolve_callback(str(message["token"]), result)
             if outcome != "accepted":
                 logger.info("forwarded callback of call %s: %s", result.call_id, outcome)
+        elif kind == "remote_progress":
+            self._dispatcher.progress_remote(
+                ToolProgress(
+                    call_id=str(message["call_id"]),
+                    message=str(message.get("message") or ""),
+                    progress=message.get("progress"),
+                )
+            )
         elif kind == "progress":
             progress = ToolProgress(
                 call_id=str(message["call_id"]),
@@ -220,6 +228,18 @@ class ClusterRouter:
         """Run another master's call on our agent and send the outcome back."""
         reply: dict[str, Any] = {"kind": "result", "call_id": message["call_id"]}
         agent = self._registry.get(str(message["agent_id"]))
+        origin = str(message["origin"])
+        forwarded: list[asyncio.Task[None]] = []
+
+        def forward_progress(progress: ToolProgress) -> None:
+            update = {
+                "kind": "remote_progress",
+                "call_id": message["call_id"],
+                "message": progress.message,
+                "progress": progress.progress,
+            }
+            forwarded.append(asyncio.create_task(self._post_quietly(origin, update)))
+
         try:
             if agent is None:
                 raise AgentUnavailable(
@@ -230,11 +250,16 @@ class ClusterRouter:
                 str(message["tool_name"]),
                 dict(message.get("arguments") or {}),
                 wait_seconds=float(message["timeout"]),
+                on_progress=forward_progress,
             )
             reply["success"] = True
         except ToolCallError as exc:
             reply.update(success=False, error=str(exc), error_kind=_kind(exc))
+        await asyncio.gather(*forwarded)  # the caller sees the progress before the result
+        await self._post_quietly(origin, reply)
+
+    async def _post_quietly(self, master_id: str, message: dict[str, Any]) -> None:
         try:
-            await self._post(str(message["origin"]), reply)
+            await self._post(master_id, message)
         except AgentUnavailable as exc:
-            logger.warning("could not return the result of call %s: %s", message["call_id"], exc)
+            logger.warning("could not send %s of call %s: %s", message["kind"], message["call_id"], exc)

@@ -147,3 +147,44 @@ async def test_callback_of_an_invocation_call_may_arrive_at_the_other_master(
             body = (await pending).json()
         assert body["success"] is True and body["answer"] == "Echoed."
         assert json.loads(llm.requests[1]["messages"][-1]["content"]) == {"result": {"echo": "hi"}}
+
+
+async def test_progress_of_a_remote_call_reaches_the_sse_stream(llm: ScriptedOpenAIServer) -> None:
+    with MasterProcess(cluster_env(llm)) as a, MasterProcess(cluster_env(llm)) as b:
+        peer = await RawPeer.connect(a.ws_url)
+        try:
+            await peer.register("progress-weather", tools=[WEATHER_TOOL])
+            await rows_until(b.base_url, lambda rows: row(rows, "progress-weather") is not None)
+            llm.add_tool_call("progress-weather__get_weather", {"city": "Kyiv"})
+            llm.add_text("Mild.")
+            events: list[tuple[str, dict[str, Any]]] = []
+
+            async def agent() -> None:
+                call = await peer.recv(timeout=20)
+                await peer.send(
+                    {
+                        "type": "tool_progress",
+                        "call_id": call["call_id"],
+                        "message": "asking",
+                        "progress": 0.5,
+                    }
+                )
+                await peer.send(
+                    {"type": "tool_result", "call_id": call["call_id"], "success": True, "result": 1}
+                )
+
+            serving = asyncio.create_task(agent())
+            async with httpx.AsyncClient(base_url=b.base_url, timeout=30) as http:
+                async with http.stream("POST", "/query", json={"query": "Kyiv?", "stream": True}) as response:
+                    event = None
+                    async for line in response.aiter_lines():
+                        if line.startswith("event: "):
+                            event = line[7:]
+                        elif line.startswith("data: ") and event:
+                            events.append((event, json.loads(line[6:])))
+            await serving
+        finally:
+            await peer.close()
+    progress = [data for name, data in events if name == "tool_progress"]
+    assert progress and progress[0]["message"] == "asking" and progress[0]["agent_id"] == "progress-weather"
+    assert events[-1][0] == "query_result" and events[-1][1]["answer"] == "Mild."
