@@ -55,6 +55,18 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
             ),
         ),
         (
+            "cluster",
+            LoadCase(
+                "cluster_c1", "two masters: agent on one, queries on the other", "/query", 1, _ask(WS_AGENT)
+            ),
+        ),
+        (
+            "cluster",
+            LoadCase(
+                "cluster_c32", "two masters: agent on one, queries on the other", "/query", 32, _ask(WS_AGENT)
+            ),
+        ),
+        (
             "scripted",
             LoadCase(
                 "scripted_c1", "master via scripted OpenAI server: WS tool", "/query", 1, _ask(WS_AGENT)
@@ -98,6 +110,7 @@ GROUPS: dict[str, list[str]] = {
     "http": ["baseline_b_c32", "baseline_b_httpx_c32", "http_sdk_c32", "http_aiohttp_c32"],
     "scripted": ["scripted_c1", "scripted_c32", SCRIPTED_SESSION_GROWTH],
     "connections": [CONNECTIONS_BASELINE, CONNECTIONS_MASTER],
+    "cluster": ["ws_c1", "ws_c32", "cluster_c1", "cluster_c32"],
     "sessions": [SESSION_GROWTH, SCRIPTED_SESSION_GROWTH],
     "redis": [REDIS_TRIPS],
 }

@@ -31,6 +31,7 @@ from bench.report import machine, render, write_json
 from bench.session_growth import session_growth_case
 from bench.setups import (
     Running,
+    cluster_setup,
     flush_bench_db,
     master_setup,
     relay_http_setup,
@@ -159,6 +160,10 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         async with scripted_setup(args.redis_url) as running:
             await round_trips("scripted", running)
 
+    async def cluster() -> None:
+        async with cluster_setup(args.redis_url) as running:
+            await round_trips("cluster", running)
+
     async def scripted_sessions() -> None:
         name = case_list.SCRIPTED_SESSION_GROWTH
         context = case_list.SCRIPTED_CONTEXT_MAX_TOKENS
@@ -204,6 +209,8 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         jobs.append(scripted)
     if case_list.SCRIPTED_SESSION_GROWTH in selected:
         jobs.append(scripted_sessions)
+    if chosen("cluster"):
+        jobs.append(cluster)
     if case_list.REDIS_TRIPS in selected:
         jobs.append(redis_trips)
     for name, kind in ((case_list.CONNECTIONS_BASELINE, "idle"), (case_list.CONNECTIONS_MASTER, "master")):

@@ -137,6 +137,21 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
         )
     )
     verdicts.append(_scripted_sessions(cases.get(SCRIPTED_SESSION_GROWTH)))
+    for concurrency, key, unit in (("c1", "p50_ms", "ms"), ("c32", "server_cpu_ms_per_op", "ms")):
+        crossing = _ratio(
+            cases,
+            f"cross-master round trip, {concurrency}",
+            f"cluster_{concurrency}",
+            f"ws_{concurrency}",
+            key,
+            unit,
+            1.0,
+            at_most=True,
+        )
+        if crossing.verdict != "n/a":
+            crossing.verdict = "info"
+            crossing.note = "no target: what a call through another master adds (front master's CPU only)"
+        verdicts.append(crossing)
     return [asdict(v) for v in verdicts]
 
 
