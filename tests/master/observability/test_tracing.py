@@ -117,6 +117,7 @@ async def test_invocation_agent_span_is_under_the_masters_tool_span(
             port=0,
             master_base_url=base_url,
             api_key="",
+            unregister_on_stop=True,  # the test database is shared: leave no agent behind
         )
         async with agent:
             llm.add_tool_call("trace-http__echo", {"n": 1})
