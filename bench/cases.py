@@ -55,6 +55,18 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
             ),
         ),
         (
+            "cluster",
+            LoadCase(
+                "cluster_c1", "two masters: agent on one, queries on the other", "/query", 1, _ask(WS_AGENT)
+            ),
+        ),
+        (
+            "cluster",
+            LoadCase(
+                "cluster_c32", "two masters: agent on one, queries on the other", "/query", 32, _ask(WS_AGENT)
+            ),
+        ),
+        (
             "scripted",
             LoadCase(
                 "scripted_c1", "master via scripted OpenAI server: WS tool", "/query", 1, _ask(WS_AGENT)
@@ -70,11 +82,21 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
 }
 
 SESSION_GROWTH = "session_growth"
+SCRIPTED_SESSION_GROWTH = "scripted_session_growth"
+"""Session growth through the real OpenAI client, every earlier turn sent to the LLM (no compaction)."""
+SCRIPTED_CONTEXT_MAX_TOKENS = 10_000_000
 REDIS_TRIPS = "redis_trips"
 CONNECTIONS_BASELINE = "connections_baseline_c"
 CONNECTIONS_MASTER = "connections_master"
 
-ALL_CASES: list[str] = [*ROUND_TRIPS, SESSION_GROWTH, REDIS_TRIPS, CONNECTIONS_BASELINE, CONNECTIONS_MASTER]
+ALL_CASES: list[str] = [
+    *ROUND_TRIPS,
+    SESSION_GROWTH,
+    SCRIPTED_SESSION_GROWTH,
+    REDIS_TRIPS,
+    CONNECTIONS_BASELINE,
+    CONNECTIONS_MASTER,
+]
 
 GROUPS: dict[str, list[str]] = {
     "baselines": [
@@ -86,9 +108,10 @@ GROUPS: dict[str, list[str]] = {
     ],
     "ws": ["baseline_a_c1", "baseline_a_c32", "ws_c1", "ws_c32"],
     "http": ["baseline_b_c32", "baseline_b_httpx_c32", "http_sdk_c32", "http_aiohttp_c32"],
-    "scripted": ["scripted_c1", "scripted_c32"],
+    "scripted": ["scripted_c1", "scripted_c32", SCRIPTED_SESSION_GROWTH],
     "connections": [CONNECTIONS_BASELINE, CONNECTIONS_MASTER],
-    "sessions": [SESSION_GROWTH],
+    "cluster": ["ws_c1", "ws_c32", "cluster_c1", "cluster_c32"],
+    "sessions": [SESSION_GROWTH, SCRIPTED_SESSION_GROWTH],
     "redis": [REDIS_TRIPS],
 }
 

@@ -31,6 +31,7 @@ from bench.report import machine, render, write_json
 from bench.session_growth import session_growth_case
 from bench.setups import (
     Running,
+    cluster_setup,
     flush_bench_db,
     master_setup,
     relay_http_setup,
@@ -159,6 +160,25 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         async with scripted_setup(args.redis_url) as running:
             await round_trips("scripted", running)
 
+    async def cluster() -> None:
+        async with cluster_setup(args.redis_url) as running:
+            await round_trips("cluster", running)
+
+    async def scripted_sessions() -> None:
+        name = case_list.SCRIPTED_SESSION_GROWTH
+        context = case_list.SCRIPTED_CONTEXT_MAX_TOKENS
+        async with scripted_setup(args.redis_url, context_max_tokens=context) as running:
+            sizes = [int(s) for s in args.session_turns.split(",")]
+            _progress(f"{name}: {sizes} earlier turns, all sent to the LLM through the real client")
+            results[name] = await session_growth_case(
+                running,
+                args.redis_url,
+                sizes=sizes,
+                queries=args.session_queries,
+                repeat=args.repeat,
+                profile=name in profile,
+            )
+
     async def redis_trips() -> None:
         _progress("Redis round trips per query")
         results[case_list.REDIS_TRIPS] = await redis_trips_case(args.redis_url, queries=args.redis_queries)
@@ -187,6 +207,10 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         jobs.append(relay_http)
     if chosen("scripted"):
         jobs.append(scripted)
+    if case_list.SCRIPTED_SESSION_GROWTH in selected:
+        jobs.append(scripted_sessions)
+    if chosen("cluster"):
+        jobs.append(cluster)
     if case_list.REDIS_TRIPS in selected:
         jobs.append(redis_trips)
     for name, kind in ((case_list.CONNECTIONS_BASELINE, "idle"), (case_list.CONNECTIONS_MASTER, "master")):

@@ -10,7 +10,8 @@ The master is ``create_app(Settings(...), llm=FunctionChatModel(decide))`` serve
 uvicorn with its defaults (uvloop, httptools, websockets, permessage-deflate, pings every
 20 s), except that uvicorn's access log is off on every server of the benchmark. The
 master's own logging is left as shipped (INFO). With ``--openai-base-url`` the master
-uses its real OpenAI client against that server instead of the function model.
+uses its real OpenAI client against that server instead of the function model;
+``--context-max-tokens`` sets ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``, ``--cluster`` ``OPENAGENT_CLUSTER=1``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def _serve_master(args: argparse.Namespace) -> None:
         openai_base_url=args.openai_base_url,
         openagent_llm_loopback_only=True,
         openagent_llm_max_retries=0,
+        **({"orchestrator_context_max_tokens": args.context_max_tokens} if args.context_max_tokens else {}),
+        openagent_cluster=args.cluster,
     )
     app = create_app(settings, llm=None if scripted else FunctionChatModel(decide))
     config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
@@ -64,6 +67,8 @@ def main() -> None:
     master.add_argument("--port", type=int, required=True)
     master.add_argument("--redis-url", required=True)
     master.add_argument("--openai-base-url")
+    master.add_argument("--context-max-tokens", type=int, help="ORCHESTRATOR_CONTEXT_MAX_TOKENS")
+    master.add_argument("--cluster", action="store_true", help="OPENAGENT_CLUSTER=1")
     llm = sub.add_parser("scripted-llm")
     llm.add_argument("--port", type=int, required=True)
     args = parser.parse_args()

@@ -15,6 +15,7 @@ a time (concurrency 1) on the master of :func:`master_setup`, each session getti
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from typing import Any
@@ -97,10 +98,17 @@ async def session_growth_case(
         await redis.aclose()
     first, last = by_size[str(sizes[0])], by_size[str(sizes[-1])]
     growth = last["summary"]["p50_ms"]["median"] / first["summary"]["p50_ms"]["median"]
+    cpu_first = first["summary"]["server_cpu_ms_per_op"]["median"]
+    cpu_growth = last["summary"]["server_cpu_ms_per_op"]["median"] / cpu_first if cpu_first else math.nan
     return {
         "kind": "session_growth",
         "title": "one-tool query in a session of N earlier turns (concurrency 1)",
         "queries_per_rep": queries,
         "by_turns": by_size,
-        "summary": {"p50_growth": round(growth, 2), "from_turns": sizes[0], "to_turns": sizes[-1]},
+        "summary": {
+            "p50_growth": round(growth, 2),
+            "cpu_growth": round(cpu_growth, 2),
+            "from_turns": sizes[0],
+            "to_turns": sizes[-1],
+        },
     }

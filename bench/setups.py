@@ -5,7 +5,10 @@
   ``bench-http-aiohttp`` (invocation agent on aiohttp). A query picks its agent with
   ``allowed_agent_ids``, so one master serves the WebSocket and the HTTP cases.
 - :func:`scripted_setup`: a master whose real OpenAI client talks to the scripted
-  OpenAI-compatible server (its own process), and ``bench-ws``.
+  OpenAI-compatible server (its own process), and ``bench-ws``; optionally with a
+  context limit that never compacts a session (every earlier turn goes to the LLM).
+- :func:`cluster_setup`: two masters on one Redis (``OPENAGENT_CLUSTER=1``), ``bench-ws`` on
+  one, queries to the other: every call crosses masters through Redis.
 - :func:`relay_ws_setup`, :func:`relay_http_setup`: baselines (a) and (b) with their agents.
 
 The masters share the bench's Redis database, which the runner empties before and after
@@ -16,10 +19,12 @@ records at start-up is not disturbed by them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import aiohttp
 import redis.asyncio as aioredis
 
 from bench.procs import Child, Group, free_port
@@ -55,12 +60,22 @@ async def flush_bench_db(redis_url: str) -> None:
 
 
 async def start_master(
-    group: Group, name: str, redis_url: str, *, openai_base_url: str | None = None
+    group: Group,
+    name: str,
+    redis_url: str,
+    *,
+    openai_base_url: str | None = None,
+    context_max_tokens: int | None = None,
+    cluster: bool = False,
 ) -> tuple[Child, str]:
     port = free_port()
     args = ["master", "--port", str(port), "--redis-url", redis_url]
     if openai_base_url:
         args += ["--openai-base-url", openai_base_url]
+    if context_max_tokens:
+        args += ["--context-max-tokens", str(context_max_tokens)]
+    if cluster:
+        args.append("--cluster")
     master = await group.start(Child(name, "bench.launcher", *args))
     url = f"http://127.0.0.1:{port}"
     await master.wait_http(f"{url}/health", READY_WITHIN)
@@ -100,7 +115,7 @@ async def master_setup(redis_url: str, *, http_agents: bool = True) -> AsyncIter
 
 
 @asynccontextmanager
-async def scripted_setup(redis_url: str) -> AsyncIterator[Running]:
+async def scripted_setup(redis_url: str, *, context_max_tokens: int | None = None) -> AsyncIterator[Running]:
     async with Group() as group:
         llm_port = free_port()
         llm = await group.start(
@@ -108,12 +123,53 @@ async def scripted_setup(redis_url: str) -> AsyncIterator[Running]:
         )
         await _ready(llm)
         master, url = await start_master(
-            group, "master-scripted", redis_url, openai_base_url=f"http://127.0.0.1:{llm_port}/v1"
+            group,
+            "master-scripted",
+            redis_url,
+            openai_base_url=f"http://127.0.0.1:{llm_port}/v1",
+            context_max_tokens=context_max_tokens,
         )
         ws_url = url.replace("http://", "ws://") + "/ws"
         agent = await group.start(Child("agent-ws-scripted", "bench.agents", "ws", "--master-ws", ws_url))
         await _ready(agent)
         yield Running(master, url, {WS_AGENT: agent}, [llm])
+
+
+async def _listed(url: str, agent_id: str, within: float) -> None:
+    """Wait until ``GET /agents`` of the master at ``url`` lists ``agent_id``."""
+    async with aiohttp.ClientSession() as http, asyncio.timeout(within):
+        while True:
+            async with http.get(f"{url}/agents") as response:
+                rows = (await response.json())["agents"]
+            if any(row["agent_id"] == agent_id for row in rows):
+                return
+            await asyncio.sleep(0.1)
+
+
+async def _crossed(url: str, within: float) -> None:
+    """One query through the front master to the other master's agent (connections and inbox readers warm)."""
+    body = {"query": "warm up", "allowed_agent_ids": [WS_AGENT]}
+    async with aiohttp.ClientSession() as http, asyncio.timeout(within):
+        while True:
+            async with http.post(f"{url}/query", json=body) as response:
+                answer = await response.json()
+            if answer.get("success") and answer.get("agents_used"):
+                return
+            await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def cluster_setup(redis_url: str) -> AsyncIterator[Running]:
+    """Two masters on one Redis (``OPENAGENT_CLUSTER=1``): ``bench-ws`` on the first, queries on the second."""
+    async with Group() as group:
+        holder, holder_url = await start_master(group, "master-holder", redis_url, cluster=True)
+        front, front_url = await start_master(group, "master-front", redis_url, cluster=True)
+        ws_url = holder_url.replace("http://", "ws://") + "/ws"
+        agent = await group.start(Child("agent-ws-cluster", "bench.agents", "ws", "--master-ws", ws_url))
+        await _ready(agent)
+        await _listed(front_url, WS_AGENT, READY_WITHIN)
+        await _crossed(front_url, READY_WITHIN)
+        yield Running(front, front_url, {WS_AGENT: agent}, [holder])
 
 
 @asynccontextmanager

@@ -10,7 +10,13 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.cases import CONNECTIONS_BASELINE, CONNECTIONS_MASTER, REDIS_TRIPS, SESSION_GROWTH
+from bench.cases import (
+    CONNECTIONS_BASELINE,
+    CONNECTIONS_MASTER,
+    REDIS_TRIPS,
+    SCRIPTED_SESSION_GROWTH,
+    SESSION_GROWTH,
+)
 
 
 @dataclass
@@ -118,6 +124,34 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
     verdicts.append(_registration(cases.get(CONNECTIONS_MASTER), connections_wanted))
     verdicts.append(_redis(cases.get(REDIS_TRIPS)))
     verdicts.append(_sessions(cases.get(SESSION_GROWTH)))
+    verdicts.append(
+        _ratio(
+            cases,
+            "real LLM client: CPU per query",
+            "scripted_c1",
+            "ws_c1",
+            "server_cpu_ms_per_op",
+            "ms",
+            2.0,
+            at_most=True,
+        )
+    )
+    verdicts.append(_scripted_sessions(cases.get(SCRIPTED_SESSION_GROWTH)))
+    for concurrency, key, unit in (("c1", "p50_ms", "ms"), ("c32", "server_cpu_ms_per_op", "ms")):
+        crossing = _ratio(
+            cases,
+            f"cross-master round trip, {concurrency}",
+            f"cluster_{concurrency}",
+            f"ws_{concurrency}",
+            key,
+            unit,
+            1.0,
+            at_most=True,
+        )
+        if crossing.verdict != "n/a":
+            crossing.verdict = "info"
+            crossing.note = "no target: what a call through another master adds (front master's CPU only)"
+        verdicts.append(crossing)
     return [asdict(v) for v in verdicts]
 
 
@@ -167,3 +201,27 @@ def _sessions(case: dict[str, Any] | None) -> Verdict:
     return Verdict(
         "session growth", rule, p50s, "PASS" if growth <= 2 and not errors else "FAIL", growth, note
     )
+
+
+def _scripted_sessions(case: dict[str, Any] | None) -> Verdict:
+    target = "real LLM client: long session"
+    rule = "server CPU per query grows <= 2x from 1 to 1,000 earlier turns, all sent to the LLM"
+    if case is None:
+        return Verdict(target, rule, "not measured", "n/a")
+    summary = case["summary"]
+    measured = ", ".join(
+        f"{size} turns {entry['summary']['server_cpu_ms_per_op']['median']:.2f} ms"
+        for size, entry in case["by_turns"].items()
+    )
+    growth = float(summary["cpu_growth"])
+    errors = sum(
+        entry["summary"]["errors"] + entry["summary"]["first_query_errors"]
+        for entry in case["by_turns"].values()
+    )
+    note = f"{errors} errors" if errors else ""
+    if (summary["from_turns"], summary["to_turns"]) != (1, 1000):
+        note = (
+            note + "; " if note else ""
+        ) + f"measured {summary['from_turns']} to {summary['to_turns']} turns"
+    ok = growth <= 2 and not errors
+    return Verdict(target, rule, measured, "PASS" if ok else "FAIL", growth, note)

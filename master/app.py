@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -27,11 +30,16 @@ from master.agents.registry import Registry
 from master.attachments import AttachmentStore, RagLink
 from master.auth import EarlyAuthMiddleware
 from master.builder.service import AgentBuilder
+from master.cluster.directory import ClusterDirectory
+from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
 from master.deps import Services, needs_api_key, require_api_key
 from master.errors import SessionStoreUnavailable
 from master.logs import install_log_filter
+from master.observability import logs, tracing
+from master.observability.chat import InstrumentedChatModel
+from master.observability.metrics import Metrics, count_redis_errors
 from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.orchestration.llm import ChatModel, OpenAIChatModel
 from master.orchestration.model_catalog import ModelCatalog
@@ -52,6 +60,7 @@ from master.routes import (
     workspace,
     ws,
 )
+from master.routes import metrics as metrics_route
 from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
 from master.sandbox import Sandbox, create_sandbox
@@ -106,16 +115,53 @@ async def _report_sandbox(sandbox: Sandbox) -> None:
         logger.warning("Kubernetes sandbox on, but no cluster: %s", cluster["reason"])
 
 
+def _new_master_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def _live_metrics(
+    metrics: Metrics,
+    registry: Registry,
+    invocation: InvocationAgents,
+    dispatcher: Dispatcher,
+    collab: CollaborationManager,
+) -> None:
+    """The series read from live state at scrape time."""
+    metrics.live(
+        "openagent_connected_agents",
+        "Agents this master serves, by transport (WebSocket connections, registered invocation agents).",
+        lambda: {("websocket",): len(registry.all()), ("http",): len(invocation.all())},
+        ["transport"],
+    )
+    metrics.live(
+        "openagent_tool_calls_in_flight", "Tool calls waiting for their result.", lambda: dispatcher.in_flight
+    )
+    metrics.live(
+        "openagent_collaboration_sessions_active",
+        "Collaboration sessions running.",
+        lambda: collab.active_count,
+    )
+    metrics.live(
+        "openagent_collaborations",
+        "Collaboration sessions ended, by reason.",
+        lambda: {(reason,): count for reason, count in collab.ended_by_reason.items()},
+        ["reason"],
+        counter=True,
+    )
+
+
 def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None) -> FastAPI:
     """Build the master. ``llm`` replaces the configured provider (tests, benchmarks)."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if not logging.getLogger().handlers:
-            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logs.configure(settings.openagent_log_format)
+        tracer_provider = tracing.setup(settings)
+        metrics = Metrics()
         install_log_filter([settings.api_key])  # no key or per-call token in any log line
         redis = create_redis(settings.redis_url)
+        count_redis_errors(redis, metrics.redis_errors)
         try:
             await redis.ping()
         except RedisError as exc:
@@ -162,6 +208,17 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         sandbox_http = httpx.AsyncClient(timeout=settings.openagent_k8s_api_timeout)
         sandbox = create_sandbox(settings, redis, sandbox_http)
         await _report_sandbox(sandbox)
+        cluster = (
+            ClusterDirectory(
+                redis,
+                registry,
+                master_id=settings.openagent_master_id or _new_master_id(),
+                base_url=settings.master_base_url,
+                lease_seconds=settings.openagent_master_lease_seconds,
+            )
+            if settings.openagent_cluster
+            else None
+        )
         queries = QueryService(
             settings=settings,
             registry=registry,
@@ -169,7 +226,12 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             sessions=sessions,
             catalog=catalog,
             orchestrator=(
-                Orchestrator(chat_model, dispatcher, auto_max_steps=settings.orchestrator_auto_max_steps)
+                Orchestrator(
+                    InstrumentedChatModel(chat_model, metrics),
+                    dispatcher,
+                    auto_max_steps=settings.orchestrator_auto_max_steps,
+                    metrics=metrics,
+                )
                 if chat_model is not None
                 else None
             ),
@@ -186,6 +248,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 if sandbox.enabled
                 else None
             ),
+            metrics=metrics,
+            cluster=cluster,
         )
         admission = Admission(settings.openagent_max_queries_in_flight)
         tool_catalog = ToolCatalog(registry, invocation, ToolLimits.from_settings(settings))
@@ -218,7 +282,15 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             attachments=attachment_store,
             admission=admission,
             tool_catalog=tool_catalog,
+            metrics=metrics,
+            cluster=cluster,
         )
+        router = ClusterRouter(redis, cluster, dispatcher, registry) if cluster is not None else None
+        app.state.services.cluster_router = router
+        if cluster is not None and router is not None:
+            await cluster.start()
+            await router.start()
+        _live_metrics(metrics, registry, invocation, dispatcher, collab)
         await _load_invocation_agents(invocation)
         health_loop = (
             asyncio.create_task(_health_loop(invocation, settings.openagent_health_check_interval))
@@ -234,6 +306,10 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             if health_loop is not None:
                 health_loop.cancel()
                 await asyncio.gather(health_loop, return_exceptions=True)
+            if router is not None:
+                await router.aclose()
+            if cluster is not None:
+                await cluster.aclose()
             await app.state.services.builder.aclose()
             await collab.aclose()
             await streams.aclose()
@@ -247,6 +323,9 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 await chat_model.aclose()
             await redis.aclose()
             await blob_redis.aclose()
+            if tracer_provider is not None:
+                tracing.install(None)
+                tracer_provider.shutdown()
 
     # The API docs (/docs, /redoc) and the document they render (/openapi.json) are open even
     # with an API key: they describe routes that each need the key, and reveal no data. The
@@ -269,6 +348,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(workspace.router, dependencies=protected)
     app.include_router(session_routes.router, dependencies=protected)
     app.include_router(sandbox_routes.router, dependencies=protected)
+    app.include_router(metrics_route.router, dependencies=protected)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)

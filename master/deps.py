@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
@@ -18,8 +18,11 @@ from master.agents.registry import Registry
 from master.attachments import AttachmentStore
 from master.auth import UNAUTHORIZED_DETAIL, key_matches, presented_key
 from master.builder.service import AgentBuilder
+from master.cluster.directory import ClusterDirectory
+from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
+from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog
 from master.query.service import QueryService
 from master.query.streaming import QueryStreams
@@ -46,6 +49,9 @@ class Services:
     tool_catalog: ToolCatalog
     sandbox: Sandbox
     attachments: AttachmentStore | None = None
+    metrics: Metrics = field(default_factory=Metrics)
+    cluster: ClusterDirectory | None = None
+    cluster_router: ClusterRouter | None = None
 
 
 async def get_services(request: Request) -> Services:

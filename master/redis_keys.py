@@ -105,3 +105,32 @@ TTL ``OPENAGENT_K8S_SANDBOX_RUNTIME_TTL``, refreshed with each deploy)."""
 
 def sandbox_placement_key(agent_id: str) -> str:
     return f"{SANDBOX_PLACEMENT_PREFIX}{agent_id}"
+
+
+CLUSTER_PREFIX = "cluster:"
+"""Keys of several masters sharing this Redis (``OPENAGENT_CLUSTER=1``, see docs/scale-out.md)."""
+
+CLUSTER_AGENTS = "cluster:agents"
+"""HASH ``agent_id`` → JSON ``{master_id, role, metadata, tools, connected_at}`` of every WebSocket
+agent connected to some master; an entry counts only while its master's lease lives."""
+
+CLUSTER_AGENTS_VERSION = "cluster:agents:version"
+"""Counter bumped on every change of :data:`CLUSTER_AGENTS`, so masters re-read it only when it changed."""
+
+
+def master_lease_key(master_id: str) -> str:
+    """``cluster:master:{master_id}`` → JSON ``{base_url, started}`` (TTL ``OPENAGENT_MASTER_LEASE_SECONDS``,
+    refreshed by the master every third of it)."""
+    return f"{CLUSTER_PREFIX}master:{master_id}"
+
+
+def master_inbox_key(master_id: str) -> str:
+    """``cluster:inbox:{master_id}`` → STREAM of the calls and results other masters send this one
+    (trimmed to about 10,000 entries; expires with the master's lease, times 3)."""
+    return f"{CLUSTER_PREFIX}inbox:{master_id}"
+
+
+def cluster_call_key(call_id: str) -> str:
+    """``cluster:call:{call_id}`` → the id of the master waiting for that HTTP invocation call
+    (TTL: the call's timeout plus a minute), so its callback may arrive at any master."""
+    return f"{CLUSTER_PREFIX}call:{call_id}"

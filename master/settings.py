@@ -110,6 +110,23 @@ class Settings(BaseSettings):
     openagent_ui_dir: str | None = None
     """The built UI served at ``/ui``; default ``openagent-ui/dist`` of the repository, when built."""
 
+    # Several masters on one Redis (master/cluster/, docs/scale-out.md)
+    openagent_cluster: bool = False
+    """Share WebSocket agents with the other masters on this Redis (off: a master serves only its own)."""
+    openagent_master_id: str | None = None
+    """This master's id in the cluster; default ``<hostname>-<pid>-<random>``, new at every start."""
+    openagent_master_lease_seconds: float = Field(default=10.0, ge=0.5)
+    """A master that has not renewed its lease for this long is taken for dead by the others."""
+
+    # Operations (master/observability/)
+    openagent_log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per log line, with query_id, session_id and call_id."""
+    otel_sdk_disabled: bool = False
+    otel_traces_exporter: str | None = None
+    otel_exporter_otlp_endpoint: str | None = None
+    otel_exporter_otlp_traces_endpoint: str | None = None
+    otel_service_name: str = "openagent-master"
+
     # Collaboration
     openagent_collaboration: bool = True
     openagent_collab_timeout: float = Field(default=120.0, gt=0)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import pydantic_core
 from pydantic import ValidationError
 
+from openagent._tracing import tool_span
 from openagent.errors import ConfigurationError, ToolError
 from protocol import ToolResult, ToolSchema
 
@@ -112,9 +113,18 @@ class ToolFunction:
 
 
 async def run_tool_call(
-    call_id: str, tool_name: str, run: Callable[[], Awaitable[Any]], log: logging.Logger
+    call_id: str,
+    tool_name: str,
+    run: Callable[[], Awaitable[Any]],
+    log: logging.Logger,
+    *,
+    agent_id: str = "",
+    traceparent: str | None = None,
 ) -> ToolResult:
     """Await ``run()`` and return the call's ``tool_result``.
+
+    With the master's ``traceparent``, ``run()`` runs inside the agent's span of the call
+    (:mod:`openagent._tracing`).
 
     A JSON-serialisable value is the result. A :class:`~openagent.errors.ToolError` fails the
     call with its message as is (logged at INFO), any other exception with
@@ -126,7 +136,8 @@ async def run_tool_call(
         return ToolResult(call_id=call_id, success=False, error=error)
 
     try:
-        value = await run()
+        with tool_span(agent_id, tool_name, call_id, traceparent):
+            value = await run()
     except ToolError as exc:
         log.info("tool %s (call %s) failed: %s", tool_name, call_id, exc)
         return failure(str(exc))

@@ -269,6 +269,8 @@ class OrchestratorWebSocketActionAgent:
             call.tool_name,
             lambda: self.handle_tool(call.tool_name, call.arguments, progress_callback=progress_callback),
             logger,
+            agent_id=self.agent_id,
+            traceparent=call.traceparent,
         )
 
 

@@ -8,7 +8,9 @@
 3. sends a ``ping`` every ``WS_KEEPALIVE_INTERVAL`` seconds,
 4. hands every incoming frame, parsed into a :mod:`protocol` model, to ``on_message``,
 5. reconnects with exponential backoff and jitter when the connection drops or the
-   master restarts, registering again each time,
+   master restarts, registering again each time; with several masters in ``MASTER_WS``
+   (a comma-separated list) each attempt goes to the next one, and a master that closes
+   the connection with code 1012 (service restart: it is draining) is left at once,
 
 and stops for good after :class:`~openagent.errors.AuthenticationError` (close code
 1008) or :class:`~openagent.errors.AgentReplacedError` (close code 4001).
@@ -49,6 +51,7 @@ from openagent.errors import (
     TransportError,
 )
 from protocol import (
+    CLOSE_SERVICE_RESTART,
     ErrorMessage,
     Message,
     Ping,
@@ -113,6 +116,17 @@ class AgentClient:
         self._closing = False
         self._fatal_error: OpenAgentError | None = None
         self._last_received = 0.0
+        self._url_index = 0
+        self._draining = False
+        """The master closed with 1012 (restarting): reconnect at once, elsewhere."""
+
+    @property
+    def master_url(self) -> str:
+        """The master's WebSocket URL this client is connected (or connecting) to."""
+        return self.config.master_urls[self._url_index]
+
+    def _next_master(self) -> None:
+        self._url_index = (self._url_index + 1) % len(self.config.master_urls)
 
     @property
     def agent_id(self) -> str:
@@ -140,7 +154,7 @@ class AgentClient:
         """
         if self._supervisor is not None or self._closing:
             raise ConfigurationError(f"AgentClient {self.agent_id!r} can connect only once; create a new one")
-        self._ws = await self._open()
+        self._ws = await self._open_any()
         self._supervisor = asyncio.create_task(self._supervise(), name=f"openagent-client-{self.agent_id}")
 
     async def send(self, message: BaseModel) -> None:
@@ -153,13 +167,13 @@ class AgentClient:
         if ws is None:
             why = f": {self._fatal_error}" if self._fatal_error else ""
             raise ConnectionLostError(
-                f"agent {self.agent_id!r} is not connected to the master at {self.config.master_ws}{why}"
+                f"agent {self.agent_id!r} is not connected to the master at {self.master_url}{why}"
             )
         try:
             await ws.send(dump_message(message))
         except ConnectionClosed as exc:
             raise ConnectionLostError(
-                f"connection of agent {self.agent_id!r} to {self.config.master_ws} closed: {exc}"
+                f"connection of agent {self.agent_id!r} to {self.master_url} closed: {exc}"
             ) from exc
 
     async def close(self) -> None:
@@ -245,7 +259,7 @@ class AgentClient:
             if silence > 2 * interval:
                 logger.warning(
                     "nothing from the master at %s for %.1fs; closing the connection",
-                    self.config.master_ws,
+                    self.master_url,
                     silence,
                 )
                 await ws.close(1011, "keepalive timeout")
@@ -258,10 +272,19 @@ class AgentClient:
     async def _reconnect(self) -> ClientConnection:
         delays = backoff_delays(self.config.reconnect_initial_delay, self.config.reconnect_max_delay)
         attempt = 0
+        immediate, self._draining = self._draining, False
         while True:
             attempt += 1
-            wait = next(delays)
-            logger.info("reconnecting agent %s in %.2fs (attempt %d)", self.agent_id, wait, attempt)
+            wait = 0.0 if immediate and attempt == 1 else next(delays)
+            if len(self.config.master_urls) > 1:
+                self._next_master()
+            logger.info(
+                "reconnecting agent %s to %s in %.2fs (attempt %d)",
+                self.agent_id,
+                self.master_url,
+                wait,
+                attempt,
+            )
             await asyncio.sleep(wait)
             try:
                 ws = await self._open()
@@ -271,9 +294,19 @@ class AgentClient:
             logger.info("agent %s reconnected after %d attempt(s)", self.agent_id, attempt)
             return ws
 
+    async def _open_any(self) -> ClientConnection:
+        """Open and register on the first master that answers, in the order of ``master_urls``."""
+        for _ in range(len(self.config.master_urls) - 1):
+            try:
+                return await self._open()
+            except (ConnectionFailedError, RegistrationError) as exc:
+                logger.warning("%s; trying the next master", exc)
+                self._next_master()
+        return await self._open()
+
     async def _open(self) -> ClientConnection:
         """Open a WebSocket and register on it."""
-        url = self.config.master_ws
+        url = self.master_url
         try:
             ws = await connect(
                 url,
@@ -297,7 +330,7 @@ class AgentClient:
         return ws
 
     async def _register_on(self, ws: ClientConnection) -> None:
-        url = self.config.master_ws
+        url = self.master_url
         timeout = self.config.registration_timeout
         try:
             async with asyncio.timeout(timeout):
@@ -329,7 +362,8 @@ class AgentClient:
             raise error from exc
 
     def _closed_error(self, exc: ConnectionClosed, *, replaced: bool) -> TransportError:
-        return closed_error(self.config.master_ws, self.agent_id, exc, replaced=replaced)
+        self._draining = exc.rcvd is not None and exc.rcvd.code == CLOSE_SERVICE_RESTART
+        return closed_error(self.master_url, self.agent_id, exc, replaced=replaced)
 
     # ------------------------------------------------------------------ callbacks
 

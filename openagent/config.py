@@ -84,7 +84,9 @@ class ClientConfig:
     """
 
     master_ws: str = DEFAULT_MASTER_WS
-    """WebSocket URL of the master's ``/ws`` endpoint (``ws://`` or ``wss://``)."""
+    """WebSocket URL of the master's ``/ws`` endpoint (``ws://`` or ``wss://``); several masters
+    serving one system as a comma-separated list, tried in turn when a connection is lost
+    (see :attr:`master_urls`)."""
     api_key: str | None = field(default=None, repr=False)
     """Sent as ``Authorization: Bearer <api_key>`` when set. Never shown in ``repr``."""
     connect_timeout: float = 10.0
@@ -103,9 +105,10 @@ class ClientConfig:
     """Upper bound of the reconnect delay."""
 
     def __post_init__(self) -> None:
-        if not self.master_ws.startswith(("ws://", "wss://")):
+        if not self.master_urls or not all(url.startswith(("ws://", "wss://")) for url in self.master_urls):
             raise ConfigurationError(
-                f"master_ws must be a ws:// or wss:// URL (env MASTER_WS), got {self.master_ws!r}"
+                f"master_ws must be a ws:// or wss:// URL, or a comma-separated list of them (env MASTER_WS),"
+                f" got {self.master_ws!r}"
             )
         positive = {
             "connect_timeout": self.connect_timeout,
@@ -126,6 +129,12 @@ class ClientConfig:
                 f"reconnect_max_delay ({self.reconnect_max_delay!r}) must not be smaller than "
                 f"reconnect_initial_delay ({self.reconnect_initial_delay!r})"
             )
+
+    @property
+    def master_urls(self) -> tuple[str, ...]:
+        """The masters' WebSocket URLs, in order: the agent connects to the first that answers and,
+        when its connection is lost, moves on to the next (round robin)."""
+        return tuple(url.strip() for url in self.master_ws.split(",") if url.strip())
 
     @property
     def auth_headers(self) -> dict[str, str]:

@@ -312,18 +312,23 @@ class InvocationActionAgent:
             detail = f"unknown tool {call.tool_name!r} on agent {self.agent_id!r}"
             return JSONResponse({"detail": detail}, status_code=404)
         if call.call_id not in self._calls:  # a repeated POST of a running call does not run it twice
-            task = asyncio.create_task(self._serve_call(call), name=f"openagent-call-{call.call_id}")
+            traceparent = request.headers.get("traceparent")
+            task = asyncio.create_task(
+                self._serve_call(call, traceparent), name=f"openagent-call-{call.call_id}"
+            )
             self._calls[call.call_id] = task
             task.add_done_callback(lambda _: self._calls.pop(call.call_id, None))
         return JSONResponse({"accepted": True, "call_id": call.call_id}, status_code=202)
 
-    async def _serve_call(self, call: _Invocation) -> None:
+    async def _serve_call(self, call: _Invocation, traceparent: str | None = None) -> None:
         reporter = CallReporter(self._http, call.call_id, call.callback_url, call.progress_url)
         result = await run_tool_call(
             call.call_id,
             call.tool_name,
             lambda: self.handle_tool(call.tool_name, call.arguments, progress_callback=reporter.progress),
             logger,
+            agent_id=self.agent_id,
+            traceparent=traceparent,
         )
         await reporter.deliver(result)
 

@@ -88,6 +88,8 @@ CLOSE_POLICY_VIOLATION = 1008
 """WebSocket close code: missing or wrong API key."""
 CLOSE_AGENT_REPLACED = 4001
 """WebSocket close code: a newer connection registered the same ``agent_id``; do not reconnect."""
+CLOSE_SERVICE_RESTART = 1012
+"""WebSocket close code: the master is stopping (draining); reconnect at once, to another master."""
 
 AgentId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
 
@@ -277,6 +279,9 @@ class ToolCall(_Model):
     call_id: str
     tool_name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    traceparent: str | None = None
+    """W3C trace context of the master's span for this call (when the master traces): the SDK
+    starts the agent's span under it, so the agent's work joins the query's trace."""
 
 
 class ToolResult(_Model):

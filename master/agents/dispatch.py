@@ -25,7 +25,7 @@ import secrets
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
@@ -36,11 +36,15 @@ from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, To
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.logs import cap
+from master.cluster.remote import RemoteAgent
+from master.observability import tracing
 from protocol import ToolCall, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
 
-Target = LiveAgent | InvocationAgent
+Target = LiveAgent | InvocationAgent | RemoteAgent
+RemoteSender = Callable[[RemoteAgent, str, str, dict[str, Any], float, str | None], Awaitable[None]]
+"""Hands a call to the master holding a :class:`RemoteAgent` (``master.cluster.router``)."""
 CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
 CallStarted = Callable[[str], None]
 """Told the ``call_id`` of a call once it has been sent."""
@@ -102,6 +106,12 @@ class Dispatcher:
         self._health_interval = inflight_health_interval
         self._watchers: dict[str, asyncio.Task[None]] = {}
         """Per invocation agent with calls in flight: the task that health-checks it."""
+        self.remote_sender: RemoteSender | None = None
+        """Set when this master is one of several (``OPENAGENT_CLUSTER``)."""
+        self.remote_done: Callable[[str], None] | None = None
+        self.invocation_started: Callable[[str, float], Awaitable[None]] | None = None
+        """Told ``(call_id, timeout)`` before an HTTP invocation call goes out (cluster: its callback
+        may reach another master)."""
 
     async def aclose(self) -> None:
         """Stop the health watchers (master shutdown)."""
@@ -109,6 +119,11 @@ class Dispatcher:
         for task in watchers:
             task.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
+
+    @property
+    def in_flight(self) -> int:
+        """Tool calls waiting for their result now."""
+        return len(self._pending)
 
     async def call(
         self,
@@ -139,11 +154,25 @@ class Dispatcher:
             on_started(call_id)
         try:
             async with asyncio.timeout(timeout):
-                if isinstance(target, LiveAgent):
+                if isinstance(target, RemoteAgent):
+                    if self.remote_sender is None:
+                        raise AgentUnavailable(f"agent {target.agent_id!r} is on another master")
+                    await self.remote_sender(
+                        target, call_id, tool_name, arguments, timeout, tracing.traceparent()
+                    )
+                elif isinstance(target, LiveAgent):
                     await self._send_frame(
-                        target, ToolCall(call_id=call_id, tool_name=tool_name, arguments=arguments)
+                        target,
+                        ToolCall(
+                            call_id=call_id,
+                            tool_name=tool_name,
+                            arguments=arguments,
+                            traceparent=tracing.traceparent(),
+                        ),
                     )
                 else:
+                    if self.invocation_started is not None:
+                        await self.invocation_started(call_id, timeout)
                     await self._post_call(target, pending, arguments, invoke_seconds)
                     self._watch(target)
                 return await pending.future
@@ -154,10 +183,12 @@ class Dispatcher:
         finally:
             self._pending.pop(call_id, None)
             self._remember(pending)
+            if self.remote_done is not None and isinstance(target, RemoteAgent):
+                self.remote_done(call_id)
 
     async def _send_frame(self, agent: LiveAgent, call: ToolCall) -> None:
         try:
-            await agent.send(call.model_dump_json())
+            await agent.send(call.model_dump_json(exclude_none=True))
         except ConnectionError as exc:
             raise AgentDisconnected(
                 f"agent {agent.agent_id!r} disconnected before receiving the call"
@@ -179,9 +210,11 @@ class Dispatcher:
             "progress_url": f"{self._callback_base}/tool_progress?{query}",
         }
         url = agent.endpoint_url(pending.tool_name)
+        parent = tracing.traceparent()
+        headers = {"traceparent": parent} if parent else None
         try:
             timeout = self._invoke_timeout if invoke_seconds is None else aiohttp.ClientTimeout(total=invoke_seconds)
-            async with self._http.post(url, json=body, timeout=timeout) as response:
+            async with self._http.post(url, json=body, headers=headers, timeout=timeout) as response:
                 status = response.status
                 refusal = (await response.text())[:300] if status >= 300 else ""
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -215,6 +248,25 @@ class Dispatcher:
         if finished is not None and _token_ok(finished.token, token):
             return "duplicate" if finished.resolved else "finished"
         return "unknown"
+
+    def settle_remote(self, call_id: str, *, result: Any = None, error: ToolCallError | None = None) -> bool:
+        """End a call that another master ran (or whose master went away); False when none waits."""
+        pending = self._pending.get(call_id)
+        if pending is None or pending.future.done() or not isinstance(pending.target, RemoteAgent):
+            return False
+        if error is not None:
+            pending.future.set_exception(error)
+        else:
+            pending.future.set_result(result)
+        return True
+
+    def progress_remote(self, progress: ToolProgress) -> bool:
+        """Progress of a call that another master runs on its agent; False when none waits."""
+        pending = self._pending.get(progress.call_id)
+        if pending is None or pending.future.done() or not isinstance(pending.target, RemoteAgent):
+            return False
+        self._record_progress(pending, progress, "cluster")
+        return True
 
     def _settle(self, pending: PendingCall, result: ToolResult) -> None:
         if result.success:

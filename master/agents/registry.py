@@ -135,6 +135,8 @@ class Registry:
     def __init__(self) -> None:
         self._agents: dict[str, LiveAgent] = {}
         self._waiters: dict[str, list[asyncio.Future[LiveAgent]]] = {}
+        self.listeners: list[Callable[[str, LiveAgent], None]] = []
+        """Told ``("added" | "removed", agent)`` (the cluster directory publishes them)."""
 
     def add(self, agent: LiveAgent) -> LiveAgent | None:
         """Register ``agent``; return the connection it replaces, if any."""
@@ -143,6 +145,8 @@ class Registry:
         for waiter in self._waiters.pop(agent.agent_id, []):
             if not waiter.done():
                 waiter.set_result(agent)
+        for listener in self.listeners:
+            listener("added", agent)
         return previous
 
     async def wait_for(self, agent_id: str) -> LiveAgent:
@@ -165,6 +169,8 @@ class Registry:
         """Forget ``agent`` if it is still the live connection for its id."""
         if self._agents.get(agent.agent_id) is agent:
             del self._agents[agent.agent_id]
+            for listener in self.listeners:
+                listener("removed", agent)
             return True
         return False
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -86,6 +86,8 @@ class CollaborationManager:
         self._send_timeout = send_timeout
         self._active: dict[str, CollabSession] = {}
         self._ended: OrderedDict[str, _Ended] = OrderedDict()
+        self.ended_by_reason: Counter[str] = Counter()
+        """Collaborations ended since start, by reason (``GET /metrics``)."""
 
     @classmethod
     def from_settings(
@@ -163,6 +165,11 @@ class CollaborationManager:
             logger.exception("could not record collaboration %s in session %s", sid, parent_session_id)
         logger.info("collaboration %s ended (%s), %d messages", sid, outcome.reason, outcome.message_count)
         return outcome
+
+    @property
+    def active_count(self) -> int:
+        """Collaboration sessions running now."""
+        return len(self._active)
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -281,6 +288,7 @@ class CollaborationManager:
         sid = session.collab_session_id
         self._active.pop(sid, None)
         self._ended[sid] = _Ended(reason, frozenset(session.agent_ids))
+        self.ended_by_reason[reason] += 1
         while len(self._ended) > _ENDED_MEMORY:
             self._ended.popitem(last=False)
         try:

@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from master.conversation.store import StoredTurn
+from master.orchestration.chat_endpoint import SharedMessage
 from master.orchestration.llm import ChatMessage
 
 _HISTORY_RESULT_CHARS = 2000
@@ -17,24 +19,22 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
 
     Turns of one query share its ``query_id``; summary turns become system messages, and turns
     of no query (a collaboration started over HTTP) become system notes.
+
+    The messages of a query whose turns are :class:`StoredTurn` objects are kept on its first
+    turn (as :class:`SharedMessage` objects, whose JSON the LLM client keeps in turn): the
+    next query of the session replays them without rendering or encoding them again.
     """
     messages: list[ChatMessage] = []
-    group: dict[str, Any] | None = None
+    group: list[dict[str, Any]] = []
 
     def flush() -> None:
-        if group is None:
-            return
-        messages.append({"role": "user", "content": group["query"]})
-        text = "\n".join([*group["notes"], group["answer"]]).strip()
-        if text:
-            messages.append({"role": "assistant", "content": text})
+        if group:
+            messages.extend(_query_messages(group))
+            group.clear()
 
     for turn in turns:
-        decision = turn.get("decision")
-        note = _note(turn)
-        if decision == "summary":
+        if turn.get("decision") == "summary":
             flush()
-            group = None
             messages.append(
                 {
                     "role": "system",
@@ -43,20 +43,40 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
             )
             continue
         if turn.get("query_id") is None and "query" not in turn:
+            note = _note(turn)
             if note:
                 messages.append({"role": "system", "content": note})
             continue
-        if group is None or turn.get("query_id") != group["query_id"]:
+        if group and turn.get("query_id") != group[0].get("query_id"):
             flush()
-            group = {"query_id": turn.get("query_id"), "query": "", "notes": [], "answer": ""}
-        if turn.get("query"):
-            group["query"] = str(turn["query"])
-        if note:
-            group["notes"].append(note)
-        if turn.get("answer"):
-            group["answer"] = str(turn["answer"])
+        group.append(turn)
     flush()
     return messages
+
+
+def _query_messages(group: list[dict[str, Any]]) -> list[ChatMessage]:
+    """The user and assistant messages of one query's turns (memoized on stored turns)."""
+    first, last = group[0], group[-1]
+    if isinstance(first, StoredTurn):
+        cached = first.replay
+        if isinstance(cached, tuple) and cached[0] is last and cached[1] == len(group):
+            return list(cached[2])
+    query, notes, answer = "", [], ""
+    for turn in group:
+        if turn.get("query"):
+            query = str(turn["query"])
+        note = _note(turn)
+        if note:
+            notes.append(note)
+        if turn.get("answer"):
+            answer = str(turn["answer"])
+    rendered: list[ChatMessage] = [SharedMessage(role="user", content=query)]
+    text = "\n".join([*notes, answer]).strip()
+    if text:
+        rendered.append(SharedMessage(role="assistant", content=text))
+    if isinstance(first, StoredTurn):
+        first.replay = (last, len(group), tuple(rendered))
+    return rendered
 
 
 def _note(turn: dict[str, Any]) -> str | None:

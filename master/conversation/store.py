@@ -29,6 +29,25 @@ from master.redis_keys import SUMMARY_LOCK_SECONDS, plan_claim_key, session_key,
 
 Turn = dict[str, Any]
 
+
+class StoredTurn(dict[str, Any]):
+    """A turn as this master loaded it: shared by every later query of the session, never changed.
+
+    ``replay`` keeps what :mod:`master.conversation.history` derived from it (the chat
+    messages of the query it starts), so a long session is not re-rendered per query.
+    """
+
+    __slots__ = ("replay",)
+
+    def __init__(self, turn: dict[str, Any]) -> None:
+        super().__init__(turn)
+        self.replay: object = None
+
+
+def _stored(text: str) -> list[Turn]:
+    return [StoredTurn(turn) if isinstance(turn, dict) else turn for turn in json.loads(text)]
+
+
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
 # which SETRANGE overwrites in place with ",<turns>]".
 _APPEND = """
@@ -80,9 +99,9 @@ def _merge(cached: _Cached | None, length: int, text: str) -> list[Turn] | None:
         if cached is not None and length == cached.length:
             return cached.turns
         if cached is not None and text.startswith(","):
-            return cached.turns + cast(list[Turn], json.loads("[" + text[1:]))
+            return cached.turns + _stored("[" + text[1:])
         if text.startswith("["):
-            return cast(list[Turn], json.loads(text))
+            return _stored(text)
     except ValueError:
         pass
     return None
@@ -130,7 +149,7 @@ class SessionStore:
             turns = _merge(cached, length, text)
             if turns is None:  # not the value the cached copy was read from: read it whole
                 text = cast(str, await self._redis.get(key)) or "[]"
-                length, turns = len(text.encode()), cast(list[Turn], json.loads(text))
+                length, turns = len(text.encode()), _stored(text)
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         self._cache.put(session_id, _Cached(int(length), turns))

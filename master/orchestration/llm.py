@@ -2,7 +2,7 @@
 
 :class:`ChatModel` is the seam: the orchestrator only calls ``complete``. The real
 implementation, :class:`OpenAIChatModel`, speaks the OpenAI-compatible chat API
-through the ``openai`` package (OpenAI, Ollama, vLLM, llama.cpp, ...). Tests and
+(OpenAI, Ollama, vLLM, llama.cpp, ...) through :mod:`master.orchestration.chat_endpoint`. Tests and
 benchmarks use :class:`FunctionChatModel`, or the real one pointed at
 ``openagent.testing.ScriptedOpenAIServer``.
 """
@@ -15,15 +15,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import openai
-
 from master.errors import LLMError
+from master.orchestration.chat_endpoint import ChatEndpoint, chat_body
 from master.settings import Settings
 
 logger = logging.getLogger("master.orchestration.llm")
 
 ChatMessage = dict[str, Any]
 """One message in OpenAI chat format (``role``, ``content``, ``tool_calls``, ...)."""
+
 
 TokenSink = Callable[[str], None]
 """Receives each piece of the answer's text as the model produces it."""
@@ -67,30 +67,31 @@ class ChatModel(Protocol):
 
 
 class OpenAIChatModel:
-    """:class:`ChatModel` over the OpenAI-compatible API.
+    """:class:`ChatModel` over the OpenAI-compatible chat API (:mod:`master.orchestration.chat_endpoint`).
 
-    Timeouts, 429 and 5xx answers are retried by the ``openai`` client with
-    exponential backoff (``OPENAGENT_LLM_MAX_RETRIES``), each attempt bounded by
-    ``OPENAGENT_LLM_TIMEOUT``; what still fails becomes an :class:`LLMError`.
+    Timeouts, 429 and 5xx answers are retried with exponential backoff
+    (``OPENAGENT_LLM_MAX_RETRIES``), each attempt bounded by ``OPENAGENT_LLM_TIMEOUT``;
+    what still fails becomes an :class:`LLMError`. Requests are built as JSON bytes and
+    answers read as plain dicts: no typed client models on the path of every query.
     """
 
-    def __init__(self, client: openai.AsyncOpenAI) -> None:
-        self._client = client
+    def __init__(self, endpoint: ChatEndpoint) -> None:
+        self._endpoint = endpoint
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIChatModel:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else ""
-        client = openai.AsyncOpenAI(
-            # Local servers (Ollama, llama.cpp) accept any key but the client needs one.
+        endpoint = ChatEndpoint(
+            # Local servers (Ollama, llama.cpp) accept any key but a key is sent anyway.
             api_key=key or "not-needed",
             base_url=settings.openai_base_url or None,
             timeout=settings.openagent_llm_timeout,
             max_retries=settings.openagent_llm_max_retries,
         )
-        return cls(client)
+        return cls(endpoint)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._endpoint.aclose()
 
     async def complete(
         self,
@@ -100,68 +101,39 @@ class OpenAIChatModel:
         tools: Sequence[dict[str, Any]] | None = None,
         on_token: TokenSink | None = None,
     ) -> ChatResult:
-        kwargs: dict[str, Any] = {"model": model, "messages": list(messages)}
-        if tools:
-            kwargs["tools"] = list(tools)
+        if on_token is not None:
+            return await self._stream(model, chat_body(model, messages, tools, stream=True), on_token)
+        data = await self._endpoint.complete(model, chat_body(model, messages, tools))
         try:
-            if on_token is not None:
-                return await self._stream(kwargs, on_token)
-            response = await self._client.chat.completions.create(**kwargs)
-        except openai.APITimeoutError as exc:
+            return _parse_completion(model, data)
+        except (LookupError, TypeError, AttributeError) as exc:
             raise LLMError(
-                f"LLM request to model {model!r} timed out after retries", code="llm_timeout"
+                f"model {model!r} returned an unexpected answer: {str(data)[:200]}", code="llm_bad_response"
             ) from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot reach the LLM provider: {exc}", code="llm_unavailable") from exc
-        except openai.AuthenticationError as exc:
-            raise LLMError(
-                "the LLM provider rejected the API key; check OPENAI_API_KEY", code="llm_auth_failed"
-            ) from exc
-        except openai.RateLimitError as exc:
-            raise LLMError(
-                f"the LLM provider is rate-limiting requests (429) after retries: {_message(exc)}",
-                code="llm_rate_limited",
-            ) from exc
-        except openai.NotFoundError as exc:
-            raise LLMError(
-                f"the LLM provider does not know model {model!r}: {_message(exc)}", code="llm_model_not_found"
-            ) from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(
-                f"the LLM provider answered HTTP {exc.status_code}: {_message(exc)}", code="llm_error"
-            ) from exc
-        if not response.choices:
-            raise LLMError(f"model {model!r} returned no choices", code="llm_bad_response")
-        message = response.choices[0].message
-        calls = [
-            ToolCallRequest(id=call.id, name=call.function.name, arguments=call.function.arguments or "{}")
-            for call in message.tool_calls or []
-            if call.type == "function"
-        ]
-        tokens = response.usage.total_tokens if response.usage else 0
-        return ChatResult(content=message.content, tool_calls=calls, total_tokens=tokens)
 
-    async def _stream(self, kwargs: dict[str, Any], on_token: TokenSink) -> ChatResult:
-        stream = await self._client.chat.completions.create(
-            **kwargs, stream=True, stream_options={"include_usage": True}
-        )
+    async def _stream(self, model: str, body: bytes, on_token: TokenSink) -> ChatResult:
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         tokens = 0
-        async for chunk in stream:
-            if chunk.usage is not None:
-                tokens = chunk.usage.total_tokens
-            for choice in chunk.choices:
-                delta = choice.delta
-                if delta.content:
-                    text.append(delta.content)
-                    on_token(delta.content)
-                for part in delta.tool_calls or []:
-                    call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                    call["id"] = part.id or call["id"]
-                    if part.function is not None:
-                        call["name"] += part.function.name or ""
-                        call["arguments"] += part.function.arguments or ""
+        async for chunk in self._endpoint.stream(model, body):
+            usage = chunk.get("usage")
+            if isinstance(usage, dict):
+                tokens = int(usage.get("total_tokens") or 0)
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                content = delta.get("content")
+                if content:
+                    text.append(content)
+                    on_token(content)
+                for part in delta.get("tool_calls") or ():
+                    call = calls.setdefault(
+                        int(part.get("index", 0)), {"id": "", "name": "", "arguments": ""}
+                    )
+                    call["id"] = part.get("id") or call["id"]
+                    function = part.get("function")
+                    if function:
+                        call["name"] += function.get("name") or ""
+                        call["arguments"] += function.get("arguments") or ""
         return ChatResult(
             content="".join(text) or None,
             tool_calls=[
@@ -172,13 +144,22 @@ class OpenAIChatModel:
         )
 
 
-def _message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-    return str(exc.message)
+def _parse_completion(model: str, data: dict[str, Any]) -> ChatResult:
+    """The first choice of a chat-completion answer (raises LookupError/TypeError when malformed)."""
+    choices = data["choices"]
+    if not choices:
+        raise LLMError(f"model {model!r} returned no choices", code="llm_bad_response")
+    message = choices[0]["message"]
+    calls = [
+        ToolCallRequest(
+            id=call["id"], name=call["function"]["name"], arguments=call["function"].get("arguments") or "{}"
+        )
+        for call in message.get("tool_calls") or ()
+        if call.get("type", "function") == "function"
+    ]
+    usage = data.get("usage")
+    tokens = int(usage.get("total_tokens") or 0) if isinstance(usage, dict) else 0
+    return ChatResult(content=message.get("content"), tool_calls=calls, total_tokens=tokens)
 
 
 ChatFunction = Callable[

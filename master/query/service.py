@@ -19,11 +19,14 @@ from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.agents.toolbox import Toolbox
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
+from master.cluster.directory import ClusterDirectory
 from master.collaboration import CollaborationManager
 from master.conversation.context import Context, ContextBuilder
 from master.conversation.store import SessionStore, Turn
 from master.conversation.turns import TurnRecorder
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
+from master.observability import logs, tracing
+from master.observability.metrics import Metrics
 from master.orchestration.budgets import BudgetTracker
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import (
@@ -89,7 +92,11 @@ class QueryService:
         collaboration: CollaborationManager | None = None,
         rag: RagLink | None = None,
         spawner: Spawner | None = None,
+        metrics: Metrics | None = None,
+        cluster: ClusterDirectory | None = None,
     ) -> None:
+        self._metrics = metrics
+        self._cluster = cluster
         self._settings = settings
         self._registry = registry
         self._invocation = invocation
@@ -111,7 +118,33 @@ class QueryService:
     async def run(
         self, request: QueryRequest, query_id: str, events: EventSink | None = None
     ) -> QueryResponse:
-        """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot."""
+        """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot.
+
+        Logs inside carry the query's ids; the query is counted and timed by outcome (``GET
+        /metrics``) and, when tracing, is the root span of its trace.
+        """
+        started = time.perf_counter()
+        outcome = "internal_error"
+        with (
+            logs.query_context(query_id, request.session_id),
+            tracing.span("query", {"openagent.query_id": query_id}) as span,
+        ):
+            try:
+                response = await self._run(request, query_id, events)
+                outcome = response.status or "completed"
+                return response
+            except QueryRejected as exc:
+                outcome = exc.code
+                tracing.set_attribute(span, "error.type", exc.code)
+                raise
+            finally:
+                if self._metrics is not None:
+                    self._metrics.queries.labels(outcome).inc()
+                    self._metrics.query_seconds.labels(outcome).observe(time.perf_counter() - started)
+
+    async def _run(
+        self, request: QueryRequest, query_id: str, events: EventSink | None = None
+    ) -> QueryResponse:
         new_files = self._decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
@@ -126,6 +159,8 @@ class QueryService:
             raise QueryRejected("invalid_model", str(exc)) from None
 
         session_id, turns = await self._load_session(request.session_id)
+        logs.set_session(session_id)
+        tracing.set_current_attribute("openagent.session_id", session_id)
         toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids))
         settings = self._settings
         budget = BudgetTracker.from_request(
@@ -396,6 +431,11 @@ class QueryService:
         live: list[Target] = list(self._registry.action_agents(allowed))
         ids = {agent.agent_id for agent in live}
         wanted = None if allowed is None else set(allowed)
+        if self._cluster is not None:  # other masters' agents, called through them
+            for remote in self._cluster.remote_agents(wanted):
+                if remote.agent_id not in ids and remote.role == "action" and remote.tools:
+                    live.append(remote)
+                    ids.add(remote.agent_id)
         for agent in self._invocation.available():
             if agent.agent_id not in ids and (wanted is None or agent.agent_id in wanted):
                 live.append(agent)

@@ -138,6 +138,9 @@ async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep)
     """An invocation agent posts a call's result to the ``callback_url`` it was given."""
     result = ToolResult(call_id=body.call_id, success=body.success, result=body.result, error=body.error)
     outcome = services.dispatcher.resolve_callback(token, result)
+    if outcome == "unknown" and services.cluster_router is not None:  # made by another master?
+        if await services.cluster_router.forward_callback("callback", body.call_id, token, body.model_dump()):
+            return {"call_id": body.call_id, "status": "forwarded"}
     if outcome == "unknown":
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, detail=f"unknown call {body.call_id!r} or invalid token"
@@ -154,6 +157,11 @@ async def tool_progress(body: ProgressBody, token: Token, services: ServicesDep)
     """An invocation agent reports progress of a running call."""
     progress = ToolProgress(call_id=body.call_id, message=body.message, progress=body.progress)
     if not services.dispatcher.progress_callback(token, progress):
+        router = services.cluster_router
+        if router is not None and await router.forward_callback(
+            "progress", body.call_id, token, body.model_dump()
+        ):
+            return {"call_id": body.call_id, "status": "forwarded"}
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, detail=f"no running call {body.call_id!r} for this token"
         )

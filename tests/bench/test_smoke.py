@@ -62,7 +62,7 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
     trips = results["cases"]["redis_trips"]["by_query"]
     assert all(kind["round_trips_per_query"] >= 1 for kind in trips.values()), trips
     verdicts = {target["target"]: target["verdict"] for target in results["targets"]}
-    assert len(verdicts) == 8
+    assert len(verdicts) == 12
     # "n/a" is what a target says when a tiny window measured nothing: allowed here.
     assert set(verdicts.values()) <= {"PASS", "FAIL", "info", "n/a"}, verdicts
     assert "| target" in run.stdout and "ws_c32" in run.stdout

@@ -19,6 +19,9 @@ FIELDS = sorted(Settings.model_fields)
 def sample(name: str) -> tuple[str, Any]:
     """An environment value for the field and the value Settings should read from it."""
     annotation = Settings.model_fields[name].annotation
+    if typing.get_origin(annotation) is typing.Literal:
+        choice = typing.get_args(annotation)[-1]
+        return str(choice), choice
     kinds = set(typing.get_args(annotation)) or {annotation}
     if typing.get_origin(annotation) is typing.Literal:
         choice = typing.get_args(annotation)[0]

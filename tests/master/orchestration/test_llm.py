@@ -1,14 +1,14 @@
-"""The LLM seam: the OpenAI-compatible model through the real openai client, and the function model."""
+"""The LLM seam: the OpenAI-compatible model through the master's client (chat_endpoint), and the function model."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import openai
 import pytest
 
 from master.errors import LLMError
+from master.orchestration.chat_endpoint import ChatEndpoint
 from master.orchestration.llm import ChatResult, FunctionChatModel, OpenAIChatModel, ToolCallRequest
 from master.settings import Settings
 from openagent.testing import ScriptedOpenAIServer
@@ -19,7 +19,7 @@ TOOL = {"type": "function", "function": {"name": "w__get", "parameters": {"type"
 
 @pytest.fixture
 async def model(llm: ScriptedOpenAIServer) -> AsyncIterator[OpenAIChatModel]:
-    chat = OpenAIChatModel(openai.AsyncOpenAI(base_url=llm.base_url, api_key="t", max_retries=0, timeout=30))
+    chat = OpenAIChatModel(ChatEndpoint(api_key="t", base_url=llm.base_url, timeout=30, max_retries=0))
     yield chat
     await chat.aclose()
 
@@ -64,9 +64,7 @@ async def test_provider_errors_become_llm_errors_with_stable_codes(
 
 async def test_timeout_and_unreachable_provider(llm: ScriptedOpenAIServer) -> None:
     llm.add_text("late", delay=3)
-    impatient = OpenAIChatModel(
-        openai.AsyncOpenAI(base_url=llm.base_url, api_key="t", max_retries=0, timeout=0.2)
-    )
+    impatient = OpenAIChatModel(ChatEndpoint(api_key="t", base_url=llm.base_url, timeout=0.2, max_retries=0))
     try:
         with pytest.raises(LLMError) as info:
             await impatient.complete(model="m", messages=USER)
@@ -74,7 +72,7 @@ async def test_timeout_and_unreachable_provider(llm: ScriptedOpenAIServer) -> No
     finally:
         await impatient.aclose()
     nowhere = OpenAIChatModel(
-        openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="t", max_retries=0)
+        ChatEndpoint(api_key="t", base_url="http://127.0.0.1:9/v1", timeout=30, max_retries=0)
     )
     try:
         with pytest.raises(LLMError) as info:
@@ -92,10 +90,10 @@ def test_from_settings_uses_the_configured_endpoint_and_retries() -> None:
         openagent_llm_max_retries=4,
         openagent_llm_timeout=7,
     )
-    chat = OpenAIChatModel.from_settings(settings)
-    client = chat._client
-    assert str(client.base_url) == "http://127.0.0.1:9/v1/" and client.max_retries == 4
-    assert client.api_key == "not-needed"  # local servers take any key; the client needs one
+    endpoint = OpenAIChatModel.from_settings(settings)._endpoint
+    assert endpoint.url == "http://127.0.0.1:9/v1/chat/completions" and endpoint._max_retries == 4
+    assert endpoint._timeout_seconds == 7
+    assert endpoint._headers["Authorization"] == "Bearer not-needed"  # local servers take any key
 
 
 async def test_function_model_sync_or_async_and_streams_its_text() -> None:

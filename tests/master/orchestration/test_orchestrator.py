@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
-import openai
 import pytest
 import redis.asyncio as aioredis
 
 from master.agents.toolbox import Toolbox
 from master.orchestration.budgets import BudgetTracker
+from master.orchestration.chat_endpoint import ChatEndpoint
 from master.orchestration.llm import (
     ChatMessage,
     ChatResult,
@@ -396,13 +396,13 @@ async def test_auto_mode_offers_tools_every_round_until_the_step_limit() -> None
 async def test_tools_are_not_offered_on_the_wire_in_the_second_round(
     llm: ScriptedOpenAIServer,
 ) -> None:
-    """The same promise through the real openai client: the second request has no ``tools`` key."""
+    """The same promise through the real LLM client: the second request has no ``tools`` key."""
     llm.add_tool_call("wire-agent__step", {"n": 1})
     llm.add_tool_call("wire-agent__step", {"n": 2})  # a model that asks again is not obeyed
     async with dispatcher_for_tests() as dispatcher:
         agent = answering_agent(dispatcher, "wire-agent", [STEP_TOOL], lambda name, args: {"done": args["n"]})
         toolbox = Toolbox([agent])
-        chat = OpenAIChatModel(openai.AsyncOpenAI(base_url=llm.base_url, api_key="t", max_retries=0))
+        chat = OpenAIChatModel(ChatEndpoint(api_key="t", base_url=llm.base_url, timeout=30, max_retries=0))
         try:
             outcome = await Orchestrator(chat, dispatcher, auto_max_steps=20).run(
                 messages=[{"role": "user", "content": "work"}],

@@ -1,0 +1,172 @@
+"""The master's Prometheus series, served at ``GET /metrics`` (behind ``OPENAGENT_API_KEY`` like every route).
+
+Counters and histograms are updated where things happen (:class:`Metrics` is handed to the
+query service, the orchestrator and the LLM wrapper); the gauges of live state (connected
+agents, calls in flight, collaboration sessions) are read from the master's objects at
+scrape time, so they cannot drift. Each app has its own registry, so several masters in one
+process (tests) do not mix their series.
+
+Series (all prefixed ``openagent_``):
+
+=============================================  =========  ===============================
+name                                           type       labels
+=============================================  =========  ===============================
+``queries_total``                              counter    ``outcome`` (``completed``, ``stopped``, ``awaiting_approval``, or the error code)
+``query_duration_seconds``                     histogram  ``outcome``
+``tool_calls_total``                           counter    ``agent_id``, ``tool``, ``outcome`` (``success``, ``failed``, ``timeout``, ``unavailable``, ``disconnected``)
+``tool_call_duration_seconds``                 histogram  ``agent_id``, ``tool``, ``outcome``
+``llm_calls_total``                            counter    ``model``, ``outcome`` (``success`` or the error code)
+``llm_tokens_total``                           counter    ``model``
+``llm_call_duration_seconds``                  histogram  ``model``
+``redis_errors_total``                         counter    ``error`` (the redis-py exception class)
+``collaborations_total``                       counter    ``reason`` (how each ended: ``completed``, ``timeout``...)
+``connected_agents``                           gauge      ``transport`` (``websocket``, ``http``)
+``tool_calls_in_flight``                       gauge
+``collaboration_sessions_active``              gauge
+=============================================  =========  ===============================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import redis.asyncio as aioredis
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import NoScriptError, RedisError
+
+_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+Reader = Callable[[], dict[tuple[str, ...], float]]
+
+
+class _Live(Collector):
+    """Series read from the master's objects when scraped."""
+
+    def __init__(self) -> None:
+        self.series: list[
+            tuple[type[GaugeMetricFamily | CounterMetricFamily], str, str, list[str], Reader]
+        ] = []
+
+    def collect(self) -> Iterator[Metric]:
+        for kind, name, documentation, labels, read in self.series:
+            family = kind(name, documentation, labels=labels)
+            for values, value in read().items():
+                family.add_metric(list(values), value)
+            yield family
+
+    def describe(self) -> Iterator[Metric]:
+        for kind, name, documentation, labels, _ in self.series:
+            yield kind(name, documentation, labels=labels)
+
+
+class Metrics:
+    """Every series of one master."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.queries = Counter("openagent_queries", "Queries by outcome.", ["outcome"], registry=r)
+        self.query_seconds = Histogram(
+            "openagent_query_duration_seconds",
+            "Query duration by outcome.",
+            ["outcome"],
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.tool_calls = Counter(
+            "openagent_tool_calls",
+            "Tool calls by agent, tool and outcome.",
+            ["agent_id", "tool", "outcome"],
+            registry=r,
+        )
+        self.tool_call_seconds = Histogram(
+            "openagent_tool_call_duration_seconds",
+            "Tool call duration by agent, tool and outcome.",
+            ["agent_id", "tool", "outcome"],
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.llm_calls = Counter(
+            "openagent_llm_calls", "LLM completions by model and outcome.", ["model", "outcome"], registry=r
+        )
+        self.llm_tokens = Counter(
+            "openagent_llm_tokens", "Tokens the LLM reported, by model.", ["model"], registry=r
+        )
+        self.llm_seconds = Histogram(
+            "openagent_llm_call_duration_seconds",
+            "LLM completion latency by model.",
+            ["model"],
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.redis_errors = Counter(
+            "openagent_redis_errors", "Failed Redis operations by error.", ["error"], registry=r
+        )
+        self._live = _Live()
+        r.register(self._live)
+
+    def live(
+        self,
+        name: str,
+        documentation: str,
+        read: Callable[[], float | dict[tuple[str, ...], float]],
+        labels: list[str] | None = None,
+        *,
+        counter: bool = False,
+    ) -> None:
+        """A gauge (or a counter kept elsewhere) read by ``read()`` at scrape time: a number, or
+        ``{label values: number}``."""
+
+        def values() -> dict[tuple[str, ...], float]:
+            value = read()
+            return value if isinstance(value, dict) else {(): float(value)}
+
+        kind = CounterMetricFamily if counter else GaugeMetricFamily
+        self._live.series.append((kind, name, documentation, labels or [], values))
+
+    def render(self) -> bytes:
+        """The exposition text of every series."""
+        return generate_latest(self.registry)
+
+
+def count_redis_errors(client: aioredis.Redis, errors: Counter) -> None:
+    """Count every failed Redis operation of ``client`` in ``errors`` (label: the exception class).
+
+    Its pool makes connections of a subclass of its connection class whose connect, send and
+    read count what they raise (a script missing from Redis's cache is not counted: redis-py
+    loads it and retries). Call before the client's first command.
+    """
+    pool = client.connection_pool
+    base: type[AbstractConnection] = pool.connection_class
+
+    def counted(method_name: str) -> Any:
+        method = getattr(base, method_name)
+
+        async def wrapper(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
+            if getattr(self, "_counting", False):  # inside connect(): the outer call counts
+                return await method(self, *args, **kwargs)
+            self._counting = True  # type: ignore[attr-defined]
+            try:
+                return await method(self, *args, **kwargs)
+            except NoScriptError:
+                raise
+            except (RedisError, OSError) as exc:
+                errors.labels(type(exc).__name__).inc()
+                raise
+            finally:
+                self._counting = False  # type: ignore[attr-defined]
+
+        return wrapper
+
+    pool.connection_class = type(
+        f"Counted{base.__name__}",
+        (base,),
+        {name: counted(name) for name in ("connect", "send_packed_command", "read_response")},
+    )

@@ -1,0 +1,161 @@
+"""The master's OpenAI-compatible client against the scripted server: answers, streams, retries, errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+
+from master.errors import LLMError
+from master.orchestration.chat_endpoint import ChatEndpoint
+from master.orchestration.llm import OpenAIChatModel
+from openagent.testing import ScriptedOpenAIServer
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "weather__get",
+            "description": "Weather of a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+
+
+def _model(
+    base_url: str, *, retries: int = 0, timeout: float = 10.0, key: str = "sk-test"
+) -> OpenAIChatModel:
+    return OpenAIChatModel(ChatEndpoint(api_key=key, base_url=base_url, timeout=timeout, max_retries=retries))
+
+
+@pytest.fixture
+async def model(llm: ScriptedOpenAIServer) -> AsyncIterator[OpenAIChatModel]:
+    chat = _model(llm.base_url)
+    yield chat
+    await chat.aclose()
+
+
+async def test_text_answer_and_request_body(llm: ScriptedOpenAIServer, model: OpenAIChatModel) -> None:
+    llm.add_text("Sunny.")
+    result = await model.complete(
+        model="gpt-x", messages=[{"role": "user", "content": "weather? é"}], tools=TOOLS
+    )
+    assert result.content == "Sunny." and result.tool_calls == [] and result.total_tokens > 0
+    sent = llm.requests[0]
+    assert sent["model"] == "gpt-x" and sent["messages"][0]["content"] == "weather? é"
+    assert sent["tools"] == TOOLS and "stream" not in sent
+
+
+async def test_tool_calls_are_parsed(llm: ScriptedOpenAIServer, model: OpenAIChatModel) -> None:
+    reply = llm.add_tool_call("weather__get", {"city": "Oslo"})
+    result = await model.complete(model="m", messages=[{"role": "user", "content": "hi"}], tools=TOOLS)
+    assert result.content is None
+    [call] = result.tool_calls
+    assert call.id == reply.calls[0].call_id and call.name == "weather__get"
+    assert json.loads(call.arguments) == {"city": "Oslo"}
+
+
+async def test_streaming_delivers_text_and_tool_calls(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel
+) -> None:
+    llm.add_text("one two three")
+    pieces: list[str] = []
+    result = await model.complete(
+        model="m", messages=[{"role": "user", "content": "hi"}], on_token=pieces.append
+    )
+    assert result.content == "one two three" and "".join(pieces) == "one two three" and len(pieces) > 1
+    assert result.total_tokens > 0
+    assert llm.requests[0]["stream"] is True
+
+    # Arguments longer than any line buffer arrive whole.
+    long_text = "x" * 200_000
+    llm.add_tool_call("weather__get", {"city": long_text})
+    result = await model.complete(
+        model="m", messages=[{"role": "user", "content": "hi"}], on_token=pieces.append
+    )
+    [call] = result.tool_calls
+    assert call.name == "weather__get" and json.loads(call.arguments) == {"city": long_text}
+
+
+async def test_retries_then_answer(llm: ScriptedOpenAIServer) -> None:
+    llm.add_error(429, "slow down")
+    llm.add_error(503, "overloaded")
+    llm.add_text("Recovered.")
+    chat = _model(llm.base_url, retries=2)
+    try:
+        result = await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await chat.aclose()
+    assert result.content == "Recovered." and len(llm.requests) == 3
+
+
+async def test_should_retry_header_is_obeyed(llm: ScriptedOpenAIServer) -> None:
+    llm.add_error(503, "do not retry me", retry=False)
+    llm.add_text("never reached")
+    chat = _model(llm.base_url, retries=3)
+    try:
+        with pytest.raises(LLMError) as caught:
+            await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await chat.aclose()
+    assert caught.value.code == "llm_error" and "HTTP 503" in str(caught.value)
+    assert "do not retry me" in str(caught.value) and len(llm.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(401, "llm_auth_failed"), (404, "llm_model_not_found"), (429, "llm_rate_limited"), (400, "llm_error")],
+)
+async def test_status_errors_have_codes(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel, status: int, code: str
+) -> None:
+    llm.add_error(status, "scripted failure")
+    with pytest.raises(LLMError) as caught:
+        await model.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.code == code
+
+
+async def test_wrong_api_key_is_reported() -> None:
+    with ScriptedOpenAIServer(api_key="right") as server:
+        chat = _model(server.base_url, key="wrong")
+        try:
+            with pytest.raises(LLMError) as caught:
+                await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+        finally:
+            await chat.aclose()
+        assert caught.value.code == "llm_auth_failed" and "OPENAI_API_KEY" in str(caught.value)
+        server.add_text("ok")
+        chat = _model(server.base_url, key="right")
+        try:
+            assert (
+                await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+            ).content == "ok"
+        finally:
+            await chat.aclose()
+
+
+async def test_timeout_is_reported(llm: ScriptedOpenAIServer) -> None:
+    llm.add_text("too late", delay=3)
+    chat = _model(llm.base_url, timeout=0.3)
+    try:
+        with pytest.raises(LLMError) as caught:
+            await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await chat.aclose()
+    assert caught.value.code == "llm_timeout" and "'m'" in str(caught.value)
+
+
+async def test_unreachable_provider_is_reported() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    chat = _model(f"http://127.0.0.1:{port}/v1")
+    try:
+        with pytest.raises(LLMError) as caught:
+            await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await chat.aclose()
+    assert caught.value.code == "llm_unavailable" and "cannot reach" in str(caught.value)
