@@ -33,7 +33,6 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from master.redis_client import create_redis
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import TEST_REDIS_URL, MasterProcess
 
@@ -89,7 +88,12 @@ def master(scripted_llm: ScriptedOpenAIServer) -> Iterator[MasterProcess]:
 
 @pytest.fixture
 async def redis_client() -> AsyncIterator[aioredis.Redis]:
-    client = create_redis(TEST_REDIS_URL)
+    """The tests' Redis, with waits for a busy machine: a burst of 200 appends on 2 loaded cores
+    may wait longer than the master's own pool allows (that limit is the master's business)."""
+    pool = aioredis.BlockingConnectionPool.from_url(
+        TEST_REDIS_URL, max_connections=64, timeout=60, decode_responses=True, socket_timeout=60
+    )
+    client = aioredis.Redis.from_pool(pool)
     try:
         yield client
     finally:
