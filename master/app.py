@@ -21,7 +21,6 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import iter_route_contexts
 from redis.exceptions import RedisError
 
-from master.admission import Admission
 from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
@@ -36,15 +35,16 @@ from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
 from master.deps import Services, needs_api_key, require_api_key
 from master.errors import SessionStoreUnavailable
-from master.logs import install_log_filter
 from master.observability import logs, tracing
 from master.observability.chat import InstrumentedChatModel
 from master.observability.metrics import Metrics, count_redis_errors
+from master.observability.redaction import install_log_filter
 from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.orchestration.llm import ChatModel, OpenAIChatModel
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
 from master.orchestration.tokens import encoding
+from master.query.admission import Admission
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.query.streaming import QueryStreams
 from master.redis_client import create_redis

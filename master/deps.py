@@ -9,7 +9,6 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.routing import RouteContext
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from master.admission import Admission
 from master.agents.catalog import ToolCatalog
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
@@ -24,6 +23,7 @@ from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog
+from master.query.admission import Admission
 from master.query.service import QueryService
 from master.query.streaming import QueryStreams
 from master.sandbox import Sandbox

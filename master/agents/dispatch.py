@@ -35,7 +35,7 @@ import aiohttp
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
-from master.logs import cap
+from master.observability.redaction import cap
 from master.cluster.remote import RemoteAgent
 from master.observability import tracing
 from protocol import ToolCall, ToolProgress, ToolResult
@@ -52,7 +52,7 @@ CallProgress = Callable[[ToolProgress], None]
 
 MAX_PROGRESS_MESSAGE_CHARS = 1000
 """A progress message is kept, relayed and shown cut to this many characters (and logged cut to
-:data:`master.logs.LOG_ARG_MAX_CHARS`, control characters escaped)."""
+:data:`master.observability.redaction.LOG_ARG_MAX_CHARS`, control characters escaped)."""
 
 _FINISHED_MEMORY = 10_000
 """How many finished calls are remembered, to tell duplicates and late callbacks apart."""

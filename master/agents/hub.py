@@ -32,7 +32,7 @@ from master.agents.dispatch import Dispatcher
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
-from master.admission import Admission
+from master.query.admission import Admission
 from protocol import (
     CLOSE_AGENT_REPLACED,
     CollaborationEnd,

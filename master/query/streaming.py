@@ -19,8 +19,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from master.admission import Admission
 from master.errors import QueryRejected
+from master.query.admission import Admission
 from master.query.service import QueryService, rejected_response
 from protocol import QueryRequest
 

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from master.admission import Admission
 from master.errors import QueryRejected
+from master.query.admission import Admission
 from openagent.testing import ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply
 from tests.conftest import master_env
 from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer

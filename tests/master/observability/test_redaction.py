@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from master.logs import LOG_ARG_MAX_CHARS, SafeLogFilter
+from master.observability.redaction import LOG_ARG_MAX_CHARS, SafeLogFilter
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
 from tests.factories import MasterProcess, RawPeer, serve_app
