@@ -10,7 +10,10 @@ It is a demo, not a model: it understands nothing. For each chat request it
    parameters (in order), a value of an ``enum``, a quoted string for a ``string``
    parameter, and a capitalised place name (``Paris``, ``New York``) for a parameter
    named ``city``, ``location``, ``place`` or ``town``;
-3. answers directly, saying it is a demo and which tools were on offer, when no tool matches.
+3. when the master's prompt lists attached files ("Files attached in this conversation") and a
+   tool takes a required ``query`` string (the RAG indexer's ``search_knowledge``), calls it with
+   the user's message, so that a question about an attached file is answered from it;
+4. answers directly, saying it is a demo and which tools were on offer, when no tool matches.
 
 Use it with :meth:`~openagent.testing.ScriptedOpenAIServer.set_handler`, or run
 ``python -m openagent.testing --demo``.
@@ -69,6 +72,10 @@ def demo_handler(body: dict[str, Any]) -> Reply:
         return TextReply(_answer_from_results(messages))
     query = next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
     tools = [] if body.get("tool_choice") == "none" else _offered_tools(body.get("tools"))
+    if _mentions_attachments(messages):
+        search = next((t for t in tools if _takes_query(t)), None)
+        if search is not None and query:
+            return ToolCallReply((ToolCall(search.name, {"query": query}),))
     missing: list[str] = []
     for tool in _ranked(tools, query):
         arguments = _arguments(tool, query)
@@ -80,6 +87,18 @@ def demo_handler(body: dict[str, Any]) -> Reply:
 
 
 # -- choosing a tool -----------------------------------------------------------------------------
+
+_ATTACHMENTS_NOTE = "Files attached in this conversation"
+"""How the master's system prompt introduces attached files (master/attachments/rag.py)."""
+
+
+def _mentions_attachments(messages: Sequence[Mapping[str, Any]]) -> bool:
+    return any(m.get("role") == "system" and _ATTACHMENTS_NOTE in text_of(m.get("content")) for m in messages)
+
+
+def _takes_query(tool: _Tool) -> bool:
+    spec = tool.properties.get("query")
+    return "query" in tool.required and isinstance(spec, dict) and "string" in _types(spec)
 
 
 def _offered_tools(raw: Any) -> list[_Tool]:

@@ -124,6 +124,31 @@ def test_falls_back_to_the_next_tool_that_can_be_called() -> None:
     )
 
 
+def test_a_question_about_attached_files_searches_them() -> None:
+    search = tool(
+        "document-indexer-agent__search_knowledge",
+        "Search the indexed files.",
+        {"query": {"type": "string"}, "top_k": {"type": "integer"}},
+        ["query"],
+    )
+    body = {
+        "messages": [
+            {
+                "role": "system",
+                "content": "Files attached in this conversation (refs only): - a.txt (ref r1)",
+            },
+            {"role": "user", "content": "When does the harbour open?"},
+        ],
+        "tools": [WEATHER, search],
+    }
+    assert called(demo_handler(body)) == (
+        "document-indexer-agent__search_knowledge",
+        {"query": "When does the harbour open?"},
+    )
+    # Without attached files the same question matches no tool.
+    assert isinstance(ask("When does the harbour open?", [WEATHER, search]), TextReply)
+
+
 def test_answers_directly_naming_the_offered_tools_when_nothing_matches() -> None:
     reply = ask("Hello there!")
     assert isinstance(reply, TextReply)
