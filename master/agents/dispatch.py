@@ -56,6 +56,10 @@ MAX_PROGRESS_MESSAGE_CHARS = 1000
 
 _FINISHED_MEMORY = 10_000
 """How many finished calls are remembered, to tell duplicates and late callbacks apart."""
+FINISHED_RETENTION_CALL_TIMEOUTS = 2.0
+"""...and for how long: twice ``TOOL_CALL_TIMEOUT`` after the call ended. Later, a callback is
+"unknown" rather than "finished"; the memory (about 0.5 kB a call) stops growing under a steady
+load instead of filling up to its count."""
 
 
 @dataclass(eq=False)
@@ -81,6 +85,7 @@ class _Finished:
     token: str | None
     resolved: bool
     last_progress: ToolProgress | None
+    at: float = 0.0
 
 
 class Dispatcher:
@@ -95,6 +100,7 @@ class Dispatcher:
         call_timeout: float,
         invoke_timeout: float,
         inflight_health_interval: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._http = http
         self._invocation = invocation
@@ -104,6 +110,7 @@ class Dispatcher:
         self._pending: dict[str, PendingCall] = {}
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
         self._health_interval = inflight_health_interval
+        self._clock = clock
         self._watchers: dict[str, asyncio.Task[None]] = {}
         """Per invocation agent with calls in flight: the task that health-checks it."""
         self.remote_sender: RemoteSender | None = None
@@ -363,8 +370,12 @@ class Dispatcher:
         resolved = pending.future.done() and not pending.future.cancelled()
         if resolved and pending.future.exception() is not None:
             resolved = isinstance(pending.future.exception(), ToolFailed)
-        self._finished[pending.call_id] = _Finished(pending.token, resolved, pending.last_progress)
-        while len(self._finished) > _FINISHED_MEMORY:
+        now = self._clock()
+        self._finished[pending.call_id] = _Finished(pending.token, resolved, pending.last_progress, now)
+        oldest = now - self._call_timeout * FINISHED_RETENTION_CALL_TIMEOUTS
+        while self._finished and (
+            len(self._finished) > _FINISHED_MEMORY or next(iter(self._finished.values())).at < oldest
+        ):
             self._finished.popitem(last=False)
 
 

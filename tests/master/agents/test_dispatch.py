@@ -281,3 +281,34 @@ async def test_a_huge_progress_message_is_capped_and_cannot_forge_log_lines(
         assert not any("CRITICAL forged-line" in line and "progress" not in line for line in lines)
     finally:
         await peer.close()
+
+
+async def test_finished_calls_are_forgotten_after_twice_the_call_timeout() -> None:
+    """The memory of finished calls (duplicate and late callbacks) is bounded by time as well as
+    by count, so it stops growing under a steady load (the RSS creep of the 3-minute load run)."""
+    import aiohttp
+
+    from master.agents.dispatch import Dispatcher
+    from master.agents.invocation import InvocationAgents
+
+    now = [1000.0]
+    async with aiohttp.ClientSession() as http:
+        invocation = InvocationAgents(None, http, ttl_seconds=1, health_timeout=1)  # type: ignore[arg-type]
+        dispatcher = Dispatcher(
+            http=http,
+            invocation=invocation,
+            master_base_url="http://127.0.0.1:9",
+            call_timeout=10,
+            invoke_timeout=1,
+            clock=lambda: now[0],
+        )
+        agent = answering_agent(dispatcher, "mem", [ECHO], lambda name, args: args)
+        first = []
+        await dispatcher.call(agent, "echo", {}, on_started=first.append)
+        assert dispatcher.latest_progress(first[0]) == (None, False)  # remembered as finished
+        now[0] += 21  # more than 2 x TOOL_CALL_TIMEOUT later
+        for _ in range(5):
+            await dispatcher.call(agent, "echo", {})
+        assert dispatcher.latest_progress(first[0]) is None  # forgotten
+        assert len(dispatcher._finished) == 5
+        await dispatcher.aclose()
