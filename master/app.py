@@ -204,7 +204,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             sessions,
         )
         # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
-        agent_builder = AgentBuilder.build(settings, registry, invocation, chat_model, reason)
+        tool_catalog = ToolCatalog(registry, invocation, ToolLimits.from_settings(settings))
+        agent_builder = AgentBuilder.build(settings, registry, invocation, chat_model, reason, tool_catalog)
         sandbox_http = httpx.AsyncClient(timeout=settings.openagent_k8s_api_timeout)
         sandbox = create_sandbox(settings, redis, sandbox_http)
         await _report_sandbox(sandbox)
@@ -252,7 +253,6 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             cluster=cluster,
         )
         admission = Admission(settings.openagent_max_queries_in_flight)
-        tool_catalog = ToolCatalog(registry, invocation, ToolLimits.from_settings(settings))
         hub = Hub(
             registry,
             dispatcher,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from master.agents.catalog import ToolCatalog
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.builder.discovery import AgentDiscovery
@@ -33,13 +34,14 @@ class AgentBuilder:
         invocation: InvocationAgents,
         llm: ChatModel | None,
         unavailable_reason: str,
+        catalog: ToolCatalog | None = None,
     ) -> AgentBuilder:
         root = settings.openagent_agents_root
         return cls(
             files=AgentFiles(root),
             discovery=AgentDiscovery(root),
             generator=AgentGenerator(llm) if llm is not None else None,
-            workspaces=Workspaces(settings, registry, invocation, root),
+            workspaces=Workspaces(settings, registry, invocation, root, catalog),
             unavailable_reason=unavailable_reason,
         )
 

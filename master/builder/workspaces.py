@@ -23,9 +23,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from master.agents.catalog import ToolCatalog
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import Registry
-from master.errors import InvalidToolSchema
+from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
 from openagent.yaml_runner import (
@@ -71,9 +72,16 @@ class Workspaces:
     """Export, restore and YAML-run workspaces on this master."""
 
     def __init__(
-        self, settings: Settings, registry: Registry, invocation: InvocationAgents, root: Path
+        self,
+        settings: Settings,
+        registry: Registry,
+        invocation: InvocationAgents,
+        root: Path,
+        catalog: ToolCatalog | None = None,
     ) -> None:
         self.settings = settings
+        self.catalog = catalog
+        """The limits and function-name rules of ``POST /register``, applied to restored agents too."""
         self.registry = registry
         self.invocation = invocation
         self.runner = YamlAgentRunner(
@@ -150,7 +158,11 @@ class Workspaces:
             where = ".".join(str(part) for part in first["loc"])
             return RestoreOutcome(spec.agent_id, "invalid", f"{where}: {first['msg']}")
         try:
+            if self.catalog is not None:
+                self.catalog.check(spec.agent_id, registration.tools, invocation=True)
             agent = await self.invocation.register(registration)
+        except RegistrationRefused as exc:
+            return RestoreOutcome(spec.agent_id, "invalid", exc.message)
         except InvalidToolSchema as exc:
             return RestoreOutcome(spec.agent_id, "invalid", str(exc))
         if agent.status == "UP":

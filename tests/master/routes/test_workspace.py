@@ -48,6 +48,14 @@ agents:
     tools: [{name: ping, parameters: {type: object, properties: {n: {type: not-a-type}}}}]
   - agent_id: restore-ws
     handler: agents.whatever
+  - agent_id: restore.sq
+    transport: invocation
+    invocation_base_url: http://127.0.0.1:9
+    tools: [{name: ping, description: Ping}]
+  - agent_id: restore_sq
+    transport: invocation
+    invocation_base_url: http://127.0.0.1:9
+    tools: [{name: ping, description: Ping}]
 """
     async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
         response = await http.post("/internal/workspace/restore", json={"yaml": text})
@@ -57,9 +65,13 @@ agents:
         assert "/health failed" in rows["restore-down"]["reason"]
         assert rows["restore-bad-schema"]["status"] == "invalid"
         assert rows["restore-ws"]["status"] == "skipped"
+        # The rules of POST /register hold on restore too: restore_sq__ping is restore.sq's function name.
+        assert rows["restore.sq"]["status"] == "unreachable"
+        assert rows["restore_sq"]["status"] == "invalid"
+        assert "restore.sq" in rows["restore_sq"]["reason"]
         skipped = await http.post("/internal/workspace/restore", json={"yaml": text, "register_http": False})
         assert {row["status"] for row in skipped.json()["agents"]} == {"skipped"}
-        for agent_id in ("restore-down", "restore-bad-schema"):
+        for agent_id in ("restore-down", "restore-bad-schema", "restore.sq", "restore_sq"):
             await http.post("/unregister", json={"agent_id": agent_id})
 
 
