@@ -166,10 +166,8 @@ async def test_generate_save_discover_run_ask_export_restore_ask_again(
                     r["agent_id"]: r["status"] for r in started.json()["agents"] if r["agent_id"] in ours
                 }
                 assert statuses == {"unit-converter": "started", "shouter": "skipped"}
-                assert {r["agent_id"] for r in await agent_rows(second.base_url)} == {
-                    "unit-converter",
-                    "shouter",
-                }
+                # (other tests' invocation agents may have come along in the export)
+                assert ours <= {r["agent_id"] for r in await agent_rows(second.base_url)}
 
                 # 8. Ask again, on the second master: both agents answer.
                 _, tool_output = await ask_converter(other, llm, 42)

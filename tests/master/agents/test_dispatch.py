@@ -238,6 +238,7 @@ async def test_an_invocation_agent_that_dies_mid_call_fails_the_call_at_once(
         error = json.loads(scripted_llm.requests[1]["messages"][-1]["content"])["error"]
         assert "dies-mid-call" in error and "health check" in error, error
         assert "no result within" not in error
+        await http.post("/unregister", json={"agent_id": "dies-mid-call"})  # the test Redis is shared
     scripted_llm.reset()
 
 
