@@ -1,9 +1,10 @@
-"""Token counting for RAG chunking: tiktoken's ``cl100k_base``, built offline.
+"""tiktoken's ``cl100k_base``, built offline: RAG chunking and the master's context budget.
 
 tiktoken downloads its encoding files on first use, which fails without internet.
 The ``bpe-openai`` package ships the same ``cl100k_base`` ranks, so the encoding is
-built from that file (as the master does for its context budget); tiktoken still
-supplies the split pattern and special tokens.
+built from that file with tiktoken's split pattern and special tokens
+(``tests/master/orchestration/test_tokens.py`` checks them against tiktoken's own
+``cl100k_base`` constructor).
 """
 
 from __future__ import annotations

@@ -1,71 +1,21 @@
 """Token counting with tiktoken's ``cl100k_base``, offline.
 
-tiktoken downloads its encoding files on first use, which fails without
-internet. The ``bpe-openai`` package ships the same ``cl100k_base`` ranks, so the
-encoding is built from that file with tiktoken's split pattern and special tokens
-(``tests/master/orchestration/test_tokens.py`` checks they match tiktoken's own
-``cl100k_base`` constructor).
+The encoding is the SDK's (:func:`openagent.rag_tokens.encoding`): tiktoken downloads its
+encoding files on first use, which fails without internet, so it is built from the
+``cl100k_base`` ranks the ``bpe-openai`` package ships (the RAG chunker counts with the same one).
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 from collections.abc import Iterable, Sequence
-from functools import cache
-from importlib.util import find_spec
-from pathlib import Path
 from typing import Any
 
-import tiktoken
-from tiktoken_ext import openai_public
-
 from master.caches import SizedLRU
+from openagent.rag_tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4
 """Tokens of the chat framing around each message (OpenAI's cookbook estimate)."""
-
-
-def _ranks() -> dict[bytes, int]:
-    # Locate the file without importing bpe_openai (its import does work of its own we do not need).
-    spec = find_spec("bpe_openai")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("the bpe-openai package is missing: pip install bpe-openai")
-    path = Path(spec.origin).parent / "data" / "cl100k_base.tiktoken.gz"
-    raw = gzip.decompress(path.read_bytes())
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
-
-
-# tiktoken_ext.openai_public.cl100k_base()'s pattern and special tokens (that function would
-# download the ranks).
-CL100K_PAT_STR = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-CL100K_SPECIAL_TOKENS = {
-    openai_public.ENDOFTEXT: 100257,
-    openai_public.FIM_PREFIX: 100258,
-    openai_public.FIM_MIDDLE: 100259,
-    openai_public.FIM_SUFFIX: 100260,
-    openai_public.ENDOFPROMPT: 100276,
-}
-
-
-@cache
-def encoding() -> tiktoken.Encoding:
-    """The ``cl100k_base`` encoding, built without network access."""
-    return tiktoken.Encoding(
-        name="cl100k_base",
-        pat_str=CL100K_PAT_STR,
-        mergeable_ranks=_ranks(),
-        special_tokens=CL100K_SPECIAL_TOKENS,
-    )
 
 
 TEXT_CACHE_CHARS = 8 * 1024 * 1024

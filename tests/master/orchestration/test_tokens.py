@@ -24,11 +24,11 @@ def test_the_encoding_matches_tiktokens_own_cl100k_constructor() -> None:
 
     from tiktoken_ext import openai_public
 
-    from master.orchestration import tokens
+    from openagent import rag_tokens as tokens
 
     ranks = tokens._ranks()
     with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks):
         params = openai_public.cl100k_base()
-    assert params["pat_str"] == tokens.CL100K_PAT_STR
-    assert params["special_tokens"] == tokens.CL100K_SPECIAL_TOKENS
+    assert params["pat_str"] == tokens._PAT_STR
+    assert params["special_tokens"] == tokens._SPECIAL_TOKENS
     assert encoding().encode("hello world") == [15339, 1917]
