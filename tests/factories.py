@@ -42,7 +42,32 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class MasterProcess:
+class ChildProcess:
+    """A test subprocess with its log file: stopped politely, then killed; its log's tail for errors."""
+
+    process: subprocess.Popen[bytes] | None
+    log_path: Path
+    stop_timeout = 10.0
+    """Seconds to wait after SIGTERM before SIGKILL."""
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+
+class MasterProcess(ChildProcess):
     """``python -m master`` (uvicorn with the settings' limits) in a subprocess on a free loopback port."""
 
     def __init__(self, env: Mapping[str, str] | None = None, *, port: int | None = None) -> None:
@@ -89,22 +114,6 @@ class MasterProcess:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"master did not answer /health within {timeout} s:\n{self.log()}")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
 
     def __enter__(self) -> MasterProcess:
         return self.start()
@@ -254,7 +263,7 @@ def make_zip_bomb_docx(unpacked_bytes: int = 80 * 1024 * 1024) -> bytes:
     return out.getvalue()
 
 
-class RagStackProcess:
+class RagStackProcess(ChildProcess):
     """``python -m system_agents.rag_stack_ws`` (or one agent's module) connected to a master."""
 
     def __init__(
@@ -294,22 +303,6 @@ class RagStackProcess:
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"{self.module} did not register {agent_ids} within {timeout} s:\n{self.log()}")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
 
 
 def rag_model(body: dict[str, Any]) -> str | Any:
@@ -359,12 +352,14 @@ def rag_model(body: dict[str, Any]) -> str | Any:
     return " ".join(parts)
 
 
-class PoolRunnerProcess:
+class PoolRunnerProcess(ChildProcess):
     """``python -m openagent.pool_runner`` in a subprocess on a free loopback port.
 
     Agents keep the runner's identity (``POOL_RUNNER_AGENT_UID=-1``): the test machine's Python
     may not be readable by an unprivileged user; the drop itself is tested on its own.
     """
+
+    stop_timeout = 20.0  # its lifespan stops every agent first
 
     def __init__(
         self,
@@ -423,22 +418,6 @@ class PoolRunnerProcess:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"pool runner did not answer /health within {timeout} s:\n{self.log()}")
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()  # its lifespan stops every agent
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
 
     async def __aenter__(self) -> PoolRunnerProcess:
         return await asyncio.to_thread(self.start)
