@@ -12,14 +12,20 @@ import signal
 from typing import Any
 
 import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 from websockets.exceptions import ConnectionClosed
 
+from master.redis_client import create_redis
+from master.redis_keys import AGENT_INDEX, agent_key
 from openagent import OrchestratorActionAgent
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
 from protocol import CLOSE_SERVICE_RESTART
 from tests.conftest import master_env
-from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, agent_rows
+from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, agent_rows, serve_app
 
 SLOW = {"name": "slow", "description": "Finishes when the test says so", "parameters": {"type": "object"}}
 
@@ -152,6 +158,55 @@ async def test_a_call_that_outlives_the_drain_deadline_fails_clearly(llm: Script
         error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
         assert "shutting down" in error and "drain deadline (OPENAGENT_DRAIN_SECONDS=1)" in error, error
         assert await close_code(peer) == CLOSE_SERVICE_RESTART
+
+
+async def test_sigterm_waits_for_an_invocation_call_and_takes_its_callback(llm: ScriptedOpenAIServer) -> None:
+    """An HTTP invocation call accepted (202) before SIGTERM: its callback, arriving while the
+    master drains, still completes the query."""
+    calls: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def run(request: Request) -> JSONResponse:
+        await calls.put(await request.json())
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    agent_app = Starlette(routes=[Route("/health", health), Route("/run", run, methods=["POST"])])
+    with MasterProcess(master_env(llm)) as master:
+        async with serve_app(agent_app) as agent_url, httpx.AsyncClient(timeout=60) as http:
+            tool = {"name": "echo", "parameters": {"type": "object"}, "endpoint": "/run"}
+            registered = await http.post(
+                f"{master.base_url}/register",
+                json={"agent_id": "drain-invocation", "invocation_base_url": agent_url, "tools": [tool]},
+            )
+            assert registered.status_code == 200, registered.text
+            try:
+                llm.add_tool_call("drain-invocation__echo", {"text": "hi"})
+                llm.add_text("Echoed while draining.")
+                pending = asyncio.create_task(
+                    http.post(
+                        f"{master.base_url}/query",
+                        json={"query": "echo", "allowed_agent_ids": ["drain-invocation"]},
+                    )
+                )
+                async with asyncio.timeout(30):
+                    call = await calls.get()
+                sigterm(master)
+                async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as probe:
+                    await until_draining(probe)
+                answer = await http.post(
+                    call["callback_url"], json={"call_id": call["call_id"], "success": True, "result": "hi"}
+                )
+                assert answer.status_code == 200, answer.text
+                body = (await pending).json()
+            finally:  # the test database is shared: leave no agent behind (the master is stopping)
+                redis = create_redis(master.env["REDIS_URL"])
+                await redis.delete(agent_key("drain-invocation"))
+                await redis.srem(AGENT_INDEX, "drain-invocation")
+                await redis.aclose()
+        assert body["success"] is True and body["answer"] == "Echoed while draining.", body
+        assert json.loads(llm.requests[1]["messages"][-1]["content"]) == {"result": "hi"}
 
 
 async def test_cluster_call_through_a_draining_master_finishes_and_the_agent_moves(
