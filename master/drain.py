@@ -29,6 +29,7 @@ stops as that server does, without draining.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import signal
 import threading
@@ -156,7 +157,8 @@ def hook_sigterm(drain: Drain) -> Callable[[], None] | None:
         uvicorn_handler(sig, None)
 
     def start(sig: int) -> None:
-        drain.task = loop.create_task(drain_then_stop(sig), name="drain")
+        # A fresh context: the signal may interrupt a query, whose log ids must not label the drain.
+        drain.task = loop.create_task(drain_then_stop(sig), name="drain", context=contextvars.Context())
 
     signalled: list[int] = []
 
@@ -165,7 +167,7 @@ def hook_sigterm(drain: Drain) -> Callable[[], None] | None:
             uvicorn_handler(sig, frame)
             return
         signalled.append(sig)
-        loop.call_soon_threadsafe(start, sig)
+        loop.call_soon_threadsafe(start, sig, context=contextvars.Context())
 
     signal.signal(signal.SIGTERM, on_sigterm)
 
