@@ -35,7 +35,7 @@ function SandboxActions({ entry }: { entry: CatalogEntry }) {
           className="small"
           disabled={busy}
           onClick={() => void deploy(entry.agentId)}
-          aria-label={`Deploy ${entry.label}`}
+          aria-label={`${entry.sandbox ? "Redeploy" : "Deploy"} ${entry.label}`}
           title={`POST /internal/sandbox-agent/start: ${module} in a Pod of its own${entry.sandbox ? " (replaces the deployed one)" : ""}`}
         >
           {entry.sandbox ? "Redeploy" : "Deploy"}
