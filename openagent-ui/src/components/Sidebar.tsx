@@ -71,7 +71,8 @@ const Row = memo(function Row({ entry, onCanvas, sandbox }: { entry: CatalogEntr
         <span className={`status status-${entry.status}`}>{entry.status === "online" ? "connected" : entry.status}</span>
       </div>
       <div className="agent-row-meta">
-        {entry.transport === "invocation" ? "HTTP" : "WebSocket"} · {SOURCE_LABEL[entry.source]}
+        {entry.transport === "invocation" ? "HTTP" : "WebSocket"} ·{" "}
+        {entry.sandbox && entry.status === "offline" ? "deployed, not connected" : SOURCE_LABEL[entry.source]}
         {entry.tools.length ? ` · ${entry.tools.map((t) => t.name).join(", ")}` : ""}
       </div>
       {entry.discoverError ? <div className="node-error">{entry.discoverError}</div> : null}
