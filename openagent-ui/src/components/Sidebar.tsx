@@ -2,7 +2,7 @@ import { memo, type DragEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
 import { filterCatalog, type CatalogEntry } from "../lib/agents";
 import { agentNodeId } from "../lib/graph";
-import { deployableModule } from "../lib/sandbox";
+import { deployAction } from "../lib/sandbox";
 import { useAppStore } from "../store/context";
 import { DRAG_TYPE } from "./Canvas";
 import { SandboxBadge } from "./SandboxBadge";
@@ -24,21 +24,21 @@ function SandboxActions({ entry }: { entry: CatalogEntry }) {
       busy: ["deploying", "stopping"].includes(s.linkNotes[entry.agentId]?.kind ?? ""),
     })),
   );
-  const module = deployableModule(entry);
-  if (!module && !entry.sandbox) return null;
+  const action = deployAction(entry);
+  if (!action && !entry.sandbox) return null;
   return (
     <div className="agent-row-sandbox">
       {entry.sandbox ? <SandboxBadge agentId={entry.agentId} field={entry.sandbox} /> : null}
-      {module ? (
+      {action ? (
         <button
           type="button"
           className="small"
           disabled={busy}
           onClick={() => void deploy(entry.agentId)}
-          aria-label={`${entry.sandbox ? "Redeploy" : "Deploy"} ${entry.label}`}
-          title={`POST /internal/sandbox-agent/start: ${module} in a Pod of its own${entry.sandbox ? " (replaces the deployed one)" : ""}`}
+          aria-label={`${action.label} ${entry.label}`}
+          title={`POST /internal/sandbox-agent/start: ${action.module} in a Pod of its own${entry.sandbox ? " (replaces the deployed one)" : ""}`}
         >
-          {entry.sandbox ? "Redeploy" : "Deploy"}
+          {action.label}
         </button>
       ) : null}
       {entry.sandbox ? (

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fromAgentRow, mergeCatalog } from "./agents";
-import { deployableModule, sandboxBadge, sandboxFieldOf, startBody } from "./sandbox";
+import { deployAction, deployableModule, sandboxBadge, sandboxFieldOf, startBody } from "./sandbox";
 
 const running = { placement: "new_pod", namespace: "agents", pod: "oa-agent-weather", code: "module:agents.weather", phase: "Running", ready: true, restarts: 0, reason: null, unhealthy: false };
 
@@ -84,5 +84,16 @@ describe("deployableModule", () => {
     expect(deployableModule({ transport: "websocket" })).toBeNull();
     expect(deployableModule({ transport: "invocation", module: "agents.weather" })).toBeNull();
     expect(startBody("weather", "agents.weather")).toEqual({ agent_id: "weather", module: "agents.weather", placement: "new_pod" });
+  });
+});
+
+describe("deployAction", () => {
+  const agent = { transport: "websocket", module: "agents.weather" };
+  it("offers Deploy for a stopped agent, Redeploy for a sandboxed one, nothing for one running elsewhere", () => {
+    expect(deployAction({ ...agent, status: "offline" })).toEqual({ module: "agents.weather", label: "Deploy" });
+    expect(deployAction({ ...agent, status: "online", sandbox: running })).toEqual({ module: "agents.weather", label: "Redeploy" });
+    expect(deployAction({ ...agent, status: "offline", sandbox: { ...running, phase: "Pending" } })?.label).toBe("Redeploy");
+    expect(deployAction({ ...agent, status: "online" })).toBeNull();
+    expect(deployAction({ transport: "websocket", module: "sample_agents.demo", status: "offline" })).toBeNull();
   });
 });

@@ -91,6 +91,24 @@ export function deployableModule(entry: { transport: string; module?: string | u
   return (top === "agents" || top === "system_agents") && rest.length > 0 ? module : null;
 }
 
+/**
+ * What the sidebar offers for an agent with the sandbox on: "Deploy" for a stopped WebSocket agent
+ * of `agents/` or `system_agents/`, "Redeploy" (replace its Pod) for one the sandbox runs, nothing
+ * for one connected from elsewhere (a second copy would fight it for the agent id).
+ */
+export function deployAction(entry: {
+  transport: string;
+  status: string;
+  module?: string | undefined;
+  handler?: string | undefined;
+  sandbox?: SandboxField | undefined;
+}): { module: string; label: "Deploy" | "Redeploy" } | null {
+  const module = deployableModule(entry);
+  if (!module) return null;
+  if (entry.sandbox) return { module, label: "Redeploy" };
+  return entry.status === "online" || entry.status === "UP" ? null : { module, label: "Deploy" };
+}
+
 /** The body of `POST /internal/sandbox-agent/start` for a sidebar or linked agent. */
 export function startBody(agentId: string, module: string): { agent_id: string; module: string; placement: "new_pod" } {
   return { agent_id: agentId, module, placement: "new_pod" };
