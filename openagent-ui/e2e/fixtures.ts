@@ -7,6 +7,8 @@ export interface Stack {
   ui: string;
   master: string;
   api_key: string;
+  /** A second master with the Kubernetes sandbox on (fake API server); `null` with OPENAGENT_E2E_SANDBOX=0. */
+  sandbox_master?: string | null;
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
