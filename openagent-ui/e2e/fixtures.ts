@@ -70,7 +70,7 @@ export class App {
 
   /** Drag from the agent's handle to the orchestrator, as a user links them. */
   async linkByDragging(agentId = AGENT): Promise<void> {
-    const handle = this.page.getByLabel(`Link ${agentId}`);
+    const handle = this.page.getByTitle(`Link ${agentId}`);
     const target = this.node("Orchestrator");
     const from = (await handle.boundingBox())!;
     const to = (await target.boundingBox())!;

@@ -23,7 +23,7 @@ export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps
   const lastCheck = since(entry?.lastCheck);
   return (
     <div className={`node node-agent${linked ? " linked" : ""}`} key={key} {...glow}>
-      <Handle type="source" position={Position.Left} aria-label={`Link ${data.agentId}`} />
+      <Handle type="source" position={Position.Left} title={`Link ${data.agentId}`} />
       <div className="node-title">{entry?.label ?? data.agentId}</div>
       <div className="node-meta">
         <span className={`status status-${status}`}>{status === "online" ? "connected" : status}</span>{" "}
