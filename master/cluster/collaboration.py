@@ -158,7 +158,8 @@ class ClusterCollaborations:
         frame = parse_message(str(message["frame"]))
         if not isinstance(frame, PeerMessage | CollaborationEnd):
             raise ValueError(f"{frame.type!r} is not a collaboration frame")
-        self._in_lane(frame.session_id, self._act_on(str(message["origin"]), str(message["agent_id"]), frame))
+        origin, agent_id = str(message["origin"]), str(message["agent_id"])
+        self._in_lane(frame.session_id, lambda: self._act_on(origin, agent_id, frame))
 
     async def _act_on(self, origin: str, agent_id: str, frame: PeerMessage | CollaborationEnd) -> None:
         """A holder's agent spoke: act on it as on a local agent's frame."""
@@ -185,15 +186,9 @@ class ClusterCollaborations:
 
     def _on_gone(self, message: dict[str, Any]) -> None:
         session_id = str(message["session_id"])
-        self._in_lane(
-            session_id,
-            self._member_gone(
-                session_id,
-                str(message["origin"]),
-                str(message["agent_id"]),
-                str(message.get("summary") or ""),
-            ),
-        )
+        origin, agent_id = str(message["origin"]), str(message["agent_id"])
+        summary = str(message.get("summary") or "")
+        self._in_lane(session_id, lambda: self._member_gone(session_id, origin, agent_id, summary))
 
     async def _member_gone(self, session_id: str, origin: str, agent_id: str, summary: str) -> None:
         session = self._manager.session(session_id)
@@ -238,10 +233,8 @@ class ClusterCollaborations:
     def _on_frame(self, message: dict[str, Any]) -> None:
         raw = str(message["frame"])
         frame = json.loads(raw)
-        self._in_lane(
-            str(frame["session_id"]),
-            self._relay(str(message["origin"]), str(message["agent_id"]), raw, frame),
-        )
+        owner, agent_id = str(message["origin"]), str(message["agent_id"])
+        self._in_lane(str(frame["session_id"]), lambda: self._relay(owner, agent_id, raw, frame))
 
     async def _relay(self, owner: str, agent_id: str, raw: str, frame: dict[str, Any]) -> None:
         """Deliver an owner's frame to our connection of ``agent_id``."""
@@ -277,7 +270,7 @@ class ClusterCollaborations:
 
     def _on_refusal(self, message: dict[str, Any]) -> None:
         session_id = str(message["session_id"])
-        self._in_lane(session_id, self._refused(session_id, message))
+        self._in_lane(session_id, lambda: self._refused(session_id, message))
 
     async def _refused(self, session_id: str, message: dict[str, Any]) -> None:
         agent_id = str(message["agent_id"])
@@ -363,15 +356,15 @@ class ClusterCollaborations:
             "summary": summary,
         }
 
-    def _in_lane(self, session_id: str, work: Awaitable[None]) -> None:
-        """Run ``work`` after the session's earlier messages (one lane per session, in arrival order)."""
+    def _in_lane(self, session_id: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work()`` after the session's earlier messages (one lane per session, in arrival order)."""
         previous = self._lanes.get(session_id)
 
         async def run() -> None:
             if previous is not None:
                 await asyncio.wait([previous])
             try:
-                await work
+                await work()
             except Exception:
                 logger.exception("handling a collaboration message of session %s failed", session_id)
 

@@ -4,6 +4,7 @@ and the trace of a query on one master through an agent on the other."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from openagent import CollaborationContext, OrchestratorActionAgent
+from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
 from protocol import CollaborationEnd, PeerMessage
 from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer
@@ -125,6 +127,78 @@ async def test_killed_master_of_a_peer_ends_the_collaboration_within_a_lease(
     assert "doomed-seller" in outcome["summary"] and outcome["message_count"] == 1
     [ending] = endings
     assert isinstance(ending, CollaborationEnd) and ending.reason == "peer_disconnected"
+
+
+async def test_killed_owner_master_ends_the_session_for_the_peer_on_the_other(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    proposed = asyncio.Event()
+    endings: list[Any] = []
+
+    async def initiator(ctx: CollaborationContext) -> str:
+        await ctx.send_message(ctx.peers[0]["agent_id"], {"proposal": 70.0})
+        await ctx.receive_message(timeout=120)  # its master dies meanwhile
+        return "lost"
+
+    async def peer(ctx: CollaborationContext) -> str:
+        await ctx.receive_message(timeout=120)
+        proposed.set()
+        endings.append(await ctx.receive_message(timeout=120))
+        return "alone"
+
+    with MasterProcess(cluster_env(llm)) as a, MasterProcess(cluster_env(llm)) as b:
+        async with agent(a, "orphan-buyer", initiator), agent(b, "orphan-seller", peer):
+            await visible(a, "orphan-seller")
+            async with httpx.AsyncClient(base_url=a.base_url, timeout=120) as http:
+                pending = asyncio.create_task(
+                    http.post(
+                        "/internal/collaborations",
+                        json={"agents": ["orphan-buyer", "orphan-seller"], "task": "Agree on a price"},
+                    )
+                )
+                async with asyncio.timeout(30):
+                    await proposed.wait()
+                assert a.process is not None
+                os.kill(a.process.pid, signal.SIGKILL)
+                a.process.wait(timeout=10)
+                with pytest.raises(httpx.HTTPError):
+                    await pending
+                async with asyncio.timeout(60):
+                    while not endings:
+                        await asyncio.sleep(0.05)
+    [ending] = endings
+    assert isinstance(ending, CollaborationEnd) and ending.reason == "peer_disconnected", ending
+    assert "running the collaboration stopped answering" in ending.summary
+
+
+async def test_query_starts_a_negotiation_across_masters(llm: ScriptedOpenAIServer) -> None:
+    from sample_agents import negotiation_buyer, negotiation_seller
+
+    with MasterProcess(cluster_env(llm)) as a, MasterProcess(cluster_env(llm)) as b:
+        buyer = negotiation_buyer.make_agent(ClientConfig(master_ws=a.ws_url, api_key=None))
+        seller = negotiation_seller.make_agent(ClientConfig(master_ws=b.ws_url, api_key=None))
+        async with buyer, seller:
+            await visible(a, "seller-agent")
+            llm.add_tool_call(
+                "start_collaboration",
+                {"agents": ["buyer-agent", "seller-agent"], "task": "Agree on a price for 100 units"},
+            )
+            llm.add_text("They agreed.")
+            async with httpx.AsyncClient(base_url=a.base_url, timeout=60) as http:
+                body = (
+                    await http.post(
+                        "/query",
+                        json={
+                            "query": "Have the buyer and seller agree on a price for 100 units",
+                            "allowed_agent_ids": ["buyer-agent", "seller-agent"],
+                        },
+                    )
+                ).json()
+    assert body["success"], body
+    assert "start_collaboration" in [t["function"]["name"] for t in llm.requests[0]["tools"]]
+    outcome = json.loads(llm.requests[1]["messages"][-1]["content"])["result"]
+    assert outcome["completed"] and outcome["agents"] == ["buyer-agent", "seller-agent"], outcome
+    assert outcome["message_count"] > 1 and "75" in outcome["summary"]
 
 
 async def test_remote_peer_refusals_and_disconnect(llm: ScriptedOpenAIServer) -> None:
