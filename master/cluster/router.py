@@ -7,6 +7,9 @@ inbox ``cluster:inbox:{master_id}``; the owner runs the call on its WebSocket ag
 saw: entries added while it was disconnected from Redis wait for it (plain pub/sub would drop
 them), and a quiet inbox never trips a read timeout (no reconnect storms).
 
+Other modules add message kinds through :attr:`ClusterRouter.handlers` (the collaborations
+across masters: :mod:`master.cluster.collaboration`).
+
 A call whose owner's lease expires (the master was killed) fails within a heartbeat or two
 (``AgentDisconnected``), not after ``TOOL_CALL_TIMEOUT``.
 """
