@@ -242,9 +242,13 @@ class ClusterCollaborations:
         relayed = self._relayed.get(session_id)
         if kind == "collaboration_start":
             agent = self._registry.get(agent_id)
-            if agent is None or not supports_collaboration(agent):
-                summary = f"agent {agent_id!r} is no longer connected to master {self._me!r}"
-                await self._post_quietly(owner, self._gone(session_id, agent_id, summary))
+            refused = None
+            if not self._manager.enabled:
+                refused = f"collaboration is disabled on master {self._me!r} holding agent {agent_id!r}"
+            elif agent is None or not supports_collaboration(agent):
+                refused = f"agent {agent_id!r} is no longer connected to master {self._me!r}"
+            if refused is not None or agent is None:
+                await self._post_quietly(owner, self._gone(session_id, agent_id, refused or ""))
                 return
             if relayed is None:
                 peers = {str(peer.get("agent_id")) for peer in frame.get("peers") or ()}

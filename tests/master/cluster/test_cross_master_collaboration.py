@@ -286,3 +286,37 @@ async def test_remote_tool_call_continues_the_callers_trace(llm: ScriptedOpenAIS
     b_log, a_log = b.log_path.read_text(errors="replace"), a.log_path.read_text(errors="replace")
     assert _QUERY_SPAN.findall(b_log) == [agent_trace]  # B's query span: the trace the agent joined
     assert _REMOTE_SPAN.findall(a_log) == [agent_trace]  # A's relay span sits in that trace too
+
+
+async def test_a_master_with_collaboration_off_does_not_relay(llm: ScriptedOpenAIServer) -> None:
+    async def initiator(ctx: CollaborationContext) -> str:
+        await ctx.receive_message(timeout=120)
+        return "unused"
+
+    with (
+        MasterProcess(cluster_env(llm)) as a,
+        MasterProcess(cluster_env(llm, OPENAGENT_COLLABORATION="0")) as b,
+    ):
+        peer = await RawPeer.connect(b.ws_url)
+        await peer.send(
+            {
+                "type": "register",
+                "agent_id": "off-seller",
+                "role": "action",
+                "tools": [],
+                "metadata": {"supports_collaboration": True},
+            }
+        )
+        assert (await peer.recv())["type"] == "registered"
+        try:
+            async with agent(a, "off-buyer", initiator):
+                await visible(a, "off-seller")
+                async with httpx.AsyncClient(base_url=a.base_url, timeout=120) as http:
+                    response = await http.post(
+                        "/internal/collaborations", json={"agents": ["off-buyer", "off-seller"], "task": "t"}
+                    )
+        finally:
+            await peer.close()
+    outcome = response.json()
+    assert outcome["reason"] == "peer_disconnected", outcome
+    assert "collaboration is disabled on master" in outcome["summary"]
