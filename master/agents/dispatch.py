@@ -119,6 +119,8 @@ class Dispatcher:
         self.invocation_started: Callable[[str, float], Awaitable[None]] | None = None
         """Told ``(call_id, timeout)`` before an HTTP invocation call goes out (cluster: its callback
         may reach another master)."""
+        self.refusal: str | None = None
+        """Why new calls fail at once (the master has drained: :meth:`stop`), or ``None``."""
 
     async def aclose(self) -> None:
         """Stop the health watchers (master shutdown)."""
@@ -151,6 +153,8 @@ class Dispatcher:
         Raises :class:`AgentUnavailable`, :class:`AgentDisconnected`,
         :class:`ToolTimeout` or :class:`ToolFailed`.
         """
+        if self.refusal is not None:
+            raise AgentUnavailable(f"tool {tool_name!r} on agent {target.agent_id!r} was not called: {self.refusal}")
         timeout = self._call_timeout if wait_seconds is None else wait_seconds
         call_id = uuid.uuid4().hex
         token = secrets.token_urlsafe(24) if isinstance(target, InvocationAgent) else None
@@ -336,6 +340,19 @@ class Dispatcher:
             if pending.target is agent and not pending.future.done():
                 pending.future.set_exception(
                     error(f"agent {agent.agent_id!r} {reason} while running tool {pending.tool_name!r}")
+                )
+                failed += 1
+        return failed
+
+    def stop(self, refusal: str, failure: str) -> int:
+        """Refuse every new call with ``refusal`` and fail the calls in flight with ``failure``
+        (the end of a drain, :mod:`master.drain`); returns how many failed."""
+        self.refusal = refusal
+        failed = 0
+        for pending in list(self._pending.values()):
+            if not pending.future.done():
+                pending.future.set_exception(
+                    AgentDisconnected(f"tool {pending.tool_name!r} on agent {pending.agent_id!r} failed: {failure}")
                 )
                 failed += 1
         return failed
