@@ -320,3 +320,43 @@ async def test_a_master_with_collaboration_off_does_not_relay(llm: ScriptedOpenA
     outcome = response.json()
     assert outcome["reason"] == "peer_disconnected", outcome
     assert "collaboration is disabled on master" in outcome["summary"]
+
+
+async def test_sigterm_of_the_peers_master_ends_the_collaboration_when_it_hands_the_peer_off(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    proposed = asyncio.Event()
+
+    async def initiator(ctx: CollaborationContext) -> str:
+        await ctx.send_message(ctx.peers[0]["agent_id"], {"proposal": 70.0})
+        await ctx.receive_message(timeout=120)
+        return "no deal"
+
+    async def silent_peer(ctx: CollaborationContext) -> str:
+        await ctx.receive_message(timeout=120)
+        proposed.set()
+        await ctx.receive_message(timeout=120)
+        return "silent"
+
+    with (
+        MasterProcess(cluster_env(llm, OPENAGENT_COLLAB_TIMEOUT="300")) as a,
+        MasterProcess(cluster_env(llm)) as b,
+    ):
+        async with agent(a, "drained-buyer", initiator), agent(b, "drained-seller", silent_peer):
+            await visible(a, "drained-seller")
+            async with httpx.AsyncClient(base_url=a.base_url, timeout=120) as http:
+                pending = asyncio.create_task(
+                    http.post(
+                        "/internal/collaborations",
+                        json={"agents": ["drained-buyer", "drained-seller"], "task": "Agree on a price"},
+                    )
+                )
+                async with asyncio.timeout(30):
+                    await proposed.wait()
+                assert b.process is not None
+                b.process.send_signal(signal.SIGTERM)
+                outcome = (await pending).json()
+    assert outcome["reason"] == "peer_disconnected", outcome
+    assert "drained-seller" in outcome["summary"] and "disconnected from master" in outcome["summary"], (
+        outcome
+    )
