@@ -22,7 +22,7 @@ from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
 from master.cluster.directory import ClusterDirectory
 from master.collaboration import CollaborationManager
 from master.conversation.context import Context, ContextBuilder
-from master.conversation.store import SessionStore, Turn
+from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
 from master.observability import logs, tracing
@@ -412,11 +412,12 @@ class QueryService:
         return [spawn_tool(candidates)]
 
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
-        """The session's turns; either way Redis has answered, so no LLM or tool call runs for an
-        answer that could not be stored (tools may have side effects)."""
+        """The session's turns; either way Redis has answered (for a new session: within
+        :data:`CHECK_FRESH_SECONDS`), so no LLM or tool call runs for an answer that could not be
+        stored (tools may have side effects)."""
         try:
             if session_id is None:
-                await self._sessions.check()
+                await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
                 return self._sessions.new_session_id(), []
             loaded = await self._sessions.load(session_id)
         except SessionStoreUnavailable as exc:
