@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import Response, StreamingResponse
+from pydantic import ValidationError
+from starlette.types import Send
 
-from master.deps import ServicesDep
+from master.asgi import LeanRequest
+from master.deps import Services, ServicesDep
 from master.errors import QueryRejected
 from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
@@ -81,7 +85,7 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, detail="POST /query is disabled (OPENAGENT_HTTP_QUERY=0)"
         )
-    query_id = f"http-{uuid.uuid4().hex}"
+    query_id = _query_id()
     try:
         if body.stream or "text/event-stream" in request.headers.get("accept", ""):
             return StreamingResponse(
@@ -96,6 +100,37 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
         return Response(failed.model_dump_json(), status_code=status_for(exc), media_type="application/json")
     # Serialized here: returning the model would make FastAPI validate it a second time.
     return Response(answered.model_dump_json(), media_type="application/json")
+
+
+def _query_id() -> str:
+    return f"http-{uuid.uuid4().hex}"
+
+
+async def lean_post_query(services: Services, request: LeanRequest, send: Send) -> bool:
+    """:func:`post_query` without FastAPI's layers (:class:`master.asgi.MasterApp`), for the plain
+    case: a JSON answer. Declines (False, nothing sent) a body that does not validate, a stream,
+    or ``POST /query`` turned off, so that the route answers those exactly as it always has."""
+    if not services.settings.openagent_http_query or "text/event-stream" in request.accept:
+        return False
+    try:  # as FastAPI parses a JSON body
+        body = QueryRequest.model_validate(json.loads(request.body))
+    except (ValueError, ValidationError):  # json.JSONDecodeError is a ValueError
+        return False
+    if body.stream:
+        return False
+    query_id = _query_id()
+    status_code = 200
+    try:
+        with services.admission.slot():
+            answer = (await services.queries.run(body, query_id)).model_dump_json()
+    except QueryRejected as exc:
+        answer = rejected_response(body, query_id, exc).model_dump_json()
+        status_code = status_for(exc)
+    payload = answer.encode()
+    headers = [(b"content-length", str(len(payload)).encode()), (b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+    return True
 
 
 @router.get("/query/orchestrator-models")
