@@ -56,6 +56,7 @@ from master.routes import (
     collaboration,
     health,
     invocation,
+    lean_callbacks,
     query,
     ui,
     workspace,
@@ -358,6 +359,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         ui.mount_ui(app, ui_dist)
     # POST /query's plain case skips the middleware stack (master/asgi.py); the route documents it.
     app.lean_routes[("POST", "/query")] = query.lean_post_query
+    app.lean_routes[("POST", "/tool_callback")] = lean_callbacks.lean_tool_callback
     app.lean_api_key = settings.api_key
     document_shared_responses(app)
     allow_every_method_on_405(app)

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from master.auth import key_matches
@@ -132,6 +133,14 @@ class MasterApp(FastAPI):
         if started:  # pragma: no cover - a handler that declines must not have sent anything
             raise RuntimeError("a lean handler declined after starting its response")
         return _replay(messages, receive)
+
+
+async def send_response(send: Send, response: Response) -> None:
+    """Send a Starlette response built by a lean handler (headers as Starlette makes them)."""
+    await send(
+        {"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers}
+    )
+    await send({"type": "http.response.body", "body": response.body})
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

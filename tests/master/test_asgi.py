@@ -1,4 +1,5 @@
-"""The lean path of ``POST /query`` (:class:`master.asgi.MasterApp`): same answers as the full stack.
+"""The lean paths of ``POST /query`` and ``POST /tool_callback`` (:class:`master.asgi.MasterApp`):
+the same answers as the full stack.
 
 Each request is sent twice to one master, with the lean path on and off; the status, the
 content type and the body (less the ids made per query) must be the same. The handler is
@@ -23,13 +24,15 @@ MAX_BODY = 4096
 
 
 class _Recorder:
-    """Wraps the app's lean handler of ``POST /query``: what it returned, request by request."""
+    """Wraps the app's lean handler of ``POST path``: what it returned, request by request."""
 
-    def __init__(self, app: MasterApp) -> None:
+    def __init__(self, app: MasterApp, path: str = "/query") -> None:
         self.app = app
-        self.handler = app.lean_routes[("POST", "/query")]
+        self.key = ("POST", path)
+        self.routes = dict(app.lean_routes)
+        self.handler = app.lean_routes[self.key]
         self.answered: list[bool] = []
-        app.lean_routes[("POST", "/query")] = self._handle
+        app.lean_routes[self.key] = self._handle
 
     async def _handle(self, services: Any, request: LeanRequest, send: Any) -> bool:
         answered = await self.handler(services, request, send)
@@ -38,7 +41,7 @@ class _Recorder:
 
     def lean(self, on: bool) -> None:
         if on:
-            self.app.lean_routes[("POST", "/query")] = self._handle
+            self.app.lean_routes.update(self.routes)
         else:
             self.app.lean_routes.clear()
 
@@ -66,15 +69,17 @@ def _comparable(response: httpx.Response) -> tuple[int, str, Any]:
     return response.status_code, response.headers.get("content-type", ""), body
 
 
-async def _both(master: InProcessMaster, **request: Any) -> tuple[tuple[int, str, Any], bool]:
+async def _both(
+    master: InProcessMaster, path: str = "/query", **request: Any
+) -> tuple[tuple[int, str, Any], bool]:
     """The answer with the lean path on (and whether it answered), checked against the full stack's."""
     assert isinstance(master.app, MasterApp)
-    recorder = _Recorder(master.app)
+    recorder = _Recorder(master.app, path.split("?")[0])
     headers = {"Authorization": f"Bearer {KEY}", **request.pop("headers", {})}
     async with httpx.AsyncClient(base_url=master.base_url, timeout=60, headers=headers) as http:
-        lean = await http.post("/query", **request)
+        lean = await http.post(path, **request)
         recorder.lean(False)
-        full = await http.post("/query", **request)
+        full = await http.post(path, **request)
     recorder.lean(True)
     assert _comparable(lean) == _comparable(full)
     return _comparable(lean), recorder.answered == [True]
@@ -153,3 +158,28 @@ async def test_a_bug_answers_500_like_the_full_stack(
     (status, kind, text), lean = await _both(master, json={"query": "hi"})
     assert (status, kind, text) == (500, "text/plain; charset=utf-8", "Internal Server Error")
     assert not lean  # it raised: neither answered nor declined
+
+
+@pytest.mark.parametrize(
+    ("case", "path", "body", "status", "lean"),
+    [
+        (
+            "an unknown call",
+            "/tool_callback?call_id=c1&token=t",
+            {"call_id": "c1", "success": True},
+            404,
+            True,
+        ),
+        ("no token", "/tool_callback?call_id=c1", {"call_id": "c1", "success": True}, 422, False),
+        ("an empty token", "/tool_callback?token=", {"call_id": "c1", "success": True}, 422, False),
+        ("no success field", "/tool_callback?token=t", {"call_id": "c1"}, 422, False),
+    ],
+)
+async def test_tool_callbacks_are_answered_alike(
+    master: InProcessMaster, case: str, path: str, body: dict[str, Any], status: int, lean: bool
+) -> None:
+    """The accepted, duplicate and late callbacks of real calls: tests/master/agents/test_invocation.py."""
+    (got, kind, text), answered = await _both(master, path, json=body)
+    assert (got, answered) == (status, lean), case
+    if status == 404:
+        assert kind == "application/json" and text == {"detail": "unknown call 'c1' or invalid token"}
