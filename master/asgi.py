@@ -6,7 +6,8 @@ the early auth check, the exit stack, the router, per-route body limits, depende
 solving, a content-type parse with ``email.message``): a third of the master's CPU per
 one-tool query in the benchmark (issue 15). :class:`MasterApp` answers the routes
 registered in :attr:`MasterApp.lean_routes` directly when the request is the plain case
-(JSON body within the size limit, the API key when one is set, FastAPI's own telemetry off)
+(JSON body within the size limit, the API key when one is set, FastAPI's own telemetry off:
+checked once per lifespan, in which the master sets up tracing)
 and the handler accepts it. Anything else, or a handler that declines (say, a body that does
 not validate), goes through the full stack with the body replayed, so every error answer
 (401, 403, 413, 422...) is FastAPI's own. The routes stay declared as usual, for the
@@ -62,6 +63,9 @@ class MasterApp(FastAPI):
         self.lean_api_key: str | None = None
         """The key a lean request must carry (``OPENAGENT_API_KEY``); without it, the full stack answers."""
         self._lean_max_body = max_body_size
+        self._telemetry_checked: object = None
+        self._telemetry_on = False
+        """Whether FastAPI's own telemetry (request spans or metrics) is on: the full stack serves then."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.lean_routes:
@@ -73,11 +77,22 @@ class MasterApp(FastAPI):
                 receive = rest
         await super().__call__(scope, receive, send)
 
+    def lean_available(self) -> bool:
+        """Whether the lean path serves now: the lifespan has run and FastAPI's own telemetry is off
+        (checked once per lifespan, which is where the master sets up tracing)."""
+        services = getattr(self.state, "services", None)
+        if services is None:
+            return False
+        if self._telemetry_checked is not services:
+            telemetry = getattr(self, "_native_telemetry", None)
+            self._telemetry_on = telemetry is not None and bool(telemetry.enabled())
+            self._telemetry_checked = services
+        return not self._telemetry_on
+
     async def _lean(self, handler: LeanHandler, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """Answer through ``handler``; ``None`` when done, else the ``receive`` for the full stack."""
         services = getattr(self.state, "services", None)
-        telemetry = getattr(self, "_native_telemetry", None)
-        if services is None or (telemetry is not None and telemetry.enabled()):
+        if services is None or not self.lean_available():
             return receive
         found: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
