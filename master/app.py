@@ -26,6 +26,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
+from master.asgi import MasterApp
 from master.attachments import AttachmentStore, RagLink
 from master.auth import EarlyAuthMiddleware
 from master.builder.service import AgentBuilder
@@ -57,6 +58,7 @@ from master.routes import (
     collaboration,
     health,
     invocation,
+    lean_callbacks,
     query,
     ui,
     workspace,
@@ -364,7 +366,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     # The API docs (/docs, /redoc) and the document they render (/openapi.json) are open even
     # with an API key: they describe routes that each need the key, and reveal no data. The
     # docs page's "Authorize" button takes the key for "Try it out".
-    app = FastAPI(
+    app = MasterApp(
         title="OpenAgent master",
         version="0.1.0",
         lifespan=lifespan,
@@ -389,6 +391,10 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)
+    # POST /query's plain case skips the middleware stack (master/asgi.py); the route documents it.
+    app.lean_routes[("POST", "/query")] = query.lean_post_query
+    app.lean_routes[("POST", "/tool_callback")] = lean_callbacks.lean_tool_callback
+    app.lean_api_key = settings.api_key
     document_shared_responses(app)
     allow_every_method_on_405(app)
     # 401 before a protected route reads its body (FastAPI parses the body before dependencies).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -80,6 +81,11 @@ return 0
 
 _LOCK_POLL_SECONDS = 0.05
 
+CHECK_FRESH_SECONDS = 1.0
+"""How recent a Redis answer to a load or append may be for a query to skip its own ``PING``
+(:meth:`SessionStore.check`): under load every query appends, so the pings vanish; an idle
+master, or one whose last store command failed, pings again."""
+
 _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
 SESSION_CACHE_BYTES = 32 * 1024 * 1024
@@ -125,17 +131,27 @@ class SessionStore:
         )
         self._unlock = redis.register_script(_UNLOCK)
         self._local_locks: dict[str, asyncio.Lock] = {}
+        self._answered_at = float("-inf")
+        """When Redis last answered a load, an append or a ping (``time.monotonic``); reset on failure."""
 
     @staticmethod
     def new_session_id() -> str:
         return str(uuid.uuid4())
 
-    async def check(self) -> None:
-        """Raise :class:`SessionStoreUnavailable` unless Redis answers (before a query has side effects)."""
+    async def check(self, *, fresh_within: float = 0.0) -> None:
+        """Raise :class:`SessionStoreUnavailable` unless Redis answers (before a query has side effects).
+
+        With ``fresh_within`` (seconds), a load or append that Redis answered that recently stands
+        for the ``PING`` (a query in a new session passes :data:`CHECK_FRESH_SECONDS`).
+        """
+        if fresh_within > 0 and time.monotonic() - self._answered_at < fresh_within:
+            return
         try:
             await self._redis.ping()
         except RedisError as exc:
+            self._answered_at = float("-inf")
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        self._answered_at = time.monotonic()
 
     async def load(self, session_id: str) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired)."""
@@ -144,6 +160,7 @@ class SessionStore:
         try:
             length, text = await self._load(keys=[key], args=[cached.length if cached else 0])
             if length == 0:
+                self._answered_at = time.monotonic()
                 self._cache.pop(session_id)
                 return None
             turns = _merge(cached, length, text)
@@ -151,7 +168,9 @@ class SessionStore:
                 text = cast(str, await self._redis.get(key)) or "[]"
                 length, turns = len(text.encode()), _stored(text)
         except RedisError as exc:
+            self._answered_at = float("-inf")
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        self._answered_at = time.monotonic()
         self._cache.put(session_id, _Cached(int(length), turns))
         return list(turns)
 
@@ -163,7 +182,9 @@ class SessionStore:
         try:
             await self._append(keys=[session_key(session_id)], args=[payload, self._ttl])
         except RedisError as exc:
+            self._answered_at = float("-inf")
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        self._answered_at = time.monotonic()
 
     @asynccontextmanager
     async def summary_lock(self, session_id: str) -> AsyncIterator[None]:

@@ -66,47 +66,74 @@ class _Live(Collector):
             yield kind(name, documentation, labels=labels)
 
 
+class _Counter(Counter):
+    """A counter whose children are looked up in a dict: prometheus_client's ``labels()`` checks,
+    converts and locks on every call, and the master asks for the same few children per query."""
+
+    def labels(self, *values: object, **named: object) -> _Counter:
+        memo: dict[tuple[object, ...], _Counter] = self.__dict__.setdefault("_children", {})
+        child = memo.get(values) if not named else None
+        if child is None:
+            child = super().labels(*values, **named)
+            if not named:
+                memo[values] = child
+        return child
+
+
+class _Histogram(Histogram):
+    """A histogram whose children are looked up in a dict (see :class:`_Counter`)."""
+
+    def labels(self, *values: object, **named: object) -> _Histogram:
+        memo: dict[tuple[object, ...], _Histogram] = self.__dict__.setdefault("_children", {})
+        child = memo.get(values) if not named else None
+        if child is None:
+            child = super().labels(*values, **named)
+            if not named:
+                memo[values] = child
+        return child
+
+
 class Metrics:
     """Every series of one master."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.queries = Counter("openagent_queries", "Queries by outcome.", ["outcome"], registry=r)
-        self.query_seconds = Histogram(
+        self.queries = _Counter("openagent_queries", "Queries by outcome.", ["outcome"], registry=r)
+        self.query_seconds = _Histogram(
             "openagent_query_duration_seconds",
             "Query duration by outcome.",
             ["outcome"],
             buckets=_SECONDS,
             registry=r,
         )
-        self.tool_calls = Counter(
+        self.tool_calls = _Counter(
             "openagent_tool_calls",
             "Tool calls by agent, tool and outcome.",
             ["agent_id", "tool", "outcome"],
             registry=r,
         )
-        self.tool_call_seconds = Histogram(
+        self.tool_call_seconds = _Histogram(
             "openagent_tool_call_duration_seconds",
             "Tool call duration by agent, tool and outcome.",
             ["agent_id", "tool", "outcome"],
             buckets=_SECONDS,
             registry=r,
         )
-        self.llm_calls = Counter(
+        self.llm_calls = _Counter(
             "openagent_llm_calls", "LLM completions by model and outcome.", ["model", "outcome"], registry=r
         )
-        self.llm_tokens = Counter(
+        self.llm_tokens = _Counter(
             "openagent_llm_tokens", "Tokens the LLM reported, by model.", ["model"], registry=r
         )
-        self.llm_seconds = Histogram(
+        self.llm_seconds = _Histogram(
             "openagent_llm_call_duration_seconds",
             "LLM completion latency by model.",
             ["model"],
             buckets=_SECONDS,
             registry=r,
         )
-        self.redis_errors = Counter(
+        self.redis_errors = _Counter(
             "openagent_redis_errors", "Failed Redis operations by error.", ["error"], registry=r
         )
         self._live = _Live()

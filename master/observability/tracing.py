@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from master.settings import Settings
@@ -103,15 +103,24 @@ def setup(settings: Settings) -> TracerProvider | None:
     return provider
 
 
-@contextmanager
+_OFF: AbstractContextManager[None] = nullcontext()
+"""What :func:`span` gives while tracing is off: reusable, so a query makes no generator per span."""
+
+
 def span(
     name: str, attributes: Mapping[str, str | int | float | bool] | None = None
-) -> Iterator[Span | None]:
+) -> AbstractContextManager[Span | None]:
     """A span around the block, current inside it; ``None`` while tracing is off."""
     if _tracer is None:
-        yield None
-        return
-    with _tracer.start_as_current_span(name, attributes=attributes) as current:
+        return _OFF
+    return _span(_tracer, name, attributes)
+
+
+@contextmanager
+def _span(
+    tracer: Tracer, name: str, attributes: Mapping[str, str | int | float | bool] | None
+) -> Iterator[Span | None]:
+    with tracer.start_as_current_span(name, attributes=attributes) as current:
         yield current
 
 

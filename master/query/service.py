@@ -22,7 +22,7 @@ from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
 from master.cluster.directory import ClusterDirectory
 from master.collaboration import CollaborationManager
 from master.conversation.context import Context, ContextBuilder
-from master.conversation.store import SessionStore, Turn
+from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
 from master.observability import logs, tracing
@@ -179,7 +179,9 @@ class QueryService:
         )
         hooks = RunHooks(on_step=recorder.steps, events=events)
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
-        rag = await self._rag_query(session_id, toolbox, new_files, budget.remaining_seconds)
+        rag = await self._rag_query(
+            session_id, toolbox, new_files, budget.remaining_seconds, new_session=request.session_id is None
+        )
         if rag is not None:
             hooks.call_options = rag.call_options
         extra_tools += self._spawn_hook(hooks, request)
@@ -374,9 +376,17 @@ class QueryService:
         )
 
     async def _rag_query(
-        self, session_id: str, toolbox: Toolbox, new_files: list[NewFile], seconds: float
+        self,
+        session_id: str,
+        toolbox: Toolbox,
+        new_files: list[NewFile],
+        seconds: float,
+        *,
+        new_session: bool,
     ) -> RagQuery | None:
-        if self._rag is None:
+        # A session whose id was made for this query has no files but the ones it brings: no
+        # Redis round trip to find that out.
+        if self._rag is None or (new_session and not new_files):
             return None
         try:
             return await self._rag.prepare(session_id, toolbox, new_files, seconds=seconds)
@@ -402,11 +412,12 @@ class QueryService:
         return [spawn_tool(candidates)]
 
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
-        """The session's turns; either way Redis has answered, so no LLM or tool call runs for an
-        answer that could not be stored (tools may have side effects)."""
+        """The session's turns; either way Redis has answered (for a new session: within
+        :data:`CHECK_FRESH_SECONDS`), so no LLM or tool call runs for an answer that could not be
+        stored (tools may have side effects)."""
         try:
             if session_id is None:
-                await self._sessions.check()
+                await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
                 return self._sessions.new_session_id(), []
             loaded = await self._sessions.load(session_id)
         except SessionStoreUnavailable as exc:

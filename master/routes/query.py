@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import Response, StreamingResponse
+from pydantic import ValidationError
+from starlette.types import Send
 
-from master.deps import ServicesDep
+from master.asgi import LeanRequest
+from master.deps import Services, ServicesDep
 from master.drain import RETRY_AFTER_SECONDS
 from master.errors import QueryRejected
 from master.openapi import error
@@ -88,7 +92,7 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, detail="POST /query is disabled (OPENAGENT_HTTP_QUERY=0)"
         )
-    query_id = f"http-{uuid.uuid4().hex}"
+    query_id = _query_id()
     try:
         if body.stream or "text/event-stream" in request.headers.get("accept", ""):
             return StreamingResponse(
@@ -100,15 +104,53 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
             answered = await services.queries.run(body, query_id)
     except QueryRejected as exc:
         failed = rejected_response(body, query_id, exc)
-        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.code == DRAINING else None
         return Response(
             failed.model_dump_json(),
             status_code=status_for(exc),
             media_type="application/json",
-            headers=headers,
+            headers=rejection_headers(exc),
         )
     # Serialized here: returning the model would make FastAPI validate it a second time.
     return Response(answered.model_dump_json(), media_type="application/json")
+
+
+def rejection_headers(exc: QueryRejected) -> dict[str, str]:
+    """``Retry-After`` for a draining master's refusal (both paths of ``POST /query``)."""
+    return {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.code == DRAINING else {}
+
+
+def _query_id() -> str:
+    return f"http-{uuid.uuid4().hex}"
+
+
+async def lean_post_query(services: Services, request: LeanRequest, send: Send) -> bool:
+    """:func:`post_query` without FastAPI's layers (:class:`master.asgi.MasterApp`), for the plain
+    case: a JSON answer. Declines (False, nothing sent) a body that does not validate, a stream,
+    or ``POST /query`` turned off, so that the route answers those exactly as it always has."""
+    if not services.settings.openagent_http_query or "text/event-stream" in request.accept:
+        return False
+    try:  # as FastAPI parses a JSON body
+        body = QueryRequest.model_validate(json.loads(request.body))
+    except (ValueError, ValidationError):  # json.JSONDecodeError is a ValueError
+        return False
+    if body.stream:
+        return False
+    query_id = _query_id()
+    status_code = 200
+    extra: dict[str, str] = {}
+    try:
+        with services.admission.slot():
+            answer = (await services.queries.run(body, query_id)).model_dump_json()
+    except QueryRejected as exc:
+        answer = rejected_response(body, query_id, exc).model_dump_json()
+        status_code = status_for(exc)
+        extra = rejection_headers(exc)
+    payload = answer.encode()
+    headers = [(b"content-length", str(len(payload)).encode()), (b"content-type", b"application/json")]
+    headers += [(name.lower().encode(), value.encode()) for name, value in extra.items()]
+    await send({"type": "http.response.start", "status": status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+    return True
 
 
 @router.get("/query/orchestrator-models")

@@ -4,10 +4,65 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from master.conversation.store import SessionStore
+from master.errors import SessionStoreUnavailable
+
+
+class _Switchable:
+    """A Redis client that can be made to fail, and counts its PINGs."""
+
+    def __init__(self, inner: aioredis.Redis) -> None:
+        self.inner = inner
+        self.down = False
+        self.pings = 0
+
+    def register_script(self, script: str) -> AsyncScript:
+        return AsyncScript(self, script)  # type: ignore[arg-type]
+
+    async def ping(self) -> Any:
+        self.pings += 1
+        if self.down:
+            raise RedisConnectionError("down")
+        return await self.inner.ping()
+
+    async def evalsha(self, *args: Any) -> Any:
+        if self.down:
+            raise RedisConnectionError("down")
+        return await self.inner.evalsha(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_a_recent_answer_stands_for_the_ping_until_a_command_fails(
+    redis_client: aioredis.Redis,
+) -> None:
+    """Issue 15: a query in a new session skips its PING when Redis answered the store within
+    ``fresh_within``; readiness (no ``fresh_within``) always pings, and a failure is never masked."""
+    client = _Switchable(redis_client)
+    store = SessionStore(client, ttl_seconds=100)  # type: ignore[arg-type]
+    await store.check(fresh_within=60)
+    await store.append(store.new_session_id(), [{"n": 1}])
+    await store.check(fresh_within=60)
+    assert client.pings == 1
+    await store.check()
+    assert client.pings == 2
+    client.down = True
+    with pytest.raises(SessionStoreUnavailable):
+        await store.append(store.new_session_id(), [{"n": 2}])
+    with pytest.raises(SessionStoreUnavailable):
+        await store.check(fresh_within=60)  # the failed append: ask Redis again
+    assert client.pings == 3
+    client.down = False
+    await store.check(fresh_within=60)
+    assert client.pings == 4
 
 
 async def test_append_load_and_ttl(redis_client: aioredis.Redis) -> None:
