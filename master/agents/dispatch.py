@@ -33,6 +33,7 @@ from urllib.parse import quote
 import aiohttp
 
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
+from master.agents.call_records import CallRecords
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.observability.redaction import cap
@@ -101,6 +102,7 @@ class Dispatcher:
         invoke_timeout: float,
         inflight_health_interval: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        records: CallRecords | None = None,
     ) -> None:
         self._http = http
         self._invocation = invocation
@@ -116,9 +118,9 @@ class Dispatcher:
         self.remote_sender: RemoteSender | None = None
         """Set when this master is one of several (``OPENAGENT_CLUSTER``)."""
         self.remote_done: Callable[[str], None] | None = None
-        self.invocation_started: Callable[[str, float], Awaitable[None]] | None = None
-        """Told ``(call_id, timeout)`` before an HTTP invocation call goes out (cluster: its callback
-        may reach another master)."""
+        self.records = records
+        """Where each HTTP invocation call is recorded before it goes out, so that its callback may
+        reach another master, or this one after a restart (:mod:`master.agents.call_records`)."""
 
     async def aclose(self) -> None:
         """Stop the health watchers (master shutdown)."""
@@ -178,8 +180,10 @@ class Dispatcher:
                         ),
                     )
                 else:
-                    if self.invocation_started is not None:
-                        await self.invocation_started(call_id, timeout)
+                    if self.records is not None:
+                        await self.records.record(
+                            call_id, token or "", target.agent_id, tool_name, arguments, timeout
+                        )
                     await self._post_call(target, pending, arguments, invoke_seconds)
                     self._watch(target)
                 return await pending.future

@@ -25,8 +25,15 @@ from master.agents.dispatch import Dispatcher
 from master.agents.registry import Registry
 from master.cluster.directory import ClusterDirectory
 from master.cluster.remote import RemoteAgent
-from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
-from master.redis_keys import cluster_call_key, master_inbox_key, master_lease_key
+from master.errors import (
+    AgentDisconnected,
+    AgentUnavailable,
+    SessionStoreUnavailable,
+    ToolCallError,
+    ToolFailed,
+    ToolTimeout,
+)
+from master.redis_keys import master_inbox_key, master_lease_key
 from protocol import ToolProgress, ToolResult
 
 logger = logging.getLogger("master.cluster.router")
@@ -67,7 +74,6 @@ class ClusterRouter:
     async def start(self) -> None:
         self._dispatcher.remote_sender = self.send_call
         self._dispatcher.remote_done = self._forget
-        self._dispatcher.invocation_started = self._remember_invocation
         self._directory.on_tick.append(self._check_owners)
         try:  # a restart under the same OPENAGENT_MASTER_ID must not replay its previous life's calls
             await self._redis.delete(self._inbox)
@@ -110,27 +116,28 @@ class ClusterRouter:
         }
         await self._post(agent.master_id, message)
 
-    async def _remember_invocation(self, call_id: str, wait_seconds: float) -> None:
-        try:
-            await self._redis.set(
-                cluster_call_key(call_id), self._directory.master_id, ex=int(wait_seconds) + 60
-            )
-        except RedisError as exc:  # the callback can still come back to this master
-            logger.warning("could not record call %s for other masters: %s", call_id, exc)
-
     async def forward_callback(self, kind: str, call_id: str, token: str, body: dict[str, Any]) -> bool:
         """A callback (``kind`` ``callback`` or ``progress``) of a call this master does not hold:
-        hand it to the master that made the call; False when no live master did."""
+        hand it to the master that made the call (its record's ``master``); False when no live
+        master did."""
+        records = self._dispatcher.records
+        holder = await records.holder(call_id) if records is not None else None
+        return holder is not None and await self.forward_to(holder, kind, call_id, token, body)
+
+    async def forward_to(
+        self, holder: str, kind: str, call_id: str, token: str, body: dict[str, Any]
+    ) -> bool:
+        """Hand a callback to master ``holder`` through its inbox; False when it is this master, its
+        lease expired (it is gone: the caller records the result instead) or Redis fails."""
+        if holder == self._directory.master_id:
+            return False
         try:
-            origin = await self._redis.get(cluster_call_key(call_id))
-            if not origin or origin == self._directory.master_id:
-                return False
-            if not await self._redis.exists(master_lease_key(str(origin))):
+            if not await self._redis.exists(master_lease_key(holder)):
                 return False
         except RedisError:
             return False
         try:
-            await self._post(str(origin), {"kind": kind, "call_id": call_id, "token": token, **body})
+            await self._post(holder, {"kind": kind, "call_id": call_id, "token": token, **body})
         except AgentUnavailable:
             return False
         return True
@@ -197,8 +204,17 @@ class ClusterRouter:
                 result=message.get("result"),
                 error=message.get("error"),
             )
-            outcome = self._dispatcher.resolve_callback(str(message["token"]), result)
-            if outcome != "accepted":
+            token = str(message["token"])
+            outcome = self._dispatcher.resolve_callback(token, result)
+            if outcome == "unknown" and self._dispatcher.records is not None:
+                # Not in this master's memory (it restarted under the same OPENAGENT_MASTER_ID):
+                # record the result in the session, as a master finding the holder gone would.
+                task = asyncio.create_task(
+                    self._record_orphan(token, result), name=f"cluster-orphan-{result.call_id}"
+                )
+                self._serving.add(task)
+                task.add_done_callback(self._serving.discard)
+            elif outcome != "accepted":
                 logger.info("forwarded callback of call %s: %s", result.call_id, outcome)
         elif kind == "remote_progress":
             self._dispatcher.progress_remote(
@@ -223,6 +239,17 @@ class ClusterRouter:
             else:
                 error = _ERRORS.get(str(message.get("error_kind")), ToolFailed)(str(message.get("error")))
                 self._dispatcher.settle_remote(call_id, error=error)
+
+    async def _record_orphan(self, token: str, result: ToolResult) -> None:
+        records = self._dispatcher.records
+        if records is None:
+            return
+        try:
+            delivery = await records.deliver(token, result)
+        except SessionStoreUnavailable as exc:
+            logger.warning("forwarded callback of call %s could not be recorded: %s", result.call_id, exc)
+            return
+        logger.info("forwarded callback of call %s: %s", result.call_id, delivery.status)
 
     async def _serve(self, message: dict[str, Any]) -> None:
         """Run another master's call on our agent and send the outcome back."""

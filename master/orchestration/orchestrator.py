@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from master.agents.dispatch import Dispatcher, Target
+from master.agents.invocation import InvocationAgent
 from master.agents.toolbox import Toolbox, function_name
 from master.errors import (
     AgentDisconnected,
@@ -74,6 +75,9 @@ class ToolRun:
     success: bool = False
     result: Any = None
     error: str | None = None
+    recorded_call_id: str | None = None
+    """The ``call_id`` of an HTTP invocation call: storing this run's turn ends the call's record
+    in Redis (:mod:`master.agents.call_records`), so a late callback cannot store it again."""
 
     def as_tool_message(self, tool_call_id: str) -> ChatMessage:
         body = {"result": self.result} if self.success else {"error": self.error}
@@ -394,6 +398,8 @@ class Orchestrator:
 
         def started(cid: str) -> None:
             call_id.append(cid)
+            if isinstance(agent, InvocationAgent):
+                run.recorded_call_id = cid
             logs.set_call(cid)
             tracing.set_current_attribute("openagent.call_id", cid)
             hooks.emit(

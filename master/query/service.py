@@ -179,7 +179,9 @@ class QueryService:
         )
         hooks = RunHooks(on_step=recorder.steps, events=events)
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
-        rag = await self._rag_query(session_id, toolbox, new_files, budget.remaining_seconds)
+        rag = await self._rag_query(
+            session_id, toolbox, new_files, budget.remaining_seconds, new_session=request.session_id is None
+        )
         if rag is not None:
             hooks.call_options = rag.call_options
         extra_tools += self._spawn_hook(hooks, request)
@@ -374,10 +376,16 @@ class QueryService:
         )
 
     async def _rag_query(
-        self, session_id: str, toolbox: Toolbox, new_files: list[NewFile], seconds: float
+        self,
+        session_id: str,
+        toolbox: Toolbox,
+        new_files: list[NewFile],
+        seconds: float,
+        *,
+        new_session: bool,
     ) -> RagQuery | None:
-        if self._rag is None:
-            return None
+        if self._rag is None or (new_session and not new_files):
+            return None  # a session created by this query has no files but the query's: no read
         try:
             return await self._rag.prepare(session_id, toolbox, new_files, seconds=seconds)
         except SessionStoreUnavailable as exc:
