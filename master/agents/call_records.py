@@ -69,10 +69,13 @@ redis.call('HSET', KEYS[1], 'state', 'recorded')
 return 'pending'
 """
 
-Forward = Callable[[str], Awaitable[bool]]
-"""Hands the callback to master ``holder`` if its lease lives; False when it cannot (cluster mode)."""
+DeliveryStatus = Literal[
+    "recorded", "forwarded", "already_recorded", "finished", "no_session", "unknown", "unanswered"
+]
 
-DeliveryStatus = Literal["recorded", "forwarded", "already_recorded", "finished", "no_session", "unknown"]
+Forward = Callable[[str], Awaitable[DeliveryStatus | None]]
+"""Hands the callback to master ``holder`` while its lease lives and returns what became of it
+there; ``None`` when the holder is gone (cluster mode, :meth:`master.cluster.router.ClusterRouter.forward_result`)."""
 
 
 @dataclass(frozen=True)
@@ -155,8 +158,10 @@ class CallRecords:
         if state != "pending":
             return Delivery("finished", session_id)
         holder = record.get("master", "")
-        if forward is not None and holder and holder != self.master_id and await forward(holder):
-            return Delivery("forwarded", session_id)
+        if forward is not None and holder and holder != self.master_id:
+            forwarded = await forward(holder)
+            if forwarded is not None:
+                return Delivery(forwarded, session_id)
         turn = _late_turn(record, result) if session_id else None
         payload = json.dumps(turn, separators=(",", ":"), default=str) if turn else ""
         try:

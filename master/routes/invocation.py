@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
+from master.agents.call_records import DeliveryStatus
 from master.agents.invocation import InvocationRegistration
 from master.deps import ServicesDep, require_api_key
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
@@ -133,7 +134,7 @@ async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
         404: error("Unknown or expired call, or not this call's token"),
         409: error("The result was already recorded in the session (a repeated callback)"),
         410: error("The call already finished (timed out or failed, its query stored the outcome)"),
-        503: error("Redis unavailable: retry"),
+        503: error("Redis unavailable, or the master holding the call did not answer: retry"),
     },
 )
 async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep) -> dict[str, Any]:
@@ -155,9 +156,9 @@ async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep)
     if records is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=_unknown(body.call_id))
 
-    async def forward(holder: str) -> bool:
+    async def forward(holder: str) -> DeliveryStatus | None:
         assert router is not None
-        return await router.forward_to(holder, "callback", body.call_id, token, body.model_dump())
+        return await router.forward_result(holder, body.call_id, token, body.model_dump())
 
     try:
         delivery = await records.deliver(token, result, forward if router is not None else None)
@@ -167,6 +168,11 @@ async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep)
         return {"call_id": body.call_id, "status": "forwarded"}
     if delivery.status == "recorded":
         return {"call_id": body.call_id, "status": "recorded", "session_id": delivery.session_id}
+    if delivery.status == "unanswered":
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail=f"the master holding call {body.call_id!r} did not answer (it may have just stopped): retry",
+        )
     if delivery.status == "already_recorded":
         raise HTTPException(
             status.HTTP_409_CONFLICT,
