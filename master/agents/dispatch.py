@@ -13,8 +13,11 @@ A call ends with its result, at once when a WebSocket agent disconnects, or
 after ``TOOL_CALL_TIMEOUT``. While calls to an invocation agent are in flight, its
 ``/health`` is checked every ``OPENAGENT_INFLIGHT_HEALTH_INTERVAL`` seconds: a failed
 check (or a refused connection) fails its calls at once, naming the agent, instead of
-holding the query until the timeout. Callbacks for unknown, finished or timed-out calls
-are refused and change nothing; a repeated callback is answered as a duplicate.
+holding the query until the timeout. Callbacks for finished or timed-out calls are refused
+and change nothing; a repeated callback is answered as a duplicate. Each invocation call is
+recorded in Redis before it is sent (:mod:`master.agents.call_records`): a callback for a
+call this master does not know (another master's, or its own before a restart) is forwarded
+to the master waiting for it, or recorded in the call's session once.
 """
 
 from __future__ import annotations
