@@ -176,7 +176,8 @@ async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep)
     if delivery.status == "already_recorded":
         raise HTTPException(
             status.HTTP_409_CONFLICT,
-            detail=f"the result of call {body.call_id!r} was already recorded in session {delivery.session_id!r}",
+            detail=f"the result of call {body.call_id!r} was already recorded"
+            + (f" in session {delivery.session_id!r}" if delivery.session_id else ""),
         )
     if delivery.status == "finished":
         raise HTTPException(
