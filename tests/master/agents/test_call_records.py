@@ -7,7 +7,7 @@ import uuid
 
 import redis.asyncio as aioredis
 
-from master.agents.call_records import RECORD_MARGIN_SECONDS, CallRecords, token_hash
+from master.agents.call_records import RECORD_MARGIN_SECONDS, CallRecords, DeliveryStatus, token_hash
 from master.conversation.history import history_messages
 from master.conversation.store import SessionStore
 from master.observability import logs
@@ -135,13 +135,13 @@ async def test_a_live_holder_gets_the_callback_forwarded(redis_client: aioredis.
     other = CallRecords(redis_client, master_id="master-b", session_ttl_seconds=100)
     asked: list[str] = []
 
-    async def alive(master_id: str) -> bool:
+    async def alive(master_id: str) -> DeliveryStatus | None:
         asked.append(master_id)
-        return True
+        return "forwarded"
 
-    async def gone(master_id: str) -> bool:
+    async def gone(master_id: str) -> DeliveryStatus | None:
         asked.append(master_id)
-        return False
+        return None
 
     assert (await other.deliver(TOKEN, result(call_id), alive)).status == "forwarded"
     assert await redis_client.hget(f"call:{call_id}", "state") == "pending"  # the holder settles it
@@ -151,6 +151,7 @@ async def test_a_live_holder_gets_the_callback_forwarded(redis_client: aioredis.
 
     second = await recorded_call(holder, sid)
     assert (await other.deliver(TOKEN, result(second), gone)).status == "recorded"
+    assert asked == ["master-a", "master-a"]
 
 
 async def test_unknown_expired_or_sessionless_calls(redis_client: aioredis.Redis) -> None:
