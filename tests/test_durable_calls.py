@@ -243,3 +243,38 @@ async def test_a_callback_at_the_other_live_master_completes_the_query(llm: Scri
         assert [t.get("result") for t in turns if t.get("decision") == "call_tool"] == [{"depth_m": 42}]
         assert not any(t.get("late_callback") for t in turns)
         await http.post(f"{holder.base_url}/unregister", json={"agent_id": agent_id})
+
+
+async def test_a_holder_restarted_under_its_fixed_id_records_the_forwarded_callback(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """OPENAGENT_MASTER_ID is fixed: the restarted holder has a live lease again, so the other
+    master forwards the callback to it; the call is not in its memory, so it records it."""
+    agent_id = "durable-same-id"
+    async with (
+        accepting_agent() as (agent_url, calls),
+        httpx.AsyncClient(timeout=60) as http,
+        MasterProcess(cluster_env(llm, "durable-f")) as other,
+    ):
+        holder = MasterProcess(cluster_env(llm, "durable-e"))
+        with holder:
+            session_id, call, pending = await start_call(http, holder, llm, agent_id, agent_url, calls)
+            kill(holder)
+            try:
+                await pending
+            except httpx.HTTPError:
+                pass
+        async with MasterProcess(cluster_env(llm, "durable-e"), port=holder.port) as restarted:
+            answer = await post_callback(http, other.base_url, call)
+            assert answer.status_code == 200, answer.text
+            assert answer.json() == {
+                "call_id": call["call_id"],
+                "status": "recorded",
+                "session_id": session_id,
+            }
+            assert f"forwarded callback of call {call['call_id']}: recorded" in restarted.log()
+            again = await post_callback(http, restarted.base_url, call)
+            assert again.status_code == 409, again.text
+            [late] = late_turns(await session_turns(http, restarted.base_url, session_id), call["call_id"])
+            assert late["result"] == {"depth_m": 42}
+            await http.post(f"{restarted.base_url}/unregister", json={"agent_id": agent_id})
