@@ -9,7 +9,10 @@ the server buffer frames of up to 16 MiB (``--ws-max-size``), and 32 of them per
   with 1009 (message too big) as soon as its header announces it, before it is read;
 - ``ws_max_queue`` is :data:`WS_MAX_QUEUE` frames per connection;
 - HTTP bodies over ``OPENAGENT_HTTP_MAX_BODY_BYTES`` get 413 while they stream in (the app's
-  ``max_body_size``), whichever way the master is run.
+  ``max_body_size``), whichever way the master is run;
+- on SIGTERM the master drains (:mod:`master.drain`, ``OPENAGENT_DRAIN_SECONDS``), then uvicorn
+  gives the HTTP requests still open :data:`~master.drain.ANSWER_GRACE_SECONDS` more
+  (``timeout_graceful_shutdown``; uvicorn's default waits for them without end).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 
 import uvicorn
 
+from master.drain import ANSWER_GRACE_SECONDS
 from master.settings import Settings
 
 WS_MAX_QUEUE = 4
@@ -39,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         log_level=args.log_level,
         ws_max_size=settings.openagent_ws_max_message_bytes,
         ws_max_queue=WS_MAX_QUEUE,
+        timeout_graceful_shutdown=int(ANSWER_GRACE_SECONDS),
     )
 
 

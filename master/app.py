@@ -35,6 +35,7 @@ from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.conversation.store import SessionStore
 from master.deps import Services, needs_api_key, require_api_key
+from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
 from master.observability import logs, tracing
 from master.observability.chat import InstrumentedChatModel
@@ -270,6 +271,13 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             catalog=tool_catalog,
         )
         streams = QueryStreams(queries, admission)
+        drain = Drain(
+            seconds=settings.openagent_drain_seconds,
+            admission=admission,
+            dispatcher=dispatcher,
+            hub=hub,
+            name=f"master {cluster.master_id!r}" if cluster is not None else "the master",
+        )
         warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
         app.state.services = Services(
             settings,
@@ -289,6 +297,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             tool_catalog=tool_catalog,
             metrics=metrics,
             cluster=cluster,
+            drain=drain,
         )
         router = ClusterRouter(redis, cluster, dispatcher, registry) if cluster is not None else None
         app.state.services.cluster_router = router
@@ -302,12 +311,20 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             if settings.openagent_health_check_interval > 0
             else None
         )
+        unhook_sigterm = hook_sigterm(drain)
+        if unhook_sigterm is None:
+            logger.info("SIGTERM is not uvicorn's to handle here: the master will stop without draining")
         logger.info(
             "master ready (auth %s, models %s)", "on" if settings.api_key else "OFF", catalog.allowed_models
         )
         try:
             yield
         finally:
+            if unhook_sigterm is not None:
+                unhook_sigterm()
+            if drain.task is not None and not drain.task.done():  # SIGINT or a second SIGTERM cut it short
+                drain.task.cancel()
+                await asyncio.gather(drain.task, return_exceptions=True)
             if health_loop is not None:
                 health_loop.cancel()
                 await asyncio.gather(health_loop, return_exceptions=True)

@@ -21,6 +21,7 @@ from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
+from master.drain import Drain
 from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog
 from master.query.admission import Admission
@@ -52,6 +53,7 @@ class Services:
     metrics: Metrics = field(default_factory=Metrics)
     cluster: ClusterDirectory | None = None
     cluster_router: ClusterRouter | None = None
+    drain: Drain | None = None
 
 
 async def get_services(request: Request) -> Services:

@@ -79,6 +79,7 @@ ErrorCode: TypeAlias = Literal[
     "not_in_session",
     "internal_error",
     "too_many_queries",
+    "draining",
     "limit_exceeded",
     "agent_conflict",
 ]

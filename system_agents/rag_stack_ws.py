@@ -9,6 +9,8 @@ The same as running ``system_agents.document_extractor_agent`` and
 HTTP client and the extract cache. Settings: see :mod:`openagent.rag_config`.
 """
 
+# openagent: launcher
+
 from __future__ import annotations
 
 from openagent.rag_agents import run_rag_stack

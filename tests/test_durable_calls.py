@@ -10,6 +10,7 @@ is refused and consumes nothing. See docs/scale-out.md, "Durable invocation call
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -160,6 +161,38 @@ async def test_a_callback_after_a_restart_is_recorded_once(llm: ScriptedOpenAISe
                 "returned" in str(n) and "42" in str(n) and "after its query had ended" in str(n)
                 for n in notes
             )
+            await http.post(f"{restarted.base_url}/unregister", json={"agent_id": agent_id})
+
+
+async def test_a_call_that_outlives_the_drain_deadline_is_recorded_after_the_restart(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """SIGTERM: the master drains, gives up on the accepted call at its deadline (the query
+    answers with that error), stops; the agent's callback, at the restarted master, is recorded."""
+    agent_id = "durable-drain"
+    env = master_env(llm, OPENAGENT_DRAIN_SECONDS="1")
+    first = MasterProcess(env)
+    async with accepting_agent() as (agent_url, calls), httpx.AsyncClient(timeout=60) as http:
+        with first:
+            session_id, call, pending = await start_call(
+                http, first, llm, agent_id, agent_url, calls, then="The service will answer later."
+            )
+            assert first.process is not None
+            first.process.send_signal(signal.SIGTERM)
+            body = (await pending).json()
+            assert body["answer"] == "The service will answer later.", body
+            error = json.loads(llm.requests[-1]["messages"][-1]["content"])["error"]
+            assert "drain deadline" in error and "will be recorded in the session" in error, error
+            await asyncio.to_thread(first.process.wait, 60)
+        async with MasterProcess(env, port=first.port) as restarted:
+            answer = await post_callback(http, restarted.base_url, call)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["status"] == "recorded"
+            turns = await session_turns(http, restarted.base_url, session_id)
+            stored = [t for t in turns if t.get("decision") == "call_tool" and not t.get("late_callback")]
+            assert [t["error"] for t in stored] == [error]  # the query's own turn: the master gave up
+            [late] = late_turns(turns, call["call_id"])
+            assert late["result"] == {"depth_m": 42}
             await http.post(f"{restarted.base_url}/unregister", json={"agent_id": agent_id})
 
 

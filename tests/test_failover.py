@@ -2,7 +2,7 @@
 
 Each master serves the agents connected to it (there is no cross-master routing yet, see
 docs/scale-out.md); what these drills show is that an agent leaves a stopping master at once
-(uvicorn closes WebSockets with 1012 on SIGTERM) or a dead one after the drop, registers on
+(on SIGTERM it drains, then closes its WebSockets with 1012: tests/test_drain.py) or a dead one after the drop, registers on
 the other master, and answers queries there.
 """
 

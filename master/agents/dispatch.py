@@ -124,6 +124,9 @@ class Dispatcher:
         self.records = records
         """Where each HTTP invocation call is recorded before it goes out, so that its callback may
         reach another master, or this one after a restart (:mod:`master.agents.call_records`)."""
+        self.refusal: str | None = None
+        """Why new calls fail at once (the master has drained: :meth:`stop`), or ``None``."""
+        self._released: set[str] = set()
 
     async def aclose(self) -> None:
         """Stop the health watchers (master shutdown)."""
@@ -156,6 +159,8 @@ class Dispatcher:
         Raises :class:`AgentUnavailable`, :class:`AgentDisconnected`,
         :class:`ToolTimeout` or :class:`ToolFailed`.
         """
+        if self.refusal is not None:
+            raise AgentUnavailable(f"tool {tool_name!r} on agent {target.agent_id!r} was not called: {self.refusal}")
         timeout = self._call_timeout if wait_seconds is None else wait_seconds
         call_id = uuid.uuid4().hex
         token = secrets.token_urlsafe(24) if isinstance(target, InvocationAgent) else None
@@ -346,6 +351,28 @@ class Dispatcher:
                 )
                 failed += 1
         return failed
+
+    def stop(self, refusal: str, failure: str) -> int:
+        """Refuse every new call with ``refusal`` and fail the calls in flight with ``failure``
+        (the end of a drain, :mod:`master.drain`); returns how many failed."""
+        self.refusal = refusal
+        failed = 0
+        for pending in list(self._pending.values()):
+            if not pending.future.done():
+                message = f"tool {pending.tool_name!r} on agent {pending.agent_id!r} failed: {failure}"
+                if isinstance(pending.target, InvocationAgent) and self.records is not None:
+                    # The agent still runs it: its record stays pending, and its callback, at the
+                    # next master, is recorded in the session (master.agents.call_records).
+                    self._released.add(pending.call_id)
+                    message += "; its result will be recorded in the session when the agent delivers it"
+                pending.future.set_exception(AgentDisconnected(message))
+                failed += 1
+        return failed
+
+    def released(self, call_id: str) -> bool:
+        """Whether this master gave up on the invocation call ``call_id`` without its outcome
+        (:meth:`stop`): storing the query's turn must then leave the call's record pending."""
+        return call_id in self._released
 
     def _in_flight(self, agent: InvocationAgent) -> bool:
         return any(p.target is agent and not p.future.done() for p in self._pending.values())

@@ -10,6 +10,10 @@ Rule for a duplicate ``agent_id``: the newest connection wins. The old one gets
 ``error`` ``agent_replaced``, its calls in flight fail, and it is closed with
 code 4001, which tells the SDK not to reconnect.
 
+A master that is stopping (:mod:`master.drain`) first closes new connections at once with
+1012 (service restart), then, once its work in flight is done, closes every connection with
+1012 (:meth:`Hub.hand_off`): the SDK reconnects at once, to another master.
+
 ``peer_message`` and ``collaboration_end`` go to the :class:`CollaborationManager`,
 which relays them (or refuses them: an ``error`` with ``ref`` = the session id); a
 connection that closes ends the collaborations it was in.
@@ -163,6 +167,20 @@ class Hub:
         # Queries outlive the connection that asked them, so their turns are stored
         # even when the asker goes away; they are bounded by the LLM and tool timeouts.
         self._query_tasks: set[asyncio.Task[None]] = set()
+        self._connections: set[_Connection] = set()
+        self._refusing: tuple[int, str] | None = None
+        """(close code, reason) for new connections while the master drains."""
+
+    def refuse_connections(self, code: int, reason: str) -> None:
+        """Close every new connection at once with ``code`` (the master is draining)."""
+        self._refusing = (code, reason)
+
+    async def hand_off(self, code: int, reason: str) -> int:
+        """Close every connection with ``code`` (the end of a drain); returns how many."""
+        self._refusing = (code, reason)
+        connections = list(self._connections)
+        await asyncio.gather(*(conn.close(code, reason) for conn in connections))
+        return len(connections)
 
     async def aclose(self) -> None:
         """Cancel queries still running (master shutdown)."""
@@ -173,6 +191,10 @@ class Hub:
     async def serve(self, websocket: WebSocket) -> None:
         """Run one accepted connection until it closes."""
         conn = _Connection(websocket)
+        if self._refusing is not None:
+            await conn.close(*self._refusing)
+            return
+        self._connections.add(conn)
         try:
             while True:
                 message = await websocket.receive()
@@ -191,6 +213,7 @@ class Hub:
             pass
         finally:
             conn.closed = True
+            self._connections.discard(conn)
             await self._cleanup(conn)
 
     async def _on_frame(self, conn: _Connection, raw: str) -> None:
@@ -334,7 +357,8 @@ class Hub:
             )
             return
         if not self._admission.try_enter():
-            await conn.send_error("too_many_queries", self._admission.refusal().message, msg.query_id)
+            refusal = self._admission.refusal()
+            await conn.send_error(refusal.code, refusal.message, msg.query_id)
             return
         conn.queries_in_flight += 1
 

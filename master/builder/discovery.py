@@ -4,6 +4,10 @@ Files are analysed with :mod:`master.builder.analysis` and never imported, so a 
 hostile module cannot run code in the master by being listed. Each analysis is cached by
 the file's inode, size and modification time, so polling the endpoint re-reads only what
 changed. A file that cannot be analysed is listed with its error; it never breaks the list.
+
+A module that only launches agents defined elsewhere (``system_agents/rag_stack_ws.py`` runs the
+extractor and the indexer in one process) says so with a line ``# openagent: launcher``; it is
+skipped instead of being listed as "no agent defined".
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from typing import Any
 
 from master.builder.analysis import AGENT_CLASSES, analyse
 from openagent.agent_modules import MAX_SOURCE_BYTES, is_module_name
+
+LAUNCHER_MARKER = "# openagent: launcher"
+"""A line of a module that defines no agent of its own: discovery skips it silently."""
 
 DISCOVERY_FOLDERS = ("system_agents", "agents")
 """Listed in this order; the first definition of an agent id wins."""
@@ -166,6 +173,8 @@ class AgentDiscovery:
         except (OSError, UnicodeDecodeError) as exc:
             return problem(f"cannot read: {exc}")
         if not any(name in source for name in AGENT_CLASSES):
+            if LAUNCHER_MARKER in source.splitlines():
+                return [], []
             return problem("no agent defined (no OrchestratorActionAgent or InvocationActionAgent call)")
         try:
             analysis = analyse(source, relative, full=False)

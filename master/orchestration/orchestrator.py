@@ -434,6 +434,10 @@ class Orchestrator:
                 outcome = _CALL_OUTCOMES.get(type(exc), "failed")
                 tracing.set_attribute(span, "error.type", outcome)
                 logger.warning("tool call failed: %s", exc)
+                if run.recorded_call_id is not None and self._dispatcher.released(run.recorded_call_id):
+                    run.recorded_call_id = (
+                        None  # the master gave up, not the agent: a callback may still come
+                    )
         if self._metrics is not None:
             labels = (agent.agent_id, tool_name, outcome)
             self._metrics.tool_calls.labels(*labels).inc()

@@ -3,7 +3,8 @@
 ``/health`` answers 200 while the process serves HTTP, whatever its dependencies do: a
 liveness probe that restarts the master when Redis is down would not bring Redis back.
 ``/ready`` answers 503 naming the failing dependency while Redis does not answer (within
-:data:`READY_TIMEOUT` seconds), so that a load balancer or Kubernetes stops sending traffic.
+:data:`READY_TIMEOUT` seconds), so that a load balancer or Kubernetes stops sending traffic,
+and 503 ``draining`` from the moment the master is told to stop (SIGTERM, :mod:`master.drain`).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ class Health(BaseModel):
 
 
 class Readiness(BaseModel):
-    """``ready``, or ``unavailable`` with the failing dependency and why."""
+    """``ready``; ``unavailable`` with the failing dependency and why; or ``draining`` (stopping)."""
 
-    status: Literal["ready", "unavailable"]
+    status: Literal["ready", "unavailable", "draining"]
     failing: list[Literal["redis"]] = []
     detail: str | None = None
 
@@ -44,10 +45,20 @@ async def health() -> Health:
 @router.get(
     "/ready",
     response_model=Readiness,
-    responses={503: {"model": Readiness, "description": "A dependency (Redis) does not answer"}},
+    responses={
+        503: {
+            "model": Readiness,
+            "description": "A dependency (Redis) does not answer, or the master is stopping (draining)",
+        }
+    },
 )
 async def ready(services: ServicesDep) -> Response:
-    """The master can serve queries: Redis answers (readiness)."""
+    """The master can serve queries: Redis answers, and it is not stopping (readiness)."""
+    if services.drain is not None and services.drain.draining:
+        body = Readiness(
+            status="draining", detail="the master is shutting down: it finishes its work in flight"
+        )
+        return JSONResponse(body.model_dump(), status_code=503)
     try:
         async with asyncio.timeout(READY_TIMEOUT):
             await services.sessions.check()

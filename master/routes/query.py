@@ -9,9 +9,11 @@ from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import Response, StreamingResponse
 
 from master.deps import ServicesDep
+from master.drain import RETRY_AFTER_SECONDS
 from master.errors import QueryRejected
 from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
+from master.query.admission import DRAINING
 from master.query.service import rejected_response
 from protocol import QueryRequest, QueryResponse
 
@@ -33,6 +35,7 @@ _STATUS_BY_CODE = {
     "not_implemented": 501,
     "llm_not_configured": 503,
     "session_store_unavailable": 503,
+    "draining": 503,
 }
 
 
@@ -68,7 +71,11 @@ def status_for(exc: QueryRejected) -> int:
         429: {"model": QueryResponse, "description": "Too many queries in flight (too_many_queries)"},
         501: {"model": QueryResponse, "description": "A requested feature is not implemented yet"},
         502: {"model": QueryResponse, "description": "The LLM provider failed"},
-        503: {"model": QueryResponse, "description": "No LLM configured, or Redis unavailable"},
+        503: {
+            "model": QueryResponse,
+            "description": "No LLM configured, Redis unavailable, or the master is stopping "
+            "(draining, with Retry-After)",
+        },
     },
 )
 async def post_query(body: QueryRequest, request: Request, services: ServicesDep) -> Any:
@@ -93,7 +100,13 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
             answered = await services.queries.run(body, query_id)
     except QueryRejected as exc:
         failed = rejected_response(body, query_id, exc)
-        return Response(failed.model_dump_json(), status_code=status_for(exc), media_type="application/json")
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.code == DRAINING else None
+        return Response(
+            failed.model_dump_json(),
+            status_code=status_for(exc),
+            media_type="application/json",
+            headers=headers,
+        )
     # Serialized here: returning the model would make FastAPI validate it a second time.
     return Response(answered.model_dump_json(), media_type="application/json")
 

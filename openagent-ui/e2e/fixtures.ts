@@ -7,6 +7,8 @@ export interface Stack {
   ui: string;
   master: string;
   api_key: string;
+  /** A second master with the Kubernetes sandbox on (fake API server); `null` with OPENAGENT_E2E_SANDBOX=0. */
+  sandbox_master?: string | null;
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -68,7 +70,7 @@ export class App {
 
   /** Drag from the agent's handle to the orchestrator, as a user links them. */
   async linkByDragging(agentId = AGENT): Promise<void> {
-    const handle = this.page.getByLabel(`Link ${agentId}`);
+    const handle = this.page.getByTitle(`Link ${agentId}`);
     const target = this.node("Orchestrator");
     const from = (await handle.boundingBox())!;
     const to = (await target.boundingBox())!;

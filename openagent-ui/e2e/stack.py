@@ -5,7 +5,7 @@ embedding backend, so no model is downloaded and no embeddings API is called).
 
     python openagent-ui/e2e/stack.py          (from the repository root, with the project's venv)
 
-Prints one JSON line (``{"ui": ..., "master": ..., "api_key": ...}``) once everything answers,
+Prints one JSON line (``{"ui": ..., "master": ..., "api_key": ..., "sandbox_master": ...}``) once everything answers,
 then runs until stdin closes or it gets SIGTERM, and stops what it started. Uses
 ``OPENAGENT_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/3``), emptied at start.
 
@@ -30,10 +30,22 @@ The master's agents root (``OPENAGENT_AGENTS_ROOT``) is a fresh temporary folder
 agents never land in the repository; it holds ``agents/broken_agent.py``, which discovery
 lists as a per-file error, and ``agents/e2e_greeter.py``, a WebSocket agent that nothing runs
 until the page starts it in the master (``POST /internal/yaml-agents/start``).
+
+A second master (``sandbox_master``, serving the UI too) has the Kubernetes sandbox on
+(``OPENAGENT_K8S_SANDBOX=1``), with the real ``kubernetes`` client talking to the tests' fake
+API server (kmock, ``tests/master/sandbox/fake_kubernetes.py``) through a kubeconfig. A small
+kubelet here plays the cluster: it runs each agent Pod's ConfigMap code as a local process with
+the Pod's environment (so the agent registers with the sandbox master), marks the Pod Running
+and ready, serves its output as the container log, and when the process exits marks the Pod
+``CrashLoopBackOff`` (the run's output as the previous log) and restarts it after a growing backoff.
+Its agents root has ``agents/e2e_greeter.py`` and ``agents/e2e_crasher.py``, an agent that
+exits at start. It has a Redis database of its own (the next one after the main master's).
+``OPENAGENT_E2E_SANDBOX=0`` leaves it out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -57,6 +69,13 @@ import redis  # noqa: E402
 from openagent.testing import ErrorReply, Reply, ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply  # noqa: E402
 from tests.factories import rag_model  # noqa: E402
 from tests.master.builder.samples import BAD, UNIT_CONVERTER, fenced  # noqa: E402
+from tests.master.sandbox.fake_kubernetes import (  # noqa: E402
+    FakeKubernetes,
+    crash_loop_status,
+    fake_kubernetes,
+    running_status,
+    write_kubeconfig,
+)
 
 API_KEY = "e2e-secret-key"
 AGENT = "demo-invocation-agent"
@@ -104,6 +123,16 @@ def build_agent(config: ClientConfig | None = None) -> OrchestratorActionAgent:
 if __name__ == "__main__":
     run_action_agent(build_agent())
 '''
+
+CRASHER_AGENT = GREETER_AGENT.replace('AGENT_ID = "e2e-greeter"', 'AGENT_ID = "e2e-crasher"').replace(
+    "    run_action_agent(build_agent())",
+    '    print("e2e-crasher: reading its settings", flush=True)\n'
+    '    raise SystemExit("e2e-crasher: WEATHER_API_KEY is not set")',
+)
+"""Discovered as a WebSocket agent like the greeter, but its process exits at start."""
+
+SANDBOX_NS = "agents"
+CRASH_BACKOFF_SECONDS = 2.0
 
 BROKEN_AGENT = 'from openagent import OrchestratorActionAgent\nagent = OrchestratorActionAgent("broken",\n'
 
@@ -153,6 +182,131 @@ def handler(body: dict[str, Any]) -> Reply:
     return TextReply(f"Direct answer: {question}")
 
 
+class StackKubelet:
+    """Plays the kubelet for the sandbox master's agent Pods in the fake API server.
+
+    Runs each Pod's code (from its ConfigMap) as a local process with the Pod's environment,
+    serves the process's output as the container log, and on exit marks the Pod
+    CrashLoopBackOff and restarts the process after a backoff (:data:`CRASH_BACKOFF_SECONDS` per
+    restart so far, at most 10 s), as ``restartPolicy: Always`` does. Processes
+    of deleted Pods are killed. Runs on the fake's event loop (one thread: no locking).
+    """
+
+    def __init__(self, fake: FakeKubernetes, workdir: Path, api_key: str) -> None:
+        self._fake = fake
+        self._workdir = workdir
+        self._api_key = api_key
+        self._processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._restarts: dict[str, int] = {}
+        self._restart_at: dict[str, float] = {}
+
+    def _log(self, name: str) -> Path:
+        return self._workdir / f"{name}.log"
+
+    def _start(self, pod: dict[str, Any], code: str) -> None:
+        name = pod["metadata"]["name"]
+        container = pod["spec"]["containers"][0]
+        script = self._workdir / f"{name}.py"
+        script.write_text(code)
+        env = {var["name"]: var["value"] for var in container.get("env") or [] if "value" in var}
+        self._processes[name] = subprocess.Popen(
+            [sys.executable, str(script)],
+            env={
+                **os.environ,
+                **env,
+                "HOME": str(self._workdir),
+                "OPENAGENT_API_KEY": self._api_key,
+                "PYTHONPATH": str(ROOT),
+            },
+            stdout=self._log(name).open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        self._fake.set_pod_status(SANDBOX_NS, name, running_status(restarts=self._restarts.get(name, 0)))
+
+    def _tick(self) -> None:
+        live = {pod["metadata"]["name"]: pod for pod in self._fake.live("pods", SANDBOX_NS)}
+        codes = {c["metadata"]["name"]: c["data"]["agent.py"] for c in self._fake.live("configmaps", SANDBOX_NS)}
+        for name in [n for n in self._processes if n not in live]:  # deleted: stop its process
+            process = self._processes.pop(name)
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+            self._restart_at.pop(name, None)
+        now = time.monotonic()
+        for name, pod in live.items():
+            process = self._processes.get(name)
+            if process is None:
+                if name in codes and now >= self._restart_at.get(name, 0.0):
+                    self._start(pod, codes[name])
+                continue
+            output = self._log(name).read_text(errors="replace") if self._log(name).exists() else ""
+            if process.poll() is None:
+                self._fake.logs[SANDBOX_NS, name, False] = output
+                continue
+            # The container exited: a crash loop, with this run's output as the previous log.
+            del self._processes[name]
+            restarts = self._restarts[name] = self._restarts.get(name, 0) + 1
+            self._fake.logs[SANDBOX_NS, name, True] = output
+            self._fake.logs[SANDBOX_NS, name, False] = ""
+            self._fake.set_pod_status(SANDBOX_NS, name, crash_loop_status(restarts))
+            self._restart_at[name] = now + min(CRASH_BACKOFF_SECONDS * restarts, 10.0)
+
+    async def run(self) -> None:
+        while True:
+            self._tick()
+            await asyncio.sleep(0.1)
+
+    def stop(self) -> None:
+        for process in self._processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+
+
+class FakeCluster:
+    """The fake API server and its kubelet on an event loop in a thread of their own."""
+
+    def __init__(self, workdir: Path, api_key: str) -> None:
+        self._workdir = workdir
+        self._api_key = api_key
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._done: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.url = ""
+        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),), daemon=True)
+
+    async def _main(self) -> None:
+        self._done = asyncio.Event()
+        try:
+            async with fake_kubernetes() as (fake, url):
+                kubelet = StackKubelet(fake, self._workdir, self._api_key)
+                task = asyncio.create_task(kubelet.run())
+                self.url = url
+                self._ready.set()
+                try:
+                    await self._done.wait()
+                finally:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                    kubelet.stop()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            raise
+
+    def start(self) -> FakeCluster:
+        self._thread.start()
+        if not self._ready.wait(30) or self._error is not None:
+            raise SystemExit(f"the fake Kubernetes API server did not start: {self._error!r}")
+        return self
+
+    def stop(self) -> None:
+        if self._done is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._done.set)
+            self._thread.join(15)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -193,6 +347,14 @@ def wait_registered(
     raise SystemExit(f"{agents} did not register within {timeout} s:\n{log.read_text()[-3000:]}")
 
 
+def neighbour_db(redis_url: str) -> str:
+    """The same Redis server, the database before ``redis_url``'s (15 → 14, 0 → 15)."""
+    base, _, db = redis_url.rstrip("/").rpartition("/")
+    if not db.isdigit() or not base.startswith(("redis://", "rediss://")) or base.endswith("/"):
+        return f"{redis_url.rstrip('/')}/14"
+    return f"{base}/{(int(db) - 1) % 16}"
+
+
 def main() -> int:
     dist = ROOT / "openagent-ui" / "dist"
     if not (dist / "index.html").is_file():
@@ -207,6 +369,15 @@ def main() -> int:
         (agents_root / folder).mkdir()
     (agents_root / "agents" / "broken_agent.py").write_text(BROKEN_AGENT)
     (agents_root / "agents" / "e2e_greeter.py").write_text(GREETER_AGENT)
+
+    sandbox = os.environ.get("OPENAGENT_E2E_SANDBOX", "1") != "0"
+    sandbox_root = Path(tempfile.mkdtemp(prefix="openagent-e2e-sandbox-root-"))
+    for folder in ("agents", "system_agents", "sample_agents"):
+        (sandbox_root / folder).mkdir()
+    (sandbox_root / "agents" / "e2e_greeter.py").write_text(GREETER_AGENT)
+    (sandbox_root / "agents" / "e2e_crasher.py").write_text(CRASHER_AGENT)
+    kubelet_dir = Path(tempfile.mkdtemp(prefix="openagent-e2e-kubelet-"))
+    cluster: FakeCluster | None = None
 
     llm = ScriptedOpenAIServer().start()
     llm.set_handler(handler)
@@ -241,8 +412,11 @@ def main() -> int:
                 child.wait(10)
             except subprocess.TimeoutExpired:
                 child.kill()
+        if cluster is not None:
+            cluster.stop()
         llm.stop()
-        shutil.rmtree(agents_root, ignore_errors=True)
+        for folder in (agents_root, sandbox_root, kubelet_dir):
+            shutil.rmtree(folder, ignore_errors=True)
 
     def terminated(*_: object) -> None:
         stop()
@@ -260,7 +434,36 @@ def main() -> int:
                 stderr=subprocess.STDOUT,
             )
         )
-        wait_http(f"{master}/health", children[-1], master_log)
+        sandbox_master: str | None = None
+        if sandbox:
+            cluster = FakeCluster(kubelet_dir, API_KEY).start()
+            sandbox_port = free_port()
+            sandbox_master = f"http://127.0.0.1:{sandbox_port}"
+            sandbox_redis = neighbour_db(redis_url)
+            redis.Redis.from_url(sandbox_redis).flushdb()
+            sandbox_log = logs / "sandbox-master.log"
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "uvicorn", "master.app:app", "--host", "127.0.0.1", "--port", str(sandbox_port)],
+                    cwd=tempfile.mkdtemp(prefix="openagent-e2e-sandbox-"),
+                    env={
+                        **env,
+                        "REDIS_URL": sandbox_redis,
+                        "OPENAGENT_AGENTS_ROOT": str(sandbox_root),
+                        "MASTER_BASE_URL": sandbox_master,
+                        "MASTER_WS": f"ws://127.0.0.1:{sandbox_port}/ws",
+                        "OPENAGENT_K8S_SANDBOX": "1",
+                        "KUBECONFIG": str(write_kubeconfig(kubelet_dir / "kubeconfig", cluster.url, SANDBOX_NS)),
+                        "OPENAGENT_K8S_NAMESPACE": SANDBOX_NS,
+                        "OPENAGENT_K8S_MASTER_WS": f"ws://127.0.0.1:{sandbox_port}/ws",
+                        "OPENAGENT_K8S_API_TIMEOUT": "10",
+                    },
+                    stdout=sandbox_log.open("wb"),
+                    stderr=subprocess.STDOUT,
+                )
+            )
+            wait_http(f"{sandbox_master}/health", children[-1], sandbox_log, timeout=90)
+        wait_http(f"{master}/health", children[0], master_log)
         agent_log = logs / "demo-invocation-agent.log"
         children.append(
             subprocess.Popen(
@@ -283,7 +486,8 @@ def main() -> int:
             )
         )
         wait_registered(master, children[-1], rag_log, RAG_AGENTS)
-        print(json.dumps({"ui": f"{master}/ui/", "master": master, "api_key": API_KEY}), flush=True)  # noqa: T201
+        stack = {"ui": f"{master}/ui/", "master": master, "api_key": API_KEY, "sandbox_master": sandbox_master}
+        print(json.dumps(stack), flush=True)  # noqa: T201
         # Run until the parent closes our stdin (or kills us), or a child dies.
         closed = threading.Event()
 

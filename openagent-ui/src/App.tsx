@@ -7,6 +7,7 @@ import { Details } from "./components/Details";
 import { Header } from "./components/Header";
 import { Notices } from "./components/Notices";
 import { Restore } from "./components/Restore";
+import { SandboxLogs } from "./components/SandboxLogs";
 import { Sidebar } from "./components/Sidebar";
 import { useAppStoreApi } from "./store/context";
 
@@ -51,6 +52,7 @@ export function App() {
         <Chat />
         <Builder />
         <Restore />
+        <SandboxLogs />
       </div>
     </ReactFlowProvider>
   );

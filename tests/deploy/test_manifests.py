@@ -19,6 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from master.drain import ANSWER_GRACE_SECONDS
 from master.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -277,6 +278,54 @@ def test_master_probes_liveness_and_readiness_and_gets_both_secrets() -> None:
     assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
     secret_env = {var["name"] for var in container["env"] if "secretKeyRef" in var.get("valueFrom", {})}
     assert secret_env == {"OPENAI_API_KEY", "OPENAGENT_API_KEY"}
+
+
+def test_master_runs_two_replicas_in_cluster_mode() -> None:
+    """Two masters on one Redis share their agents (OPENAGENT_CLUSTER=1, docs/scale-out.md), and a
+    rollout starts a new master before it stops an old one."""
+    deployment = _one("Deployment", "openagent-master")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    values = {var["name"]: var["value"] for var in container["env"] if "value" in var}
+    assert values["OPENAGENT_CLUSTER"] == "1"
+    unknown = {name for name in values if name.lower() not in Settings.model_fields}
+    assert not unknown
+    assert Settings.model_validate({name.lower(): value for name, value in values.items()}).openagent_cluster
+
+
+def test_master_pods_get_the_time_to_drain() -> None:
+    """SIGTERM drains (master/drain.py): the grace period covers the preStop pause, the drain
+    deadline, the answer grace and uvicorn's HTTP grace, so Kubernetes never kills a drain."""
+    pod = _one("Deployment", "openagent-master")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    values = {var["name"]: var["value"] for var in container["env"] if "value" in var}
+    drain = float(
+        values.get("OPENAGENT_DRAIN_SECONDS", Settings.model_fields["openagent_drain_seconds"].default)
+    )
+    pre_stop = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert pre_stop[0] == "sleep"
+    needed = float(pre_stop[1]) + drain + 2 * ANSWER_GRACE_SECONDS
+    assert pod["terminationGracePeriodSeconds"] > needed
+    # /health answers while the master drains: liveness must not kill it meanwhile.
+    assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+
+
+def test_a_disruption_budget_keeps_one_master_up() -> None:
+    deployment = _one("Deployment", "openagent-master")
+    budgets = [
+        b
+        for b in _objects("PodDisruptionBudget")
+        if _selector_matches(b["spec"]["selector"], deployment["spec"]["template"]["metadata"]["labels"])
+    ]
+    assert len(budgets) == 1
+    spec = budgets[0]["spec"]
+    assert spec["minAvailable"] == 1 and "maxUnavailable" not in spec
+    assert spec["minAvailable"] < deployment["spec"]["replicas"]  # a node drain can still proceed
+    # The budget covers no other workload.
+    for other in _objects("Deployment"):
+        if other is not deployment:
+            assert not _selector_matches(spec["selector"], other["spec"]["template"]["metadata"]["labels"])
 
 
 def test_weather_agent_runs_the_sample_module() -> None:

@@ -193,11 +193,23 @@ async def test_start_retries_until_the_master_comes_up() -> None:
         master_base_url=f"http://127.0.0.1:{port}",
         api_key="",
     )
+    # Until the master comes up, the port answers by closing every connection: the agent must
+    # keep trying (two attempts seen) without giving up.
+    attempts = asyncio.Queue[None]()
+
+    async def refuse(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        attempts.put_nowait(None)
+        writer.close()
+
+    down = await asyncio.start_server(refuse, "127.0.0.1", port)
     starting = asyncio.create_task(agent.start())
     fake = HttpMaster(port)
     try:
-        await asyncio.sleep(0.3)
+        for _ in range(2):
+            await next_item(attempts)
         assert not starting.done()  # the master is down: still retrying
+        down.close()
+        await down.wait_closed()
         await fake.start()
         async with asyncio.timeout(WAIT):
             await starting
@@ -396,7 +408,7 @@ async def test_callback_4xx_is_dropped_with_a_warning(
     async with agent_with(http_master, echo) as agent:
         await post(agent, "/tools/echo", json=call_body(http_master, "c1"))
         await eventually(lambda: any("dropping it" in r.getMessage() for r in caplog.records))
-        await asyncio.sleep(0.3)  # longer than the first retry delay: no retry comes
+        await eventually(lambda: not agent._calls)  # the call's task has ended: no retry can follow
     assert http_master.callback_attempts == 1
     record = next(r for r in caplog.records if "dropping it" in r.getMessage())
     assert record.levelno == logging.WARNING and "HTTP 410: not now" in record.getMessage()

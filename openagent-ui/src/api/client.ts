@@ -5,6 +5,7 @@
  */
 import type { AgentRow, DiscoveredRow } from "../lib/agents";
 import { discoveryProblems, type DiscoveryProblem, type GeneratorModels, type RestoreOutcome, type Saved } from "../lib/builder";
+import type { SandboxLogs } from "../lib/sandbox";
 import { SseParser } from "../lib/sse";
 import type { InvocationRegistration, QueryRequest, QueryResponse } from "./types";
 
@@ -130,6 +131,10 @@ export interface ApiClient {
   sandboxStatus(): Promise<{ enabled: boolean; [key: string]: unknown } | null>;
   /** `POST /internal/sandbox-agent/start` (sandbox issue). */
   sandboxStart(body: { agent_id: string; module?: string; placement?: string }): Promise<Record<string, unknown>>;
+  /** `POST /internal/sandbox-agent/stop`: tear down the agent's Pod and ConfigMap, or its pool placement. */
+  sandboxStop(agentId: string): Promise<Record<string, unknown>>;
+  /** `GET /internal/sandbox-agent/logs`: the agent container's (or pool runner's) log tail. */
+  sandboxLogs(agentId: string, tailLines?: number): Promise<SandboxLogs>;
 }
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
@@ -218,6 +223,14 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
       (await json<{ agents?: YamlAgentOutcome[] }>("POST", "/internal/yaml-agents/start", { yaml })).agents ?? [],
     sandboxStatus: () => optional("/internal/sandbox/status"),
     sandboxStart: (body) => json("POST", "/internal/sandbox-agent/start", body),
+    sandboxStop: (agentId) => json("POST", "/internal/sandbox-agent/stop", { agent_id: agentId }),
+    sandboxLogs: async (agentId, tailLines = 200) => {
+      const answer = await json<SandboxLogs>(
+        "GET",
+        `/internal/sandbox-agent/logs?agent_id=${encodeURIComponent(agentId)}&tail_lines=${tailLines}`,
+      );
+      return { ...answer, lines: answer.lines ?? [] };
+    },
     async query(body, handlers, signal) {
       const response = await send("POST", "/query", { ...body, stream: true }, signal);
       const type = response.headers.get("content-type") ?? "";

@@ -507,7 +507,7 @@ export interface paths {
         };
         /**
          * Ready
-         * @description The master can serve queries: Redis answers (readiness).
+         * @description The master can serve queries: Redis answers, and it is not stopping (readiness).
          */
         get: operations["ready_ready_get"];
         put?: never;
@@ -1054,7 +1054,7 @@ export interface components {
         };
         /**
          * Readiness
-         * @description ``ready``, or ``unavailable`` with the failing dependency and why.
+         * @description ``ready``; ``unavailable`` with the failing dependency and why; or ``draining`` (stopping).
          */
         Readiness: {
             /** Detail */
@@ -1068,7 +1068,7 @@ export interface components {
              * Status
              * @enum {string}
              */
-            status: "ready" | "unavailable";
+            status: "ready" | "unavailable" | "draining";
         };
         /** RestoreBody */
         RestoreBody: {
@@ -2468,7 +2468,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueryResponse"];
                 };
             };
-            /** @description No LLM configured, or Redis unavailable */
+            /** @description No LLM configured, Redis unavailable, or the master is stopping (draining, with Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2570,7 +2570,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description A dependency (Redis) does not answer */
+            /** @description A dependency (Redis) does not answer, or the master is stopping (draining) */
             503: {
                 headers: {
                     [name: string]: unknown;

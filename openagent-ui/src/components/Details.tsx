@@ -1,6 +1,7 @@
 import { useShallow } from "zustand/react/shallow";
 import { hasLink, isAgentNode } from "../lib/graph";
 import { useAppStore } from "../store/context";
+import { SandboxBadge } from "./SandboxBadge";
 
 function short(value: unknown): string {
   const text = typeof value === "string" ? value : JSON.stringify(value);
@@ -13,7 +14,7 @@ export function Details() {
     const node = s.nodes.find((n) => n.selected && isAgentNode(n));
     return node && isAgentNode(node) ? node.data.agentId : null;
   });
-  const { entry, linked, note, logs, link, unlink, startInMaster, connected } = useAppStore(
+  const { entry, linked, note, logs, link, unlink, startInMaster, connected, openLogs, stopDeployment } = useAppStore(
     useShallow((s) => ({
       entry: agentId ? s.catalogById[agentId] : undefined,
       linked: agentId ? hasLink(s.edges, agentId) : false,
@@ -23,6 +24,8 @@ export function Details() {
       unlink: s.unlink,
       startInMaster: s.startInMaster,
       connected: s.connection === "connected",
+      openLogs: s.openSandboxLogs,
+      stopDeployment: s.stopDeployment,
     })),
   );
   if (!agentId) {
@@ -53,6 +56,22 @@ export function Details() {
           <>
             <dt>Module</dt>
             <dd>{entry.module}</dd>
+          </>
+        ) : null}
+        {entry?.sandbox ? (
+          <>
+            <dt>Sandbox</dt>
+            <dd>
+              <SandboxBadge agentId={agentId} field={entry.sandbox} />
+              {entry.sandbox.pod ? <div className="hint">Pod {entry.sandbox.pod}{entry.sandbox.namespace ? ` in ${entry.sandbox.namespace}` : ""}</div> : null}
+              {entry.sandbox.error ? <div className="node-error">{entry.sandbox.error}</div> : null}
+              <button type="button" className="small" onClick={() => void openLogs(agentId)}>
+                Show logs
+              </button>{" "}
+              <button type="button" className="small" onClick={() => void stopDeployment(agentId)}>
+                Stop deployment
+              </button>
+            </dd>
           </>
         ) : null}
       </dl>

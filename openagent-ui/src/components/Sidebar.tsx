@@ -2,8 +2,10 @@ import { memo, type DragEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
 import { filterCatalog, type CatalogEntry } from "../lib/agents";
 import { agentNodeId } from "../lib/graph";
+import { deployAction } from "../lib/sandbox";
 import { useAppStore } from "../store/context";
 import { DRAG_TYPE } from "./Canvas";
+import { SandboxBadge } from "./SandboxBadge";
 import { useFitSoon } from "./useFitSoon";
 
 const SOURCE_LABEL: Record<CatalogEntry["source"], string> = {
@@ -13,7 +15,49 @@ const SOURCE_LABEL: Record<CatalogEntry["source"], string> = {
   workspace: "from workspace",
 };
 
-const Row = memo(function Row({ entry, onCanvas }: { entry: CatalogEntry; onCanvas: boolean }) {
+/** Deploy (or redeploy) a WebSocket agent's module to the sandbox, and stop a deployed one. */
+function SandboxActions({ entry }: { entry: CatalogEntry }) {
+  const { deploy, stop, busy } = useAppStore(
+    useShallow((s) => ({
+      deploy: s.deploy,
+      stop: s.stopDeployment,
+      busy: ["deploying", "stopping"].includes(s.linkNotes[entry.agentId]?.kind ?? ""),
+    })),
+  );
+  const action = deployAction(entry);
+  if (!action && !entry.sandbox) return null;
+  return (
+    <div className="agent-row-sandbox">
+      {entry.sandbox ? <SandboxBadge agentId={entry.agentId} field={entry.sandbox} /> : null}
+      {action ? (
+        <button
+          type="button"
+          className="small"
+          disabled={busy}
+          onClick={() => void deploy(entry.agentId)}
+          aria-label={`${action.label} ${entry.label}`}
+          title={`POST /internal/sandbox-agent/start: ${action.module} in a Pod of its own${entry.sandbox ? " (replaces the deployed one)" : ""}`}
+        >
+          {action.label}
+        </button>
+      ) : null}
+      {entry.sandbox ? (
+        <button
+          type="button"
+          className="small"
+          disabled={busy}
+          onClick={() => void stop(entry.agentId)}
+          aria-label={`Stop ${entry.label}`}
+          title="POST /internal/sandbox-agent/stop: remove its Pod and ConfigMap"
+        >
+          Stop
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+const Row = memo(function Row({ entry, onCanvas, sandbox }: { entry: CatalogEntry; onCanvas: boolean; sandbox: boolean }) {
   const addAgent = useAppStore((s) => s.addAgent);
   const fitSoon = useFitSoon();
   const onDragStart = (event: DragEvent) => {
@@ -27,10 +71,12 @@ const Row = memo(function Row({ entry, onCanvas }: { entry: CatalogEntry; onCanv
         <span className={`status status-${entry.status}`}>{entry.status === "online" ? "connected" : entry.status}</span>
       </div>
       <div className="agent-row-meta">
-        {entry.transport === "invocation" ? "HTTP" : "WebSocket"} · {SOURCE_LABEL[entry.source]}
+        {entry.transport === "invocation" ? "HTTP" : "WebSocket"} ·{" "}
+        {entry.sandbox && entry.status === "offline" ? "deployed, not connected" : SOURCE_LABEL[entry.source]}
         {entry.tools.length ? ` · ${entry.tools.map((t) => t.name).join(", ")}` : ""}
       </div>
       {entry.discoverError ? <div className="node-error">{entry.discoverError}</div> : null}
+      {sandbox ? <SandboxActions entry={entry} /> : null}
       <button type="button" className="small" onClick={() => {
           addAgent(entry.agentId);
           fitSoon();
@@ -42,7 +88,7 @@ const Row = memo(function Row({ entry, onCanvas }: { entry: CatalogEntry; onCanv
 });
 
 export function Sidebar() {
-  const { catalog, search, setSearch, nodeIds, connection, discoveryAvailable, problems } = useAppStore(
+  const { catalog, search, setSearch, nodeIds, connection, discoveryAvailable, problems, sandbox } = useAppStore(
     useShallow((s) => ({
       problems: s.discoveryErrors,
       catalog: s.catalog,
@@ -51,6 +97,7 @@ export function Sidebar() {
       nodeIds: s.nodes.map((n) => n.id).join("\n"),
       connection: s.connection,
       discoveryAvailable: s.discoveryAvailable,
+      sandbox: s.sandboxEnabled && s.connection === "connected",
     })),
   );
   const rows = filterCatalog(catalog, search);
@@ -68,7 +115,7 @@ export function Sidebar() {
       <p className="hint">Drag an agent onto the canvas, then link it to the orchestrator.</p>
       <ul className="agent-list" aria-label="Agent list">
         {rows.map((entry) => (
-          <Row key={entry.agentId} entry={entry} onCanvas={onCanvas.has(agentNodeId(entry.agentId))} />
+          <Row key={entry.agentId} entry={entry} onCanvas={onCanvas.has(agentNodeId(entry.agentId))} sandbox={sandbox} />
         ))}
       </ul>
       {problems.length ? (

@@ -4,6 +4,8 @@
  * connecting, and agents that came from an imported workspace. Pure functions only.
  */
 
+import { sandboxFieldOf, type SandboxField } from "./sandbox";
+
 export type Transport = "websocket" | "invocation";
 /** `online`: a connected WebSocket agent; UP/DOWN/UNKNOWN: an HTTP agent's last health check; `offline`: known but not running. */
 export type AgentStatus = "online" | "UP" | "DOWN" | "UNKNOWN" | "offline";
@@ -27,6 +29,8 @@ export interface AgentRow {
   connected_at?: number;
   metadata?: Record<string, unknown>;
   tools?: ToolInfo[];
+  /** With the sandbox on: where it is deployed and its Pod's status (`null`: not deployed by it). */
+  sandbox?: SandboxField | null;
 }
 
 /** A row of `GET /agents/discover` (builder issue): code on the master that can be started. */
@@ -59,6 +63,8 @@ export interface CatalogEntry {
   metadata?: Record<string, unknown>;
   /** Discovery could not analyse the agent's file. */
   discoverError?: string;
+  /** Deployed by the Kubernetes sandbox: its Pod's status (`GET /agents`' `sandbox` field). */
+  sandbox?: SandboxField;
 }
 
 /** Always listed after connecting, even when `GET /agents` is empty (spec, Web UI). */
@@ -92,6 +98,7 @@ export const RAG_ROWS: readonly CatalogEntry[] = [
 
 function liveStatus(row: AgentRow): AgentStatus {
   if (row.connection_type === "websocket") return "online";
+  if (row.connection_type === "sandbox") return "offline"; // deployed, not (yet) connected
   if (row.status === "UP" || row.status === "DOWN" || row.status === "UNKNOWN") return row.status;
   return "UNKNOWN";
 }
@@ -110,6 +117,8 @@ export function fromAgentRow(row: AgentRow): CatalogEntry {
     metadata: row.metadata ?? {},
   };
   if (row.invocation_base_url) entry.invocationBaseUrl = row.invocation_base_url;
+  const sandbox = sandboxFieldOf(row.sandbox);
+  if (sandbox) entry.sandbox = sandbox;
   return entry;
 }
 

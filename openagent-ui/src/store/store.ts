@@ -61,6 +61,7 @@ import {
   type Saved,
 } from "../lib/builder";
 import { emptyHistory, record, redo, undo, type History } from "../lib/history";
+import { deployableModule, startBody } from "../lib/sandbox";
 import {
   canvasToWorkspace,
   exportWorkspace,
@@ -101,7 +102,7 @@ export interface CallLogEntry {
 }
 
 export interface LinkNote {
-  kind: "registered" | "start" | "starting" | "started" | "deploying" | "deployed" | "error";
+  kind: "registered" | "start" | "starting" | "started" | "deploying" | "deployed" | "stopping" | "stopped" | "error";
   text: string;
 }
 
@@ -133,6 +134,19 @@ export interface RestoreState {
   outcomes: RestoreOutcome[];
   error: string | null;
 }
+
+/** The sandbox log dialog: `GET /internal/sandbox-agent/logs` of one agent. */
+export interface SandboxLogsState {
+  open: boolean;
+  agentId: string | null;
+  phase: "idle" | "loading" | "done" | "error";
+  lines: string[];
+  podName: string | null;
+  /** The master's message when the request failed (403 sandbox off, 503 no cluster, 404 not deployed). */
+  error: string | null;
+}
+
+export const LOG_TAIL_LINES = 200;
 
 export interface AppState {
   baseUrl: string;
@@ -182,6 +196,7 @@ export interface AppState {
 
   builder: BuilderState;
   restore: RestoreState;
+  sandboxLogs: SandboxLogsState;
 
   notices: Notice[];
 
@@ -200,6 +215,16 @@ export interface AppState {
   unlink(agentId: string): void;
   /** Run a discovered WebSocket agent inside the master (`POST /internal/yaml-agents/start`). */
   startInMaster(agentId: string): Promise<void>;
+  /**
+   * Deploy a WebSocket agent's module to the Kubernetes sandbox (`POST /internal/sandbox-agent/start`,
+   * placement `new_pod`): the sidebar's "Deploy", and what linking a stopped agent does with the sandbox on.
+   */
+  deploy(agentId: string): Promise<boolean>;
+  /** `POST /internal/sandbox-agent/stop`: tear down the agent's sandbox deployment. */
+  stopDeployment(agentId: string): Promise<void>;
+  /** Open the log dialog and load the agent's sandbox log tail. */
+  openSandboxLogs(agentId: string): Promise<void>;
+  closeSandboxLogs(): void;
   deleteSelected(): void;
   undo(): void;
   redo(): void;
@@ -487,6 +512,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
 
       builder: initialBuilder,
       restore: { open: false, phase: "idle", outcomes: [], error: null },
+      sandboxLogs: { open: false, agentId: null, phase: "idle", lines: [], podName: null, error: null },
 
       notices: [],
 
@@ -665,18 +691,75 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
           return;
         }
         if (isRunning(entry.status)) return;
-        if (get().sandboxEnabled && api) {
-          // Sandbox hook (sandbox issue): deploy the agent's module instead of asking the user to run it.
-          note({ kind: "deploying", text: "Deploying to the sandbox…" });
-          try {
-            await api.sandboxStart({ agent_id: agentId, ...(entry.module ? { module: entry.module } : {}), placement: "new_pod" });
-            note({ kind: "deployed", text: "Deployed to the sandbox; waiting for it to connect" });
-          } catch (error) {
-            note({ kind: "error", text: error instanceof Error ? error.message : String(error) });
-          }
+        if (get().sandboxEnabled && api && deployableModule(entry)) {
+          // With the sandbox on, linking a stopped agent deploys it: the same path as the sidebar's Deploy.
+          // One already deployed (its Pod starting or failing) is left alone: Deploy replaces it on purpose.
+          if (entry.sandbox) note({ kind: "deployed", text: "Deployed to the sandbox; waiting for it to connect" });
+          else await get().deploy(agentId);
           return;
         }
         note({ kind: "start", text: startCommand(entry, wsUrlOf(get().baseUrl)) });
+      },
+
+      async deploy(agentId) {
+        const api = get().api;
+        const entry = get().catalogById[agentId];
+        const note = (value: LinkNote) => set({ linkNotes: { ...get().linkNotes, [agentId]: value } });
+        if (!api || !entry) return false;
+        const module = deployableModule(entry);
+        if (!module) {
+          note({ kind: "error", text: "Cannot deploy: no agents/ or system_agents/ module known for this WebSocket agent" });
+          return false;
+        }
+        note({ kind: "deploying", text: "Deploying to the sandbox…" });
+        try {
+          const answer = await api.sandboxStart(startBody(agentId, module));
+          const pod = typeof answer.pod_name === "string" ? ` (Pod ${answer.pod_name})` : "";
+          note({ kind: "deployed", text: `Deployed to the sandbox${pod}; waiting for it to connect` });
+          await get().refresh();
+          return true;
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          note({ kind: "error", text: message });
+          get().notify("error", `Deploying ${agentId} failed: ${message}`);
+          return false;
+        }
+      },
+
+      async stopDeployment(agentId) {
+        const api = get().api;
+        const note = (value: LinkNote) => set({ linkNotes: { ...get().linkNotes, [agentId]: value } });
+        if (!api) return;
+        note({ kind: "stopping", text: "Stopping its sandbox deployment…" });
+        try {
+          await api.sandboxStop(agentId);
+          note({ kind: "stopped", text: "Stopped: its sandbox Pod was removed" });
+          await get().refresh();
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          note({ kind: "error", text: message });
+          get().notify("error", `Stopping ${agentId} failed: ${message}`);
+        }
+      },
+
+      async openSandboxLogs(agentId) {
+        const api = get().api;
+        set({ sandboxLogs: { open: true, agentId, phase: "loading", lines: [], podName: null, error: null } });
+        if (!api) {
+          set({ sandboxLogs: { ...get().sandboxLogs, phase: "error", error: "Not connected: connect to a master first" } });
+          return;
+        }
+        try {
+          const logs = await api.sandboxLogs(agentId, LOG_TAIL_LINES);
+          if (get().sandboxLogs.agentId !== agentId) return;
+          set({ sandboxLogs: { open: get().sandboxLogs.open, agentId, phase: "done", lines: logs.lines, podName: logs.pod_name ?? null, error: null } });
+        } catch (error) {
+          if (get().sandboxLogs.agentId !== agentId) return;
+          set({ sandboxLogs: { ...get().sandboxLogs, phase: "error", error: failureOf(error).message } });
+        }
+      },
+      closeSandboxLogs() {
+        set({ sandboxLogs: { ...get().sandboxLogs, open: false } });
       },
 
       async startInMaster(agentId) {

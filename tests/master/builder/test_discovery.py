@@ -27,6 +27,9 @@ def make_root(tmp_path: Path) -> Path:
     (tmp_path / "agents" / "helpers.py").write_text("def helper():\n    return 1\n")
     (tmp_path / "agents" / "toucher.py").write_text(TOUCHING)
     (tmp_path / "agents" / "notes.txt").write_text("not python")
+    (tmp_path / "system_agents" / "stack.py").write_text(
+        "# openagent: launcher\nfrom system_agents import converter\n"
+    )
     return tmp_path
 
 
@@ -47,6 +50,7 @@ def test_discovery_lists_system_agents_first_and_dedupes_by_agent_id(tmp_path: P
     assert errors["agents/broken.py"].startswith("line 2:")
     assert "no agent defined" in errors["agents/helpers.py"]
     assert "system_agents/__init__.py" not in errors
+    assert "system_agents/stack.py" not in errors  # a launcher: skipped, not an error
 
 
 def test_discovery_never_imports_a_module(tmp_path: Path) -> None:
@@ -74,3 +78,8 @@ def test_changed_files_are_re_read_and_removed_ones_dropped(tmp_path: Path) -> N
     (root / "agents" / "helpers.py").write_text(UNIT_CONVERTER.replace("unit-converter", "helper-agent"))
     ids = {agent.agent_id for agent in discovery.discover().agents}
     assert ids == {"unit-converter", "helper-agent"}
+
+
+def test_the_repository_s_system_agents_list_no_errors() -> None:
+    found = AgentDiscovery(Path(__file__).resolve().parents[3]).discover()
+    assert [error for error in found.errors if error.file.startswith("system_agents/")] == []

@@ -4,6 +4,7 @@ import { useShallow } from "zustand/react/shallow";
 import type { AgentNode } from "../../lib/graph";
 import { hasLink } from "../../lib/graph";
 import { useAppStore } from "../../store/context";
+import { SandboxBadge } from "../SandboxBadge";
 import { useGlow } from "./useGlow";
 
 function since(epochSeconds: number | null | undefined): string | null {
@@ -14,14 +15,15 @@ function since(epochSeconds: number | null | undefined): string | null {
 
 export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps<AgentNode>) {
   const { key, ...glow } = useGlow(id);
-  const { entry, linked } = useAppStore(
-    useShallow((s) => ({ entry: s.catalogById[data.agentId], linked: hasLink(s.edges, data.agentId) })),
+  const { entry, linked, openLogs } = useAppStore(
+    useShallow((s) => ({ entry: s.catalogById[data.agentId], linked: hasLink(s.edges, data.agentId), openLogs: s.openSandboxLogs })),
   );
+  const sandbox = entry?.sandbox;
   const status = entry?.status ?? "offline";
   const lastCheck = since(entry?.lastCheck);
   return (
     <div className={`node node-agent${linked ? " linked" : ""}`} key={key} {...glow}>
-      <Handle type="source" position={Position.Left} aria-label={`Link ${data.agentId}`} />
+      <Handle type="source" position={Position.Left} title={`Link ${data.agentId}`} />
       <div className="node-title">{entry?.label ?? data.agentId}</div>
       <div className="node-meta">
         <span className={`status status-${status}`}>{status === "online" ? "connected" : status}</span>{" "}
@@ -29,6 +31,25 @@ export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps
         {lastCheck ? ` · checked ${lastCheck}` : ""}
       </div>
       {entry?.lastError && status === "DOWN" ? <div className="node-error">{entry.lastError}</div> : null}
+      {sandbox ? (
+        <div className="node-sandbox">
+          <SandboxBadge agentId={data.agentId} field={sandbox} />
+          <button
+            type="button"
+            className="small nodrag"
+            onClick={() => void openLogs(data.agentId)}
+            aria-label={`Logs of ${data.agentId}`}
+            title="GET /internal/sandbox-agent/logs: the agent container's log tail"
+          >
+            Logs
+          </button>
+        </div>
+      ) : null}
+      {sandbox?.log_tail?.length ? (
+        <pre className="node-log-tail" aria-label={`Log tail of ${data.agentId}`}>
+          {sandbox.log_tail.slice(-2).join("\n")}
+        </pre>
+      ) : null}
       <ul className="node-tools" aria-label={`Tools of ${data.agentId}`}>
         {(entry?.tools ?? []).slice(0, 4).map((tool) => (
           <li key={tool.name}>{tool.name}</li>
