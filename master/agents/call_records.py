@@ -22,6 +22,7 @@ A second delivery of the same callback then finds ``recorded`` or ``stored`` and
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import time
@@ -121,13 +122,6 @@ class CallRecords:
         except RedisError as exc:
             logger.warning("could not record call %s in Redis (it will not survive a restart): %s", call_id, exc)
 
-    async def discard(self, call_id: str) -> None:
-        """Forget the record of a call the agent refused or never received (best effort)."""
-        try:
-            await self._redis.delete(call_record_key(call_id))
-        except RedisError as exc:
-            logger.debug("could not delete the record of call %s: %s", call_id, exc)
-
     async def holder(self, call_id: str) -> str | None:
         """The master that made the call, while its record lives (``None`` on a Redis failure too)."""
         try:
@@ -149,7 +143,7 @@ class CallRecords:
             record = cast(dict[str, str], await self._redis.hgetall(key))
         except RedisError as exc:
             raise SessionStoreUnavailable(f"call store unavailable (Redis): {exc}") from exc
-        if not record or record.get("token") != digest:
+        if not record or not hmac.compare_digest(record.get("token", ""), digest):
             return Delivery("unknown")
         session_id = record.get("session") or None
         state = record.get("state")
