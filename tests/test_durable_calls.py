@@ -23,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from master.redis_client import create_redis
+from master.redis_keys import call_record_key
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
 from tests.factories import MasterProcess, serve_app
@@ -184,6 +186,12 @@ async def test_a_call_that_outlives_the_drain_deadline_is_recorded_after_the_res
             error = json.loads(llm.requests[-1]["messages"][-1]["content"])["error"]
             assert "drain deadline" in error and "will be recorded in the session" in error, error
             await asyncio.to_thread(first.process.wait, 60)
+            first_log = first.log()
+        redis = create_redis(first.env["REDIS_URL"])
+        try:  # the query stored its error turn; the call's record stays pending for the callback
+            assert await redis.hget(call_record_key(call["call_id"]), "state") == "pending", first_log
+        finally:
+            await redis.aclose()
         async with MasterProcess(env, port=first.port) as restarted:
             answer = await post_callback(http, restarted.base_url, call)
             assert answer.status_code == 200, answer.text
