@@ -30,6 +30,7 @@ from master.agents.registry import Registry
 from master.attachments import AttachmentStore, RagLink
 from master.auth import EarlyAuthMiddleware
 from master.builder.service import AgentBuilder
+from master.cluster.collaboration import ClusterCollaborations
 from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
@@ -301,9 +302,23 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         )
         router = ClusterRouter(redis, cluster, dispatcher, registry) if cluster is not None else None
         app.state.services.cluster_router = router
+        cluster_collab = (
+            ClusterCollaborations(
+                collab,
+                registry,
+                cluster,
+                router,
+                redis,
+                lease_seconds=settings.openagent_master_lease_seconds,
+            )
+            if cluster is not None and router is not None
+            else None
+        )
         if cluster is not None and router is not None:
             await cluster.start()
             await router.start()
+        if cluster_collab is not None:
+            cluster_collab.start()
         _live_metrics(metrics, registry, invocation, dispatcher, collab)
         await _load_invocation_agents(invocation)
         health_loop = (
@@ -328,6 +343,8 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             if health_loop is not None:
                 health_loop.cancel()
                 await asyncio.gather(health_loop, return_exceptions=True)
+            if cluster_collab is not None:
+                await cluster_collab.aclose()
             if router is not None:
                 await router.aclose()
             if cluster is not None:

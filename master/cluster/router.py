@@ -7,6 +7,9 @@ inbox ``cluster:inbox:{master_id}``; the owner runs the call on its WebSocket ag
 saw: entries added while it was disconnected from Redis wait for it (plain pub/sub would drop
 them), and a quiet inbox never trips a read timeout (no reconnect storms).
 
+Other modules add message kinds through :attr:`ClusterRouter.handlers` (the collaborations
+across masters: :mod:`master.cluster.collaboration`).
+
 A call whose owner's lease expires (the master was killed) fails within a heartbeat or two
 (``AgentDisconnected``), not after ``TOOL_CALL_TIMEOUT``.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import Any, cast, get_args
 
 import redis.asyncio as aioredis
@@ -34,6 +38,7 @@ from master.errors import (
     ToolFailed,
     ToolTimeout,
 )
+from master.observability import tracing
 from master.redis_keys import master_inbox_key, master_lease_key
 from protocol import ToolProgress, ToolResult
 
@@ -76,6 +81,8 @@ class ClusterRouter:
         """Callbacks this master forwarded, by call id: the holder's answer (its outcome)."""
         self._serving: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
+        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
+        """Handlers of further message kinds, by ``kind`` (the cluster's collaborations add theirs)."""
 
     async def start(self) -> None:
         self._dispatcher.remote_sender = self.send_call
@@ -211,6 +218,11 @@ class ClusterRouter:
         except RedisError as exc:
             raise AgentUnavailable(f"cannot reach master {master_id!r} through Redis: {exc}") from exc
 
+    async def post(self, master_id: str, message: dict[str, Any]) -> None:
+        """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox; raises
+        :class:`AgentUnavailable` when Redis does not take it."""
+        await self._post(master_id, message)
+
     async def _read_forever(self) -> None:
         last = "0"
         while True:
@@ -233,7 +245,10 @@ class ClusterRouter:
 
     def _handle(self, message: dict[str, Any]) -> None:
         kind = message.get("kind")
-        if kind == "call":
+        handler = self.handlers.get(str(kind))
+        if handler is not None:
+            handler(message)
+        elif kind == "call":
             task = asyncio.create_task(self._serve(message), name=f"cluster-call-{message['call_id']}")
             self._serving.add(task)
             task.add_done_callback(self._serving.discard)
@@ -320,13 +335,19 @@ class ClusterRouter:
                 raise AgentUnavailable(
                     f"agent {message['agent_id']!r} is not connected to master {self._directory.master_id!r}"
                 )
-            reply["result"] = await self._dispatcher.call(
-                agent,
-                str(message["tool_name"]),
-                dict(message.get("arguments") or {}),
-                wait_seconds=float(message["timeout"]),
-                on_progress=forward_progress,
-            )
+            # The caller's tool-call span is the parent: the agent's span joins the caller's query trace.
+            with tracing.continued(
+                message.get("traceparent"),
+                f"remote tool {agent.agent_id}.{message['tool_name']}",
+                {"openagent.call_id": str(message["call_id"]), "openagent.origin_master": origin},
+            ):
+                reply["result"] = await self._dispatcher.call(
+                    agent,
+                    str(message["tool_name"]),
+                    dict(message.get("arguments") or {}),
+                    wait_seconds=float(message["timeout"]),
+                    on_progress=forward_progress,
+                )
             reply["success"] = True
         except ToolCallError as exc:
             reply.update(success=False, error=str(exc), error_kind=_kind(exc))

@@ -22,6 +22,12 @@ When the master ends it, every peer gets ``collaboration_end`` with that ``reaso
 Membership is per connection: relays go to the connection that was introduced, and
 when that connection goes away (or is replaced) the session ends. Each session's
 frames are handled under its own lock, so the Redis entries are in relay order.
+
+With several masters (``OPENAGENT_CLUSTER=1``), :attr:`CollaborationManager.cluster` lets a
+session include agents held by other masters: the master that starts a session owns it (rules,
+limits, timeout, records), its remote members are proxies whose frames travel through the
+holders' inboxes, and a holder only relays frames between the owner and its own connection
+(:mod:`master.cluster.collaboration`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import logging
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -49,6 +55,9 @@ from master.conversation.store import SessionStore
 from master.errors import SessionStoreUnavailable
 from master.settings import Settings
 from protocol import CollaborationEnd, PeerMessage
+
+if TYPE_CHECKING:
+    from master.cluster.collaboration import ClusterCollaborations
 
 logger = logging.getLogger("master.collaboration")
 
@@ -88,6 +97,8 @@ class CollaborationManager:
         self._ended: OrderedDict[str, _Ended] = OrderedDict()
         self.ended_by_reason: Counter[str] = Counter()
         """Collaborations ended since start, by reason (``GET /metrics``)."""
+        self.cluster: ClusterCollaborations | None = None
+        """Set when this master is one of several: agents of other masters may take part."""
 
     @classmethod
     def from_settings(
@@ -110,7 +121,13 @@ class CollaborationManager:
         if not self.enabled:
             return []
         ids = dict.fromkeys(agent_ids)
-        return [agent_id for agent_id in ids if supports_collaboration(self._registry.get(agent_id))]
+        cluster = self.cluster
+        return [
+            agent_id
+            for agent_id in ids
+            if supports_collaboration(self._registry.get(agent_id))
+            or (cluster is not None and cluster.supports(agent_id))
+        ]
 
     async def run(
         self,
@@ -131,7 +148,13 @@ class CollaborationManager:
                 an agent that is not connected or does not support collaboration.
             SessionStoreUnavailable: Redis did not take the new session (nothing was sent).
         """
-        members = check_agents(self._registry, agent_ids, task, enabled=self.enabled)
+        members = check_agents(
+            self._registry,
+            agent_ids,
+            task,
+            enabled=self.enabled,
+            remote=None if self.cluster is None else self.cluster.member,
+        )
         session = CollabSession.new(
             str(uuid.uuid4()), parent_session_id, task, dict(context or {}), members, self.limits
         )
@@ -193,6 +216,9 @@ class CollaborationManager:
     async def on_peer_message(self, agent: LiveAgent, message: PeerMessage) -> Refusal | None:
         """Record and relay a ``peer_message``; a :class:`Refusal` when it is not relayed."""
         session = self._active.get(message.session_id)
+        if session is None and self.enabled and self.cluster is not None:
+            if self.cluster.relays(message.session_id, agent):  # owned by another master
+                return await self.cluster.forward(agent, message)
         if not self.enabled or session is None:
             return self._gone(message.session_id)
         refusal = check_sender(agent, session) or check_recipient(agent, message.to_agent, session)
@@ -224,6 +250,9 @@ class CollaborationManager:
         if self.enabled and ended is not None and agent.agent_id in ended.agent_ids:
             return None  # two peers ended at once: the first one won, the second changes nothing
         session = self._active.get(message.session_id)
+        if session is None and self.enabled and self.cluster is not None:
+            if self.cluster.relays(message.session_id, agent):  # owned by another master
+                return await self.cluster.forward(agent, message)
         if not self.enabled or session is None:
             return self._gone(message.session_id)
         refusal = check_sender(agent, session)
@@ -238,6 +267,31 @@ class CollaborationManager:
             if session.members.get(agent.agent_id) is agent:
                 summary = f"agent {agent.agent_id!r} disconnected after {session.message_count} messages"
                 await self._finish(session, "peer_disconnected", summary, gone=agent)
+        if self.cluster is not None:
+            await self.cluster.disconnected(agent)
+
+    # ------------------------------------------------------------------ frames from other masters
+
+    def session(self, collab_session_id: str) -> CollabSession | None:
+        """The running session ``collab_session_id`` this master owns, if any."""
+        return self._active.get(collab_session_id)
+
+    def sessions(self) -> list[CollabSession]:
+        """The running sessions this master owns."""
+        return list(self._active.values())
+
+    async def member_gone(self, session: CollabSession, member: LiveAgent, summary: str) -> None:
+        """A member held by another master went away (its connection, or that master): end the
+        session with ``peer_disconnected``, telling the other members."""
+        if session.members.get(member.agent_id) is member:
+            await self._finish(session, "peer_disconnected", summary, gone=member)
+
+    def remember_ended(self, collab_session_id: str, reason: str, agent_ids: Iterable[str]) -> None:
+        """A session owned by another master ended: a late ``collaboration_end`` from one of its
+        agents is then quietly ignored, and other frames are told "already ended"."""
+        self._ended[collab_session_id] = _Ended(reason, frozenset(agent_ids))
+        while len(self._ended) > _ENDED_MEMORY:
+            self._ended.popitem(last=False)
 
     # ------------------------------------------------------------------ internals
 
@@ -287,10 +341,8 @@ class CollaborationManager:
         session.end(reason, summary, ended_by)
         sid = session.collab_session_id
         self._active.pop(sid, None)
-        self._ended[sid] = _Ended(reason, frozenset(session.agent_ids))
+        self.remember_ended(sid, reason, session.agent_ids)
         self.ended_by_reason[reason] += 1
-        while len(self._ended) > _ENDED_MEMORY:
-            self._ended.popitem(last=False)
         try:
             await self._store.save(session.document())
         except SessionStoreUnavailable as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from master.agents.registry import LiveAgent, Registry
 from master.collaboration.session import CollabSession, Refusal
 from master.errors import CollaborationRejected
@@ -14,9 +16,16 @@ def supports_collaboration(agent: LiveAgent | None) -> bool:
     return agent is not None and agent.metadata.get("supports_collaboration") is True
 
 
-def check_agents(registry: Registry, agent_ids: list[str], task: str, *, enabled: bool) -> list[LiveAgent]:
+def check_agents(
+    registry: Registry,
+    agent_ids: list[str],
+    task: str,
+    *,
+    enabled: bool,
+    remote: Callable[[str], LiveAgent | None] | None = None,
+) -> list[LiveAgent]:
     """The connections of ``agent_ids``, in order; raises :class:`CollaborationRejected` naming
-    the first problem."""
+    the first problem. ``remote`` finds an agent held by another master (a cluster member)."""
     if not enabled:
         raise CollaborationRejected("collaboration_disabled", DISABLED)
     if not task.strip():
@@ -34,10 +43,12 @@ def check_agents(registry: Registry, agent_ids: list[str], task: str, *, enabled
     members: list[LiveAgent] = []
     for agent_id in agent_ids:
         agent = registry.get(agent_id)
+        if agent is None and remote is not None:
+            agent = remote(agent_id)
         if agent is None:
+            where = "this master" if remote is None else "any master"
             raise CollaborationRejected(
-                "unknown_agent",
-                f"unknown agent {agent_id!r}: it is not connected to this master over WebSocket",
+                "unknown_agent", f"unknown agent {agent_id!r}: it is not connected to {where} over WebSocket"
             )
         if not supports_collaboration(agent):
             raise CollaborationRejected(

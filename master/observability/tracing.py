@@ -13,6 +13,9 @@ Spans: ``query`` (the whole query: ``openagent.query_id``, ``openagent.session_i
 (``openagent.call_id``). The tool call's context goes to the agent: in the ``traceparent``
 header of an HTTP invocation and in the ``traceparent`` field of a WebSocket ``tool_call``;
 the SDK starts the agent's span under it, so the agent's work joins the query's trace.
+With several masters, a call to an agent of another master carries the ``traceparent`` in its
+cluster message; the master holding the agent runs it under a ``remote tool <agent>.<tool>``
+span continuing that context (:func:`continued`), so the agent's span is in the caller's trace.
 """
 
 from __future__ import annotations
@@ -109,6 +112,23 @@ def span(
         yield None
         return
     with _tracer.start_as_current_span(name, attributes=attributes) as current:
+        yield current
+
+
+@contextmanager
+def continued(
+    parent: str | None, name: str, attributes: Mapping[str, str | int | float | bool] | None = None
+) -> Iterator[Span | None]:
+    """A span under the remote ``parent`` (a W3C ``traceparent``, e.g. another master's tool-call
+    span), current inside the block: the work it covers joins that trace. A new trace when
+    ``parent`` is ``None`` or invalid; ``None`` while tracing is off."""
+    if _tracer is None:
+        yield None
+        return
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    context = TraceContextTextMapPropagator().extract({"traceparent": parent}) if parent else None
+    with _tracer.start_as_current_span(name, context=context, attributes=attributes) as current:
         yield current
 
 
