@@ -21,6 +21,7 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import iter_route_contexts
 from redis.exceptions import RedisError
 
+from master.agents.call_records import CallRecords
 from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
 from master.agents.hub import Hub
@@ -184,6 +185,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             ttl_seconds=settings.redis_agent_ttl_seconds,
             health_timeout=settings.health_check_timeout,
         )
+        master_id = settings.openagent_master_id or _new_master_id()
         dispatcher = Dispatcher(
             http=http,
             invocation=invocation,
@@ -191,6 +193,9 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             call_timeout=settings.tool_call_timeout,
             invoke_timeout=settings.tool_invoke_http_timeout,
             inflight_health_interval=settings.openagent_inflight_health_interval,
+            records=CallRecords(
+                redis, master_id=master_id, session_ttl_seconds=settings.redis_session_ttl_seconds
+            ),
         )
         sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
         blob_redis = create_redis(settings.redis_url, decode_responses=False, max_connections=16)
@@ -217,7 +222,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             ClusterDirectory(
                 redis,
                 registry,
-                master_id=settings.openagent_master_id or _new_master_id(),
+                master_id=master_id,
                 base_url=settings.master_base_url,
                 lease_seconds=settings.openagent_master_lease_seconds,
             )

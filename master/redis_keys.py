@@ -40,6 +40,18 @@ def agent_key(agent_id: str) -> str:
     return f"{AGENT_PREFIX}{agent_id}"
 
 
+CALL_PREFIX = "call:"
+"""``call:{call_id}`` → HASH of an HTTP invocation call the master sent: ``state`` (``pending``, then
+``stored`` by the query's append or ``recorded`` by a late callback), ``token`` (SHA-256 of the
+call's token), ``master``, ``session``, ``query``, ``agent``, ``tool``, ``args`` (TTL the call's
+timeout plus a minute). Its callback may arrive at any master, or after a restart
+(:mod:`master.agents.call_records`)."""
+
+
+def call_record_key(call_id: str) -> str:
+    return f"{CALL_PREFIX}{call_id}"
+
+
 AGENT_QUARANTINE_PREFIX = "agent_quarantine:"
 """``agent_quarantine:{agent_id}`` → a stored record the master could not use, moved aside at
 load time (keeps the ``agent:`` record's TTL; nothing reads it back)."""
@@ -128,9 +140,3 @@ def master_inbox_key(master_id: str) -> str:
     """``cluster:inbox:{master_id}`` → STREAM of the calls and results other masters send this one
     (trimmed to about 10,000 entries; expires with the master's lease, times 3)."""
     return f"{CLUSTER_PREFIX}inbox:{master_id}"
-
-
-def cluster_call_key(call_id: str) -> str:
-    """``cluster:call:{call_id}`` → the id of the master waiting for that HTTP invocation call
-    (TTL: the call's timeout plus a minute), so its callback may arrive at any master."""
-    return f"{CLUSTER_PREFIX}call:{call_id}"

@@ -13,8 +13,11 @@ A call ends with its result, at once when a WebSocket agent disconnects, or
 after ``TOOL_CALL_TIMEOUT``. While calls to an invocation agent are in flight, its
 ``/health`` is checked every ``OPENAGENT_INFLIGHT_HEALTH_INTERVAL`` seconds: a failed
 check (or a refused connection) fails its calls at once, naming the agent, instead of
-holding the query until the timeout. Callbacks for unknown, finished or timed-out calls
-are refused and change nothing; a repeated callback is answered as a duplicate.
+holding the query until the timeout. Callbacks for finished or timed-out calls are refused
+and change nothing; a repeated callback is answered as a duplicate. Each invocation call is
+recorded in Redis before it is sent (:mod:`master.agents.call_records`): a callback for a
+call this master does not know (another master's, or its own before a restart) is forwarded
+to the master waiting for it, or recorded in the call's session once.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from urllib.parse import quote
 import aiohttp
 
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
+from master.agents.call_records import CallRecords
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.observability.redaction import cap
@@ -101,6 +105,7 @@ class Dispatcher:
         invoke_timeout: float,
         inflight_health_interval: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        records: CallRecords | None = None,
     ) -> None:
         self._http = http
         self._invocation = invocation
@@ -116,11 +121,12 @@ class Dispatcher:
         self.remote_sender: RemoteSender | None = None
         """Set when this master is one of several (``OPENAGENT_CLUSTER``)."""
         self.remote_done: Callable[[str], None] | None = None
-        self.invocation_started: Callable[[str, float], Awaitable[None]] | None = None
-        """Told ``(call_id, timeout)`` before an HTTP invocation call goes out (cluster: its callback
-        may reach another master)."""
+        self.records = records
+        """Where each HTTP invocation call is recorded before it goes out, so that its callback may
+        reach another master, or this one after a restart (:mod:`master.agents.call_records`)."""
         self.refusal: str | None = None
         """Why new calls fail at once (the master has drained: :meth:`stop`), or ``None``."""
+        self._released: set[str] = set()
 
     async def aclose(self) -> None:
         """Stop the health watchers (master shutdown)."""
@@ -182,8 +188,10 @@ class Dispatcher:
                         ),
                     )
                 else:
-                    if self.invocation_started is not None:
-                        await self.invocation_started(call_id, timeout)
+                    if self.records is not None:
+                        await self.records.record(
+                            call_id, token or "", target.agent_id, tool_name, arguments, timeout
+                        )
                     await self._post_call(target, pending, arguments, invoke_seconds)
                     self._watch(target)
                 return await pending.future
@@ -351,11 +359,20 @@ class Dispatcher:
         failed = 0
         for pending in list(self._pending.values()):
             if not pending.future.done():
-                pending.future.set_exception(
-                    AgentDisconnected(f"tool {pending.tool_name!r} on agent {pending.agent_id!r} failed: {failure}")
-                )
+                message = f"tool {pending.tool_name!r} on agent {pending.agent_id!r} failed: {failure}"
+                if isinstance(pending.target, InvocationAgent) and self.records is not None:
+                    # The agent still runs it: its record stays pending, and its callback, at the
+                    # next master, is recorded in the session (master.agents.call_records).
+                    self._released.add(pending.call_id)
+                    message += "; its result will be recorded in the session when the agent delivers it"
+                pending.future.set_exception(AgentDisconnected(message))
                 failed += 1
         return failed
+
+    def released(self, call_id: str) -> bool:
+        """Whether this master gave up on the invocation call ``call_id`` without its outcome
+        (:meth:`stop`): storing the query's turn must then leave the call's record pending."""
+        return call_id in self._released
 
     def _in_flight(self, agent: InvocationAgent) -> bool:
         return any(p.target is agent and not p.future.done() for p in self._pending.values())

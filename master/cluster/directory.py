@@ -102,6 +102,10 @@ class ClusterDirectory:
 
     # ------------------------------------------------------------------ reads (no Redis)
 
+    @property
+    def lease_seconds(self) -> float:
+        return self._lease
+
     def alive(self, master_id: str) -> bool:
         """Whether ``master_id`` (a master holding agents in the table) renewed its lease by the last heartbeat."""
         return master_id in self._alive

@@ -20,18 +20,26 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.agents.call_records import DeliveryStatus
 from master.agents.dispatch import Dispatcher
 from master.agents.registry import Registry
 from master.cluster.directory import ClusterDirectory
 from master.cluster.remote import RemoteAgent
-from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
+from master.errors import (
+    AgentDisconnected,
+    AgentUnavailable,
+    SessionStoreUnavailable,
+    ToolCallError,
+    ToolFailed,
+    ToolTimeout,
+)
 from master.observability import tracing
-from master.redis_keys import cluster_call_key, master_inbox_key, master_lease_key
+from master.redis_keys import master_inbox_key, master_lease_key
 from protocol import ToolProgress, ToolResult
 
 logger = logging.getLogger("master.cluster.router")
@@ -45,6 +53,9 @@ _ERRORS: dict[str, type[ToolCallError]] = {
     "disconnected": AgentDisconnected,
     "failed": ToolFailed,
 }
+
+
+_DELIVERY_STATUSES = set(get_args(DeliveryStatus))
 
 
 def _kind(exc: ToolCallError) -> str:
@@ -66,6 +77,8 @@ class ClusterRouter:
         self._registry = registry
         self._inbox = master_inbox_key(directory.master_id)
         self._waiting: dict[str, RemoteAgent] = {}
+        self._acks: dict[str, asyncio.Future[str]] = {}
+        """Callbacks this master forwarded, by call id: the holder's answer (its outcome)."""
         self._serving: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
@@ -74,7 +87,6 @@ class ClusterRouter:
     async def start(self) -> None:
         self._dispatcher.remote_sender = self.send_call
         self._dispatcher.remote_done = self._forget
-        self._dispatcher.invocation_started = self._remember_invocation
         self._directory.on_tick.append(self._check_owners)
         try:  # a restart under the same OPENAGENT_MASTER_ID must not replay its previous life's calls
             await self._redis.delete(self._inbox)
@@ -117,30 +129,65 @@ class ClusterRouter:
         }
         await self._post(agent.master_id, message)
 
-    async def _remember_invocation(self, call_id: str, wait_seconds: float) -> None:
-        try:
-            await self._redis.set(
-                cluster_call_key(call_id), self._directory.master_id, ex=int(wait_seconds) + 60
-            )
-        except RedisError as exc:  # the callback can still come back to this master
-            logger.warning("could not record call %s for other masters: %s", call_id, exc)
-
     async def forward_callback(self, kind: str, call_id: str, token: str, body: dict[str, Any]) -> bool:
         """A callback (``kind`` ``callback`` or ``progress``) of a call this master does not hold:
-        hand it to the master that made the call; False when no live master did."""
+        hand it to the master that made the call (its record's ``master``); False when no live
+        master did."""
+        records = self._dispatcher.records
+        holder = await records.holder(call_id) if records is not None else None
+        return holder is not None and await self.forward_to(holder, kind, call_id, token, body)
+
+    async def forward_to(
+        self, holder: str, kind: str, call_id: str, token: str, body: dict[str, Any]
+    ) -> bool:
+        """Hand a callback or progress to master ``holder`` through its inbox; False when it is this
+        master, its lease expired (it is gone) or Redis fails."""
+        if holder == self._directory.master_id:
+            return False
         try:
-            origin = await self._redis.get(cluster_call_key(call_id))
-            if not origin or origin == self._directory.master_id:
-                return False
-            if not await self._redis.exists(master_lease_key(str(origin))):
+            if not await self._redis.exists(master_lease_key(holder)):
                 return False
         except RedisError:
             return False
+        message = {
+            "kind": kind,
+            "call_id": call_id,
+            "token": token,
+            "origin": self._directory.master_id,
+            **body,
+        }
         try:
-            await self._post(str(origin), {"kind": kind, "call_id": call_id, "token": token, **body})
+            await self._post(holder, message)
         except AgentUnavailable:
             return False
         return True
+
+    async def forward_result(
+        self, holder: str, call_id: str, token: str, body: dict[str, Any]
+    ) -> DeliveryStatus | None:
+        """Hand a callback to ``holder`` and wait for its answer (a live master reads its inbox
+        continuously): ``forwarded`` when a query had or has it, else what the holder made of it
+        (``recorded``, ``finished``...); ``unanswered`` when no answer came within a lease (the holder
+        may have just died: the agent retries, and once the lease has expired the result is recorded);
+        ``None`` when the holder is gone, or is this master."""
+        if call_id in self._acks:
+            return "unanswered"  # the same callback is being forwarded: the agent retries
+        ack = asyncio.get_running_loop().create_future()
+        self._acks[call_id] = ack
+        try:
+            if not await self.forward_to(holder, "callback", call_id, token, body):
+                return None
+            try:
+                async with asyncio.timeout(max(self._directory.lease_seconds, 1.0)):
+                    outcome = await ack
+            except TimeoutError:
+                logger.warning("master %s did not answer the forwarded callback of call %s", holder, call_id)
+                return "unanswered"
+        finally:
+            self._acks.pop(call_id, None)
+        if outcome in ("accepted", "duplicate", "forwarded"):
+            return "forwarded"
+        return cast(DeliveryStatus, outcome) if outcome in _DELIVERY_STATUSES else "unknown"
 
     def _forget(self, call_id: str) -> None:
         self._waiting.pop(call_id, None)
@@ -212,9 +259,23 @@ class ClusterRouter:
                 result=message.get("result"),
                 error=message.get("error"),
             )
-            outcome = self._dispatcher.resolve_callback(str(message["token"]), result)
+            token, origin = str(message["token"]), message.get("origin")
+            outcome = self._dispatcher.resolve_callback(token, result)
             if outcome != "accepted":
                 logger.info("forwarded callback of call %s: %s", result.call_id, outcome)
+            # "unknown": not in this master's memory (it restarted under the same
+            # OPENAGENT_MASTER_ID): record the result in the session, as a master finding the
+            # holder gone would. Then answer the master that forwarded it.
+            task = asyncio.create_task(
+                self._answer_callback(str(origin or ""), outcome, token, result),
+                name=f"cluster-callback-{result.call_id}",
+            )
+            self._serving.add(task)
+            task.add_done_callback(self._serving.discard)
+        elif kind == "callback_ack":
+            ack = self._acks.get(str(message["call_id"]))
+            if ack is not None and not ack.done():
+                ack.set_result(str(message.get("outcome")))
         elif kind == "remote_progress":
             self._dispatcher.progress_remote(
                 ToolProgress(
@@ -238,6 +299,20 @@ class ClusterRouter:
             else:
                 error = _ERRORS.get(str(message.get("error_kind")), ToolFailed)(str(message.get("error")))
                 self._dispatcher.settle_remote(call_id, error=error)
+
+    async def _answer_callback(self, origin: str, outcome: str, token: str, result: ToolResult) -> None:
+        records = self._dispatcher.records
+        if outcome == "unknown" and records is not None:
+            try:
+                outcome = (await records.deliver(token, result)).status
+            except SessionStoreUnavailable as exc:
+                logger.warning("forwarded callback of call %s could not be recorded: %s", result.call_id, exc)
+                return  # no answer: the forwarding master tells the agent to retry
+            logger.info("forwarded callback of call %s: %s", result.call_id, outcome)
+        if origin:
+            await self._post_quietly(
+                origin, {"kind": "callback_ack", "call_id": result.call_id, "outcome": outcome}
+            )
 
     async def _serve(self, message: dict[str, Any]) -> None:
         """Run another master's call on our agent and send the outcome back."""

@@ -42,7 +42,9 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
                 }
             )
             continue
-        if turn.get("query_id") is None and "query" not in turn:
+        if turn.get("late_callback"):  # a result recorded after its query was gone (call_records)
+            flush()
+        if turn.get("late_callback") or (turn.get("query_id") is None and "query" not in turn):
             note = _note(turn)
             if note:
                 messages.append({"role": "system", "content": note})
@@ -88,9 +90,10 @@ def _note(turn: dict[str, Any]) -> str | None:
             if "result" in turn
             else f"failed: {turn.get('error')}"
         )
+        late = " (after its query had ended)" if turn.get("late_callback") else ""
         return (
             f"[called {turn.get('tool_agent_id')}.{turn.get('tool_name')}"
-            f"({json.dumps(turn.get('tool_args'), default=str)}) {outcome[:_HISTORY_RESULT_CHARS]}]"
+            f"({json.dumps(turn.get('tool_args'), default=str)}) {outcome[:_HISTORY_RESULT_CHARS]}{late}]"
         )
     if decision == "collaboration":
         return (

@@ -26,7 +26,13 @@ from redis.exceptions import RedisError
 
 from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import SUMMARY_LOCK_SECONDS, plan_claim_key, session_key, summary_lock_key
+from master.redis_keys import (
+    SUMMARY_LOCK_SECONDS,
+    call_record_key,
+    plan_claim_key,
+    session_key,
+    summary_lock_key,
+)
 
 Turn = dict[str, Any]
 
@@ -50,7 +56,9 @@ def _stored(text: str) -> list[Turn]:
 
 
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
-# which SETRANGE overwrites in place with ",<turns>]".
+# which SETRANGE overwrites in place with ",<turns>]". KEYS[2...] are the records of the HTTP
+# invocation calls whose outcome these turns store: each still pending one becomes 'stored', so
+# a late callback cannot append the result a second time (master.agents.call_records).
 _APPEND = """
 local n = redis.call('STRLEN', KEYS[1])
 if n <= 2 then
@@ -58,6 +66,9 @@ if n <= 2 then
 else
   redis.call('SETRANGE', KEYS[1], n - 1, ',' .. ARGV[1] .. ']')
   redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
+for i = 2, #KEYS do
+  if redis.call('HGET', KEYS[i], 'state') == 'pending' then redis.call('HSET', KEYS[i], 'state', 'stored') end
 end
 return 1
 """
@@ -174,13 +185,20 @@ class SessionStore:
         self._cache.put(session_id, _Cached(int(length), turns))
         return list(turns)
 
-    async def append(self, session_id: str, turns: Sequence[Turn]) -> None:
-        """Append ``turns`` atomically and refresh the session's TTL."""
+    async def append(
+        self, session_id: str, turns: Sequence[Turn], *, settled_calls: Sequence[str] = ()
+    ) -> None:
+        """Append ``turns`` atomically and refresh the session's TTL.
+
+        ``settled_calls``: the ids of the HTTP invocation calls whose outcome ``turns`` store; their
+        records end in the same script (a late callback is then refused, not stored twice).
+        """
         if not turns:
             return
         payload = ",".join(json.dumps(turn, separators=(",", ":"), default=str) for turn in turns)
+        keys = [session_key(session_id), *(call_record_key(call_id) for call_id in settled_calls)]
         try:
-            await self._append(keys=[session_key(session_id)], args=[payload, self._ttl])
+            await self._append(keys=keys, args=[payload, self._ttl])
         except RedisError as exc:
             self._answered_at = float("-inf")
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc

@@ -53,6 +53,8 @@ class TurnRecorder:
         self.flush_each_step = flush_each_step
         self.plan_id: str | None = None
         self._pending: list[Turn] = []
+        self._calls: list[str] = []
+        """Call ids of the pending turns' HTTP invocation calls, whose records the append ends."""
         self._steps_stored = False
 
     def _stamp(self, turn: Turn) -> Turn:
@@ -66,6 +68,7 @@ class TurnRecorder:
     async def steps(self, runs: list[ToolRun]) -> None:
         # A collaboration's turn was stored by the collaboration manager when it ended.
         self._pending.extend(self._stamp(tool_turn({}, run)) for run in runs if run.collaboration is None)
+        self._calls.extend(run.recorded_call_id for run in runs if run.recorded_call_id)
         if any(run.collaboration is not None for run in runs):
             await self.flush()
             self._steps_stored = True
@@ -76,7 +79,8 @@ class TurnRecorder:
     async def flush(self) -> None:
         if self._pending:
             turns, self._pending = self._pending, []
-            await self._sessions.append(self.session_id, turns)
+            calls, self._calls = self._calls, []
+            await self._sessions.append(self.session_id, turns, settled_calls=calls)
 
     async def finish(self, outcome: Outcome) -> None:
         """Store the answer (and whatever is still pending)."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from master.agents.dispatch import Dispatcher, Target
+from master.agents.invocation import InvocationAgent
 from master.agents.toolbox import Toolbox, function_name
 from master.errors import (
     AgentDisconnected,
@@ -74,6 +75,9 @@ class ToolRun:
     success: bool = False
     result: Any = None
     error: str | None = None
+    recorded_call_id: str | None = None
+    """The ``call_id`` of an HTTP invocation call: storing this run's turn ends the call's record
+    in Redis (:mod:`master.agents.call_records`), so a late callback cannot store it again."""
 
     def as_tool_message(self, tool_call_id: str) -> ChatMessage:
         body = {"result": self.result} if self.success else {"error": self.error}
@@ -394,6 +398,8 @@ class Orchestrator:
 
         def started(cid: str) -> None:
             call_id.append(cid)
+            if isinstance(agent, InvocationAgent):
+                run.recorded_call_id = cid
             logs.set_call(cid)
             tracing.set_current_attribute("openagent.call_id", cid)
             hooks.emit(
@@ -428,6 +434,10 @@ class Orchestrator:
                 outcome = _CALL_OUTCOMES.get(type(exc), "failed")
                 tracing.set_attribute(span, "error.type", outcome)
                 logger.warning("tool call failed: %s", exc)
+                if run.recorded_call_id is not None and self._dispatcher.released(run.recorded_call_id):
+                    run.recorded_call_id = (
+                        None  # the master gave up, not the agent: a callback may still come
+                    )
         if self._metrics is not None:
             labels = (agent.agent_id, tool_name, outcome)
             self._metrics.tool_calls.labels(*labels).inc()

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
+from master.agents.call_records import DeliveryStatus
 from master.agents.invocation import InvocationRegistration
 from master.deps import ServicesDep, require_api_key
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
@@ -130,26 +131,69 @@ async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
 @callbacks.post(
     "/tool_callback",
     responses={
-        404: error("Unknown call, or not this call's token"),
-        410: error("The call already finished (timed out or failed)"),
+        404: error("Unknown or expired call, or not this call's token"),
+        409: error("The result was already recorded in the session (a repeated callback)"),
+        410: error("The call already finished (timed out or failed, its query stored the outcome)"),
+        503: error("Redis unavailable, or the master holding the call did not answer: retry"),
     },
 )
 async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep) -> dict[str, Any]:
-    """An invocation agent posts a call's result to the ``callback_url`` it was given."""
+    """An invocation agent posts a call's result to the ``callback_url`` it was given.
+
+    ``status`` of the answer: ``accepted`` (the query waiting for it has it), ``duplicate`` (it
+    already had it), ``forwarded`` (sent to the master waiting for it), or ``recorded``: the query
+    is gone (its master restarted or was killed), so the result was appended to ``session_id``.
+    """
     result = ToolResult(call_id=body.call_id, success=body.success, result=body.result, error=body.error)
     outcome = services.dispatcher.resolve_callback(token, result)
-    if outcome == "unknown" and services.cluster_router is not None:  # made by another master?
-        if await services.cluster_router.forward_callback("callback", body.call_id, token, body.model_dump()):
-            return {"call_id": body.call_id, "status": "forwarded"}
-    if outcome == "unknown":
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND, detail=f"unknown call {body.call_id!r} or invalid token"
-        )
+    if outcome == "accepted" or outcome == "duplicate":
+        return {"call_id": body.call_id, "status": outcome}
     if outcome == "finished":
         raise HTTPException(
             status.HTTP_410_GONE, detail=f"call {body.call_id!r} already finished (timed out or failed)"
         )
-    return {"call_id": body.call_id, "status": outcome}
+    records, router = services.dispatcher.records, services.cluster_router
+    if records is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=_unknown(body.call_id))
+
+    async def forward(holder: str) -> DeliveryStatus | None:
+        assert router is not None
+        return await router.forward_result(holder, body.call_id, token, body.model_dump())
+
+    try:
+        delivery = await records.deliver(token, result, forward if router is not None else None)
+    except SessionStoreUnavailable as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+    if delivery.status == "forwarded":
+        return {"call_id": body.call_id, "status": "forwarded"}
+    if delivery.status == "recorded":
+        return {"call_id": body.call_id, "status": "recorded", "session_id": delivery.session_id}
+    if delivery.status == "unanswered":
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail=f"the master holding call {body.call_id!r} did not answer (it may have just stopped): retry",
+        )
+    if delivery.status == "already_recorded":
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            detail=f"the result of call {body.call_id!r} was already recorded"
+            + (f" in session {delivery.session_id!r}" if delivery.session_id else ""),
+        )
+    if delivery.status == "finished":
+        raise HTTPException(
+            status.HTTP_410_GONE,
+            detail=f"call {body.call_id!r} already finished: its query stored the outcome (timed out or failed)",
+        )
+    if delivery.status == "no_session":
+        raise HTTPException(
+            status.HTTP_410_GONE,
+            detail=f"call {body.call_id!r} belonged to no session and its query is gone: result dropped",
+        )
+    raise HTTPException(status.HTTP_404_NOT_FOUND, detail=_unknown(body.call_id))
+
+
+def _unknown(call_id: str) -> str:
+    return f"unknown or expired call {call_id!r}, or invalid token"
 
 
 @callbacks.post("/tool_progress", responses={404: error("No running call for this token")})

@@ -2885,7 +2885,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Unknown call, or not this call's token */
+            /** @description Unknown or expired call, or not this call's token */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2894,7 +2894,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The call already finished (timed out or failed) */
+            /** @description The result was already recorded in the session (a repeated callback) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The call already finished (timed out or failed, its query stored the outcome) */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -2919,6 +2928,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable, or the master holding the call did not answer: retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
