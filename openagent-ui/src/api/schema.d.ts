@@ -614,6 +614,10 @@ export interface paths {
         /**
          * Tool Callback
          * @description An invocation agent posts a call's result to the ``callback_url`` it was given.
+         *
+         *     ``status`` of the answer: ``accepted`` (the query waiting for it has it), ``duplicate`` (it
+         *     already had it), ``forwarded`` (sent to the master waiting for it), or ``recorded``: the query
+         *     is gone (its master restarted or was killed), so the result was appended to ``session_id``.
          */
         post: operations["tool_callback_tool_callback_post"];
         delete?: never;
