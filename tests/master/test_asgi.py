@@ -189,4 +189,6 @@ async def test_tool_callbacks_are_answered_alike(
     (got, kind, text), answered = await _both(master, path, json=body)
     assert (got, answered) == (status, lean and _lean_serves(master)), case
     if status == 404:
-        assert kind == "application/json" and text == {"detail": "unknown call 'c1' or invalid token"}
+        assert kind == "application/json" and text == {
+            "detail": "unknown or expired call 'c1', or invalid token"
+        }
