@@ -272,7 +272,9 @@ def workers_table(cases: dict[str, Any]) -> str | None:
                 + (f" ({' + '.join(per_master)})" if per_master else ""),
                 _num(s.get("machine_cpu_pct", {}).get("median", math.nan), 0),
                 _num(s["outside_cpu_pct"]["median"], 0),
-                "yes" if case.get("limited_by_machine") else "no",
+                {"cores": "yes: masters > cores", "busy": "yes: all cores busy"}.get(
+                    case.get("limited_by_machine") or "", "no"
+                ),
                 str(s["errors"]),
             ]
         )
@@ -290,7 +292,7 @@ def workers_table(cases: dict[str, Any]) -> str | None:
         "masters CPU % (each)",
         "machine CPU %",
         "other work CPU %",
-        "masters > cores",
+        "limited by the machine",
         "errors",
     ]
     return _table(headers, rows, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12})

@@ -175,9 +175,15 @@ def _workers(cases: dict[str, Any], kind: str) -> Verdict:
             continue
         ratio = round(ops / one, 2)
         parts.append(f"{n}: {ops:,.0f} ops/s ({ratio:.2f}x)")
-        nproc = int(cases[name].get("nproc") or 0)
-        if nproc and n > nproc:
-            notes.append(f"{n} masters > {nproc} cores: limited by the machine")
+    for n in WORKERS:
+        case = cases.get(f"workers{n}{kind}_c32", {})
+        nproc, limit = case.get("nproc"), case.get("limited_by_machine")
+        if limit == "cores":
+            notes.append(f"{n} masters > {nproc} cores")
+        elif limit == "busy":
+            notes.append(f"{n} master{'s' if n > 1 else ''}: all {nproc} cores busy")
+    if any(note for note in notes):
+        notes.append("limited by the machine, not the design")
     measured = f"1: {one:,.0f} ops/s" + "".join(f", {part}" for part in parts)
     errors = _errors(cases, *(f"workers{n}{kind}_c32" for n in WORKERS))
     return Verdict(target, rule, measured, "info", ratio, "; ".join(filter(None, [errors, *notes])))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,22 @@ def _window(
     }
 
 
+SATURATED = 0.9
+"""The machine counts as the limit when its busy CPU (median over the windows) reaches this share
+of all its cores."""
+
+
+def limited_by_machine(masters: int, reps: list[dict[str, Any]]) -> str:
+    """Why the machine, not the design, bounds a case's figure: ``"cores"`` (more masters than
+    cores), ``"busy"`` (every core was busy: load client, agents, Redis and other work included),
+    or ``""``."""
+    cores = os.cpu_count() or 1
+    if masters > cores:
+        return "cores"
+    busy = statistics.median(rep.get("machine_cpu_pct", 0.0) for rep in reps) if reps else 0.0
+    return "busy" if busy >= SATURATED * 100 * cores else ""
+
+
 def summarise_reps(reps: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("ops_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_op", "server_cpu_pct")
     summary: dict[str, Any] = {key: spread([rep[key] for rep in reps]) for key in keys}
@@ -156,7 +173,7 @@ async def measure(
         "hub": running.hub.name,
         "masters": len(running.hubs()),
         "nproc": os.cpu_count(),
-        "limited_by_machine": len(running.hubs()) > (os.cpu_count() or 1),
+        "limited_by_machine": limited_by_machine(len(running.hubs()), reps),
         "reps": reps,
         "summary": summarise_reps(reps),
     }
