@@ -9,6 +9,9 @@ from __future__ import annotations
 from bench.setups import HTTP_AIOHTTP_AGENT, HTTP_SDK_AGENT, WS_AGENT
 from bench.throughput import LoadCase
 
+WORKERS = (1, 2, 4)
+"""Masters (cluster mode, one Redis) of the workers cases."""
+
 
 def _ask(agent_id: str) -> dict[str, object]:
     return {"query": "hello", "allowed_agent_ids": [agent_id]}
@@ -66,6 +69,32 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
                 "cluster_c32", "two masters: agent on one, queries on the other", "/query", 32, _ask(WS_AGENT)
             ),
         ),
+        *(
+            (
+                f"workers{n}",
+                LoadCase(
+                    f"workers{n}_c32",
+                    f"{n} master{'s' if n > 1 else ''} on one Redis: WS tool round trip",
+                    "/query",
+                    32,
+                    _ask(WS_AGENT),
+                ),
+            )
+            for n in WORKERS
+        ),
+        *(
+            (
+                f"workers{n}",
+                LoadCase(
+                    f"workers{n}_http_c32",
+                    f"{n} master{'s' if n > 1 else ''} on one Redis: HTTP invocation, SDK agent",
+                    "/query",
+                    32,
+                    _ask(HTTP_SDK_AGENT),
+                ),
+            )
+            for n in WORKERS
+        ),
         (
             "scripted",
             LoadCase(
@@ -88,6 +117,7 @@ SCRIPTED_CONTEXT_MAX_TOKENS = 10_000_000
 REDIS_TRIPS = "redis_trips"
 CONNECTIONS_BASELINE = "connections_baseline_c"
 CONNECTIONS_MASTER = "connections_master"
+SOAK = "soak"
 
 ALL_CASES: list[str] = [
     *ROUND_TRIPS,
@@ -96,7 +126,11 @@ ALL_CASES: list[str] = [
     REDIS_TRIPS,
     CONNECTIONS_BASELINE,
     CONNECTIONS_MASTER,
+    SOAK,
 ]
+OPT_IN = {SOAK}
+"""Cases that run only when named (``--cases soak``), never in ``all``."""
+DEFAULT_CASES: list[str] = [name for name in ALL_CASES if name not in OPT_IN]
 
 GROUPS: dict[str, list[str]] = {
     "baselines": [
@@ -113,20 +147,27 @@ GROUPS: dict[str, list[str]] = {
     "cluster": ["ws_c1", "ws_c32", "cluster_c1", "cluster_c32"],
     "sessions": [SESSION_GROWTH, SCRIPTED_SESSION_GROWTH],
     "redis": [REDIS_TRIPS],
+    "workers": [
+        "ws_c32",
+        "http_sdk_c32",
+        *(f"workers{n}_c32" for n in WORKERS),
+        *(f"workers{n}_http_c32" for n in WORKERS),
+    ],
 }
 
 
 def select(spec: str | None) -> list[str]:
-    """Case names from ``--cases`` (names and group names, comma-separated), in run order."""
-    if not spec or spec == "all":
-        return list(ALL_CASES)
+    """Case names from ``--cases`` (names and group names, comma-separated; ``all``: every case
+    but the opt-in ones), in run order."""
     wanted: set[str] = set()
-    for item in (part.strip() for part in spec.split(",")):
-        if item in GROUPS:
+    for item in (part.strip() for part in (spec or "all").split(",")):
+        if item == "all":
+            wanted.update(DEFAULT_CASES)
+        elif item in GROUPS:
             wanted.update(GROUPS[item])
         elif item in ALL_CASES:
             wanted.add(item)
         elif item:
-            known = ", ".join([*GROUPS, *ALL_CASES])
+            known = ", ".join(["all", *GROUPS, *ALL_CASES])
             raise ValueError(f"unknown case {item!r}; known: {known}")
     return [name for name in ALL_CASES if name in wanted]

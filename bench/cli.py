@@ -37,7 +37,9 @@ from bench.setups import (
     relay_http_setup,
     relay_ws_setup,
     scripted_setup,
+    workers_setup,
 )
+from bench.soak import soak_case
 from bench.targets import evaluate
 from bench.throughput import LoadCase, Timing, measure
 
@@ -56,6 +58,8 @@ SMOKE = {
     "session_queries": 5,
     "redis_queries": 3,
     "jobs": 3,
+    "soak_minutes": 0.05,
+    "soak_interval": 0.5,
 }
 
 
@@ -87,6 +91,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--session-queries", type=int, default=60, help="queries per window, session growth (60)"
     )
     parser.add_argument("--redis-queries", type=int, default=20, help="queries counted per kind, Redis (20)")
+    parser.add_argument("--soak-minutes", type=float, default=30.0, help="length of the soak case (30)")
+    parser.add_argument(
+        "--soak-interval", type=float, default=10.0, help="seconds between the soak's samples (10)"
+    )
+    parser.add_argument("--soak-rate", type=float, default=40.0, help="queries per second in the soak (40)")
     parser.add_argument(
         "--redis-url", default=DEFAULT_REDIS_URL, help=f"the bench's own database ({DEFAULT_REDIS_URL})"
     )
@@ -164,6 +173,24 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         async with cluster_setup(args.redis_url) as running:
             await round_trips("cluster", running)
 
+    def workers(masters: int) -> Callable[[], Awaitable[None]]:
+        async def job() -> None:
+            setup = f"workers{masters}"
+            http = any("_http_" in case.name for case in chosen(setup))
+            async with workers_setup(args.redis_url, masters, http_agent=http) as running:
+                await round_trips(setup, running)
+
+        return job
+
+    async def soak() -> None:
+        _progress(
+            f"soak: {args.soak_minutes:g} min at {args.soak_rate:g} queries/s, "
+            f"sampled every {args.soak_interval:g} s"
+        )
+        results[case_list.SOAK] = await soak_case(
+            args.redis_url, minutes=args.soak_minutes, interval=args.soak_interval, rate=args.soak_rate
+        )
+
     async def scripted_sessions() -> None:
         name = case_list.SCRIPTED_SESSION_GROWTH
         context = case_list.SCRIPTED_CONTEXT_MAX_TOKENS
@@ -211,6 +238,11 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         jobs.append(scripted_sessions)
     if chosen("cluster"):
         jobs.append(cluster)
+    for masters in case_list.WORKERS:
+        if chosen(f"workers{masters}"):
+            jobs.append(workers(masters))
+    if case_list.SOAK in selected:
+        jobs.append(soak)
     if case_list.REDIS_TRIPS in selected:
         jobs.append(redis_trips)
     for name, kind in ((case_list.CONNECTIONS_BASELINE, "idle"), (case_list.CONNECTIONS_MASTER, "master")):
@@ -265,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for name, members in case_list.GROUPS.items():
             print(f"{name}: {', '.join(members)}")
-        print(f"all: {', '.join(case_list.ALL_CASES)}")
+        print(f"all: {', '.join(case_list.DEFAULT_CASES)}")
+        print(f"only when named: {', '.join(sorted(case_list.OPT_IN))}")
         return 0
     try:
         selected = case_list.select(args.cases)

@@ -11,7 +11,8 @@ uvicorn with its defaults (uvloop, httptools, websockets, permessage-deflate, pi
 20 s), except that uvicorn's access log is off on every server of the benchmark. The
 master's own logging is left as shipped (INFO). With ``--openai-base-url`` the master
 uses its real OpenAI client against that server instead of the function model;
-``--context-max-tokens`` sets ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``, ``--cluster`` ``OPENAGENT_CLUSTER=1``.
+``--context-max-tokens`` sets ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``, ``--cluster`` ``OPENAGENT_CLUSTER=1``,
+``--session-ttl`` ``REDIS_SESSION_TTL_SECONDS`` (the soak bounds the stored sessions with it).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def _serve_master(args: argparse.Namespace) -> None:
         openagent_llm_max_retries=0,
         **({"orchestrator_context_max_tokens": args.context_max_tokens} if args.context_max_tokens else {}),
         openagent_cluster=args.cluster,
+        **({"redis_session_ttl_seconds": args.session_ttl} if args.session_ttl else {}),
     )
     app = create_app(settings, llm=None if scripted else FunctionChatModel(decide))
     config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
@@ -69,6 +71,7 @@ def main() -> None:
     master.add_argument("--openai-base-url")
     master.add_argument("--context-max-tokens", type=int, help="ORCHESTRATOR_CONTEXT_MAX_TOKENS")
     master.add_argument("--cluster", action="store_true", help="OPENAGENT_CLUSTER=1")
+    master.add_argument("--session-ttl", type=int, help="REDIS_SESSION_TTL_SECONDS")
     llm = sub.add_parser("scripted-llm")
     llm.add_argument("--port", type=int, required=True)
     args = parser.parse_args()

@@ -10,6 +10,12 @@
   then for each window in ``sessions`` one query in each of its session ids. With
   ``"prime": true`` each session first gets one query outside the window, reported
   apart as ``first_query``.
+- ``"mode": "soak"``: paced queries (``rate`` per second over ``concurrency`` workers), a mix of
+  agents and of new and existing sessions, with a ``tick`` event every ``interval`` seconds
+  (see :func:`_soak`).
+
+In the closed mode, ``urls`` (instead of ``url``) spreads the workers' connections over several
+masters, and ``bodies`` (instead of ``body``) makes each worker take them in turn.
 
 Events on stdout: ``ready``, then per window ``start`` and ``end`` (``ops``, ``errors``,
 ``seconds``, ``ops_per_s``, ``p50_ms``, ``p99_ms``, ``max_ms``, ``first_error``), then ``done``.
@@ -68,32 +74,44 @@ class _Window:
 
 
 async def _ask(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tuple[float, str | None]:
+    latency, error, _ = await _ask_reply(session, url, body)
+    return latency, error
+
+
+async def _ask_reply(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any]
+) -> tuple[float, str | None, dict[str, Any]]:
+    """The latency, an error (``None`` when the query succeeded) and the reply."""
     started = time.perf_counter()
     try:
         async with session.post(url, json=body) as response:
             raw = await response.read()
             latency = time.perf_counter() - started
             if response.status != 200:
-                return latency, f"HTTP {response.status}: {raw[:200]!r}"
+                return latency, f"HTTP {response.status}: {raw[:200]!r}", {}
             reply = json.loads(raw)
             if not reply.get("success"):
-                return latency, f"unsuccessful: {str(reply)[:200]}"
-            return latency, None
+                return latency, f"unsuccessful: {str(reply)[:200]}", reply
+            return latency, None, reply
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-        return time.perf_counter() - started, f"{type(exc).__name__}: {exc}"
+        return time.perf_counter() - started, f"{type(exc).__name__}: {exc}", {}
 
 
 async def _closed(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
-    url, body = cfg["url"], cfg["body"]
+    urls: list[str] = cfg.get("urls") or [cfg["url"]]
+    bodies: list[dict[str, Any]] = cfg.get("bodies") or [cfg["body"]]
     window = _Window()
     stop_at = time.monotonic() + cfg["warmup"] + cfg["repeat"] * cfg["duration"] + 0.5
 
-    async def worker() -> None:
+    async def worker(number: int) -> None:
+        url = urls[number % len(urls)]  # connections spread evenly over the masters
+        turn = number
         while time.monotonic() < stop_at:  # bounded by the run's length
-            latency, error = await _ask(session, url, body)
+            latency, error = await _ask(session, url, bodies[turn % len(bodies)])
             window.record(latency, error)
+            turn += 1
 
-    workers = [asyncio.create_task(worker()) for _ in range(cfg["concurrency"])]
+    workers = [asyncio.create_task(worker(number)) for number in range(cfg["concurrency"])]
     try:
         await asyncio.sleep(cfg["warmup"])
         for rep in range(cfg["repeat"]):
@@ -132,14 +150,73 @@ async def _sessions(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None
         emit("end", rep=rep, first_query=primed, **window.report(time.perf_counter() - started))
 
 
+SOAK_SLOTS = 3
+"""Existing sessions each soak worker keeps (the bound on what the load stores, with the TTL)."""
+
+
+async def _soak(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
+    """Paced queries for ``ticks`` intervals of ``interval`` seconds, a ``tick`` event after each.
+
+    Each of ``concurrency`` workers sends one query every ``concurrency / rate`` seconds (no
+    catching up after a stall), alternating the agents of ``agents`` (WebSocket, HTTP
+    invocation). One query in four starts a new session that is never used again; the others
+    go to one of the worker's :data:`SOAK_SLOTS` sessions, each replaced by a new one after
+    ``rotate`` queries. So what the load stores is bounded by the session TTL, not the run's length.
+    """
+    url, agents, concurrency = cfg["url"], cfg["agents"], int(cfg["concurrency"])
+    gap = concurrency / float(cfg["rate"])
+    rotate = int(cfg.get("rotate", 20))
+    window = _Window()
+    counts = {"new_sessions": 0, "existing_sessions": 0}
+
+    async def worker(number: int) -> None:
+        slots: list[str | None] = [None] * SOAK_SLOTS
+        uses = [0] * SOAK_SLOTS
+        due = time.monotonic() + number * gap / concurrency
+        turn = 0
+        while True:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            due = max(due + gap, time.monotonic())
+            body: dict[str, Any] = {"query": "hello", "allowed_agent_ids": [agents[turn % len(agents)]]}
+            slot = turn % (SOAK_SLOTS + 1) - 1  # -1: a one-off new session
+            if slot >= 0 and slots[slot] is not None:
+                body["session_id"] = slots[slot]
+            latency, error, reply = await _ask_reply(session, url, body)
+            window.record(latency, error)
+            if window.open:
+                counts["existing_sessions" if "session_id" in body else "new_sessions"] += 1
+            if slot >= 0 and error is None:
+                uses[slot] += 1
+                slots[slot] = reply.get("session_id") if uses[slot] < rotate else None
+                uses[slot] %= rotate
+            turn += 1
+
+    workers = [asyncio.create_task(worker(number)) for number in range(concurrency)]
+    try:
+        await asyncio.sleep(cfg["warmup"])
+        for tick in range(int(cfg["ticks"])):
+            window.reopen()
+            counts.update(new_sessions=0, existing_sessions=0)
+            started = time.perf_counter()
+            await asyncio.sleep(cfg["interval"])
+            emit("tick", rep=tick, **counts, **window.report(time.perf_counter() - started))
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
 async def main(cfg: dict[str, Any]) -> None:
     concurrency = int(cfg.get("concurrency", 1))
     connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=0, force_close=False)
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         emit("ready")
-        if cfg.get("mode", "closed") == "sessions":
+        mode = cfg.get("mode", "closed")
+        if mode == "sessions":
             await _sessions(session, cfg)
+        elif mode == "soak":
+            await _soak(session, cfg)
         else:
             await _closed(session, cfg)
     emit("done")

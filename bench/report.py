@@ -213,6 +213,9 @@ def other_tables(cases: dict[str, Any]) -> list[str]:
         out.append(
             _table(["Redis, per query", "round trips", "commands", "commands", "inside Lua"], rows, {1, 2})
         )
+    for table in (workers_table(cases), soak_table(cases.get("soak"))):
+        if table:
+            out.append(table)
     for name in ("session_growth", "scripted_session_growth"):
         sessions = cases.get(name)
         if not sessions:
@@ -238,6 +241,92 @@ def other_tables(cases: dict[str, Any]) -> list[str]:
             ]
             out.append(_table(headers, rows, {0, 1, 2, 3, 4, 5}))
     return out
+
+
+def workers_table(cases: dict[str, Any]) -> str | None:
+    """The workers cases: throughput against one master, the masters' CPU, and the machine's limit."""
+    rows = []
+    for name, case in cases.items():
+        if case.get("kind") != "round_trip" or not name.startswith("workers"):
+            continue
+        s = case["summary"]
+        kind = name.removeprefix(f"workers{case['masters']}").removesuffix("_c32")
+        one = cases.get(f"workers1{kind}_c32")
+        base = one["summary"]["ops_per_s"]["median"] if one else math.nan
+        shares = [rep.get("hub_cpu_pct", {}) for rep in case["reps"]]
+        per_master = [
+            _num(statistics.median(share[hub] for share in shares), 0)
+            for hub in (shares[0] if shares else {})
+        ]
+        rows.append(
+            [
+                name,
+                str(case["masters"]),
+                str(case.get("nproc")),
+                _three(s["ops_per_s"], 0),
+                _num(s["ops_per_s"]["median"] / base, 2) if base else "-",
+                _num(s["p50_ms"]["median"], 1),
+                _num(s["p99_ms"]["median"], 1),
+                _num(s["server_cpu_ms_per_op"]["median"], 3),
+                _num(s["server_cpu_pct"]["median"], 0)
+                + (f" ({' + '.join(per_master)})" if per_master else ""),
+                _num(s.get("machine_cpu_pct", {}).get("median", math.nan), 0),
+                _num(s["outside_cpu_pct"]["median"], 0),
+                {"cores": "yes: masters > cores", "busy": "yes: all cores busy"}.get(
+                    case.get("limited_by_machine") or "", "no"
+                ),
+                str(s["errors"]),
+            ]
+        )
+    if not rows:
+        return None
+    headers = [
+        "case",
+        "masters",
+        "nproc",
+        "ops/s min/med/max",
+        "x 1 master",
+        "p50 ms",
+        "p99 ms",
+        "masters CPU ms/op",
+        "masters CPU % (each)",
+        "machine CPU %",
+        "other work CPU %",
+        "limited by the machine",
+        "errors",
+    ]
+    return _table(headers, rows, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12})
+
+
+def soak_table(case: dict[str, Any] | None) -> str | None:
+    if not case:
+        return None
+    summary = case["summary"]
+    labels = {
+        "master_rss_mib": "master RSS MiB",
+        "master_fds": "master open fds",
+        "redis_db_mib": "bench db's data MiB (MEMORY USAGE)",
+        "redis_db_keys": "bench db's keys",
+        "redis_used_memory_mib": "Redis used_memory MiB (server)",
+    }
+    rows = [
+        [
+            label,
+            _num(summary[key]["first"], 2),
+            _num(summary[key]["middle"], 2),
+            _num(summary[key]["max"], 2),
+            _num(summary[key]["last"], 2),
+            _num(summary[key]["slope_per_min"], 3),
+            _num(summary[key]["second_half_growth"], 2),
+        ]
+        for key, label in labels.items()
+    ]
+    title = (
+        f"soak: {case['minutes']:g} min, {summary['queries']:,} queries ({summary['new_sessions']:,} in new "
+        f"sessions), {summary['errors']} errors, session TTL {case['session_ttl_s']} s, nproc {case['nproc']}"
+    )
+    headers = ["soak series", "first", "middle", "max", "last", "2nd half slope /min", "2nd half growth"]
+    return title + "\n" + _table(headers, rows, {1, 2, 3, 4, 5, 6})
 
 
 def target_table(verdicts: list[dict[str, Any]]) -> str:

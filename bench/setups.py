@@ -9,6 +9,7 @@
   context limit that never compacts a session (every earlier turn goes to the LLM).
 - :func:`cluster_setup`: two masters on one Redis (``OPENAGENT_CLUSTER=1``), ``bench-ws`` on
   one, queries to the other: every call crosses masters through Redis.
+- :func:`workers_setup`: 1, 2 or 4 masters on one Redis, the load and the agents spread over them.
 - :func:`relay_ws_setup`, :func:`relay_http_setup`: baselines (a) and (b) with their agents.
 
 The masters share the bench's Redis database, which the runner empties before and after
@@ -44,10 +45,22 @@ class Running:
     url: str
     agents: dict[str, Child] = field(default_factory=dict)
     helpers: list[Child] = field(default_factory=list)
+    more_hubs: list[Child] = field(default_factory=list)
+    """Further masters whose CPU counts as server CPU with the hub's (the workers cases)."""
+    more_urls: list[str] = field(default_factory=list)
+    """Further masters' base URLs: the load client spreads its connections over ``url`` and these."""
+    spread: dict[str, list[str]] = field(default_factory=dict)
+    """A case's agent id → the agents its queries take turns on (one per master, the workers cases)."""
+
+    def hubs(self) -> list[Child]:
+        return [self.hub, *self.more_hubs]
+
+    def urls(self) -> list[str]:
+        return [self.url, *self.more_urls]
 
     def watched(self) -> list[Child]:
-        """The processes whose CPU is sampled: the hub first."""
-        return [self.hub, *self.agents.values(), *self.helpers]
+        """The processes whose CPU is sampled: the hubs first."""
+        return [*self.hubs(), *self.agents.values(), *self.helpers]
 
 
 async def flush_bench_db(redis_url: str) -> None:
@@ -67,6 +80,7 @@ async def start_master(
     openai_base_url: str | None = None,
     context_max_tokens: int | None = None,
     cluster: bool = False,
+    session_ttl: int | None = None,
 ) -> tuple[Child, str]:
     port = free_port()
     args = ["master", "--port", str(port), "--redis-url", redis_url]
@@ -76,6 +90,8 @@ async def start_master(
         args += ["--context-max-tokens", str(context_max_tokens)]
     if cluster:
         args.append("--cluster")
+    if session_ttl:
+        args += ["--session-ttl", str(session_ttl)]
     master = await group.start(Child(name, "bench.launcher", *args))
     url = f"http://127.0.0.1:{port}"
     await master.wait_http(f"{url}/health", READY_WITHIN)
@@ -88,9 +104,11 @@ async def _ready(*children: Child) -> None:
 
 
 @asynccontextmanager
-async def master_setup(redis_url: str, *, http_agents: bool = True) -> AsyncIterator[Running]:
+async def master_setup(
+    redis_url: str, *, http_agents: bool = True, session_ttl: int | None = None
+) -> AsyncIterator[Running]:
     async with Group() as group:
-        master, url = await start_master(group, "master", redis_url)
+        master, url = await start_master(group, "master", redis_url, session_ttl=session_ttl)
         ws_url = url.replace("http://", "ws://") + "/ws"
         agents = {WS_AGENT: await group.start(Child("agent-ws", "bench.agents", "ws", "--master-ws", ws_url))}
         if http_agents:
@@ -170,6 +188,67 @@ async def cluster_setup(redis_url: str) -> AsyncIterator[Running]:
         await _listed(front_url, WS_AGENT, READY_WITHIN)
         await _crossed(front_url, READY_WITHIN)
         yield Running(front, front_url, {WS_AGENT: agent}, [holder])
+
+
+async def _refreshed(url: str) -> None:
+    """``GET /refresh``: the master re-reads the invocation agents registered in Redis."""
+    async with aiohttp.ClientSession() as http, http.get(f"{url}/refresh") as response:
+        response.raise_for_status()
+
+
+@asynccontextmanager
+async def workers_setup(redis_url: str, masters: int, *, http_agent: bool = True) -> AsyncIterator[Running]:
+    """``masters`` masters on one Redis (``OPENAGENT_CLUSTER=1``), each on its own port, as N replicas
+    behind a Service: one WebSocket agent per master (``bench-ws-<i>`` on master ``i``), queries
+    spread evenly over the masters and taking the agents in turn, so ``(N - 1) / N`` of the calls
+    cross masters, as they would with agents and queries spread at random. With ``http_agent``, one
+    SDK invocation agent (registered in Redis, called by every master directly)."""
+    async with Group() as group:
+        started = [
+            await start_master(group, f"master-w{masters}-{i}", redis_url, cluster=True)
+            for i in range(masters)
+        ]
+        hubs, urls = [child for child, _ in started], [url for _, url in started]
+        agents: dict[str, Child] = {}
+        for i, url in enumerate(urls):
+            ws_url = url.replace("http://", "ws://") + "/ws"
+            agents[f"{WS_AGENT}-{i}"] = await group.start(
+                Child(
+                    f"agent-ws-w{masters}-{i}",
+                    "bench.agents",
+                    "ws",
+                    "--master-ws",
+                    ws_url,
+                    "--agent-id",
+                    f"{WS_AGENT}-{i}",
+                )
+            )
+        if http_agent:
+            agents[HTTP_SDK_AGENT] = await group.start(
+                Child(
+                    f"agent-http-sdk-w{masters}",
+                    "bench.agents",
+                    "http-sdk",
+                    "--master",
+                    urls[0],
+                    "--port",
+                    str(free_port()),
+                )
+            )
+        await _ready(*agents.values())
+        for url in urls:
+            for i in range(masters):
+                await _listed(url, f"{WS_AGENT}-{i}", READY_WITHIN)
+            if http_agent:
+                await _refreshed(url)
+        yield Running(
+            hubs[0],
+            urls[0],
+            agents,
+            more_hubs=hubs[1:],
+            more_urls=urls[1:],
+            spread={WS_AGENT: [f"{WS_AGENT}-{i}" for i in range(masters)]},
+        )
 
 
 @asynccontextmanager

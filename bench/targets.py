@@ -16,6 +16,8 @@ from bench.cases import (
     REDIS_TRIPS,
     SCRIPTED_SESSION_GROWTH,
     SESSION_GROWTH,
+    SOAK,
+    WORKERS,
 )
 
 
@@ -152,7 +154,76 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
             crossing.verdict = "info"
             crossing.note = "no target: what a call through another master adds (front master's CPU only)"
         verdicts.append(crossing)
+    verdicts += [_workers(cases, kind) for kind in ("", "_http")]
+    verdicts.append(_soak(cases.get(SOAK)))
     return [asdict(v) for v in verdicts]
+
+
+def _workers(cases: dict[str, Any], kind: str) -> Verdict:
+    """Throughput of 2 and 4 masters against 1: no target, and said when the machine is the limit."""
+    what = "HTTP invocation" if kind else "WS"
+    target = f"masters on one Redis, {what} c32: scaling"
+    rule = f"workers{{2,4}}{kind}_c32 ops_per_s / workers1{kind}_c32 (info, no target)"
+    one = _median(cases, f"workers1{kind}_c32", "ops_per_s")
+    if one is None or math.isnan(one) or one == 0:
+        return Verdict(target, rule, "not measured", "n/a")
+    parts, notes, ratio = [], [], None
+    for n in WORKERS[1:]:
+        name = f"workers{n}{kind}_c32"
+        ops = _median(cases, name, "ops_per_s")
+        if ops is None or math.isnan(ops):
+            continue
+        ratio = round(ops / one, 2)
+        parts.append(f"{n}: {ops:,.0f} ops/s ({ratio:.2f}x)")
+    for n in WORKERS:
+        case = cases.get(f"workers{n}{kind}_c32", {})
+        nproc, limit = case.get("nproc"), case.get("limited_by_machine")
+        if limit == "cores":
+            notes.append(f"{n} masters > {nproc} cores")
+        elif limit == "busy":
+            notes.append(f"{n} master{'s' if n > 1 else ''}: all {nproc} cores busy")
+    if any(note for note in notes):
+        notes.append("limited by the machine, not the design")
+    measured = f"1: {one:,.0f} ops/s" + "".join(f", {part}" for part in parts)
+    errors = _errors(cases, *(f"workers{n}{kind}_c32" for n in WORKERS))
+    return Verdict(target, rule, measured, "info", ratio, "; ".join(filter(None, [errors, *notes])))
+
+
+SOAK_RSS_MIB = 4.0
+SOAK_SHARE = 0.05
+SOAK_FDS = 5.0
+SOAK_REDIS_MIB = 1.0
+SOAK_TTLS = 4
+"""A soak shorter than this many session TTLs is too short to judge (the sessions' steady state)."""
+
+
+def _soak(case: dict[str, Any] | None) -> Verdict:
+    target = "soak: RSS, fds and Redis memory stay flat"
+    rule = (
+        f"growth over the 2nd half: master RSS <= max({SOAK_SHARE:.0%}, {SOAK_RSS_MIB:g} MiB), "
+        f"fds <= {SOAK_FDS:g}, bench db's Redis data <= max({SOAK_SHARE:.0%}, {SOAK_REDIS_MIB:g} MiB); no errors"
+    )
+    if case is None:
+        return Verdict(target, rule, "not measured", "n/a")
+    summary = case["summary"]
+    rss, fds, data = summary["master_rss_mib"], summary["master_fds"], summary["redis_db_mib"]
+    checks = [
+        ("RSS", rss["second_half_growth"], max(SOAK_SHARE * rss["middle"], SOAK_RSS_MIB), "MiB"),
+        ("fds", fds["second_half_growth"], SOAK_FDS, ""),
+        ("Redis data", data["second_half_growth"], max(SOAK_SHARE * data["middle"], SOAK_REDIS_MIB), "MiB"),
+    ]
+    measured = ", ".join(f"{name} {growth:+.2f}{unit and ' ' + unit}" for name, growth, _, unit in checks)
+    queries = int(summary["second_half_queries"])
+    if queries:
+        per_query = rss["second_half_growth"] * 1024 * 1024 / queries
+        measured += f" ({per_query:+,.0f} B of RSS per query over {queries:,} queries)"
+    ok = all(not math.isnan(growth) and growth <= limit for _, growth, limit, _ in checks)
+    notes = [f"{summary['errors']} errors"] if summary["errors"] else []
+    verdict = "PASS" if ok and not summary["errors"] else "FAIL"
+    if case["minutes"] * 60 < SOAK_TTLS * case["session_ttl_s"]:
+        notes.append(f"{case['minutes']:g} min is too short to judge (< {SOAK_TTLS} session TTLs)")
+        verdict = "info"
+    return Verdict(target, rule, measured, verdict, None, "; ".join(notes))
 
 
 def _registration(case: dict[str, Any] | None, wanted: int) -> Verdict:

@@ -10,6 +10,9 @@ that are not the benchmark's during the window (other work on the machine skews 
 from __future__ import annotations
 
 import json
+import math
+import os
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,11 +59,13 @@ def _sample(children: list[Child]) -> dict[str, float]:
 
 
 def _window(
-    end: dict[str, Any], cpu0: dict[str, float], cpu1: dict[str, float], wall: float, hub: str
+    end: dict[str, Any], cpu0: dict[str, float], cpu1: dict[str, float], wall: float, hubs: list[str]
 ) -> dict[str, Any]:
+    """One window's figures; with several hubs (masters), server CPU is their sum."""
     ops = int(end["ops"])
     used = {name: cpu1[name] - cpu0[name] for name in cpu0}
     ours = sum(seconds for name, seconds in used.items() if name != MACHINE)
+    server = sum(used[hub] for hub in hubs)
     return {
         "ops": ops,
         "errors": int(end["errors"]),
@@ -70,22 +75,41 @@ def _window(
         "p50_ms": float(end["p50_ms"]),
         "p99_ms": float(end["p99_ms"]),
         "max_ms": float(end["max_ms"]),
-        "server_cpu_ms_per_op": (1000 * used[hub] / ops) if ops else float("nan"),
-        "server_cpu_pct": round(100 * used[hub] / wall, 1),
+        "server_cpu_ms_per_op": (1000 * server / ops) if ops else float("nan"),
+        "server_cpu_pct": round(100 * server / wall, 1),
         "cpu_pct": {
             name: round(100 * seconds / wall, 1)
             for name, seconds in used.items()
-            if name not in (hub, MACHINE)
+            if name not in (*hubs, MACHINE)
         },
+        **({"hub_cpu_pct": {hub: round(100 * used[hub] / wall, 1) for hub in hubs}} if len(hubs) > 1 else {}),
         "outside_cpu_pct": round(100 * max(0.0, used[MACHINE] - ours) / wall, 1),
+        "machine_cpu_pct": round(100 * used[MACHINE] / wall, 1),
         **({"first_query": end["first_query"]} if end.get("first_query") else {}),
     }
+
+
+SATURATED = 0.9
+"""The machine counts as the limit when its busy CPU (median over the windows) reaches this share
+of all its cores."""
+
+
+def limited_by_machine(masters: int, reps: list[dict[str, Any]]) -> str:
+    """Why the machine, not the design, bounds a case's figure: ``"cores"`` (more masters than
+    cores), ``"busy"`` (every core was busy: load client, agents, Redis and other work included),
+    or ``""``."""
+    cores = os.cpu_count() or 1
+    if masters > cores:
+        return "cores"
+    busy = statistics.median(rep.get("machine_cpu_pct", 0.0) for rep in reps) if reps else 0.0
+    return "busy" if busy >= SATURATED * 100 * cores else ""
 
 
 def summarise_reps(reps: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("ops_per_s", "p50_ms", "p99_ms", "server_cpu_ms_per_op", "server_cpu_pct")
     summary: dict[str, Any] = {key: spread([rep[key] for rep in reps]) for key in keys}
     summary["outside_cpu_pct"] = spread([rep["outside_cpu_pct"] for rep in reps])
+    summary["machine_cpu_pct"] = spread([rep.get("machine_cpu_pct", math.nan) for rep in reps])
     summary["errors"] = sum(rep["errors"] for rep in reps)
     summary["first_error"] = next((rep["first_error"] for rep in reps if rep.get("first_error")), None)
     return summary
@@ -115,7 +139,7 @@ async def run_load(
                 await profiler.start()
             end = await load.expect("end", window_seconds + EVENT_SLACK)
             cpu1, t1 = _sample(watched), time.monotonic()
-            reps.append(_window(end, cpu0, cpu1, t1 - t0, running.hub.name))
+            reps.append(_window(end, cpu0, cpu1, t1 - t0, [hub.name for hub in running.hubs()]))
             if profiler is not None:
                 profile_result = await profiler.finish()
         await load.expect("done", EVENT_SLACK)
@@ -129,9 +153,11 @@ async def measure(
     running: Running, case: LoadCase, timing: Timing, *, profile: bool = False
 ) -> dict[str, Any]:
     """Run ``case`` against ``running``: warm-up, then ``timing.repeat`` windows."""
+    agents = case.body.get("allowed_agent_ids") or []
+    spread = running.spread.get(agents[0], []) if len(agents) == 1 else []
     config = {
-        "url": running.url + case.path,
-        "body": case.body,
+        "urls": [url + case.path for url in running.urls()],
+        "bodies": [{**case.body, "allowed_agent_ids": [agent]} for agent in spread] or [case.body],
         "concurrency": case.concurrency,
         "warmup": timing.warmup,
         "duration": timing.duration,
@@ -145,6 +171,9 @@ async def measure(
         "title": case.title,
         "concurrency": case.concurrency,
         "hub": running.hub.name,
+        "masters": len(running.hubs()),
+        "nproc": os.cpu_count(),
+        "limited_by_machine": limited_by_machine(len(running.hubs()), reps),
         "reps": reps,
         "summary": summarise_reps(reps),
     }

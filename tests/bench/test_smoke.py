@@ -1,4 +1,5 @@
-"""The benchmark keeps working: ``python -m bench --smoke`` runs every case and writes the JSON.
+"""The benchmark keeps working: ``python -m bench --smoke --cases all,soak`` runs every case (the
+opt-in soak for a few seconds) and writes the JSON.
 
 The figures of a smoke run mean nothing (tiny windows, systems run side by side on whatever
 else the machine is doing), so nothing here judges speed: a 0.25 s window on a busy machine
@@ -35,6 +36,8 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
             "-m",
             "bench",
             "--smoke",
+            "--cases",
+            "all,soak",
             "--results-dir",
             str(tmp_path),
             "--redis-url",
@@ -61,8 +64,14 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
     assert results["cases"]["connections_master"]["summary"]["failed"] == 0
     trips = results["cases"]["redis_trips"]["by_query"]
     assert all(kind["round_trips_per_query"] >= 1 for kind in trips.values()), trips
+    soak = results["cases"]["soak"]
+    assert len(soak["samples"]) >= 4, soak["samples"]
+    assert soak["summary"]["queries"] > 0 and soak["summary"]["errors"] == 0, soak["summary"]
+    assert all(sample["master_fds"] > 0 and sample["master_rss_mib"] > 0 for sample in soak["samples"])
+    assert soak["samples"][-1]["redis_keys_by_prefix"].get("session", 0) > 0, soak["samples"][-1]
     verdicts = {target["target"]: target["verdict"] for target in results["targets"]}
-    assert len(verdicts) == 12
+    assert len(verdicts) == 15
     # "n/a" is what a target says when a tiny window measured nothing: allowed here.
     assert set(verdicts.values()) <= {"PASS", "FAIL", "info", "n/a"}, verdicts
     assert "| target" in run.stdout and "ws_c32" in run.stdout
+    assert "workers4_c32" in run.stdout and "| soak series" in run.stdout

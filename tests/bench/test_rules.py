@@ -1,0 +1,69 @@
+"""The workers' and the soak's rules, on made-up results (the benchmark itself is never run here)."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import pytest
+
+from bench.cases import DEFAULT_CASES, SOAK, select
+from bench.soak import second_half_growth, summarise
+from bench.targets import evaluate
+from bench.throughput import limited_by_machine
+
+
+def test_the_soak_is_opt_in() -> None:
+    assert SOAK not in DEFAULT_CASES
+    assert SOAK not in select("all")
+    assert select("all,soak")[-1] == SOAK
+    assert set(select("workers")) >= {"workers1_c32", "workers2_c32", "workers4_c32"}
+
+
+def test_second_half_growth_ignores_the_first_half_and_fits_a_line() -> None:
+    times = [float(t) for t in range(11)]
+    warm_then_flat = [0, 50, 90, 100, 100, 100, 100, 100, 100, 100, 100]
+    assert second_half_growth(times, [float(v) for v in warm_then_flat]) == (0.0, 0.0)
+    per_minute, growth = second_half_growth(times, [float(2 * t) for t in range(11)])
+    assert per_minute == pytest.approx(120.0)
+    assert growth == pytest.approx(10.0)  # 2 per second over the 5 s of the second half
+    assert all(math.isnan(x) for x in second_half_growth([0.0], [1.0]))
+
+
+def _sample(t: float, rss: float, fds: int, data: float) -> dict[str, Any]:
+    tick = {"ops": 100, "errors": 0, "first_error": None, "new_sessions": 25, "existing_sessions": 75}
+    return {
+        "t_s": t,
+        "master_rss_mib": rss,
+        "master_fds": fds,
+        "redis_db_mib": data,
+        "redis_db_keys": 100,
+        "redis_used_memory_mib": 2.0,
+        "load": {**tick, "p50_ms": 5.0},
+    }
+
+
+def _soak_case(rss_per_sample: float, minutes: float = 30.0) -> dict[str, Any]:
+    samples = [_sample(60.0 * t, 150 + rss_per_sample * t, 30, 1.5) for t in range(int(minutes) + 1)]
+    return {"minutes": minutes, "session_ttl_s": 120, "summary": summarise(samples)}
+
+
+def _soak_verdict(case: dict[str, Any]) -> dict[str, Any]:
+    verdicts = evaluate({SOAK: case}, connections_wanted=10_000)
+    return next(v for v in verdicts if v["target"].startswith("soak"))
+
+
+def test_a_flat_soak_passes_and_a_leaking_one_fails() -> None:
+    assert _soak_verdict(_soak_case(0.0))["verdict"] == "PASS"
+    leaking = _soak_verdict(_soak_case(1.0))  # 1 MiB a minute: 15 MiB over the second half
+    assert leaking["verdict"] == "FAIL"
+    assert "RSS +15.00 MiB" in leaking["measured"]
+    assert _soak_verdict(_soak_case(1.0, minutes=5))["verdict"] == "info"  # shorter than 4 TTLs
+
+
+def test_the_machine_is_the_limit_with_more_masters_than_cores_or_every_core_busy() -> None:
+    cores = os.cpu_count() or 1
+    assert limited_by_machine(cores + 1, []) == "cores"
+    assert limited_by_machine(1, [{"machine_cpu_pct": 100.0 * cores}]) == "busy"
+    assert limited_by_machine(1, [{"machine_cpu_pct": 10.0}]) == ""
