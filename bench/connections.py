@@ -36,7 +36,11 @@ async def _one(
 ) -> dict[str, Any]:
     async with Group() as group:
         if kind == "master":
-            server, url = await start_master(group, "master-connections", redis_url)
+            # The default OPENAGENT_MAX_CATALOG_TOOLS (1024) would refuse the agent that brings
+            # the 1,025th tool; a hub meant for this many agents raises it, as here.
+            server, url = await start_master(
+                group, "master-connections", redis_url, max_catalog_tools=max(count * tools, 1024)
+            )
         else:
             server, url = await _start_idle(group)
         ws_url = url.replace("http://", "ws://") + "/ws"

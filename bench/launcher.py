@@ -44,6 +44,7 @@ def _serve_master(args: argparse.Namespace) -> None:
         **({"orchestrator_context_max_tokens": args.context_max_tokens} if args.context_max_tokens else {}),
         openagent_cluster=args.cluster,
         **({"redis_session_ttl_seconds": args.session_ttl} if args.session_ttl else {}),
+        **({"openagent_max_catalog_tools": args.max_catalog_tools} if args.max_catalog_tools else {}),
     )
     app = create_app(settings, llm=None if scripted else FunctionChatModel(decide))
     config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
@@ -72,6 +73,7 @@ def main() -> None:
     master.add_argument("--context-max-tokens", type=int, help="ORCHESTRATOR_CONTEXT_MAX_TOKENS")
     master.add_argument("--cluster", action="store_true", help="OPENAGENT_CLUSTER=1")
     master.add_argument("--session-ttl", type=int, help="REDIS_SESSION_TTL_SECONDS")
+    master.add_argument("--max-catalog-tools", type=int, help="OPENAGENT_MAX_CATALOG_TOOLS")
     llm = sub.add_parser("scripted-llm")
     llm.add_argument("--port", type=int, required=True)
     args = parser.parse_args()

@@ -81,6 +81,7 @@ async def start_master(
     context_max_tokens: int | None = None,
     cluster: bool = False,
     session_ttl: int | None = None,
+    max_catalog_tools: int | None = None,
 ) -> tuple[Child, str]:
     port = free_port()
     args = ["master", "--port", str(port), "--redis-url", redis_url]
@@ -92,6 +93,8 @@ async def start_master(
         args.append("--cluster")
     if session_ttl:
         args += ["--session-ttl", str(session_ttl)]
+    if max_catalog_tools:
+        args += ["--max-catalog-tools", str(max_catalog_tools)]
     master = await group.start(Child(name, "bench.launcher", *args))
     url = f"http://127.0.0.1:{port}"
     await master.wait_http(f"{url}/health", READY_WITHIN)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from master.agents.invocation import InvocationAgents
-from master.agents.registry import Registry
+from master.agents.registry import LiveAgent, Registry
 from master.agents.toolbox import function_name
 from master.errors import RegistrationRefused
 from master.settings import Settings
@@ -53,6 +53,36 @@ class ToolCatalog:
         self._registry = registry
         self._invocation = invocation
         self.limits = limits
+        # The live WebSocket agents' function names, kept up to date by the registry's events, so
+        # that a registration costs O(its tools), not O(every tool): 10,000 agents registering
+        # one after the other would otherwise rebuild the whole map 10,000 times.
+        self._live_names: dict[str, list[str]] = {}
+        self._live_owners: dict[str, tuple[str, str]] = {}
+        self._live_tools = 0
+        for agent in registry.all():
+            self._on_live("added", agent)
+        registry.listeners.append(self._on_live)
+
+    def _on_live(self, event: str, agent: LiveAgent) -> None:
+        self._forget_live(agent.agent_id)
+        if event != "added":
+            return
+        names: list[str] = []
+        for tool_name in agent.tools:
+            name = function_name(agent.agent_id, tool_name)
+            names.append(name)
+            self._live_owners.setdefault(name, (agent.agent_id, tool_name))
+        self._live_names[agent.agent_id] = names
+        self._live_tools += len(names)
+
+    def _forget_live(self, agent_id: str) -> None:
+        names = self._live_names.pop(agent_id, None)
+        if names is None:
+            return
+        self._live_tools -= len(names)
+        for name in names:
+            if self._live_owners.get(name, ("",))[0] == agent_id:
+                del self._live_owners[name]
 
     def check(self, agent_id: str, tools: Sequence[ToolSchema], *, invocation: bool) -> None:
         """Raise :class:`RegistrationRefused` unless ``agent_id`` may register ``tools``.
@@ -79,16 +109,15 @@ class ToolCatalog:
             raise RegistrationRefused(
                 "agent_conflict", f"agent {agent_id!r} is connected over WebSocket; choose another agent_id"
             )
+        # Stored invocation agents are few and change through Redis: read them each time.
         owners: dict[str, tuple[str, str]] = {}
-        others = 0
-        registered = [(a.agent_id, list(a.tools)) for a in self._registry.all()]
-        registered += [(a.agent_id, list(a.tools)) for a in self._invocation.all()]
-        for other_id, tool_names in registered:
-            if other_id == agent_id:
+        others = self._live_tools - len(self._live_names.get(agent_id, ()))
+        for other in self._invocation.all():
+            if other.agent_id == agent_id:
                 continue
-            for tool_name in tool_names:
+            for tool_name in other.tools:
                 others += 1
-                owners[function_name(other_id, tool_name)] = (other_id, tool_name)
+                owners[function_name(other.agent_id, tool_name)] = (other.agent_id, tool_name)
         if others + len(tools) > limits.catalog_tools:
             raise RegistrationRefused(
                 "limit_exceeded",
@@ -98,6 +127,9 @@ class ToolCatalog:
         for tool in tools:
             name = function_name(agent_id, tool.name)
             owner = owners.get(name)
+            if owner is None:
+                live_owner = self._live_owners.get(name)
+                owner = live_owner if live_owner is not None and live_owner[0] != agent_id else None
             if owner is not None:
                 raise RegistrationRefused(
                     "agent_conflict",
