@@ -87,18 +87,16 @@ class ContextBuilder:
     ) -> bool:
         """Whether :meth:`build` would call the summarizer for these turns (no LLM call here)."""
         summaries, tail = split_turns(turns)
-        return self._overflows(system, summaries, tail, query, tool_costs) or self._fold(summaries, tail)
+        if self._fold(summaries, tail):
+            return True
+        messages = self._messages(system, summaries, [t for _, t in tail], query)
+        return self._overflows(count_messages(messages), tail, tool_costs)
 
     def _overflows(
-        self,
-        system: str,
-        summaries: list[Turn],
-        tail: list[tuple[int, Turn]],
-        query: str,
-        tool_costs: Sequence[int],
+        self, message_tokens: int, tail: list[tuple[int, Turn]], tool_costs: Sequence[int]
     ) -> bool:
-        messages = self._messages(system, summaries, [t for _, t in tail], query)
-        return count_messages(messages) + sum(tool_costs) > self._max_tokens and len(tail) > self._recent
+        """Over the token limit with more raw turns than the recent ones kept as they are."""
+        return message_tokens + sum(tool_costs) > self._max_tokens and len(tail) > self._recent
 
     def _fold(self, summaries: list[Turn], tail: list[tuple[int, Turn]]) -> bool:
         """The summaries take more than their share: fold them (and what they can absorb) into one."""
@@ -125,7 +123,7 @@ class ContextBuilder:
         spent = 0
         summary_turn: Turn | None = None
         fold = self._fold(summaries, tail)
-        if fold or self._overflows(system, summaries, tail, query, tool_costs):
+        if fold or self._overflows(message_tokens, tail, tool_costs):
             keep = min(self._recent, len(tail))
             older = tail[: len(tail) - keep]
             covered = (

@@ -52,14 +52,17 @@ RETRIED_STATUSES = frozenset({408, 409, 429})
 class SharedMessage(dict[str, Any]):
     """A chat message shared by several requests and never changed (a session's replayed history).
 
-    The client keeps its encoded JSON in ``encoded``, so a long history is encoded once.
+    The client keeps its encoded JSON in ``encoded``, and the token counter its count in
+    ``tokens`` (:func:`master.orchestration.tokens.count_messages`), so a long history is
+    encoded and counted once.
     """
 
-    __slots__ = ("encoded",)
+    __slots__ = ("encoded", "tokens")
 
     def __init__(self, **fields: Any) -> None:
         super().__init__(fields)
         self.encoded: bytes | None = None
+        self.tokens: int | None = None
 
 
 def encode(value: Any) -> bytes:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from master.caches import SizedLRU
+from master.orchestration.chat_endpoint import SharedMessage
 from openagent.rag_tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4
@@ -40,16 +41,30 @@ def text_cache_size() -> int:
 
 
 def count_messages(messages: Iterable[dict[str, Any]]) -> int:
-    """Approximate prompt tokens of chat messages (content, tool calls and framing)."""
+    """Approximate prompt tokens of chat messages (content, tool calls and framing).
+
+    A :class:`~master.orchestration.chat_endpoint.SharedMessage` (a session's replayed history,
+    never changed) keeps its count, so a long session is not re-counted message by message.
+    """
     total = 0
     for message in messages:
-        total += _PER_MESSAGE
-        content = message.get("content")
-        if isinstance(content, str):
-            total += count_text(content)
-        for call in message.get("tool_calls") or ():
-            function = call.get("function", {})
-            total += count_text(function.get("name", "")) + count_text(function.get("arguments", ""))
+        if isinstance(message, SharedMessage):
+            if message.tokens is None:
+                message.tokens = _count_message(message)
+            total += message.tokens
+        else:
+            total += _count_message(message)
+    return total
+
+
+def _count_message(message: dict[str, Any]) -> int:
+    total = _PER_MESSAGE
+    content = message.get("content")
+    if isinstance(content, str):
+        total += count_text(content)
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        total += count_text(function.get("name", "")) + count_text(function.get("arguments", ""))
     return total
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from master.orchestration import tokens
+from master.orchestration.chat_endpoint import SharedMessage
 from master.orchestration.tokens import count_messages, count_text, count_tools, encoding
 
 
@@ -32,3 +36,20 @@ def test_the_encoding_matches_tiktokens_own_cl100k_constructor() -> None:
     assert params["pat_str"] == tokens._PAT_STR
     assert params["special_tokens"] == tokens._SPECIAL_TOKENS
     assert encoding().encode("hello world") == [15339, 1917]
+
+
+def test_a_shared_message_is_counted_once_and_like_a_plain_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's replayed history (SharedMessage) keeps its count: later queries read it."""
+    history = [
+        SharedMessage(role="user", content="What is 12 times 7?"),
+        SharedMessage(role="assistant", content="84"),
+    ]
+    plain = [dict(message) for message in history]
+    assert count_messages(history) == count_messages(plain)
+    assert [message.tokens for message in history] == [count_messages([m]) for m in plain]
+
+    def fail(text: str) -> int:
+        raise AssertionError(f"counted again: {text!r}")
+
+    monkeypatch.setattr(tokens, "count_text", fail)
+    assert count_messages(history) == count_messages(plain[:0]) + sum(m.tokens or 0 for m in history)
