@@ -59,7 +59,10 @@ SUMMARY_SHARE = 0.25
 into one summary (which also covers the older raw turns)."""
 
 
-def split_turns(turns: Sequence[Turn]) -> tuple[list[Turn], list[tuple[int, Turn]]]:
+_Split = tuple[list[Turn], list[tuple[int, Turn]]]
+
+
+def split_turns(turns: Sequence[Turn]) -> _Split:
     """(summary turns in effect, raw turns after the last summary with their indexes).
 
     A summary with ``folds_previous`` replaces every summary before it.
@@ -81,16 +84,29 @@ class ContextBuilder:
         self._max_tokens = max_tokens
         self._recent = recent_turns
         self._summarizer_model = summarizer_model
+        self._seen: tuple[Sequence[Turn], int, str, str, _Split, list[ChatMessage], int] | None = None
+        """The last turns read, with their split, messages and token count: a query asks
+        :meth:`wants_summary` then :meth:`build` about the same turns (at 1,000 turns, rendering
+        and counting them once instead of twice is a third of the context's CPU)."""
+
+    def _read(self, system: str, turns: Sequence[Turn], query: str) -> tuple[_Split, list[ChatMessage], int]:
+        """``turns`` split, rendered as the request's messages, and their tokens (memoized for one
+        sequence that has not grown; the orchestrator never edits stored turns)."""
+        seen = self._seen
+        if seen is not None and seen[0] is turns and seen[1] == len(turns) and seen[2:4] == (system, query):
+            return seen[4], list(seen[5]), seen[6]
+        split = split_turns(turns)
+        messages = self._messages(system, split[0], [t for _, t in split[1]], query)
+        tokens = count_messages(messages)
+        self._seen = (turns, len(turns), system, query, split, messages, tokens)
+        return split, list(messages), tokens
 
     def wants_summary(
         self, *, system: str, turns: Sequence[Turn], query: str, tool_costs: Sequence[int]
     ) -> bool:
         """Whether :meth:`build` would call the summarizer for these turns (no LLM call here)."""
-        summaries, tail = split_turns(turns)
-        if self._fold(summaries, tail):
-            return True
-        messages = self._messages(system, summaries, [t for _, t in tail], query)
-        return self._overflows(count_messages(messages), tail, tool_costs)
+        (summaries, tail), _, message_tokens = self._read(system, turns, query)
+        return self._fold(summaries, tail) or self._overflows(message_tokens, tail, tool_costs)
 
     def _overflows(
         self, message_tokens: int, tail: list[tuple[int, Turn]], tool_costs: Sequence[int]
@@ -115,11 +131,9 @@ class ContextBuilder:
         tool_costs: list[int] | None = None,
     ) -> tuple[Context, int]:
         """The context and the tokens the summarizer spent (``tool_costs``: known token counts of ``tools``)."""
-        summaries, tail = split_turns(turns)
         if tool_costs is None:
             tool_costs = [count_tools([tool]) for tool in tools]
-        messages = self._messages(system, summaries, [t for _, t in tail], query)
-        message_tokens = count_messages(messages)
+        (summaries, tail), messages, message_tokens = self._read(system, turns, query)
         spent = 0
         summary_turn: Turn | None = None
         fold = self._fold(summaries, tail)
