@@ -86,8 +86,8 @@ class ContextBuilder:
         self._summarizer_model = summarizer_model
         self._seen: tuple[Sequence[Turn], int, str, str, _Split, list[ChatMessage], int] | None = None
         """The last turns read, with their split, messages and token count: a query asks
-        :meth:`wants_summary` then :meth:`build` about the same turns (at 1,000 turns, rendering
-        and counting them once instead of twice is a third of the context's CPU)."""
+        :meth:`wants_summary` then :meth:`build` about the same turns, which are then split,
+        rendered and counted once (measured in the commit that added this)."""
 
     def _read(self, system: str, turns: Sequence[Turn], query: str) -> tuple[_Split, list[ChatMessage], int]:
         """``turns`` split, rendered as the request's messages, and their tokens (memoized for one
