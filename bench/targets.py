@@ -252,39 +252,24 @@ def _redis(case: dict[str, Any] | None) -> Verdict:
 
 def _sessions(case: dict[str, Any] | None) -> Verdict:
     rule = "p50 grows <= 2x from 1 to 1,000 earlier turns (steady state, see first-query column)"
-    if case is None:
-        return Verdict("session growth", rule, "not measured", "n/a")
-    summary = case["summary"]
-    p50s = ", ".join(
-        f"{size} turns {entry['summary']['p50_ms']['median']:.2f} ms"
-        for size, entry in case["by_turns"].items()
-    )
-    growth = float(summary["p50_growth"])
-    errors = sum(
-        entry["summary"]["errors"] + entry["summary"]["first_query_errors"]
-        for entry in case["by_turns"].values()
-    )
-    note = f"{errors} errors" if errors else ""
-    if (summary["from_turns"], summary["to_turns"]) != (1, 1000):
-        note = (
-            note + "; " if note else ""
-        ) + f"measured {summary['from_turns']} to {summary['to_turns']} turns"
-    return Verdict(
-        "session growth", rule, p50s, "PASS" if growth <= 2 and not errors else "FAIL", growth, note
-    )
+    return _growth("session growth", rule, case, "p50_ms", "p50_growth")
 
 
 def _scripted_sessions(case: dict[str, Any] | None) -> Verdict:
-    target = "real LLM client: long session"
     rule = "server CPU per query grows <= 2x from 1 to 1,000 earlier turns, all sent to the LLM"
+    return _growth("real LLM client: long session", rule, case, "server_cpu_ms_per_op", "cpu_growth")
+
+
+def _growth(target: str, rule: str, case: dict[str, Any] | None, metric: str, growth_key: str) -> Verdict:
+    """A session-growth case judged on ``summary[growth_key]`` (``metric`` from 1 to 1,000 turns) <= 2."""
     if case is None:
         return Verdict(target, rule, "not measured", "n/a")
     summary = case["summary"]
     measured = ", ".join(
-        f"{size} turns {entry['summary']['server_cpu_ms_per_op']['median']:.2f} ms"
+        f"{size} turns {entry['summary'][metric]['median']:.2f} ms"
         for size, entry in case["by_turns"].items()
     )
-    growth = float(summary["cpu_growth"])
+    growth = float(summary[growth_key])
     errors = sum(
         entry["summary"]["errors"] + entry["summary"]["first_query_errors"]
         for entry in case["by_turns"].values()

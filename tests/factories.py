@@ -66,6 +66,30 @@ class ChildProcess:
         except OSError:
             return ""
 
+    def wait_until(self, ready: Callable[[], bool], what: str, waiting_for: str, timeout: float) -> None:
+        """Poll ``ready`` (a readiness probe of the started process; HTTP errors count as not
+        ready) until it holds; stop the process and raise, with its log, if it exits or
+        ``timeout`` seconds pass."""
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{what} exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                if ready():
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{what} did not {waiting_for} within {timeout} s:\n{self.log()}")
+
+    def wait_healthy(self, url: str, what: str, timeout: float) -> None:
+        """Wait for ``url`` to answer 200 (see :meth:`wait_until`)."""
+        self.wait_until(
+            lambda: httpx.get(url, timeout=5.0).status_code == 200, what, f"answer {url}", timeout
+        )
+
 
 class MasterProcess(ChildProcess):
     """``python -m master`` (uvicorn with the settings' limits) in a subprocess on a free loopback port."""
@@ -102,18 +126,8 @@ class MasterProcess(ChildProcess):
             stderr=subprocess.STDOUT,
         )
         log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"master exited with {self.process.returncode}:\n{self.log()}")
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=5.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"master did not answer /health within {timeout} s:\n{self.log()}")
+        self.wait_healthy(f"{self.base_url}/health", "master", timeout)
+        return self
 
     def __enter__(self) -> MasterProcess:
         return self.start()
@@ -293,16 +307,13 @@ class RagStackProcess(ChildProcess):
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{self.module} exited with {self.process.returncode}:\n{self.log()}")
+
+        def registered() -> bool:
             rows = httpx.get(f"{self.master.base_url}/agents", timeout=5).json()["agents"]
-            if set(agent_ids) <= {row["agent_id"] for row in rows}:
-                return self
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"{self.module} did not register {agent_ids} within {timeout} s:\n{self.log()}")
+            return set(agent_ids) <= {row["agent_id"] for row in rows}
+
+        self.wait_until(registered, self.module, f"register {agent_ids}", timeout)
+        return self
 
 
 def rag_model(body: dict[str, Any]) -> str | Any:
@@ -406,18 +417,8 @@ class PoolRunnerProcess(ChildProcess):
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"pool runner exited with {self.process.returncode}:\n{self.log()}")
-            try:
-                if httpx.get(f"{self.base_url}/health", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"pool runner did not answer /health within {timeout} s:\n{self.log()}")
+        self.wait_healthy(f"{self.base_url}/health", "pool runner", timeout)
+        return self
 
     async def __aenter__(self) -> PoolRunnerProcess:
         return await asyncio.to_thread(self.start)
