@@ -66,30 +66,34 @@ class _Live(Collector):
             yield kind(name, documentation, labels=labels)
 
 
+def _memoized(
+    metric: Any, make: Callable[..., Any], values: tuple[object, ...], named: dict[str, object]
+) -> Any:
+    """``metric``'s child for positional label ``values``, looked up in a dict: prometheus_client's
+    ``labels()`` checks, converts and locks on every call, and the master asks for the same few
+    children per query. Keyword labels go to ``make`` (the real ``labels``) as they are."""
+    if named:
+        return make(*values, **named)
+    memo: dict[tuple[object, ...], Any] = metric.__dict__.setdefault("_children", {})
+    child = memo.get(values)
+    if child is None:
+        child = memo[values] = make(*values)
+    return child
+
+
 class _Counter(Counter):
-    """A counter whose children are looked up in a dict: prometheus_client's ``labels()`` checks,
-    converts and locks on every call, and the master asks for the same few children per query."""
+    """A counter whose children are memoized (:func:`_memoized`)."""
 
     def labels(self, *values: object, **named: object) -> _Counter:
-        memo: dict[tuple[object, ...], _Counter] = self.__dict__.setdefault("_children", {})
-        child = memo.get(values) if not named else None
-        if child is None:
-            child = super().labels(*values, **named)
-            if not named:
-                memo[values] = child
+        child: _Counter = _memoized(self, super().labels, values, named)
         return child
 
 
 class _Histogram(Histogram):
-    """A histogram whose children are looked up in a dict (see :class:`_Counter`)."""
+    """A histogram whose children are memoized (:func:`_memoized`)."""
 
     def labels(self, *values: object, **named: object) -> _Histogram:
-        memo: dict[tuple[object, ...], _Histogram] = self.__dict__.setdefault("_children", {})
-        child = memo.get(values) if not named else None
-        if child is None:
-            child = super().labels(*values, **named)
-            if not named:
-                memo[values] = child
+        child: _Histogram = _memoized(self, super().labels, values, named)
         return child
 
 
