@@ -11,7 +11,7 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
 from starlette.types import Send
 
-from master.asgi import LeanRequest
+from master.asgi import LeanRequest, send_response
 from master.deps import Services, ServicesDep
 from master.drain import RETRY_AFTER_SECONDS
 from master.errors import QueryRejected
@@ -100,23 +100,31 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
+    except QueryRejected as exc:  # the stream could not start
+        return _rejected(body, query_id, exc)
+    return await _answer(services, body, query_id)
+
+
+async def _answer(services: Services, body: QueryRequest, query_id: str) -> Response:
+    """The JSON answer of a query, or its refusal (both paths of ``POST /query``)."""
+    try:
         with services.admission.slot():
             answered = await services.queries.run(body, query_id)
     except QueryRejected as exc:
-        failed = rejected_response(body, query_id, exc)
-        return Response(
-            failed.model_dump_json(),
-            status_code=status_for(exc),
-            media_type="application/json",
-            headers=rejection_headers(exc),
-        )
+        return _rejected(body, query_id, exc)
     # Serialized here: returning the model would make FastAPI validate it a second time.
     return Response(answered.model_dump_json(), media_type="application/json")
 
 
-def rejection_headers(exc: QueryRejected) -> dict[str, str]:
-    """``Retry-After`` for a draining master's refusal (both paths of ``POST /query``)."""
-    return {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.code == DRAINING else {}
+def _rejected(body: QueryRequest, query_id: str, exc: QueryRejected) -> Response:
+    """A refused query's answer; a draining master's refusal carries ``Retry-After``."""
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.code == DRAINING else None
+    return Response(
+        rejected_response(body, query_id, exc).model_dump_json(),
+        status_code=status_for(exc),
+        media_type="application/json",
+        headers=headers,
+    )
 
 
 def _query_id() -> str:
@@ -135,21 +143,7 @@ async def lean_post_query(services: Services, request: LeanRequest, send: Send) 
         return False
     if body.stream:
         return False
-    query_id = _query_id()
-    status_code = 200
-    extra: dict[str, str] = {}
-    try:
-        with services.admission.slot():
-            answer = (await services.queries.run(body, query_id)).model_dump_json()
-    except QueryRejected as exc:
-        answer = rejected_response(body, query_id, exc).model_dump_json()
-        status_code = status_for(exc)
-        extra = rejection_headers(exc)
-    payload = answer.encode()
-    headers = [(b"content-length", str(len(payload)).encode()), (b"content-type", b"application/json")]
-    headers += [(name.lower().encode(), value.encode()) for name, value in extra.items()]
-    await send({"type": "http.response.start", "status": status_code, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
+    await send_response(send, await _answer(services, body, query_id=_query_id()))
     return True
 
 
