@@ -102,7 +102,7 @@ class CallRecords:
         self._claim = redis.register_script(_CLAIM)
 
     async def record(
-        self, call_id: str, token: str, agent_id: str, tool_name: str, arguments: Any, timeout: float
+        self, call_id: str, token: str, agent_id: str, tool_name: str, arguments: Any, call_timeout: float
     ) -> None:
         """Write the call's record (one round trip), with the session and query of the running query
         (:mod:`master.observability.logs` context). A Redis failure is logged: the call goes on,
@@ -118,9 +118,13 @@ class CallRecords:
             "args", json.dumps(arguments, separators=(",", ":"), default=str),
         )  # fmt: skip
         try:
-            await self._write(keys=[call_record_key(call_id)], args=[int(timeout) + RECORD_MARGIN_SECONDS, *fields])
+            await self._write(
+                keys=[call_record_key(call_id)], args=[int(call_timeout) + RECORD_MARGIN_SECONDS, *fields]
+            )
         except RedisError as exc:
-            logger.warning("could not record call %s in Redis (it will not survive a restart): %s", call_id, exc)
+            logger.warning(
+                "could not record call %s in Redis (it will not survive a restart): %s", call_id, exc
+            )
 
     async def holder(self, call_id: str) -> str | None:
         """The master that made the call, while its record lives (``None`` on a Redis failure too)."""

@@ -35,13 +35,13 @@ from urllib.parse import quote
 
 import aiohttp
 
-from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.agents.call_records import CallRecords
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
-from master.observability.redaction import cap
 from master.cluster.remote import RemoteAgent
+from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.observability import tracing
+from master.observability.redaction import cap
 from protocol import ToolCall, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
@@ -160,7 +160,9 @@ class Dispatcher:
         :class:`ToolTimeout` or :class:`ToolFailed`.
         """
         if self.refusal is not None:
-            raise AgentUnavailable(f"tool {tool_name!r} on agent {target.agent_id!r} was not called: {self.refusal}")
+            raise AgentUnavailable(
+                f"tool {tool_name!r} on agent {target.agent_id!r} was not called: {self.refusal}"
+            )
         timeout = self._call_timeout if wait_seconds is None else wait_seconds
         call_id = uuid.uuid4().hex
         token = secrets.token_urlsafe(24) if isinstance(target, InvocationAgent) else None
@@ -232,7 +234,11 @@ class Dispatcher:
         parent = tracing.traceparent()
         headers = {"traceparent": parent} if parent else None
         try:
-            timeout = self._invoke_timeout if invoke_seconds is None else aiohttp.ClientTimeout(total=invoke_seconds)
+            timeout = (
+                self._invoke_timeout
+                if invoke_seconds is None
+                else aiohttp.ClientTimeout(total=invoke_seconds)
+            )
             async with self._http.post(url, json=body, headers=headers, timeout=timeout) as response:
                 status = response.status
                 refusal = (await response.text())[:300] if status >= 300 else ""
@@ -316,7 +322,9 @@ class Dispatcher:
 
     def _record_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
         if len(progress.message) > MAX_PROGRESS_MESSAGE_CHARS:
-            progress = progress.model_copy(update={"message": cap(progress.message, MAX_PROGRESS_MESSAGE_CHARS)})
+            progress = progress.model_copy(
+                update={"message": cap(progress.message, MAX_PROGRESS_MESSAGE_CHARS)}
+            )
         pending.last_progress = progress
         percent = "" if progress.progress is None else f" {progress.progress:.0%}"
         logger.info(
@@ -393,7 +401,9 @@ class Dispatcher:
                     break
                 if await self._invocation.check(agent) == "DOWN":
                     failed = self.fail_agent(
-                        agent, f"failed its health check ({agent.last_error}); it is marked DOWN", AgentUnavailable
+                        agent,
+                        f"failed its health check ({agent.last_error}); it is marked DOWN",
+                        AgentUnavailable,
                     )
                     logger.warning("agent %s is DOWN: %d call(s) in flight failed", agent.agent_id, failed)
         finally:

@@ -22,7 +22,6 @@ connection that closes ends the collaborations it was in.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -30,12 +29,12 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from master.collaboration import CollaborationManager
 from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
-from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
+from master.collaboration import CollaborationManager
+from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.query.admission import Admission
 from protocol import (
     CLOSE_AGENT_REPLACED,

@@ -25,9 +25,9 @@ import yarl
 from pydantic import BaseModel, Field, field_validator
 from redis.exceptions import RedisError
 
+from master.agents.registry import AgentTool, compile_tools
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import AGENT_INDEX, agent_key, quarantined_agent_key
-from master.agents.registry import AgentTool, compile_tools
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
 logger = logging.getLogger("master.agents.invocation")

@@ -8,7 +8,6 @@ returns the previous connection so the hub can tell it and close it.
 from __future__ import annotations
 
 import asyncio
-
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence

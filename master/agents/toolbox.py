@@ -75,7 +75,8 @@ class Toolbox:
     def token_costs(self, count: Callable[[dict[str, Any]], int]) -> list[int]:
         """``count`` of each of :meth:`openai_tools`, in the same order (memoized per tool)."""
         return [
-            tool.token_cost(_definition(name, agent, tool), count) for name, (agent, tool) in self._tools.items()
+            tool.token_cost(_definition(name, agent, tool), count)
+            for name, (agent, tool) in self._tools.items()
         ]
 
 

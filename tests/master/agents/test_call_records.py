@@ -19,7 +19,7 @@ TOKEN = "the-per-call-token"
 async def recorded_call(records: CallRecords, session_id: str | None, query_id: str = "q-1") -> str:
     call_id = uuid.uuid4().hex
     with logs.query_context(query_id, session_id):
-        await records.record(call_id, TOKEN, "weather", "get_weather", {"city": "Lima"}, timeout=30)
+        await records.record(call_id, TOKEN, "weather", "get_weather", {"city": "Lima"}, call_timeout=30)
     return call_id
 
 

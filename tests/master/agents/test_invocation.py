@@ -89,7 +89,9 @@ async def _unregister_afterwards(master: MasterProcess) -> AsyncIterator[None]:
     REGISTERED.clear()
 
 
-async def register(master: MasterProcess | InProcessMaster, agent_id: str, base_url: str, **extra: Any) -> httpx.Response:
+async def register(
+    master: MasterProcess | InProcessMaster, agent_id: str, base_url: str, **extra: Any
+) -> httpx.Response:
     REGISTERED.add(agent_id)
     async with httpx.AsyncClient(timeout=30) as http:
         return await http.post(

@@ -53,14 +53,17 @@ def test_arguments_are_validated_naming_each_field() -> None:
     [tool] = compile_tools("w", [ToolSchema(name="forecast", parameters=schema)]).values()
     assert tool.validate({"city": "Paris", "days": 2}) == []
     problems = tool.validate({"days": 0})
-    assert problems == ["(root): \"city\" is a required property", "days: 0 is less than the minimum of 1"]
+    assert problems == ['(root): "city" is a required property', "days: 0 is less than the minimum of 1"]
 
 
 @pytest.mark.parametrize(
     ("tools", "needle"),
     [
         ([{"name": "t"}, {"name": "t"}], "declares tool 't' twice"),
-        ([{"name": "t", "parameters": {"type": "nonsense"}}], "tool 't' of agent 'x' has an invalid parameters schema"),
+        (
+            [{"name": "t", "parameters": {"type": "nonsense"}}],
+            "tool 't' of agent 'x' has an invalid parameters schema",
+        ),
         ([{"name": "t", "parameters": {"$ref": "http://127.0.0.1:9/schema"}}], "remote $ref"),
     ],
 )
@@ -75,4 +78,6 @@ def test_bad_tool_schemas_are_refused(tools: list[dict[str, object]], needle: st
 def test_describe_is_the_agents_row() -> None:
     row = live("w", tools=[{"name": "t", "description": "d"}]).describe()
     assert row["agent_id"] == "w" and row["connection_type"] == "websocket" and row["status"] == "online"
-    assert row["tools"] == [{"name": "t", "description": "d", "parameters": {"type": "object", "properties": {}}}]
+    assert row["tools"] == [
+        {"name": "t", "description": "d", "parameters": {"type": "object", "properties": {}}}
+    ]
