@@ -24,7 +24,6 @@ from redis.exceptions import RedisError
 from master.agents.call_records import CallRecords
 from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
-from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.asgi import MasterApp
@@ -39,6 +38,7 @@ from master.conversation.store import SessionStore
 from master.deps import Services, needs_api_key, require_api_key
 from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
+from master.gateway.hub import Hub
 from master.observability import logs, tracing
 from master.observability.chat import InstrumentedChatModel
 from master.observability.metrics import Metrics, count_redis_errors

@@ -11,7 +11,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from master.agents.catalog import ToolCatalog
 from master.agents.dispatch import Dispatcher
-from master.agents.hub import Hub
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore
@@ -22,6 +21,7 @@ from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.drain import Drain
+from master.gateway.hub import Hub
 from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog
 from master.query.admission import Admission

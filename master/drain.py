@@ -40,7 +40,7 @@ from types import FrameType
 import uvicorn
 
 from master.agents.dispatch import Dispatcher
-from master.agents.hub import Hub
+from master.gateway.hub import Hub
 from master.query.admission import Admission
 from protocol import CLOSE_SERVICE_RESTART
 

@@ -12,9 +12,9 @@ from typing import Any, cast
 import pytest
 import uvicorn
 
-from master.agents.hub import Hub
 from master.drain import Drain, hook_sigterm
 from master.errors import AgentDisconnected, AgentUnavailable, QueryRejected
+from master.gateway.hub import Hub
 from master.query.admission import DRAINING, Admission
 from protocol import CLOSE_SERVICE_RESTART
 from tests.factories import WEATHER_TOOL, answering_agent, dispatcher_for_tests

@@ -56,7 +56,7 @@ from protocol import (
 )
 from protocol.messages import QueryResponse
 
-logger = logging.getLogger("master.agents.hub")
+logger = logging.getLogger("master.gateway.hub")
 
 MAX_JSON_DEPTH = 200
 """Nesting depth of a frame's JSON beyond which it is refused (``invalid_message``): the limit of

@@ -1,0 +1,5 @@
+"""The gateways: long-lived connections that enter the master from outside, above the query layer.
+
+- :mod:`~master.gateway.hub`: the WebSocket hub at ``/ws``. It registers agents, relays their
+  collaborations and admits the queries that query agents send over the socket.
+"""
