@@ -20,12 +20,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     """Every setting of the master, with the defaults of the spec's env table."""
 
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore", frozen=True)
+    # use_attribute_docstrings: each field's docstring is its description (docs/reference/settings.md).
+    model_config = SettingsConfigDict(
+        env_file=".env", extra="ignore", frozen=True, use_attribute_docstrings=True
+    )
 
     # Master
     redis_url: str = "redis://127.0.0.1:6379"
+    """The master's Redis: agents, sessions, calls, attachments, cluster state."""
     redis_agent_ttl_seconds: int = Field(default=86400, gt=0)
+    """TTL of stored invocation agents (``agent:{id}``), refreshed when the agent is used."""
     redis_session_ttl_seconds: int = Field(default=86400, gt=0)
+    """TTL of sessions (``session:{id}``) and their attachments; a session expires this long after its last turn."""
     master_host: str = "127.0.0.1"
     """Where the master listens (``scripts/run.sh`` and ``openagent master`` pass it to uvicorn)."""
     master_port: int = Field(default=8000, ge=1, le=65535)
@@ -34,42 +40,63 @@ class Settings(BaseSettings):
     """The master's HTTP URL, for tool callbacks; unset: ``http://MASTER_HOST:MASTER_PORT``
     (loopback for a wildcard host), so ``MASTER_PORT`` alone moves it."""
     openai_api_key: SecretStr | None = None
+    """API key of the OpenAI-compatible LLM (orchestrator, summarizer, agent generator)."""
     openai_base_url: str | None = None
+    """An OpenAI-compatible endpoint instead of api.openai.com (Ollama, vLLM, llama.cpp server)."""
     openagent_api_key: SecretStr | None = None
-    """When set, every endpoint but ``GET /health`` and every ``/ws`` connection needs it."""
+    """When set, every route but ``GET /health``, ``GET /ready``, the API docs and the web UI, and every
+    ``/ws`` connection, need it as ``Authorization: Bearer <key>``."""
     openagent_ws_max_message_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    """Largest WebSocket frame; a larger one closes the connection with 1009 before it is buffered (``python -m master`` sets uvicorn's ``ws_max_size`` to it)."""
     openagent_http_max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    """Largest HTTP request body, counted as it streams in; larger gets 413."""
     openagent_llm_timeout: float = Field(default=60.0, gt=0)
+    """Seconds per LLM request (each retry included)."""
     openagent_llm_max_retries: int = Field(default=2, ge=0)
+    """Retries with backoff on LLM timeouts, 429 and 5xx."""
     openagent_llm_loopback_only: bool = False
     """Refuse any LLM endpoint off this machine (the test-suite sets it, so no test reaches a real LLM)."""
 
     # Orchestrator / models
     openagent_chat_models: str | None = None
+    """Comma-separated model ids the orchestrator and the agent generator may use; the first is the default. Unset: ``gpt-4o-mini,gpt-4o,gpt-4.1-mini,gpt-4.1``."""
     orchestrator_model: str | None = None
+    """The default orchestrator model (unset: the first of ``OPENAGENT_CHAT_MODELS``); an id not in the list is added."""
     agent_generator_model: str | None = None
+    """The default model of ``POST /generate-agent`` (unset: the orchestrator's default)."""
     orchestrator_model_allowlist: str | None = None
+    """Legacy, only when ``OPENAGENT_CHAT_MODELS`` is unset: extra model ids merged with ``ORCHESTRATOR_MODEL``."""
     orchestrator_context_max_tokens: int = Field(default=12000, gt=0)
+    """Tokens of context sent to the model; older turns are summarized beyond it."""
     orchestrator_recent_turns: int = Field(default=8, ge=0)
+    """Recent raw turns kept in full when the older ones are summarized."""
     summarizer_model: str | None = None
+    """The model that summarizes long sessions (unset: the orchestrator's default)."""
 
     # Budgets per query (a request may override each one)
     orchestrator_max_tool_calls: int = Field(default=50, ge=0)
+    """Tool calls one query may make (a request's ``budget.max_tool_calls`` overrides it)."""
     orchestrator_max_tokens: int = Field(default=200_000, gt=0)
+    """LLM tokens (prompt and completion, over every call) one query may spend (``budget.max_tokens``)."""
     orchestrator_max_seconds: float = Field(default=300.0, gt=0)
+    """Wall-clock seconds one query may run (``budget.max_seconds``)."""
 
     # Timeouts (seconds)
     health_check_timeout: float = Field(default=2.0, gt=0)
+    """Seconds per health check of an invocation agent (its ``/health``)."""
     openagent_health_check_interval: float = Field(default=30.0, ge=0)
     """Seconds between background health checks of invocation agents (0 disables)."""
     tool_call_timeout: float = Field(default=30.0, gt=0)
+    """Seconds to wait for a tool's result (WebSocket or HTTP callback) before the call fails."""
     openagent_inflight_health_interval: float = Field(default=2.0, gt=0)
     """Seconds between health checks of an invocation agent while calls to it are in flight; a
     failed check fails those calls at once."""
     tool_invoke_http_timeout: float = Field(default=2.0, gt=0)
+    """Seconds for the master's POST to an invocation agent's tool endpoint."""
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
+    """Tool rounds per query in auto mode; at the limit the model answers with what was done."""
     orchestrator_auto_spawn_wait_seconds: float = Field(default=120.0, gt=0)
     """How long auto mode waits for a spawned (sandboxed) agent to register."""
 
@@ -77,6 +104,7 @@ class Settings(BaseSettings):
     openagent_max_tool_schema_bytes: int = Field(default=16 * 1024, gt=0)
     """Bytes of one tool's JSON (name, description, parameters, endpoint)."""
     openagent_max_tools_per_agent: int = Field(default=64, gt=0)
+    """Tools one agent may register."""
     openagent_max_catalog_tools: int = Field(default=1024, gt=0)
     """Tools of every live and stored agent together."""
 
@@ -88,6 +116,7 @@ class Settings(BaseSettings):
 
     # Feature toggles
     openagent_http_query: bool = True
+    """``POST /query``; 0 gives 403."""
     openagent_yaml_runner: bool = True
     """In-master YAML agent runner (``POST /internal/yaml-agents/start``); 0 gives 403."""
     openagent_workspace_restore: bool = True
@@ -102,9 +131,13 @@ class Settings(BaseSettings):
     # RAG / attachments (the RAG agents read OPENAGENT_EMBEDDING_MODEL, OPENAGENT_RAG_EXTRACT_MODEL
     # and RAG_EXTRACT_CACHE_TTL_SECONDS themselves: see openagent.rag_config)
     rag_max_attachment_bytes: int = Field(default=2097152, gt=0)
+    """Largest attached file, in bytes; larger gets 413 naming the file."""
     rag_max_attachments: int = Field(default=5, ge=0)
+    """Files one query may attach."""
     rag_tool_http_timeout: float = Field(default=120.0, gt=0)
+    """Seconds for the HTTP request of a RAG tool call (instead of ``TOOL_INVOKE_HTTP_TIMEOUT``)."""
     rag_tool_call_timeout: float = Field(default=180.0, gt=0)
+    """Seconds to wait for a RAG tool's result (instead of ``TOOL_CALL_TIMEOUT``)."""
 
     # Web UI
     openagent_ui_dir: str | None = None
@@ -125,37 +158,61 @@ class Settings(BaseSettings):
     openagent_log_format: Literal["text", "json"] = "text"
     """``json``: one JSON object per log line, with query_id, session_id and call_id."""
     otel_sdk_disabled: bool = False
+    """``true`` turns OpenTelemetry off even when an exporter is configured."""
     otel_traces_exporter: str | None = None
+    """``otlp`` (reads ``OTEL_EXPORTER_OTLP_*``), ``console`` or ``none``; traces are off unless an exporter is asked for (needs the ``tracing`` extra)."""
     otel_exporter_otlp_endpoint: str | None = None
+    """The OTLP collector, e.g. ``http://127.0.0.1:4318``; setting it turns traces on."""
     otel_exporter_otlp_traces_endpoint: str | None = None
+    """The OTLP endpoint of traces only, when it differs from ``OTEL_EXPORTER_OTLP_ENDPOINT``."""
     otel_service_name: str = "openagent-master"
+    """The service name of the master's spans."""
 
     # Collaboration
     openagent_collaboration: bool = True
+    """Collaboration sessions between agents; 0 turns them off."""
     openagent_collab_timeout: float = Field(default=120.0, gt=0)
+    """Seconds a collaboration session may last before the master ends it."""
     openagent_collab_max_messages: int = Field(default=50, gt=0)
+    """Peer messages a collaboration session may carry before the master ends it."""
     openagent_collab_session_ttl: int = Field(default=86400, gt=0)
+    """TTL of recorded collaboration sessions (``collab:{id}``)."""
 
     # Kubernetes sandbox (master/sandbox/)
     openagent_k8s_sandbox: bool = False
-    """Off by default, unlike the spec's 1: most masters run without a cluster (README, "Kubernetes sandbox")."""
+    """Deploy agent code into Kubernetes (``/internal/sandbox-agent/*``, auto-mode spawns, ``GET /agents``'
+    ``sandbox`` field). Off by default, unlike the spec's 1: most masters run without a cluster."""
     openagent_k8s_namespace: str = "agents"
+    """Namespace of the sandbox's agent workloads."""
     openagent_k8s_pool_label_selector: str = "openagent.io/role=agent-pool"
+    """Label selector of the pool runner Pods."""
     openagent_k8s_master_ws: str = "ws://host.minikube.internal:8000/ws"
+    """The master's WebSocket URL given to deployed agents (must resolve from inside the cluster)."""
     openagent_k8s_agent_image: str = "openagent/agent-runtime:latest"
+    """Image of ``new_pod`` agents."""
     openagent_k8s_agent_image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "Never"
+    """Image pull policy of agent Pods (``Never`` suits images built inside Minikube)."""
     openagent_k8s_pool_runner_image: str = "openagent/agent-pool-runner:latest"
+    """Image of the pool runner."""
     openagent_k8s_pool_runner_port: int = Field(default=8080, gt=0, lt=65536)
+    """The pool runner's HTTP port inside its Pod."""
     openagent_k8s_log_tail_lines: int = Field(default=120, ge=0)
+    """Log lines shown for an unhealthy sandboxed agent (``GET /agents``' ``sandbox.log_tail``)."""
     openagent_k8s_indexer_redis_sidecar: bool = True
+    """Give ``document-indexer-agent`` a Redis sidecar in ``new_pod`` placement."""
     openagent_k8s_indexer_redis_url: str | None = None
     """Unset: ``REDIS_URL``."""
     openagent_k8s_sandbox_runtime_ttl: int = Field(default=604800, gt=0)
+    """TTL of the sandbox's placement records (``sandbox:placement:{id}``)."""
     # Not in the spec's table: the resources and runtime class of new_pod agent Pods.
     openagent_k8s_agent_cpu_request: str = "50m"
+    """CPU request of a ``new_pod`` agent container."""
     openagent_k8s_agent_cpu_limit: str = "500m"
+    """CPU limit of a ``new_pod`` agent container."""
     openagent_k8s_agent_memory_request: str = "128Mi"
+    """Memory request of a ``new_pod`` agent container."""
     openagent_k8s_agent_memory_limit: str = "512Mi"
+    """Memory limit of a ``new_pod`` agent container."""
     openagent_k8s_runtime_class: str | None = None
     """``runtimeClassName`` of agent Pods, e.g. ``gvisor``; unset: the cluster's default runtime."""
     openagent_k8s_api_timeout: float = Field(default=10.0, gt=0)
