@@ -1,12 +1,12 @@
 PYTHON ?= .venv/bin/python
 
 .PHONY: bench
-# Measure what the master adds to a tool call (README, "Benchmarks"). Options: make bench ARGS="--cases ws --duration 3"
+# Measure what the master adds to a tool call (bench/README.md). Options: make bench ARGS="--cases ws --duration 3"
 bench:
 	$(PYTHON) -m bench $(ARGS)
 
 .PHONY: fuzz
 # Fuzz a master on loopback: schemathesis over its OpenAPI + a WebSocket fuzzer beside well-behaved
-# agents (README, "Fuzzing"). Options: make fuzz ARGS="--duration 600 --seed 7"
+# agents (docs/operations/limits.md, "Fuzzing"). Options: make fuzz ARGS="--duration 600 --seed 7"
 fuzz:
 	$(PYTHON) -m fuzz $(ARGS)

@@ -25,7 +25,7 @@ _OPTIONS = """    options:
 
 def _blocks(match: re.Match[str]) -> str:
     module = importlib.import_module(match.group(1))
-    names: list[str] = sorted(getattr(module, "__all__"), key=str.lower)
+    names: list[str] = sorted(module.__all__, key=str.lower)
     return "\n".join(f"::: {module.__name__}.{name}\n{_OPTIONS}" for name in names)
 
 
