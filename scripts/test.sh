@@ -53,8 +53,9 @@ REDIS_URL=${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15} ensure_redis
 run_step ruff "$VENV_DIR/bin/ruff" check .
 run_step ruff-format "$VENV_DIR/bin/ruff" format --check .
 run_step mypy "$VENV_DIR/bin/mypy"
-# The documentation site: --strict turns a broken link, anchor or docstring reference into a failure.
-run_step docs env NO_MKDOCS_2_WARNING=1 "$VENV_DIR/bin/mkdocs" build --strict --quiet --site-dir "$ROOT/.site"
+# The documentation site: --strict turns a broken link, anchor or docstring reference into a failure
+# (not with --quiet, which hides the warnings that --strict counts).
+run_step docs env NO_MKDOCS_2_WARNING=1 "$VENV_DIR/bin/mkdocs" build --strict --site-dir "$ROOT/.site"
 run_step pytest "$VENV_PY" -m pytest "$@"
 
 ui_tests=${OPENAGENT_UI_TESTS:-auto}
