@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { base } from "./fakes";
-import { createAppStore } from "./store";
+import { base, timers } from "./fakes";
+import { NOTICE_TIMEOUT_MS, createAppStore } from "./store";
 
 describe("store: notices", () => {
   it("keeps the last five notices, newest last, and dismisses one by its id", () => {
@@ -17,5 +17,22 @@ describe("store: notices", () => {
     store.getState().notify("error", "the master stopped answering", true);
     store.getState().notify("error", "the query failed");
     expect(store.getState().notices.map((n) => n.retry ?? false)).toEqual([true, false]);
+  });
+});
+
+describe("store: notices go away", () => {
+  it("info and warnings are dismissed after their timeout; errors stay until dismissed", () => {
+    const t = timers();
+    const store = createAppStore({ ...base, setTimer: t.setTimer, clearTimer: t.clearTimer });
+    store.getState().notify("info", "Exported workspace.yaml");
+    store.getState().notify("warning", "could not list the files");
+    store.getState().notify("error", "the query failed");
+    store.getState().notify("error", "the master stopped answering", true);
+    t.fire(NOTICE_TIMEOUT_MS.info!);
+    expect(store.getState().notices.map((n) => n.text)).toEqual(["could not list the files", "the query failed", "the master stopped answering"]);
+    t.fire(NOTICE_TIMEOUT_MS.warning!);
+    expect(store.getState().notices.map((n) => n.text)).toEqual(["the query failed", "the master stopped answering"]);
+    expect(NOTICE_TIMEOUT_MS.error).toBeNull();
+    expect(t.pending.filter((p) => !p.done)).toEqual([]);
   });
 });

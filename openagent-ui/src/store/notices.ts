@@ -1,8 +1,9 @@
 /**
  * The notices slice: every failure the page meets, with the master's message, and the
- * confirmations worth a glance. The last five are kept; the user dismisses them.
+ * confirmations worth a glance. The last five are kept. Info and warnings go away on their
+ * own ({@link NOTICE_TIMEOUT_MS}); errors stay until the user dismisses them.
  */
-import type { SliceCreator } from "./runtime";
+import type { Runtime, SliceCreator } from "./runtime";
 
 export interface Notice {
   id: number;
@@ -12,6 +13,9 @@ export interface Notice {
   retry?: boolean;
 }
 
+/** How long a notice stays on screen by itself; `null`: until dismissed. */
+export const NOTICE_TIMEOUT_MS: Record<Notice["level"], number | null> = { info: 6000, warning: 10000, error: null };
+
 export interface NoticesSlice {
   notices: Notice[];
 
@@ -19,17 +23,21 @@ export interface NoticesSlice {
   dismiss(id: number): void;
 }
 
-export const createNoticesSlice: SliceCreator<NoticesSlice> = (set, get) => {
-  let noticeId = 0;
-  return {
-    notices: [],
+export function createNoticesSlice({ setTimer }: Runtime): SliceCreator<NoticesSlice> {
+  return (set, get) => {
+    let noticeId = 0;
+    return {
+      notices: [],
 
-    notify(level, text, retry) {
-      const notice: Notice = { id: ++noticeId, level, text, ...(retry ? { retry } : {}) };
-      set({ notices: [...get().notices.slice(-4), notice] });
-    },
-    dismiss(id) {
-      set({ notices: get().notices.filter((n) => n.id !== id) });
-    },
+      notify(level, text, retry) {
+        const notice: Notice = { id: ++noticeId, level, text, ...(retry ? { retry } : {}) };
+        set({ notices: [...get().notices.slice(-4), notice] });
+        const timeout = NOTICE_TIMEOUT_MS[level];
+        if (timeout !== null && !retry) setTimer(() => get().dismiss(notice.id), timeout);
+      },
+      dismiss(id) {
+        set({ notices: get().notices.filter((n) => n.id !== id) });
+      },
+    };
   };
-};
+}

@@ -30,7 +30,7 @@ export { CALL_LOG_LIMIT, GLOW_FADE_MS, type CallLogEntry, type Glow } from "./ac
 export type { BuilderState } from "./builder";
 export type { LinkNote } from "./canvas";
 export type { ConnectionState } from "./connection";
-export type { Notice } from "./notices";
+export { NOTICE_TIMEOUT_MS, type Notice } from "./notices";
 export type { RestoreState } from "./restore";
 export type { StoreOptions } from "./runtime";
 export { LOG_TAIL_LINES, type SandboxLogsState } from "./sandbox";
@@ -58,6 +58,6 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
     ...createBuilderSlice(...a),
     ...createRestoreSlice(...a),
     ...createSandboxSlice(...a),
-    ...createNoticesSlice(...a),
+    ...createNoticesSlice(runtime)(...a),
   }));
 }
