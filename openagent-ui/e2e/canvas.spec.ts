@@ -197,9 +197,19 @@ test("the minimap is dark, stays clear of the nodes, and can be hidden", async (
   await page.getByRole("button", { name: "Fit view" }).click();
   const minimap = page.locator(".react-flow__minimap");
   await expect(minimap).toBeVisible();
-  const background = await minimap.evaluate((el) => getComputedStyle(el).backgroundColor);
-  const [r, g, b] = (background.match(/\d+/g) ?? []).map(Number);
-  expect(0.2126 * r! + 0.7152 * g! + 0.0722 * b!, `minimap background ${background} is dark`).toBeLessThan(60);
+  // Its background and the mask over the part outside the view are both dark (the mask blended over the background).
+  const colours = await minimap.evaluate((el) => ({
+    background: getComputedStyle(el).backgroundColor,
+    mask: getComputedStyle(el.querySelector(".react-flow__minimap-mask")!).fill,
+  }));
+  const rgba = (colour: string) => {
+    const [r, g, b, a] = (colour.match(/[\d.]+/g) ?? []).map(Number);
+    return { luminance: 0.2126 * r! + 0.7152 * g! + 0.0722 * b!, alpha: a ?? 1 };
+  };
+  const background = rgba(colours.background);
+  const mask = rgba(colours.mask);
+  expect(background.luminance, `minimap background ${colours.background} is dark`).toBeLessThan(60);
+  expect(mask.alpha * mask.luminance + (1 - mask.alpha) * background.luminance, `minimap mask ${colours.mask} is dark`).toBeLessThan(60);
   await expect
     .poll(async () => {
       const map = (await minimap.boundingBox())!;
