@@ -94,7 +94,7 @@ test("New session clears the transcript and deletes the server-side session", as
   const response = await deleted;
   expect(response.status()).toBe(200);
   await expect(page.getByRole("log", { name: "Transcript" }).getByRole("listitem")).toHaveCount(0);
-  await expect(page.getByLabel("Session")).toHaveText("New session");
+  await expect(page.getByLabel("Session")).toHaveText("No session yet");
   const sessionId = new URL(response.url()).pathname.split("/").pop()!;
   const gone = await page.request.get(`${stack.master}/sessions/${sessionId}`, {
     headers: { Authorization: `Bearer ${stack.api_key}` },

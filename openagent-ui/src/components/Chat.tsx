@@ -4,6 +4,7 @@ import type { Attachment, PromptProfile } from "../api/types";
 import { attachmentProblem, formatBytes, type AssistantEntry, type ChatEntry, type SessionFile, type ToolStep } from "../lib/chat";
 import { linkedAgentIds } from "../lib/graph";
 import { useAppStore } from "../store/context";
+import { ChatResizer } from "./ChatResizer";
 import { PlanEditor } from "./PlanEditor";
 
 function text(value: unknown): string {
@@ -186,6 +187,7 @@ export function Chat() {
 
   return (
     <section className="chat" aria-label="Chat">
+      <ChatResizer />
       <div className="chat-options">
         <label className="field inline">
           <span>Model</span>
@@ -223,7 +225,7 @@ export function Chat() {
         <span className="hint">Scope: {s.linked || "no linked agent (direct answers)"}</span>
         <span className="spacer" />
         <span className="hint" aria-label="Session">
-          {s.sessionId ? `Session ${s.sessionId.slice(0, 12)}` : "New session"}
+          {s.sessionId ? `Session ${s.sessionId.slice(0, 12)}` : "No session yet"}
         </span>
         <button type="button" onClick={() => void s.newSession()} disabled={s.busy}>
           New session

@@ -1,6 +1,7 @@
 import { useRef, useState, type FormEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
-import { useAppStore } from "../store/context";
+import { isAgentNode, linkedAgentIds } from "../lib/graph";
+import { useAppStore, useAppStoreApi } from "../store/context";
 import { useFitSoon } from "./useFitSoon";
 
 /** Connection form, health, and the workspace and history commands. */
@@ -21,6 +22,7 @@ export function Header() {
       undo: st.undo,
       redo: st.redo,
       exportYaml: st.exportYaml,
+      notify: st.notify,
       importYaml: st.importYaml,
       refresh: st.refresh,
       openBuilder: st.openBuilder,
@@ -32,6 +34,7 @@ export function Header() {
   const [key, setKey] = useState(s.apiKey);
   const fileInput = useRef<HTMLInputElement>(null);
   const fitSoon = useFitSoon();
+  const store = useAppStoreApi();
   const connected = s.connection === "connected";
 
   const submit = (event: FormEvent) => {
@@ -45,6 +48,11 @@ export function Header() {
     link.download = "workspace.yaml";
     link.click();
     URL.revokeObjectURL(link.href);
+    const { nodes, edges } = store.getState();
+    const agents = nodes.filter(isAgentNode).length;
+    const links = linkedAgentIds(edges).length;
+    const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+    s.notify("info", `Exported workspace.yaml: ${plural(agents, "agent")}, ${plural(links, "link")}`);
   };
   const upload = async (files: FileList | null) => {
     const file = files?.[0];
