@@ -69,7 +69,9 @@ class EarlyAuthMiddleware:
             conn = HTTPConnection(scope)
             if not key_matches(self._api_key, presented_key(conn, allow_query_token=False)):
                 response = JSONResponse(
-                    {"detail": UNAUTHORIZED_DETAIL}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                    {"detail": UNAUTHORIZED_DETAIL, "error_code": "unauthorized"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
                 )
                 await response(scope, receive, send)
                 return

@@ -190,5 +190,6 @@ async def test_tool_callbacks_are_answered_alike(
     assert (got, answered) == (status, lean and _lean_serves(master)), case
     if status == 404:
         assert kind == "application/json" and text == {
-            "detail": "unknown or expired call 'c1', or invalid token"
+            "detail": "unknown or expired call 'c1', or invalid token",
+            "error_code": "unknown_call",
         }

@@ -120,7 +120,7 @@ def test_a_body_parse_error_fits_the_declared_400(document: dict[str, Any]) -> N
     ``{"detail": ...}``; both are declared."""
     schema = document["paths"]["/query"]["post"]["responses"]["400"]["content"]["application/json"]["schema"]
     validator = jsonschema_rs.validator_for({**schema, "components": document["components"]})
-    assert validator.is_valid({"detail": "There was an error parsing the body"})
+    assert validator.is_valid({"detail": "There was an error parsing the body", "error_code": "invalid_body"})
     assert validator.is_valid(
         {"query_id": "q", "success": False, "error": "x", "error_code": "invalid_model"}
     )
