@@ -56,8 +56,12 @@ class SessionRagContext(BaseModel):
 
 @blobs.get(
     "/attachments/{ref}",
+    response_class=Response,
     responses={
-        200: {"content": {"application/octet-stream": {}}, "description": "The file's bytes"},
+        200: {
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "The file's bytes (with its own media type)",
+        },
         401: error("Missing, wrong or expired call token (unauthorized)"),
         404: error("No such attachment in the token's session (unknown_attachment)"),
         503: error("Redis unavailable (session_store_unavailable)"),

@@ -129,7 +129,22 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
-    return error_response(ErrorCode.VALIDATION_ERROR, validation_detail(exc.errors()))
+    detail = validation_detail(exc.errors())
+    sent = request.headers.get("content-type", "")
+    if not _json_media(sent):
+        # A JSON body sent as a form (curl -d) or text reaches the model as bytes: say which header.
+        for error in detail:
+            if isinstance(error, dict) and list(error.get("loc", ())) == ["body"]:
+                error["msg"] = (
+                    "the body must be a JSON object sent with 'Content-Type: application/json' "
+                    f"(this request sent {sent or 'no Content-Type'!r})"
+                )
+    return error_response(ErrorCode.VALIDATION_ERROR, detail)
+
+
+def _json_media(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
 
 
 def install_error_handlers(app: FastAPI) -> None:

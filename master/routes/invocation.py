@@ -45,7 +45,20 @@ class ProgressBody(BaseModel):
     progress: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
 
-Token = Annotated[str, Query(min_length=1, description="The per-call token from callback_url")]
+def _call_token(
+    token: Annotated[
+        str | None,
+        Query(description="The per-call token from callback_url (required: 401 without it)"),
+    ] = None,
+) -> str:
+    """The call token; 401 when it is missing or empty, before the body is validated (as the API key)."""
+    if not token:
+        raise ApiError(ErrorCode.UNAUTHORIZED, "missing call token: post to the callback_url the call gave")
+    return token
+
+
+Token = Annotated[str, Depends(_call_token)]
+_NO_TOKEN = error("The token parameter is missing or empty (unauthorized)")
 
 
 class Registered(BaseModel):
@@ -191,6 +204,7 @@ async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
     response_model=CallbackAnswer,
     response_model_exclude_unset=True,
     responses={
+        401: _NO_TOKEN,
         404: error("Unknown or expired call, or not this call's token"),
         409: error("The result was already recorded in the session (a repeated callback)"),
         410: error("The call already finished (timed out or failed, its query stored the outcome)"),
@@ -260,7 +274,7 @@ def _unknown(call_id: str) -> str:
     "/tool_progress",
     response_model=CallbackAnswer,
     response_model_exclude_unset=True,
-    responses={404: error("No running call for this token")},
+    responses={401: _NO_TOKEN, 404: error("No running call for this token")},
 )
 async def tool_progress(body: ProgressBody, token: Token, services: ServicesDep) -> dict[str, Any]:
     """An invocation agent reports progress of a running call."""

@@ -25,7 +25,7 @@ from master.routes.invocation import CallbackBody, tool_callback
 
 async def lean_tool_callback(services: Services, request: LeanRequest, send: Send) -> bool:
     token = QueryParams(request.scope["query_string"].decode("latin-1")).get("token")
-    if not token:  # missing or empty: the route's 422
+    if not token:  # missing or empty: the route's 401
         return False
     try:  # as FastAPI parses a JSON body
         body = CallbackBody.model_validate(json.loads(request.body))

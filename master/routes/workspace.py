@@ -182,7 +182,16 @@ async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[st
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
-@router.get("/internal/workspace/export", response_class=Response)
+@router.get(
+    "/internal/workspace/export",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The workspace YAML, as a file download",
+            "content": {"application/yaml": {"schema": {"type": "string"}}},
+        }
+    },
+)
 async def export_workspace(services: ServicesDep) -> Response:
     """The master's workspace as YAML: stable, secret-free, without the built-in query client."""
     text = services.builder.workspaces.export()

@@ -177,8 +177,8 @@ async def test_a_bug_answers_500_like_the_full_stack(
             404,
             True,
         ),
-        ("no token", "/tool_callback?call_id=c1", {"call_id": "c1", "success": True}, 422, False),
-        ("an empty token", "/tool_callback?token=", {"call_id": "c1", "success": True}, 422, False),
+        ("no token", "/tool_callback?call_id=c1", {"call_id": "c1", "success": True}, 401, False),
+        ("an empty token", "/tool_callback?token=", {"call_id": "c1", "success": True}, 401, False),
         ("no success field", "/tool_callback?token=t", {"call_id": "c1"}, 422, False),
     ],
 )
