@@ -13,6 +13,31 @@ from protocol import Role, ToolSchema
 router = APIRouter(tags=["agents"])
 
 
+class SandboxField(BaseModel):
+    """The ``sandbox`` field of a ``GET /agents`` row: where the agent is deployed and how it runs."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    placement: Literal["new_pod", "pool"]
+    namespace: str | None = None
+    pod: str | None = None
+    """The agent's own Pod, or the pool runner Pod it runs in."""
+    code: str | None = None
+    """``module:agents.weather_bot`` or ``source``."""
+    phase: str | None = None
+    """The Pod phase; ``Missing`` when the Pod is gone, ``Unknown`` when the cluster did not answer."""
+    ready: bool | None = None
+    restarts: int | None = None
+    reason: str | None = None
+    """The container's waiting or terminated reason (``CrashLoopBackOff``), or the pool runner's."""
+    unhealthy: bool | None = None
+    log_tail: list[str] | None = None
+    """The last log lines of an unhealthy agent."""
+    error: str | None = None
+    """Why the cluster could not be asked."""
+    pool_status: str | None = None
+
+
 class AgentRow(BaseModel):
     """One agent of ``GET /agents``; which fields it has depends on ``connection_type``."""
 
@@ -36,7 +61,7 @@ class AgentRow(BaseModel):
     """Invocation agents: why the last health check failed."""
     invocation_base_url: str | None = None
     registered_at: float | None = None
-    sandbox: dict[str, Any] | None = None
+    sandbox: SandboxField | None = None
     """With the sandbox on: the agent's Pod or pool placement and its health (``null`` when not deployed by it)."""
 
 

@@ -17,7 +17,7 @@ from master.deps import ServicesDep
 from master.errors import AgentFileNotFound, AgentFileRefused, GenerationFailed, LLMError
 from master.openapi import error
 from master.routes.errors import ApiError
-from protocol import ErrorCode
+from protocol import ErrorCode, ToolSchema
 
 router = APIRouter(tags=["agent builder"])
 
@@ -87,8 +87,8 @@ class GeneratedAgent(BaseModel):
     source: str
     """The module's Python source."""
     transport: str
-    tools: list[dict[str, Any]]
-    """The tools the code defines (name, description, parameters)."""
+    tools: list[ToolSchema]
+    """The tools the code defines."""
     checks: list[Check]
     model: str
     """The model that wrote it."""
@@ -121,7 +121,7 @@ class DiscoveredAgent(BaseModel):
 
     agent_id: str
     transport: str
-    tools: list[dict[str, Any]]
+    tools: list[ToolSchema]
     module: str
     handler: str
     file: str
@@ -173,6 +173,7 @@ async def generator_models(services: ServicesDep) -> dict[str, Any]:
 @router.post(
     "/generate-agent",
     response_model=GeneratedAgent,
+    response_model_exclude_unset=True,
     responses={
         400: error(
             "Model not in the global list (invalid_model), or collaboration asked of an invocation agent"
