@@ -207,8 +207,7 @@ class SandboxRejected(SandboxError):
     ``unknown_module`` (no such module under ``agents/`` or ``system_agents/``),
     ``not_deployed`` (the agent has no sandbox workload), ``unknown_pool_pod`` (no ready
     pool runner Pod of that name), ``no_pool`` (no ready pool runner Pod at all) and
-    ``pool_refused`` (the pool runner refused the agent, e.g. it is full). The routes map it
-    to an HTTP status.
+    ``pool_refused`` (the pool runner refused the agent, e.g. it is full).
     """
 
     def __init__(self, code: ErrorCode | str, message: str) -> None:

@@ -18,7 +18,7 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 
 @pytest.fixture
 async def master() -> AsyncIterator[InProcessMaster]:
-    async with in_process_master(openagent_api_key=KEY) as running:
+    async with in_process_master(openagent_api_key=KEY, openagent_http_max_body_bytes=200_000) as running:
         yield running
 
 
@@ -39,6 +39,16 @@ async def test_the_frameworks_refusals_carry_their_codes(http: httpx.AsyncClient
     _refusal(await http.get("/agents"), ErrorCode.UNAUTHORIZED)  # the early auth middleware
     _refusal(await http.post("/query", content=b"{", headers=AUTH), ErrorCode.VALIDATION_ERROR)
     _refusal(await http.get("/no/such/path", headers=AUTH), ErrorCode.NOT_FOUND)
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: the limit is found while reading
+        yield b'{"yaml": "'
+        for _ in range(30):
+            yield b"x" * 10_000
+        yield b'"}'
+
+    headers = {**AUTH, "Content-Type": "application/json"}
+    response = await http.post("/internal/workspace/restore", content=chunks(), headers=headers)
+    _refusal(response, ErrorCode.BODY_TOO_LARGE)
     response = await http.put("/query", headers=AUTH)
     _refusal(response, ErrorCode.METHOD_NOT_ALLOWED)
     assert response.headers["allow"] == "POST"
@@ -65,12 +75,12 @@ async def test_a_refused_query_answers_with_its_code(http: httpx.AsyncClient) ->
 
 
 async def test_validation_errors_do_not_echo_large_inputs(http: httpx.AsyncClient) -> None:
-    """A 1 MB query (over the field's limit) is named, not sent back."""
-    response = await http.post("/query", json={"query": "x" * 1_000_000}, headers=AUTH)
+    """A large query (over the field's limit) is named, not sent back."""
+    response = await http.post("/query", json={"query": "x" * 150_000}, headers=AUTH)
     detail = _refusal(response, ErrorCode.VALIDATION_ERROR)
     assert len(response.content) < 2_000
     assert detail[0]["loc"] == ["body", "query"] and detail[0]["type"] == "string_too_long"
-    assert detail[0]["input"].startswith("x" * 200) and "1000000 characters" in detail[0]["input"]
+    assert detail[0]["input"].startswith("x" * 200) and "150000 characters" in detail[0]["input"]
 
 
 async def test_a_json_body_sent_as_a_form_names_the_header(http: httpx.AsyncClient) -> None:
