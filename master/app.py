@@ -68,6 +68,7 @@ from master.routes import (
 from master.routes import metrics as metrics_route
 from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
+from master.routes.errors import install_error_handlers
 from master.sandbox import Sandbox, create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings
@@ -401,6 +402,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.lean_routes[("POST", "/tool_callback")] = lean_callbacks.lean_tool_callback
     app.lean_api_key = settings.api_key
     document_shared_responses(app)
+    install_error_handlers(app)
     allow_every_method_on_405(app)
     # 401 before a protected route reads its body (FastAPI parses the body before dependencies).
     app.add_middleware(

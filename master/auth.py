@@ -16,6 +16,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from protocol.errors import ErrorCode
+
 
 def presented_key(conn: HTTPConnection, *, allow_query_token: bool) -> str | None:
     """The key a client presented, from the Authorization header (or ``?token=`` for WebSockets)."""
@@ -69,7 +71,9 @@ class EarlyAuthMiddleware:
             conn = HTTPConnection(scope)
             if not key_matches(self._api_key, presented_key(conn, allow_query_token=False)):
                 response = JSONResponse(
-                    {"detail": UNAUTHORIZED_DETAIL}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                    {"detail": UNAUTHORIZED_DETAIL, "error_code": ErrorCode.UNAUTHORIZED.value},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
                 )
                 await response(scope, receive, send)
                 return

@@ -30,12 +30,16 @@ Hierarchy::
         └── ToolFailed           the agent ran the tool and reported a failure
 
 Domain code raises these; only route code (``master/routes/``) turns them into HTTP status
-codes, and the hub into WebSocket ``error`` frames.
+codes, and the hub into WebSocket ``error`` frames. Every ``code`` is a
+:class:`protocol.ErrorCode`, whose ``status`` is the HTTP status that answers it (a plain string
+is accepted and checked: an unknown code is a ``ValueError`` where it is raised).
 """
 
 from __future__ import annotations
 
 from typing import Literal
+
+from protocol.errors import ErrorCode
 
 BudgetName = Literal["max_tool_calls", "max_tokens", "max_seconds"]
 
@@ -48,12 +52,12 @@ class QueryRejected(MasterError):
     """A query that cannot be run as asked: a client error or a missing capability.
 
     ``code`` is the stable ``error_code`` of the answer (``invalid_model``, ``unknown_session``,
-    ``plan_already_executed``, ``llm_timeout``, ...); the routes map it to an HTTP status.
+    ``plan_already_executed``, ``llm_timeout``, ...); its ``status`` is the answer's HTTP status.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode.of(code)
         self.message = message
 
 
@@ -66,9 +70,9 @@ class CollaborationRejected(MasterError):
     (no ``supports_collaboration`` in the agent's metadata). The message names the value.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode.of(code)
         self.message = message
 
 
@@ -76,9 +80,9 @@ class RegistrationRefused(MasterError):
     """A registration that would exceed a limit (``limit_exceeded``) or take another agent's id or
     function names (``agent_conflict``); the message names the limit or the other agent."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode.of(code)
         self.message = message
 
 
@@ -89,9 +93,9 @@ class SessionStoreUnavailable(MasterError):
 class LLMError(MasterError):
     """The LLM provider could not answer (after retries)."""
 
-    def __init__(self, message: str, *, code: str = "llm_error") -> None:
+    def __init__(self, message: str, *, code: ErrorCode | str = ErrorCode.LLM_ERROR) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode.of(code)
 
 
 class InvalidToolSchema(MasterError, ValueError):
@@ -114,9 +118,9 @@ class BudgetExceeded(MasterError):
 class BuilderError(MasterError):
     """The agent builder refused a request; ``code`` is stable, the message names the value."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode.of(code)
         self.message = message
 
 
@@ -138,7 +142,13 @@ class GenerationFailed(BuilderError):
     """
 
     def __init__(
-        self, code: str, message: str, *, source: str, module: str, checks: list[dict[str, object]]
+        self,
+        code: ErrorCode | str,
+        message: str,
+        *,
+        source: str,
+        module: str,
+        checks: list[dict[str, object]],
     ) -> None:
         super().__init__(code, message)
         self.source = source
@@ -197,13 +207,12 @@ class SandboxRejected(SandboxError):
     ``unknown_module`` (no such module under ``agents/`` or ``system_agents/``),
     ``not_deployed`` (the agent has no sandbox workload), ``unknown_pool_pod`` (no ready
     pool runner Pod of that name), ``no_pool`` (no ready pool runner Pod at all) and
-    ``pool_refused`` (the pool runner refused the agent, e.g. it is full). The routes map it
-    to an HTTP status.
+    ``pool_refused`` (the pool runner refused the agent, e.g. it is full).
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode.of(code)
         self.message = message
 
 

@@ -9,9 +9,11 @@ table, the statuses that the shared machinery gives on any route:
   ``OPENAGENT_HTTP_MAX_BODY_BYTES``) and 422 (not the declared schema) on every route that
   takes a body;
 - 422 on every route with parameters;
-- :data:`ErrorBody` as the body of every error response declared without one.
+- :class:`protocol.ErrorBody` as the body of every error response declared without one.
 
-Every error body is ``{"detail": ...}``: a message, or FastAPI's list of validation errors.
+Every error body is ``{"detail": ..., "error_code": ...}``: ``detail`` a message, FastAPI's list
+of validation errors or an object with more, ``error_code`` a :class:`protocol.ErrorCode`
+(:mod:`master.routes.errors` answers them).
 """
 
 from __future__ import annotations
@@ -21,18 +23,15 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import iter_route_contexts
-from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Match
 
 from master.deps import needs_api_key
+from master.routes.errors import error_response
+from protocol.errors import ErrorBody, ErrorCode
 
-
-class ErrorBody(BaseModel):
-    """An error: ``detail`` names the offending value (a message, or a list of validation errors)."""
-
-    detail: str | list[dict[str, Any]] | dict[str, Any]
+__all__ = ["ErrorBody", "allow_every_method_on_405", "document_shared_responses", "error"]
 
 
 def error(description: str) -> dict[str, Any]:
@@ -61,8 +60,10 @@ def document_shared_responses(app: FastAPI) -> None:
             description=app.description,
         )
         components = schema.setdefault("components", {}).setdefault("schemas", {})
-        components["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
-        components.setdefault("HTTPValidationError", _validation_error_schema())
+        error_body = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(error_body.pop("$defs", {}))
+        components["ErrorBody"] = error_body
+        components["HTTPValidationError"] = _validation_error_schema()
         components.setdefault("ValidationError", _validation_item_schema())
         for route in iter_route_contexts(app.routes):
             path = getattr(route, "path_format", None) or route.path
@@ -120,8 +121,12 @@ def _validation_error_schema() -> dict[str, Any]:
         "title": "HTTPValidationError",
         "type": "object",
         "properties": {
-            "detail": {"type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}
+            "detail": {"type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}},
+            "error_code": {"$ref": "#/components/schemas/ErrorCode"},
         },
+        "required": ["detail", "error_code"],
+        "description": "A request that does not fit the schema: error_code validation_error; each "
+        "echoed input is cut to 200 characters.",
     }
 
 
@@ -137,6 +142,6 @@ def allow_every_method_on_405(app: FastAPI) -> None:
             if match != Match.NONE and route.methods:
                 allowed |= set(route.methods)
         headers = {"Allow": ", ".join(sorted(allowed))} if allowed else getattr(exc, "headers", None)
-        return JSONResponse({"detail": "Method Not Allowed"}, status_code=405, headers=headers)
+        return error_response(ErrorCode.METHOD_NOT_ALLOWED, "Method Not Allowed", headers=headers)
 
     app.add_exception_handler(405, method_not_allowed)

@@ -3,6 +3,7 @@
 ``protocol`` depends on Pydantic only; it never imports ``master`` or ``openagent``.
 """
 
+from protocol.errors import ERROR_STATUS, ErrorBody, ErrorCode
 from protocol.messages import (
     AGENT_ID_PATTERN,
     CLOSE_AGENT_REPLACED,
@@ -15,7 +16,6 @@ from protocol.messages import (
     CollaborationEnd,
     CollaborationPeer,
     CollaborationStart,
-    ErrorCode,
     ErrorMessage,
     Message,
     PeerMessage,
@@ -45,6 +45,7 @@ __all__ = [
     "CLOSE_AGENT_REPLACED",
     "CLOSE_POLICY_VIOLATION",
     "CLOSE_SERVICE_RESTART",
+    "ERROR_STATUS",
     "MESSAGE_ADAPTER",
     "AgentUsed",
     "Attachment",
@@ -52,6 +53,7 @@ __all__ = [
     "CollaborationEnd",
     "CollaborationPeer",
     "CollaborationStart",
+    "ErrorBody",
     "ErrorCode",
     "ErrorMessage",
     "Message",

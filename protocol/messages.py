@@ -23,6 +23,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from protocol.errors import ErrorCode
+
 __all__ = [
     "AGENT_ID_PATTERN",
     "CLOSE_AGENT_REPLACED",
@@ -64,26 +66,6 @@ AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 
 Role: TypeAlias = Literal["query", "action"]
 PromptProfile: TypeAlias = Literal["default", "auto_multi", "reasoning"]
-ErrorCode: TypeAlias = Literal[
-    "invalid_message",
-    "unknown_type",
-    "not_registered",
-    "already_registered",
-    "unknown_call",
-    "message_too_large",
-    "agent_replaced",
-    "unauthorized",
-    "invalid_query",
-    "not_implemented",
-    "unknown_session",
-    "not_in_session",
-    "internal_error",
-    "too_many_queries",
-    "draining",
-    "limit_exceeded",
-    "agent_conflict",
-]
-"""Stable machine-readable codes carried by :class:`ErrorMessage`."""
 
 CLOSE_POLICY_VIOLATION = 1008
 """WebSocket close code: missing or wrong API key."""
@@ -244,7 +226,7 @@ class QueryResponse(_Model):
     answer: str | None = None
     error: str | None = None
     """Why the query failed (when ``success`` is false)."""
-    error_code: str | None = None
+    error_code: ErrorCode | None = None
     """Stable code for the failure (e.g. ``llm_unavailable``, ``unknown_session``)."""
     agents_used: list[AgentUsed] = Field(default_factory=list)
     """Tools called to answer; empty when the orchestrator answered directly."""
@@ -378,8 +360,8 @@ class ErrorMessage(_Model):
     type: Literal["error"] = "error"
     message: str
     """Human-readable, naming the offending value."""
-    code: str
-    """A stable :data:`ErrorCode`."""
+    code: ErrorCode
+    """A stable :class:`~protocol.errors.ErrorCode`."""
     ref: str | None = None
     """The id the error is about (``call_id``, ``query_id``, ``agent_id``, collaboration ``session_id``), when there is one."""
 

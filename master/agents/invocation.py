@@ -63,7 +63,7 @@ def check_base_url(url: str) -> str:
         raise ValueError("must be ASCII without spaces or control characters")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
-        raise ValueError("must start with http:// or https://")
+        raise ValueError(f"must be an http or https URL, not {parts.scheme or 'schemeless'!r}")
     if "@" in parts.netloc:
         raise ValueError("must not carry user info (user:password@)")
     if not parts.hostname:
@@ -82,7 +82,8 @@ class InvocationRegistration(BaseModel):
     """Body of ``POST /register``."""
 
     agent_id: str = Field(pattern=AGENT_ID_PATTERN)
-    invocation_base_url: str = Field(pattern=_URL_PATTERN, max_length=2048)
+    # The pattern is checked by _usable_url, whose messages name the problem (not the expression).
+    invocation_base_url: str = Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN})
     """Where the agent's HTTP server listens, e.g. ``http://127.0.0.1:9000`` (ASCII, no user info)."""
     tools: list[ToolSchema] = Field(min_length=1, json_schema_extra={"uniqueItems": True})
     """Each tool once (a name declared twice is refused with 422)."""
@@ -91,7 +92,10 @@ class InvocationRegistration(BaseModel):
     @field_validator("invocation_base_url")
     @classmethod
     def _usable_url(cls, url: str) -> str:
-        return check_base_url(url)
+        check_base_url(url)
+        if not re.match(_URL_PATTERN, url):
+            raise ValueError("must be http(s)://host[:port][/path], e.g. http://127.0.0.1:9000")
+        return url
 
     @field_validator("tools")
     @classmethod

@@ -2,16 +2,76 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict
 
 from master.deps import ServicesDep
+from protocol import Role, ToolSchema
 
 router = APIRouter(tags=["agents"])
 
 
-@router.get("/agents")
+class SandboxField(BaseModel):
+    """The ``sandbox`` field of a ``GET /agents`` row: where the agent is deployed and how it runs."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    placement: Literal["new_pod", "pool"]
+    namespace: str | None = None
+    pod: str | None = None
+    """The agent's own Pod, or the pool runner Pod it runs in."""
+    code: str | None = None
+    """``module:agents.weather_bot`` or ``source``."""
+    phase: str | None = None
+    """The Pod phase; ``Missing`` when the Pod is gone, ``Unknown`` when the cluster did not answer."""
+    ready: bool | None = None
+    restarts: int | None = None
+    reason: str | None = None
+    """The container's waiting or terminated reason (``CrashLoopBackOff``), or the pool runner's."""
+    unhealthy: bool | None = None
+    log_tail: list[str] | None = None
+    """The last log lines of an unhealthy agent."""
+    error: str | None = None
+    """Why the cluster could not be asked."""
+    pool_status: str | None = None
+
+
+class AgentRow(BaseModel):
+    """One agent of ``GET /agents``; which fields it has depends on ``connection_type``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    agent_id: str
+    role: Role
+    connection_type: Literal["websocket", "invocation", "sandbox"]
+    """``websocket`` (connected), ``invocation`` (HTTP, from Redis) or ``sandbox`` (deployed, not connected)."""
+    status: str
+    """``online`` (WebSocket), ``UP``/``DOWN``/``UNKNOWN`` (invocation), ``starting``/``unhealthy`` (sandbox)."""
+    tools: list[ToolSchema]
+    metadata: dict[str, Any] = {}
+    connected_at: float | None = None
+    """WebSocket agents: when the connection registered (Unix time)."""
+    master_id: str | None = None
+    """Several masters: the master holding the connection."""
+    last_check: float | None = None
+    """Invocation agents: the last health check (Unix time)."""
+    last_error: str | None = None
+    """Invocation agents: why the last health check failed."""
+    invocation_base_url: str | None = None
+    registered_at: float | None = None
+    sandbox: SandboxField | None = None
+    """With the sandbox on: the agent's Pod or pool placement and its health (``null`` when not deployed by it)."""
+
+
+class AgentList(BaseModel):
+    """``GET /agents``."""
+
+    agents: list[AgentRow]
+
+
+@router.get("/agents", response_model=AgentList, response_model_exclude_unset=True)
 async def list_agents(services: ServicesDep) -> dict[str, Any]:
     """Connected WebSocket agents, then invocation agents from Redis with their last health check.
 

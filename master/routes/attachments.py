@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
+from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict
 
 from master.agents.toolbox import Toolbox
 from master.attachments.rag import rag_agents
 from master.deps import ServicesDep, require_api_key
 from master.errors import AttachmentAccessDenied, AttachmentNotFound, SessionStoreUnavailable
+from master.openapi import error
+from master.routes.errors import ApiError
+from protocol import ErrorCode
 from protocol.rag import CALL_TOKEN_HEADER, FILENAME_HEADER
 
 blobs = APIRouter(tags=["attachments"])
@@ -19,12 +23,48 @@ blobs = APIRouter(tags=["attachments"])
 router = APIRouter(tags=["query"], dependencies=[Depends(require_api_key)])
 
 
+class SessionAttachment(BaseModel):
+    """One file of a session, and its indexing state."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    ref: str
+    """The ref RAG agents fetch it by (``GET /attachments/{ref}``)."""
+    filename: str
+    mime_type: str
+    size: int
+    sha256: str
+    attached_at: float
+    index: dict[str, Any] | None
+    """The indexer's state for this file (``null`` before it reports one)."""
+
+
+class RagAgents(BaseModel):
+    """The connected RAG agents' ids (``null`` when none is connected)."""
+
+    extractor: str | None
+    indexer: str | None
+
+
+class SessionRagContext(BaseModel):
+    """``GET /query/session-rag-context``."""
+
+    session_id: str
+    attachments: list[SessionAttachment]
+    rag_agents: RagAgents
+
+
 @blobs.get(
     "/attachments/{ref}",
+    response_class=Response,
     responses={
-        200: {"content": {"application/octet-stream": {}}, "description": "The file's bytes"},
-        401: {"description": "Missing, wrong or expired call token"},
-        404: {"description": "No such attachment in the token's session"},
+        200: {
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "The file's bytes (with its own media type)",
+        },
+        401: error("Missing, wrong or expired call token (unauthorized)"),
+        404: error("No such attachment in the token's session (unknown_attachment)"),
+        503: error("Redis unavailable (session_store_unavailable)"),
     },
 )
 async def get_attachment(
@@ -35,15 +75,15 @@ async def get_attachment(
     """One attachment of the session the call token was issued for (RAG agents only)."""
     store = services.attachments
     if store is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="attachments are not enabled on this master")
+        raise ApiError(ErrorCode.NOT_FOUND, "attachments are not enabled on this master")
     try:
         item, data = await store.blob(token, ref)
     except AttachmentAccessDenied as exc:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, detail=str(exc)) from None
+        raise ApiError(ErrorCode.UNAUTHORIZED, str(exc)) from None
     except AttachmentNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=str(exc)) from None
+        raise ApiError(ErrorCode.UNKNOWN_ATTACHMENT, str(exc)) from None
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     return Response(
         data,
         media_type=item.mime_type,
@@ -51,7 +91,14 @@ async def get_attachment(
     )
 
 
-@router.get("/query/session-rag-context")
+@router.get(
+    "/query/session-rag-context",
+    response_model=SessionRagContext,
+    responses={
+        404: error("Unknown or expired session (unknown_session)"),
+        503: error("Redis unavailable (session_store_unavailable)"),
+    },
+)
 async def session_rag_context(
     services: ServicesDep, session_id: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 ) -> dict[str, Any]:
@@ -65,9 +112,9 @@ async def session_rag_context(
         states = await store.index_states(session_id) if store is not None else {}
         known = bool(files) or await services.sessions.load(session_id) is not None
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not known:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"unknown or expired session {session_id!r}")
+        raise ApiError(ErrorCode.UNKNOWN_SESSION, f"unknown or expired session {session_id!r}")
     extractor, indexer = rag_agents(Toolbox(services.queries.tool_agents(None)))
     return {
         "session_id": session_id,

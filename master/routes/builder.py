@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, status
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.builder.generator import GenerationRequest
 from master.deps import ServicesDep
 from master.errors import AgentFileNotFound, AgentFileRefused, GenerationFailed, LLMError
-from master.openapi import ErrorBody
+from master.openapi import error
+from master.routes.errors import ApiError
+from protocol import ErrorCode, ToolSchema
 
 router = APIRouter(tags=["agent builder"])
 
@@ -54,19 +55,111 @@ class SaveAgentBody(BaseModel):
     """Replace an existing ``agents/<module>.py``."""
 
 
+class GeneratorModels(BaseModel):
+    """``GET /generate-agent/models``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    default_model: str
+    """``AGENT_GENERATOR_MODEL``: the model used when a request names none."""
+    allowed_models: list[str]
+    """The models a request may name."""
+    available: bool
+    """Whether an LLM is configured to generate with."""
+
+
+class Check(BaseModel):
+    """One check of generated code."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class GeneratedAgent(BaseModel):
+    """``POST /generate-agent``: code that passed every check."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    module: str
+    """The module name to save it under (``POST /save-agent``)."""
+    agent_id: str
+    source: str
+    """The module's Python source."""
+    transport: str
+    tools: list[ToolSchema]
+    """The tools the code defines."""
+    checks: list[Check]
+    model: str
+    """The model that wrote it."""
+    attempts: int
+    """1, or 2 when the first code failed its checks and the model fixed it."""
+
+
+class SavedAgent(BaseModel):
+    """``POST /save-agent``."""
+
+    saved: bool
+    module: str
+    file: str
+    """The file written, e.g. ``agents/unit_converter.py``."""
+    handler: str
+    """The handler to run it with, e.g. ``agents.unit_converter``."""
+
+
+class AgentSource(BaseModel):
+    """``GET /agent-source``."""
+
+    handler: str
+    module: str
+    file: str
+    source: str
+
+
+class DiscoveredAgent(BaseModel):
+    """An agent found in a module (read, not imported)."""
+
+    agent_id: str
+    transport: str
+    tools: list[ToolSchema]
+    module: str
+    handler: str
+    file: str
+    supports_collaboration: bool = False
+
+
+class DiscoveryProblem(BaseModel):
+    """A file that could not be analysed, or a duplicate agent id."""
+
+    file: str
+    error: str
+    module: str | None = None
+    agent_id: str | None = None
+
+
+class Discovery(BaseModel):
+    """``GET /agents/discover``."""
+
+    agents: list[DiscoveredAgent]
+    errors: list[DiscoveryProblem]
+
+
 def _generator_enabled(services: ServicesDep) -> None:
     if not services.settings.openagent_agent_generator:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN, detail="the agent generator is disabled (OPENAGENT_AGENT_GENERATOR=0)"
+        raise ApiError(
+            ErrorCode.FEATURE_DISABLED, "the agent generator is disabled (OPENAGENT_AGENT_GENERATOR=0)"
         )
 
 
-def _refused(exc: AgentFileRefused | AgentFileNotFound) -> HTTPException:
-    code = status.HTTP_404_NOT_FOUND if isinstance(exc, AgentFileNotFound) else status.HTTP_400_BAD_REQUEST
-    return HTTPException(code, detail={"code": exc.code, "message": exc.message})
+def _refused(exc: AgentFileRefused | AgentFileNotFound) -> ApiError:
+    return ApiError(exc.code, {"code": exc.code.value, "message": exc.message})
 
 
-@router.get("/generate-agent/models")
+@router.get(
+    "/generate-agent/models",
+    response_model=GeneratorModels,
+    responses={403: error("OPENAGENT_AGENT_GENERATOR=0 (feature_disabled)")},
+)
 async def generator_models(services: ServicesDep) -> dict[str, Any]:
     """The models the generator may use, and its default (``AGENT_GENERATOR_MODEL``)."""
     _generator_enabled(services)
@@ -79,39 +172,45 @@ async def generator_models(services: ServicesDep) -> dict[str, Any]:
 
 @router.post(
     "/generate-agent",
+    response_model=GeneratedAgent,
+    response_model_exclude_unset=True,
     responses={
-        400: {"description": "Model not in the global list, or collaboration asked of an invocation agent"},
-        403: {"description": "OPENAGENT_AGENT_GENERATOR=0"},
-        422: {"description": "The code failed its checks after one retry, or the model answered with prose"},
-        502: {"description": "The LLM timed out or failed"},
-        503: {"description": "No LLM configured"},
+        400: error(
+            "Model not in the global list (invalid_model), or collaboration asked of an invocation agent"
+        ),
+        403: error("OPENAGENT_AGENT_GENERATOR=0 (feature_disabled)"),
+        422: error(
+            "The code failed its checks after one retry (checks_failed), the model answered with prose "
+            "(no_code), or a query agent was asked for (unsupported_agent_type)"
+        ),
+        502: error("The LLM timed out or failed (llm_*)"),
+        503: error("No LLM configured (llm_not_configured)"),
     },
 )
-async def generate_agent(body: GenerateAgentBody, services: ServicesDep) -> Any:
+async def generate_agent(body: GenerateAgentBody, services: ServicesDep) -> dict[str, Any]:
     """Write an agent module with the master's LLM, check it, and return it with its checks."""
     _generator_enabled(services)
     model = body.model or services.catalog.generator_model
     if model not in services.catalog.allowed_models:
-        raise HTTPException(
-            status.HTTP_400_BAD_REQUEST,
-            detail=f"model {model!r} is not allowed; allowed models: {', '.join(services.catalog.allowed_models)}",
+        raise ApiError(
+            ErrorCode.INVALID_MODEL,
+            f"model {model!r} is not allowed; allowed models: {', '.join(services.catalog.allowed_models)}",
         )
     if body.agent_type == "query":
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_ENTITY,
-            detail={
-                "code": "unsupported_agent_type",
+        raise ApiError(
+            ErrorCode.UNSUPPORTED_AGENT_TYPE,
+            {
+                "code": ErrorCode.UNSUPPORTED_AGENT_TYPE.value,
                 "message": "only action agents are generated; a query agent is a few lines of QueryClient",
             },
         )
     if body.requires_collaboration and body.transport != "websocket":
-        raise HTTPException(
-            status.HTTP_400_BAD_REQUEST,
-            detail="collaboration needs transport 'websocket' (peer messages go over WS)",
+        raise ApiError(
+            ErrorCode.INVALID_REQUEST, "collaboration needs transport 'websocket' (peer messages go over WS)"
         )
     generator = services.builder.generator
     if generator is None:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=services.builder.unavailable_reason)
+        raise ApiError(ErrorCode.LLM_NOT_CONFIGURED, services.builder.unavailable_reason)
     request = GenerationRequest(
         name=body.name,
         description=body.description,
@@ -124,26 +223,28 @@ async def generate_agent(body: GenerateAgentBody, services: ServicesDep) -> Any:
     try:
         generated = await generator.generate(request)
     except LLMError as exc:
-        raise HTTPException(
-            status.HTTP_502_BAD_GATEWAY, detail={"code": exc.code, "message": str(exc)}
-        ) from None
+        # 502 for every provider failure (llm_not_configured does not reach here: generator is None).
+        raise ApiError(exc.code, {"code": exc.code.value, "message": str(exc)}) from None
     except GenerationFailed as exc:
-        return JSONResponse(
-            status_code=status.HTTP_422_UNPROCESSABLE_ENTITY,
-            content={
-                "detail": {
-                    "code": exc.code,
-                    "message": exc.message,
-                    "module": exc.module,
-                    "source": exc.source,
-                    "checks": exc.checks,
-                }
-            },
-        )
+        detail = {
+            "code": exc.code.value,
+            "message": exc.message,
+            "module": exc.module,
+            "source": exc.source,
+            "checks": exc.checks,
+        }
+        raise ApiError(exc.code, detail) from None
     return generated.as_dict()
 
 
-@router.post("/save-agent")
+@router.post(
+    "/save-agent",
+    response_model=SavedAgent,
+    responses={
+        400: error("invalid_module, path_refused or file_exists"),
+        413: error("The source is over its size cap (too_large)"),
+    },
+)
 async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, Any]:
     """Write ``agents/<module>.py``. Never restarts the master."""
     try:
@@ -162,9 +263,10 @@ async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, An
 
 @router.get(
     "/agent-source",
+    response_model=AgentSource,
     responses={
-        400: {"model": ErrorBody, "description": "The handler names a path outside the agent folders"},
-        404: {"model": ErrorBody, "description": "No such module"},
+        400: error("The handler names a path outside the agent folders (path_refused)"),
+        404: error("No such module (not_found)"),
     },
 )
 async def agent_source(
@@ -184,7 +286,7 @@ async def agent_source(
     }
 
 
-@router.get("/agents/discover")
+@router.get("/agents/discover", response_model=Discovery, response_model_exclude_unset=True)
 async def discover_agents(services: ServicesDep) -> dict[str, Any]:
     """``system_agents/*.py`` then ``agents/*.py``, read without importing; per-file errors listed."""
     found = await asyncio.to_thread(services.builder.discovery.discover)

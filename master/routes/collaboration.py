@@ -10,22 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from master.deps import ServicesDep
 from master.errors import CollaborationRejected, SessionStoreUnavailable
 from master.openapi import error
-from protocol import AGENT_ID_PATTERN
+from master.routes.errors import ApiError
+from protocol import AGENT_ID_PATTERN, ErrorCode
 
 router = APIRouter(prefix="/internal/collaborations", tags=["collaboration"])
 
-_STATUS = {
-    "collaboration_disabled": status.HTTP_403_FORBIDDEN,
-    "invalid_collaboration": status.HTTP_400_BAD_REQUEST,
-    "unknown_agent": status.HTTP_404_NOT_FOUND,
-    "collaboration_unsupported": status.HTTP_409_CONFLICT,
-}
 SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 
 
@@ -55,12 +50,58 @@ class CollaborationRequest(BaseModel):
         return agents
 
 
-def _unavailable(exc: SessionStoreUnavailable) -> HTTPException:
-    return HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc))
+class CollaborationOutcome(BaseModel):
+    """How a collaboration ended (``POST /internal/collaborations``)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    collab_session_id: str
+    parent_session_id: str
+    """The orchestrator session that got the ``collaboration`` turn."""
+    agents: list[str]
+    """The agents, initiator first."""
+    task: str
+    summary: str
+    """The ending peer's summary, or the master's explanation when it ended the session."""
+    message_count: int
+    """``peer_message`` frames relayed."""
+    reason: str
+    """``completed``, ``timeout``, ``max_messages``, ``peer_disconnected``, ``cancelled``,
+    ``internal_error``, ``shutdown``, or the reason a peer gave when it gave up."""
+    ended_by: str | None
+    """The agent that sent ``collaboration_end``; ``null`` when the master ended it."""
+    transcript: list[dict[str, Any]]
+    """Every entry of the session: handshakes, messages, end."""
+    completed: bool
+    """Whether a peer ended the session normally."""
+
+
+class CollaborationIds(BaseModel):
+    """``GET /internal/collaborations``."""
+
+    parent_session_id: str
+    collab_session_ids: list[str]
+
+
+class CollaborationDocument(BaseModel):
+    """``GET /internal/collaborations/{id}``: the recorded ``collab:{id}`` document."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    collab_session_id: str
+    parent_session_id: str | None = None
+    """The orchestrator session it was started from."""
+    entries: list[dict[str, Any]] = []
+    """Every entry, oldest first: handshakes, messages, end."""
+
+
+def _unavailable(exc: SessionStoreUnavailable) -> ApiError:
+    return ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc))
 
 
 @router.post(
     "",
+    response_model=CollaborationOutcome,
     responses={
         400: error("Fewer than two agents, a duplicate, or an empty task"),
         403: error("OPENAGENT_COLLABORATION=0"),
@@ -77,21 +118,21 @@ async def start_collaboration(body: CollaborationRequest, services: ServicesDep)
         if parent is None:
             parent = services.sessions.new_session_id()
         elif manager.enabled and await services.sessions.load(parent) is None:
-            raise HTTPException(
-                status.HTTP_404_NOT_FOUND,
-                detail=f"unknown or expired session {parent!r}; omit parent_session_id to start a new session",
+            raise ApiError(
+                ErrorCode.UNKNOWN_SESSION,
+                f"unknown or expired session {parent!r}; omit parent_session_id to start a new session",
             )
         outcome = await manager.run(
             parent_session_id=parent, agent_ids=body.agents, task=body.task, context=body.context
         )
     except CollaborationRejected as exc:
-        raise HTTPException(_STATUS.get(exc.code, status.HTTP_400_BAD_REQUEST), detail=exc.message) from exc
+        raise ApiError(exc.code, exc.message) from exc
     except SessionStoreUnavailable as exc:
         raise _unavailable(exc) from exc
     return outcome.as_dict()
 
 
-@router.get("", responses={503: error("Redis unavailable")})
+@router.get("", response_model=CollaborationIds, responses={503: error("Redis unavailable")})
 async def list_collaborations(
     services: ServicesDep, parent_session_id: Annotated[str, Query(min_length=1, max_length=128)]
 ) -> dict[str, Any]:
@@ -105,6 +146,8 @@ async def list_collaborations(
 
 @router.get(
     "/{collab_session_id}",
+    response_model=CollaborationDocument,
+    response_model_exclude_unset=True,
     responses={404: error("Unknown or expired collaboration session"), 503: error("Redis unavailable")},
 )
 async def get_collaboration(collab_session_id: str, services: ServicesDep) -> dict[str, Any]:
@@ -114,8 +157,7 @@ async def get_collaboration(collab_session_id: str, services: ServicesDep) -> di
     except SessionStoreUnavailable as exc:
         raise _unavailable(exc) from exc
     if document is None:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND,
-            detail=f"unknown or expired collaboration session {collab_session_id!r}",
+        raise ApiError(
+            ErrorCode.UNKNOWN_COLLABORATION, f"unknown or expired collaboration session {collab_session_id!r}"
         )
     return document

@@ -7,17 +7,18 @@ carries a per-call token, and only that token is accepted.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, status
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, ConfigDict, Field
 
 from master.agents.call_records import DeliveryStatus
-from master.agents.invocation import InvocationRegistration
+from master.agents.invocation import Health, InvocationRegistration
 from master.deps import ServicesDep, require_api_key
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.openapi import error
-from protocol import ToolProgress, ToolResult
+from master.routes.errors import ApiError
+from protocol import ErrorCode, ToolProgress, ToolResult
 
 router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])
 callbacks = APIRouter(tags=["invocation callbacks"])
@@ -44,19 +45,87 @@ class ProgressBody(BaseModel):
     progress: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
 
-Token = Annotated[str, Query(min_length=1, description="The per-call token from callback_url")]
+def _call_token(
+    token: Annotated[
+        str | None,
+        Query(description="The per-call token from callback_url (required: 401 without it)"),
+    ] = None,
+) -> str:
+    """The call token; 401 when it is missing or empty, before the body is validated (as the API key)."""
+    if not token:
+        raise ApiError(ErrorCode.UNAUTHORIZED, "missing call token: post to the callback_url the call gave")
+    return token
 
 
-def _invalid_tools(message: str) -> HTTPException:
+Token = Annotated[str, Depends(_call_token)]
+_NO_TOKEN = error("The token parameter is missing or empty (unauthorized)")
+
+
+class Registered(BaseModel):
+    """``POST /register``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    registered: bool
+    agent_id: str
+    status: Health
+    """The first health check's outcome: ``UP``, ``DOWN`` or ``UNKNOWN``."""
+
+
+class Unregistered(BaseModel):
+    """``POST /unregister``."""
+
+    unregistered: bool
+    agent_id: str
+
+
+class AgentHealth(BaseModel):
+    """An invocation agent's health after ``GET /refresh``."""
+
+    agent_id: str
+    status: Health
+    last_check: float | None
+    last_error: str | None
+
+
+class Refreshed(BaseModel):
+    """``GET /refresh``."""
+
+    agents: list[AgentHealth]
+
+
+class CallProgress(BaseModel):
+    """``GET /tool_progress/{call_id}``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    call_id: str
+    running: bool
+    message: str | None
+    """The latest progress message (``null`` before any)."""
+    progress: float | None
+    """The latest fraction done, 0..1, when known."""
+
+
+class CallbackAnswer(BaseModel):
+    """``POST /tool_callback`` and ``POST /tool_progress``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    call_id: str
+    status: Literal["accepted", "duplicate", "forwarded", "recorded"]
+    session_id: str | None = None
+    """``recorded``: the session the result was appended to."""
+
+
+def _invalid_tools(code: ErrorCode, message: str) -> ApiError:
     """422 with FastAPI's validation-error shape (the one the document declares for 422)."""
-    return HTTPException(
-        status.HTTP_422_UNPROCESSABLE_ENTITY,
-        detail=[{"loc": ["body", "tools"], "msg": message, "type": "value_error"}],
-    )
+    return ApiError(code, [{"loc": ["body", "tools"], "msg": message, "type": "value_error"}])
 
 
 @router.post(
     "/register",
+    response_model=Registered,
     responses={
         409: error("The agent id is a live WebSocket agent's, or a function name is another agent's"),
         503: error("Redis unavailable"),
@@ -68,37 +137,39 @@ async def register(body: InvocationRegistration, services: ServicesDep) -> dict[
         services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
         agent = await services.invocation.register(body)
     except RegistrationRefused as exc:
-        if exc.code == "agent_conflict":
-            raise HTTPException(status.HTTP_409_CONFLICT, detail=exc.message) from None
-        raise _invalid_tools(exc.message) from None
+        if exc.code == ErrorCode.AGENT_CONFLICT:
+            raise ApiError(exc.code, exc.message) from None
+        raise _invalid_tools(exc.code, exc.message) from None
     except InvalidToolSchema as exc:
-        raise _invalid_tools(str(exc)) from None
+        raise _invalid_tools(ErrorCode.VALIDATION_ERROR, str(exc)) from None
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
 
 
 @router.post(
-    "/unregister", responses={404: error("Unknown invocation agent"), 503: error("Redis unavailable")}
+    "/unregister",
+    response_model=Unregistered,
+    responses={404: error("Unknown invocation agent"), 503: error("Redis unavailable")},
 )
 async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, Any]:
     """Forget a cached HTTP agent."""
     try:
         removed = await services.invocation.unregister(body.agent_id)
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not removed:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"unknown invocation agent {body.agent_id!r}")
+        raise ApiError(ErrorCode.UNKNOWN_AGENT, f"unknown invocation agent {body.agent_id!r}")
     return {"unregistered": True, "agent_id": body.agent_id}
 
 
-@router.get("/refresh", responses={503: error("Redis unavailable")})
+@router.get("/refresh", response_model=Refreshed, responses={503: error("Redis unavailable")})
 async def refresh(services: ServicesDep) -> dict[str, Any]:
     """Re-read the invocation agents from Redis and health-check each one (UP/DOWN)."""
     try:
         await services.invocation.reload()
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     await services.invocation.check_all()
     return {
         "agents": [
@@ -113,12 +184,12 @@ async def refresh(services: ServicesDep) -> dict[str, Any]:
     }
 
 
-@router.get("/tool_progress/{call_id}", responses={404: error("Unknown call")})
+@router.get("/tool_progress/{call_id}", response_model=CallProgress, responses={404: error("Unknown call")})
 async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
     """The latest progress of a call (WebSocket or HTTP)."""
     known = services.dispatcher.latest_progress(call_id)
     if known is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"unknown call {call_id!r}")
+        raise ApiError(ErrorCode.UNKNOWN_CALL, f"unknown call {call_id!r}")
     latest, running = known
     return {
         "call_id": call_id,
@@ -130,7 +201,10 @@ async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
 
 @callbacks.post(
     "/tool_callback",
+    response_model=CallbackAnswer,
+    response_model_exclude_unset=True,
     responses={
+        401: _NO_TOKEN,
         404: error("Unknown or expired call, or not this call's token"),
         409: error("The result was already recorded in the session (a repeated callback)"),
         410: error("The call already finished (timed out or failed, its query stored the outcome)"),
@@ -149,12 +223,12 @@ async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep)
     if outcome == "accepted" or outcome == "duplicate":
         return {"call_id": body.call_id, "status": outcome}
     if outcome == "finished":
-        raise HTTPException(
-            status.HTTP_410_GONE, detail=f"call {body.call_id!r} already finished (timed out or failed)"
+        raise ApiError(
+            ErrorCode.CALL_FINISHED, f"call {body.call_id!r} already finished (timed out or failed)"
         )
     records, router = services.dispatcher.records, services.cluster_router
     if records is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=_unknown(body.call_id))
+        raise ApiError(ErrorCode.UNKNOWN_CALL, _unknown(body.call_id))
 
     async def forward(holder: str) -> DeliveryStatus | None:
         assert router is not None
@@ -163,40 +237,45 @@ async def tool_callback(body: CallbackBody, token: Token, services: ServicesDep)
     try:
         delivery = await records.deliver(token, result, forward if router is not None else None)
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if delivery.status == "forwarded":
         return {"call_id": body.call_id, "status": "forwarded"}
     if delivery.status == "recorded":
         return {"call_id": body.call_id, "status": "recorded", "session_id": delivery.session_id}
     if delivery.status == "unanswered":
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            detail=f"the master holding call {body.call_id!r} did not answer (it may have just stopped): retry",
+        raise ApiError(
+            ErrorCode.CALL_HOLDER_UNAVAILABLE,
+            f"the master holding call {body.call_id!r} did not answer (it may have just stopped): retry",
         )
     if delivery.status == "already_recorded":
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            detail=f"the result of call {body.call_id!r} was already recorded"
+        raise ApiError(
+            ErrorCode.ALREADY_RECORDED,
+            f"the result of call {body.call_id!r} was already recorded"
             + (f" in session {delivery.session_id!r}" if delivery.session_id else ""),
         )
     if delivery.status == "finished":
-        raise HTTPException(
-            status.HTTP_410_GONE,
-            detail=f"call {body.call_id!r} already finished: its query stored the outcome (timed out or failed)",
+        raise ApiError(
+            ErrorCode.CALL_FINISHED,
+            f"call {body.call_id!r} already finished: its query stored the outcome (timed out or failed)",
         )
     if delivery.status == "no_session":
-        raise HTTPException(
-            status.HTTP_410_GONE,
-            detail=f"call {body.call_id!r} belonged to no session and its query is gone: result dropped",
+        raise ApiError(
+            ErrorCode.CALL_FINISHED,
+            f"call {body.call_id!r} belonged to no session and its query is gone: result dropped",
         )
-    raise HTTPException(status.HTTP_404_NOT_FOUND, detail=_unknown(body.call_id))
+    raise ApiError(ErrorCode.UNKNOWN_CALL, _unknown(body.call_id))
 
 
 def _unknown(call_id: str) -> str:
     return f"unknown or expired call {call_id!r}, or invalid token"
 
 
-@callbacks.post("/tool_progress", responses={404: error("No running call for this token")})
+@callbacks.post(
+    "/tool_progress",
+    response_model=CallbackAnswer,
+    response_model_exclude_unset=True,
+    responses={401: _NO_TOKEN, 404: error("No running call for this token")},
+)
 async def tool_progress(body: ProgressBody, token: Token, services: ServicesDep) -> dict[str, Any]:
     """An invocation agent reports progress of a running call."""
     progress = ToolProgress(call_id=body.call_id, message=body.message, progress=body.progress)
@@ -206,7 +285,5 @@ async def tool_progress(body: ProgressBody, token: Token, services: ServicesDep)
             "progress", body.call_id, token, body.model_dump()
         ):
             return {"call_id": body.call_id, "status": "forwarded"}
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND, detail=f"no running call {body.call_id!r} for this token"
-        )
+        raise ApiError(ErrorCode.UNKNOWN_CALL, f"no running call {body.call_id!r} for this token")
     return {"call_id": body.call_id, "status": "recorded"}

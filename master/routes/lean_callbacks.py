@@ -3,8 +3,8 @@
 An HTTP invocation costs the master two requests per tool call: the query and the agent's
 callback. The callback's plain case (a JSON body that validates, a non-empty ``token``) runs
 the route's own function, :func:`master.routes.invocation.tool_callback`, and answers as FastAPI
-would (its dict as compact JSON, an ``HTTPException`` as ``{"detail": ...}``); anything else
-is declined and goes through the full stack.
+would (its dict as compact JSON, an ``HTTPException`` as ``{"detail": ..., "error_code": ...}``);
+anything else is declined and goes through the full stack.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from starlette.types import Send
 
 from master.asgi import LeanRequest, send_response
 from master.deps import Services
+from master.routes.errors import http_error_response
 from master.routes.invocation import CallbackBody, tool_callback
 
 
 async def lean_tool_callback(services: Services, request: LeanRequest, send: Send) -> bool:
     token = QueryParams(request.scope["query_string"].decode("latin-1")).get("token")
-    if not token:  # missing or empty: the route's 422
+    if not token:  # missing or empty: the route's 401
         return False
     try:  # as FastAPI parses a JSON body
         body = CallbackBody.model_validate(json.loads(request.body))
@@ -33,7 +34,7 @@ async def lean_tool_callback(services: Services, request: LeanRequest, send: Sen
     response: Response
     try:
         response = JSONResponse(await tool_callback(body, token, services))
-    except HTTPException as exc:  # as fastapi.exception_handlers.http_exception_handler
-        response = JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+    except HTTPException as exc:  # as the app's handler (master.routes.errors)
+        response = http_error_response(exc)
     await send_response(send, response)
     return True

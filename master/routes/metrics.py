@@ -14,7 +14,16 @@ from master.observability.metrics import CONTENT_TYPE
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The Prometheus text exposition format",
+            "content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
+        }
+    },
+)
 async def metrics(services: ServicesDep) -> Response:
     """Prometheus text exposition of queries, tool calls, LLM calls, agents, Redis errors, collaborations."""
     return Response(services.metrics.render(), media_type=CONTENT_TYPE)

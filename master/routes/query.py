@@ -6,9 +6,9 @@ import json
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.types import Send
 
 from master.asgi import LeanRequest, send_response
@@ -19,36 +19,36 @@ from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.admission import DRAINING
 from master.query.service import rejected_response
-from protocol import QueryRequest, QueryResponse
+from master.routes.errors import ApiError
+from protocol import ErrorCode, PromptProfile, QueryRequest, QueryResponse
 
 router = APIRouter(tags=["query"])
 
-# The HTTP status of each QueryRejected code; other ``llm_*`` codes (the provider failed) are 502.
-_STATUS_BY_CODE = {
-    "invalid_query": 400,
-    "invalid_model": 400,
-    "invalid_plan": 400,
-    "invalid_attachment": 400,
-    "too_many_attachments": 413,
-    "attachment_too_large": 413,
-    "unknown_session": 404,
-    "unknown_plan": 404,
-    "plan_already_executed": 409,
-    "too_many_queries": 429,
-    "internal_error": 500,
-    "not_implemented": 501,
-    "llm_not_configured": 503,
-    "session_store_unavailable": 503,
-    "draining": 503,
-}
+
+class AttachmentLimits(BaseModel):
+    max_bytes: int
+    """``RAG_MAX_ATTACHMENT_BYTES``: the largest file a query may attach."""
+    max_count: int
+    """``RAG_MAX_ATTACHMENTS``: the most files a query may attach."""
+
+
+class OrchestratorModels(BaseModel):
+    """``GET /query/orchestrator-models``."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    default_model: str
+    """The model a query gets when it names none."""
+    allowed_models: list[str]
+    """The models a query may ask for (``orchestrator_model``)."""
+    prompt_profiles: list[PromptProfile]
+    """The system prompt profiles a query may ask for (``orchestrator_prompt_profile``)."""
+    attachment_limits: AttachmentLimits
 
 
 def status_for(exc: QueryRejected) -> int:
-    """The HTTP status that answers a rejected query."""
-    status_code = _STATUS_BY_CODE.get(exc.code)
-    if status_code is not None:
-        return status_code
-    return 502 if exc.code.startswith("llm_") else 400
+    """The HTTP status that answers a rejected query (its code's)."""
+    return exc.code.status
 
 
 @router.post(
@@ -89,9 +89,7 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
     Server-Sent Events ending with a ``query_result`` event (see :mod:`master.query.streaming`).
     """
     if not services.settings.openagent_http_query:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN, detail="POST /query is disabled (OPENAGENT_HTTP_QUERY=0)"
-        )
+        raise ApiError(ErrorCode.FEATURE_DISABLED, "POST /query is disabled (OPENAGENT_HTTP_QUERY=0)")
     query_id = _query_id()
     try:
         if body.stream or "text/event-stream" in request.headers.get("accept", ""):
@@ -147,7 +145,7 @@ async def lean_post_query(services: Services, request: LeanRequest, send: Send) 
     return True
 
 
-@router.get("/query/orchestrator-models")
+@router.get("/query/orchestrator-models", response_model=OrchestratorModels)
 async def orchestrator_models(services: ServicesDep) -> dict[str, Any]:
     """The models and prompt profiles a query may ask for, and the attachment limits
     (``RAG_MAX_ATTACHMENT_BYTES``, ``RAG_MAX_ATTACHMENTS``) so clients can check before sending."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
 
 from master.deps import ServicesDep
 from master.errors import (
@@ -19,36 +19,102 @@ from master.errors import (
     SandboxUnavailable,
     SessionStoreUnavailable,
 )
+from master.openapi import error
+from master.routes.errors import ApiError
+from protocol import ErrorCode
 
 router = APIRouter(tags=["sandbox"])
 
-_STATUS_BY_CODE = {
-    "invalid_request": 400,
-    "unknown_module": 404,
-    "not_deployed": 404,
-    "not_found": 404,
-    "unknown_pool_pod": 404,
-    "no_pool": 409,
-    "pool_refused": 409,
-}
 _RESPONSES: dict[int | str, dict[str, Any]] = {
-    403: {"description": "OPENAGENT_K8S_SANDBOX=0"},
-    503: {
-        "description": "No cluster configured or reachable, a pool runner did not answer, or Redis is down"
-    },
+    400: error("A request that cannot run as given (invalid_request)"),
+    403: error("OPENAGENT_K8S_SANDBOX=0 (feature_disabled)"),
+    404: error("unknown_module, not_deployed, not_found or unknown_pool_pod"),
+    409: error("No ready pool runner (no_pool), or it refused the agent (pool_refused)"),
+    503: error(
+        "No cluster configured or reachable, a pool runner did not answer (sandbox_unavailable), "
+        "or Redis is down (session_store_unavailable)"
+    ),
 }
 
 
-def _http_error(exc: SandboxError | SessionStoreUnavailable) -> HTTPException:
+def _http_error(exc: SandboxError | SessionStoreUnavailable) -> ApiError:
     if isinstance(exc, SandboxDisabled):
-        return HTTPException(403, detail=str(exc))
+        return ApiError(ErrorCode.FEATURE_DISABLED, str(exc))
     if isinstance(exc, SandboxRejected):
-        return HTTPException(
-            _STATUS_BY_CODE.get(exc.code, 400), detail={"code": exc.code, "message": exc.message}
-        )
-    if isinstance(exc, SandboxUnavailable | SessionStoreUnavailable):
-        return HTTPException(503, detail=str(exc))
-    return HTTPException(500, detail=str(exc))
+        return ApiError(exc.code, {"code": exc.code.value, "message": exc.message})
+    if isinstance(exc, SandboxUnavailable):
+        return ApiError(ErrorCode.SANDBOX_UNAVAILABLE, str(exc))
+    if isinstance(exc, SessionStoreUnavailable):
+        return ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc))
+    return ApiError(ErrorCode.INTERNAL_ERROR, str(exc))
+
+
+class _Open(BaseModel):
+    """A sandbox answer: the fields below, and what the cluster or pool runner adds."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+
+class SandboxStatus(_Open):
+    """``GET /internal/sandbox/status``."""
+
+    enabled: bool
+    """``OPENAGENT_K8S_SANDBOX``."""
+    namespace: str
+    master_ws: str | None = None
+    """``OPENAGENT_K8S_MASTER_WS``: the URL deployed agents connect to."""
+    master_ws_hint: str | None = None
+    images: dict[str, Any] = {}
+    """``agent``, ``agent_pull_policy`` and ``pool_runner``."""
+    pool_label_selector: str | None = None
+    pool_runner_port: int | None = None
+    runtime_class: str | None = None
+    cluster: dict[str, Any] = {}
+    """``reachable``, and ``server`` with ``version``, or the ``reason`` it is not."""
+
+
+class SandboxStarted(_Open):
+    """``POST /internal/sandbox-agent/start``: where the agent was deployed."""
+
+    agent_id: str
+    placement: Literal["new_pod", "pool"]
+    namespace: str | None = None
+    pod_name: str | None = None
+    replaced: dict[str, Any] | None = None
+    """What a previous deployment of that id left behind and was removed (``pods``, ``config_maps``)."""
+
+
+class SandboxStopped(_Open):
+    """``POST /internal/sandbox-agent/stop``."""
+
+    agent_id: str
+    stopped: bool
+    removed: dict[str, Any]
+    """What was removed: ``pods``, ``config_maps`` (and ``pool_pod``)."""
+
+
+class SandboxLogs(_Open):
+    """``GET /internal/sandbox-agent/logs``."""
+
+    agent_id: str
+    placement: Literal["new_pod", "pool"]
+    pod_name: str | None = None
+    tail_lines: int
+    lines: list[str]
+
+
+class SandboxPools(BaseModel):
+    """``GET /internal/k8s/pools``: pool runner Pods and the agents each runs (or why it did not answer)."""
+
+    pools: list[dict[str, Any]]
+
+
+class SandboxWorkloads(_Open):
+    """``GET /internal/k8s/workloads``."""
+
+    namespace: str
+    agent_pods: list[dict[str, Any]]
+    pools: list[dict[str, Any]]
 
 
 class SandboxStartRequest(BaseModel):
@@ -71,13 +137,19 @@ class SandboxStopRequest(BaseModel):
     agent_id: str = Field(min_length=1, max_length=128)
 
 
-@router.get("/internal/sandbox/status")
+@router.get("/internal/sandbox/status", response_model=SandboxStatus, response_model_exclude_unset=True)
 async def sandbox_status(services: ServicesDep) -> dict[str, Any]:
     """Whether the sandbox is on, its namespace, whether the cluster answers (and why not), images."""
     return await services.sandbox.status()
 
 
-@router.post("/internal/sandbox-agent/start", status_code=201, responses=_RESPONSES)
+@router.post(
+    "/internal/sandbox-agent/start",
+    status_code=201,
+    response_model=SandboxStarted,
+    response_model_exclude_unset=True,
+    responses=_RESPONSES,
+)
 async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[str, Any]:
     """Deploy agent code in a Pod of its own (``new_pod``) or in a pool runner (``pool``); replaces a deployed one."""
     try:
@@ -94,7 +166,12 @@ async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[
         raise _http_error(exc) from exc
 
 
-@router.post("/internal/sandbox-agent/stop", responses=_RESPONSES)
+@router.post(
+    "/internal/sandbox-agent/stop",
+    response_model=SandboxStopped,
+    response_model_exclude_unset=True,
+    responses=_RESPONSES,
+)
 async def stop_agent(body: SandboxStopRequest, services: ServicesDep) -> dict[str, Any]:
     """Tear down the agent's Pod and ConfigMap, or stop it in its pool runner."""
     try:
@@ -103,7 +180,12 @@ async def stop_agent(body: SandboxStopRequest, services: ServicesDep) -> dict[st
         raise _http_error(exc) from exc
 
 
-@router.get("/internal/sandbox-agent/logs", responses=_RESPONSES)
+@router.get(
+    "/internal/sandbox-agent/logs",
+    response_model=SandboxLogs,
+    response_model_exclude_unset=True,
+    responses=_RESPONSES,
+)
 async def agent_logs(
     services: ServicesDep,
     agent_id: Annotated[str, Query(min_length=1)],
@@ -116,7 +198,7 @@ async def agent_logs(
         raise _http_error(exc) from exc
 
 
-@router.get("/internal/k8s/pools", responses=_RESPONSES)
+@router.get("/internal/k8s/pools", response_model=SandboxPools, responses=_RESPONSES)
 async def pools(services: ServicesDep) -> dict[str, Any]:
     """Pool runner Pods and the agents each runs."""
     try:
@@ -125,7 +207,12 @@ async def pools(services: ServicesDep) -> dict[str, Any]:
         raise _http_error(exc) from exc
 
 
-@router.get("/internal/k8s/workloads", responses=_RESPONSES)
+@router.get(
+    "/internal/k8s/workloads",
+    response_model=SandboxWorkloads,
+    response_model_exclude_unset=True,
+    responses=_RESPONSES,
+)
 async def workloads(services: ServicesDep) -> dict[str, Any]:
     """Dedicated agent Pods and pool Pods."""
     try:

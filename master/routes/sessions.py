@@ -9,37 +9,62 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, status
+from fastapi import APIRouter, Path
+from pydantic import BaseModel, ConfigDict
 
 from master.deps import ServicesDep
 from master.errors import SessionStoreUnavailable
+from master.openapi import error
+from master.routes.errors import ApiError
+from protocol import ErrorCode
 
 router = APIRouter(tags=["sessions"])
 
 SessionId = Annotated[
     str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="A session_id from POST /query")
 ]
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: error("Unknown or expired session (unknown_session)"),
+    503: error("Redis unavailable (session_store_unavailable)"),
+}
 
 
-@router.get("/sessions/{session_id}")
+class SessionTurns(BaseModel):
+    """``GET /sessions/{session_id}``: the session's turns, oldest first."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    session_id: str
+    turns: list[dict[str, Any]]
+    """Each turn as stored (the question, the answer, the tools called, summaries), with its time."""
+
+
+class SessionDeleted(BaseModel):
+    """``DELETE /sessions/{session_id}``."""
+
+    session_id: str
+    deleted: bool
+
+
+@router.get("/sessions/{session_id}", response_model=SessionTurns, responses=_ERRORS)
 async def read_session(session_id: SessionId, services: ServicesDep) -> dict[str, Any]:
     """The session's turns, oldest first (404 when unknown or expired)."""
     try:
         turns = await services.sessions.load(session_id)
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if turns is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"unknown or expired session {session_id!r}")
+        raise ApiError(ErrorCode.UNKNOWN_SESSION, f"unknown or expired session {session_id!r}")
     return {"session_id": session_id, "turns": turns}
 
 
-@router.delete("/sessions/{session_id}")
+@router.delete("/sessions/{session_id}", response_model=SessionDeleted, responses=_ERRORS)
 async def delete_session(session_id: SessionId, services: ServicesDep) -> dict[str, Any]:
     """Forget the session: a follow-up with this ``session_id`` then gets 404 ``unknown_session``."""
     try:
         deleted = await services.sessions.delete(session_id)
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not deleted:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"unknown or expired session {session_id!r}")
+        raise ApiError(ErrorCode.UNKNOWN_SESSION, f"unknown or expired session {session_id!r}")
     return {"session_id": session_id, "deleted": True}

@@ -8,16 +8,19 @@ A YAML that cannot be used answers 400 (413 over the size cap) with each problem
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.deps import ServicesDep
 from master.errors import SessionStoreUnavailable
+from master.openapi import error
+from master.routes.errors import ApiError
 from openagent.errors import WorkspaceError
 from openagent.yaml_runner import Workspace, json_schema, load_workspace
+from protocol import ErrorCode
 
 router = APIRouter(tags=["workspaces"])
 
@@ -43,19 +46,77 @@ class StopBody(BaseModel):
     """The agents to stop; every agent the YAML runner started when omitted."""
 
 
+class AgentOutcome(BaseModel):
+    """What happened to one agent of a start, stop or restore request."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    agent_id: str
+    status: Literal[
+        "started",
+        "already_running",
+        "failed",
+        "skipped",
+        "stopped",
+        "not_running",
+        "registered",
+        "unreachable",
+        "invalid",
+    ]
+    """Start: ``started``, ``already_running``, ``failed``, ``skipped``; stop: ``stopped``,
+    ``not_running``; restore: ``registered``, ``unreachable``, ``invalid``, ``skipped``."""
+    reason: str | None = None
+    """Why it failed or was skipped."""
+    handler: str | None = None
+    """The handler module of a started agent."""
+
+
+class AgentOutcomes(BaseModel):
+    """Per-agent outcomes of a start, stop or restore request."""
+
+    agents: list[AgentOutcome]
+
+
+class RunningYamlAgent(BaseModel):
+    agent_id: str
+    handler: str
+
+
+class RunningYamlAgents(BaseModel):
+    """``GET /internal/yaml-agents``."""
+
+    agents: list[RunningYamlAgent]
+
+
+class WorkspaceSchema(BaseModel):
+    """The workspace's JSON Schema (draft 2020-12), as a JSON Schema document."""
+
+    model_config = ConfigDict(extra="allow")
+
+    title: str | None = None
+    type: str | None = None
+    properties: dict[str, Any] | None = None
+
+
+_YAML_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: error("The YAML cannot be used (invalid, yaml_syntax, yaml_bomb, too_deep): each problem's line"),
+    403: error("The feature is switched off (feature_disabled)"),
+    413: error("The YAML is over its size cap (too_large)"),
+}
+
+
 def _require(enabled: bool, what: str, setting: str) -> None:
     if not enabled:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, detail=f"{what} is disabled ({setting}=0)")
+        raise ApiError(ErrorCode.FEATURE_DISABLED, f"{what} is disabled ({setting}=0)")
 
 
 async def _load(text: str) -> Workspace:
     try:
         return await asyncio.to_thread(load_workspace, text)
     except WorkspaceError as exc:
-        code = status.HTTP_413_CONTENT_TOO_LARGE if exc.code == "too_large" else status.HTTP_400_BAD_REQUEST
-        raise HTTPException(
-            code,
-            detail={
+        raise ApiError(
+            ErrorCode.of(exc.code),
+            {
                 "code": exc.code,
                 "message": str(exc),
                 "problems": [
@@ -66,7 +127,12 @@ async def _load(text: str) -> Workspace:
         ) from None
 
 
-@router.post("/internal/yaml-agents/start")
+@router.post(
+    "/internal/yaml-agents/start",
+    response_model=AgentOutcomes,
+    response_model_exclude_unset=True,
+    responses=_YAML_ERRORS,
+)
 async def start_yaml_agents(body: YamlBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Run the YAML's WebSocket agents in this master's event loop (idempotent; per-agent outcomes)."""
     _require(services.settings.openagent_yaml_runner, "the YAML agent runner", "OPENAGENT_YAML_RUNNER")
@@ -77,7 +143,12 @@ async def start_yaml_agents(body: YamlBody, request: Request, services: Services
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
-@router.post("/internal/yaml-agents/stop")
+@router.post(
+    "/internal/yaml-agents/stop",
+    response_model=AgentOutcomes,
+    response_model_exclude_unset=True,
+    responses={403: _YAML_ERRORS[403]},
+)
 async def stop_yaml_agents(body: StopBody, services: ServicesDep) -> dict[str, Any]:
     """Stop agents the YAML runner started."""
     _require(services.settings.openagent_yaml_runner, "the YAML agent runner", "OPENAGENT_YAML_RUNNER")
@@ -85,14 +156,19 @@ async def stop_yaml_agents(body: StopBody, services: ServicesDep) -> dict[str, A
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
-@router.get("/internal/yaml-agents")
+@router.get("/internal/yaml-agents", response_model=RunningYamlAgents)
 async def yaml_agents(services: ServicesDep) -> dict[str, Any]:
     """The agents the YAML runner runs, with their handler modules."""
     running = services.builder.workspaces.runner.running()
     return {"agents": [{"agent_id": agent_id, "handler": handler} for agent_id, handler in running.items()]}
 
 
-@router.post("/internal/workspace/restore")
+@router.post(
+    "/internal/workspace/restore",
+    response_model=AgentOutcomes,
+    response_model_exclude_unset=True,
+    responses={**_YAML_ERRORS, 503: error("Redis unavailable (session_store_unavailable)")},
+)
 async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[str, Any]:
     """Re-register the YAML's HTTP invocation agents; per agent registered, unreachable, invalid or skipped."""
     _require(
@@ -102,11 +178,20 @@ async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[st
     try:
         outcomes = await services.builder.workspaces.restore(workspace, register_http=body.register_http)
     except SessionStoreUnavailable as exc:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
-@router.get("/internal/workspace/export", response_class=Response)
+@router.get(
+    "/internal/workspace/export",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The workspace YAML, as a file download",
+            "content": {"application/yaml": {"schema": {"type": "string"}}},
+        }
+    },
+)
 async def export_workspace(services: ServicesDep) -> Response:
     """The master's workspace as YAML: stable, secret-free, without the built-in query client."""
     text = services.builder.workspaces.export()
@@ -117,7 +202,7 @@ async def export_workspace(services: ServicesDep) -> Response:
     )
 
 
-@router.get("/workspace/schema")
+@router.get("/workspace/schema", response_model=WorkspaceSchema, response_model_exclude_unset=True)
 async def workspace_schema() -> dict[str, Any]:
     """The workspace's JSON Schema (also ``docs/workspace.schema.json``)."""
     return json_schema()

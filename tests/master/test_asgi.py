@@ -177,8 +177,8 @@ async def test_a_bug_answers_500_like_the_full_stack(
             404,
             True,
         ),
-        ("no token", "/tool_callback?call_id=c1", {"call_id": "c1", "success": True}, 422, False),
-        ("an empty token", "/tool_callback?token=", {"call_id": "c1", "success": True}, 422, False),
+        ("no token", "/tool_callback?call_id=c1", {"call_id": "c1", "success": True}, 401, False),
+        ("an empty token", "/tool_callback?token=", {"call_id": "c1", "success": True}, 401, False),
         ("no success field", "/tool_callback?token=t", {"call_id": "c1"}, 422, False),
     ],
 )
@@ -190,5 +190,6 @@ async def test_tool_callbacks_are_answered_alike(
     assert (got, answered) == (status, lean and _lean_serves(master)), case
     if status == 404:
         assert kind == "application/json" and text == {
-            "detail": "unknown or expired call 'c1', or invalid token"
+            "detail": "unknown or expired call 'c1', or invalid token",
+            "error_code": "unknown_call",
         }

@@ -96,8 +96,8 @@ async def test_call_token_routes_refuse_without_the_call_token(
             for url in (path, f"{path}?token=forged"):
                 response = await http.request(method, url, json=body, headers=headers)
                 assert 400 <= response.status_code < 500, (method, url, headers, response.text)
-    # The invocation callbacks: the token is required (422), and a forged one knows no call (404).
-    assert (await http.post("/tool_callback", json=body)).status_code == 422
+    # The invocation callbacks: the token is required (401), and a forged one knows no call (404).
+    assert (await http.post("/tool_callback", json=body)).status_code == 401
     assert (await http.post("/tool_callback?token=forged", json=body, headers=RIGHT)).status_code == 404
 
 

@@ -11,7 +11,9 @@ from fastapi.routing import iter_route_contexts
 
 from master.app import create_app
 from master.deps import needs_api_key
+from master.observability.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from master.settings import Settings
+from protocol import ErrorCode
 
 KEY = "openapi-test-key"
 
@@ -120,7 +122,66 @@ def test_a_body_parse_error_fits_the_declared_400(document: dict[str, Any]) -> N
     ``{"detail": ...}``; both are declared."""
     schema = document["paths"]["/query"]["post"]["responses"]["400"]["content"]["application/json"]["schema"]
     validator = jsonschema_rs.validator_for({**schema, "components": document["components"]})
-    assert validator.is_valid({"detail": "There was an error parsing the body"})
+    assert validator.is_valid({"detail": "There was an error parsing the body", "error_code": "invalid_body"})
     assert validator.is_valid(
         {"query_id": "q", "success": False, "error": "x", "error_code": "invalid_model"}
     )
+
+
+NOT_JSON = {
+    ("GET", "/metrics"): METRICS_CONTENT_TYPE,
+    ("GET", "/internal/workspace/export"): "application/yaml",
+    ("GET", "/attachments/{ref}"): "application/octet-stream",
+}
+"""The operations whose 2xx answer is not JSON: Prometheus text, a file download, a blob."""
+STREAMS = {("POST", "/query"): "text/event-stream"}
+"""Server-Sent Events beside a JSON answer: the events are documented in the protocol docs."""
+
+
+def _free_form(schema: dict[str, Any]) -> bool:
+    return not schema or (schema.get("type") == "object" and not schema.get("properties"))
+
+
+def test_every_2xx_response_has_a_schema(document: dict[str, Any]) -> None:
+    """Walks the document: every operation's success answer has a schema that says something."""
+    checked = 0
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            key = (method.upper(), path)
+            successes = {s: r for s, r in operation["responses"].items() if s.startswith("2")}
+            assert successes, key
+            for status, response in successes.items():
+                content = response.get("content") or {}
+                if key in NOT_JSON:
+                    assert set(content) == {NOT_JSON[key]}, key
+                    assert content[NOT_JSON[key]]["schema"]["type"] == "string", key
+                    continue
+                schema = content["application/json"]["schema"]
+                assert "$ref" in schema and not _free_form(schema), (key, status, schema)
+                target = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+                assert target.get("properties"), (key, status, "a model without fields")
+                assert set(content) - {"application/json"} <= {STREAMS.get(key)}, key
+            checked += 1
+    assert checked >= 35
+
+
+def test_error_codes_are_published_and_every_error_body_carries_one(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    assert set(schemas["ErrorCode"]["enum"]) == {code.value for code in ErrorCode}
+    ref = {"$ref": "#/components/schemas/ErrorCode"}
+    assert ref in schemas["QueryResponse"]["properties"]["error_code"]["anyOf"]
+    assert schemas["ErrorBody"]["properties"]["error_code"]["$ref"] == ref["$ref"]
+    assert schemas["ErrorBody"]["required"] == ["detail", "error_code"]
+    assert schemas["HTTPValidationError"]["properties"]["error_code"] == ref
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if status.startswith(("4", "5")) and (method, path) != ("get", "/ready"):
+                    schema = response["content"]["application/json"]["schema"]
+                    refs = [schema.get("$ref")] + [s.get("$ref") for s in schema.get("anyOf", [])]
+                    names = {r.rsplit("/", 1)[1] for r in refs if r}
+                    assert names and all("error_code" in schemas[n]["properties"] for n in names), (
+                        method,
+                        path,
+                        status,
+                    )

@@ -3,18 +3,42 @@
  * (`Authorization: Bearer`); every failure becomes an {@link ApiError} with the master's
  * own message, so the page can show it.
  */
-import type { AgentRow, DiscoveredRow } from "../lib/agents";
-import { discoveryProblems, type DiscoveryProblem, type GeneratorModels, type RestoreOutcome, type Saved } from "../lib/builder";
-import type { SandboxLogs } from "../lib/sandbox";
+import { discoveryProblems } from "../lib/builder";
 import { SseParser } from "../lib/sse";
-import type { InvocationRegistration, QueryRequest, QueryResponse } from "./types";
+import type {
+  AgentOutcome,
+  AgentRow,
+  DiscoveredAgent,
+  Discovery,
+  ErrorCode,
+  GeneratedAgent,
+  GeneratorModels,
+  Health,
+  InvocationRegistration,
+  ModelCatalog,
+  QueryRequest,
+  QueryResponse,
+  Registered,
+  SandboxLogs,
+  SandboxStarted,
+  SandboxStatus,
+  SandboxStopped,
+  SavedAgent,
+  SessionRagContext,
+  SessionTurns,
+} from "./types";
+
+export type { Discovery, Health, ModelCatalog, SessionTurns };
+/** One agent's outcome of `POST /internal/yaml-agents/start`. */
+export type YamlAgentOutcome = AgentOutcome;
 
 export class ApiError extends Error {
   constructor(
     /** HTTP status; 0 when the master could not be reached. */
     readonly status: number,
     message: string,
-    readonly code: string | null = null,
+    /** The refusal's `error_code` (see docs/reference/errors.md); `null` when the body had none. */
+    readonly code: ErrorCode | string | null = null,
     /** The parsed response body (JSON when it was JSON), for callers that show more of it. */
     readonly body: unknown = null,
   ) {
@@ -67,36 +91,6 @@ export function errorMessage(status: number, body: unknown): { message: string; 
   return { message: detail ? `${hint}: ${detail}` : hint, code };
 }
 
-export interface Health {
-  status: string;
-  [key: string]: unknown;
-}
-
-export interface ModelCatalog {
-  allowed_models?: string[];
-  default_model?: string;
-  prompt_profiles?: string[];
-  [key: string]: unknown;
-}
-
-export interface SessionTurns {
-  session_id: string;
-  turns: Record<string, unknown>[];
-}
-
-/** `GET /agents/discover`: the agents found, and the files that could not be analysed. */
-export interface Discovery {
-  agents: DiscoveredRow[];
-  errors: DiscoveryProblem[];
-}
-
-/** One agent's outcome of `POST /internal/yaml-agents/start`. */
-export interface YamlAgentOutcome {
-  agent_id: string;
-  status: "started" | "already_running" | "skipped" | "failed" | string;
-  reason?: string;
-  handler?: string;
-}
 
 export interface StreamHandlers {
   onEvent(event: string, data: Record<string, unknown>): void;
@@ -112,27 +106,27 @@ export interface ApiClient {
   /** `GET /generate-agent/models` (403 when OPENAGENT_AGENT_GENERATOR=0). */
   generatorModels(): Promise<GeneratorModels>;
   /** `POST /generate-agent`: the answer as sent; a 422's body is on the {@link ApiError}. */
-  generateAgent(body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  generateAgent(body: Record<string, unknown>): Promise<GeneratedAgent>;
   /** `POST /save-agent` (400 `file_exists` without `overwrite`). */
-  saveAgent(body: { module: string; source: string; overwrite: boolean }): Promise<Saved>;
+  saveAgent(body: { module: string; source: string; overwrite: boolean }): Promise<SavedAgent>;
   /** `POST /internal/workspace/restore`: per agent registered, unreachable, invalid or skipped. */
-  restoreWorkspace(yaml: string): Promise<RestoreOutcome[]>;
+  restoreWorkspace(yaml: string): Promise<AgentOutcome[]>;
   models(): Promise<ModelCatalog>;
-  register(body: InvocationRegistration): Promise<Record<string, unknown>>;
+  register(body: InvocationRegistration): Promise<Registered>;
   /** Streamed `POST /query`; resolves with the final `query_result`. */
   query(body: QueryRequest, handlers: StreamHandlers, signal?: AbortSignal): Promise<QueryResponse>;
   session(sessionId: string): Promise<SessionTurns>;
   deleteSession(sessionId: string): Promise<boolean>;
   /** `GET /query/session-rag-context`: the session's attached files and their indexing state. */
-  sessionRagContext(sessionId: string): Promise<Record<string, unknown>>;
+  sessionRagContext(sessionId: string): Promise<SessionRagContext>;
   /** `POST /internal/yaml-agents/start`: run a workspace's WebSocket agents inside the master. */
   startYamlAgents(yaml: string): Promise<YamlAgentOutcome[]>;
   /** `GET /internal/sandbox/status`; `null` when this master has no sandbox (404). */
-  sandboxStatus(): Promise<{ enabled: boolean; [key: string]: unknown } | null>;
+  sandboxStatus(): Promise<SandboxStatus | null>;
   /** `POST /internal/sandbox-agent/start` (sandbox issue). */
-  sandboxStart(body: { agent_id: string; module?: string; placement?: string }): Promise<Record<string, unknown>>;
+  sandboxStart(body: { agent_id: string; module?: string; placement?: string }): Promise<SandboxStarted>;
   /** `POST /internal/sandbox-agent/stop`: tear down the agent's Pod and ConfigMap, or its pool placement. */
-  sandboxStop(agentId: string): Promise<Record<string, unknown>>;
+  sandboxStop(agentId: string): Promise<SandboxStopped>;
   /** `GET /internal/sandbox-agent/logs`: the agent container's (or pool runner's) log tail. */
   sandboxLogs(agentId: string, tailLines?: number): Promise<SandboxLogs>;
 }
@@ -191,7 +185,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
     health: () => json<Health>("GET", "/health"),
     agents: async () => (await json<{ agents: AgentRow[] }>("GET", "/agents")).agents,
     discover: async () => {
-      const found = await optional<{ agents?: DiscoveredRow[]; errors?: unknown } | DiscoveredRow[]>("/agents/discover");
+      const found = await optional<{ agents?: DiscoveredAgent[]; errors?: unknown } | DiscoveredAgent[]>("/agents/discover");
       if (found === null) return null;
       if (Array.isArray(found)) return { agents: found, errors: [] };
       return { agents: found.agents ?? [], errors: discoveryProblems(found.errors) };
@@ -199,7 +193,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
     generatorModels: async () => {
       const raw = await json<Partial<GeneratorModels>>("GET", "/generate-agent/models");
       return {
-        default_model: raw.default_model ?? null,
+        default_model: raw.default_model ?? "",
         allowed_models: raw.allowed_models ?? [],
         available: raw.available !== false,
       };
@@ -207,7 +201,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
     generateAgent: (body) => json("POST", "/generate-agent", body),
     saveAgent: (body) => json("POST", "/save-agent", body),
     restoreWorkspace: async (yaml) =>
-      (await json<{ agents?: RestoreOutcome[] }>("POST", "/internal/workspace/restore", { yaml })).agents ?? [],
+      (await json<{ agents?: AgentOutcome[] }>("POST", "/internal/workspace/restore", { yaml })).agents ?? [],
     models: () => json<ModelCatalog>("GET", "/query/orchestrator-models"),
     register: (body) => json("POST", "/register", body),
     session: (sessionId) => json<SessionTurns>("GET", `/sessions/${encodeURIComponent(sessionId)}`),

@@ -711,6 +711,137 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * AgentHealth
+         * @description An invocation agent's health after ``GET /refresh``.
+         */
+        AgentHealth: {
+            /** Agent Id */
+            agent_id: string;
+            /** Last Check */
+            last_check: number | null;
+            /** Last Error */
+            last_error: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "UP" | "DOWN" | "UNKNOWN";
+        };
+        /**
+         * AgentList
+         * @description ``GET /agents``.
+         */
+        AgentList: {
+            /** Agents */
+            agents: components["schemas"]["AgentRow"][];
+        };
+        /**
+         * AgentOutcome
+         * @description What happened to one agent of a start, stop or restore request.
+         */
+        AgentOutcome: {
+            /** Agent Id */
+            agent_id: string;
+            /**
+             * Handler
+             * @description The handler module of a started agent.
+             */
+            handler?: string | null;
+            /**
+             * Reason
+             * @description Why it failed or was skipped.
+             */
+            reason?: string | null;
+            /**
+             * Status
+             * @description Start: ``started``, ``already_running``, ``failed``, ``skipped``; stop: ``stopped``,
+             *     ``not_running``; restore: ``registered``, ``unreachable``, ``invalid``, ``skipped``.
+             * @enum {string}
+             */
+            status: "started" | "already_running" | "failed" | "skipped" | "stopped" | "not_running" | "registered" | "unreachable" | "invalid";
+        };
+        /**
+         * AgentOutcomes
+         * @description Per-agent outcomes of a start, stop or restore request.
+         */
+        AgentOutcomes: {
+            /** Agents */
+            agents: components["schemas"]["AgentOutcome"][];
+        };
+        /**
+         * AgentRow
+         * @description One agent of ``GET /agents``; which fields it has depends on ``connection_type``.
+         */
+        AgentRow: {
+            /** Agent Id */
+            agent_id: string;
+            /**
+             * Connected At
+             * @description WebSocket agents: when the connection registered (Unix time).
+             */
+            connected_at?: number | null;
+            /**
+             * Connection Type
+             * @description ``websocket`` (connected), ``invocation`` (HTTP, from Redis) or ``sandbox`` (deployed, not connected).
+             * @enum {string}
+             */
+            connection_type: "websocket" | "invocation" | "sandbox";
+            /** Invocation Base Url */
+            invocation_base_url?: string | null;
+            /**
+             * Last Check
+             * @description Invocation agents: the last health check (Unix time).
+             */
+            last_check?: number | null;
+            /**
+             * Last Error
+             * @description Invocation agents: why the last health check failed.
+             */
+            last_error?: string | null;
+            /**
+             * Master Id
+             * @description Several masters: the master holding the connection.
+             */
+            master_id?: string | null;
+            /**
+             * Metadata
+             * @default {}
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** Registered At */
+            registered_at?: number | null;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "query" | "action";
+            /** @description With the sandbox on: the agent's Pod or pool placement and its health (``null`` when not deployed by it). */
+            sandbox?: components["schemas"]["SandboxField"] | null;
+            /**
+             * Status
+             * @description ``online`` (WebSocket), ``UP``/``DOWN``/``UNKNOWN`` (invocation), ``starting``/``unhealthy`` (sandbox).
+             */
+            status: string;
+            /** Tools */
+            tools: components["schemas"]["ToolSchema"][];
+        };
+        /**
+         * AgentSource
+         * @description ``GET /agent-source``.
+         */
+        AgentSource: {
+            /** File */
+            file: string;
+            /** Handler */
+            handler: string;
+            /** Module */
+            module: string;
+            /** Source */
+            source: string;
+        };
+        /**
          * AgentUsed
          * @description One tool the orchestrator called while answering a query.
          */
@@ -735,6 +866,13 @@ export interface components {
              */
             mime_type?: string;
         };
+        /** AttachmentLimits */
+        AttachmentLimits: {
+            /** Max Bytes */
+            max_bytes: number;
+            /** Max Count */
+            max_count: number;
+        };
         /**
          * Budget
          * @description Per-query limits; each one omitted falls back to the master's default.
@@ -757,6 +895,24 @@ export interface components {
             max_tool_calls?: number | null;
         };
         /**
+         * CallbackAnswer
+         * @description ``POST /tool_callback`` and ``POST /tool_progress``.
+         */
+        CallbackAnswer: {
+            /** Call Id */
+            call_id: string;
+            /**
+             * Session Id
+             * @description ``recorded``: the session the result was appended to.
+             */
+            session_id?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "accepted" | "duplicate" | "forwarded" | "recorded";
+        };
+        /**
          * CallbackBody
          * @description Body of ``POST /tool_callback``.
          */
@@ -769,6 +925,127 @@ export interface components {
             result?: unknown;
             /** Success */
             success: boolean;
+        };
+        /**
+         * CallProgress
+         * @description ``GET /tool_progress/{call_id}``.
+         */
+        CallProgress: {
+            /** Call Id */
+            call_id: string;
+            /**
+             * Message
+             * @description The latest progress message (``null`` before any).
+             */
+            message: string | null;
+            /**
+             * Progress
+             * @description The latest fraction done, 0..1, when known.
+             */
+            progress: number | null;
+            /** Running */
+            running: boolean;
+        };
+        /**
+         * Check
+         * @description One check of generated code.
+         */
+        Check: {
+            /**
+             * Detail
+             * @default
+             */
+            detail?: string;
+            /** Name */
+            name: string;
+            /** Passed */
+            passed: boolean;
+        };
+        /**
+         * CollaborationDocument
+         * @description ``GET /internal/collaborations/{id}``: the recorded ``collab:{id}`` document.
+         */
+        CollaborationDocument: {
+            /** Collab Session Id */
+            collab_session_id: string;
+            /**
+             * Entries
+             * @description Every entry, oldest first: handshakes, messages, end.
+             * @default []
+             */
+            entries?: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Parent Session Id
+             * @description The orchestrator session it was started from.
+             */
+            parent_session_id?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * CollaborationIds
+         * @description ``GET /internal/collaborations``.
+         */
+        CollaborationIds: {
+            /** Collab Session Ids */
+            collab_session_ids: string[];
+            /** Parent Session Id */
+            parent_session_id: string;
+        };
+        /**
+         * CollaborationOutcome
+         * @description How a collaboration ended (``POST /internal/collaborations``).
+         */
+        CollaborationOutcome: {
+            /**
+             * Agents
+             * @description The agents, initiator first.
+             */
+            agents: string[];
+            /** Collab Session Id */
+            collab_session_id: string;
+            /**
+             * Completed
+             * @description Whether a peer ended the session normally.
+             */
+            completed: boolean;
+            /**
+             * Ended By
+             * @description The agent that sent ``collaboration_end``; ``null`` when the master ended it.
+             */
+            ended_by: string | null;
+            /**
+             * Message Count
+             * @description ``peer_message`` frames relayed.
+             */
+            message_count: number;
+            /**
+             * Parent Session Id
+             * @description The orchestrator session that got the ``collaboration`` turn.
+             */
+            parent_session_id: string;
+            /**
+             * Reason
+             * @description ``completed``, ``timeout``, ``max_messages``, ``peer_disconnected``, ``cancelled``,
+             *     ``internal_error``, ``shutdown``, or the reason a peer gave when it gave up.
+             */
+            reason: string;
+            /**
+             * Summary
+             * @description The ending peer's summary, or the master's explanation when it ended the session.
+             */
+            summary: string;
+            /** Task */
+            task: string;
+            /**
+             * Transcript
+             * @description Every entry of the session: handshakes, messages, end.
+             */
+            transcript: {
+                [key: string]: unknown;
+            }[];
         };
         /**
          * CollaborationRequest
@@ -799,17 +1076,78 @@ export interface components {
             task: string;
         };
         /**
+         * DiscoveredAgent
+         * @description An agent found in a module (read, not imported).
+         */
+        DiscoveredAgent: {
+            /** Agent Id */
+            agent_id: string;
+            /** File */
+            file: string;
+            /** Handler */
+            handler: string;
+            /** Module */
+            module: string;
+            /**
+             * Supports Collaboration
+             * @default false
+             */
+            supports_collaboration?: boolean;
+            /** Tools */
+            tools: components["schemas"]["ToolSchema"][];
+            /** Transport */
+            transport: string;
+        };
+        /**
+         * Discovery
+         * @description ``GET /agents/discover``.
+         */
+        Discovery: {
+            /** Agents */
+            agents: components["schemas"]["DiscoveredAgent"][];
+            /** Errors */
+            errors: components["schemas"]["DiscoveryProblem"][];
+        };
+        /**
+         * DiscoveryProblem
+         * @description A file that could not be analysed, or a duplicate agent id.
+         */
+        DiscoveryProblem: {
+            /** Agent Id */
+            agent_id?: string | null;
+            /** Error */
+            error: string;
+            /** File */
+            file: string;
+            /** Module */
+            module?: string | null;
+        };
+        /**
          * ErrorBody
-         * @description An error: ``detail`` names the offending value (a message, or a list of validation errors).
+         * @description Every HTTP error answer: ``detail`` as FastAPI gives it, and a stable ``error_code``.
+         *
+         *     ``detail`` is a message naming the offending value, FastAPI's list of validation errors
+         *     (422), or an object with more (``code``, ``message`` and the problems or checks).
          */
         ErrorBody: {
-            /** Detail */
+            /**
+             * Detail
+             * @description What went wrong: a message, a list of validation errors, or an object with details.
+             */
             detail: string | {
                 [key: string]: unknown;
             }[] | {
                 [key: string]: unknown;
             };
+            /** @description The stable code of the refusal. */
+            error_code: components["schemas"]["ErrorCode"];
         };
+        /**
+         * ErrorCode
+         * @description A stable, machine-readable error code; the message beside it names the offending value.
+         * @enum {string}
+         */
+        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "invalid_query" | "invalid_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
         /**
          * GenerateAgentBody
          * @description The body of ``POST /generate-agent``.
@@ -856,6 +1194,64 @@ export interface components {
              */
             transport?: "websocket" | "invocation";
         };
+        /**
+         * GeneratedAgent
+         * @description ``POST /generate-agent``: code that passed every check.
+         */
+        GeneratedAgent: {
+            /** Agent Id */
+            agent_id: string;
+            /**
+             * Attempts
+             * @description 1, or 2 when the first code failed its checks and the model fixed it.
+             */
+            attempts: number;
+            /** Checks */
+            checks: components["schemas"]["Check"][];
+            /**
+             * Model
+             * @description The model that wrote it.
+             */
+            model: string;
+            /**
+             * Module
+             * @description The module name to save it under (``POST /save-agent``).
+             */
+            module: string;
+            /**
+             * Source
+             * @description The module's Python source.
+             */
+            source: string;
+            /**
+             * Tools
+             * @description The tools the code defines.
+             */
+            tools: components["schemas"]["ToolSchema"][];
+            /** Transport */
+            transport: string;
+        };
+        /**
+         * GeneratorModels
+         * @description ``GET /generate-agent/models``.
+         */
+        GeneratorModels: {
+            /**
+             * Allowed Models
+             * @description The models a request may name.
+             */
+            allowed_models: string[];
+            /**
+             * Available
+             * @description Whether an LLM is configured to generate with.
+             */
+            available: boolean;
+            /**
+             * Default Model
+             * @description ``AGENT_GENERATOR_MODEL``: the model used when a request names none.
+             */
+            default_model: string;
+        };
         /** Health */
         Health: {
             /**
@@ -865,10 +1261,13 @@ export interface components {
              */
             status?: "ok";
         };
-        /** HTTPValidationError */
+        /**
+         * HTTPValidationError
+         * @description A request that does not fit the schema: error_code validation_error; each echoed input is cut to 200 characters.
+         */
         HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
+            detail: components["schemas"]["ValidationError"][];
+            error_code: components["schemas"]["ErrorCode"];
         };
         /**
          * InvocationRegistration
@@ -885,6 +1284,28 @@ export interface components {
             };
             /** Tools */
             tools: components["schemas"]["ToolSchema"][];
+        };
+        /**
+         * OrchestratorModels
+         * @description ``GET /query/orchestrator-models``.
+         */
+        OrchestratorModels: {
+            /**
+             * Allowed Models
+             * @description The models a query may ask for (``orchestrator_model``).
+             */
+            allowed_models: string[];
+            attachment_limits: components["schemas"]["AttachmentLimits"];
+            /**
+             * Default Model
+             * @description The model a query gets when it names none.
+             */
+            default_model: string;
+            /**
+             * Prompt Profiles
+             * @description The system prompt profiles a query may ask for (``orchestrator_prompt_profile``).
+             */
+            prompt_profiles: ("default" | "auto_multi" | "reasoning")[];
         };
         /**
          * Plan
@@ -1029,11 +1450,8 @@ export interface components {
              * @description Why the query failed (when ``success`` is false).
              */
             error?: string | null;
-            /**
-             * Error Code
-             * @description Stable code for the failure (e.g. ``llm_unavailable``, ``unknown_session``).
-             */
-            error_code?: string | null;
+            /** @description Stable code for the failure (e.g. ``llm_unavailable``, ``unknown_session``). */
+            error_code?: components["schemas"]["ErrorCode"] | null;
             /** @description The proposed plan (when ``status`` is ``awaiting_approval``). */
             plan?: components["schemas"]["Plan"] | null;
             /** Query Id */
@@ -1057,6 +1475,16 @@ export interface components {
             success: boolean;
         };
         /**
+         * RagAgents
+         * @description The connected RAG agents' ids (``null`` when none is connected).
+         */
+        RagAgents: {
+            /** Extractor */
+            extractor: string | null;
+            /** Indexer */
+            indexer: string | null;
+        };
+        /**
          * Readiness
          * @description ``ready``; ``unavailable`` with the failing dependency and why; or ``draining`` (stopping).
          */
@@ -1074,6 +1502,30 @@ export interface components {
              */
             status: "ready" | "unavailable" | "draining";
         };
+        /**
+         * Refreshed
+         * @description ``GET /refresh``.
+         */
+        Refreshed: {
+            /** Agents */
+            agents: components["schemas"]["AgentHealth"][];
+        };
+        /**
+         * Registered
+         * @description ``POST /register``.
+         */
+        Registered: {
+            /** Agent Id */
+            agent_id: string;
+            /** Registered */
+            registered: boolean;
+            /**
+             * Status
+             * @description The first health check's outcome: ``UP``, ``DOWN`` or ``UNKNOWN``.
+             * @enum {string}
+             */
+            status: "UP" | "DOWN" | "UNKNOWN";
+        };
         /** RestoreBody */
         RestoreBody: {
             /**
@@ -1087,6 +1539,131 @@ export interface components {
              * @description The workspace, as exported (``GET /internal/workspace/export``) or written by hand.
              */
             yaml: string;
+        };
+        /** RunningYamlAgent */
+        RunningYamlAgent: {
+            /** Agent Id */
+            agent_id: string;
+            /** Handler */
+            handler: string;
+        };
+        /**
+         * RunningYamlAgents
+         * @description ``GET /internal/yaml-agents``.
+         */
+        RunningYamlAgents: {
+            /** Agents */
+            agents: components["schemas"]["RunningYamlAgent"][];
+        };
+        /**
+         * SandboxField
+         * @description The ``sandbox`` field of a ``GET /agents`` row: where the agent is deployed and how it runs.
+         */
+        SandboxField: {
+            /**
+             * Code
+             * @description ``module:agents.weather_bot`` or ``source``.
+             */
+            code?: string | null;
+            /**
+             * Error
+             * @description Why the cluster could not be asked.
+             */
+            error?: string | null;
+            /**
+             * Log Tail
+             * @description The last log lines of an unhealthy agent.
+             */
+            log_tail?: string[] | null;
+            /** Namespace */
+            namespace?: string | null;
+            /**
+             * Phase
+             * @description The Pod phase; ``Missing`` when the Pod is gone, ``Unknown`` when the cluster did not answer.
+             */
+            phase?: string | null;
+            /**
+             * Placement
+             * @enum {string}
+             */
+            placement: "new_pod" | "pool";
+            /**
+             * Pod
+             * @description The agent's own Pod, or the pool runner Pod it runs in.
+             */
+            pod?: string | null;
+            /** Pool Status */
+            pool_status?: string | null;
+            /** Ready */
+            ready?: boolean | null;
+            /**
+             * Reason
+             * @description The container's waiting or terminated reason (``CrashLoopBackOff``), or the pool runner's.
+             */
+            reason?: string | null;
+            /** Restarts */
+            restarts?: number | null;
+            /** Unhealthy */
+            unhealthy?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SandboxLogs
+         * @description ``GET /internal/sandbox-agent/logs``.
+         */
+        SandboxLogs: {
+            /** Agent Id */
+            agent_id: string;
+            /** Lines */
+            lines: string[];
+            /**
+             * Placement
+             * @enum {string}
+             */
+            placement: "new_pod" | "pool";
+            /** Pod Name */
+            pod_name?: string | null;
+            /** Tail Lines */
+            tail_lines: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SandboxPools
+         * @description ``GET /internal/k8s/pools``: pool runner Pods and the agents each runs (or why it did not answer).
+         */
+        SandboxPools: {
+            /** Pools */
+            pools: {
+                [key: string]: unknown;
+            }[];
+        };
+        /**
+         * SandboxStarted
+         * @description ``POST /internal/sandbox-agent/start``: where the agent was deployed.
+         */
+        SandboxStarted: {
+            /** Agent Id */
+            agent_id: string;
+            /** Namespace */
+            namespace?: string | null;
+            /**
+             * Placement
+             * @enum {string}
+             */
+            placement: "new_pod" | "pool";
+            /** Pod Name */
+            pod_name?: string | null;
+            /**
+             * Replaced
+             * @description What a previous deployment of that id left behind and was removed (``pods``, ``config_maps``).
+             */
+            replaced?: {
+                [key: string]: unknown;
+            } | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SandboxStartRequest
@@ -1114,10 +1691,91 @@ export interface components {
             /** Source */
             source?: string | null;
         };
+        /**
+         * SandboxStatus
+         * @description ``GET /internal/sandbox/status``.
+         */
+        SandboxStatus: {
+            /**
+             * Cluster
+             * @description ``reachable``, and ``server`` with ``version``, or the ``reason`` it is not.
+             * @default {}
+             */
+            cluster?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Enabled
+             * @description ``OPENAGENT_K8S_SANDBOX``.
+             */
+            enabled: boolean;
+            /**
+             * Images
+             * @description ``agent``, ``agent_pull_policy`` and ``pool_runner``.
+             * @default {}
+             */
+            images?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Master Ws
+             * @description ``OPENAGENT_K8S_MASTER_WS``: the URL deployed agents connect to.
+             */
+            master_ws?: string | null;
+            /** Master Ws Hint */
+            master_ws_hint?: string | null;
+            /** Namespace */
+            namespace: string;
+            /** Pool Label Selector */
+            pool_label_selector?: string | null;
+            /** Pool Runner Port */
+            pool_runner_port?: number | null;
+            /** Runtime Class */
+            runtime_class?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SandboxStopped
+         * @description ``POST /internal/sandbox-agent/stop``.
+         */
+        SandboxStopped: {
+            /** Agent Id */
+            agent_id: string;
+            /**
+             * Removed
+             * @description What was removed: ``pods``, ``config_maps`` (and ``pool_pod``).
+             */
+            removed: {
+                [key: string]: unknown;
+            };
+            /** Stopped */
+            stopped: boolean;
+        } & {
+            [key: string]: unknown;
+        };
         /** SandboxStopRequest */
         SandboxStopRequest: {
             /** Agent Id */
             agent_id: string;
+        };
+        /**
+         * SandboxWorkloads
+         * @description ``GET /internal/k8s/workloads``.
+         */
+        SandboxWorkloads: {
+            /** Agent Pods */
+            agent_pods: {
+                [key: string]: unknown;
+            }[];
+            /** Namespace */
+            namespace: string;
+            /** Pools */
+            pools: {
+                [key: string]: unknown;
+            }[];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SaveAgentBody
@@ -1140,6 +1798,84 @@ export interface components {
              * @description The module's Python source.
              */
             source: string;
+        };
+        /**
+         * SavedAgent
+         * @description ``POST /save-agent``.
+         */
+        SavedAgent: {
+            /** File */
+            file: string;
+            /** Handler */
+            handler: string;
+            /** Module */
+            module: string;
+            /** Saved */
+            saved: boolean;
+        };
+        /**
+         * SessionAttachment
+         * @description One file of a session, and its indexing state.
+         */
+        SessionAttachment: {
+            /** Attached At */
+            attached_at: number;
+            /** Filename */
+            filename: string;
+            /**
+             * Index
+             * @description The indexer's state for this file (``null`` before it reports one).
+             */
+            index: {
+                [key: string]: unknown;
+            } | null;
+            /** Mime Type */
+            mime_type: string;
+            /**
+             * Ref
+             * @description The ref RAG agents fetch it by (``GET /attachments/{ref}``).
+             */
+            ref: string;
+            /** Sha256 */
+            sha256: string;
+            /** Size */
+            size: number;
+        };
+        /**
+         * SessionDeleted
+         * @description ``DELETE /sessions/{session_id}``.
+         */
+        SessionDeleted: {
+            /** Deleted */
+            deleted: boolean;
+            /** Session Id */
+            session_id: string;
+        };
+        /**
+         * SessionRagContext
+         * @description ``GET /query/session-rag-context``.
+         */
+        SessionRagContext: {
+            /** Attachments */
+            attachments: components["schemas"]["SessionAttachment"][];
+            rag_agents: components["schemas"]["RagAgents"];
+            /** Session Id */
+            session_id: string;
+        };
+        /**
+         * SessionTurns
+         * @description ``GET /sessions/{session_id}``: the session's turns, oldest first.
+         */
+        SessionTurns: {
+            /** Session Id */
+            session_id: string;
+            /**
+             * Turns
+             * @description Each turn as stored (the question, the answer, the tools called, summaries), with its time.
+             */
+            turns: {
+                [key: string]: unknown;
+            }[];
         };
         /** StopBody */
         StopBody: {
@@ -1178,6 +1914,16 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * Unregistered
+         * @description ``POST /unregister``.
+         */
+        Unregistered: {
+            /** Agent Id */
+            agent_id: string;
+            /** Unregistered */
+            unregistered: boolean;
+        };
         /** Unregistration */
         Unregistration: {
             /** Agent Id */
@@ -1195,6 +1941,22 @@ export interface components {
             msg: string;
             /** Error Type */
             type: string;
+        };
+        /**
+         * WorkspaceSchema
+         * @description The workspace's JSON Schema (draft 2020-12), as a JSON Schema document.
+         */
+        WorkspaceSchema: {
+            /** Properties */
+            properties?: {
+                [key: string]: unknown;
+            } | null;
+            /** Title */
+            title?: string | null;
+            /** Type */
+            type?: string | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * YamlBody
@@ -1234,12 +1996,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentSource"];
                 };
             };
-            /** @description The handler names a path outside the agent folders */
+            /** @description The handler names a path outside the agent folders (path_refused) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1257,7 +2017,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such module */
+            /** @description No such module (not_found) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1292,9 +2052,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentList"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1323,9 +2081,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Discovery"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1352,17 +2108,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes */
+            /** @description The file's bytes (with its own media type) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "application/octet-stream": unknown;
+                    "application/octet-stream": string;
                 };
             };
-            /** @description Missing, wrong or expired call token */
+            /** @description Missing, wrong or expired call token (unauthorized) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1371,7 +2126,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No such attachment in the token's session */
+            /** @description No such attachment in the token's session (unknown_attachment) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1387,6 +2142,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1410,10 +2174,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["GeneratedAgent"];
                 };
             };
-            /** @description Model not in the global list, or collaboration asked of an invocation agent */
+            /** @description Model not in the global list (invalid_model), or collaboration asked of an invocation agent */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1431,7 +2195,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_AGENT_GENERATOR=0 */
+            /** @description OPENAGENT_AGENT_GENERATOR=0 (feature_disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1449,7 +2213,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The code failed its checks after one retry, or the model answered with prose */
+            /** @description The code failed its checks after one retry (checks_failed), the model answered with prose (no_code), or a query agent was asked for (unsupported_agent_type) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1458,7 +2222,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The LLM timed out or failed */
+            /** @description The LLM timed out or failed (llm_*) */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -1467,7 +2231,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No LLM configured */
+            /** @description No LLM configured (llm_not_configured) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1493,13 +2257,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["GeneratorModels"];
                 };
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description OPENAGENT_AGENT_GENERATOR=0 (feature_disabled) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1546,9 +2317,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CollaborationIds"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1599,9 +2368,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CollaborationOutcome"];
                 };
             };
             /** @description Fewer than two agents, a duplicate, or an empty task */
@@ -1695,9 +2462,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CollaborationDocument"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1753,9 +2518,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SandboxPools"];
+                };
+            };
+            /** @description A request that cannot run as given (invalid_request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1767,7 +2539,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            /** @description OPENAGENT_K8S_SANDBOX=0 (feature_disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1776,7 +2548,25 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            /** @description unknown_module, not_deployed, not_found or unknown_pool_pod */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No ready pool runner (no_pool), or it refused the agent (pool_refused) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer (sandbox_unavailable), or Redis is down (session_store_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1802,9 +2592,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SandboxWorkloads"];
+                };
+            };
+            /** @description A request that cannot run as given (invalid_request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1816,7 +2613,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            /** @description OPENAGENT_K8S_SANDBOX=0 (feature_disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1825,7 +2622,25 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            /** @description unknown_module, not_deployed, not_found or unknown_pool_pod */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No ready pool runner (no_pool), or it refused the agent (pool_refused) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No cluster configured or reachable, a pool runner did not answer (sandbox_unavailable), or Redis is down (session_store_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1854,9 +2669,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SandboxLogs"];
+                };
+            };
+            /** @description A request that cannot run as given (invalid_request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1868,8 +2690,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            /** @description OPENAGENT_K8S_SANDBOX=0 (feature_disabled) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unknown_module, not_deployed, not_found or unknown_pool_pod */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No ready pool runner (no_pool), or it refused the agent (pool_refused) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1886,7 +2726,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            /** @description No cluster configured or reachable, a pool runner did not answer (sandbox_unavailable), or Redis is down (session_store_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1916,12 +2756,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SandboxStarted"];
                 };
             };
-            /** @description The body is not JSON, or nested too deeply */
+            /** @description A request that cannot run as given (invalid_request) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1939,8 +2777,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            /** @description OPENAGENT_K8S_SANDBOX=0 (feature_disabled) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unknown_module, not_deployed, not_found or unknown_pool_pod */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No ready pool runner (no_pool), or it refused the agent (pool_refused) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1966,7 +2822,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            /** @description No cluster configured or reachable, a pool runner did not answer (sandbox_unavailable), or Redis is down (session_store_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1996,12 +2852,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SandboxStopped"];
                 };
             };
-            /** @description The body is not JSON, or nested too deeply */
+            /** @description A request that cannot run as given (invalid_request) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2019,8 +2873,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_K8S_SANDBOX=0 */
+            /** @description OPENAGENT_K8S_SANDBOX=0 (feature_disabled) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unknown_module, not_deployed, not_found or unknown_pool_pod */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No ready pool runner (no_pool), or it refused the agent (pool_refused) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2046,7 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description No cluster configured or reachable, a pool runner did not answer, or Redis is down */
+            /** @description No cluster configured or reachable, a pool runner did not answer (sandbox_unavailable), or Redis is down (session_store_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2072,9 +2944,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SandboxStatus"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -2097,12 +2967,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful Response */
+            /** @description The workspace YAML, as a file download */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/yaml": string;
+                };
             };
             /** @description Missing or invalid API key */
             401: {
@@ -2134,12 +3006,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentOutcomes"];
                 };
             };
-            /** @description The body is not JSON, or nested too deeply */
+            /** @description The YAML cannot be used (invalid, yaml_syntax, yaml_bomb, too_deep): each problem's line */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2157,7 +3027,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            /** @description The feature is switched off (feature_disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The YAML is over its size cap (too_large) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2173,6 +3052,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2192,9 +3080,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["RunningYamlAgents"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -2227,12 +3113,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentOutcomes"];
                 };
             };
-            /** @description The body is not JSON, or nested too deeply */
+            /** @description The YAML cannot be used (invalid, yaml_syntax, yaml_bomb, too_deep): each problem's line */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2250,7 +3134,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            /** @description The feature is switched off (feature_disabled) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The YAML is over its size cap (too_large) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2289,9 +3182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentOutcomes"];
                 };
             };
             /** @description The body is not JSON, or nested too deeply */
@@ -2305,6 +3196,15 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The feature is switched off (feature_disabled) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2341,12 +3241,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful Response */
+            /** @description The Prometheus text exposition format */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/plain; version=1.0.0; charset=utf-8": string;
+                };
             };
             /** @description Missing or invalid API key */
             401: {
@@ -2498,9 +3400,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["OrchestratorModels"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -2531,13 +3431,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SessionRagContext"];
                 };
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session (unknown_session) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2552,6 +3459,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2600,9 +3516,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Refreshed"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -2644,9 +3558,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Registered"];
                 };
             };
             /** @description The body is not JSON, or nested too deeply */
@@ -2724,12 +3636,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SavedAgent"];
                 };
             };
-            /** @description The body is not JSON, or nested too deeply */
+            /** @description invalid_module, path_refused or file_exists */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2747,7 +3657,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            /** @description The source is over its size cap (too_large) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2785,13 +3695,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SessionTurns"];
                 };
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session (unknown_session) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2806,6 +3723,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2828,13 +3754,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SessionDeleted"];
                 };
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown or expired session (unknown_session) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2851,13 +3784,22 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     tool_callback_tool_callback_post: {
         parameters: {
-            query: {
-                /** @description The per-call token from callback_url */
-                token: string;
+            query?: {
+                /** @description The per-call token from callback_url (required: 401 without it) */
+                token?: string | null;
             };
             header?: never;
             path?: never;
@@ -2875,13 +3817,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CallbackAnswer"];
                 };
             };
             /** @description The body is not JSON, or nested too deeply */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token parameter is missing or empty (unauthorized) */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2947,9 +3896,9 @@ export interface operations {
     };
     tool_progress_tool_progress_post: {
         parameters: {
-            query: {
-                /** @description The per-call token from callback_url */
-                token: string;
+            query?: {
+                /** @description The per-call token from callback_url (required: 401 without it) */
+                token?: string | null;
             };
             header?: never;
             path?: never;
@@ -2967,13 +3916,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CallbackAnswer"];
                 };
             };
             /** @description The body is not JSON, or nested too deeply */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The token parameter is missing or empty (unauthorized) */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3027,9 +3983,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["CallProgress"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -3080,9 +4034,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Unregistered"];
                 };
             };
             /** @description The body is not JSON, or nested too deeply */
@@ -3156,9 +4108,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["WorkspaceSchema"];
                 };
             };
             /** @description Missing or invalid API key */

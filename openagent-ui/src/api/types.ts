@@ -10,3 +10,47 @@ export type AgentUsed = Schemas["AgentUsed"];
 export type Attachment = Schemas["Attachment"];
 export type InvocationRegistration = Schemas["InvocationRegistration"];
 export type PromptProfile = NonNullable<QueryRequest["orchestrator_prompt_profile"]>;
+/** A stable error code (`error_code` of every refusal). */
+export type ErrorCode = Schemas["ErrorCode"];
+export type ErrorBody = Schemas["ErrorBody"];
+
+/** `GET /health`. */
+export type Health = Schemas["Health"];
+/** `GET /query/orchestrator-models`. */
+export type ModelCatalog = Schemas["OrchestratorModels"];
+/** `GET /sessions/{session_id}`. */
+export type SessionTurns = Schemas["SessionTurns"];
+/** `GET /query/session-rag-context`. */
+export type SessionRagContext = Schemas["SessionRagContext"];
+/** A tool of an agent, in OpenAI function-calling shape. */
+export type ToolSchema = Schemas["ToolSchema"];
+/** A row of `GET /agents`. */
+export type AgentRow = Schemas["AgentRow"];
+/** The `sandbox` field of a `GET /agents` row. */
+export type SandboxField = Schemas["SandboxField"];
+/** `GET /agents/discover`. */
+export type Discovery = Schemas["Discovery"];
+/** A row of `GET /agents/discover`'s `agents`. */
+export type DiscoveredAgent = Schemas["DiscoveredAgent"];
+/** A row of `GET /agents/discover`'s `errors`: a file that could not be analysed, or a duplicate id. */
+export type DiscoveryProblem = Schemas["DiscoveryProblem"];
+/** `GET /generate-agent/models`. */
+export type GeneratorModels = Schemas["GeneratorModels"];
+/** `POST /generate-agent` (200). */
+export type GeneratedAgent = Schemas["GeneratedAgent"];
+/** One check of generated code. */
+export type Check = Schemas["Check"];
+/** `POST /save-agent`. */
+export type SavedAgent = Schemas["SavedAgent"];
+/** One agent's outcome of a YAML start, stop or a workspace restore. */
+export type AgentOutcome = Schemas["AgentOutcome"];
+/** `POST /register`. */
+export type Registered = Schemas["Registered"];
+/** `GET /internal/sandbox/status`. */
+export type SandboxStatus = Schemas["SandboxStatus"];
+/** `POST /internal/sandbox-agent/start`. */
+export type SandboxStarted = Schemas["SandboxStarted"];
+/** `POST /internal/sandbox-agent/stop`. */
+export type SandboxStopped = Schemas["SandboxStopped"];
+/** `GET /internal/sandbox-agent/logs`. */
+export type SandboxLogs = Schemas["SandboxLogs"];

@@ -1,20 +1,21 @@
 import { describe, expect, it } from "vitest";
+import { agentRow, discoveredRow } from "../api/fixtures";
 import { filterCatalog, mergeCatalog, startCommand, type AgentRow } from "./agents";
 
-const weather: AgentRow = {
+const weather: AgentRow = agentRow({
   agent_id: "weather-agent",
   connection_type: "websocket",
   role: "action",
   tools: [{ name: "get_weather" }],
-};
-const demo: AgentRow = {
+});
+const demo: AgentRow = agentRow({
   agent_id: "demo-invocation-agent",
   connection_type: "invocation",
   status: "DOWN",
   last_error: "connection refused",
   invocation_base_url: "http://127.0.0.1:9000",
   tools: [{ name: "echo", endpoint: "/run" }],
-};
+});
 
 describe("mergeCatalog", () => {
   it("lists the RAG rows even when the master has no agent", () => {
@@ -24,7 +25,7 @@ describe("mergeCatalog", () => {
   });
 
   it("puts live agents first, with their status, and skips query clients", () => {
-    const rows = mergeCatalog([weather, demo, { agent_id: "q", role: "query" }], []);
+    const rows = mergeCatalog([weather, demo, agentRow({ agent_id: "q", role: "query" })], []);
     expect(rows.map((r) => [r.agentId, r.status])).toEqual([
       ["demo-invocation-agent", "DOWN"],
       ["weather-agent", "online"],
@@ -36,7 +37,7 @@ describe("mergeCatalog", () => {
   });
 
   it("keeps the built-in label and module of a RAG agent once it runs", () => {
-    const rows = mergeCatalog([{ agent_id: "document-indexer-agent", connection_type: "websocket" }], []);
+    const rows = mergeCatalog([agentRow({ agent_id: "document-indexer-agent", connection_type: "websocket" })], []);
     const indexer = rows.find((r) => r.agentId === "document-indexer-agent");
     expect(indexer).toMatchObject({ label: "RAG · Indexer", status: "online", module: "system_agents.document_indexer_agent" });
     expect(rows.filter((r) => r.agentId === "document-indexer-agent")).toHaveLength(1);
@@ -44,8 +45,8 @@ describe("mergeCatalog", () => {
 
   it("adds discovered agents once, deduplicated by agent id", () => {
     const rows = mergeCatalog([], [
-      { agent_id: "unit-converter", module: "agents.unit_converter", tools: [{ name: "convert" }] },
-      { agent_id: "unit-converter", module: "agents.other" },
+      discoveredRow({ agent_id: "unit-converter", module: "agents.unit_converter", tools: [{ name: "convert" }] }),
+      discoveredRow({ agent_id: "unit-converter", module: "agents.other" }),
     ]);
     const found = rows.filter((r) => r.agentId === "unit-converter");
     expect(found).toHaveLength(1);

@@ -4,44 +4,19 @@
  * connecting, and agents that came from an imported workspace. Pure functions only.
  */
 
-import { sandboxFieldOf, type SandboxField } from "./sandbox";
+import type { AgentRow, DiscoveredAgent, SandboxField, ToolSchema } from "../api/types";
+import { sandboxFieldOf } from "./sandbox";
 
 export type Transport = "websocket" | "invocation";
 /** `online`: a connected WebSocket agent; UP/DOWN/UNKNOWN: an HTTP agent's last health check; `offline`: known but not running. */
 export type AgentStatus = "online" | "UP" | "DOWN" | "UNKNOWN" | "offline";
 
-export interface ToolInfo {
-  name: string;
-  description?: string;
-  parameters?: Record<string, unknown>;
-  endpoint?: string | null;
-}
-
-/** A row of `GET /agents` (the endpoint returns free-form JSON, so this shape is written here). */
-export interface AgentRow {
-  agent_id: string;
-  role?: string;
-  connection_type?: string;
-  status?: string;
-  last_check?: number | null;
-  last_error?: string | null;
-  invocation_base_url?: string;
-  connected_at?: number;
-  metadata?: Record<string, unknown>;
-  tools?: ToolInfo[];
-  /** With the sandbox on: where it is deployed and its Pod's status (`null`: not deployed by it). */
-  sandbox?: SandboxField | null;
-}
-
-/** A row of `GET /agents/discover` (builder issue): code on the master that can be started. */
-export interface DiscoveredRow {
-  agent_id: string;
-  transport?: string;
-  module?: string;
-  handler?: string | null;
-  tools?: ToolInfo[];
-  error?: string | null;
-}
+/** A tool of an agent (the master's `ToolSchema`). */
+export type ToolInfo = ToolSchema;
+/** A row of `GET /agents` (generated from the master's OpenAPI document). */
+export type { AgentRow };
+/** A row of `GET /agents/discover`'s `agents` (generated). */
+export type DiscoveredRow = DiscoveredAgent;
 
 export type CatalogSource = "master" | "discover" | "builtin" | "workspace";
 
@@ -135,7 +110,6 @@ export function fromDiscoveredRow(row: DiscoveredRow): CatalogEntry {
   };
   if (row.module) entry.module = row.module;
   if (handler) entry.handler = handler;
-  if (row.error) entry.discoverError = row.error;
   return entry;
 }
 

@@ -1,10 +1,13 @@
 /**
  * The agent builder and "Restore on master" as the page sees them: the shapes of
  * `POST /generate-agent` (and its 422), `POST /save-agent`, `GET /agents/discover`'s per-file
- * errors and `POST /internal/workspace/restore`'s per-agent outcomes (the master answers
- * free-form JSON there, so the shapes are written here). Pure functions only.
+ * errors and `POST /internal/workspace/restore`'s per-agent outcomes (the API types are
+ * generated from the master's OpenAPI document). Pure functions only.
  */
+import type { AgentOutcome, Check, DiscoveryProblem, GeneratorModels, SavedAgent } from "../api/types";
 import type { ToolInfo } from "./agents";
+
+export type { Check, DiscoveryProblem, GeneratorModels };
 
 export type Transport = "websocket" | "invocation";
 
@@ -30,18 +33,6 @@ export const EMPTY_FORM: BuilderForm = {
 };
 
 /** `GET /generate-agent/models`. */
-export interface GeneratorModels {
-  default_model: string | null;
-  allowed_models: string[];
-  /** False when the master has no LLM configured (generating answers 503). */
-  available: boolean;
-}
-
-export interface Check {
-  name: string;
-  passed: boolean;
-  detail: string;
-}
 
 /** Code the generator wrote: from a 200 (every check passed) or a 422 (some failed). */
 export interface Generated {
@@ -62,29 +53,13 @@ export interface GenerationProblem {
   message: string;
 }
 
-/** `POST /save-agent`. */
-export interface Saved {
-  module: string;
-  file: string;
-  handler: string;
-}
-
-/** A row of `GET /agents/discover`'s `errors`: a file that could not be analysed, or a duplicate id. */
-export interface DiscoveryProblem {
-  file: string;
-  error: string;
-  module?: string;
-  agent_id?: string;
-}
+/** What the page keeps of a `POST /save-agent` answer. */
+export type Saved = Pick<SavedAgent, "module" | "file" | "handler">;
 
 export type RestoreStatus = "registered" | "unreachable" | "invalid" | "skipped";
 
 /** A row of `POST /internal/workspace/restore`. */
-export interface RestoreOutcome {
-  agent_id: string;
-  status: RestoreStatus | string;
-  reason?: string;
-}
+export type RestoreOutcome = AgentOutcome;
 
 /** A Python module name the master accepts (openagent/agent_modules.py: `is_module_name`). */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;

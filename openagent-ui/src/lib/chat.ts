@@ -3,7 +3,7 @@
  * (step, tool_call, tool_progress, tool_result, token, query_result; see master/streaming.py)
  * into a transcript entry, which nodes glow, and "copy as curl". Pure functions.
  */
-import type { Attachment, Plan, PlanStep, PromptProfile, QueryRequest, QueryResponse } from "../api/types";
+import type { Attachment, ErrorCode, Plan, PlanStep, PromptProfile, QueryRequest, QueryResponse } from "../api/types";
 import { ORCHESTRATOR_ID, agentNodeId } from "./graph";
 
 export interface ToolStep {
@@ -202,7 +202,7 @@ export function parseArguments(text: string, stepNumber: number): Record<string,
 }
 
 /** The master's refusal codes for attachments, and the HTTP status a non-streamed query gets. */
-export const ATTACHMENT_ERROR_STATUS: Readonly<Record<string, number>> = {
+export const ATTACHMENT_ERROR_STATUS: Readonly<Partial<Record<ErrorCode, number>>> = {
   attachment_too_large: 413,
   too_many_attachments: 413,
   invalid_attachment: 400,
@@ -215,7 +215,7 @@ export const ATTACHMENT_ERROR_STATUS: Readonly<Record<string, number>> = {
  * `null` when the failure is not about attachments.
  */
 export function attachmentFailure(code: string | null | undefined, httpStatus: number | undefined, message: string): string | null {
-  const status = (code ? ATTACHMENT_ERROR_STATUS[code] : undefined) ?? (httpStatus === 413 ? 413 : undefined);
+  const status = (code ? ATTACHMENT_ERROR_STATUS[code as ErrorCode] : undefined) ?? (httpStatus === 413 ? 413 : undefined);
   if (status === undefined) return null;
   return message.startsWith(String(status)) ? message : `${status} · ${message}`;
 }

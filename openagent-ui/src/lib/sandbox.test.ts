@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { agentRow, discoveredRow } from "../api/fixtures";
+import type { SandboxField } from "../api/types";
 import { fromAgentRow, mergeCatalog } from "./agents";
 import { deployAction, deployableModule, sandboxBadge, sandboxFieldOf, startBody } from "./sandbox";
 
-const running = { placement: "new_pod", namespace: "agents", pod: "oa-agent-weather", code: "module:agents.weather", phase: "Running", ready: true, restarts: 0, reason: null, unhealthy: false };
+const running: SandboxField = { placement: "new_pod", namespace: "agents", pod: "oa-agent-weather", code: "module:agents.weather", phase: "Running", ready: true, restarts: 0, reason: null, unhealthy: false };
 
 describe("sandboxBadge", () => {
   it("says phase, readiness and restarts of a healthy Pod", () => {
@@ -41,7 +43,7 @@ describe("sandboxBadge", () => {
   });
 
   it("says Pool for an agent in a pool runner, with the runner's restarts", () => {
-    const pooled = { placement: "pool", pod: "agent-pool-0", phase: "Running", ready: true, restarts: 2, pool_status: "running" };
+    const pooled: SandboxField = { placement: "pool", pod: "agent-pool-0", phase: "Running", ready: true, restarts: 2, pool_status: "running" };
     expect(sandboxBadge(pooled)).toMatchObject({ text: "Pool Running · ready · 2 restarts", tone: "ok" });
     expect(sandboxBadge(pooled).title).toContain("pool runner Pod agent-pool-0");
     expect(sandboxBadge({ ...pooled, ready: false, restarts: null, reason: "not running in the pool", unhealthy: true }).text).toBe(
@@ -56,14 +58,14 @@ describe("sandbox field of GET /agents rows", () => {
     expect(sandboxFieldOf(null)).toBeNull();
     expect(sandboxFieldOf({ phase: "Running" })).toBeNull();
     expect(sandboxFieldOf([running])).toBeNull();
-    expect(fromAgentRow({ agent_id: "w", connection_type: "websocket", sandbox: running }).sandbox).toEqual(running);
-    expect(fromAgentRow({ agent_id: "w", connection_type: "websocket", sandbox: null }).sandbox).toBeUndefined();
+    expect(fromAgentRow(agentRow({ agent_id: "w", connection_type: "websocket", sandbox: running })).sandbox).toEqual(running);
+    expect(fromAgentRow(agentRow({ agent_id: "w", connection_type: "websocket", sandbox: null })).sandbox).toBeUndefined();
   });
 
   it("lists a deployed agent that has not connected as offline, with the module discovery knows", () => {
     const rows = mergeCatalog(
-      [{ agent_id: "weather", role: "action", connection_type: "sandbox", status: "starting", tools: [], sandbox: { ...running, ready: false, phase: "Pending" } }],
-      [{ agent_id: "weather", transport: "websocket", module: "agents.weather" }],
+      [agentRow({ agent_id: "weather", role: "action", connection_type: "sandbox", status: "starting", sandbox: { ...running, ready: false, phase: "Pending" } })],
+      [discoveredRow({ agent_id: "weather", transport: "websocket", module: "agents.weather" })],
       [],
       [],
     );

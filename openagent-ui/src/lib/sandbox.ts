@@ -4,36 +4,10 @@
  * and which sidebar agents can be deployed. Pure functions only.
  */
 
-/** The `sandbox` field of a `GET /agents` row (master/sandbox/service.py `agent_fields`). */
-export interface SandboxField {
-  placement: "new_pod" | "pool" | string;
-  namespace?: string;
-  /** The agent's own Pod, or the pool runner Pod it runs in. */
-  pod?: string | null;
-  /** `module:agents.weather_bot` or `source`. */
-  code?: string;
-  /** The Pod phase; `Missing` when the Pod is gone, `Unknown` when the cluster did not answer. */
-  phase?: string;
-  ready?: boolean;
-  restarts?: number | null;
-  /** The container's waiting/terminated reason (`CrashLoopBackOff`), or the pool runner's. */
-  reason?: string | null;
-  unhealthy?: boolean;
-  /** The last log lines of an unhealthy agent. */
-  log_tail?: string[];
-  /** Why the cluster could not be asked. */
-  error?: string;
-  pool_status?: string;
-}
+import type { SandboxField, SandboxLogs } from "../api/types";
 
-/** `GET /internal/sandbox-agent/logs`. */
-export interface SandboxLogs {
-  agent_id: string;
-  placement?: string;
-  pod_name?: string | null;
-  tail_lines?: number;
-  lines: string[];
-}
+/** The `sandbox` field of a `GET /agents` row, and `GET /internal/sandbox-agent/logs` (generated). */
+export type { SandboxField, SandboxLogs };
 
 export type SandboxTone = "ok" | "pending" | "error";
 

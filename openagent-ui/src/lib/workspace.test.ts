@@ -1,3 +1,4 @@
+import { agentRow } from "../api/fixtures";
 import { describe, expect, it } from "vitest";
 import { mergeCatalog, type CatalogEntry } from "./agents";
 import { agentNode, baseEdges, baseNodes, linkEdge } from "./graph";
@@ -14,15 +15,15 @@ import {
 const entries = new Map<string, CatalogEntry>(
   mergeCatalog(
     [
-      {
+      agentRow({
         agent_id: "demo-invocation-agent",
         connection_type: "invocation",
         status: "UP",
         invocation_base_url: "http://user:pw@127.0.0.1:9000?api_key=x",
         metadata: { description: "demo", api_key: "sk-abcdefghijklmnopqrstuv", nested: { token: "t", ok: 1 } },
         tools: [{ name: "echo", description: "Echo", parameters: { type: "object", properties: {} }, endpoint: "/run" }],
-      },
-      { agent_id: "weather-agent", connection_type: "websocket", tools: [{ name: "get_weather" }] },
+      }),
+      agentRow({ agent_id: "weather-agent", connection_type: "websocket", tools: [{ name: "get_weather" }] }),
     ],
     [],
   ).map((e) => [e.agentId, e]),

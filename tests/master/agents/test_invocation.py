@@ -127,7 +127,7 @@ async def test_query_through_invocation_agent_with_progress(
         forged = call["callback_url"].rsplit("token=", 1)[0] + "token=forged"
         result = {"call_id": call["call_id"], "success": True, "result": {"echo": "evil"}}
         assert (await http.post(forged, json=result)).status_code == 404
-        assert (await http.post(f"{master.base_url}/tool_callback", json=result)).status_code == 422
+        assert (await http.post(f"{master.base_url}/tool_callback", json=result)).status_code == 401
 
         good = {"call_id": call["call_id"], "success": True, "result": {"echo": "hello"}}
         first = await http.post(call["callback_url"], json=good)
