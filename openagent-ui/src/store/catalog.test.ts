@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { agentRow, discoveredRow } from "../api/fixtures";
 import { base, connected } from "./fakes";
 import { createAppStore } from "./store";
 
@@ -13,12 +14,12 @@ describe("store: catalog", () => {
   it("an agent linked on the canvas going DOWN is an error notice naming it and its last error", async () => {
     const store = createAppStore(base);
     await store.getState().link("a");
-    store.getState().setCatalog({ liveRows: [{ agent_id: "a", status: "UP" }, { agent_id: "b", status: "UP" }] });
+    store.getState().setCatalog({ liveRows: [agentRow({ agent_id: "a", connection_type: "invocation", status: "UP" }), agentRow({ agent_id: "b", connection_type: "invocation", status: "UP" })] });
     expect(store.getState().catalogById.a?.status).toBe("UP");
     store.getState().setCatalog({
       liveRows: [
-        { agent_id: "a", status: "DOWN", last_error: "health check failed" },
-        { agent_id: "b", status: "DOWN" },
+        agentRow({ agent_id: "a", connection_type: "invocation", status: "DOWN", last_error: "health check failed" }),
+        agentRow({ agent_id: "b", connection_type: "invocation", status: "DOWN" }),
       ],
     });
     // b is not on the canvas: no notice for it.
@@ -27,8 +28,8 @@ describe("store: catalog", () => {
 
   it("merges live rows, discovery and an imported workspace, and filters nothing by itself", () => {
     const store = createAppStore(base);
-    store.getState().setDiscovery({ agents: [{ agent_id: "w", transport: "websocket", module: "agents.w", handler: "agents.w" }], errors: [] });
-    store.getState().setCatalog({ liveRows: [{ agent_id: "live", status: "UP", connection_type: "websocket" }] });
+    store.getState().setDiscovery({ agents: [discoveredRow({ agent_id: "w", module: "agents.w" })], errors: [] });
+    store.getState().setCatalog({ liveRows: [agentRow({ agent_id: "live", status: "UP" })] });
     store.getState().setSearch("zzz");
     expect(Object.keys(store.getState().catalogById)).toEqual(expect.arrayContaining(["w", "live"]));
     expect(store.getState().search).toBe("zzz");
