@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the checks CI runs: ruff (lint and format), mypy (strict on protocol, openagent, master) and pytest.
+# Run the checks CI runs: ruff (lint and format), mypy (strict on protocol, openagent, master),
+# lint-imports (the layers of master/, [tool.importlinter] in pyproject.toml) and pytest.
 #
 #   ./scripts/test.sh [PYTEST ARGS...]      e.g. ./scripts/test.sh -q tests/protocol
 #
@@ -52,6 +53,7 @@ REDIS_URL=${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15} ensure_redis
 run_step ruff "$VENV_DIR/bin/ruff" check .
 run_step ruff-format "$VENV_DIR/bin/ruff" format --check .
 run_step mypy "$VENV_DIR/bin/mypy"
+run_step lint-imports "$VENV_DIR/bin/lint-imports"
 run_step pytest "$VENV_PY" -m pytest "$@"
 
 ui_tests=${OPENAGENT_UI_TESTS:-auto}
