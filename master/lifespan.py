@@ -259,7 +259,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         sessions,
         remote=remote_members,
     )
-    tool_catalog = ToolCatalog(registry, invocation, ToolLimits.from_settings(settings))
+    tool_catalog = ToolCatalog(agents, ToolLimits.from_settings(settings))
     agent_builder = AgentBuilder.build(settings, agents, chat_model, reason, tool_catalog)
     stack.push_async_callback(agent_builder.aclose)
     # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
