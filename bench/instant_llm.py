@@ -2,7 +2,7 @@
 
 The first completion of a query asks for one call of the bench tool (``<agent>__echo``)
 with the user's text; the completion that follows the tool message returns the final
-answer. :func:`decide` drives a :class:`master.orchestration.llm.FunctionChatModel`; :func:`scripted_reply`
+answer. :func:`decide` drives a :class:`master.llm.model.FunctionChatModel`; :func:`scripted_reply`
 drives the same decisions through :class:`openagent.testing.ScriptedOpenAIServer`, so the
 master's real OpenAI client and its HTTP round trips are in the path.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.echo_tool import TOOL_NAME
-from master.orchestration.llm import ChatMessage, ChatResult, ToolCallRequest
+from master.llm.model import ChatMessage, ChatResult, ToolCallRequest
 from openagent.testing import Reply, TextReply, ToolCall, ToolCallReply
 
 _ids = itertools.count()

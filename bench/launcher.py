@@ -28,7 +28,7 @@ def _serve_master(args: argparse.Namespace) -> None:
 
     from bench.instant_llm import decide
     from master.app import create_app
-    from master.orchestration.llm import FunctionChatModel
+    from master.llm.model import FunctionChatModel
     from master.settings import Settings
 
     scripted = args.openai_base_url is not None

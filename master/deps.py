@@ -10,6 +10,7 @@ from fastapi.routing import RouteContext
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from master.agents.catalog import ToolCatalog
+from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
@@ -49,6 +50,8 @@ class Services:
     admission: Admission
     tool_catalog: ToolCatalog
     sandbox: Sandbox
+    agents: AgentDirectory
+    """Every agent the master can reach (registry, invocation agents, other masters')."""
     attachments: AttachmentStore | None = None
     metrics: Metrics = field(default_factory=Metrics)
     cluster: ClusterDirectory | None = None

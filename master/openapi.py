@@ -13,7 +13,7 @@ table, the statuses that the shared machinery gives on any route:
 
 Every error body is ``{"detail": ..., "error_code": ...}``: ``detail`` a message, FastAPI's list
 of validation errors or an object with more, ``error_code`` a :class:`protocol.ErrorCode`
-(:mod:`master.routes.errors` answers them).
+(:mod:`master.error_responses` answers them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from master.deps import needs_api_key
-from master.routes.errors import error_response
+from master.error_responses import error_response
 from protocol.errors import ErrorBody, ErrorCode
 
 __all__ = ["ErrorBody", "allow_every_method_on_405", "document_shared_responses", "error"]

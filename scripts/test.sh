@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run the checks CI runs: ruff (lint and format), mypy (strict on protocol, openagent, master), the
-# documentation site (mkdocs build --strict) and pytest.
+# Run the checks CI runs: ruff (lint and format), mypy (strict on protocol, openagent, master),
+# lint-imports (the layers of master/, [tool.importlinter] in pyproject.toml), the documentation
+# site (mkdocs build --strict) and pytest.
 #
 #   ./scripts/test.sh [PYTEST ARGS...]      e.g. ./scripts/test.sh -q tests/protocol
 #
@@ -53,6 +54,7 @@ REDIS_URL=${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15} ensure_redis
 run_step ruff "$VENV_DIR/bin/ruff" check .
 run_step ruff-format "$VENV_DIR/bin/ruff" format --check .
 run_step mypy "$VENV_DIR/bin/mypy"
+run_step lint-imports "$VENV_DIR/bin/lint-imports"
 # The documentation site: --strict turns a broken link, anchor or docstring reference into a failure
 # (not with --quiet, which hides the warnings that --strict counts).
 run_step docs env NO_MKDOCS_2_WARNING=1 "$VENV_DIR/bin/mkdocs" build --strict --site-dir "$ROOT/.site"

@@ -25,7 +25,7 @@ from master.agents.invocation import InvocationAgents
 from master.agents.registry import LiveAgent, compile_tools
 from master.app import create_app
 from master.deps import Services
-from master.orchestration.llm import ChatModel
+from master.llm.model import ChatModel
 from master.redis_client import create_redis
 from master.settings import Settings
 from protocol import ToolCall, ToolResult, ToolSchema
@@ -498,7 +498,7 @@ async def in_process_master(
     """A real master (lifespan, Redis, HTTP and WebSocket on loopback) in this event loop.
 
     Starts in milliseconds, unlike :class:`MasterProcess`; ``llm`` replaces the provider
-    (e.g. a :class:`master.orchestration.llm.FunctionChatModel`), ``settings`` are
+    (e.g. a :class:`master.llm.model.FunctionChatModel`), ``settings`` are
     :class:`master.settings.Settings` fields; ``port`` (a free one by default) lets a second
     master take over from a first, like a restart.
     """

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from master.agents.invocation import InvocationAgents
-from master.agents.registry import LiveAgent, Registry
+from master.agents.directory import AgentDirectory
+from master.agents.registry import LiveAgent
 from master.agents.toolbox import function_name
 from master.errors import RegistrationRefused
 from master.settings import Settings
@@ -49,9 +49,10 @@ class ToolLimits:
 class ToolCatalog:
     """Checks registrations against the limits and the names already taken."""
 
-    def __init__(self, registry: Registry, invocation: InvocationAgents, limits: ToolLimits) -> None:
+    def __init__(self, agents: AgentDirectory, limits: ToolLimits) -> None:
+        registry = agents.registry
         self._registry = registry
-        self._invocation = invocation
+        self._invocation = agents.invocation
         self.limits = limits
         # The live WebSocket agents' function names, kept up to date by the registry's events, so
         # that a registration costs O(its tools), not O(every tool): 10,000 agents registering

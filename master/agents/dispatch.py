@@ -28,9 +28,9 @@ import secrets
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 import aiohttp
@@ -38,7 +38,7 @@ import aiohttp
 from master.agents.call_records import CallRecords
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
-from master.cluster.remote import RemoteAgent
+from master.agents.remote import RemoteAgent
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.observability import tracing
 from master.observability.redaction import cap
@@ -47,8 +47,6 @@ from protocol import ToolCall, ToolProgress, ToolResult
 logger = logging.getLogger("master.agents.dispatch")
 
 Target = LiveAgent | InvocationAgent | RemoteAgent
-RemoteSender = Callable[[RemoteAgent, str, str, dict[str, Any], float, str | None], Awaitable[None]]
-"""Hands a call to the master holding a :class:`RemoteAgent` (``master.cluster.router``)."""
 CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
 CallStarted = Callable[[str], None]
 """Told the ``call_id`` of a call once it has been sent."""
@@ -64,6 +62,28 @@ FINISHED_RETENTION_CALL_TIMEOUTS = 2.0
 """...and for how long: twice ``TOOL_CALL_TIMEOUT`` after the call ended. Later, a callback is
 "unknown" rather than "finished"; the memory (about 0.5 kB a call) stops growing under a steady
 load instead of filling up to its count."""
+
+
+class RemoteCalls(Protocol):
+    """Hands calls to the masters holding :class:`RemoteAgent` targets (``master.cluster``).
+
+    Their results come back through :meth:`Dispatcher.settle_remote` and
+    :meth:`Dispatcher.progress_remote`.
+    """
+
+    async def send_call(
+        self,
+        agent: RemoteAgent,
+        call_id: str,
+        tool_name: str,
+        arguments: dict[str, Any],
+        wait_seconds: float,
+        traceparent: str | None,
+    ) -> None:
+        """Hand the call to the master holding ``agent``; raises :class:`AgentUnavailable` when it is gone."""
+
+    def forget(self, call_id: str) -> None:
+        """The call ended (result, error or timeout): stop watching its owner."""
 
 
 @dataclass(eq=False)
@@ -106,6 +126,7 @@ class Dispatcher:
         inflight_health_interval: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         records: CallRecords | None = None,
+        remote: RemoteCalls | None = None,
     ) -> None:
         self._http = http
         self._invocation = invocation
@@ -118,9 +139,8 @@ class Dispatcher:
         self._clock = clock
         self._watchers: dict[str, asyncio.Task[None]] = {}
         """Per invocation agent with calls in flight: the task that health-checks it."""
-        self.remote_sender: RemoteSender | None = None
-        """Set when this master is one of several (``OPENAGENT_CLUSTER``)."""
-        self.remote_done: Callable[[str], None] | None = None
+        self._remote = remote
+        """How calls reach the agents of other masters (``OPENAGENT_CLUSTER``), or ``None``."""
         self.records = records
         """Where each HTTP invocation call is recorded before it goes out, so that its callback may
         reach another master, or this one after a restart (:mod:`master.agents.call_records`)."""
@@ -174,9 +194,9 @@ class Dispatcher:
         try:
             async with asyncio.timeout(timeout):
                 if isinstance(target, RemoteAgent):
-                    if self.remote_sender is None:
+                    if self._remote is None:
                         raise AgentUnavailable(f"agent {target.agent_id!r} is on another master")
-                    await self.remote_sender(
+                    await self._remote.send_call(
                         target, call_id, tool_name, arguments, timeout, tracing.traceparent()
                     )
                 elif isinstance(target, LiveAgent):
@@ -204,8 +224,8 @@ class Dispatcher:
         finally:
             self._pending.pop(call_id, None)
             self._remember(pending)
-            if self.remote_done is not None and isinstance(target, RemoteAgent):
-                self.remote_done(call_id)
+            if self._remote is not None and isinstance(target, RemoteAgent):
+                self._remote.forget(call_id)
 
     async def _send_frame(self, agent: LiveAgent, call: ToolCall) -> None:
         try:

@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from master.agents.calls import CallOptions, ToolRun
 from master.agents.dispatch import Target
 from master.agents.toolbox import Toolbox
 from master.attachments.files import NewFile
 from master.attachments.store import AttachmentStore, StoredAttachment
-from master.orchestration.orchestrator import CallOptions, ToolRun
 from protocol.rag import (
     EXTRACT_TOOL,
     EXTRACTOR_AGENT_ID,

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from master.builder.checks import Check, CheckReport, check_source
 from master.builder.templates import Transport, render
 from master.errors import GenerationFailed
-from master.orchestration.llm import ChatMessage, ChatModel
+from master.llm.model import ChatMessage, ChatModel
 from openagent.agent_modules import is_module_name
 
 logger = logging.getLogger("master.builder.generator")

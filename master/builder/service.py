@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from master.agents.catalog import ToolCatalog
-from master.agents.invocation import InvocationAgents
-from master.agents.registry import Registry
+from master.agents.directory import AgentDirectory
 from master.builder.discovery import AgentDiscovery
 from master.builder.files import AgentFiles
 from master.builder.generator import AgentGenerator
 from master.builder.workspaces import Workspaces
-from master.orchestration.llm import ChatModel
+from master.llm.model import ChatModel
 from master.settings import Settings
 
 
@@ -30,8 +29,7 @@ class AgentBuilder:
     def build(
         cls,
         settings: Settings,
-        registry: Registry,
-        invocation: InvocationAgents,
+        agents: AgentDirectory,
         llm: ChatModel | None,
         unavailable_reason: str,
         catalog: ToolCatalog | None = None,
@@ -41,7 +39,7 @@ class AgentBuilder:
             files=AgentFiles(root),
             discovery=AgentDiscovery(root),
             generator=AgentGenerator(llm) if llm is not None else None,
-            workspaces=Workspaces(settings, registry, invocation, root, catalog),
+            workspaces=Workspaces(settings, agents, root, catalog),
             unavailable_reason=unavailable_reason,
         )
 

@@ -24,8 +24,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from master.agents.catalog import ToolCatalog
-from master.agents.invocation import InvocationAgents, InvocationRegistration
-from master.agents.registry import Registry
+from master.agents.directory import AgentDirectory
+from master.agents.invocation import InvocationRegistration
+from master.agents.registry import LiveAgent
 from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
@@ -74,16 +75,16 @@ class Workspaces:
     def __init__(
         self,
         settings: Settings,
-        registry: Registry,
-        invocation: InvocationAgents,
+        agents: AgentDirectory,
         root: Path,
         catalog: ToolCatalog | None = None,
     ) -> None:
         self.settings = settings
         self.catalog = catalog
         """The limits and function-name rules of ``POST /register``, applied to restored agents too."""
-        self.registry = registry
-        self.invocation = invocation
+        self.agents = agents
+        self.registry = agents.registry
+        self.invocation = agents.invocation
         self.runner = YamlAgentRunner(
             self._client_config(settings.master_base_url), root=root, is_connected=self._connected_elsewhere
         )
@@ -180,27 +181,23 @@ class Workspaces:
         """The master's current workspace."""
         handlers = self.runner.running()
         agents: dict[str, AgentSpec] = {}
-        for live in self.registry.all():
-            if live.role != "action":
-                continue
-            agents[live.agent_id] = AgentSpec(
-                agent_id=live.agent_id,
-                transport="websocket",
-                handler=handlers.get(live.agent_id),
-                tools=[_tool(tool.schema) for tool in live.tools.values()],
-                metadata=live.metadata,
-            )
-        for remote in self.invocation.all():
-            agents.setdefault(
-                remote.agent_id,
-                AgentSpec(
-                    agent_id=remote.agent_id,
+        for agent in self.agents.local_agents(role="action"):
+            if isinstance(agent, LiveAgent):
+                agents[agent.agent_id] = AgentSpec(
+                    agent_id=agent.agent_id,
+                    transport="websocket",
+                    handler=handlers.get(agent.agent_id),
+                    tools=[_tool(tool.schema) for tool in agent.tools.values()],
+                    metadata=agent.metadata,
+                )
+            else:
+                agents[agent.agent_id] = AgentSpec(
+                    agent_id=agent.agent_id,
                     transport="invocation",
-                    invocation_base_url=remote.base_url,
-                    tools=[_tool(tool.schema) for tool in remote.tools.values()],
-                    metadata=remote.metadata,
-                ),
-            )
+                    invocation_base_url=agent.base_url,
+                    tools=[_tool(tool.schema) for tool in agent.tools.values()],
+                    metadata=agent.metadata,
+                )
         ordered = sorted(agents)
         nodes = {ORCHESTRATOR_NODE: Position()}
         for index, agent_id in enumerate(ordered):

@@ -77,7 +77,11 @@ async def _no_close(code: int, reason: str) -> None:
 
 
 class ClusterCollaborations:
-    """This master's side of collaborations across masters: owner of some, relay for others."""
+    """This master's side of collaborations across masters: owner of some, relay for others.
+
+    The manager's :class:`~master.collaboration.remote.RemoteMembers`: the manager builds it
+    through the factory it is given (``lambda manager: ClusterCollaborations(manager, ...)``).
+    """
 
     def __init__(
         self,
@@ -106,11 +110,9 @@ class ClusterCollaborations:
         self._router.handlers.update(
             {FRAME: self._on_frame, PEER: self._on_peer, REFUSAL: self._on_refusal, GONE: self._on_gone}
         )
-        self._manager.cluster = self
         self._watcher = asyncio.create_task(self._watch_forever(), name="cluster-collaborations")
 
     async def aclose(self) -> None:
-        self._manager.cluster = None
         tasks = [t for t in (self._watcher, *self._lanes.values()) if t is not None]
         for task in tasks:
             task.cancel()

@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.agents.registry import LiveAgent, Registry, compile_tools
-from master.cluster.remote import RemoteAgent
+from master.agents.remote import RemoteAgent
 from master.errors import InvalidToolSchema
 from master.redis_keys import CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION, master_inbox_key, master_lease_key
 from protocol import ToolSchema

@@ -28,8 +28,8 @@ from redis.exceptions import RedisError
 from master.agents.call_records import DeliveryStatus
 from master.agents.dispatch import Dispatcher
 from master.agents.registry import Registry
+from master.agents.remote import RemoteAgent
 from master.cluster.directory import ClusterDirectory
-from master.cluster.remote import RemoteAgent
 from master.errors import (
     AgentDisconnected,
     AgentUnavailable,
@@ -65,42 +65,19 @@ def _kind(exc: ToolCallError) -> str:
     return "failed"
 
 
-class ClusterRouter:
-    """Sends calls to other masters, serves theirs, and matches results to waiting calls."""
+class ClusterOutbox:
+    """The sending side: posts to other masters' inboxes, and hands this master's calls to the
+    masters holding their agents (the dispatcher's :class:`~master.agents.dispatch.RemoteCalls`).
 
-    def __init__(
-        self, redis: aioredis.Redis, directory: ClusterDirectory, dispatcher: Dispatcher, registry: Registry
-    ) -> None:
+    Built before the dispatcher, which takes it in its constructor; the :class:`ClusterRouter`
+    reading this master's inbox settles the calls it sent.
+    """
+
+    def __init__(self, redis: aioredis.Redis, directory: ClusterDirectory) -> None:
         self._redis = redis
         self._directory = directory
-        self._dispatcher = dispatcher
-        self._registry = registry
-        self._inbox = master_inbox_key(directory.master_id)
-        self._waiting: dict[str, RemoteAgent] = {}
-        self._acks: dict[str, asyncio.Future[str]] = {}
-        """Callbacks this master forwarded, by call id: the holder's answer (its outcome)."""
-        self._serving: set[asyncio.Task[None]] = set()
-        self._reader: asyncio.Task[None] | None = None
-        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
-        """Handlers of further message kinds, by ``kind`` (the cluster's collaborations add theirs)."""
-
-    async def start(self) -> None:
-        self._dispatcher.remote_sender = self.send_call
-        self._dispatcher.remote_done = self._forget
-        self._directory.on_tick.append(self._check_owners)
-        try:  # a restart under the same OPENAGENT_MASTER_ID must not replay its previous life's calls
-            await self._redis.delete(self._inbox)
-        except RedisError as exc:
-            logger.warning("could not empty the cluster inbox: %s", exc)
-        self._reader = asyncio.create_task(self._read_forever(), name="cluster-inbox")
-
-    async def aclose(self) -> None:
-        tasks = [t for t in (self._reader, *self._serving) if t is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    # ------------------------------------------------------------------ caller side
+        self.waiting: dict[str, RemoteAgent] = {}
+        """Calls sent to other masters and not settled yet, by call id."""
 
     async def send_call(
         self,
@@ -116,7 +93,7 @@ class ClusterRouter:
             raise AgentUnavailable(
                 f"agent {agent.agent_id!r} is on master {agent.master_id!r}, which is gone"
             )
-        self._waiting[call_id] = agent
+        self.waiting[call_id] = agent
         message = {
             "kind": "call",
             "call_id": call_id,
@@ -127,7 +104,66 @@ class ClusterRouter:
             "timeout": wait_seconds,
             "traceparent": traceparent,
         }
-        await self._post(agent.master_id, message)
+        await self.post(agent.master_id, message)
+
+    def forget(self, call_id: str) -> None:
+        self.waiting.pop(call_id, None)
+
+    async def post(self, master_id: str, message: dict[str, Any]) -> None:
+        """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox; raises
+        :class:`AgentUnavailable` when Redis does not take it."""
+        try:
+            await self._redis.xadd(
+                master_inbox_key(master_id),
+                {"m": json.dumps(message, separators=(",", ":"), default=str)},
+                maxlen=INBOX_MAXLEN,
+                approximate=True,
+            )
+        except RedisError as exc:
+            raise AgentUnavailable(f"cannot reach master {master_id!r} through Redis: {exc}") from exc
+
+
+class ClusterRouter:
+    """Reads this master's inbox: serves other masters' calls, settles the calls it sent through
+    ``outbox``, and forwards callbacks to the masters holding their calls."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        directory: ClusterDirectory,
+        dispatcher: Dispatcher,
+        registry: Registry,
+        outbox: ClusterOutbox,
+    ) -> None:
+        self._redis = redis
+        self._directory = directory
+        self._dispatcher = dispatcher
+        self._registry = registry
+        self._outbox = outbox
+        self._inbox = master_inbox_key(directory.master_id)
+        self._waiting = outbox.waiting
+        self._acks: dict[str, asyncio.Future[str]] = {}
+        """Callbacks this master forwarded, by call id: the holder's answer (its outcome)."""
+        self._serving: set[asyncio.Task[None]] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
+        """Handlers of further message kinds, by ``kind`` (the cluster's collaborations add theirs)."""
+
+    async def start(self) -> None:
+        self._directory.on_tick.append(self._check_owners)
+        try:  # a restart under the same OPENAGENT_MASTER_ID must not replay its previous life's calls
+            await self._redis.delete(self._inbox)
+        except RedisError as exc:
+            logger.warning("could not empty the cluster inbox: %s", exc)
+        self._reader = asyncio.create_task(self._read_forever(), name="cluster-inbox")
+
+    async def aclose(self) -> None:
+        tasks = [t for t in (self._reader, *self._serving) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ------------------------------------------------------------------ caller side
 
     async def forward_callback(self, kind: str, call_id: str, token: str, body: dict[str, Any]) -> bool:
         """A callback (``kind`` ``callback`` or ``progress``) of a call this master does not hold:
@@ -189,9 +225,6 @@ class ClusterRouter:
             return "forwarded"
         return cast(DeliveryStatus, outcome) if outcome in _DELIVERY_STATUSES else "unknown"
 
-    def _forget(self, call_id: str) -> None:
-        self._waiting.pop(call_id, None)
-
     def _check_owners(self) -> None:
         """Fail at once the calls whose owner's lease expired."""
         for call_id, agent in list(self._waiting.items()):
@@ -208,20 +241,12 @@ class ClusterRouter:
     # ------------------------------------------------------------------ inbox
 
     async def _post(self, master_id: str, message: dict[str, Any]) -> None:
-        try:
-            await self._redis.xadd(
-                master_inbox_key(master_id),
-                {"m": json.dumps(message, separators=(",", ":"), default=str)},
-                maxlen=INBOX_MAXLEN,
-                approximate=True,
-            )
-        except RedisError as exc:
-            raise AgentUnavailable(f"cannot reach master {master_id!r} through Redis: {exc}") from exc
+        await self._outbox.post(master_id, message)
 
     async def post(self, master_id: str, message: dict[str, Any]) -> None:
         """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox; raises
         :class:`AgentUnavailable` when Redis does not take it."""
-        await self._post(master_id, message)
+        await self._outbox.post(master_id, message)
 
     async def _read_forever(self) -> None:
         last = "0"

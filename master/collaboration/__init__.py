@@ -6,7 +6,9 @@
 - :mod:`~master.collaboration.session`: one session's state, its Redis document and
   :class:`CollaborationOutcome`;
 - :mod:`~master.collaboration.rules`: who may start, speak in and receive from a session;
-- :mod:`~master.collaboration.store`: ``collab:{id}`` and ``collab:by_parent:{id}`` in Redis.
+- :mod:`~master.collaboration.store`: ``collab:{id}`` and ``collab:by_parent:{id}`` in Redis;
+- :mod:`~master.collaboration.remote`: :class:`RemoteMembers`, what the manager needs of the
+  agents of other masters (implemented by :mod:`master.cluster.collaboration`).
 """
 
 from master.collaboration.manager import CollaborationManager

@@ -23,7 +23,8 @@ Membership is per connection: relays go to the connection that was introduced, a
 when that connection goes away (or is replaced) the session ends. Each session's
 frames are handled under its own lock, so the Redis entries are in relay order.
 
-With several masters (``OPENAGENT_CLUSTER=1``), :attr:`CollaborationManager.cluster` lets a
+With several masters (``OPENAGENT_CLUSTER=1``), :attr:`CollaborationManager.cluster` (the
+:class:`~master.collaboration.remote.RemoteMembers` built by the factory the manager is given) lets a
 session include agents held by other masters: the master that starts a session owns it (rules,
 limits, timeout, records), its remote members are proxies whose frames travel through the
 holders' inboxes, and a holder only relays frames between the owner and its own connection
@@ -37,11 +38,12 @@ import logging
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
 from master.agents.registry import LiveAgent, Registry
+from master.collaboration.remote import RemoteMembers, RemoteMembersFactory
 from master.collaboration.rules import (
     DISABLED,
     check_agents,
@@ -55,9 +57,6 @@ from master.conversation.store import SessionStore
 from master.errors import SessionStoreUnavailable
 from master.settings import Settings
 from protocol import CollaborationEnd, PeerMessage
-
-if TYPE_CHECKING:
-    from master.cluster.collaboration import ClusterCollaborations
 
 logger = logging.getLogger("master.collaboration")
 
@@ -85,6 +84,7 @@ class CollaborationManager:
         timeout: float,
         max_messages: int,
         send_timeout: float = SEND_TIMEOUT,
+        remote: RemoteMembersFactory | None = None,
     ) -> None:
         self._registry = registry
         self._store = store
@@ -97,12 +97,18 @@ class CollaborationManager:
         self._ended: OrderedDict[str, _Ended] = OrderedDict()
         self.ended_by_reason: Counter[str] = Counter()
         """Collaborations ended since start, by reason (``GET /metrics``)."""
-        self.cluster: ClusterCollaborations | None = None
-        """Set when this master is one of several: agents of other masters may take part."""
+        self.cluster: RemoteMembers | None = None if remote is None else remote(self)
+        """When this master is one of several: the agents of other masters that may take part."""
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, registry: Registry, store: CollabStore, sessions: SessionStore
+        cls,
+        settings: Settings,
+        registry: Registry,
+        store: CollabStore,
+        sessions: SessionStore,
+        *,
+        remote: RemoteMembersFactory | None = None,
     ) -> CollaborationManager:
         return cls(
             registry,
@@ -111,6 +117,7 @@ class CollaborationManager:
             enabled=settings.openagent_collaboration,
             timeout=settings.openagent_collab_timeout,
             max_messages=settings.openagent_collab_max_messages,
+            remote=remote,
         )
 
     # ------------------------------------------------------------------ the orchestrator's API

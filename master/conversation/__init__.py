@@ -2,6 +2,7 @@
 
 - :mod:`~master.conversation.store`: ``session:{id}`` in Redis (load, append, delete).
 - :mod:`~master.conversation.turns`: the turns one query writes (direct answer, tool call, plan, summary).
+- :mod:`~master.conversation.outcome`: what the orchestrator did for one query, as the turns record it.
 - :mod:`~master.conversation.history`: stored turns as chat messages for the model.
 - :mod:`~master.conversation.context`: the bounded context of one query, summarizing older turns.
 

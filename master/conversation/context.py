@@ -30,8 +30,8 @@ from typing import Any
 
 from master.conversation.history import history_messages
 from master.errors import LLMError
-from master.orchestration.llm import ChatMessage, ChatModel
-from master.orchestration.tokens import count_messages, count_tools
+from master.llm.model import ChatMessage, ChatModel
+from master.llm.tokens import count_messages, count_tools
 
 logger = logging.getLogger("master.conversation.context")
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from master.conversation.store import StoredTurn
-from master.orchestration.chat_endpoint import SharedMessage
-from master.orchestration.llm import ChatMessage
+from master.llm.chat_endpoint import SharedMessage
+from master.llm.model import ChatMessage
 
 _HISTORY_RESULT_CHARS = 2000
 """Tool results longer than this are cut when earlier turns are replayed to the model."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from master.agents.calls import ToolRun
+from master.conversation.outcome import Outcome
 from master.conversation.store import SessionStore, Turn
-from master.orchestration.orchestrator import Outcome, ToolRun
 
 
 def tool_turn(base: dict[str, Any], run: ToolRun) -> Turn:

@@ -30,6 +30,7 @@ from pydantic_core import from_json
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.agents.catalog import ToolCatalog, ToolLimits
+from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
@@ -162,7 +163,7 @@ class Hub:
         self._max_message_bytes = max_message_bytes
         self._admission = admission or Admission(1 << 30)
         self._max_queries_per_connection = max_queries_per_connection
-        self._catalog = catalog or ToolCatalog(registry, invocation, ToolLimits())
+        self._catalog = catalog or ToolCatalog(AgentDirectory(registry, invocation), ToolLimits())
         # Queries outlive the connection that asked them, so their turns are stored
         # even when the asker goes away; they are bounded by the LLM and tool timeouts.
         self._query_tasks: set[asyncio.Task[None]] = set()

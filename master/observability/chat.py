@@ -1,4 +1,4 @@
-"""Any :class:`~master.orchestration.llm.ChatModel`, measured: calls, tokens and latency by model, a span per call."""
+"""Any :class:`~master.llm.model.ChatModel`, measured: calls, tokens and latency by model, a span per call."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from master.errors import LLMError
+from master.llm.model import ChatMessage, ChatModel, ChatResult, TokenSink
 from master.observability import tracing
 from master.observability.metrics import Metrics
-from master.orchestration.llm import ChatMessage, ChatModel, ChatResult, TokenSink
 
 
 class InstrumentedChatModel:

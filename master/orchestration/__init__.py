@@ -1,12 +1,11 @@
 """The LLM side of a query: which model, which prompt, and the tool-calling loop.
 
-- :mod:`~master.orchestration.llm`: the :class:`ChatModel` seam and its OpenAI-compatible implementation.
 - :mod:`~master.orchestration.model_catalog`: the models a query may use (the spec's precedence rules).
 - :mod:`~master.orchestration.prompts`: the system prompt of each prompt profile.
 - :mod:`~master.orchestration.orchestrator`: one round or auto mode, tool calls through the dispatcher.
 - :mod:`~master.orchestration.plans`: plans proposed by the model, approved and executed later.
 - :mod:`~master.orchestration.budgets`: per-query limits on tool calls, tokens and seconds.
-- :mod:`~master.orchestration.tokens`: offline token counting (``cl100k_base``).
 
-It calls agents through :mod:`master.agents` and stores nothing itself.
+It talks to the model through :mod:`master.llm`, calls agents through :mod:`master.agents` and
+stores nothing itself.
 """

@@ -23,12 +23,14 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
+from master.agents.calls import CallOptions, ToolRun
 from master.agents.dispatch import Dispatcher, Target
 from master.agents.invocation import InvocationAgent
 from master.agents.toolbox import Toolbox, function_name
+from master.conversation.outcome import Outcome
 from master.errors import (
     AgentDisconnected,
     AgentUnavailable,
@@ -40,11 +42,11 @@ from master.errors import (
     ToolFailed,
     ToolTimeout,
 )
+from master.llm.model import ChatMessage, ChatModel, ToolCallRequest
 from master.observability import logs, tracing
 from master.observability.metrics import Metrics
 from master.orchestration.budgets import BudgetTracker
-from master.orchestration.llm import ChatMessage, ChatModel, ToolCallRequest
-from protocol import Plan, ToolProgress
+from protocol import ToolProgress
 
 logger = logging.getLogger("master.orchestration.orchestrator")
 
@@ -58,58 +60,6 @@ STEP_LIMIT_NOTE = (
     "The step limit of {limit} tool rounds is reached: do not ask for more tools. Answer now with what "
     "was done and what remains undone."
 )
-
-
-@dataclass
-class ToolRun:
-    """One tool call the model asked for, and how it went."""
-
-    function_name: str
-    agent_id: str | None
-    tool_name: str | None
-    arguments: Any
-    dispatched: bool = False
-    """True when the call reached the agent (false: refused before sending)."""
-    collaboration: list[str] | None = None
-    """For a ``start_collaboration`` call: the agents that took part (the manager stored the turn)."""
-    success: bool = False
-    result: Any = None
-    error: str | None = None
-    recorded_call_id: str | None = None
-    """The ``call_id`` of an HTTP invocation call: storing this run's turn ends the call's record
-    in Redis (:mod:`master.agents.call_records`), so a late callback cannot store it again."""
-
-    def as_tool_message(self, tool_call_id: str) -> ChatMessage:
-        body = {"result": self.result} if self.success else {"error": self.error}
-        return {"role": "tool", "tool_call_id": tool_call_id, "content": json.dumps(body, default=str)}
-
-    @property
-    def label(self) -> str:
-        return f"{self.agent_id}.{self.tool_name}" if self.agent_id else self.function_name
-
-
-@dataclass
-class Outcome:
-    """What the orchestrator did for one query."""
-
-    answer: str
-    tool_runs: list[ToolRun] = field(default_factory=list)
-    status: Literal["completed", "awaiting_approval", "stopped"] = "completed"
-    stopped_by: str | None = None
-    plan: Plan | None = None
-    steps: int = 0
-
-
-@dataclass(frozen=True)
-class CallOptions:
-    """How one tool call is sent, when it differs from the default (RAG tools)."""
-
-    arguments: dict[str, Any]
-    """What the agent receives (the model's arguments plus what the master adds)."""
-    wait_seconds: float | None = None
-    """Replaces ``TOOL_CALL_TIMEOUT``."""
-    invoke_seconds: float | None = None
-    """Replaces ``TOOL_INVOKE_HTTP_TIMEOUT`` (invocation agents)."""
 
 
 @dataclass

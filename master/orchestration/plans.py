@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from master.agents.dispatch import Target
 from master.agents.toolbox import Toolbox
 from master.errors import InvalidPlan
-from master.orchestration.llm import ChatResult
+from master.llm.model import ChatResult
 from protocol import Plan, PlanStep
 
 SUBMIT_PLAN: dict[str, Any] = {

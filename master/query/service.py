@@ -14,17 +14,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from master.agents.calls import ToolRun
+from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Target
-from master.agents.invocation import InvocationAgents
-from master.agents.registry import Registry
 from master.agents.toolbox import Toolbox
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
-from master.cluster.directory import ClusterDirectory
 from master.collaboration import CollaborationManager
 from master.conversation.context import Context, ContextBuilder
+from master.conversation.outcome import Outcome
 from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
+from master.llm.tokens import count_tool
 from master.observability import logs, tracing
 from master.observability.metrics import Metrics
 from master.orchestration.budgets import BudgetTracker
@@ -32,9 +33,7 @@ from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import (
     EventSink,
     Orchestrator,
-    Outcome,
     RunHooks,
-    ToolRun,
     collaboration_tool,
     spawn_tool,
 )
@@ -47,7 +46,6 @@ from master.orchestration.plans import (
     resolve_steps,
 )
 from master.orchestration.prompts import system_prompt
-from master.orchestration.tokens import count_tool
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
 from protocol import AgentUsed, Query, QueryRequest, QueryResponse
@@ -83,8 +81,7 @@ class QueryService:
         self,
         *,
         settings: Settings,
-        registry: Registry,
-        invocation: InvocationAgents,
+        agents: AgentDirectory,
         sessions: SessionStore,
         catalog: ModelCatalog,
         orchestrator: Orchestrator | None,
@@ -93,13 +90,10 @@ class QueryService:
         rag: RagLink | None = None,
         spawner: Spawner | None = None,
         metrics: Metrics | None = None,
-        cluster: ClusterDirectory | None = None,
     ) -> None:
         self._metrics = metrics
-        self._cluster = cluster
         self._settings = settings
-        self._registry = registry
-        self._invocation = invocation
+        self._agents = agents
         self._sessions = sessions
         self._catalog = catalog
         self._orchestrator = orchestrator
@@ -439,18 +433,7 @@ class QueryService:
     def tool_agents(self, allowed: list[str] | None) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
         WebSocket agent shadows an invocation agent with the same id)."""
-        live: list[Target] = list(self._registry.action_agents(allowed))
-        ids = {agent.agent_id for agent in live}
-        wanted = None if allowed is None else set(allowed)
-        if self._cluster is not None:  # other masters' agents, called through them
-            for remote in self._cluster.remote_agents(wanted):
-                if remote.agent_id not in ids and remote.role == "action" and remote.tools:
-                    live.append(remote)
-                    ids.add(remote.agent_id)
-        for agent in self._invocation.available():
-            if agent.agent_id not in ids and (wanted is None or agent.agent_id in wanted):
-                live.append(agent)
-        return live
+        return self._agents.tool_targets(allowed)
 
 
 def _with_note(system: str, note: str) -> str:

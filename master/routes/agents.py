@@ -78,15 +78,7 @@ async def list_agents(services: ServicesDep) -> dict[str, Any]:
     With the sandbox on, every row has a ``sandbox`` field (``null`` for agents not deployed by it),
     and sandboxed agents that are not connected follow as rows of their own.
     """
-    rows = [agent.describe() for agent in services.registry.all()]
-    cluster = services.cluster
-    if cluster is not None:  # several masters: every agent, with the master holding it
-        for row in rows:
-            row["master_id"] = cluster.master_id
-        local = {row["agent_id"] for row in rows}
-        rows += [agent.describe() for agent in cluster.remote_agents() if agent.agent_id not in local]
-    live = {row["agent_id"] for row in rows}
-    rows += [agent.describe() for agent in services.invocation.all() if agent.agent_id not in live]
+    rows = services.agents.rows()
     if services.sandbox.enabled:
         # Sandbox metadata and live Pod status; deployed agents not (yet) connected get a row too.
         fields = await services.sandbox.agent_fields()

@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict
 from master.agents.toolbox import Toolbox
 from master.attachments.rag import rag_agents
 from master.deps import ServicesDep, require_api_key
+from master.error_responses import ApiError
 from master.errors import AttachmentAccessDenied, AttachmentNotFound, SessionStoreUnavailable
 from master.openapi import error
-from master.routes.errors import ApiError
 from protocol import ErrorCode
 from protocol.rag import CALL_TOKEN_HEADER, FILENAME_HEADER
 

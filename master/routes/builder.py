@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from master.builder.generator import GenerationRequest
 from master.deps import ServicesDep
+from master.error_responses import ApiError
 from master.errors import AgentFileNotFound, AgentFileRefused, GenerationFailed, LLMError
 from master.openapi import error
-from master.routes.errors import ApiError
 from protocol import ErrorCode, ToolSchema
 
 router = APIRouter(tags=["agent builder"])

@@ -14,9 +14,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from master.deps import ServicesDep
+from master.error_responses import ApiError
 from master.errors import CollaborationRejected, SessionStoreUnavailable
 from master.openapi import error
-from master.routes.errors import ApiError
 from protocol import AGENT_ID_PATTERN, ErrorCode
 
 router = APIRouter(prefix="/internal/collaborations", tags=["collaboration"])

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from master.agents.call_records import DeliveryStatus
 from master.agents.invocation import Health, InvocationRegistration
 from master.deps import ServicesDep, require_api_key
+from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.openapi import error
-from master.routes.errors import ApiError
 from protocol import ErrorCode, ToolProgress, ToolResult
 
 router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])

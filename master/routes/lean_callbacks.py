@@ -19,7 +19,7 @@ from starlette.types import Send
 
 from master.asgi import LeanRequest, send_response
 from master.deps import Services
-from master.routes.errors import http_error_response
+from master.error_responses import http_error_response
 from master.routes.invocation import CallbackBody, tool_callback
 
 
@@ -34,7 +34,7 @@ async def lean_tool_callback(services: Services, request: LeanRequest, send: Sen
     response: Response
     try:
         response = JSONResponse(await tool_callback(body, token, services))
-    except HTTPException as exc:  # as the app's handler (master.routes.errors)
+    except HTTPException as exc:  # as the app's handler (master.error_responses)
         response = http_error_response(exc)
     await send_response(send, response)
     return True

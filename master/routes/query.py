@@ -14,12 +14,12 @@ from starlette.types import Send
 from master.asgi import LeanRequest, send_response
 from master.deps import Services, ServicesDep
 from master.drain import RETRY_AFTER_SECONDS
+from master.error_responses import ApiError
 from master.errors import QueryRejected
 from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.admission import DRAINING
 from master.query.service import rejected_response
-from master.routes.errors import ApiError
 from protocol import ErrorCode, PromptProfile, QueryRequest, QueryResponse
 
 router = APIRouter(tags=["query"])

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.deps import ServicesDep
+from master.error_responses import ApiError
 from master.errors import (
     SandboxDisabled,
     SandboxError,
@@ -20,7 +21,6 @@ from master.errors import (
     SessionStoreUnavailable,
 )
 from master.openapi import error
-from master.routes.errors import ApiError
 from protocol import ErrorCode
 
 router = APIRouter(tags=["sandbox"])

@@ -13,9 +13,9 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict
 
 from master.deps import ServicesDep
+from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
-from master.routes.errors import ApiError
 from protocol import ErrorCode
 
 router = APIRouter(tags=["sessions"])

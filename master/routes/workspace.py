@@ -15,9 +15,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.deps import ServicesDep
+from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
-from master.routes.errors import ApiError
 from openagent.errors import WorkspaceError
 from openagent.yaml_runner import Workspace, json_schema, load_workspace
 from protocol import ErrorCode

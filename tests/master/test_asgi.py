@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from master.asgi import LeanRequest, MasterApp
-from master.orchestration.llm import ChatResult, FunctionChatModel
+from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, in_process_master
 
 KEY = "lean-key"

@@ -19,7 +19,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from master.auth import key_matches
-from master.orchestration.llm import ChatResult, FunctionChatModel
+from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
 KEY = "s3cret-key"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from master.caches import SizedLRU
-from master.orchestration import tokens
+from master.llm import tokens
 
 
 def test_size_bound_evicts_least_recently_used() -> None:

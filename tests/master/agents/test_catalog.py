@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from master.agents.catalog import ToolCatalog, ToolLimits
+from master.agents.directory import AgentDirectory
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import LiveAgent, Registry
 from master.errors import RegistrationRefused
@@ -28,7 +29,7 @@ def _catalog(limits: ToolLimits, *live: tuple[str, list[ToolSchema]]) -> ToolCat
             LiveAgent.from_register(Register(agent_id=agent_id, role="action", tools=tools), _noop, _noop)
         )
     invocation = InvocationAgents(None, None, ttl_seconds=1, health_timeout=1)  # type: ignore[arg-type]
-    return ToolCatalog(registry, invocation, limits)
+    return ToolCatalog(AgentDirectory(registry, invocation), limits)
 
 
 def _refusal(catalog: ToolCatalog, agent_id: str, tools: list[ToolSchema], invocation: bool = False) -> str:
@@ -73,7 +74,7 @@ def test_the_catalog_follows_agents_that_connect_reconnect_and_leave() -> None:
     """The live agents' names are kept up to date by the registry's events (no rebuild per check)."""
     registry = Registry()
     invocation = InvocationAgents(None, None, ttl_seconds=1, health_timeout=1)  # type: ignore[arg-type]
-    catalog = ToolCatalog(registry, invocation, ToolLimits(catalog_tools=3))
+    catalog = ToolCatalog(AgentDirectory(registry, invocation), ToolLimits(catalog_tools=3))
 
     def connect(agent_id: str, *names: str) -> LiveAgent:
         agent = LiveAgent.from_register(

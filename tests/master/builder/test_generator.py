@@ -9,7 +9,7 @@ import pytest
 
 from master.builder.generator import AgentGenerator, GenerationRequest, extract_code, module_name_for
 from master.errors import GenerationFailed
-from master.orchestration.llm import ChatResult, FunctionChatModel
+from master.llm.model import ChatResult, FunctionChatModel
 from tests.master.builder.samples import BAD, PROSE, UNIT_CONVERTER, fenced
 
 

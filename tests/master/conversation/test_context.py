@@ -7,7 +7,7 @@ from typing import Any
 
 from master.conversation.context import ContextBuilder, split_turns
 from master.errors import LLMError
-from master.orchestration.llm import ChatResult, FunctionChatModel
+from master.llm.model import ChatResult, FunctionChatModel
 
 
 def turns(n: int, size: int = 60) -> list[dict[str, Any]]:

@@ -6,9 +6,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from master.agents.calls import ToolRun
+from master.conversation.outcome import Outcome
 from master.conversation.store import SessionStore
 from master.conversation.turns import TurnRecorder
-from master.orchestration.orchestrator import Outcome, ToolRun
 from protocol import Plan, PlanStep
 
 

@@ -12,16 +12,17 @@ import pytest
 import redis.asyncio as aioredis
 
 from master.agents.toolbox import Toolbox
-from master.orchestration.budgets import BudgetTracker
-from master.orchestration.chat_endpoint import ChatEndpoint
-from master.orchestration.llm import (
+from master.conversation.outcome import Outcome
+from master.llm.chat_endpoint import ChatEndpoint
+from master.llm.model import (
     ChatMessage,
     ChatResult,
     FunctionChatModel,
     OpenAIChatModel,
     ToolCallRequest,
 )
-from master.orchestration.orchestrator import Orchestrator, Outcome, RunHooks
+from master.orchestration.budgets import BudgetTracker
+from master.orchestration.orchestrator import Orchestrator, RunHooks
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
 from protocol import ToolCall

@@ -9,7 +9,7 @@ import pytest
 
 from master.agents.toolbox import Toolbox
 from master.errors import InvalidPlan
-from master.orchestration.llm import ChatResult, ToolCallRequest
+from master.llm.model import ChatResult, ToolCallRequest
 from master.orchestration.plans import (
     SUBMIT_PLAN,
     describe,

@@ -11,7 +11,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from master.orchestration.llm import ChatResult, FunctionChatModel, ToolCallRequest
+from master.llm.model import ChatResult, FunctionChatModel, ToolCallRequest
 from openagent.testing import ScriptedOpenAIServer, TextReply
 from tests.conftest import master_env
 from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer, free_port, in_process_master

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from master.orchestration import tokens
-from master.orchestration.chat_endpoint import SharedMessage
-from master.orchestration.tokens import count_messages, count_text, count_tools, encoding
+from master.llm import tokens
+from master.llm.chat_endpoint import SharedMessage
+from master.llm.tokens import count_messages, count_text, count_tools, encoding
 
 
 def test_cl100k_base_offline_matches_known_ids() -> None:

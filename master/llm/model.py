@@ -2,7 +2,7 @@
 
 :class:`ChatModel` is the seam: the orchestrator only calls ``complete``. The real
 implementation, :class:`OpenAIChatModel`, speaks the OpenAI-compatible chat API
-(OpenAI, Ollama, vLLM, llama.cpp, ...) through :mod:`master.orchestration.chat_endpoint`. Tests and
+(OpenAI, Ollama, vLLM, llama.cpp, ...) through :mod:`master.llm.chat_endpoint`. Tests and
 benchmarks use :class:`FunctionChatModel`, or the real one pointed at
 ``openagent.testing.ScriptedOpenAIServer``.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from master.errors import LLMError
-from master.orchestration.chat_endpoint import ChatEndpoint, chat_body
+from master.llm.chat_endpoint import ChatEndpoint, chat_body
 from master.settings import Settings
 
-logger = logging.getLogger("master.orchestration.llm")
+logger = logging.getLogger("master.llm.model")
 
 ChatMessage = dict[str, Any]
 """One message in OpenAI chat format (``role``, ``content``, ``tool_calls``, ...)."""
@@ -67,7 +67,7 @@ class ChatModel(Protocol):
 
 
 class OpenAIChatModel:
-    """:class:`ChatModel` over the OpenAI-compatible chat API (:mod:`master.orchestration.chat_endpoint`).
+    """:class:`ChatModel` over the OpenAI-compatible chat API (:mod:`master.llm.chat_endpoint`).
 
     Timeouts, 429 and 5xx answers are retried with exponential backoff
     (``OPENAGENT_LLM_MAX_RETRIES``), each attempt bounded by ``OPENAGENT_LLM_TIMEOUT``;

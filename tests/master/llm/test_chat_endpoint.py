@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from master.errors import LLMError
-from master.orchestration.chat_endpoint import ChatEndpoint
-from master.orchestration.llm import OpenAIChatModel
+from master.llm.chat_endpoint import ChatEndpoint
+from master.llm.model import OpenAIChatModel
 from openagent.testing import ScriptedOpenAIServer
 
 TOOLS = [

@@ -40,7 +40,7 @@ from yarl import URL
 
 from master.errors import LLMError
 
-logger = logging.getLogger("master.orchestration.chat_endpoint")
+logger = logging.getLogger("master.llm.chat_endpoint")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 INITIAL_RETRY_DELAY = 0.5
@@ -53,7 +53,7 @@ class SharedMessage(dict[str, Any]):
     """A chat message shared by several requests and never changed (a session's replayed history).
 
     The client keeps its encoded JSON in ``encoded``, and the token counter its count in
-    ``tokens`` (:func:`master.orchestration.tokens.count_messages`), so a long history is
+    ``tokens`` (:func:`master.llm.tokens.count_messages`), so a long history is
     encoded and counted once.
     """
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from master import error_docs
 from master.errors import LLMError, QueryRejected
 from protocol import ErrorCode
+from scripts import error_codes_table as error_docs
 
 
 def test_the_error_page_matches_the_enumeration() -> None:
-    """Fails when a code, status or meaning changes without ``python -m master.error_docs``."""
-    assert error_docs.main(["--check"]) == 0, "run: python -m master.error_docs"
+    """Fails when a code, status or meaning changes without ``python -m scripts.error_codes_table``."""
+    assert error_docs.main(["--check"]) == 0, "run: python -m scripts.error_codes_table"
 
 
 def test_every_code_has_a_row_with_its_status_and_meaning() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from master.caches import SizedLRU
-from master.orchestration.chat_endpoint import SharedMessage
+from master.llm.chat_endpoint import SharedMessage
 from openagent.rag_tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4
@@ -43,7 +43,7 @@ def text_cache_size() -> int:
 def count_messages(messages: Iterable[dict[str, Any]]) -> int:
     """Approximate prompt tokens of chat messages (content, tool calls and framing).
 
-    A :class:`~master.orchestration.chat_endpoint.SharedMessage` (a session's replayed history,
+    A :class:`~master.llm.chat_endpoint.SharedMessage` (a session's replayed history,
     never changed) keeps its count, so a long session is not re-counted message by message.
     """
     total = 0

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from master.errors import LLMError
-from master.orchestration.chat_endpoint import ChatEndpoint
-from master.orchestration.llm import ChatResult, FunctionChatModel, OpenAIChatModel, ToolCallRequest
+from master.llm.chat_endpoint import ChatEndpoint
+from master.llm.model import ChatResult, FunctionChatModel, OpenAIChatModel, ToolCallRequest
 from master.settings import Settings
 from openagent.testing import ScriptedOpenAIServer
 

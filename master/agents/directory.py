@@ -1,0 +1,90 @@
+"""One directory of every agent the master can reach, whatever the transport.
+
+Three sources, merged here only:
+
+- the :class:`~master.agents.registry.Registry`: WebSocket agents connected to this master;
+- the :class:`~master.agents.invocation.InvocationAgents`: HTTP invocation agents, stored in Redis;
+- with several masters (``OPENAGENT_CLUSTER=1``), the agents other masters hold
+  (:class:`RemoteAgents`, implemented by :class:`~master.cluster.directory.ClusterDirectory`
+  and passed in, so that this package never imports the cluster).
+
+The rules of the merge: a live WebSocket agent shadows an agent of another master with the same
+id, and both shadow an invocation agent with that id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from master.agents.dispatch import Target
+from master.agents.invocation import InvocationAgent, InvocationAgents
+from master.agents.registry import LiveAgent, Registry
+from master.agents.remote import RemoteAgent
+
+
+class RemoteAgents(Protocol):
+    """The agents of the other live masters (``master.cluster``)."""
+
+    @property
+    def master_id(self) -> str:
+        """This master's id in the cluster."""
+
+    def remote_agents(self, allowed: set[str] | None = None) -> list[RemoteAgent]:
+        """Agents of other live masters, limited to ``allowed`` ids when given."""
+
+
+class AgentDirectory:
+    """The registry, the invocation agents and the other masters' agents, as one list."""
+
+    def __init__(
+        self, registry: Registry, invocation: InvocationAgents, remote: RemoteAgents | None = None
+    ) -> None:
+        self.registry = registry
+        self.invocation = invocation
+        self.remote = remote
+
+    def tool_targets(self, allowed: Iterable[str] | None = None) -> list[Target]:
+        """The agents a query may call: connected WebSocket action agents with tools, then other
+        masters' (called through them), then invocation agents not known to be DOWN; limited to
+        ``allowed`` ids when given."""
+        targets: list[Target] = list(self.registry.action_agents(allowed))
+        ids = {agent.agent_id for agent in targets}
+        wanted = None if allowed is None else set(allowed)
+        if self.remote is not None:
+            for remote in self.remote.remote_agents(wanted):
+                if remote.agent_id not in ids and remote.role == "action" and remote.tools:
+                    targets.append(remote)
+                    ids.add(remote.agent_id)
+        for agent in self.invocation.available():
+            if agent.agent_id not in ids and (wanted is None or agent.agent_id in wanted):
+                targets.append(agent)
+        return targets
+
+    def local_agents(self, role: str | None = None) -> list[LiveAgent | InvocationAgent]:
+        """This master's own agents: connected WebSocket agents (of ``role`` when given), then the
+        invocation agents whose id none of those has."""
+        agents: list[LiveAgent | InvocationAgent] = [
+            agent for agent in self.registry.all() if role is None or agent.role == role
+        ]
+        live = {agent.agent_id for agent in agents}
+        agents += [agent for agent in self.invocation.all() if agent.agent_id not in live]
+        return agents
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every agent's row in ``GET /agents``: connected WebSocket agents, other masters' (with
+        several masters, every row names the master holding the agent), then invocation agents
+        with their last health check."""
+        rows = [agent.describe() for agent in self.registry.all()]
+        if self.remote is not None:
+            for row in rows:
+                row["master_id"] = self.remote.master_id
+            local = {row["agent_id"] for row in rows}
+            rows += [agent.describe() for agent in self.remote.remote_agents() if agent.agent_id not in local]
+        live = {row["agent_id"] for row in rows}
+        rows += [agent.describe() for agent in self.invocation.all() if agent.agent_id not in live]
+        return rows
+
+    def counts(self) -> dict[str, int]:
+        """How many agents this master serves, by transport (``websocket``, ``http``)."""
+        return {"websocket": len(self.registry.all()), "http": len(self.invocation.all())}

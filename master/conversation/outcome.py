@@ -1,0 +1,21 @@
+"""What the orchestrator did for one query, as the session turns record it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from master.agents.calls import ToolRun
+from protocol import Plan
+
+
+@dataclass
+class Outcome:
+    """What the orchestrator did for one query."""
+
+    answer: str
+    tool_runs: list[ToolRun] = field(default_factory=list)
+    status: Literal["completed", "awaiting_approval", "stopped"] = "completed"
+    stopped_by: str | None = None
+    plan: Plan | None = None
+    steps: int = 0

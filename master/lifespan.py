@@ -1,0 +1,389 @@
+"""The master's long-lived objects, built once per app and closed in reverse by one exit stack.
+
+:func:`lifespan` is the app's lifespan: :func:`build` creates the Redis clients, the HTTP
+clients, the agent directory, the dispatcher, the session store, the LLM, the orchestrator, the
+query service, the hub and the cluster members in dependency order, and enters each into one
+:class:`~contextlib.AsyncExitStack` as soon as it holds something to close. Leaving the stack
+closes them in reverse order, on shutdown and just as well when start-up fails half-way (a
+cluster that cannot start leaks no connection pool).
+
+Where the order of closing matters more than the order of building, a close is entered later
+than its object is built, with the reason beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from aiohttp import ClientSession, TCPConnector
+from fastapi import FastAPI
+from httpx import AsyncClient
+from redis.exceptions import RedisError
+
+from master.agents.call_records import CallRecords
+from master.agents.catalog import ToolCatalog, ToolLimits
+from master.agents.directory import AgentDirectory
+from master.agents.dispatch import Dispatcher
+from master.agents.invocation import InvocationAgents
+from master.agents.registry import Registry
+from master.attachments import AttachmentStore, RagLink
+from master.builder.service import AgentBuilder
+from master.cluster.collaboration import ClusterCollaborations
+from master.cluster.directory import ClusterDirectory
+from master.cluster.router import ClusterOutbox, ClusterRouter
+from master.collaboration import CollaborationManager, CollabStore
+from master.collaboration.remote import RemoteMembersFactory
+from master.conversation.store import SessionStore
+from master.deps import Services
+from master.drain import Drain, hook_sigterm
+from master.errors import SessionStoreUnavailable
+from master.gateway.hub import Hub
+from master.llm.model import ChatModel, OpenAIChatModel
+from master.llm.tokens import encoding
+from master.observability import logs, tracing
+from master.observability.chat import InstrumentedChatModel
+from master.observability.metrics import Metrics, count_redis_errors
+from master.observability.redaction import install_log_filter
+from master.orchestration.model_catalog import ModelCatalog
+from master.orchestration.orchestrator import Orchestrator
+from master.query.admission import Admission
+from master.query.service import NOT_CONFIGURED, QueryService
+from master.query.streaming import QueryStreams
+from master.redis_client import create_redis
+from master.sandbox import Sandbox, create_sandbox
+from master.sandbox.spawn import Spawner, saved_websocket_agents
+from master.settings import Settings
+
+logger = logging.getLogger("master.app")
+
+
+def llm_from_settings(settings: Settings) -> tuple[ChatModel | None, str]:
+    """The configured LLM, or ``None`` and the reason there is none."""
+    if not settings.llm_configured:
+        return None, NOT_CONFIGURED
+    if settings.openagent_llm_loopback_only and not settings.llm_endpoint_is_loopback:
+        return None, (
+            f"LLM endpoint {settings.openai_base_url or 'https://api.openai.com/v1'!r} refused: "
+            "OPENAGENT_LLM_LOOPBACK_ONLY=1 allows only an OpenAI-compatible server on this machine"
+        )
+    return OpenAIChatModel.from_settings(settings), ""
+
+
+async def _load_invocation_agents(invocation: InvocationAgents) -> None:
+    """Start-up: read the invocation agents from Redis and health-check them."""
+    try:
+        await invocation.reload()
+    except SessionStoreUnavailable as exc:
+        logger.warning("could not load invocation agents: %s", exc)
+        return
+    if invocation.all():
+        await invocation.check_all()
+
+
+async def _health_loop(invocation: InvocationAgents, interval: float) -> None:
+    """Re-check invocation agents periodically, so a DOWN agent comes back without /refresh."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await invocation.check_all()
+        except Exception:  # the loop must survive anything a check throws
+            logger.exception("background health check failed")
+
+
+async def _report_sandbox(sandbox: Sandbox) -> None:
+    """Start-up: say whether the sandbox is on and its cluster answers; never fails the start."""
+    if not sandbox.enabled:
+        logger.info("Kubernetes sandbox off (OPENAGENT_K8S_SANDBOX=0)")
+        return
+    cluster = (await sandbox.status())["cluster"]
+    if cluster["reachable"]:
+        logger.info("Kubernetes sandbox on: %s (%s)", cluster["server"], cluster["version"])
+    else:
+        logger.warning("Kubernetes sandbox on, but no cluster: %s", cluster["reason"])
+
+
+def _new_master_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def _live_metrics(
+    metrics: Metrics, agents: AgentDirectory, dispatcher: Dispatcher, collab: CollaborationManager
+) -> None:
+    """The series read from live state at scrape time."""
+    metrics.live(
+        "openagent_connected_agents",
+        "Agents this master serves, by transport (WebSocket connections, registered invocation agents).",
+        lambda: {(transport,): count for transport, count in agents.counts().items()},
+        ["transport"],
+    )
+    metrics.live(
+        "openagent_tool_calls_in_flight", "Tool calls waiting for their result.", lambda: dispatcher.in_flight
+    )
+    metrics.live(
+        "openagent_collaboration_sessions_active",
+        "Collaboration sessions running.",
+        lambda: collab.active_count,
+    )
+    metrics.live(
+        "openagent_collaborations",
+        "Collaboration sessions ended, by reason.",
+        lambda: {(reason,): count for reason, count in collab.ended_by_reason.items()},
+        ["reason"],
+        counter=True,
+    )
+
+
+async def _settle(task: asyncio.Task[Any]) -> None:
+    """Wait for ``task`` to end, whatever it ends with."""
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is not None and not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None = None) -> Services:
+    """Build the master's long-lived objects, entering each into ``stack`` as it is built.
+
+    ``llm`` replaces the configured provider (tests, benchmarks); it stays the caller's to close.
+    """
+    logs.configure(settings.openagent_log_format)
+    tracer_provider = tracing.setup(settings)
+    if tracer_provider is not None:
+        provider = tracer_provider
+
+        def shut_tracing_down() -> None:
+            tracing.install(None)
+            provider.shutdown()
+
+        stack.callback(shut_tracing_down)
+    metrics = Metrics()
+    install_log_filter([settings.api_key])  # no key or per-call token in any log line
+    blob_redis = create_redis(settings.redis_url, decode_responses=False, max_connections=16)
+    stack.push_async_callback(blob_redis.aclose)
+    redis = create_redis(settings.redis_url)
+    stack.push_async_callback(redis.aclose)
+    count_redis_errors(redis, metrics.redis_errors)
+    try:
+        await redis.ping()
+    except RedisError as exc:
+        logger.warning(
+            "Redis at %s is not answering (%s): queries will fail until it does", settings.redis_url, exc
+        )
+    chat_model, reason = (llm, "") if llm is not None else llm_from_settings(settings)
+    if chat_model is None:
+        logger.warning("%s", reason)
+    elif llm is None and isinstance(chat_model, OpenAIChatModel):
+        stack.push_async_callback(chat_model.aclose)
+    # aiohttp: on the invocation path it costs the master a fraction of httpx's CPU per call (bench/).
+    http = ClientSession(connector=TCPConnector(limit=256), raise_for_status=False)
+    stack.push_async_callback(http.close)
+
+    registry = Registry()
+    invocation = InvocationAgents(
+        redis,
+        http,
+        ttl_seconds=settings.redis_agent_ttl_seconds,
+        health_timeout=settings.health_check_timeout,
+    )
+    master_id = settings.openagent_master_id or _new_master_id()
+    cluster = (
+        ClusterDirectory(
+            redis,
+            registry,
+            master_id=master_id,
+            base_url=settings.master_base_url,
+            lease_seconds=settings.openagent_master_lease_seconds,
+        )
+        if settings.openagent_cluster
+        else None
+    )
+    outbox = ClusterOutbox(redis, cluster) if cluster is not None else None
+    agents = AgentDirectory(registry, invocation, cluster)
+    dispatcher = Dispatcher(
+        http=http,
+        invocation=invocation,
+        master_base_url=settings.master_base_url,
+        call_timeout=settings.tool_call_timeout,
+        invoke_timeout=settings.tool_invoke_http_timeout,
+        inflight_health_interval=settings.openagent_inflight_health_interval,
+        records=CallRecords(
+            redis, master_id=master_id, session_ttl_seconds=settings.redis_session_ttl_seconds
+        ),
+        remote=outbox,
+    )
+    stack.push_async_callback(dispatcher.aclose)
+    router = (
+        ClusterRouter(redis, cluster, dispatcher, registry, outbox)
+        if cluster is not None and outbox is not None
+        else None
+    )
+    cluster_collab: ClusterCollaborations | None = None
+    remote_members: RemoteMembersFactory | None = None
+    if cluster is not None and router is not None:
+        directory, inbox = cluster, router
+
+        def remote_members(manager: CollaborationManager) -> ClusterCollaborations:
+            nonlocal cluster_collab
+            cluster_collab = ClusterCollaborations(
+                manager,
+                registry,
+                directory,
+                inbox,
+                redis,
+                lease_seconds=settings.openagent_master_lease_seconds,
+            )
+            return cluster_collab
+
+    sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
+    attachment_store = AttachmentStore(blob_redis, ttl_seconds=settings.redis_session_ttl_seconds)
+    rag = RagLink(
+        attachment_store,
+        call_timeout=settings.rag_tool_call_timeout,
+        http_timeout=settings.rag_tool_http_timeout,
+    )
+    catalog = ModelCatalog(settings)
+    collab = CollaborationManager.from_settings(
+        settings,
+        registry,
+        CollabStore(redis, ttl_seconds=settings.openagent_collab_session_ttl),
+        sessions,
+        remote=remote_members,
+    )
+    tool_catalog = ToolCatalog(agents, ToolLimits.from_settings(settings))
+    agent_builder = AgentBuilder.build(settings, agents, chat_model, reason, tool_catalog)
+    stack.push_async_callback(agent_builder.aclose)
+    # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
+    sandbox_http = AsyncClient(timeout=settings.openagent_k8s_api_timeout)
+    stack.push_async_callback(sandbox_http.aclose)
+    sandbox = create_sandbox(settings, redis, sandbox_http)
+    stack.callback(sandbox.close)
+    await _report_sandbox(sandbox)
+    queries = QueryService(
+        settings=settings,
+        agents=agents,
+        sessions=sessions,
+        catalog=catalog,
+        orchestrator=(
+            Orchestrator(
+                InstrumentedChatModel(chat_model, metrics),
+                dispatcher,
+                auto_max_steps=settings.orchestrator_auto_max_steps,
+                metrics=metrics,
+            )
+            if chat_model is not None
+            else None
+        ),
+        unavailable_reason=reason,
+        collaboration=collab,
+        rag=rag,
+        spawner=(
+            Spawner(
+                sandbox,
+                registry,
+                lambda: saved_websocket_agents(agent_builder.discovery),
+                wait_seconds=settings.orchestrator_auto_spawn_wait_seconds,
+            )
+            if sandbox.enabled
+            else None
+        ),
+        metrics=metrics,
+    )
+    admission = Admission(settings.openagent_max_queries_in_flight)
+    hub = Hub(
+        registry,
+        dispatcher,
+        invocation,
+        queries.answer,
+        max_message_bytes=settings.openagent_ws_max_message_bytes,
+        collaboration=collab,
+        admission=admission,
+        max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
+        catalog=tool_catalog,
+    )
+    stack.push_async_callback(hub.aclose)
+    warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
+    stack.push_async_callback(_settle, warm_up)
+    streams = QueryStreams(queries, admission)
+    stack.push_async_callback(streams.aclose)
+    # Entered after the doors (hub, streams), so closed before them: running sessions end with
+    # "shutdown" while the queries that started them are still there to hear it.
+    stack.push_async_callback(collab.aclose)
+    drain = Drain(
+        seconds=settings.openagent_drain_seconds,
+        admission=admission,
+        dispatcher=dispatcher,
+        hub=hub,
+        name=f"master {cluster.master_id!r}" if cluster is not None else "the master",
+    )
+    services = Services(
+        settings,
+        catalog,
+        registry,
+        invocation,
+        dispatcher,
+        sessions,
+        queries,
+        hub,
+        collaboration=collab,
+        streams=streams,
+        builder=agent_builder,
+        sandbox=sandbox,
+        agents=agents,
+        attachments=attachment_store,
+        admission=admission,
+        tool_catalog=tool_catalog,
+        metrics=metrics,
+        cluster=cluster,
+        cluster_router=router,
+        drain=drain,
+    )
+    if cluster is not None and router is not None:
+        # Closed in reverse: the collaborations across masters, the inbox, then the lease (last,
+        # so the other masters see this one go only when it has stopped answering).
+        stack.push_async_callback(cluster.aclose)
+        await cluster.start()
+        stack.push_async_callback(router.aclose)
+        await router.start()
+        if cluster_collab is not None:
+            stack.push_async_callback(cluster_collab.aclose)
+            cluster_collab.start()
+    _live_metrics(metrics, agents, dispatcher, collab)
+    await _load_invocation_agents(invocation)
+    if settings.openagent_health_check_interval > 0:
+        health_loop = asyncio.create_task(_health_loop(invocation, settings.openagent_health_check_interval))
+        stack.push_async_callback(_cancel, health_loop)
+    # SIGINT or a second SIGTERM cut a drain short: its task is cancelled on the way out.
+    stack.push_async_callback(lambda: _cancel(drain.task))
+    unhook_sigterm = hook_sigterm(drain)
+    if unhook_sigterm is None:
+        logger.info("SIGTERM is not uvicorn's to handle here: the master will stop without draining")
+    else:
+        stack.callback(unhook_sigterm)
+    logger.info(
+        "master ready (auth %s, models %s)", "on" if settings.api_key else "OFF", catalog.allowed_models
+    )
+    return services
+
+
+def lifespan(
+    settings: Settings, llm: ChatModel | None = None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: :func:`build` into one exit stack, serve, close everything in reverse."""
+
+    @asynccontextmanager
+    async def run(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            app.state.services = await build(stack, settings, llm)
+            yield
+
+    return run
