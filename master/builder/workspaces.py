@@ -29,7 +29,7 @@ from master.agents.registry import Registry
 from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
-from openagent.yaml_runner import (
+from openagent.workspace import (
     ORCHESTRATOR_NODE,
     AgentOutcome,
     AgentSpec,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from master.deps import ServicesDep
 from master.errors import SessionStoreUnavailable
 from openagent.errors import WorkspaceError
-from openagent.yaml_runner import Workspace, json_schema, load_workspace
+from openagent.workspace import Workspace, json_schema, load_workspace
 
 router = APIRouter(tags=["workspaces"])
 
