@@ -1,16 +1,17 @@
-"""Workspaces on the master: export what it runs, restore HTTP agents, run YAML agents in its loop.
+"""Workspaces on the master: export what it runs, restore HTTP agents, run YAML agents in child processes.
 
 - :meth:`Workspaces.export` snapshots the master: its URLs, the connected WebSocket action
   agents (with the handler of those the YAML runner started), the invocation agents from
   Redis, each linked to the orchestrator, and the canvas layout of the last workspace it
   was given (new nodes get positions in a column). The YAML is stable and secret-free
-  (:func:`openagent.yaml_runner.export_workspace`).
+  (:func:`openagent.workspace.export_workspace`).
 - :meth:`Workspaces.restore` registers the workspace's invocation agents exactly as
   ``POST /register`` does (stored in Redis, health-checked once) and answers per agent:
   ``registered`` (UP), ``unreachable`` (stored, but ``/health`` failed; the background check
   brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents).
 - :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
-  modules with :class:`openagent.yaml_runner.YamlAgentRunner`, connected over loopback.
+  modules, each in a supervised child process (:class:`openagent.workspace.processes.ProcessAgentRunner`),
+  connected over loopback: their code cannot take the master down.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ from openagent.workspace import (
     Position,
     ToolSpec,
     Workspace,
-    YamlAgentRunner,
     export_workspace,
 )
+from openagent.workspace.processes import ProcessAgentRunner
 from protocol import ToolSchema
 
 logger = logging.getLogger("master.builder.workspaces")
@@ -84,7 +85,7 @@ class Workspaces:
         """The limits and function-name rules of ``POST /register``, applied to restored agents too."""
         self.registry = registry
         self.invocation = invocation
-        self.runner = YamlAgentRunner(
+        self.runner = ProcessAgentRunner(
             self._client_config(settings.master_base_url), root=root, is_connected=self._connected_elsewhere
         )
         self._layout = Layout()

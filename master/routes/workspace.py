@@ -68,7 +68,7 @@ async def _load(text: str) -> Workspace:
 
 @router.post("/internal/yaml-agents/start")
 async def start_yaml_agents(body: YamlBody, request: Request, services: ServicesDep) -> dict[str, Any]:
-    """Run the YAML's WebSocket agents in this master's event loop (idempotent; per-agent outcomes)."""
+    """Run the YAML's WebSocket agents, each in a supervised child process (idempotent; per-agent outcomes)."""
     _require(services.settings.openagent_yaml_runner, "the YAML agent runner", "OPENAGENT_YAML_RUNNER")
     workspace = await _load(body.yaml)
     server = request.scope.get("server")
