@@ -18,7 +18,10 @@ One concept per module:
 :mod:`.redaction`       which metadata keys, values and URL parts are credentials
 :mod:`.export`          stable, secret-free YAML
 :mod:`.runner`          :class:`YamlAgentRunner`: a workspace's WebSocket agents from their
-                        ``handler`` modules, connected to a master over loopback
+                        ``handler`` modules, in this event loop, connected to a master
+:mod:`.processes`       ``ProcessAgentRunner``: the same, each agent in a supervised child
+                        process (:mod:`.child`), so agent code cannot take the host down;
+                        what the master uses
 :mod:`.cli`             ``openagent workspace ...`` and ``openagent generate``, over the
                         master's HTTP endpoints
 ======================= ======================================================================
