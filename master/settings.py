@@ -129,7 +129,7 @@ class Settings(BaseSettings):
     """The directory holding ``agents/``, ``system_agents/`` and ``sample_agents/`` (the repository)."""
 
     # RAG / attachments (the RAG agents read OPENAGENT_EMBEDDING_MODEL, OPENAGENT_RAG_EXTRACT_MODEL
-    # and RAG_EXTRACT_CACHE_TTL_SECONDS themselves: see openagent.rag_config)
+    # and RAG_EXTRACT_CACHE_TTL_SECONDS themselves: see openagent.rag.config)
     rag_max_attachment_bytes: int = Field(default=2097152, gt=0)
     """Largest attached file, in bytes; larger gets 413 naming the file."""
     rag_max_attachments: int = Field(default=5, ge=0)

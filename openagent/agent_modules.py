@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from openagent._workspace_schema import ALLOWED_HANDLER_FOLDERS
 from openagent.errors import AgentModuleError
+from openagent.workspace.schema import ALLOWED_HANDLER_FOLDERS
 
 __all__ = [
     "ALLOWED_HANDLER_FOLDERS",

@@ -33,7 +33,7 @@ import httpx
 
 from openagent.config import ClientConfig, RegistrationConfig, _client_host, _environ, _master_host, _port
 from openagent.errors import ConfigurationError
-from openagent.workspace_cli import add_subcommands as add_workspace_commands
+from openagent.workspace.cli import add_subcommands as add_workspace_commands
 
 __all__ = ["main"]
 

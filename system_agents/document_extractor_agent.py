@@ -5,17 +5,17 @@ its chunks with filename, position and text. Run it next to a master::
 
     PYTHONPATH=. python -m system_agents.document_extractor_agent
 
-Settings: see :mod:`openagent.rag_config` (``MASTER_WS``, ``REDIS_URL`` for the extract
+Settings: see :mod:`openagent.rag.config` (``MASTER_WS``, ``REDIS_URL`` for the extract
 cache, ``RAG_CHUNK_TOKENS``...). Needs ``pip install 'openagent[rag]'``. The tools are
 written out here so that ``GET /agents/discover`` can read them without importing the
-module; a test pins them to :data:`openagent.rag_agents.EXTRACTOR_TOOLS`.
+module; a test pins them to :data:`openagent.rag.agents.EXTRACTOR_TOOLS`.
 """
 
 from __future__ import annotations
 
 from openagent import OrchestratorActionAgent
 from openagent.config import ClientConfig
-from openagent.rag_agents import RagRuntime, run_rag_stack
+from openagent.rag.agents import RagRuntime, run_rag_stack
 
 AGENT_ID = "document-extractor-agent"
 TOOLS = [

@@ -7,16 +7,16 @@ Run it next to a master::
 
     PYTHONPATH=. python -m system_agents.document_indexer_agent
 
-Settings: see :mod:`openagent.rag_config`. Needs ``pip install 'openagent[rag]'``. The tools
+Settings: see :mod:`openagent.rag.config`. Needs ``pip install 'openagent[rag]'``. The tools
 are written out here so that ``GET /agents/discover`` can read them without importing the
-module; a test pins them to :data:`openagent.rag_agents.INDEXER_TOOLS`.
+module; a test pins them to :data:`openagent.rag.agents.INDEXER_TOOLS`.
 """
 
 from __future__ import annotations
 
 from openagent import OrchestratorActionAgent
 from openagent.config import ClientConfig
-from openagent.rag_agents import RagRuntime, run_rag_stack
+from openagent.rag.agents import RagRuntime, run_rag_stack
 
 AGENT_ID = "document-indexer-agent"
 TOOLS = [

@@ -6,14 +6,14 @@
 
 The same as running ``system_agents.document_extractor_agent`` and
 ``system_agents.document_indexer_agent`` side by side, sharing one Redis client, one
-HTTP client and the extract cache. Settings: see :mod:`openagent.rag_config`.
+HTTP client and the extract cache. Settings: see :mod:`openagent.rag.config`.
 """
 
 # openagent: launcher
 
 from __future__ import annotations
 
-from openagent.rag_agents import run_rag_stack
+from openagent.rag.agents import run_rag_stack
 from system_agents import document_extractor_agent, document_indexer_agent
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import redis
 
 from openagent import InvocationActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
-from openagent.yaml_runner import load_workspace
+from openagent.workspace import load_workspace
 from tests.conftest import master_env
 from tests.factories import SECOND_REDIS_URL, MasterProcess, agent_rows, agents_root
 from tests.master.builder.samples import BAD, PROSE, UNIT_CONVERTER, fenced

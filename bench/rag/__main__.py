@@ -32,11 +32,11 @@ import numpy as np
 import redis.asyncio as aioredis
 
 from bench.rag.corpus import DOCUMENTS, MIME, QUESTIONS, render
-from openagent.rag_config import RagConfig
-from openagent.rag_embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
-from openagent.rag_extractor import Blob, DocumentExtractor
-from openagent.rag_indexer import DocumentIndexer
-from openagent.rag_store import BruteForceStore, DocumentRecord, SearchFilters, now
+from openagent.rag.config import RagConfig
+from openagent.rag.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
+from openagent.rag.extractor import Blob, DocumentExtractor
+from openagent.rag.indexer import DocumentIndexer
+from openagent.rag.store import BruteForceStore, DocumentRecord, SearchFilters, now
 from protocol.rag import Chunk, RagCallContext
 
 RESULTS = Path(__file__).with_name("results.json")
@@ -185,7 +185,7 @@ def memory(redis_url: str) -> dict[str, Any]:
     code = (
         "import asyncio, resource, json, redis.asyncio as r\n"
         "from bench.rag.__main__ import ingest\n"
-        "from openagent.rag_embeddings import MiniLMEmbedder\n"
+        "from openagent.rag.embeddings import MiniLMEmbedder\n"
         "async def main():\n"
         f"    c = r.Redis.from_url({redis_url!r})\n"
         "    e = MiniLMEmbedder(); e.load()\n"

@@ -16,7 +16,7 @@ from base64 import b64decode
 from dataclasses import dataclass
 
 from master.errors import QueryRejected
-from openagent.rag_formats import FormatMismatch, detect_format
+from openagent.rag import FormatMismatch, detect_format
 from protocol import Attachment
 from protocol.rag import ref_for_digest
 

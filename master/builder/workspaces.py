@@ -1,16 +1,17 @@
-"""Workspaces on the master: export what it runs, restore HTTP agents, run YAML agents in its loop.
+"""Workspaces on the master: export what it runs, restore HTTP agents, run YAML agents in child processes.
 
 - :meth:`Workspaces.export` snapshots the master: its URLs, the connected WebSocket action
   agents (with the handler of those the YAML runner started), the invocation agents from
   Redis, each linked to the orchestrator, and the canvas layout of the last workspace it
   was given (new nodes get positions in a column). The YAML is stable and secret-free
-  (:func:`openagent.yaml_runner.export_workspace`).
+  (:func:`openagent.workspace.export_workspace`).
 - :meth:`Workspaces.restore` registers the workspace's invocation agents exactly as
   ``POST /register`` does (stored in Redis, health-checked once) and answers per agent:
   ``registered`` (UP), ``unreachable`` (stored, but ``/health`` failed; the background check
   brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents).
 - :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
-  modules with :class:`openagent.yaml_runner.YamlAgentRunner`, connected over loopback.
+  modules, each in a supervised child process (:class:`openagent.workspace.processes.ProcessAgentRunner`),
+  connected over loopback: their code cannot take the master down.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from master.agents.registry import LiveAgent
 from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
-from openagent.yaml_runner import (
+from openagent.workspace import (
     ORCHESTRATOR_NODE,
     AgentOutcome,
     AgentSpec,
@@ -40,9 +41,9 @@ from openagent.yaml_runner import (
     Position,
     ToolSpec,
     Workspace,
-    YamlAgentRunner,
     export_workspace,
 )
+from openagent.workspace.processes import ProcessAgentRunner
 from protocol import ToolSchema
 
 logger = logging.getLogger("master.builder.workspaces")
@@ -85,7 +86,7 @@ class Workspaces:
         self.agents = agents
         self.registry = agents.registry
         self.invocation = agents.invocation
-        self.runner = YamlAgentRunner(
+        self.runner = ProcessAgentRunner(
             self._client_config(settings.master_base_url), root=root, is_connected=self._connected_elsewhere
         )
         self._layout = Layout()

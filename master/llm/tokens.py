@@ -1,8 +1,9 @@
 """Token counting with tiktoken's ``cl100k_base``, offline.
 
-The encoding is the SDK's (:func:`openagent.rag_tokens.encoding`): tiktoken downloads its
-encoding files on first use, which fails without internet, so it is built from the
-``cl100k_base`` ranks the ``bpe-openai`` package ships (the RAG chunker counts with the same one).
+The encoding is the one the SDK and the master share (``openagent._tokens``, which needs only
+tiktoken and bpe-openai, not the RAG system): tiktoken downloads its encoding files on first
+use, which fails without internet, so it is built from the ``cl100k_base`` ranks the
+``bpe-openai`` package ships (the RAG chunker counts with the same one).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from master.caches import SizedLRU
 from master.llm.chat_endpoint import SharedMessage
-from openagent.rag_tokens import encoding as encoding  # re-exported: the app warms it up
+from openagent._tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4
 """Tokens of the chat framing around each message (OpenAI's cookbook estimate)."""

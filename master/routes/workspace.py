@@ -19,7 +19,7 @@ from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
 from openagent.errors import WorkspaceError
-from openagent.yaml_runner import Workspace, json_schema, load_workspace
+from openagent.workspace import Workspace, json_schema, load_workspace
 from protocol import ErrorCode
 
 router = APIRouter(tags=["workspaces"])
@@ -134,7 +134,7 @@ async def _load(text: str) -> Workspace:
     responses=_YAML_ERRORS,
 )
 async def start_yaml_agents(body: YamlBody, request: Request, services: ServicesDep) -> dict[str, Any]:
-    """Run the YAML's WebSocket agents in this master's event loop (idempotent; per-agent outcomes)."""
+    """Run the YAML's WebSocket agents, each in a supervised child process (idempotent; per-agent outcomes)."""
     _require(services.settings.openagent_yaml_runner, "the YAML agent runner", "OPENAGENT_YAML_RUNNER")
     workspace = await _load(body.yaml)
     server = request.scope.get("server")

@@ -42,7 +42,7 @@ def _default_workdir() -> Path:
     return Path(tempfile.gettempdir()) / "openagent-pool"
 
 
-def _readable_by_others(path: Path) -> bool:
+def readable_by_others(path: Path) -> bool:
     """Whether ``path`` and every directory above it can be read/traversed by any user."""
     for part in [path, *path.parents]:
         try:
@@ -106,7 +106,7 @@ class PoolRunnerConfig:
             raise ConfigurationError(
                 f"need 0 < backoff_initial ({self.backoff_initial!r}) <= backoff_max ({self.backoff_max!r})"
             )
-        if os.geteuid() == 0 and self.agent_uid >= 0 and not _readable_by_others(Path(sys.base_prefix)):
+        if os.geteuid() == 0 and self.agent_uid >= 0 and not readable_by_others(Path(sys.base_prefix)):
             raise ConfigurationError(
                 f"the pool runner runs as root, so agents run as uid {self.agent_uid}, but the Python "
                 f"installation {sys.base_prefix} is not readable by other users: install Python where every user "

@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -87,11 +87,18 @@ def _directory_name(agent_id: str) -> str:
 
 
 class ManagedAgent:
-    """One agent: its subprocess, restart loop, status and log tail."""
+    """One agent: its subprocess, restart loop, status and log tail.
 
-    def __init__(self, spec: AgentSpec, config: PoolRunnerConfig) -> None:
+    ``on_log``, when given, sees every line as it is kept: the agent's output and the
+    supervisor's own ``[pool-runner] ...`` lines (started, exited with code N, stopped).
+    """
+
+    def __init__(
+        self, spec: AgentSpec, config: PoolRunnerConfig, *, on_log: Callable[[str], None] | None = None
+    ) -> None:
         self.spec = spec
         self._config = config
+        self._on_log = on_log
         self.directory = config.workdir / _directory_name(spec.agent_id)
         self.logs: deque[str] = deque(maxlen=config.log_lines)
         self.status: AgentStatus = "running"
@@ -248,6 +255,8 @@ class ManagedAgent:
         line = line.rstrip("\r")[:_MAX_LINE]
         self.logs.append(line)
         logger.info("[%s] %s", self.agent_id, line)
+        if self._on_log is not None:
+            self._on_log(line)
 
     async def stop(self) -> None:
         """End the agent (SIGTERM to its process group, SIGKILL after a grace period)."""

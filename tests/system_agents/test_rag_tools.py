@@ -1,5 +1,5 @@
-"""The RAG agents' tool handlers (openagent.rag_agents) without a master: call context,
-argument rules, result shapes. End-to-end runs with a master are in tests/test_rag_end_to_end.py."""
+"""The RAG agents' tool handlers (openagent.rag.agents) without a master: call context,
+argument rules, result shapes. End-to-end runs with a master are in tests/system_agents/test_rag_stack.py."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from openagent.errors import ToolError
-from openagent.rag_agents import EXTRACTOR_TOOLS, INDEXER_TOOLS, RagRuntime
-from openagent.rag_config import RagConfig
-from openagent.rag_embeddings import HashingEmbedder
+from openagent.rag.agents import EXTRACTOR_TOOLS, INDEXER_TOOLS, RagRuntime
+from openagent.rag.config import RagConfig
+from openagent.rag.embeddings import HashingEmbedder
 from protocol.rag import EXTRACT_TOOL, INDEX_TOOL, RAG_CONTEXT_ARGUMENT, SEARCH_TOOL
 from tests.factories import TEST_REDIS_URL
-from tests.openagent.test_rag_indexer import FakeMaster
+from tests.openagent.rag.test_indexer import FakeMaster
 
 
 async def no_progress(message: str, progress: float | None = None) -> None:

@@ -28,7 +28,7 @@ def test_the_encoding_matches_tiktokens_own_cl100k_constructor() -> None:
 
     from tiktoken_ext import openai_public
 
-    from openagent import rag_tokens as tokens
+    from openagent import _tokens as tokens
 
     ranks = tokens._ranks()
     with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: ranks):
@@ -53,3 +53,22 @@ def test_a_shared_message_is_counted_once_and_like_a_plain_one(monkeypatch: pyte
 
     monkeypatch.setattr(tokens, "count_text", fail)
     assert count_messages(history) == count_messages(plain[:0]) + sum(m.tokens or 0 for m in history)
+
+
+def test_the_master_counts_tokens_without_the_rag_system() -> None:
+    """The tokenizer is shared with the SDK's RAG chunker, but importing it loads no RAG module."""
+    import subprocess
+    import sys
+
+    from tests.factories import ROOT
+
+    code = (
+        "import sys, master.llm.tokens as tokens\n"
+        "assert tokens.count_text('hello world') == 2\n"
+        "leaked = sorted(m for m in sys.modules if m.startswith('openagent.rag') or m in ('numpy', 'pypdf'))\n"
+        "assert not leaked, leaked\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr

@@ -6,7 +6,7 @@ import json
 
 import httpx
 
-from openagent.yaml_runner import json_schema
+from openagent.workspace import json_schema
 from tests.factories import MasterProcess
 
 

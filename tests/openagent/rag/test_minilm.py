@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from openagent.rag_embeddings import MiniLMEmbedder
+from openagent.rag.embeddings import MiniLMEmbedder
 
 pytestmark = [
     pytest.mark.skipif(not MiniLMEmbedder.available(), reason="needs pip install 'openagent[rag-local]'"),
@@ -27,12 +27,12 @@ async def test_minilm_finds_the_passage_without_shared_keywords() -> None:
     import httpx
     import redis.asyncio as aioredis
 
-    from openagent.rag_config import RagConfig
-    from openagent.rag_extractor import DocumentExtractor
-    from openagent.rag_indexer import DocumentIndexer
-    from openagent.rag_store import BruteForceStore
+    from openagent.rag.config import RagConfig
+    from openagent.rag.extractor import DocumentExtractor
+    from openagent.rag.indexer import DocumentIndexer
+    from openagent.rag.store import BruteForceStore
     from tests.factories import TEST_REDIS_URL
-    from tests.openagent.test_rag_indexer import FakeMaster
+    from tests.openagent.rag.test_indexer import FakeMaster
 
     question_words = {word.strip("?").lower() for word in QUESTION.split()}
     answer_words = {word.strip(".,").lower() for word in DOCUMENTS["vet.txt"].split()}

@@ -27,9 +27,9 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from openagent.errors import DocumentError, ToolError
-from openagent.rag_chunking import ChunkPolicy, chunk_sections
-from openagent.rag_config import RagConfig
-from openagent.rag_extract import Extraction, Section, VisionRequest, extract_sections
+from openagent.rag.chunking import ChunkPolicy, chunk_sections
+from openagent.rag.config import RagConfig
+from openagent.rag.extract import Extraction, Section, VisionRequest, extract_sections
 from protocol.rag import CALL_TOKEN_HEADER, FILENAME_HEADER, REF_RE, Chunk, RagCallContext
 
 __all__ = ["Blob", "DocumentExtractor", "ExtractedDocument"]

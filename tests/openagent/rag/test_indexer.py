@@ -1,4 +1,4 @@
-"""openagent.rag_extractor, rag_indexer and rag_store against a real Redis (brute force) and a
+"""openagent.rag.extractor, .indexer and .store against a real Redis (brute force) and a
 stand-in for the master's blob endpoint (httpx.MockTransport)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 import redis.asyncio as aioredis
 
 from openagent.errors import DocumentError, ToolError
-from openagent.rag_config import RagConfig
-from openagent.rag_embeddings import HashingEmbedder
-from openagent.rag_extractor import DocumentExtractor
-from openagent.rag_indexer import DocumentIndexer
-from openagent.rag_store import (
+from openagent.rag.config import RagConfig
+from openagent.rag.embeddings import HashingEmbedder
+from openagent.rag.extractor import DocumentExtractor
+from openagent.rag.indexer import DocumentIndexer
+from openagent.rag.store import (
     BruteForceStore,
     SearchFilters,
     docs_key,
@@ -228,6 +228,24 @@ async def test_collections_scope_search(indexer: DocumentIndexer, master: FakeMa
     )
     fruit = await indexer.search(ctx, "apples", top_k=5, filters=SearchFilters(collection="fruit"))
     assert [hit["collection"] for hit in fruit["results"]] == ["fruit"]
+
+
+async def test_hits_come_best_first(indexer: DocumentIndexer) -> None:
+    """With several hits, the closest chunk leads and scores only go down."""
+    from protocol.rag import Chunk
+
+    ctx = RagCallContext(session_id=session("rank"), ttl_seconds=60)
+    texts = ["cats sleep all day long", "owls hunt mice", "owls hunt mice at night in the barn"]
+    chunks = [
+        Chunk(filename="animals.txt", position=f"lines {n}-{n}", index=n, text=text)
+        for n, text in enumerate(texts)
+    ]
+    await indexer.index_chunks(ctx, chunks)
+    result = await indexer.search(ctx, "owls hunt mice at night in the barn", top_k=3)
+    scores = [hit["score"] for hit in result["results"]]
+    assert len(scores) == 3
+    assert scores == sorted(scores, reverse=True)
+    assert [hit["text"] for hit in result["results"]] == [texts[2], texts[1], texts[0]]
 
 
 async def test_redis_7_has_no_query_engine(redis_db: aioredis.Redis) -> None:

@@ -1,15 +1,16 @@
-"""``openagent.workspace_cli``: the workspace and generate subcommands against a real master."""
+"""``openagent.workspace.cli``: the workspace and generate subcommands against a real master."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import httpx
 import pytest
 
 from openagent.testing import ScriptedOpenAIServer
-from openagent.workspace_cli import main
-from openagent.yaml_runner import load_workspace
+from openagent.workspace import load_workspace
+from openagent.workspace.cli import main
 from tests.factories import ROOT, MasterProcess
 from tests.master.builder.samples import UNIT_CONVERTER, fenced
 
@@ -66,3 +67,13 @@ def test_the_subcommands_are_part_of_the_openagent_command(capsys: pytest.Captur
     with pytest.raises(SystemExit):
         openagent(["generate", "--help"])
     assert "--save" in capsys.readouterr().out
+
+
+def test_an_agent_that_did_not_come_up_fails_the_command() -> None:
+    """Exit status 1 when any agent failed: each row is printed, and only good statuses pass."""
+    from openagent.workspace.cli import _report
+
+    out = io.StringIO()
+    assert _report([{"agent_id": "a", "status": "started"}, {"agent_id": "b", "status": "skipped"}], out)
+    assert not _report([{"agent_id": "c", "status": "failed", "reason": "import failed"}], out)
+    assert out.getvalue() == "a: started\nb: skipped\nc: failed (import failed)\n"

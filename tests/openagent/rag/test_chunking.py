@@ -1,12 +1,12 @@
-"""openagent.rag_chunking: token-sized chunks with overlap and honest positions."""
+"""openagent.rag.chunking: token-sized chunks with overlap and honest positions."""
 
 from __future__ import annotations
 
 import pytest
 
-from openagent.rag_chunking import ChunkPolicy, chunk_sections
-from openagent.rag_extract import Section
-from openagent.rag_tokens import encode
+from openagent._tokens import encode
+from openagent.rag.chunking import ChunkPolicy, chunk_sections
+from openagent.rag.extract import Section
 
 
 def test_small_sections_are_packed_with_a_span_position() -> None:

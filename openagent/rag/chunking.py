@@ -6,7 +6,7 @@ to ``chunk_tokens``; a section longer than that is cut into windows of
 near the window's edge when there is one. A chunk's position names the first and last
 section it covers (``pages 3-4``).
 
-Tokens are ``cl100k_base`` (:mod:`openagent.rag_tokens`), the master's tokenizer. The
+Tokens are ``cl100k_base`` (:mod:`openagent._tokens`), the master's tokenizer. The
 default of 200 tokens fits the 256-wordpiece window of the local MiniLM model; an
 OpenAI embedding model takes far more, so raise ``RAG_CHUNK_TOKENS`` with it if passages
 should be longer.
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from openagent.rag_extract import Section
-from openagent.rag_tokens import decode, encode
+from openagent._tokens import decode, encode
+from openagent.rag.extract import Section
 from protocol.rag import Chunk
 
 __all__ = ["ChunkPolicy", "chunk_sections"]

@@ -4,11 +4,13 @@ A workspace is the master's URLs, the agents (id, transport, invocation base URL
 handler module, metadata), the links between agents and the orchestrator, and the canvas
 layout. Every model forbids unknown fields, so a typo is an error naming the field rather
 than a silent drop. The JSON Schema published in ``docs/workspace.schema.json`` is
-``Workspace.model_json_schema()``.
+``Workspace.model_json_schema()`` (:func:`json_schema_text`; regenerate the file with
+``python -m openagent.workspace schema > docs/workspace.schema.json``).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -179,3 +181,13 @@ class Workspace(_Strict):
             if ORCHESTRATOR_NODE in (link.source, link.target)
         }
         return sorted(ends - {ORCHESTRATOR_NODE})
+
+
+def json_schema() -> dict[str, Any]:
+    """The workspace's JSON Schema (what ``docs/workspace.schema.json`` holds)."""
+    return Workspace.model_json_schema()
+
+
+def json_schema_text() -> str:
+    """:func:`json_schema` as the exact text of ``docs/workspace.schema.json``."""
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from openagent.errors import DocumentError
-from openagent.rag_formats import Format, FormatMismatch, detect_format
+from openagent.rag.formats import Format, FormatMismatch, detect_format
 
 __all__ = ["Extraction", "Limits", "Section", "VisionRequest", "extract_sections"]
 

@@ -1,4 +1,9 @@
-"""tiktoken's ``cl100k_base``, built offline: RAG chunking and the master's context budget.
+"""tiktoken's ``cl100k_base``, built offline: the one tokenizer of the SDK and the master.
+
+Shared by the RAG chunker (:mod:`openagent.rag.chunking`) and the master's context budget
+(``master/orchestration/tokens.py``), so both count the same tokens. It needs only tiktoken
+and bpe-openai (in the ``master`` and ``rag`` extras), never the RAG system's own
+dependencies, and ``import openagent`` does not import it.
 
 tiktoken downloads its encoding files on first use, which fails without internet.
 The ``bpe-openai`` package ships the same ``cl100k_base`` ranks, so the encoding is
@@ -26,7 +31,9 @@ __all__ = ["decode", "encode", "encoding"]
 def _ranks() -> dict[bytes, int]:
     spec = find_spec("bpe_openai")
     if spec is None or spec.origin is None:
-        raise ConfigurationError("the RAG agents need the bpe-openai package: pip install 'openagent[rag]'")
+        raise ConfigurationError(
+            "counting tokens needs the bpe-openai package: pip install 'openagent[rag]' (or '[master]')"
+        )
     raw = gzip.decompress((Path(spec.origin).parent / "data" / "cl100k_base.tiktoken.gz").read_bytes())
     ranks: dict[bytes, int] = {}
     for line in raw.splitlines():

@@ -27,15 +27,15 @@ import httpx
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 
+from openagent._tokens import encode
 from openagent.action import OrchestratorActionAgent, ProgressCallback
 from openagent.config import ClientConfig
 from openagent.errors import ToolError
-from openagent.rag_config import RagConfig
-from openagent.rag_embeddings import Embedder, embedder_from_config
-from openagent.rag_extractor import DocumentExtractor
-from openagent.rag_indexer import DEFAULT_COLLECTION, DocumentIndexer
-from openagent.rag_store import SearchFilters, VectorStore, open_store
-from openagent.rag_tokens import encode
+from openagent.rag.config import RagConfig
+from openagent.rag.embeddings import Embedder, embedder_from_config
+from openagent.rag.extractor import DocumentExtractor
+from openagent.rag.indexer import DEFAULT_COLLECTION, DocumentIndexer
+from openagent.rag.store import SearchFilters, VectorStore, open_store
 from protocol import ToolSchema
 from protocol.rag import (
     COLLECTION_PATTERN,

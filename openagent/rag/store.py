@@ -38,7 +38,7 @@ import numpy as np
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from openagent.rag_embeddings import Vectors
+from openagent.rag.embeddings import Vectors
 from protocol.rag import Chunk
 
 __all__ = [

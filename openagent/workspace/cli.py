@@ -10,7 +10,7 @@
     openagent generate "converts km to miles" [--name NAME] [--save]   # POST /generate-agent (+ /save-agent)
 
 They are subcommands of the ``openagent`` command (:mod:`openagent.cli`); ``python -m
-openagent.workspace_cli ...`` runs them alone. The master is ``--master`` or, as for every
+openagent.workspace.cli ...`` runs them alone. The master is ``--master`` or, as for every
 ``openagent`` command, ``MASTER_BASE_URL`` (or ``MASTER_HOST``/``MASTER_PORT``) from the
 environment or ``.env``; its key ``--api-key`` or ``OPENAGENT_API_KEY``. Exit status: 0 on
 success, 1 when the master refused or an agent failed, 2 on bad usage.
@@ -127,7 +127,7 @@ def _stop(args: argparse.Namespace) -> int:
 
 def _check_file(args: argparse.Namespace) -> int:
     from openagent.errors import WorkspaceError
-    from openagent.yaml_runner import load_workspace
+    from openagent.workspace.loading import load_workspace
 
     try:
         workspace = load_workspace(_read(args.file))

@@ -1,4 +1,4 @@
-"""openagent.rag_extract and rag_formats: every format, and every kind of bad file."""
+"""openagent.rag.extract and openagent.rag.formats: every format, and every kind of bad file."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from openagent.errors import DocumentError
-from openagent.rag_extract import Limits, extract_sections
-from openagent.rag_formats import FormatMismatch, detect_format
+from openagent.rag.extract import Limits, extract_sections
+from openagent.rag.formats import FormatMismatch, detect_format
 from tests.factories import make_docx, make_encrypted_pdf, make_pdf, make_zip_bomb_docx
 
 PDF = "application/pdf"

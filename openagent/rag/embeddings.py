@@ -26,7 +26,7 @@ import numpy.typing as npt
 from openagent.errors import ConfigurationError, ToolError
 
 if TYPE_CHECKING:
-    from openagent.rag_config import RagConfig
+    from openagent.rag.config import RagConfig
 
 __all__ = [
     "Embedder",

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from openagent.errors import DocumentError, ToolError
-from openagent.rag_embeddings import Embedder
-from openagent.rag_extractor import DocumentExtractor
-from openagent.rag_store import DocumentRecord, Hit, SearchFilters, VectorStore, now
+from openagent.rag.embeddings import Embedder
+from openagent.rag.extractor import DocumentExtractor
+from openagent.rag.store import DocumentRecord, Hit, SearchFilters, VectorStore, now
 from protocol.rag import Chunk, RagCallContext
 
 __all__ = ["DEFAULT_COLLECTION", "DocumentIndexer"]

@@ -1,0 +1,236 @@
+"""Running a workspace's agents in supervised child processes, so their code cannot take the host down.
+
+:class:`ProcessAgentRunner` has the interface of :class:`~.runner.YamlAgentRunner`, but runs
+each agent in a process of its own (:mod:`.child`), started by the pool runner's supervisor
+(:class:`~openagent.pool_runner.supervisor.ManagedAgent`): resource limits (address space,
+open files, no core dumps), no new privileges, root dropped, and an environment with nothing
+of the host's but ``PATH``, the locale and the master's address (and the agent's key for the
+master, when it has one): no ``OPENAI_API_KEY``, no other secret. The agent connects over
+loopback like any WebSocket agent. Whatever its code does (``sys.exit()``, ``KeyboardInterrupt``,
+``os._exit()``, an import that never ends, unbounded allocation), only the child ends; a child
+that ends after it started is started again with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from openagent.agent_modules import ModuleRef, module_file, parse_handler
+from openagent.config import ClientConfig
+from openagent.errors import AgentModuleError
+from openagent.pool_runner.config import PoolRunnerConfig, readable_by_others
+from openagent.pool_runner.supervisor import AgentSpec as ProcessSpec
+from openagent.pool_runner.supervisor import ManagedAgent
+from openagent.workspace.child import AGENT_VARIABLE, FAILED, ROOT_VARIABLE, STARTED
+from openagent.workspace.runner import AgentOutcome, skip_reason
+from openagent.workspace.schema import AgentSpec, Workspace
+
+__all__ = ["ProcessAgentRunner"]
+
+logger = logging.getLogger("openagent.workspace")
+
+_NOBODY = 65534
+"""The user and group children run as when this process is root."""
+_EXITED = "[pool-runner] exited with code"
+_TAIL = 5
+"""Output lines quoted when a child ends before its agent connected."""
+
+
+@dataclass
+class _Child:
+    process: ManagedAgent
+    handler: str
+
+
+class ProcessAgentRunner:
+    """Runs a workspace's WebSocket agents, each in a supervised child process.
+
+    Args:
+        config: How the agents reach the master: its ``master_ws`` and ``api_key`` are
+            handed to the children (nothing else of this process's environment is).
+        root: The directory holding ``agents/``, ``system_agents/`` and ``sample_agents/``.
+        is_connected: Tells whether an agent id is already connected to the master by
+            someone else; such agents are skipped rather than replaced.
+        start_timeout: Seconds a child has to import its module and register.
+        memory_mb: Address-space limit of each child (0: none).
+        workdir: Where the children's home directories go (a temporary directory by default).
+
+    Outcomes are those of :class:`~.runner.YamlAgentRunner`: ``started`` once the agent is
+    registered, ``failed`` naming why (the reason the child printed, or its exit code and
+    last output lines, or the start timeout), ``already_running``, ``skipped``.
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        root: Path,
+        is_connected: Callable[[str], bool] | None = None,
+        start_timeout: float = 30.0,
+        memory_mb: int = 1024,
+        workdir: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.root = root
+        self.start_timeout = start_timeout
+        self._is_connected = is_connected or (lambda _agent_id: False)
+        self._workdir = workdir or Path(tempfile.gettempdir()) / f"openagent-workspace-{os.getpid()}"
+        self._memory_mb = memory_mb
+        self._children: dict[str, _Child] = {}
+        self._lock = asyncio.Lock()
+        self._may_drop_root = os.geteuid() != 0 or readable_by_others(Path(sys.base_prefix))
+        """As root, children run as an unprivileged user, if that user can read Python itself."""
+        if not self._may_drop_root:
+            logger.warning(
+                "YAML agents keep this process's root user: the Python installation %s is not readable "
+                "by other users (the other limits still apply)",
+                sys.base_prefix,
+            )
+
+    def running(self) -> dict[str, str]:
+        """Agent id → handler of every agent this runner runs."""
+        return {agent_id: child.handler for agent_id, child in sorted(self._children.items())}
+
+    def child(self, agent_id: str) -> ManagedAgent | None:
+        """The supervised process of a running agent (status, restarts, log tail)."""
+        found = self._children.get(agent_id)
+        return found.process if found is not None else None
+
+    async def start(self, workspace: Workspace) -> list[AgentOutcome]:
+        """Start every WebSocket action agent of the workspace that has a handler."""
+        async with self._lock:
+            outcomes = await asyncio.gather(
+                *(self._start_one(spec) for spec in workspace.agents if not spec.builtin)
+            )
+        return sorted(outcomes, key=lambda outcome: outcome.agent_id)
+
+    async def _start_one(self, spec: AgentSpec) -> AgentOutcome:
+        agent_id = spec.agent_id
+        skipped = skip_reason(spec)
+        if skipped is not None:
+            return AgentOutcome(agent_id, "skipped", skipped)
+        assert spec.handler is not None
+        known = self._children.get(agent_id)
+        if known is not None:
+            return AgentOutcome(agent_id, "already_running", handler=known.handler)
+        if self._is_connected(agent_id):
+            return AgentOutcome(
+                agent_id, "skipped", "already connected to the master by another process", spec.handler
+            )
+        try:
+            ref = parse_handler(spec.handler)
+            source = module_file(self.root, ref)  # refused or missing: no process at all
+        except AgentModuleError as exc:
+            return AgentOutcome(agent_id, "failed", str(exc), spec.handler)
+        process, reason = await self._spawn(spec, ref, source)
+        if reason is not None:
+            await self._end(agent_id, process)
+            logger.warning("YAML agent %s not started: %s", agent_id, reason)
+            return AgentOutcome(agent_id, "failed", reason, spec.handler)
+        self._children[agent_id] = _Child(process, spec.handler)
+        logger.info("YAML agent %s started from %s in pid %s", agent_id, spec.handler, process.pid)
+        return AgentOutcome(agent_id, "started", handler=spec.handler)
+
+    async def _spawn(self, spec: AgentSpec, ref: ModuleRef, source: Path) -> tuple[ManagedAgent, str | None]:
+        """Start the child; wait until it registered (reason ``None``) or why it did not.
+
+        The child gets a copy of its module in its own directory, readable by the user it
+        runs as, and never sees the rest of the agents' tree.
+        """
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[str | None] = loop.create_future()
+        output: list[str] = []
+
+        def watch(line: str) -> None:
+            if outcome.done():
+                return
+            if line == STARTED:
+                outcome.set_result(None)
+            elif line.startswith(FAILED):
+                outcome.set_result(line.removeprefix(FAILED))
+            elif line.startswith(_EXITED):
+                code = line.removeprefix(_EXITED).split(";")[0].strip()
+                tail = " | ".join(output[-_TAIL:])
+                outcome.set_result(
+                    f"its process exited with code {code} before connecting: {tail or 'no output'}"
+                )
+            elif not line.startswith("[pool-runner]"):
+                output.append(line)
+
+        code = self._code_root(spec.agent_id)
+        _copy_module(source, code, ref)
+        identity = _NOBODY if self._may_drop_root else -1  # -1: keep this process's user
+        config = PoolRunnerConfig(
+            workdir=self._workdir,
+            agent_memory_mb=self._memory_mb,
+            master_ws=self.config.master_ws,
+            agent_api_key=self.config.api_key,
+            agent_uid=identity,
+            agent_gid=identity,
+        )
+        process = ManagedAgent(
+            ProcessSpec(
+                agent_id=spec.agent_id,
+                module="openagent.workspace.child",
+                env={AGENT_VARIABLE: spec.model_dump_json(), ROOT_VARIABLE: str(code)},
+            ),
+            config,
+            on_log=watch,
+        )
+        process.start()
+        try:
+            async with asyncio.timeout(self.start_timeout):
+                return process, await outcome
+        except TimeoutError:
+            return process, f"did not connect within {self.start_timeout:g} s (an import that never ends?)"
+
+    def _code_root(self, agent_id: str) -> Path:
+        return self._workdir / "code" / hashlib.sha256(agent_id.encode()).hexdigest()[:16]
+
+    async def _end(self, agent_id: str, process: ManagedAgent) -> None:
+        await process.stop()
+        shutil.rmtree(process.directory, ignore_errors=True)
+        shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
+
+    async def stop(self, agent_ids: Iterable[str] | None = None) -> list[AgentOutcome]:
+        """Stop the given agents (every running one when ``None``): their processes end."""
+        async with self._lock:
+            wanted = sorted(self._children) if agent_ids is None else sorted(set(agent_ids))
+            outcomes = []
+            for agent_id in wanted:
+                child = self._children.pop(agent_id, None)
+                if child is None:
+                    outcomes.append(AgentOutcome(agent_id, "not_running"))
+                    continue
+                await self._end(agent_id, child.process)
+                outcomes.append(AgentOutcome(agent_id, "stopped", handler=child.handler))
+        return outcomes
+
+    async def aclose(self) -> None:
+        """Stop everything (the master's shutdown)."""
+        await self.stop()
+        for folder in (self._workdir / "code", self._workdir):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def _copy_module(source: Path, root: Path, ref: ModuleRef) -> None:
+    """``source`` as ``root/<folder>/.../<module>.py``, readable by every user (the child may not be root)."""
+    target = root.joinpath(ref.folder, *ref.parts[:-1], f"{ref.parts[-1]}.py")
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    for folder in [target.parent, *target.parent.parents]:
+        if folder == root.parent:
+            break
+        folder.chmod(0o755)
+    shutil.copyfile(source, target)
+    target.chmod(0o644)
