@@ -70,7 +70,7 @@ def _agent_check(analysis: ModuleAnalysis, transport: str) -> tuple[Check, Agent
     agent = agents[0]
     if agent.problems or agent.agent_id is None:
         return Check("defines_agent", False, "; ".join(agent.problems) or "no literal agent_id"), agent
-    if not re.match(AGENT_ID_PATTERN, agent.agent_id):
+    if not re.fullmatch(AGENT_ID_PATTERN, agent.agent_id):
         return Check(
             "defines_agent", False, f"agent id {agent.agent_id!r} must match {AGENT_ID_PATTERN}"
         ), agent
