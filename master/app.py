@@ -199,7 +199,11 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         )
         sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
         blob_redis = create_redis(settings.redis_url, decode_responses=False, max_connections=16)
-        attachment_store = AttachmentStore(blob_redis, ttl_seconds=settings.redis_session_ttl_seconds)
+        attachment_store = AttachmentStore(
+            blob_redis,
+            ttl_seconds=settings.redis_session_ttl_seconds,
+            session_max_bytes=settings.openagent_session_attachment_max_bytes,
+        )
         rag = RagLink(
             attachment_store,
             call_timeout=settings.rag_tool_call_timeout,

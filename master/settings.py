@@ -103,6 +103,9 @@ class Settings(BaseSettings):
     # and RAG_EXTRACT_CACHE_TTL_SECONDS themselves: see openagent.rag_config)
     rag_max_attachment_bytes: int = Field(default=2097152, gt=0)
     rag_max_attachments: int = Field(default=5, ge=0)
+    openagent_session_attachment_max_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    """All the attachments a session may hold, in bytes (each content counted once); a query that
+    would pass it is refused with 413 before anything runs. Blobs live in Redis for the session's TTL."""
     rag_tool_http_timeout: float = Field(default=120.0, gt=0)
     rag_tool_call_timeout: float = Field(default=180.0, gt=0)
 
