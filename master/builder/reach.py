@@ -191,11 +191,22 @@ def _origin(value: Any) -> str | None:
     return module if isinstance(module, str) else None
 
 
+def _listed(module: str) -> bool:
+    """Whether a module or one of its parents is in :data:`DENIED_MODULES` (no private-name rule)."""
+    parts = module.split(".")
+    return any(".".join(parts[: index + 1]) in DENIED_MODULES for index in range(len(parts)))
+
+
 def _resolution_problem(value: Any, path: str) -> str | None:
     origin = _origin(value)
-    if origin is not None and _denied(origin) and origin.split(".")[0] not in ALLOWED_PACKAGES:
-        if isinstance(value, types.ModuleType):
+    if origin is None or origin.split(".")[0] in ALLOWED_PACKAGES:
+        return None
+    if isinstance(value, types.ModuleType):
+        if _denied(origin):
             return f"{path!r} is the module {origin!r}, which is not allowed in generated agents"
+    # A function or class: many harmless ones live in private C modules (functools.reduce in
+    # _functools, io.StringIO in _io), so only the listed modules count here.
+    elif _listed(origin.lstrip("_")) or _listed(origin):
         return f"{path!r} comes from {origin!r}, which is not allowed in generated agents"
     return None
 

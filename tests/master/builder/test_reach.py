@@ -67,11 +67,26 @@ def embed(snippet: str) -> str:
     return source.replace(HANDLER, HANDLER + handler_body, 1)
 
 
-def test_the_unit_converter_with_an_innocent_handler_passes() -> None:
-    innocent = embed(
-        "import asyncio\nimport json\nimport math\nawait asyncio.sleep(0)\nx = json.dumps(math.pi)"
-    )
-    report = static_checks(innocent, transport="websocket")
+INNOCENT = [
+    "import asyncio\nimport json\nimport math\nawait asyncio.sleep(0)\nx = json.dumps(math.pi)",
+    "import functools\nimport operator\nx = functools.reduce(operator.add, [1, 2])",
+    "import hashlib\nx = hashlib.sha256(b'x').hexdigest()",
+    "import io\nbuffer = io.StringIO()",
+    "import heapq\nheap = []\nheapq.heappush(heap, 1)",
+    "import json\ntry:\n    json.loads('x')\nexcept json.JSONDecodeError:\n    pass",
+    "import asyncio\nqueue = asyncio.Queue()",
+    "from datetime import datetime, timezone\nx = datetime.now(timezone.utc).isoformat()",
+    "from decimal import Decimal\nimport statistics\nx = statistics.mean([Decimal(1)])",
+    "import re\nimport random\nimport uuid\nx = re.sub('a', 'b', str(uuid.uuid4()))\ny = random.randint(1, 2)",
+    "from collections import Counter, deque\nimport itertools\nx = deque(itertools.chain([1], [2]))",
+    "import httpx\nclient = httpx.AsyncClient()",
+]
+"""What tool handlers ordinarily do: none of it is refused."""
+
+
+@pytest.mark.parametrize("snippet", INNOCENT)
+def test_ordinary_standard_library_use_passes(snippet: str) -> None:
+    report = static_checks(embed(snippet), transport="websocket")
     assert report.passed, [(check.name, check.detail) for check in report.failures()]
 
 
