@@ -33,6 +33,7 @@ from master.routes import (
 from master.routes import metrics as metrics_route
 from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
+from master.routes.docs import install_docs
 from master.settings import Settings
 
 
@@ -48,7 +49,10 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         version="0.1.0",
         lifespan=lifespan(settings, llm),
         max_body_size=settings.openagent_http_max_body_bytes,  # larger bodies get 413
+        docs_url=None,  # served offline by master.routes.docs
+        redoc_url=None,
     )
+    install_docs(app)
 
     app.include_router(health.router)
     protected = [Depends(require_api_key)]

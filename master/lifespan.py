@@ -245,7 +245,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             return cluster_collab
 
     sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
-    attachment_store = AttachmentStore(blob_redis, ttl_seconds=settings.redis_session_ttl_seconds)
+    attachment_store = AttachmentStore(
+        blob_redis,
+        ttl_seconds=settings.redis_session_ttl_seconds,
+        session_max_bytes=settings.openagent_session_attachment_max_bytes,
+    )
     rag = RagLink(
         attachment_store,
         call_timeout=settings.rag_tool_call_timeout,

@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     """Largest attached file, in bytes; larger gets 413 naming the file."""
     rag_max_attachments: int = Field(default=5, ge=0)
     """Files one query may attach."""
+    openagent_session_attachment_max_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    """All the attachments a session may hold, in bytes (each content counted once); a query that
+    would pass it is refused with 413 before anything runs. Blobs live in Redis for the session's TTL."""
     rag_tool_http_timeout: float = Field(default=120.0, gt=0)
     """Seconds for the HTTP request of a RAG tool call (instead of ``TOOL_INVOKE_HTTP_TIMEOUT``)."""
     rag_tool_call_timeout: float = Field(default=180.0, gt=0)

@@ -1,8 +1,11 @@
 """What an HTTP invocation agent sends back to the master about a call: progress and result.
 
-The master POSTs a call with a ``callback_url`` and, usually, a ``progress_url``;
+The master POSTs a call with a ``callback_url``, usually a ``progress_url`` and a
+``result_window_seconds`` (how long it keeps the call's record: its timeout plus a margin);
 :class:`CallReporter` POSTs ``{"call_id", "message", "progress"}`` to the latter while the
-tool runs and ``{"call_id", "success", "result" | "error"}`` to the former at the end.
+tool runs and ``{"call_id", "success", "result" | "error"}`` to the former at the end. The
+result is retried with backoff (honouring ``Retry-After``) until that window closes, so a master
+that restarts meanwhile still gets it.
 Used by :mod:`openagent.invocation`, under whose logger it logs; :func:`response_detail`
 also by :mod:`openagent.registration`.
 """
@@ -10,8 +13,10 @@ also by :mod:`openagent.registration`.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import logging
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -19,6 +24,7 @@ import aiohttp
 import httpx
 import pydantic_core
 
+from openagent._backoff import backoff_delays
 from openagent._handlers import check_progress
 from protocol import ToolResult
 
@@ -26,7 +32,10 @@ __all__ = ["CallReporter", "response_detail"]
 
 logger = logging.getLogger("openagent.invocation")
 
-_RESULT_ATTEMPTS, _RESULT_DELAY = 3, 0.2  # the delay doubles after each failed attempt, seconds
+DEFAULT_RESULT_WINDOW = 90.0
+"""Seconds a result is retried when the master does not say (its default call timeout + 60 s)."""
+_RESULT_DELAY, _RESULT_MAX_DELAY = 0.2, 5.0  # the backoff between attempts, seconds
+_MAX_RETRY_AFTER = 60.0
 _PROGRESS_TIMEOUT = aiohttp.ClientTimeout(total=5.0)
 _JSON = {"Content-Type": "application/json"}
 
@@ -41,6 +50,9 @@ class CallReporter:
         callback_url: Where the result goes, exactly as the master gave it.
         progress_url: Where progress goes; when omitted, ``callback_url`` with its path ending
             ``/tool_progress`` instead of ``/tool_callback`` (no progress when it ends otherwise).
+        result_window: Seconds from now during which the master accepts the result (it keeps
+            the call's record for the call's timeout plus 60 s); the result is retried until
+            then. :data:`DEFAULT_RESULT_WINDOW` when the master did not say.
     """
 
     def __init__(
@@ -49,11 +61,15 @@ class CallReporter:
         call_id: str,
         callback_url: str,
         progress_url: str | None = None,
+        result_window: float | None = None,
     ) -> None:
         self._http = http
         self.call_id = call_id
         self.callback_url = callback_url
         self.progress_url = progress_url or _progress_url(callback_url)
+        window = DEFAULT_RESULT_WINDOW if result_window is None else result_window
+        self.deadline = time.monotonic() + window
+        """When the master forgets the call (:func:`time.monotonic`): retries stop then."""
 
     async def progress(self, message: str, progress: float | None = None) -> None:
         """The call's :class:`~openagent.action.ProgressCallback`: failures to post are logged
@@ -69,19 +85,29 @@ class CallReporter:
             logger.debug("could not post progress of call %s: %s", self.call_id, exc)
 
     async def deliver(self, result: ToolResult) -> None:
-        """POST ``result`` to the callback URL, retrying unreachable and 5xx answers twice; a 4xx
+        """POST ``result`` to the callback URL until the master takes it or the result window
+        closes: an unreachable master and 5xx answers are retried with backoff (a ``503``'s
+        ``Retry-After`` is honoured), so a master restart or a failover loses nothing; a 4xx
         answer is final. A result that cannot be delivered is logged and dropped."""
         outcome = {"result": result.result} if result.success else {"error": result.error}
         content = pydantic_core.to_json({"call_id": result.call_id, "success": result.success, **outcome})
-        for attempt in range(1, _RESULT_ATTEMPTS + 1):
+        delays = backoff_delays(_RESULT_DELAY, _RESULT_MAX_DELAY)
+        attempts = 0
+        while True:
+            attempts += 1
+            retry_after: float | None = None
             try:
                 async with self._http().post(self.callback_url, data=content, headers=_JSON) as response:
                     status = response.status
                     text = await response.text() if status >= 300 else ""
+                    if status == 503:
+                        retry_after = _retry_after(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
                 if status < 300:
+                    if attempts > 1:
+                        logger.info("delivered the result of call %s at attempt %d", self.call_id, attempts)
                     return
                 if status < 500:
                     logger.warning(
@@ -91,10 +117,41 @@ class CallReporter:
                         detail_of(text),
                     )
                     return
-                problem = f"HTTP {status}"
-            if attempt < _RESULT_ATTEMPTS:
-                await asyncio.sleep(_RESULT_DELAY * 2 ** (attempt - 1))
-        logger.error("could not deliver the result of call %s: %s", self.call_id, problem)
+                problem = f"HTTP {status}: {detail_of(text)}"
+            delay = next(delays) if retry_after is None else retry_after
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if attempts == 1:
+                logger.warning(
+                    "could not deliver the result of call %s (%s); retrying for up to %.0f s",
+                    self.call_id,
+                    problem,
+                    remaining,
+                )
+            await asyncio.sleep(min(delay, remaining))
+        logger.error(
+            "could not deliver the result of call %s after %d attempts, the master has forgotten the call"
+            " by now: %s",
+            self.call_id,
+            attempts,
+            problem,
+        )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped; None if absent."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
 
 def response_detail(response: httpx.Response) -> str:

@@ -42,7 +42,7 @@ _HANDLER_TEXT = re.compile(r"^[A-Za-z0-9_./:]{1,300}$")
 
 def is_module_name(name: str) -> bool:
     """Whether ``name`` can be a module file name: a Python identifier, not a keyword, not dunder."""
-    return bool(_IDENTIFIER.match(name)) and not keyword.iskeyword(name) and not name.startswith("__")
+    return bool(_IDENTIFIER.fullmatch(name)) and not keyword.iskeyword(name) and not name.startswith("__")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +69,14 @@ class ModuleRef:
 
 def parse_handler(handler: str) -> ModuleRef:
     """Check a handler reference's text; nothing is read. Raises ``AgentModuleError('refused')``."""
-    if not _HANDLER_TEXT.match(handler):
+    if not _HANDLER_TEXT.fullmatch(handler):
         raise AgentModuleError(
             "refused",
             f"handler {handler!r} refused: use a module path such as 'agents.my_agent' "
             "(letters, digits, '_', '.', one ':function')",
         )
     module, _, function = handler.partition(":")
-    if function and not _IDENTIFIER.match(function):
+    if function and not _IDENTIFIER.fullmatch(function):
         raise AgentModuleError("refused", f"handler {handler!r} refused: {function!r} is not a function name")
     if "/" in module:
         if not module.endswith(".py") or module.startswith("/"):

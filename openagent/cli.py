@@ -15,6 +15,10 @@ Every command reads the environment and ``.env`` in the current directory as the
 (:mod:`openagent.config`): ``MASTER_BASE_URL`` (or ``MASTER_HOST``/``MASTER_PORT``) says
 where the master is, ``OPENAGENT_API_KEY`` is sent as the bearer token. Only ``openagent
 master`` imports the master.
+
+Exit status: 0 done; 1 the command failed (the master is unreachable or refused the request,
+the answer failed, an agent file is not an agent; one line on stderr says why); 2 the command
+line is wrong (usage on stderr).
 """
 
 from __future__ import annotations
@@ -171,9 +175,45 @@ def _request(method: str, route: str, *, timeout: float, body: Any = None) -> di
             f"{method} {url}: 401, set OPENAGENT_API_KEY (environment or .env) to the master's key"
         )
     if response.status_code >= 400 or not isinstance(payload, dict):
-        detail = payload.get("detail", payload) if isinstance(payload, dict) else response.text[:300]
-        raise CommandError(f"{method} {url} answered {response.status_code}: {detail}")
+        raise CommandError(
+            f"{method} {url} answered {response.status_code}: {_error_message(payload, response.text)}"
+        )
     return payload
+
+
+def _error_message(payload: Any, text: str = "") -> str:
+    """The readable message of an error body, with its code: ``unknown_session: unknown session 'x'``.
+
+    Knows the master's shapes (``{"detail": "..."}``, ``{"detail": {"code", "message"}}``, a
+    validation error's ``{"detail": [{"loc", "msg"}]}``, ``{"error_code", "error"}`` and
+    ``{"error": {"code", "message"}}``); anything else is shown as text, never as a Python repr.
+    """
+    if not isinstance(payload, dict):
+        return text.strip()[:300] or "no detail"
+    for key in ("detail", "error"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            code = payload.get("error_code") or payload.get("code")
+            return f"{code}: {value}" if isinstance(code, str) and code else value
+        if isinstance(value, dict):
+            message = value.get("message") or value.get("msg") or value.get("detail")
+            code = value.get("code") or value.get("error_code")
+            if isinstance(message, str):
+                return f"{code}: {message}" if isinstance(code, str) and code else message
+        if isinstance(value, list) and value:
+            return "; ".join(_problem(item) for item in value[:5])
+    message = payload.get("message")
+    if isinstance(message, str):
+        return message
+    return json.dumps(payload, ensure_ascii=False)[:300]
+
+
+def _problem(item: Any) -> str:
+    if isinstance(item, dict):
+        where = ".".join(str(part) for part in item.get("loc") or [] if part != "body")
+        message = str(item.get("msg") or item.get("message") or "")
+        return f"{where}: {message}" if where else message
+    return str(item)
 
 
 def _load(path: Path) -> Any:
@@ -202,15 +242,24 @@ def _find_agent(module: Any, path: Path) -> Any:
     return None
 
 
+EXIT_STATUS = """\
+exit status:
+  0  done
+  1  the command failed: the master is unreachable or refused the request, the answer
+     failed, or the agent file is not an agent (one line on stderr says why)
+  2  the command line is wrong (usage on stderr)"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openagent",
         description="OpenAgent: run the master, ask it questions, list and run agents.",
         epilog=(
-            "Settings come from the environment and ./.env: MASTER_BASE_URL (or MASTER_HOST and "
-            "MASTER_PORT) locate the master, OPENAGENT_API_KEY authenticates. "
-            "'openagent COMMAND --help' describes a command."
+            "Settings come from the environment and ./.env: MASTER_BASE_URL (or MASTER_HOST and\n"
+            "MASTER_PORT) locate the master, OPENAGENT_API_KEY authenticates.\n"
+            "'openagent COMMAND --help' describes a command.\n\n" + EXIT_STATUS
         ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -227,6 +276,8 @@ def _parser() -> argparse.ArgumentParser:
         "ask",
         help="ask the master a question; prints the answer, the agents used and the session id",
         description="Send a question to POST /query and print the answer, the agents used and the session id.",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ask.add_argument("question", help='the question, e.g. "What is 12 times 7?"')
     ask.add_argument(

@@ -83,6 +83,8 @@ class _Invocation(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     callback_url: str
     progress_url: str | None = None
+    result_window_seconds: float | None = Field(default=None, gt=0)
+    """How long the master keeps the call's record (its timeout + 60 s): results are retried until then."""
 
 
 class InvocationActionAgent:
@@ -321,7 +323,9 @@ class InvocationActionAgent:
         return JSONResponse({"accepted": True, "call_id": call.call_id}, status_code=202)
 
     async def _serve_call(self, call: _Invocation, traceparent: str | None = None) -> None:
-        reporter = CallReporter(self._http, call.call_id, call.callback_url, call.progress_url)
+        reporter = CallReporter(
+            self._http, call.call_id, call.callback_url, call.progress_url, call.result_window_seconds
+        )
         result = await run_tool_call(
             call.call_id,
             call.tool_name,

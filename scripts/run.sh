@@ -125,6 +125,9 @@ if [[ -n $demo_llm ]]; then
     sleep 0.2
   done
   export OPENAI_BASE_URL=$llm_url OPENAI_API_KEY=demo-llm-needs-no-key
+  # Every model the master shows (orchestrator, picker, sessions, builder) is the demo's own id.
+  export OPENAGENT_CHAT_MODELS=openagent-demo ORCHESTRATOR_MODEL=openagent-demo \
+    AGENT_GENERATOR_MODEL=openagent-demo SUMMARIZER_MODEL=openagent-demo
   log "demo LLM is up at $llm_url"
 fi
 

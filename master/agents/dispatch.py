@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from master.agents.call_records import CallRecords
+from master.agents.call_records import RECORD_MARGIN_SECONDS, CallRecords
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.agents.remote import RemoteAgent
@@ -214,7 +214,7 @@ class Dispatcher:
                         await self.records.record(
                             call_id, token or "", target.agent_id, tool_name, arguments, timeout
                         )
-                    await self._post_call(target, pending, arguments, invoke_seconds)
+                    await self._post_call(target, pending, arguments, invoke_seconds, timeout)
                     self._watch(target)
                 return await pending.future
         except TimeoutError:
@@ -241,15 +241,18 @@ class Dispatcher:
         pending: PendingCall,
         arguments: dict[str, Any],
         invoke_seconds: float | None = None,
+        call_timeout: float | None = None,
     ) -> None:
         query = f"call_id={pending.call_id}&token={quote(pending.token or '')}"
-        body = {
+        body: dict[str, Any] = {
             "call_id": pending.call_id,
             "tool_name": pending.tool_name,
             "arguments": arguments,
             "callback_url": f"{self._callback_base}/tool_callback?{query}",
             "progress_url": f"{self._callback_base}/tool_progress?{query}",
         }
+        if call_timeout is not None:  # the agent retries its result as long as the record lives
+            body["result_window_seconds"] = int(call_timeout) + RECORD_MARGIN_SECONDS
         url = agent.endpoint_url(pending.tool_name)
         parent = tracing.traceparent()
         headers = {"traceparent": parent} if parent else None

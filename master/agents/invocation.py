@@ -73,7 +73,7 @@ def check_base_url(url: str) -> str:
         parsed = yarl.URL(url)
     except ValueError as exc:
         raise ValueError(f"is not a usable URL: {exc}") from None
-    if parsed.host is None or parts.query or parts.fragment or not _PATH.match(parts.path):
+    if parsed.host is None or parts.query or parts.fragment or not _PATH.fullmatch(parts.path):
         raise ValueError("must be scheme://host[:port][/path], without query or fragment")
     return url
 
@@ -102,7 +102,7 @@ class InvocationRegistration(BaseModel):
     def _usable_endpoints(cls, tools: list[ToolSchema]) -> list[ToolSchema]:
         for tool in tools:
             endpoint = tool.endpoint
-            if endpoint is not None and (len(endpoint) > 512 or not _PATH.match(endpoint)):
+            if endpoint is not None and (len(endpoint) > 512 or not _PATH.fullmatch(endpoint)):
                 raise ValueError(
                     f"tool {tool.name!r}: endpoint must be a URL path of at most 512 ASCII characters"
                 )

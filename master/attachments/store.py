@@ -4,7 +4,9 @@ A file attached twice in a session (even under another name) is stored once: the
 blob key is the content's SHA-256, and the ref the model sees is derived from it.
 Blobs, the file list and the indexing state follow the session's TTL, refreshed by
 every query of the session. The RAG agents read blobs with a token issued per query
-(:meth:`AttachmentStore.issue_token`), which opens that session's blobs only.
+(:meth:`AttachmentStore.issue_token`), which opens that session's blobs only. A session holds
+at most ``session_max_bytes`` of distinct content (``OPENAGENT_SESSION_ATTACHMENT_MAX_BYTES``):
+a query that would pass it is refused (``attachment_too_large``, 413) and stores nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.attachments.files import NewFile
-from master.errors import AttachmentAccessDenied, AttachmentNotFound, SessionStoreUnavailable
+from master.errors import (
+    AttachmentAccessDenied,
+    AttachmentNotFound,
+    QueryRejected,
+    SessionStoreUnavailable,
+)
 from master.redis_keys import (
     attachment_blob_key,
     attachment_files_key,
@@ -46,14 +53,22 @@ class StoredAttachment:
 class AttachmentStore:
     """Session attachments, their tokens and their indexing state, in the master's Redis."""
 
-    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, *, ttl_seconds: int, session_max_bytes: int | None = None
+    ) -> None:
         self._redis = redis
         self.ttl_seconds = ttl_seconds
+        self.session_max_bytes = session_max_bytes
 
     async def save(self, session_id: str, files: list[NewFile]) -> list[StoredAttachment]:
-        """Store ``files`` (each content once) and return them as stored; one transaction."""
+        """Store ``files`` (each content once) and return them as stored; one transaction.
+
+        Raises ``QueryRejected('attachment_too_large')`` naming the cap when the session's
+        distinct content would pass ``session_max_bytes`` (nothing is stored then).
+        """
         stored: list[StoredAttachment] = []
         known = {item.ref: item for item in await self.files(session_id)}
+        self._check_cap(known, files)
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
                 for file in files:
@@ -76,6 +91,20 @@ class AttachmentStore:
         except RedisError as exc:
             raise SessionStoreUnavailable(f"could not store attachments: {exc}") from exc
         return stored
+
+    def _check_cap(self, known: dict[str, StoredAttachment], files: list[NewFile]) -> None:
+        if self.session_max_bytes is None:
+            return
+        held = {item.sha256: item.size for item in known.values()}
+        added = {file.sha256: len(file.data) for file in files if file.sha256 not in held}
+        total = sum(held.values()) + sum(added.values())
+        if added and total > self.session_max_bytes:
+            raise QueryRejected(
+                "attachment_too_large",
+                f"the session's attachments would total {total} bytes ({sum(held.values())} already "
+                f"stored); the limit is {self.session_max_bytes} bytes per session "
+                "(OPENAGENT_SESSION_ATTACHMENT_MAX_BYTES): start a new session",
+            )
 
     async def files(self, session_id: str) -> list[StoredAttachment]:
         """The session's files, oldest first."""

@@ -3,7 +3,8 @@
 In order: ``parses`` (ast), ``imports`` (only the SDK, the standard library minus a few
 modules that reach outside the process, and an allow-list of packages; no relative or
 dynamic imports), ``restricted_calls`` (no ``exec``/``eval``/``compile``/``__import__``/``open``, no dunder
-attributes such as ``__subclasses__``),
+attributes such as ``__subclasses__``, no attribute path that resolves to a denied module:
+:mod:`master.builder.reach`),
 ``defines_agent`` (one agent with a literal id, of the asked transport), ``tool_schemas``
 (valid, object-typed parameters, the hinted tools present), ``collaboration`` (when asked:
 a real ``handle_collaboration`` wired in) and ``smoke_import`` (:mod:`master.builder.smoke`:
@@ -18,7 +19,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,43 +26,9 @@ from typing import Any
 import jsonschema_rs
 
 from master.builder.analysis import AgentDefinition, ModuleAnalysis, analyse
+from master.builder.reach import reach_problems
 from master.builder.smoke import SmokeResult, smoke_test
 from protocol import AGENT_ID_PATTERN
-
-ALLOWED_PACKAGES = frozenset({"openagent", "protocol", "httpx", "pydantic"})
-"""Third-party packages generated code may import (besides the standard library)."""
-DENIED_STDLIB = frozenset(
-    {
-        "ctypes",
-        "subprocess",
-        "multiprocessing",
-        "pty",
-        "pwd",
-        "grp",
-        "resource",
-        "importlib",
-        "runpy",
-        "code",
-        "codeop",
-        "pickle",
-        "marshal",
-        "shelve",
-        "socketserver",
-        "telnetlib",
-        "ftplib",
-        "smtplib",
-        "poplib",
-        "imaplib",
-        "webbrowser",
-        "os",
-        "shutil",
-        "signal",
-        "sys",
-        "builtins",
-    }
-)
-"""Standard-library modules generated agents do not get: they reach outside the tool's job."""
-DYNAMIC_CALLS = frozenset({"exec", "eval", "compile", "__import__", "globals", "setattr", "delattr", "open"})
 
 
 @dataclass(frozen=True)
@@ -93,36 +59,6 @@ class CheckReport:
         return [check for check in self.checks if not check.passed]
 
 
-def _import_problems(analysis: ModuleAnalysis) -> list[str]:
-    problems = []
-    for module, line, level in analysis.imports:
-        top = module.split(".")[0]
-        if level:
-            problems.append(f"line {line}: relative import refused")
-        elif top in DENIED_STDLIB:
-            problems.append(f"line {line}: {module!r} is not allowed in generated agents")
-        elif top not in ALLOWED_PACKAGES and top not in sys.stdlib_module_names:
-            allowed = ", ".join(sorted(ALLOWED_PACKAGES))
-            problems.append(
-                f"line {line}: {module!r} is not the SDK, the standard library or one of {allowed}"
-            )
-    return problems
-
-
-def _dynamic_problems(analysis: ModuleAnalysis) -> list[str]:
-    problems = []
-    for node in ast.walk(analysis.tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_CALLS:
-            problems.append(f"line {node.lineno}: {node.func.id}() is not allowed")
-        elif (
-            isinstance(node, ast.Attribute)
-            and node.attr.startswith("__")
-            and node.attr not in ("__init__", "__name__")
-        ):
-            problems.append(f"line {node.lineno}: attribute {node.attr!r} is not allowed")
-    return problems
-
-
 def _agent_check(analysis: ModuleAnalysis, transport: str) -> tuple[Check, AgentDefinition | None]:
     agents = analysis.agents
     if not agents:
@@ -134,7 +70,7 @@ def _agent_check(analysis: ModuleAnalysis, transport: str) -> tuple[Check, Agent
     agent = agents[0]
     if agent.problems or agent.agent_id is None:
         return Check("defines_agent", False, "; ".join(agent.problems) or "no literal agent_id"), agent
-    if not re.match(AGENT_ID_PATTERN, agent.agent_id):
+    if not re.fullmatch(AGENT_ID_PATTERN, agent.agent_id):
         return Check(
             "defines_agent", False, f"agent id {agent.agent_id!r} must match {AGENT_ID_PATTERN}"
         ), agent
@@ -202,11 +138,10 @@ def static_checks(
     except (ValueError, RecursionError) as exc:
         return CheckReport([Check("parses", False, str(exc))])
     checks = [Check("parses", True)]
-    imports = _import_problems(analysis)
+    imports, dynamic = reach_problems(analysis.tree)
     checks.append(
         Check("imports", not imports, "; ".join(imports) or "SDK, standard library and allow-list only")
     )
-    dynamic = _dynamic_problems(analysis)
     checks.append(Check("restricted_calls", not dynamic, "; ".join(dynamic)))
     agent_check, agent = _agent_check(analysis, transport)
     checks.append(agent_check)

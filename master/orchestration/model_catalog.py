@@ -8,6 +8,11 @@ from master.settings import Settings
 
 DEFAULT_CHAT_MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "gpt-4.1")
 """Offered when neither OPENAGENT_CHAT_MODELS nor the legacy allowlist is set."""
+DEMO_MODEL = "openagent-demo"
+"""The demo LLM's model id (``openagent.testing.DEMO_MODEL``): ``scripts/run.sh`` sets
+``OPENAGENT_CHAT_MODELS`` to it when it starts the demo LLM, so that no one takes it for a model."""
+MODEL_LABELS = {DEMO_MODEL: "demo LLM, not a model"}
+"""How user interfaces name a model id, where the id alone would mislead."""
 
 
 def _split(value: str | None) -> list[str]:
@@ -52,5 +57,20 @@ class ModelCatalog:
             )
         return requested
 
+    @property
+    def is_demo(self) -> bool:
+        """Whether the orchestrator's default model is the demo LLM."""
+        return self.default_model == DEMO_MODEL
+
+    def label(self, model: str) -> str:
+        """``model`` as a user should read it: ``openagent-demo (demo LLM, not a model)``."""
+        return f"{model} ({MODEL_LABELS[model]})" if model in MODEL_LABELS else model
+
     def as_dict(self) -> dict[str, Any]:
-        return {"default_model": self.default_model, "allowed_models": list(self.allowed_models)}
+        """``default_model``, ``allowed_models`` and, for ids that need one, ``model_labels``."""
+        labels = {model: MODEL_LABELS[model] for model in self.allowed_models if model in MODEL_LABELS}
+        return {
+            "default_model": self.default_model,
+            "allowed_models": list(self.allowed_models),
+            **({"model_labels": labels} if labels else {}),
+        }

@@ -84,10 +84,16 @@ async def get_attachment(
         raise ApiError(ErrorCode.UNKNOWN_ATTACHMENT, str(exc)) from None
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+    # A download, never a page: an HTML or SVG attachment must not run in the master's origin.
     return Response(
         data,
         media_type=item.mime_type,
-        headers={FILENAME_HEADER: quote(item.filename), "Cache-Control": "no-store"},
+        headers={
+            FILENAME_HEADER: quote(item.filename),
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(item.filename)}",
+        },
     )
 
 

@@ -5,11 +5,14 @@ liveness probe that restarts the master when Redis is down would not bring Redis
 ``/ready`` answers 503 naming the failing dependency while Redis does not answer (within
 :data:`READY_TIMEOUT` seconds), so that a load balancer or Kubernetes stops sending traffic,
 and 503 ``draining`` from the moment the master is told to stop (SIGTERM, :mod:`master.drain`).
+Neither needs a key, so neither says more than a load balancer needs: why Redis failed (its
+address, the error) goes to the log, not to the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Literal
 
 from fastapi import APIRouter
@@ -20,6 +23,7 @@ from master.deps import ServicesDep
 from master.errors import SessionStoreUnavailable
 
 router = APIRouter(tags=["health"])
+logger = logging.getLogger("master.health")
 
 READY_TIMEOUT = 2.0
 
@@ -63,7 +67,12 @@ async def ready(services: ServicesDep) -> Response:
         async with asyncio.timeout(READY_TIMEOUT):
             await services.sessions.check()
     except (SessionStoreUnavailable, TimeoutError) as exc:
-        detail = str(exc) or f"Redis did not answer within {READY_TIMEOUT:g} s"
-        body = Readiness(status="unavailable", failing=["redis"], detail=detail)
+        cause = str(exc) or f"Redis did not answer within {READY_TIMEOUT:g} s"
+        logger.warning("not ready: %s", cause)
+        body = Readiness(
+            status="unavailable",
+            failing=["redis"],
+            detail="the session store (Redis) is unavailable; the master's log says why",
+        )
         return JSONResponse(body.model_dump(), status_code=503)
     return JSONResponse(Readiness(status="ready").model_dump())

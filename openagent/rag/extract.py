@@ -288,7 +288,7 @@ def _markdown(text: str) -> list[Section]:
     for line in text.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
-        match = None if fenced else _HEADING.match(line)
+        match = None if fenced else _HEADING.fullmatch(line)
         if match:
             if any(part.strip() for part in lines):
                 sections.append(Section(f"section: {heading}", "\n".join(lines)))

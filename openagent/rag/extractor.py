@@ -76,7 +76,7 @@ class DocumentExtractor:
 
     async def fetch(self, context: RagCallContext, ref: str) -> Blob:
         """The attachment's bytes, from the master, with the call's token."""
-        if not REF_RE.match(ref):
+        if not REF_RE.fullmatch(ref):
             raise ToolError(f"invalid attachment ref {ref!r}: refs look like 'att_' and 24 hex digits")
         if context.blob_token is None:
             raise ToolError(f"attachment {ref} cannot be fetched: this session has no attachments")

@@ -22,12 +22,16 @@ arguments it finds (numbers, quoted strings, enum values, a capitalised place na
     with ScriptedOpenAIServer() as llm:
         llm.set_handler(demo_handler)
 
+It is served as the model :data:`DEMO_MODEL` (``openagent-demo``), so that a master using it says
+so; asked by the master's agent builder, it fills in the builder's template with handlers that
+return their arguments.
+
 ``python -m openagent.testing --port 8089`` runs one in the foreground that echoes the
 last user message; with ``--demo`` it is the demo LLM, for trying the master without an LLM
 (``scripts/run.sh`` starts it when no LLM is configured).
 """
 
-from ._demo import demo_handler
+from ._demo import DEMO_LABEL, DEMO_MODEL, demo_handler
 from ._replies import ErrorReply, Handler, Reply, TextReply, ToolCall, ToolCallReply, echo_handler
 from ._server import DEFAULT_MODELS, ScriptedOpenAIServer
 from ._wire import DEFAULT_DIMENSIONS
@@ -35,6 +39,8 @@ from ._wire import DEFAULT_DIMENSIONS
 __all__ = [
     "DEFAULT_DIMENSIONS",
     "DEFAULT_MODELS",
+    "DEMO_LABEL",
+    "DEMO_MODEL",
     "ErrorReply",
     "Handler",
     "Reply",

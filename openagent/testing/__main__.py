@@ -6,7 +6,8 @@ the offered tool whose name, description and parameters share words with the que
 then answers from the tool's result. Both let the master be tried without an LLM::
 
     python -m openagent.testing --demo --port 8089
-    OPENAI_BASE_URL=http://127.0.0.1:8089/v1 OPENAI_API_KEY=demo <start the master>
+    OPENAI_BASE_URL=http://127.0.0.1:8089/v1 OPENAI_API_KEY=demo OPENAGENT_CHAT_MODELS=openagent-demo \
+        <start the master>
 
 Neither is a model: they understand nothing, and say so.
 """
@@ -17,9 +18,9 @@ import argparse
 import threading
 from collections.abc import Sequence
 
-from ._demo import demo_handler
+from ._demo import DEMO_MODEL, demo_handler
 from ._replies import echo_handler
-from ._server import ScriptedOpenAIServer
+from ._server import DEFAULT_MODELS, ScriptedOpenAIServer
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,12 +49,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, stop: threading.Event | None = None) -> int:
     """Parse ``argv``, serve until Ctrl-C (or until ``stop`` is set), and return the exit status."""
     args = _parser().parse_args(argv)
-    server = ScriptedOpenAIServer(api_key=args.api_key, host=args.host, port=args.port)
+    models = (DEMO_MODEL,) if args.demo else DEFAULT_MODELS
+    server = ScriptedOpenAIServer(api_key=args.api_key, host=args.host, port=args.port, models=models)
     server.set_handler(demo_handler if args.demo else echo_handler)
     mode = "demo LLM mode: tools picked by matching words, not a model" if args.demo else "echo mode"
     with server:
         print(f"ScriptedOpenAIServer listening on {server.base_url} ({mode})", flush=True)  # noqa: T201
         print(f"  export OPENAI_BASE_URL={server.base_url}", flush=True)  # noqa: T201
+        if args.demo:  # the master then names the demo for what it is
+            print(f"  export OPENAGENT_CHAT_MODELS={DEMO_MODEL}", flush=True)  # noqa: T201
         try:
             (stop or threading.Event()).wait()
         except KeyboardInterrupt:

@@ -15,6 +15,10 @@ It is a demo, not a model: it understands nothing. For each chat request it
    the user's message, so that a question about an attached file is answered from it;
 4. answers directly, saying it is a demo and which tools were on offer, when no tool matches.
 
+Asked by the master's agent builder, it fills in the builder's own template instead
+(:mod:`openagent.testing._demo_builder`): the tools the form lists, handlers that return their
+arguments. It serves the model id :data:`DEMO_MODEL`, shown as :data:`DEMO_LABEL`.
+
 Use it with :meth:`~openagent.testing.ScriptedOpenAIServer.set_handler`, or run
 ``python -m openagent.testing --demo``.
 """
@@ -27,9 +31,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._demo_builder import builder_reply
 from ._replies import Reply, TextReply, ToolCall, ToolCallReply, text_of
 
-__all__ = ["demo_handler"]
+__all__ = ["DEMO_LABEL", "DEMO_MODEL", "demo_handler"]
+
+DEMO_MODEL = "openagent-demo"
+"""The model id the demo LLM serves (``GET /v1/models``) and the master shows while it runs."""
+DEMO_LABEL = "demo LLM, not a model"
+"""How a user interface names :data:`DEMO_MODEL`."""
 
 _STOPWORDS = frozenset(
     """a an and are as at be by can could do does for from get give how i in is it me my of on or
@@ -70,6 +80,9 @@ def demo_handler(body: dict[str, Any]) -> Reply:
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     if messages and messages[-1].get("role") == "tool":
         return TextReply(_answer_from_results(messages))
+    module = builder_reply(messages)
+    if module is not None:
+        return TextReply(module)
     query = next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
     tools = [] if body.get("tool_choice") == "none" else _offered_tools(body.get("tools"))
     if _mentions_attachments(messages):

@@ -124,7 +124,7 @@ def _check_function_name(param: str, name: Any) -> None:
             param=param,
             code="string_above_max_length",
         )
-    if not FUNCTION_NAME.match(name):
+    if not FUNCTION_NAME.fullmatch(name):
         raise WireError(
             f"Invalid '{param}': string does not match pattern. Expected a string that matches "
             f"the pattern '{FUNCTION_NAME.pattern}'.",

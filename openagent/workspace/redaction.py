@@ -57,7 +57,7 @@ def redact(value: Any) -> Any:
 
 
 def _looks_secret(value: Any) -> bool:
-    return isinstance(value, str) and bool(_SECRET_VALUE.match(value.strip()))
+    return isinstance(value, str) and bool(_SECRET_VALUE.fullmatch(value.strip()))
 
 
 def scrub_url(url: str) -> str:

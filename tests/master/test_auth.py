@@ -26,9 +26,20 @@ KEY = "s3cret-key"
 WRONG = {"Authorization": "Bearer nope"}
 RIGHT = {"Authorization": f"Bearer {KEY}"}
 
-PUBLIC = {"/health", "/ready", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/"}
+PUBLIC = {
+    "/health",
+    "/ready",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+    "/openapi.json",
+    "/",
+    "/favicon.svg",
+    "/favicon.ico",
+}
 """Paths that answer without the key: liveness, readiness, the API docs pages and the document
-they render (README, "API docs": the document is open; the routes it lists need the key), and
+they render (README, "API docs": the document is open; the routes it lists need the key), the
+favicon, and
 ``/``, the redirect to the web UI's page when it is built (the page asks for the key)."""
 CALL_TOKEN = {("POST", "/tool_callback"), ("POST", "/tool_progress"), ("GET", "/attachments/some-id")}
 """Routes for agents, authenticated by a per-call token instead of the API key (invocation

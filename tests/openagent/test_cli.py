@@ -202,6 +202,52 @@ async def test_http_errors_are_one_line_messages(
     assert err.startswith("openagent: error: ") and message in err
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (
+            404,
+            {"detail": {"code": "unknown_session", "message": "unknown or expired session 'nope'"}},
+            "answered 404: unknown_session: unknown or expired session 'nope'",
+        ),
+        (
+            422,
+            {"detail": [{"loc": ["body", "query"], "msg": "Field required", "type": "missing"}]},
+            "answered 422: query: Field required",
+        ),
+        (
+            400,
+            {"error_code": "unknown_agent", "error": "unknown agent 'ghost'"},
+            "unknown_agent: unknown agent 'ghost'",
+        ),
+        (400, {"error": {"code": "invalid_query", "message": "empty query"}}, "invalid_query: empty query"),
+    ],
+)
+async def test_error_bodies_are_printed_as_their_message_not_a_dict(
+    fake_master: FakeMaster,
+    capsys: pytest.CaptureFixture[str],
+    status: int,
+    body: dict[str, Any],
+    message: str,
+) -> None:
+    fake_master.status, fake_master.answer = status, body
+    assert await run_cli("ask", "hi") == 1
+    err = capsys.readouterr().err
+    assert message in err and "{'" not in err and "[{" not in err, err
+
+
+def test_help_documents_the_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["--help"], ["ask", "--help"]):
+        with pytest.raises(SystemExit) as done:
+            cli.main(argv)
+        assert done.value.code == 0
+        out = capsys.readouterr().out
+        assert "exit status:" in out and "0  done" in out and "2  the command line is wrong" in out
+    with pytest.raises(SystemExit) as wrong:
+        cli.main(["ask"])  # the question is missing
+    assert wrong.value.code == 2
+
+
 async def test_unreachable_master_names_the_url_and_the_fix(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -309,6 +355,16 @@ async def test_run_then_ask_against_a_real_master(
     assert "agents used: calculator-agent (add)" in out
     replay = llm.requests[-2]["messages"]
     assert {"role": "user", "content": "What is 12 times 7?"} in replay, "the session was not continued"
+
+
+async def test_ask_an_unknown_session_prints_the_master_s_message(
+    master: MasterProcess, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workdir / ".env").write_text(f"MASTER_PORT={master.port}\n")
+    assert await run_cli("ask", "--session", "nope", "hi") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("openagent: error: ") and "'nope'" in err
+    assert "{'" not in err and '{"' not in err, err
 
 
 def test_master_command_listens_on_master_port(llm: ScriptedOpenAIServer, workdir: Path) -> None:

@@ -1,6 +1,7 @@
 import { memo, type FormEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
 import { moduleNameProblem, type Check, type Generated } from "../lib/builder";
+import { modelLabel } from "../lib/models";
 import { useAppStore } from "../store/context";
 import { Dialog } from "./Dialog";
 import { useFitSoon } from "./useFitSoon";
@@ -130,7 +131,7 @@ export function Builder() {
               {models.length === 0 ? <option value="">{b.phase === "loading" ? "Loading…" : "the generator's default"}</option> : null}
               {models.map((m) => (
                 <option key={m} value={m}>
-                  {m}
+                  {modelLabel(m)}
                   {m === b.models?.default_model ? " (default)" : ""}
                 </option>
               ))}
@@ -170,7 +171,7 @@ export function Builder() {
               <p className={b.generated.passed ? "verdict ok" : "verdict failed"} role="status" aria-label="Check verdict">
                 {verdict(b.generated)}
                 {b.generated.agentId ? ` · agent id ${b.generated.agentId}` : ""}
-                {b.generated.model ? ` · ${b.generated.model}` : ""}
+                {b.generated.model ? ` · ${modelLabel(b.generated.model)}` : ""}
               </p>
               <Checks checks={b.generated.checks} />
               {b.generated.source ? <CodeView source={b.generated.source} /> : null}

@@ -3,6 +3,7 @@ import { useShallow } from "zustand/react/shallow";
 import type { Attachment, PromptProfile } from "../api/types";
 import { attachmentProblem, formatBytes, type AssistantEntry, type ChatEntry, type SessionFile, type ToolStep } from "../lib/chat";
 import { linkedAgentIds } from "../lib/graph";
+import { modelLabel } from "../lib/models";
 import { useAppStore } from "../store/context";
 import { ChatResizer } from "./ChatResizer";
 import { PlanEditor } from "./PlanEditor";
@@ -195,7 +196,7 @@ export function Chat() {
             {s.models.length === 0 ? <option value="">default</option> : null}
             {s.models.map((m) => (
               <option key={m} value={m}>
-                {m}
+                {modelLabel(m)}
               </option>
             ))}
           </select>

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from master.agents.call_records import RECORD_MARGIN_SECONDS
 from openagent.testing import ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply
 from tests.conftest import master_env
 from tests.factories import InProcessMaster, MasterProcess, RawPeer, agent_rows, in_process_master, serve_app
@@ -118,6 +119,8 @@ async def test_query_through_invocation_agent_with_progress(
             call = await raw_agent.calls.get()
         assert call["tool_name"] == "echo" and call["arguments"] == {"text": "hello"}
         assert call["callback_url"].startswith(f"{master.base_url}/tool_callback?")
+        # the agent retries its result as long as the master keeps the call's record
+        assert call["result_window_seconds"] > RECORD_MARGIN_SECONDS
 
         progress = {"call_id": call["call_id"], "message": "half way", "progress": 0.5}
         assert (await http.post(call["progress_url"], json=progress)).status_code == 200

@@ -131,6 +131,34 @@ async def test_newest_connection_wins(master: MasterProcess) -> None:
         await new.close()
 
 
+async def test_a_call_in_flight_fails_at_once_when_its_agent_re_registers(
+    master: MasterProcess, llm: ScriptedOpenAIServer
+) -> None:
+    """The call on the old connection fails as "replaced", not later as "disconnected" when the
+    old socket has closed (nor after its timeout)."""
+    old = await RawPeer.connect(master.ws_url)
+    new = await RawPeer.connect(master.ws_url)
+    try:
+        await old.register("raw-replaced", tools=[WEATHER_TOOL])
+        llm.add_tool_call("raw-replaced__get_weather", {"city": "Oslo"})
+        llm.add_text("The agent went away.")
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+            pending = asyncio.create_task(
+                http.post("/query", json={"query": "Weather?", "allowed_agent_ids": ["raw-replaced"]})
+            )
+            call = await old.recv()
+            assert call["type"] == "tool_call"
+            await new.register("raw-replaced", tools=[WEATHER_TOOL])
+            response = await pending
+        assert response.status_code == 200, response.text
+        tool_message = llm.requests[1]["messages"][-1]
+        assert tool_message["role"] == "tool"
+        assert "was replaced by a newer connection" in tool_message["content"], tool_message["content"]
+    finally:
+        await old.close()
+        await new.close()
+
+
 async def test_raw_action_agent_serves_a_query(master: MasterProcess, llm: ScriptedOpenAIServer) -> None:
     """An agent written against the wire contract alone answers a tool call."""
     peer = await RawPeer.connect(master.ws_url)

@@ -52,6 +52,8 @@ def listing(root: Path) -> list[str]:
         "",
         "__init__",
         "link",
+        "evil\n",
+        "unit_converter\n",
     ],
 )
 async def test_save_agent_refuses_paths_and_writes_nothing(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from openagent.testing import ScriptedOpenAIServer
@@ -17,13 +19,20 @@ async def test_ready_when_redis_answers(master: MasterProcess) -> None:
 
 
 async def test_not_ready_names_redis_while_alive(scripted_llm: ScriptedOpenAIServer) -> None:
-    """Without Redis, /ready is 503 naming it, and /health (liveness) stays 200."""
-    env = master_env(
-        scripted_llm, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", OPENAGENT_API_KEY="k3y-k3y"
-    )
+    """Without Redis, /ready is 503 naming it, not its address (that goes to the log), and /health
+    (liveness) stays 200."""
+    redis_port = free_port()
+    env = master_env(scripted_llm, REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", OPENAGENT_API_KEY="k3y-k3y")
     async with MasterProcess(env) as m, httpx.AsyncClient(base_url=m.base_url, timeout=10) as http:
         response = await http.get("/ready")  # no API key needed, like /health
         body = response.json()
         assert response.status_code == 503 and body["status"] == "unavailable"
-        assert body["failing"] == ["redis"] and "Redis" in body["detail"]
+        assert body["failing"] == ["redis"] and "session store (Redis) is unavailable" in body["detail"]
+        assert str(redis_port) not in response.text and "127.0.0.1" not in response.text
+        async with asyncio.timeout(30):  # the cause is in the master's log
+            while (
+                f"master.health: not ready: session store unavailable (Redis): Error 111 connecting to 127.0.0.1:{redis_port}"
+                not in m.log()
+            ):
+                await asyncio.sleep(0.05)
         assert (await http.get("/health")).status_code == 200

@@ -3,6 +3,7 @@ import { memo } from "react";
 import { useShallow } from "zustand/react/shallow";
 import type { OrchestratorNode } from "../../lib/graph";
 import { linkedAgentIds } from "../../lib/graph";
+import { modelLabel } from "../../lib/models";
 import { useAppStore } from "../../store/context";
 import { useGlow } from "./useGlow";
 
@@ -18,7 +19,7 @@ export const OrchestratorNodeView = memo(function OrchestratorNodeView({ id, dat
       <Handle type="target" position={Position.Top} id="top" />
       <Handle type="target" position={Position.Bottom} id="bottom" />
       <div className="node-title">{data.label}</div>
-      <div className="node-meta">{connected ? (model ?? "default model") : "not connected"}</div>
+      <div className="node-meta">{connected ? (model ? modelLabel(model) : "default model") : "not connected"}</div>
       <div className="node-meta">
         {linked} linked agent{linked === 1 ? "" : "s"}
       </div>
