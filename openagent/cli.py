@@ -7,7 +7,7 @@
     openagent ask --session ID "And 8?"    # continue that session
     openagent agents                       # list the connected and registered agents
     openagent run path/to/agent.py         # run an agent module
-    openagent workspace export > ws.yaml   # workspaces and the agent builder: see openagent.workspace_cli
+    openagent workspace export > ws.yaml   # workspaces and the agent builder: see openagent.workspace.cli
     openagent workspace restore ws.yaml
     openagent generate "converts km to miles" --save
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from openagent._workspace_schema import Workspace
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 import protocol
 from master.builder.checks import static_checks
 from openagent.agent_modules import AgentModuleError, is_module_name, parse_handler
+from openagent.workspace.schema import Workspace
 from tests.master.builder.samples import UNIT_CONVERTER
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -93,7 +93,7 @@ class InvocationRegistration(BaseModel):
     @classmethod
     def _usable_url(cls, url: str) -> str:
         check_base_url(url)
-        if not re.match(_URL_PATTERN, url):
+        if not re.fullmatch(_URL_PATTERN, url):
             raise ValueError("must be http(s)://host[:port][/path], e.g. http://127.0.0.1:9000")
         return url
 

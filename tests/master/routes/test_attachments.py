@@ -6,8 +6,8 @@ import base64
 from typing import Any
 
 import httpx
-from master.orchestration.llm import ChatResult, FunctionChatModel
 
+from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import in_process_master
 
 CAP = 3000

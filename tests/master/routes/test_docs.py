@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from master.orchestration.llm import ChatResult, FunctionChatModel
 
+from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, in_process_master
 
 _REFERENCE = re.compile(r"""(?:src|href|url)\s*[=:]\s*['"]([^'"]+)['"]""")
