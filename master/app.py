@@ -26,7 +26,7 @@ from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
-from master.asgi import MasterApp
+from master.asgi import LeanRoutes
 from master.attachments import AttachmentStore, RagLink
 from master.auth import EarlyAuthMiddleware
 from master.builder.service import AgentBuilder
@@ -49,8 +49,8 @@ from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
 from master.orchestration.tokens import encoding
 from master.query.admission import Admission
+from master.query.entry import QueryEntry
 from master.query.service import NOT_CONFIGURED, QueryService
-from master.query.streaming import QueryStreams
 from master.redis_client import create_redis
 from master.routes import (
     agents,
@@ -262,18 +262,17 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             cluster=cluster,
         )
         admission = Admission(settings.openagent_max_queries_in_flight)
+        entry = QueryEntry(queries, admission)
         hub = Hub(
             registry,
             dispatcher,
             invocation,
-            queries.answer,
+            entry,
             max_message_bytes=settings.openagent_ws_max_message_bytes,
             collaboration=collab,
-            admission=admission,
             max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
             catalog=tool_catalog,
         )
-        streams = QueryStreams(queries, admission)
         drain = Drain(
             seconds=settings.openagent_drain_seconds,
             admission=admission,
@@ -292,11 +291,10 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             queries,
             hub,
             collaboration=collab,
-            streams=streams,
+            entry=entry,
             builder=agent_builder,
             sandbox=sandbox,
             attachments=attachment_store,
-            admission=admission,
             tool_catalog=tool_catalog,
             metrics=metrics,
             cluster=cluster,
@@ -353,7 +351,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
                 await cluster.aclose()
             await app.state.services.builder.aclose()
             await collab.aclose()
-            await streams.aclose()
+            await entry.aclose()
             await sandbox_http.aclose()
             sandbox.close()
             await asyncio.gather(warm_up, return_exceptions=True)
@@ -371,7 +369,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     # The API docs (/docs, /redoc) and the document they render (/openapi.json) are open even
     # with an API key: they describe routes that each need the key, and reveal no data. The
     # docs page's "Authorize" button takes the key for "Try it out".
-    app = MasterApp(
+    app = FastAPI(
         title="OpenAgent master",
         version="0.1.0",
         lifespan=lifespan,
@@ -396,10 +394,6 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)
-    # POST /query's plain case skips the middleware stack (master/asgi.py); the route documents it.
-    app.lean_routes[("POST", "/query")] = query.lean_post_query
-    app.lean_routes[("POST", "/tool_callback")] = lean_callbacks.lean_tool_callback
-    app.lean_api_key = settings.api_key
     document_shared_responses(app)
     allow_every_method_on_405(app)
     # 401 before a protected route reads its body (FastAPI parses the body before dependencies).
@@ -408,6 +402,18 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         api_key=settings.api_key,
         routes=lambda: list(iter_route_contexts(app.routes)),
         protected=needs_api_key,
+    )
+    # Added last, so the outermost of ours: the plain case of the hottest routes skips the rest
+    # (master/asgi.py). Every middleware added above sits inside it, where the lean routes skip it:
+    # tests/master/test_asgi.py pins the stack.
+    app.add_middleware(
+        LeanRoutes,
+        routes={
+            ("POST", "/query"): query.lean_post_query,
+            ("POST", "/tool_callback"): lean_callbacks.lean_tool_callback,
+        },
+        api_key=settings.api_key,
+        max_body_size=settings.openagent_http_max_body_bytes,
     )
     return app
 

@@ -1,10 +1,10 @@
-"""One code path for every query, from ``POST /query`` (JSON or SSE) or a WebSocket ``query``.
+"""Running one admitted query, whatever its door (:mod:`master.query.entry` calls it).
 
 :meth:`QueryService.run` validates the request, loads the session, builds the
 bounded context (summarizing when needed), runs the orchestrator (one round, auto
-mode, plan proposal or plan execution) and stores the turns. It raises
-:class:`QueryRejected` (with a stable code) for requests it cannot run; :meth:`QueryService.answer`
-turns every outcome into a :class:`protocol.QueryResponse` for the WebSocket hub.
+mode, plan proposal or plan execution) within the query's budgets and stores the turns.
+It raises :class:`QueryRejected` (with a stable code) for requests it cannot run;
+:class:`master.query.entry.QueryEntry` turns every outcome into a :class:`protocol.QueryResponse`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from master.orchestration.prompts import system_prompt
 from master.orchestration.tokens import count_tool
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
-from protocol import AgentUsed, Query, QueryRequest, QueryResponse
+from protocol import AgentUsed, QueryRequest, QueryResponse
 
 logger = logging.getLogger("master.query.service")
 
@@ -107,13 +107,6 @@ class QueryService:
         self._collaboration = collaboration
         self._rag = rag
         self._spawner = spawner
-
-    async def answer(self, message: Query) -> QueryResponse:
-        """Like :meth:`run`, but every failure becomes an unsuccessful response."""
-        try:
-            return await self.run(message, message.query_id)
-        except QueryRejected as exc:
-            return rejected_response(message, message.query_id, exc)
 
     async def run(
         self, request: QueryRequest, query_id: str, events: EventSink | None = None
