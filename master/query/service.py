@@ -59,6 +59,9 @@ NOT_CONFIGURED = (
     "or another OpenAI-compatible server) in the environment or .env, then restart the master"
 )
 
+MAX_KNOWN_LISTED = 20
+"""How many known agent ids an ``unknown_agent`` refusal lists."""
+
 
 @dataclass
 class _Run:
@@ -150,6 +153,8 @@ class QueryService:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
+        if request.allowed_agent_ids:
+            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode)
 
         session_id, turns = await self._load_session(request.session_id)
         logs.set_session(session_id)
@@ -428,6 +433,37 @@ class QueryService:
             await recorder.flush()
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
+
+    def _check_known(self, allowed: list[str], *, auto_mode: bool) -> None:
+        """Refuse (``unknown_agent``) ``allowed_agent_ids`` naming an agent no source knows: not
+        connected here or to another master, not registered for HTTP invocation (down or not), and
+        in auto mode not a saved agent that could be started. The refusal names the unknown ids
+        and up to :data:`MAX_KNOWN_LISTED` known ones."""
+        unknown = [
+            agent_id
+            for agent_id in dict.fromkeys(allowed)
+            if self._registry.get(agent_id) is None and self._invocation.get(agent_id) is None
+        ]
+        if unknown and self._cluster is not None:
+            remote = {agent.agent_id for agent in self._cluster.remote_agents(set(unknown))}
+            unknown = [agent_id for agent_id in unknown if agent_id not in remote]
+        if unknown and auto_mode and self._spawner is not None:
+            startable = set(self._spawner.candidates(unknown))
+            unknown = [agent_id for agent_id in unknown if agent_id not in startable]
+        if not unknown:
+            return
+        known = {agent.agent_id for agent in self._registry.all()}
+        known.update(agent.agent_id for agent in self._invocation.all())
+        if self._cluster is not None:
+            known.update(agent.agent_id for agent in self._cluster.remote_agents())
+        listed = sorted(known)
+        some = ", ".join(repr(agent_id) for agent_id in listed[:MAX_KNOWN_LISTED])
+        more = f" and {len(listed) - MAX_KNOWN_LISTED} more" if len(listed) > MAX_KNOWN_LISTED else ""
+        raise QueryRejected(
+            "unknown_agent",
+            f"allowed_agent_ids names unknown agent(s) {', '.join(map(repr, unknown))}; "
+            + (f"known agents: {some}{more}" if listed else "no agent is connected or registered"),
+        )
 
     def tool_agents(self, allowed: list[str] | None) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live

@@ -32,6 +32,7 @@ _STATUS_BY_CODE = {
     "invalid_model": 400,
     "invalid_plan": 400,
     "invalid_attachment": 400,
+    "unknown_agent": 400,
     "too_many_attachments": 413,
     "attachment_too_large": 413,
     "unknown_session": 404,
@@ -65,8 +66,9 @@ def status_for(code: str) -> int:
         },
         400: {
             "model": QueryResponse,
-            "description": "Model not allowed, a plan step that cannot run, or an attachment whose base64 "
-            "does not decode or whose type contradicts its content",
+            "description": "Model not allowed, allowed_agent_ids naming an unknown agent, a plan step "
+            "that cannot run, or an attachment whose base64 does not decode or whose type contradicts "
+            "its content",
         },
         403: error("OPENAGENT_HTTP_QUERY=0"),
         404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},

@@ -122,6 +122,7 @@ CASES: list[tuple[Case, Callable[[InProcessMaster], Awaitable[None]] | None]] = 
     (Case("unknown session", "unknown_session", 404, body={"session_id": "no-such-session"}), None),
     (Case("agent fails mid-call", None, 200, body={"allowed_agent_ids": ["failing"]}), None),
     (Case("internal error", "internal_error", 500), _bug),
+    (Case("unknown agent", "unknown_agent", 400, body={"allowed_agent_ids": ["ghost-agent"]}), None),
 ]
 
 
@@ -162,3 +163,20 @@ async def test_every_door_gives_the_same_outcome(
         assert status == expected_status, door.name
     if case.name == "internal error":
         assert "a bug in the query service" in caplog.text  # logged once, with its traceback
+
+
+async def test_unknown_agent_names_the_ids_and_at_most_20_known_ones(master: InProcessMaster) -> None:
+    peers = [await RawPeer.connect(master.ws_url) for _ in range(21)]
+    try:
+        for n, peer in enumerate(peers):
+            await peer.register(f"agent-{n:02}", tools=[WEATHER_TOOL])
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+            body = {"query": "hi", "allowed_agent_ids": ["agent-00", "ghost-agent", "ghost-agent"]}
+            response = await http.post("/query", json=body)
+    finally:
+        for peer in peers:
+            await peer.close()
+    assert response.status_code == 400 and response.json()["error_code"] == "unknown_agent"
+    message = response.json()["error"]
+    assert "unknown agent(s) 'ghost-agent';" in message
+    assert "'agent-19'" in message and "'agent-20'" not in message and message.endswith(" and 1 more")
