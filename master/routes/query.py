@@ -78,6 +78,7 @@ def status_for(code: str) -> int:
             "description": "Too many attachments, or one too large (nothing stored)",
         },
         429: {"model": QueryResponse, "description": "Too many queries in flight (too_many_queries)"},
+        500: {"model": QueryResponse, "description": "A bug in the master (internal_error); see its log"},
         501: {"model": QueryResponse, "description": "A requested feature is not implemented yet"},
         502: {"model": QueryResponse, "description": "The LLM provider failed"},
         503: {
