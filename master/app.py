@@ -355,7 +355,6 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
             await sandbox_http.aclose()
             sandbox.close()
             await asyncio.gather(warm_up, return_exceptions=True)
-            await hub.aclose()
             await dispatcher.aclose()
             await http.close()
             if isinstance(chat_model, OpenAIChatModel) and llm is None:

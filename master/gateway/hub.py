@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 
 from pydantic import ValidationError
 from pydantic_core import from_json
@@ -34,7 +35,7 @@ from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
-from master.query.entry import QueryEntry, QueryRun
+from master.query.entry import QueryEntry
 from master.query.events import QueryRefused
 from protocol import (
     CLOSE_AGENT_REPLACED,
@@ -46,6 +47,7 @@ from protocol import (
     Ping,
     Pong,
     Query,
+    QueryResponse,
     QueryResult,
     Register,
     Registered,
@@ -158,9 +160,6 @@ class Hub:
         self._max_message_bytes = max_message_bytes
         self._max_queries_per_connection = max_queries_per_connection
         self._catalog = catalog or ToolCatalog(registry, invocation, ToolLimits())
-        # The runs outlive the connection that asked them (the query entry owns them); these
-        # tasks wait for their results, to send them.
-        self._query_tasks: set[asyncio.Task[None]] = set()
         self._connections: set[_Connection] = set()
         self._refusing: tuple[int, str] | None = None
         """(close code, reason) for new connections while the master drains."""
@@ -175,12 +174,6 @@ class Hub:
         connections = list(self._connections)
         await asyncio.gather(*(conn.close(code, reason) for conn in connections))
         return len(connections)
-
-    async def aclose(self) -> None:
-        """Stop waiting for the queries still running (master shutdown)."""
-        for task in list(self._query_tasks):
-            task.cancel()
-        await asyncio.gather(*self._query_tasks, return_exceptions=True)
 
     async def serve(self, websocket: WebSocket) -> None:
         """Run one accepted connection until it closes."""
@@ -351,22 +344,20 @@ class Hub:
             )
             return
         try:
-            run = self._queries.submit(msg, door="websocket", query_id=msg.query_id)
+            run = self._queries.submit(
+                msg, door="websocket", query_id=msg.query_id, deliver=partial(self._send_result, conn)
+            )
         except QueryRefused as exc:
             await conn.send_error(exc.code, exc.message, msg.query_id)
             return
         conn.queries_in_flight += 1
 
-        def done(task: asyncio.Task[None]) -> None:
+        def done() -> None:
             conn.queries_in_flight -= 1
-            self._query_tasks.discard(task)
 
-        task = asyncio.create_task(self._send_result(conn, run), name=f"answer {msg.query_id}")
-        self._query_tasks.add(task)
-        task.add_done_callback(done)
+        run.on_done(done)
 
-    async def _send_result(self, conn: _Connection, run: QueryRun) -> None:
-        response = await run.result()
+    async def _send_result(self, conn: _Connection, response: QueryResponse) -> None:
         await self._reply(conn, QueryResult(**response.model_dump()).model_dump_json())
 
     async def _cleanup(self, conn: _Connection) -> None:

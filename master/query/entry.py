@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from master.errors import QueryRejected
@@ -38,6 +38,9 @@ Door = Literal["http", "sse", "websocket"]
 """Which front door a query came through (in the log line of a failure and the run's task name)."""
 
 INTERNAL_ERROR = "internal_error"
+
+Deliver = Callable[[QueryResponse], Awaitable[None]]
+"""Sends the outcome to the asker, within the run (see :meth:`QueryEntry.submit`)."""
 
 
 class QueryRun:
@@ -70,6 +73,11 @@ class QueryRun:
             if isinstance(event, Finished):
                 return
 
+    def on_done(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the run has ended (delivered, failed or cancelled)."""
+        assert self._task is not None
+        self._task.add_done_callback(lambda _: callback())
+
     def _emit(self, event: str, data: dict[str, Any]) -> None:
         assert self._events is not None
         self._events.put_nowait(Progress(event, data))
@@ -88,23 +96,35 @@ class QueryEntry:
         self._tasks: set[asyncio.Task[QueryResponse]] = set()
 
     def submit(
-        self, request: QueryRequest, *, door: Door, query_id: str | None = None, stream: bool = False
+        self,
+        request: QueryRequest,
+        *,
+        door: Door,
+        query_id: str | None = None,
+        stream: bool = False,
+        deliver: Deliver | None = None,
     ) -> QueryRun:
         """Admit ``request`` and start it; the run goes on whatever the door does next.
 
         Raises :class:`QueryRefused` (``too_many_queries``, ``draining``) when it is not
         admitted, before anything runs. ``query_id`` defaults to a new ``<door>-<hex>`` id;
-        ``stream`` makes :meth:`QueryRun.events` available.
+        ``stream`` makes :meth:`QueryRun.events` available. ``deliver`` (a door that pushes its
+        answer, like the WebSocket) is awaited with the outcome before the run gives its slot
+        back, so a draining master hands its connections off only once the answers are sent.
         """
         self.admission.enter()
         run = QueryRun(query_id or f"{door}-{uuid.uuid4().hex}", streamed=stream)
-        task = asyncio.create_task(self._run(request, run, door), name=f"query {run.query_id} ({door})")
+        task = asyncio.create_task(
+            self._run(request, run, door, deliver), name=f"query {run.query_id} ({door})"
+        )
         run._task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return run
 
-    async def _run(self, request: QueryRequest, run: QueryRun, door: Door) -> QueryResponse:
+    async def _run(
+        self, request: QueryRequest, run: QueryRun, door: Door, deliver: Deliver | None
+    ) -> QueryResponse:
         finished: Finished | None = None
         try:
             try:
@@ -121,6 +141,8 @@ class QueryEntry:
                     QueryRejected(INTERNAL_ERROR, "internal error while answering; see the master's log"),
                 )
             finished = Finished(response)
+            if deliver is not None:
+                await deliver(response)
             return response
         finally:
             self.admission.leave()

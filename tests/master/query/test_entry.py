@@ -125,3 +125,30 @@ async def test_aclose_cancels_runs_in_flight_and_ends_their_events() -> None:
     await owner.aclose()
     assert not service.finished.is_set() and owner.admission.in_flight == 0
     assert [event async for event in body] == []  # no outcome, but the stream ends
+
+
+async def test_the_slot_is_held_until_the_outcome_is_delivered() -> None:
+    """A draining master hands WebSocket connections off once nothing is in flight: the answer
+    must have been sent by then."""
+    service = FakeService()
+    service.release.set()
+    owner = entry(service)
+    delivering = asyncio.Event()
+    sent = asyncio.Event()
+    delivered: list[QueryResponse] = []
+    ended: list[str] = []
+
+    async def deliver(response: QueryResponse) -> None:
+        delivering.set()
+        await sent.wait()
+        delivered.append(response)
+
+    run = owner.submit(QueryRequest(query="hi"), door="websocket", query_id="q1", deliver=deliver)
+    run.on_done(lambda: ended.append("done"))
+    async with asyncio.timeout(30):
+        await delivering.wait()
+    assert owner.admission.in_flight == 1 and not ended
+    sent.set()
+    assert (await run.result()).answer == "Hello"
+    assert [r.query_id for r in delivered] == ["q1"] and owner.admission.in_flight == 0
+    assert ended == ["done"]  # run before result() returns: it was registered first
