@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import Depends, FastAPI
 from fastapi.routing import iter_route_contexts
 
-from master.asgi import MasterApp
+from master.asgi import LeanRoutes
 from master.auth import EarlyAuthMiddleware
 from master.deps import needs_api_key, require_api_key
 from master.error_responses import install_error_handlers
@@ -44,7 +44,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     # The API docs (/docs, /redoc) and the document they render (/openapi.json) are open even
     # with an API key: they describe routes that each need the key, and reveal no data. The
     # docs page's "Authorize" button takes the key for "Try it out".
-    app = MasterApp(
+    app = FastAPI(
         title="OpenAgent master",
         version="0.1.0",
         lifespan=lifespan(settings, llm),
@@ -72,10 +72,6 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)
-    # POST /query's plain case skips the middleware stack (master/asgi.py); the route documents it.
-    app.lean_routes[("POST", "/query")] = query.lean_post_query
-    app.lean_routes[("POST", "/tool_callback")] = lean_callbacks.lean_tool_callback
-    app.lean_api_key = settings.api_key
     document_shared_responses(app)
     install_error_handlers(app)
     allow_every_method_on_405(app)
@@ -85,6 +81,18 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         api_key=settings.api_key,
         routes=lambda: list(iter_route_contexts(app.routes)),
         protected=needs_api_key,
+    )
+    # Added last, so the outermost of ours: the plain case of the hottest routes skips the rest
+    # (master/asgi.py). Every middleware added above sits inside it, where the lean routes skip it:
+    # tests/master/test_asgi.py pins the stack.
+    app.add_middleware(
+        LeanRoutes,
+        routes={
+            ("POST", "/query"): query.lean_post_query,
+            ("POST", "/tool_callback"): lean_callbacks.lean_tool_callback,
+        },
+        api_key=settings.api_key,
+        max_body_size=settings.openagent_http_max_body_bytes,
     )
     return app
 

@@ -1,39 +1,39 @@
-"""The master's ASGI entry: a FastAPI app whose hottest route can skip the middleware stack.
+"""The lean routes: :class:`LeanRoutes`, an ASGI middleware that answers the hottest routes itself.
 
-A ``POST /query`` passes through about a dozen ASGI layers before its endpoint runs
-(FastAPI's telemetry and body-limit wrappers, Starlette's error and exception middleware,
-the early auth check, the exit stack, the router, per-route body limits, dependency
-solving, a content-type parse with ``email.message``): a third of the master's CPU per
-one-tool query in the benchmark (issue 15). :class:`MasterApp` answers the routes
-registered in :attr:`MasterApp.lean_routes` directly when the request is the plain case
-(JSON body within the size limit, the API key when one is set, FastAPI's own telemetry off:
-checked once per lifespan, in which the master sets up tracing)
-and the handler accepts it. Anything else, or a handler that declines (say, a body that does
-not validate), goes through the full stack with the body replayed, so every error answer
-(401, 403, 413, 422...) is FastAPI's own. The routes stay declared as usual, for the
-OpenAPI document.
+A ``POST /query`` passes through about a dozen ASGI layers before its endpoint runs (the early
+auth check, the exception middleware, the exit stack, the router, per-route body limits,
+dependency solving, a content-type parse with ``email.message``): about a third of the master's
+CPU per one-tool query in the benchmark (``bench/``). :class:`LeanRoutes` is the outermost of
+the app's own middleware (only FastAPI's error, telemetry and body-limit layers wrap it; a test
+pins the stack) and answers the routes in its table directly in the plain case: a JSON body
+within the size limit, the API key (:func:`master.auth.authorized`, the check of every route),
+no FastAPI request telemetry on the request, and a handler that accepts it. Anything else, or a
+handler that declines (say, a body that does not validate), goes on to the rest of the stack with
+the body replayed, so every error answer (401, 403, 413, 422...) is the route's own. The routes
+stay declared as usual, for the OpenAPI document.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from fastapi import FastAPI
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from master.auth import key_matches
+from master.auth import authorized
 
 logger = logging.getLogger("master.asgi")
 
 LeanHandler = Callable[[Any, "LeanRequest", Send], Awaitable[bool]]
 """``(services, request, send)``: answers and returns True, or returns False having sent nothing."""
 
-_WANTED = frozenset((b"content-length", b"content-type", b"accept", b"authorization"))
-_INTERNAL_ERROR = [(b"content-length", b"21"), (b"content-type", b"text/plain; charset=utf-8")]
+_WANTED = frozenset((b"content-length", b"content-type", b"accept"))
+TELEMETRY_SCOPE_KEY = "fastapi.telemetry"
+"""Set (not ``None``) in the scope of a request FastAPI's own telemetry observes: the full stack
+serves it then, so its span and metrics name the route."""
 
 
 class LeanRequest:
@@ -53,47 +53,37 @@ def _json_type(value: bytes) -> bool:
     return media == b"application/json"
 
 
-class MasterApp(FastAPI):
-    """FastAPI, plus the lean path for :attr:`lean_routes` (see the module docstring)."""
+class LeanRoutes:
+    """Answers ``routes`` (``(method, path)`` → handler) without the rest of the stack (module docstring)."""
 
-    def __init__(self, *args: Any, max_body_size: int | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, max_body_size=max_body_size, **kwargs)
-        self.lean_routes: dict[tuple[str, str], LeanHandler] = {}
-        """``(method, path)`` → handler."""
-        self.lean_api_key: str | None = None
-        """The key a lean request must carry (``OPENAGENT_API_KEY``); without it, the full stack answers."""
-        self._lean_max_body = max_body_size
-        self._telemetry_checked: object = None
-        self._telemetry_on = False
-        """Whether FastAPI's own telemetry (request spans or metrics) is on: the full stack serves then."""
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        routes: Mapping[tuple[str, str], LeanHandler],
+        api_key: str | None,
+        max_body_size: int | None,
+    ) -> None:
+        self.app = app
+        self.routes = dict(routes)
+        self._api_key = api_key
+        self._max_body = max_body_size
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.lean_routes:
-            handler = self.lean_routes.get((scope["method"], scope["path"]))
-            if handler is not None and not scope.get("root_path") and not self.root_path:
-                rest = await self._lean(handler, scope, receive, send)
+        if scope["type"] == "http" and not scope.get("root_path"):
+            handler = self.routes.get((scope["method"], scope["path"]))
+            services = getattr(scope["app"].state, "services", None) if handler is not None else None
+            if handler is not None and services is not None and scope.get(TELEMETRY_SCOPE_KEY) is None:
+                rest = await self._lean(handler, services, scope, receive, send)
                 if rest is None:
                     return
                 receive = rest
-        await super().__call__(scope, receive, send)
+        await self.app(scope, receive, send)
 
-    def lean_available(self) -> bool:
-        """Whether the lean path serves now: the lifespan has run and FastAPI's own telemetry is off
-        (checked once per lifespan, which is where the master sets up tracing)."""
-        services = getattr(self.state, "services", None)
-        if services is None:
-            return False
-        if self._telemetry_checked is not services:
-            telemetry = getattr(self, "_native_telemetry", None)
-            self._telemetry_on = telemetry is not None and bool(telemetry.enabled())
-            self._telemetry_checked = services
-        return not self._telemetry_on
-
-    async def _lean(self, handler: LeanHandler, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+    async def _lean(
+        self, handler: LeanHandler, services: Any, scope: Scope, receive: Receive, send: Send
+    ) -> Receive | None:
         """Answer through ``handler``; ``None`` when done, else the ``receive`` for the full stack."""
-        services = getattr(self.state, "services", None)
-        if services is None or not self.lean_available():
-            return receive
         found: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             if name in _WANTED and name not in found:  # the first of each, as Starlette's Headers.get
@@ -104,14 +94,12 @@ class MasterApp(FastAPI):
                 length = int(found[b"content-length"])
             except ValueError:
                 return receive
-        json_body = _json_type(found.get(b"content-type", b""))
-        accept = found.get(b"accept", b"").decode("latin-1")
-        scheme, _, presented = found.get(b"authorization", b"").decode("latin-1").partition(" ")
-        key = presented.strip() if scheme.lower() == "bearer" and presented.strip() else None
-        limit = self._lean_max_body
-        if not json_body or (limit is not None and length is not None and length > limit):
+        limit = self._max_body
+        if not _json_type(found.get(b"content-type", b"")) or (
+            limit is not None and length is not None and length > limit
+        ):
             return receive
-        if not key_matches(self.lean_api_key, key):
+        if not authorized(scope, self._api_key):
             return receive
         messages: list[Message] = []
         chunks: list[bytes] = []
@@ -136,15 +124,10 @@ class MasterApp(FastAPI):
             started = True
             await send(message)
 
-        try:
-            if await handler(services, LeanRequest(scope, body, accept), tracked):
-                return None
-        except Exception:
-            # As Starlette's ServerErrorMiddleware: a plain 500 if nothing was sent, then the server logs it.
-            if not started:
-                await send({"type": "http.response.start", "status": 500, "headers": _INTERNAL_ERROR})
-                await send({"type": "http.response.body", "body": b"Internal Server Error"})
-            raise
+        # A handler that raises is answered 500 by Starlette's ServerErrorMiddleware, outside this one.
+        accept = found.get(b"accept", b"").decode("latin-1")
+        if await handler(services, LeanRequest(scope, body, accept), tracked):
+            return None
         if started:  # pragma: no cover - a handler that declines must not have sent anything
             raise RuntimeError("a lean handler declined after starting its response")
         return _replay(messages, receive)

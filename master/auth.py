@@ -1,8 +1,9 @@
-"""API-key authentication for HTTP routes and WebSocket connections.
+"""API-key authentication for HTTP routes and WebSocket connections: one check, :func:`authorized`.
 
-When ``OPENAGENT_API_KEY`` is set, every HTTP endpoint but ``GET /health`` needs
-``Authorization: Bearer <key>`` (401 otherwise) and every ``/ws`` connection
-needs the same header or ``?token=<key>`` (closed with 1008 otherwise).
+When ``OPENAGENT_API_KEY`` is set, every HTTP endpoint but the open ones (``GET /health``,
+``/ready``, the API docs; the agents' per-call-token routes) needs ``Authorization: Bearer <key>``
+(401 otherwise) and every ``/ws`` connection needs the same header or ``?token=<key>`` (closed
+with 1008 otherwise).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from starlette.requests import HTTPConnection
+from starlette.datastructures import QueryParams
 from starlette.responses import JSONResponse
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -19,14 +20,30 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from protocol.errors import ErrorCode
 
 
-def presented_key(conn: HTTPConnection, *, allow_query_token: bool) -> str | None:
-    """The key a client presented, from the Authorization header (or ``?token=`` for WebSockets)."""
-    header = conn.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    if allow_query_token:
-        return conn.query_params.get("token")
+def authorized(scope: Scope, api_key: str | None) -> bool:
+    """Whether the request or WebSocket of ``scope`` carries ``api_key`` (always True when none is set).
+
+    The one check of the master's key, for every route (:func:`master.deps.require_api_key`),
+    :class:`EarlyAuthMiddleware`, the lean routes (:class:`master.asgi.LeanRoutes`) and ``/ws``.
+    Accepted: ``Authorization: Bearer <key>`` (the first ``Authorization`` header), and on a
+    WebSocket only, when that header carries no bearer key, ``?token=<key>``.
+    """
+    if api_key is None:
+        return True
+    return key_matches(api_key, presented_key(scope))
+
+
+def presented_key(scope: Scope) -> str | None:
+    """The key a client presented: the bearer credentials, or a WebSocket's ``?token=``."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":  # the first one, as Starlette's Headers.get
+            header: str = value.decode("latin-1")
+            scheme, _, presented = header.partition(" ")
+            if scheme.lower() == "bearer" and presented.strip():
+                return presented.strip()
+            break
+    if scope["type"] == "websocket":
+        return QueryParams(scope["query_string"].decode("latin-1")).get("token")
     return None
 
 
@@ -68,8 +85,7 @@ class EarlyAuthMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self._api_key is not None and self._needs_key(scope):
-            conn = HTTPConnection(scope)
-            if not key_matches(self._api_key, presented_key(conn, allow_query_token=False)):
+            if not authorized(scope, self._api_key):
                 response = JSONResponse(
                     {"detail": UNAUTHORIZED_DETAIL, "error_code": ErrorCode.UNAUTHORIZED.value},
                     status_code=401,

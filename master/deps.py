@@ -15,7 +15,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore
-from master.auth import UNAUTHORIZED_DETAIL, key_matches, presented_key
+from master.auth import UNAUTHORIZED_DETAIL, authorized
 from master.builder.service import AgentBuilder
 from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
@@ -25,9 +25,8 @@ from master.drain import Drain
 from master.gateway.hub import Hub
 from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog
-from master.query.admission import Admission
+from master.query.entry import QueryEntry
 from master.query.service import QueryService
-from master.query.streaming import QueryStreams
 from master.sandbox import Sandbox
 from master.settings import Settings
 
@@ -45,9 +44,9 @@ class Services:
     queries: QueryService
     hub: Hub
     collaboration: CollaborationManager
-    streams: QueryStreams
+    entry: QueryEntry
+    """The one way into a query, for every door."""
     builder: AgentBuilder
-    admission: Admission
     tool_catalog: ToolCatalog
     sandbox: Sandbox
     agents: AgentDirectory
@@ -85,8 +84,7 @@ async def require_api_key(
     Dependencies are ``async def`` so FastAPI runs them in the event loop, not the threadpool.
     """
     services: Services = request.app.state.services
-    expected = services.settings.api_key
-    if not key_matches(expected, presented_key(request, allow_query_token=False)):
+    if not authorized(request.scope, services.settings.api_key):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             detail=UNAUTHORIZED_DETAIL,

@@ -54,8 +54,8 @@ from master.observability.redaction import install_log_filter
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
 from master.query.admission import Admission
+from master.query.entry import QueryEntry
 from master.query.service import NOT_CONFIGURED, QueryService
-from master.query.streaming import QueryStreams
 from master.redis_client import create_redis
 from master.sandbox import Sandbox, create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
@@ -303,23 +303,21 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         metrics=metrics,
     )
     admission = Admission(settings.openagent_max_queries_in_flight)
+    entry = QueryEntry(queries, admission)
     hub = Hub(
         registry,
         dispatcher,
         invocation,
-        queries.answer,
+        entry,
         max_message_bytes=settings.openagent_ws_max_message_bytes,
         collaboration=collab,
-        admission=admission,
         max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
         catalog=tool_catalog,
     )
-    stack.push_async_callback(hub.aclose)
     warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
     stack.push_async_callback(_settle, warm_up)
-    streams = QueryStreams(queries, admission)
-    stack.push_async_callback(streams.aclose)
-    # Entered after the doors (hub, streams), so closed before them: running sessions end with
+    stack.push_async_callback(entry.aclose)  # cancels the runs every door started
+    # Entered after the query entry, so closed before it: running sessions end with
     # "shutdown" while the queries that started them are still there to hear it.
     stack.push_async_callback(collab.aclose)
     drain = Drain(
@@ -339,12 +337,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         queries,
         hub,
         collaboration=collab,
-        streams=streams,
+        entry=entry,
         builder=agent_builder,
         sandbox=sandbox,
         agents=agents,
         attachments=attachment_store,
-        admission=admission,
         tool_catalog=tool_catalog,
         metrics=metrics,
         cluster=cluster,

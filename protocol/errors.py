@@ -89,7 +89,11 @@ class ErrorCode(StrEnum):
         "A registration would exceed a limit (agents, tools or schema size).",
     )
     AGENT_CONFLICT = "agent_conflict", 409, "The agent id or a tool's function name belongs to another agent."
-    UNKNOWN_AGENT = "unknown_agent", 404, "No agent with that id is known (or connected, where it must be)."
+    UNKNOWN_AGENT = (
+        "unknown_agent",
+        400,
+        "The request names an agent the hub does not know (or one not connected where it must be).",
+    )
     # ----------------------------------------------------------------- queries
     INVALID_QUERY = "invalid_query", 400, "The query cannot run as asked (e.g. a plan without its session)."
     INVALID_MODEL = "invalid_model", 400, "The model is not in the master's list of allowed models."

@@ -85,6 +85,16 @@ class AgentDirectory:
         rows += [agent.describe() for agent in self.invocation.all() if agent.agent_id not in live]
         return rows
 
+    def known_ids(self, wanted: Iterable[str] | None = None) -> set[str]:
+        """The ids of every agent any source knows (connected here or to another master, or
+        registered for HTTP invocation, up or down); only among ``wanted`` when given."""
+        wanted_set = None if wanted is None else set(wanted)
+        known = {agent.agent_id for agent in self.registry.all()}
+        known.update(agent.agent_id for agent in self.invocation.all())
+        if self.remote is not None:
+            known.update(agent.agent_id for agent in self.remote.remote_agents(wanted_set))
+        return known if wanted_set is None else known & wanted_set
+
     def counts(self) -> dict[str, int]:
         """How many agents this master serves, by transport (``websocket``, ``http``)."""
         return {"websocket": len(self.registry.all()), "http": len(self.invocation.all())}

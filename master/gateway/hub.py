@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from functools import partial
 
 from pydantic import ValidationError
 from pydantic_core import from_json
@@ -36,7 +36,8 @@ from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
-from master.query.admission import Admission
+from master.query.entry import QueryEntry
+from master.query.events import QueryRefused
 from protocol import (
     CLOSE_AGENT_REPLACED,
     CollaborationEnd,
@@ -47,6 +48,7 @@ from protocol import (
     Ping,
     Pong,
     Query,
+    QueryResponse,
     QueryResult,
     Register,
     Registered,
@@ -55,15 +57,12 @@ from protocol import (
     ToolResult,
     parse_message,
 )
-from protocol.messages import QueryResponse
 
 logger = logging.getLogger("master.gateway.hub")
 
 MAX_JSON_DEPTH = 200
 """Nesting depth of a frame's JSON beyond which it is refused (``invalid_message``): the limit of
 pydantic-core's parser, which parses every frame (``protocol.parse_message``)."""
-
-QueryHandler = Callable[[Query], Awaitable[QueryResponse]]
 
 
 class _Connection:
@@ -147,11 +146,10 @@ class Hub:
         registry: Registry,
         dispatcher: Dispatcher,
         invocation: InvocationAgents,
-        answer_query: QueryHandler,
+        queries: QueryEntry,
         *,
         max_message_bytes: int,
         collaboration: CollaborationManager | None = None,
-        admission: Admission | None = None,
         max_queries_per_connection: int = 16,
         catalog: ToolCatalog | None = None,
     ) -> None:
@@ -159,14 +157,10 @@ class Hub:
         self._collaboration = collaboration
         self._dispatcher = dispatcher
         self._invocation = invocation
-        self._answer_query = answer_query
+        self._queries = queries
         self._max_message_bytes = max_message_bytes
-        self._admission = admission or Admission(1 << 30)
         self._max_queries_per_connection = max_queries_per_connection
         self._catalog = catalog or ToolCatalog(AgentDirectory(registry, invocation), ToolLimits())
-        # Queries outlive the connection that asked them, so their turns are stored
-        # even when the asker goes away; they are bounded by the LLM and tool timeouts.
-        self._query_tasks: set[asyncio.Task[None]] = set()
         self._connections: set[_Connection] = set()
         self._refusing: tuple[int, str] | None = None
         """(close code, reason) for new connections while the master drains."""
@@ -181,12 +175,6 @@ class Hub:
         connections = list(self._connections)
         await asyncio.gather(*(conn.close(code, reason) for conn in connections))
         return len(connections)
-
-    async def aclose(self) -> None:
-        """Cancel queries still running (master shutdown)."""
-        for task in list(self._query_tasks):
-            task.cancel()
-        await asyncio.gather(*self._query_tasks, return_exceptions=True)
 
     async def serve(self, websocket: WebSocket) -> None:
         """Run one accepted connection until it closes."""
@@ -356,35 +344,22 @@ class Hub:
                 msg.query_id,
             )
             return
-        if not self._admission.try_enter():
-            refusal = self._admission.refusal()
-            await conn.send_error(refusal.code, refusal.message, msg.query_id)
+        try:
+            run = self._queries.submit(
+                msg, door="websocket", query_id=msg.query_id, deliver=partial(self._send_result, conn)
+            )
+        except QueryRefused as exc:
+            await conn.send_error(exc.code, exc.message, msg.query_id)
             return
         conn.queries_in_flight += 1
 
-        def done(task: asyncio.Task[None]) -> None:
+        def done() -> None:
             conn.queries_in_flight -= 1
-            self._admission.leave()
-            self._query_tasks.discard(task)
 
-        task = asyncio.create_task(self._run_query(conn, msg), name=f"query {msg.query_id}")
-        self._query_tasks.add(task)
-        task.add_done_callback(done)
+        run.on_done(done)
 
-    async def _run_query(self, conn: _Connection, msg: Query) -> None:
-        try:
-            response = await self._answer_query(msg)
-        except Exception:  # a bug must not leave the asker waiting for QUERY_RESPONSE_TIMEOUT
-            logger.exception("query %s failed", msg.query_id)
-            response = QueryResponse(
-                query_id=msg.query_id,
-                session_id=msg.session_id,
-                success=False,
-                error="internal error while answering; see the master's log",
-                error_code="internal_error",
-            )
-        result = QueryResult(**response.model_dump())
-        await self._reply(conn, result.model_dump_json())
+    async def _send_result(self, conn: _Connection, response: QueryResponse) -> None:
+        await self._reply(conn, QueryResult(**response.model_dump()).model_dump_json())
 
     async def _cleanup(self, conn: _Connection) -> None:
         agent = conn.agent

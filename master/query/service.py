@@ -1,10 +1,10 @@
-"""One code path for every query, from ``POST /query`` (JSON or SSE) or a WebSocket ``query``.
+"""Running one admitted query, whatever its door (:mod:`master.query.entry` calls it).
 
 :meth:`QueryService.run` validates the request, loads the session, builds the
 bounded context (summarizing when needed), runs the orchestrator (one round, auto
-mode, plan proposal or plan execution) and stores the turns. It raises
-:class:`QueryRejected` (with a stable code) for requests it cannot run; :meth:`QueryService.answer`
-turns every outcome into a :class:`protocol.QueryResponse` for the WebSocket hub.
+mode, plan proposal or plan execution) within the query's budgets and stores the turns.
+It raises :class:`QueryRejected` (with a stable code) for requests it cannot run;
+:class:`master.query.entry.QueryEntry` turns every outcome into a :class:`protocol.QueryResponse`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from master.orchestration.plans import (
 from master.orchestration.prompts import system_prompt
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
-from protocol import AgentUsed, Query, QueryRequest, QueryResponse
+from protocol import AgentUsed, QueryRequest, QueryResponse
 
 logger = logging.getLogger("master.query.service")
 
@@ -56,6 +56,9 @@ NOT_CONFIGURED = (
     "no LLM is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for Ollama, vLLM, llama.cpp "
     "or another OpenAI-compatible server) in the environment or .env, then restart the master"
 )
+
+MAX_KNOWN_LISTED = 20
+"""How many known agent ids an ``unknown_agent`` refusal lists."""
 
 
 @dataclass
@@ -102,13 +105,6 @@ class QueryService:
         self._rag = rag
         self._spawner = spawner
 
-    async def answer(self, message: Query) -> QueryResponse:
-        """Like :meth:`run`, but every failure becomes an unsuccessful response."""
-        try:
-            return await self.run(message, message.query_id)
-        except QueryRejected as exc:
-            return rejected_response(message, message.query_id, exc)
-
     async def run(
         self, request: QueryRequest, query_id: str, events: EventSink | None = None
     ) -> QueryResponse:
@@ -151,6 +147,8 @@ class QueryService:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
+        if request.allowed_agent_ids:
+            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode)
 
         session_id, turns = await self._load_session(request.session_id)
         logs.set_session(session_id)
@@ -429,6 +427,27 @@ class QueryService:
             await recorder.flush()
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
+
+    def _check_known(self, allowed: list[str], *, auto_mode: bool) -> None:
+        """Refuse (``unknown_agent``) ``allowed_agent_ids`` naming an agent no source knows: not
+        connected here or to another master, not registered for HTTP invocation (down or not), and
+        in auto mode not a saved agent that could be started. The refusal names the unknown ids
+        and up to :data:`MAX_KNOWN_LISTED` known ones."""
+        found = self._agents.known_ids(allowed)
+        unknown = [agent_id for agent_id in dict.fromkeys(allowed) if agent_id not in found]
+        if unknown and auto_mode and self._spawner is not None:
+            startable = set(self._spawner.candidates(unknown))
+            unknown = [agent_id for agent_id in unknown if agent_id not in startable]
+        if not unknown:
+            return
+        listed = sorted(self._agents.known_ids())
+        some = ", ".join(repr(agent_id) for agent_id in listed[:MAX_KNOWN_LISTED])
+        more = f" and {len(listed) - MAX_KNOWN_LISTED} more" if len(listed) > MAX_KNOWN_LISTED else ""
+        raise QueryRejected(
+            "unknown_agent",
+            f"allowed_agent_ids names unknown agent(s) {', '.join(map(repr, unknown))}; "
+            + (f"known agents: {some}{more}" if listed else "no agent is connected or registered"),
+        )
 
     def tool_agents(self, allowed: list[str] | None) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live

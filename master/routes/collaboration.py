@@ -103,9 +103,11 @@ def _unavailable(exc: SessionStoreUnavailable) -> ApiError:
     "",
     response_model=CollaborationOutcome,
     responses={
-        400: error("Fewer than two agents, a duplicate, or an empty task"),
+        400: error(
+            "Fewer than two agents, a duplicate, an empty task, or an agent that is not connected (unknown_agent)"
+        ),
         403: error("OPENAGENT_COLLABORATION=0"),
-        404: error("An agent is not connected, or parent_session_id is unknown"),
+        404: error("parent_session_id is unknown"),
         409: error("An agent does not support collaboration"),
         503: error("Redis unavailable"),
     },

@@ -150,7 +150,7 @@ async def register(body: InvocationRegistration, services: ServicesDep) -> dict[
 @router.post(
     "/unregister",
     response_model=Unregistered,
-    responses={404: error("Unknown invocation agent"), 503: error("Redis unavailable")},
+    responses={404: error("Unknown invocation agent (not_found)"), 503: error("Redis unavailable")},
 )
 async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, Any]:
     """Forget a cached HTTP agent."""
@@ -159,7 +159,7 @@ async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, A
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not removed:
-        raise ApiError(ErrorCode.UNKNOWN_AGENT, f"unknown invocation agent {body.agent_id!r}")
+        raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}")
     return {"unregistered": True, "agent_id": body.agent_id}
 
 

@@ -1,4 +1,4 @@
-"""``POST /tool_callback`` without FastAPI's layers (:class:`master.asgi.MasterApp`).
+"""``POST /tool_callback`` without FastAPI's layers (:class:`master.asgi.LeanRoutes`).
 
 An HTTP invocation costs the master two requests per tool call: the query and the agent's
 callback. The callback's plain case (a JSON body that validates, a non-empty ``token``) runs

@@ -1,9 +1,11 @@
-"""``POST /query`` and ``GET /query/orchestrator-models``."""
+"""``POST /query`` (JSON and Server-Sent Events: two doors onto :class:`master.query.entry.QueryEntry`)
+and ``GET /query/orchestrator-models``."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -15,10 +17,11 @@ from master.asgi import LeanRequest, send_response
 from master.deps import Services, ServicesDep
 from master.drain import RETRY_AFTER_SECONDS
 from master.error_responses import ApiError
-from master.errors import QueryRejected
 from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.admission import DRAINING
+from master.query.entry import QueryEntry, QueryRun
+from master.query.events import Progress, QueryRefused
 from master.query.service import rejected_response
 from protocol import ErrorCode, PromptProfile, QueryRequest, QueryResponse
 
@@ -41,14 +44,16 @@ class OrchestratorModels(BaseModel):
     """The model a query gets when it names none."""
     allowed_models: list[str]
     """The models a query may ask for (``orchestrator_model``)."""
+    model_labels: dict[str, str] | None = None
+    """How to show a model whose id alone would mislead (the demo LLM's ``openagent-demo``)."""
     prompt_profiles: list[PromptProfile]
     """The system prompt profiles a query may ask for (``orchestrator_prompt_profile``)."""
     attachment_limits: AttachmentLimits
 
 
-def status_for(exc: QueryRejected) -> int:
-    """The HTTP status that answers a rejected query (its code's)."""
-    return exc.code.status
+def status_for(code: ErrorCode) -> int:
+    """The HTTP status that answers a query refused or failed with ``code`` (the code's own)."""
+    return code.status
 
 
 @router.post(
@@ -62,8 +67,9 @@ def status_for(exc: QueryRejected) -> int:
         },
         400: {
             "model": QueryResponse,
-            "description": "Model not allowed, a plan step that cannot run, or an attachment whose base64 "
-            "does not decode or whose type contradicts its content",
+            "description": "Model not allowed, allowed_agent_ids naming an unknown agent, a plan step "
+            "that cannot run, or an attachment whose base64 does not decode or whose type contradicts "
+            "its content",
         },
         403: error("OPENAGENT_HTTP_QUERY=0"),
         404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},
@@ -73,6 +79,7 @@ def status_for(exc: QueryRejected) -> int:
             "description": "Too many attachments, or one too large (nothing stored)",
         },
         429: {"model": QueryResponse, "description": "Too many queries in flight (too_many_queries)"},
+        500: {"model": QueryResponse, "description": "A bug in the master (internal_error); see its log"},
         501: {"model": QueryResponse, "description": "A requested feature is not implemented yet"},
         502: {"model": QueryResponse, "description": "The LLM provider failed"},
         503: {
@@ -82,55 +89,66 @@ def status_for(exc: QueryRejected) -> int:
         },
     },
 )
-async def post_query(body: QueryRequest, request: Request, services: ServicesDep) -> Any:
+async def post_query(body: QueryRequest, request: Request, services: ServicesDep) -> Response:
     """Ask the orchestrator. The answer has the fields of a WebSocket ``query_result``.
 
     With ``"stream": true`` (or ``Accept: text/event-stream``) the answer is a stream of
-    Server-Sent Events ending with a ``query_result`` event (see :mod:`master.query.streaming`).
+    Server-Sent Events ending with a ``query_result`` event (see :func:`sse_events`).
     """
     if not services.settings.openagent_http_query:
         raise ApiError(ErrorCode.FEATURE_DISABLED, "POST /query is disabled (OPENAGENT_HTTP_QUERY=0)")
-    query_id = _query_id()
+    streamed = body.stream or "text/event-stream" in request.headers.get("accept", "")
+    return await answer(services.entry, body, streamed=streamed)
+
+
+async def answer(entry: QueryEntry, body: QueryRequest, *, streamed: bool) -> Response:
+    """``POST /query``'s answer through the query entry (the route and its lean path): JSON, or
+    SSE once the query is admitted; a refusal is JSON with its status either way."""
+    query_id = f"http-{uuid.uuid4().hex}"
     try:
-        if body.stream or "text/event-stream" in request.headers.get("accept", ""):
-            return StreamingResponse(
-                services.streams.start(body, query_id),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-            )
-    except QueryRejected as exc:  # the stream could not start
-        return _rejected(body, query_id, exc)
-    return await _answer(services, body, query_id)
+        run = entry.submit(body, door="sse" if streamed else "http", query_id=query_id, stream=streamed)
+    except QueryRefused as exc:
+        return _json(rejected_response(body, query_id, exc))
+    if streamed:
+        return StreamingResponse(
+            sse_events(run),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    return _json(await run.result())
 
 
-async def _answer(services: Services, body: QueryRequest, query_id: str) -> Response:
-    """The JSON answer of a query, or its refusal (both paths of ``POST /query``)."""
-    try:
-        with services.admission.slot():
-            answered = await services.queries.run(body, query_id)
-    except QueryRejected as exc:
-        return _rejected(body, query_id, exc)
-    # Serialized here: returning the model would make FastAPI validate it a second time.
-    return Response(answered.model_dump_json(), media_type="application/json")
-
-
-def _rejected(body: QueryRequest, query_id: str, exc: QueryRejected) -> Response:
-    """A refused query's answer; a draining master's refusal carries ``Retry-After``."""
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.code == DRAINING else None
+def _json(response: QueryResponse) -> Response:
+    """The JSON answer, with the status of its ``error_code``; a draining master's carries
+    ``Retry-After``. Serialized here: returning the model would make FastAPI validate it again."""
+    code = response.error_code
     return Response(
-        rejected_response(body, query_id, exc).model_dump_json(),
-        status_code=status_for(exc),
+        response.model_dump_json(),
+        status_code=200 if code is None else status_for(code),
         media_type="application/json",
-        headers=headers,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)} if code == DRAINING else None,
     )
 
 
-def _query_id() -> str:
-    return f"http-{uuid.uuid4().hex}"
+def sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
+
+
+async def sse_events(run: QueryRun) -> AsyncIterator[str]:
+    """The run's events as Server-Sent Events: ``step`` (a tool round starts), ``tool_call``,
+    ``tool_progress``, ``tool_result`` as they happen, ``token`` (pieces of the model's text as
+    it writes), and last ``query_result`` with the full result (the fields of the JSON answer,
+    ``success: false`` and ``error`` when the query failed). A client that disconnects stops
+    receiving them; the run goes on (:mod:`master.query.entry`)."""
+    async for event in run.events():
+        if isinstance(event, Progress):
+            yield sse(event.event, event.data)
+        else:
+            yield sse("query_result", event.response.model_dump(mode="json"))
 
 
 async def lean_post_query(services: Services, request: LeanRequest, send: Send) -> bool:
-    """:func:`post_query` without FastAPI's layers (:class:`master.asgi.MasterApp`), for the plain
+    """:func:`post_query` without FastAPI's layers (:class:`master.asgi.LeanRoutes`), for the plain
     case: a JSON answer. Declines (False, nothing sent) a body that does not validate, a stream,
     or ``POST /query`` turned off, so that the route answers those exactly as it always has."""
     if not services.settings.openagent_http_query or "text/event-stream" in request.accept:
@@ -141,7 +159,7 @@ async def lean_post_query(services: Services, request: LeanRequest, send: Send) 
         return False
     if body.stream:
         return False
-    await send_response(send, await _answer(services, body, query_id=_query_id()))
+    await send_response(send, await answer(services.entry, body, streamed=False))
     return True
 
 

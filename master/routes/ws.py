@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, WebSocket
 
-from master.auth import key_matches, presented_key
+from master.auth import authorized
 from master.deps import Services
 from protocol import CLOSE_POLICY_VIOLATION
 
@@ -15,7 +15,7 @@ router = APIRouter()
 async def websocket_endpoint(websocket: WebSocket) -> None:
     services: Services = websocket.app.state.services
     await websocket.accept()
-    if not key_matches(services.settings.api_key, presented_key(websocket, allow_query_token=True)):
+    if not authorized(websocket.scope, services.settings.api_key):
         await websocket.close(code=CLOSE_POLICY_VIOLATION, reason="missing or invalid API key")
         return
     await services.hub.serve(websocket)

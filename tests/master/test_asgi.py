@@ -1,5 +1,5 @@
-"""The lean paths of ``POST /query`` and ``POST /tool_callback`` (:class:`master.asgi.MasterApp`):
-the same answers as the full stack.
+"""The lean paths of ``POST /query`` and ``POST /tool_callback`` (:class:`master.asgi.LeanRoutes`):
+the same answers as the full stack, and a middleware stack that cannot grow a layer they skip.
 
 Each request is sent twice to one master, with the lean path on and off; the status, the
 content type and the body (less the ids made per query) must be the same. The handler is
@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from master.asgi import LeanRequest, MasterApp
+from master.asgi import LeanRequest, LeanRoutes
+from master.auth import EarlyAuthMiddleware
 from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, in_process_master
 
@@ -23,16 +24,32 @@ KEY = "lean-key"
 MAX_BODY = 4096
 
 
+def built_stack(app: Any) -> list[Any]:
+    """The app's ASGI layers, outermost first, down to (not including) the router."""
+    layers = []
+    layer = app.middleware_stack
+    assert layer is not None, "the stack is built when the app first serves (its lifespan)"
+    while layer is not app.router:
+        layers.append(layer)
+        layer = layer.app
+    return layers
+
+
+def lean_layer(app: Any) -> LeanRoutes:
+    [layer] = [layer for layer in built_stack(app) if isinstance(layer, LeanRoutes)]
+    return layer
+
+
 class _Recorder:
     """Wraps the app's lean handler of ``POST path``: what it returned, request by request."""
 
-    def __init__(self, app: MasterApp, path: str = "/query") -> None:
-        self.app = app
+    def __init__(self, app: Any, path: str = "/query") -> None:
+        self.layer = lean_layer(app)
         self.key = ("POST", path)
-        self.routes = dict(app.lean_routes)
-        self.handler = app.lean_routes[self.key]
+        self.routes = dict(self.layer.routes)
+        self.handler = self.layer.routes[self.key]
         self.answered: list[bool] = []
-        app.lean_routes[self.key] = self._handle
+        self.layer.routes[self.key] = self._handle
 
     async def _handle(self, services: Any, request: LeanRequest, send: Any) -> bool:
         answered = await self.handler(services, request, send)
@@ -41,9 +58,9 @@ class _Recorder:
 
     def lean(self, on: bool) -> None:
         if on:
-            self.app.lean_routes.update(self.routes)
+            self.layer.routes.update(self.routes)
         else:
-            self.app.lean_routes.clear()
+            self.layer.routes.clear()
 
 
 @pytest.fixture
@@ -73,7 +90,6 @@ async def _both(
     master: InProcessMaster, path: str = "/query", **request: Any
 ) -> tuple[tuple[int, str, Any], bool]:
     """The answer with the lean path on (and whether it answered), checked against the full stack's."""
-    assert isinstance(master.app, MasterApp)
     recorder = _Recorder(master.app, path.split("?")[0])
     headers = {"Authorization": f"Bearer {KEY}", **request.pop("headers", {})}
     async with httpx.AsyncClient(base_url=master.base_url, timeout=60, headers=headers) as http:
@@ -85,16 +101,20 @@ async def _both(
     return _comparable(lean), recorder.answered == [True]
 
 
-def _lean_serves(master: InProcessMaster) -> bool:
+async def _lean_serves(master: InProcessMaster) -> bool:
     """False once a test has set up OpenTelemetry for the process: FastAPI's request spans are on
     then, and the full stack serves every request (the comparisons still hold)."""
-    assert isinstance(master.app, MasterApp)
-    return master.app.lean_available()
+    recorder = _Recorder(master.app)
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+        response = await http.post("/query", json={"query": "hi"}, headers={"Authorization": f"Bearer {KEY}"})
+    recorder.layer.routes.update(recorder.routes)
+    assert response.status_code == 200
+    return recorder.answered == [True]
 
 
 async def test_a_plain_query_takes_the_lean_path(master: InProcessMaster) -> None:
     (status, kind, body), lean = await _both(master, json={"query": "hi"})
-    assert lean == _lean_serves(master) and status == 200 and kind == "application/json"
+    assert lean == await _lean_serves(master) and status == 200 and kind == "application/json"
     assert body["success"] is True and body["answer"] == "ok"
 
 
@@ -105,19 +125,19 @@ async def test_a_body_sent_in_chunks_takes_the_lean_path(master: InProcessMaster
 
     headers = {"Content-Type": "application/json"}
     # A generator is consumed once: the full stack gets its own.
-    assert isinstance(master.app, MasterApp)
+    serves = await _lean_serves(master)
     recorder = _Recorder(master.app)
     async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
         response = await http.post(
             "/query", content=chunks(), headers={**headers, "Authorization": f"Bearer {KEY}"}
         )
     assert response.status_code == 200 and response.json()["answer"] == "ok"
-    assert recorder.answered == ([True] if _lean_serves(master) else [])
+    assert recorder.answered == ([True] if serves else [])
 
 
 async def test_a_rejected_query_is_answered_alike(master: InProcessMaster) -> None:
     (status, _, body), lean = await _both(master, json={"query": "hi", "session_id": "no-such-session"})
-    assert lean == _lean_serves(master) and status == 404 and body["error_code"] == "unknown_session"
+    assert lean == await _lean_serves(master) and status == 404 and body["error_code"] == "unknown_session"
 
 
 @pytest.mark.parametrize(
@@ -155,16 +175,54 @@ async def test_an_oversized_declared_length_is_refused_before_the_body_is_read(
     assert status == 413 and not lean and "Too Large" in text
 
 
-async def test_a_bug_answers_500_like_the_full_stack(
+async def test_a_bug_answers_500_internal_error_like_the_full_stack(
     master: InProcessMaster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug")
 
+    serves = await _lean_serves(master)
     monkeypatch.setattr(master.services.queries, "run", broken)
-    (status, kind, text), lean = await _both(master, json={"query": "hi"})
-    assert (status, kind, text) == (500, "text/plain; charset=utf-8", "Internal Server Error")
-    assert not lean  # it raised: neither answered nor declined
+    (status, kind, body), lean = await _both(master, json={"query": "hi"})
+    assert (status, kind, body["error_code"]) == (500, "application/json", "internal_error")
+    assert lean == serves  # the query entry's fallback: an answer, not an exception
+
+
+async def test_a_handler_that_raises_answers_a_plain_500(master: InProcessMaster) -> None:
+    """Outside the lean routes, Starlette's ServerErrorMiddleware answers a bug as for any route."""
+
+    async def broken(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("a bug")
+
+    layer = lean_layer(master.app)
+    saved = dict(layer.routes)
+    serves = await _lean_serves(master)
+    layer.routes[("POST", "/query")] = broken
+    try:
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+            response = await http.post(
+                "/query", json={"query": "hi"}, headers={"Authorization": f"Bearer {KEY}"}
+            )
+    finally:
+        layer.routes.update(saved)
+    if serves:
+        assert (response.status_code, response.text) == (500, "Internal Server Error")
+
+
+def test_no_middleware_sits_between_the_lean_routes_and_the_app_unseen(master: InProcessMaster) -> None:
+    """The lean routes skip every layer inside :class:`LeanRoutes`. This pins the stack: a new
+    middleware must be added outside it (after it in ``create_app``) or be done by it too, and
+    then this list changes on purpose."""
+    assert [m.cls for m in master.app.user_middleware] == [LeanRoutes, EarlyAuthMiddleware]
+    layers = built_stack(master.app)
+    index = next(i for i, layer in enumerate(layers) if isinstance(layer, LeanRoutes))
+    outside = [type(layer) for layer in layers[:index]]
+    assert outside and all(cls.__module__.split(".")[0] in ("fastapi", "starlette") for cls in outside), (
+        outside
+    )
+    assert type(layers[0]).__name__ == "ServerErrorMiddleware"  # a lean handler's bug is still a 500
+    inside = [type(layer).__name__ for layer in layers[index + 1 :]]
+    assert inside == ["EarlyAuthMiddleware", "ExceptionMiddleware", "AsyncExitStackMiddleware"], inside
 
 
 @pytest.mark.parametrize(
@@ -187,7 +245,7 @@ async def test_tool_callbacks_are_answered_alike(
 ) -> None:
     """The accepted, duplicate and late callbacks of real calls: tests/master/agents/test_invocation.py."""
     (got, kind, text), answered = await _both(master, path, json=body)
-    assert (got, answered) == (status, lean and _lean_serves(master)), case
+    assert (got, answered) == (status, lean and await _lean_serves(master)), case
     if status == 404:
         assert kind == "application/json" and text == {
             "detail": "unknown or expired call 'c1', or invalid token",

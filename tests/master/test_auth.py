@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import HTTPException, Request
 from fastapi.routing import APIWebSocketRoute, iter_route_contexts
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from master.auth import key_matches
+from master.auth import authorized, key_matches
+from master.deps import require_api_key
 from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
@@ -207,3 +210,45 @@ async def test_401_comes_before_the_body_is_parsed() -> None:
                     assert response.status_code == 401, (method, path, body[:10], response.text)
                     assert response.headers["www-authenticate"] == "Bearer"
         assert (await http.get("/health")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("kind", "headers", "query", "accepted"),
+    [
+        ("http", [(b"authorization", f"Bearer {KEY}".encode())], b"", True),
+        ("http", [(b"authorization", f"bearer  {KEY} ".encode())], b"", True),
+        (
+            "http",
+            [(b"authorization", b"Bearer nope"), (b"authorization", f"Bearer {KEY}".encode())],
+            b"",
+            False,
+        ),
+        ("http", [], f"token={KEY}".encode(), False),  # the query-string form is for WebSockets only
+        ("http", [(b"x-api-key", KEY.encode())], b"", False),
+        ("http", [(b"authorization", f"Basic {KEY}".encode())], b"", False),
+        ("websocket", [(b"authorization", f"Bearer {KEY}".encode())], b"", True),
+        ("websocket", [], f"token={KEY}".encode(), True),
+        ("websocket", [(b"authorization", b"Basic x")], f"token={KEY}".encode(), True),
+        ("websocket", [], b"token=", False),
+        ("websocket", [], b"", False),
+    ],
+)
+def test_the_accepted_forms_of_the_key(
+    kind: str, headers: list[tuple[bytes, bytes]], query: bytes, accepted: bool
+) -> None:
+    """The one check (every route, /ws, the lean routes) accepts exactly these forms."""
+    scope = {"type": kind, "headers": headers, "query_string": query}
+    assert authorized(scope, KEY) is accepted
+    assert authorized(scope, None)  # no key set: everything passes
+
+
+async def test_the_route_dependency_refuses_on_its_own() -> None:
+    """``require_api_key`` does not lean on :class:`EarlyAuthMiddleware` (which answers first)."""
+    settings = SimpleNamespace(api_key=KEY)
+    app = SimpleNamespace(state=SimpleNamespace(services=SimpleNamespace(settings=settings)))
+    scope = {"type": "http", "headers": [], "query_string": b"", "app": app}
+    with pytest.raises(HTTPException) as refused:
+        await require_api_key(Request(scope), None)
+    assert refused.value.status_code == 401
+    scope["headers"] = [(b"authorization", f"Bearer {KEY}".encode())]
+    await require_api_key(Request(scope), None)

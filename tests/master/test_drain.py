@@ -13,9 +13,10 @@ import pytest
 import uvicorn
 
 from master.drain import Drain, hook_sigterm
-from master.errors import AgentDisconnected, AgentUnavailable, QueryRejected
+from master.errors import AgentDisconnected, AgentUnavailable
 from master.gateway.hub import Hub
 from master.query.admission import DRAINING, Admission
+from master.query.events import QueryRefused
 from protocol import CLOSE_SERVICE_RESTART
 from tests.factories import WEATHER_TOOL, answering_agent, dispatcher_for_tests
 
@@ -61,8 +62,7 @@ def test_closed_admission_refuses_with_draining_and_lets_slots_finish() -> None:
     admission = Admission(4)
     admission.enter()
     admission.close("stopping")
-    assert not admission.try_enter()
-    with pytest.raises(QueryRejected) as refused:
+    with pytest.raises(QueryRefused) as refused:
         admission.enter()
     assert (refused.value.code, refused.value.message) == (DRAINING, "stopping")
     admission.leave()
@@ -80,7 +80,10 @@ async def test_drain_waits_for_the_query_in_flight_then_hands_off() -> None:
             while hub.refusing is None:
                 await asyncio.sleep(0.01)
         assert drain.draining and hub.refusing[0] == CLOSE_SERVICE_RESTART
-        assert admission.refusal().code == DRAINING
+        assert admission.closed is not None
+        with pytest.raises(QueryRefused) as refused:
+            admission.enter()
+        assert refused.value.code == DRAINING
         assert not hub.handed_off  # the query still runs
         admission.leave()
         async with asyncio.timeout(30):

@@ -413,7 +413,7 @@ async def test_bad_requests_are_refused_with_clear_messages(
             # refused by the request schema (422), as the OpenAPI document declares
             ({"agents": ["raw-able"], "task": "t"}, 422, "at least 2 items"),
             ({"agents": ["raw-able", "raw-able"], "task": "t"}, 422, "agent 'raw-able' is listed twice"),
-            ({"agents": ["raw-able", "ghost"], "task": "t"}, 404, "unknown agent 'ghost'"),
+            ({"agents": ["raw-able", "ghost"], "task": "t"}, 400, "unknown agent 'ghost'"),
             ({"agents": ["raw-able", "raw-plain"], "task": "t"}, 409, "agent 'raw-plain' does not support"),
             ({"agents": ["raw-able", "raw-plain"], "task": "   "}, 422, "task"),
             ({"agents": ["raw-able", "raw-plain"], "task": "t", "parent_session_id": "gone"}, 404, "'gone'"),

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from master.errors import QueryRejected
 from master.query.admission import Admission
+from master.query.events import QueryRefused
 from openagent.testing import ScriptedOpenAIServer, TextReply, ToolCall, ToolCallReply
 from tests.conftest import master_env
 from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer
@@ -17,14 +17,15 @@ from tests.factories import WEATHER_TOOL, MasterProcess, RawPeer
 
 def test_slot_is_released_and_the_refusal_names_the_setting() -> None:
     admission = Admission(1)
-    with admission.slot():
-        with pytest.raises(QueryRejected) as info, admission.slot():
-            pass
-        assert info.value.code == "too_many_queries"
-        assert "OPENAGENT_MAX_QUERIES_IN_FLIGHT=1" in info.value.message
-    assert admission.in_flight == 0
-    with admission.slot():
-        assert admission.in_flight == 1
+    admission.enter()
+    with pytest.raises(QueryRefused) as info:
+        admission.enter()
+    assert info.value.code == "too_many_queries"
+    assert "OPENAGENT_MAX_QUERIES_IN_FLIGHT=1" in info.value.message
+    assert admission.in_flight == 1  # the refusal took nothing
+    admission.leave()
+    admission.enter()
+    assert admission.in_flight == 1
 
 
 @pytest.fixture

@@ -495,7 +495,7 @@ async def test_a_plan_with_no_linked_tool_is_refused_before_the_model_runs(
 ) -> None:
     """Found by the fuzzer: a plan request with no tool to plan with was a 502 (the model's plan was
     unusable); it is a 400 naming the reason, and the model is not asked."""
-    body = {"query": "plan it", "auto_require_plan_approval": True, "allowed_agent_ids": ["nobody-here"]}
+    body = {"query": "plan it", "auto_require_plan_approval": True, "allowed_agent_ids": []}
     response = await http.post("/query", json=body)
     assert response.status_code == 400 and response.json()["error_code"] == "invalid_query"
     assert "nothing to plan" in response.json()["error"] and llm.requests == []

@@ -1,0 +1,158 @@
+"""The one way into a query: :meth:`QueryEntry.submit`, called by every door.
+
+A door translates its request into a :class:`protocol.QueryRequest`, calls ``submit`` and
+translates what comes back (:mod:`master.query.events`) into its own wire form. The doors today:
+``POST /query`` as JSON and as Server-Sent Events (:mod:`master.routes.query`) and WebSocket
+``query`` frames (:mod:`master.gateway.hub`); MCP, A2A, the OpenAI-compatible API and approvals
+will call the same method. Everything a query needs whatever its door lives here, once:
+
+- **admission**: the master's cap and the draining refusal (:class:`QueryRefused`, raised by
+  ``submit`` before anything runs);
+- **the run** (:meth:`master.query.service.QueryService.run`: budgets, the session, the
+  orchestrator, the turns stored), started as a task the entry owns, so it outlives its door: a
+  client that disconnects mid-run stops hearing about it, while the run goes on to its end
+  (bounded by the query's budgets and timeouts), the session keeps every turn and no tool call is
+  left waiting;
+- **events** for a door that streams (:meth:`QueryRun.events`);
+- **the outcome**: every admitted query ends as one :class:`protocol.QueryResponse`, a refusal by
+  the service (``unknown_session``, ``llm_timeout``...) and a bug (``internal_error``) included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
+
+from master.errors import QueryRejected
+from master.query.admission import Admission
+from master.query.events import Finished, Progress, QueryEvent, QueryRefused
+from master.query.service import QueryService, rejected_response
+from protocol import QueryRequest, QueryResponse
+
+logger = logging.getLogger("master.query.entry")
+
+Door = Literal["http", "sse", "websocket"]
+"""Which front door a query came through (in the log line of a failure and the run's task name)."""
+
+INTERNAL_ERROR = "internal_error"
+
+Deliver = Callable[[QueryResponse], Awaitable[None]]
+"""Sends the outcome to the asker, within the run (see :meth:`QueryEntry.submit`)."""
+
+
+class QueryRun:
+    """One admitted query, running: await :meth:`result`, or iterate :meth:`events` when streamed."""
+
+    __slots__ = ("_events", "_task", "query_id")
+
+    def __init__(self, query_id: str, *, streamed: bool) -> None:
+        self.query_id = query_id
+        self._events: asyncio.Queue[QueryEvent | None] | None = asyncio.Queue() if streamed else None
+        self._task: asyncio.Task[QueryResponse] | None = None
+
+    async def result(self) -> QueryResponse:
+        """The outcome. A door that stops waiting (it is cancelled) does not stop the run."""
+        assert self._task is not None
+        return await asyncio.shield(self._task)
+
+    async def events(self) -> AsyncIterator[QueryEvent]:
+        """:class:`Progress` events as they happen, then one :class:`Finished` (``submit(stream=True)``).
+
+        Ends without :class:`Finished` when the run was cancelled (the master stopped)."""
+        queue = self._events
+        if queue is None:
+            raise RuntimeError("events() needs submit(..., stream=True)")
+        while True:
+            event = await queue.get()
+            if event is None:
+                return
+            yield event
+            if isinstance(event, Finished):
+                return
+
+    def on_done(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the run has ended (delivered, failed or cancelled)."""
+        assert self._task is not None
+        self._task.add_done_callback(lambda _: callback())
+
+    def _emit(self, event: str, data: dict[str, Any]) -> None:
+        assert self._events is not None
+        self._events.put_nowait(Progress(event, data))
+
+    def _end(self, event: Finished | None) -> None:
+        if self._events is not None:
+            self._events.put_nowait(event)
+
+
+class QueryEntry:
+    """Admits, runs and answers queries from every door (see the module docstring)."""
+
+    def __init__(self, queries: QueryService, admission: Admission) -> None:
+        self.queries = queries
+        self.admission = admission
+        self._tasks: set[asyncio.Task[QueryResponse]] = set()
+
+    def submit(
+        self,
+        request: QueryRequest,
+        *,
+        door: Door,
+        query_id: str | None = None,
+        stream: bool = False,
+        deliver: Deliver | None = None,
+    ) -> QueryRun:
+        """Admit ``request`` and start it; the run goes on whatever the door does next.
+
+        Raises :class:`QueryRefused` (``too_many_queries``, ``draining``) when it is not
+        admitted, before anything runs. ``query_id`` defaults to a new ``<door>-<hex>`` id;
+        ``stream`` makes :meth:`QueryRun.events` available. ``deliver`` (a door that pushes its
+        answer, like the WebSocket) is awaited with the outcome before the run gives its slot
+        back, so a draining master hands its connections off only once the answers are sent.
+        """
+        self.admission.enter()
+        run = QueryRun(query_id or f"{door}-{uuid.uuid4().hex}", streamed=stream)
+        task = asyncio.create_task(
+            self._run(request, run, door, deliver), name=f"query {run.query_id} ({door})"
+        )
+        run._task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return run
+
+    async def _run(
+        self, request: QueryRequest, run: QueryRun, door: Door, deliver: Deliver | None
+    ) -> QueryResponse:
+        finished: Finished | None = None
+        try:
+            try:
+                response = await self.queries.run(
+                    request, run.query_id, events=run._emit if run._events is not None else None
+                )
+            except QueryRejected as exc:
+                response = rejected_response(request, run.query_id, exc)
+            except Exception:  # a bug must not leave the asker waiting, nor answer without a code
+                logger.exception("query %s (%s) failed", run.query_id, door)
+                response = rejected_response(
+                    request,
+                    run.query_id,
+                    QueryRejected(INTERNAL_ERROR, "internal error while answering; see the master's log"),
+                )
+            finished = Finished(response)
+            if deliver is not None:
+                await deliver(response)
+            return response
+        finally:
+            self.admission.leave()
+            run._end(finished)
+
+    async def aclose(self) -> None:
+        """Cancel the runs still in flight (the master stops)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+__all__ = ["Door", "Finished", "Progress", "QueryEntry", "QueryEvent", "QueryRefused", "QueryRun"]

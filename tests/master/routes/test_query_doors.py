@@ -1,0 +1,185 @@
+"""Every door onto the query entry gives the same outcome for the same case.
+
+The doors are listed in ``DOORS``: ``POST /query`` as JSON, as Server-Sent Events, and the
+WebSocket ``query`` frame. A new door (MCP, A2A, the OpenAI-compatible API...) is one more
+:class:`Door` here, and then meets every case. Each case runs on its own in-process master
+(real lifespan, Redis, uvicorn on loopback, a function for the LLM).
+
+A door reports ``(error_code, status)``. The status is the HTTP status where the door has one:
+the JSON answer always; the SSE door only for a refusal before the run (``too_many_queries``,
+``draining``): once a query is admitted, the stream has begun with 200 and the outcome comes in
+its last event. The WebSocket door has no status: a refusal is an ``error`` frame, an outcome a
+``query_result``, both carrying the code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from master.llm.model import ChatMessage, ChatResult, FunctionChatModel, ToolCallRequest
+from tests.factories import WEATHER_TOOL, InProcessMaster, RawPeer, in_process_master
+
+Outcome = tuple[str | None, int | None]
+"""``(error_code, HTTP status or None)``."""
+
+
+@dataclass(frozen=True)
+class Door:
+    name: str
+    ask: Callable[[InProcessMaster, dict[str, Any]], Awaitable[Outcome]]
+    status_after_admission: bool
+    """Whether the door's status still says the outcome once the query was admitted."""
+
+
+async def _http(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+        response = await http.post("/query", json=body)
+    assert response.headers["content-type"] == "application/json"
+    return response.json()["error_code"], response.status_code
+
+
+async def _sse(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+        response = await http.post("/query", json={**body, "stream": True})
+    if response.headers["content-type"] == "application/json":  # refused before the stream
+        return response.json()["error_code"], response.status_code
+    assert response.headers["content-type"].startswith("text/event-stream")
+    last_event, last_data = response.text.strip().split("\n\n")[-1].split("\n")
+    assert last_event == "event: query_result"
+    return json.loads(last_data.removeprefix("data: "))["error_code"], response.status_code
+
+
+async def _websocket(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
+    peer = await RawPeer.connect(master.ws_url)
+    try:
+        await peer.register("door-asker", role="query")
+        await peer.send({"type": "query", "query_id": "door-q", **body})
+        reply = await peer.recv(timeout=60)
+    finally:
+        await peer.close()
+    assert reply.get("query_id", reply.get("ref")) == "door-q", reply
+    if reply["type"] == "error":
+        return reply["code"], None
+    assert reply["type"] == "query_result"
+    return reply["error_code"], None
+
+
+DOORS = [
+    Door("http", _http, status_after_admission=True),
+    Door("sse", _sse, status_after_admission=False),
+    Door("websocket", _websocket, status_after_admission=False),
+]
+
+
+def _model(messages: Sequence[ChatMessage], tools: Any) -> ChatResult:
+    """Calls the failing agent's tool when it has one, then answers with what the tool said."""
+    last = messages[-1]
+    if last["role"] == "tool":
+        return ChatResult(f"The tool said: {last['content']}")
+    if tools:
+        return ChatResult(None, [ToolCallRequest("c1", "failing__get_weather", '{"city": "Paris"}')])
+    return ChatResult("ok")
+
+
+@dataclass
+class Case:
+    name: str
+    code: str | None
+    status: int
+    refused: bool = False
+    """Refused before the run (nothing ran)."""
+    body: dict[str, Any] | None = None
+
+
+async def _full(master: InProcessMaster) -> None:
+    admission = master.services.entry.admission
+    while admission.in_flight < admission.limit:  # the master runs as many queries as it may
+        admission.enter()
+
+
+async def _draining(master: InProcessMaster) -> None:
+    master.services.entry.admission.close("the master is stopping; retry on another")
+
+
+async def _bug(master: InProcessMaster) -> None:
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the query service")
+
+    master.services.queries.run = broken  # type: ignore[method-assign]
+
+
+CASES: list[tuple[Case, Callable[[InProcessMaster], Awaitable[None]] | None]] = [
+    (Case("answered", None, 200), None),
+    (Case("too many queries", "too_many_queries", 429, refused=True), _full),
+    (Case("draining", "draining", 503, refused=True), _draining),
+    (Case("unknown session", "unknown_session", 404, body={"session_id": "no-such-session"}), None),
+    (Case("agent fails mid-call", None, 200, body={"allowed_agent_ids": ["failing"]}), None),
+    (Case("internal error", "internal_error", 500), _bug),
+    (Case("unknown agent", "unknown_agent", 400, body={"allowed_agent_ids": ["ghost-agent"]}), None),
+]
+
+
+@pytest.fixture
+async def master() -> AsyncIterator[InProcessMaster]:
+    async with in_process_master(FunctionChatModel(_model), openagent_max_queries_in_flight=2) as m:
+        yield m
+
+
+@pytest.mark.parametrize("door", DOORS, ids=[d.name for d in DOORS])
+@pytest.mark.parametrize(("case", "setup"), CASES, ids=[c.name for c, _ in CASES])
+async def test_every_door_gives_the_same_outcome(
+    master: InProcessMaster,
+    door: Door,
+    case: Case,
+    setup: Callable[[InProcessMaster], Awaitable[None]] | None,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = None
+    if case.name == "agent fails mid-call":
+        agent = await RawPeer.connect(master.ws_url)
+        await agent.register("failing", tools=[WEATHER_TOOL])
+    if setup is not None:
+        await setup(master)
+    asked = asyncio.create_task(door.ask(master, {"query": "Weather in Paris?", **(case.body or {})}))
+    if agent is not None:
+        call = await agent.recv()  # the call reached the agent, which now dies without answering
+        assert call["type"] == "tool_call" and call["tool_name"] == "get_weather"
+        agent.ws.transport.abort()
+    try:
+        async with asyncio.timeout(60):
+            code, status = await asked
+    finally:
+        asked.cancel()
+    expected_status = case.status if door.status_after_admission or case.refused else 200
+    assert code == case.code, door.name
+    if status is not None:
+        assert status == expected_status, door.name
+    if case.name == "internal error":
+        assert "a bug in the query service" in caplog.text  # logged once, with its traceback
+
+
+async def test_unknown_agent_names_the_ids_and_at_most_20_known_ones(master: InProcessMaster) -> None:
+    peers = [await RawPeer.connect(master.ws_url) for _ in range(21)]
+    try:
+        for n, peer in enumerate(peers):
+            await peer.register(f"agent-{n:02}", tools=[WEATHER_TOOL])
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+            body = {"query": "hi", "allowed_agent_ids": ["agent-00", "ghost-agent", "ghost-agent"]}
+            response = await http.post("/query", json=body)
+    finally:
+        for peer in peers:
+            await peer.close()
+    assert response.status_code == 400 and response.json()["error_code"] == "unknown_agent"
+    message = response.json()["error"]
+    assert "unknown agent(s) 'ghost-agent'; known agents: " in message
+    # 21 connected here (and maybe invocation agents other tests left in Redis): 20 named, the rest counted
+    known = message.split("known agents: ", 1)[1]
+    assert len(re.findall(r"'[^']+'", known)) == 20 and re.search(r"' and \d+ more$", known), message
