@@ -383,7 +383,7 @@ export interface paths {
         put?: never;
         /**
          * Start Yaml Agents
-         * @description Run the YAML's WebSocket agents in this master's event loop (idempotent; per-agent outcomes).
+         * @description Run the YAML's WebSocket agents, each in a supervised child process (idempotent; per-agent outcomes).
          */
         post: operations["start_yaml_agents_internal_yaml_agents_start_post"];
         delete?: never;
@@ -446,7 +446,7 @@ export interface paths {
          * @description Ask the orchestrator. The answer has the fields of a WebSocket ``query_result``.
          *
          *     With ``"stream": true`` (or ``Accept: text/event-stream``) the answer is a stream of
-         *     Server-Sent Events ending with a ``query_result`` event (see :mod:`master.query.streaming`).
+         *     Server-Sent Events ending with a ``query_result`` event (see :func:`sse_events`).
          */
         post: operations["post_query_query_post"];
         delete?: never;
@@ -1301,6 +1301,13 @@ export interface components {
              * @description The model a query gets when it names none.
              */
             default_model: string;
+            /**
+             * Model Labels
+             * @description How to show a model whose id alone would mislead (the demo LLM's ``openagent-demo``).
+             */
+            model_labels?: {
+                [key: string]: string;
+            } | null;
             /**
              * Prompt Profiles
              * @description The system prompt profiles a query may ask for (``orchestrator_prompt_profile``).
@@ -2371,7 +2378,7 @@ export interface operations {
                     "application/json": components["schemas"]["CollaborationOutcome"];
                 };
             };
-            /** @description Fewer than two agents, a duplicate, or an empty task */
+            /** @description Fewer than two agents, a duplicate, an empty task, or an agent that is not connected (unknown_agent) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2398,7 +2405,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description An agent is not connected, or parent_session_id is unknown */
+            /** @description parent_session_id is unknown */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3284,7 +3291,7 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
-            /** @description Model not allowed, a plan step that cannot run, or an attachment whose base64 does not decode or whose type contradicts its content; or: The body is not JSON, or nested too deeply */
+            /** @description Model not allowed, allowed_agent_ids naming an unknown agent, a plan step that cannot run, or an attachment whose base64 does not decode or whose type contradicts its content; or: The body is not JSON, or nested too deeply */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3349,6 +3356,15 @@ export interface operations {
             };
             /** @description Too many queries in flight (too_many_queries) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryResponse"];
+                };
+            };
+            /** @description A bug in the master (internal_error); see its log */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4055,7 +4071,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Unknown invocation agent */
+            /** @description Unknown invocation agent (not_found) */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -54,7 +54,7 @@ describe("export", () => {
     expect(a).toContain("invocation_base_url: http://127.0.0.1:9000");
     expect(a).not.toContain("query-client");
     expect(a).toContain("x: 300.123");
-    // The key order of openagent/yaml_runner.py's export.
+    // The key order of openagent/workspace/export.py.
     expect(a).toMatch(/- agent_id: demo-invocation-agent\n  transport: invocation\n  invocation_base_url: [^\n]+\n  tools:/);
   });
 

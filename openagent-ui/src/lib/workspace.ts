@@ -1,6 +1,6 @@
 /**
- * Workspace YAML, schema version 1: the shape of `openagent/yaml_runner.py` (builder issue,
- * `docs/workspace.schema.json`), so the UI's exports restore on a master and the master's
+ * Workspace YAML, schema version 1: the shape of `openagent/workspace/`
+ * (`docs/workspace.schema.json`), so the UI's exports restore on a master and the master's
  * exports load here.
  *
  * Exports are byte-stable (agents sorted by id, links sorted, layout sorted, numbers rounded),
@@ -126,7 +126,7 @@ function toolSpec(tool: ToolInfo): ToolSpec {
 }
 
 export function agentSpec(entry: CatalogEntry): AgentSpec {
-  // Key order as openagent/yaml_runner.py writes it, so both exports are byte-identical.
+  // Key order as openagent/workspace/export.py writes it, so both exports are byte-identical.
   const spec = { agent_id: entry.agentId } as AgentSpec;
   if (entry.role === "query") spec.role = "query";
   spec.transport = entry.transport;
