@@ -95,7 +95,9 @@ _LOCK_POLL_SECONDS = 0.05
 CHECK_FRESH_SECONDS = 1.0
 """How recent a Redis answer to a load or append may be for a query to skip its own ``PING``
 (:meth:`SessionStore.check`): under load every query appends, so the pings vanish; an idle
-master, or one whose last store command failed, pings again."""
+master, or one whose last store command failed, pings again. A skipped ``PING`` still checks a
+pooled connection's socket (locally): a Redis that stopped since its last answer is noticed
+before the query asks the LLM or runs a tool."""
 
 _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
@@ -155,14 +157,30 @@ class SessionStore:
         With ``fresh_within`` (seconds), a load or append that Redis answered that recently stands
         for the ``PING`` (a query in a new session passes :data:`CHECK_FRESH_SECONDS`).
         """
-        if fresh_within > 0 and time.monotonic() - self._answered_at < fresh_within:
-            return
         try:
+            if (
+                fresh_within > 0
+                and time.monotonic() - self._answered_at < fresh_within
+                and await self._pooled_connection_idle()
+            ):
+                return
             await self._redis.ping()
         except RedisError as exc:
             self._answered_at = float("-inf")
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         self._answered_at = time.monotonic()
+
+    async def _pooled_connection_idle(self) -> bool:
+        """Whether a pooled connection's socket is open with nothing to read, checked locally (no
+        round trip). When Redis stopped or restarted since its last answer, the socket has reached
+        its end: the caller then asks Redis (a ``PING``, on a fresh connection), which fails while
+        Redis is down. A recent answer alone proves nothing about a Redis that stopped since."""
+        pool = self._redis.connection_pool
+        connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+        try:
+            return not await connection.can_read()
+        finally:
+            await pool.release(connection)
 
     async def load(self, session_id: str) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired)."""
