@@ -74,9 +74,9 @@ class _Model:
 
 
 async def _refused_before_side_effects(
-    http: httpx.AsyncClient, model: _Model, calls: list[int]
+    http: httpx.AsyncClient, model: _Model, calls: list[int], **request: Any
 ) -> dict[str, Any]:
-    response = await http.post("/query", json={"query": "count to one"})
+    response = await http.post("/query", json={"query": "count to one", **request})
     body: dict[str, Any] = response.json()
     assert response.status_code == 503, body
     assert body["error_code"] == "session_store_unavailable", body
@@ -108,3 +108,31 @@ async def test_redis_stopped_just_after_answering_refuses_a_new_session_before_t
         async with asyncio.timeout(30):
             await process.wait()
         await _refused_before_side_effects(http, model, calls)
+
+
+async def test_a_hung_redis_answers_503_within_the_query_deadline(
+    own_redis: tuple[str, asyncio.subprocess.Process], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20: with Redis frozen (SIGSTOP: it accepts connections but never answers), a query
+    waited out the socket timeout twice (the command, then its retry) and answered with the
+    client's own timeout message. The whole Redis step now has one deadline,
+    ``REDIS_QUERY_TIMEOUT_SECONDS``, which the 503 names; neither the LLM nor the tool runs."""
+    url, process = own_redis
+    monkeypatch.setattr("master.query.service.CHECK_FRESH_SECONDS", 0.0)  # a new session pings
+    model = _Model()
+    calls: list[int] = []
+    async with (
+        in_process_master(FunctionChatModel(model), redis_url=url, redis_query_timeout_seconds=1.0) as m,
+        counter_agent(m, "outage-agent", calls),
+        httpx.AsyncClient(base_url=m.base_url, timeout=120) as http,
+    ):
+        first = (await http.post("/query", json={"query": "count to one"})).json()
+        assert first["success"] and calls == [1], first
+        model.requests, calls[:] = 0, []
+        process.send_signal(signal.SIGSTOP)
+        try:
+            for session in ({}, {"session_id": first["session_id"]}):  # check, then load
+                body = await _refused_before_side_effects(http, model, calls, **session)
+                assert "no answer within 1 s (REDIS_QUERY_TIMEOUT_SECONDS)" in body["error"], body
+        finally:
+            process.send_signal(signal.SIGCONT)
