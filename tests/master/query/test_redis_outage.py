@@ -136,3 +136,6 @@ async def test_a_hung_redis_answers_503_within_the_query_deadline(
                 assert "no answer within 1 s (REDIS_QUERY_TIMEOUT_SECONDS)" in body["error"], body
         finally:
             process.send_signal(signal.SIGCONT)
+        # Redis woke: the connections the deadline cut are not reused, the session goes on.
+        again = (await http.post("/query", json={"query": "again", "session_id": first["session_id"]})).json()
+        assert again["success"] and calls == [1], again
