@@ -244,7 +244,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             )
             return cluster_collab
 
-    sessions = SessionStore(redis, ttl_seconds=settings.redis_session_ttl_seconds)
+    sessions = SessionStore(
+        redis,
+        ttl_seconds=settings.redis_session_ttl_seconds,
+        timeout_seconds=settings.redis_query_timeout_seconds,
+    )
     attachment_store = AttachmentStore(
         blob_redis,
         ttl_seconds=settings.redis_session_ttl_seconds,

@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     """TTL of stored invocation agents (``agent:{id}``), refreshed when the agent is used."""
     redis_session_ttl_seconds: int = Field(default=86400, gt=0)
     """TTL of sessions (``session:{id}``) and their attachments; a session expires this long after its last turn."""
+    redis_query_timeout_seconds: float = Field(default=5.0, gt=0)
+    """The longest a query waits for Redis at each of its session steps (check or load before it
+    runs, append after): connecting, the command and its one retry together. Past it the query
+    answers 503 ``session_store_unavailable``, also when Redis hangs rather than refuses."""
     master_host: str = "127.0.0.1"
     """Where the master listens (``scripts/run.sh`` and ``openagent master`` pass it to uvicorn)."""
     master_port: int = Field(default=8000, ge=1, le=65535)

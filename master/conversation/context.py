@@ -15,7 +15,9 @@ One summarization per session at a time: :class:`master.query.service.QueryServi
 session's summary lock around it, and queries waiting for the lock reuse the stored result.
 
 If the tools of all linked agents still do not fit, the most relevant tools
-(by word overlap with the query) are offered, and the log says so.
+(by word overlap with the query) are offered, and the log says so. When not even one of the
+tools on offer fits beside the messages, the query is refused (``invalid_query``, naming
+``ORCHESTRATOR_CONTEXT_MAX_TOKENS``) rather than run with none: the model would only repeat it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from master.conversation.history import history_messages
-from master.errors import LLMError
+from master.errors import LLMError, QueryRejected
 from master.llm.model import ChatMessage, ChatModel
 from master.llm.tokens import count_messages, count_tools
 
@@ -199,7 +201,9 @@ class ContextBuilder:
     def _fit_tools(
         self, message_tokens: int, tools: list[dict[str, Any]], costs: list[int], query: str
     ) -> tuple[list[dict[str, Any]], list[int]]:
-        """The most relevant tools (word overlap with the query) that fit beside the messages."""
+        """The most relevant tools (word overlap with the query) that fit beside the messages.
+
+        Raises :class:`QueryRejected` when none fits (see the module docstring)."""
         room = self._max_tokens - message_tokens
         words = _words(query)
         ranked = sorted(
@@ -212,6 +216,14 @@ class ContextBuilder:
             if used + costs[index] <= room:
                 chosen.append(index)
                 used += costs[index]
+        if tools and not chosen:
+            raise QueryRejected(
+                "invalid_query",
+                f"the query and its context take {message_tokens} of the {self._max_tokens} tokens "
+                f"of ORCHESTRATOR_CONTEXT_MAX_TOKENS, leaving {max(room, 0)}: no room for any of "
+                f"the {len(tools)} tool(s) on offer (the smallest needs {min(costs)}); shorten the "
+                "query or raise ORCHESTRATOR_CONTEXT_MAX_TOKENS",
+            )
         chosen.sort()
         logger.warning(
             "tool definitions do not fit ORCHESTRATOR_CONTEXT_MAX_TOKENS: offering the %d most relevant of %d tools",

@@ -95,7 +95,9 @@ _LOCK_POLL_SECONDS = 0.05
 CHECK_FRESH_SECONDS = 1.0
 """How recent a Redis answer to a load or append may be for a query to skip its own ``PING``
 (:meth:`SessionStore.check`): under load every query appends, so the pings vanish; an idle
-master, or one whose last store command failed, pings again."""
+master, or one whose last store command failed, pings again. A skipped ``PING`` still checks a
+pooled connection's socket (locally): a Redis that stopped since its last answer is noticed
+before the query asks the LLM or runs a tool."""
 
 _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
@@ -132,9 +134,15 @@ class SessionStore:
     bytes appended since: one round trip, whatever the session's length.
     """
 
-    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int) -> None:
+    def __init__(
+        self, redis: aioredis.Redis, *, ttl_seconds: int, timeout_seconds: float | None = None
+    ) -> None:
         self._redis = redis
         self._ttl = ttl_seconds
+        self._timeout = timeout_seconds
+        """The deadline of one step (:meth:`check`, :meth:`load`, :meth:`append`): connecting, the
+        command and the client's one retry together (``REDIS_QUERY_TIMEOUT_SECONDS``); ``None``: the
+        client's own socket timeouts only."""
         self._append = redis.register_script(_APPEND)
         self._load = redis.register_script(_LOAD)
         self._cache: SizedLRU[str, _Cached] = SizedLRU(
@@ -144,6 +152,24 @@ class SessionStore:
         self._local_locks: dict[str, asyncio.Lock] = {}
         self._answered_at = float("-inf")
         """When Redis last answered a load, an append or a ping (``time.monotonic``); reset on failure."""
+
+    @asynccontextmanager
+    async def _step(self) -> AsyncIterator[None]:
+        """One store step within the deadline: Redis's errors, and its silence past the deadline
+        (a hung Redis accepts connections but never answers), raise :class:`SessionStoreUnavailable`
+        and make the next :meth:`check` ask Redis again."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                yield
+        except RedisError as exc:
+            self._answered_at = float("-inf")
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        except TimeoutError as exc:
+            self._answered_at = float("-inf")
+            raise SessionStoreUnavailable(
+                f"session store unavailable (Redis): no answer within {self._timeout:g} s "
+                "(REDIS_QUERY_TIMEOUT_SECONDS)"
+            ) from exc
 
     @staticmethod
     def new_session_id() -> str:
@@ -155,20 +181,33 @@ class SessionStore:
         With ``fresh_within`` (seconds), a load or append that Redis answered that recently stands
         for the ``PING`` (a query in a new session passes :data:`CHECK_FRESH_SECONDS`).
         """
-        if fresh_within > 0 and time.monotonic() - self._answered_at < fresh_within:
-            return
-        try:
+        async with self._step():
+            if (
+                fresh_within > 0
+                and time.monotonic() - self._answered_at < fresh_within
+                and await self._pooled_connection_idle()
+            ):
+                return
             await self._redis.ping()
-        except RedisError as exc:
-            self._answered_at = float("-inf")
-            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         self._answered_at = time.monotonic()
+
+    async def _pooled_connection_idle(self) -> bool:
+        """Whether a pooled connection's socket is open with nothing to read, checked locally (no
+        round trip). When Redis stopped or restarted since its last answer, the socket has reached
+        its end: the caller then asks Redis (a ``PING``, on a fresh connection), which fails while
+        Redis is down. A recent answer alone proves nothing about a Redis that stopped since."""
+        pool = self._redis.connection_pool
+        connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+        try:
+            return not await connection.can_read()
+        finally:
+            await pool.release(connection)
 
     async def load(self, session_id: str) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired)."""
         cached = self._cache.get(session_id)
         key = session_key(session_id)
-        try:
+        async with self._step():
             length, text = await self._load(keys=[key], args=[cached.length if cached else 0])
             if length == 0:
                 self._answered_at = time.monotonic()
@@ -178,9 +217,6 @@ class SessionStore:
             if turns is None:  # not the value the cached copy was read from: read it whole
                 text = cast(str, await self._redis.get(key)) or "[]"
                 length, turns = len(text.encode()), _stored(text)
-        except RedisError as exc:
-            self._answered_at = float("-inf")
-            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         self._answered_at = time.monotonic()
         self._cache.put(session_id, _Cached(int(length), turns))
         return list(turns)
@@ -197,11 +233,8 @@ class SessionStore:
             return
         payload = ",".join(json.dumps(turn, separators=(",", ":"), default=str) for turn in turns)
         keys = [session_key(session_id), *(call_record_key(call_id) for call_id in settled_calls)]
-        try:
+        async with self._step():
             await self._append(keys=keys, args=[payload, self._ttl])
-        except RedisError as exc:
-            self._answered_at = float("-inf")
-            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         self._answered_at = time.monotonic()
 
     @asynccontextmanager

@@ -405,8 +405,8 @@ class QueryService:
 
     async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
         """The session's turns; either way Redis has answered (for a new session: within
-        :data:`CHECK_FRESH_SECONDS`), so no LLM or tool call runs for an answer that could not be
-        stored (tools may have side effects)."""
+        :data:`CHECK_FRESH_SECONDS`, over a connection still open), so no LLM or tool call runs
+        for an answer that could not be stored (tools may have side effects)."""
         try:
             if session_id is None:
                 await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)

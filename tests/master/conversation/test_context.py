@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from master.conversation.context import ContextBuilder, split_turns
-from master.errors import LLMError
+from master.errors import LLMError, QueryRejected
 from master.llm.model import ChatResult, FunctionChatModel
 
 
@@ -92,6 +94,24 @@ async def test_tools_that_do_not_fit_are_ranked_by_relevance() -> None:
     builder = ContextBuilder(summarizer([]), max_tokens=200, recent_turns=2, summarizer_model="s")
     context, _ = await builder.build(system="s", turns=[], query="What is the weather forecast?", tools=tools)
     assert [t["function"]["name"] for t in context.tools] == ["b__weather"]
+
+
+async def test_a_query_that_leaves_no_room_for_any_tool_is_refused_naming_the_limit() -> None:
+    """Issue 20: a query just under the size limit left room for none of the tools, and ran
+    with none ("offering the 0 most relevant of 9 tools"); it is refused, naming the setting."""
+    tools = [
+        {"type": "function", "function": {"name": f"a__t{i}", "description": "tool", "parameters": {}}}
+        for i in range(9)
+    ]
+    builder = ContextBuilder(summarizer([]), max_tokens=200, recent_turns=2, summarizer_model="s")
+    with pytest.raises(QueryRejected) as refused:
+        await builder.build(system="s", turns=[], query="word " * 300, tools=tools)
+    assert refused.value.code == "invalid_query"
+    assert "ORCHESTRATOR_CONTEXT_MAX_TOKENS" in refused.value.message
+    assert "any of the 9 tool(s) on offer" in refused.value.message
+    # One tool that fits is enough: the query runs with it.
+    context, _ = await builder.build(system="s", turns=[], query="word " * 150, tools=tools[:1])
+    assert len(context.tools) == 1
 
 
 def user_queries(messages: Sequence[dict[str, Any]]) -> list[str]:

@@ -499,3 +499,27 @@ async def test_a_plan_with_no_linked_tool_is_refused_before_the_model_runs(
     response = await http.post("/query", json=body)
     assert response.status_code == 400 and response.json()["error_code"] == "invalid_query"
     assert "nothing to plan" in response.json()["error"] and llm.requests == []
+
+
+async def test_a_query_that_leaves_no_room_for_a_tool_is_refused_before_the_llm() -> None:
+    """Issue 20: a query that filled the context ran with none of the tools on offer ("offering
+    the 0 most relevant of N tools") and the answer repeated it; it is refused with 400
+    ``invalid_query`` naming ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``, and the model is never asked."""
+    asked: list[int] = []
+
+    def model(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None) -> ChatResult:
+        asked.append(1)
+        return ChatResult(str(messages[-1]["content"]))
+
+    async with in_process_master(FunctionChatModel(model), orchestrator_context_max_tokens=2000) as m:  # type: ignore[arg-type]
+        peer = await RawPeer.connect(m.ws_url)
+        try:
+            await peer.register("roomless-agent", tools=[WEATHER_TOOL])
+            async with httpx.AsyncClient(base_url=m.base_url, timeout=60) as http:
+                response = await http.post("/query", json={"query": "weather " * 2500})
+        finally:
+            await peer.close()
+    body = response.json()
+    assert response.status_code == 400 and body["error_code"] == "invalid_query", body
+    assert "ORCHESTRATOR_CONTEXT_MAX_TOKENS" in body["error"] and "1 tool(s) on offer" in body["error"]
+    assert asked == []
