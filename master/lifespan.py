@@ -364,6 +364,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             cluster_collab.start()
     _live_metrics(metrics, agents, dispatcher, collab)
     await _load_invocation_agents(invocation)
+    if cluster is not None:  # the other masters register and remove invocation agents too
+        follow = asyncio.create_task(
+            invocation.follow(cluster.lease_seconds / 3), name="invocation-agents-follow"
+        )
+        stack.push_async_callback(_cancel, follow)
     if settings.openagent_health_check_interval > 0:
         health_loop = asyncio.create_task(_health_loop(invocation, settings.openagent_health_check_interval))
         stack.push_async_callback(_cancel, health_loop)

@@ -35,6 +35,10 @@ AGENT_PREFIX = "agent:"
 AGENT_INDEX = "agents:invocation"
 """SET of the ids of registered invocation agents (members whose record expired are pruned on load)."""
 
+AGENT_INDEX_VERSION = "agents:invocation:version"
+"""Counter bumped with every registration and removal of an invocation agent (in the same
+transaction): a master whose last load saw another value re-reads the records (several masters)."""
+
 
 def agent_key(agent_id: str) -> str:
     return f"{AGENT_PREFIX}{agent_id}"

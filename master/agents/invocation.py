@@ -6,6 +6,12 @@ metadata) lives in Redis under ``agent:{agent_id}`` with TTL
 :class:`InvocationAgents` keeps the records in memory, loaded from Redis at
 start-up and on ``GET /refresh``, and knows each agent's health (UP/DOWN): a
 DOWN agent's tools are not offered to the model until a check finds it UP.
+
+With several masters on one Redis, every registration and removal bumps the counter
+``agents:invocation:version`` in the same transaction as the record; each master compares it
+with the value of its last load (:meth:`InvocationAgents.sync`, every third of the cluster lease)
+and re-reads the records when it moved. A counter rather than pub/sub: a change made while a
+master was disconnected from Redis, or starting, is not lost, it is seen at the next check.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from redis.exceptions import RedisError
 
 from master.agents.registry import AgentTool, compile_tools
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import AGENT_INDEX, agent_key, quarantined_agent_key
+from master.redis_keys import AGENT_INDEX, AGENT_INDEX_VERSION, agent_key, quarantined_agent_key
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
 logger = logging.getLogger("master.agents.invocation")
@@ -175,6 +181,9 @@ class InvocationAgents:
     ttl_seconds: int
     health_timeout: float
     _agents: dict[str, InvocationAgent] = field(default_factory=dict)
+    _version: str | None = None
+    """``AGENT_INDEX_VERSION`` as it was before the last load."""
+    _loaded: bool = False
 
     def get(self, agent_id: str) -> InvocationAgent | None:
         return self._agents.get(agent_id)
@@ -193,6 +202,7 @@ class InvocationAgents:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.set(agent_key(agent.agent_id), json.dumps(agent.record()), ex=self.ttl_seconds)
                 pipe.sadd(AGENT_INDEX, agent.agent_id)
+                pipe.incr(AGENT_INDEX_VERSION)
                 await pipe.execute()
         except RedisError as exc:
             raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
@@ -206,7 +216,8 @@ class InvocationAgents:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.delete(agent_key(agent_id))
                 pipe.srem(AGENT_INDEX, agent_id)
-                deleted, _ = await pipe.execute()
+                pipe.incr(AGENT_INDEX_VERSION)
+                deleted, _, _ = await pipe.execute()
         except RedisError as exc:
             raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
         known = self._agents.pop(agent_id, None) is not None
@@ -215,6 +226,7 @@ class InvocationAgents:
     async def reload(self) -> None:
         """Re-read every record from Redis (start-up, ``/refresh``); expired ones are pruned."""
         try:
+            version = await self.redis.get(AGENT_INDEX_VERSION)
             ids = sorted(str(member) for member in await self.redis.smembers(AGENT_INDEX))
             raws = await self.redis.mget([agent_key(agent_id) for agent_id in ids]) if ids else []
         except RedisError as exc:
@@ -225,15 +237,18 @@ class InvocationAgents:
             if raw is None:
                 expired.append(agent_id)
                 continue
+            previous = self._agents.get(agent_id)
             try:
                 data = json.loads(raw)
+                if previous is not None and previous.record() == data:  # unchanged: keep it as it is
+                    loaded[agent_id] = previous
+                    continue
                 agent = InvocationAgent.from_registration(
                     InvocationRegistration.model_validate(data), data.get("registered_at")
                 )
             except (ValueError, TypeError, AttributeError, RecursionError) as exc:
                 await self._quarantine(agent_id, exc)
                 continue
-            previous = self._agents.get(agent_id)
             if previous is not None:
                 agent.status, agent.last_check, agent.last_error = (
                     previous.status,
@@ -244,6 +259,28 @@ class InvocationAgents:
         if expired:
             await self.redis.srem(AGENT_INDEX, *expired)
         self._agents = loaded
+        self._version, self._loaded = None if version is None else str(version), True
+
+    async def sync(self) -> bool:
+        """Re-read the records when another master registered or removed an agent since the last
+        load (the version counter moved); True when it did. Health is kept for known agents."""
+        try:
+            version = await self.redis.get(AGENT_INDEX_VERSION)
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
+        if self._loaded and (None if version is None else str(version)) == self._version:
+            return False
+        await self.reload()
+        return True
+
+    async def follow(self, interval: float) -> None:
+        """:meth:`sync` every ``interval`` seconds, forever (several masters: the lifespan runs it)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sync()
+            except SessionStoreUnavailable as exc:
+                logger.warning("could not re-read the invocation agents: %s", exc)
 
     async def _quarantine(self, agent_id: str, exc: BaseException) -> None:
         """Move an unusable record out of the way (``agent_quarantine:{id}``), so that it never
@@ -258,6 +295,7 @@ class InvocationAgents:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.rename(agent_key(agent_id), quarantined_agent_key(agent_id))
                 pipe.srem(AGENT_INDEX, agent_id)
+                pipe.incr(AGENT_INDEX_VERSION)
                 await pipe.execute()
         except RedisError as error:
             logger.warning("could not quarantine the record of agent %s: %s", agent_id, error)

@@ -110,6 +110,12 @@ class ClusterDirectory:
         """Whether ``master_id`` (a master holding agents in the table) renewed its lease by the last heartbeat."""
         return master_id in self._alive
 
+    def owner(self, agent_id: str) -> str | None:
+        """The master the shared table says holds WebSocket agent ``agent_id`` (as of the last
+        heartbeat), or ``None``."""
+        raw = self._entries.get(agent_id)
+        return None if raw is None else _owner(raw)
+
     def remote_agents(self, allowed: set[str] | None = None) -> list[RemoteAgent]:
         """Agents of other live masters, limited to ``allowed`` ids when given."""
         return [

@@ -11,7 +11,10 @@ Other modules add message kinds through :attr:`ClusterRouter.handlers` (the coll
 across masters: :mod:`master.cluster.collaboration`).
 
 A call whose owner's lease expires (the master was killed) fails within a heartbeat or two
-(``AgentDisconnected``), not after ``TOOL_CALL_TIMEOUT``.
+(``AgentDisconnected``), not after ``TOOL_CALL_TIMEOUT``. A call whose agent registers again on
+another master (it reconnected elsewhere, typically because its master died) fails sooner: at
+once when it re-registers on this master, else at the first heartbeat that sees the table name
+the new master; its old master's connection is gone or replaced, so no result would come.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from redis.exceptions import RedisError
 
 from master.agents.call_records import DeliveryStatus
 from master.agents.dispatch import Dispatcher
-from master.agents.registry import Registry
+from master.agents.registry import LiveAgent, Registry
 from master.agents.remote import RemoteAgent
 from master.cluster.directory import ClusterDirectory
 from master.errors import (
@@ -151,6 +154,7 @@ class ClusterRouter:
 
     async def start(self) -> None:
         self._directory.on_tick.append(self._check_owners)
+        self._registry.listeners.append(self._agent_changed)
         try:  # a restart under the same OPENAGENT_MASTER_ID must not replay its previous life's calls
             await self._redis.delete(self._inbox)
         except RedisError as exc:
@@ -158,6 +162,8 @@ class ClusterRouter:
         self._reader = asyncio.create_task(self._read_forever(), name="cluster-inbox")
 
     async def aclose(self) -> None:
+        if self._agent_changed in self._registry.listeners:
+            self._registry.listeners.remove(self._agent_changed)
         tasks = [t for t in (self._reader, *self._serving) if t is not None]
         for task in tasks:
             task.cancel()
@@ -225,8 +231,32 @@ class ClusterRouter:
             return "forwarded"
         return cast(DeliveryStatus, outcome) if outcome in _DELIVERY_STATUSES else "unknown"
 
+    def _agent_changed(self, change: str, agent: LiveAgent) -> None:
+        """An agent registered on this master: its calls waiting on another master's connection end."""
+        if change == "added":
+            self._moved(agent.agent_id, self._directory.master_id)
+
+    def _moved(self, agent_id: str, new_master: str) -> None:
+        """Fail the calls sent to ``agent_id`` through a master other than ``new_master``, the one
+        it has registered on since: the old connection is gone (or replaced), no result will come."""
+        for call_id, agent in list(self._waiting.items()):
+            if agent.agent_id == agent_id and agent.master_id != new_master:
+                self._waiting.pop(call_id, None)
+                self._dispatcher.settle_remote(
+                    call_id,
+                    error=AgentDisconnected(
+                        f"agent {agent_id!r} reconnected elsewhere (it registered again on master"
+                        f" {new_master!r}) while the call was in flight through master {agent.master_id!r}"
+                    ),
+                )
+
     def _check_owners(self) -> None:
-        """Fail at once the calls whose owner's lease expired."""
+        """Fail at once the calls whose agent registered on another master since, or whose
+        owner's lease expired."""
+        for agent_id in {agent.agent_id for agent in self._waiting.values()}:
+            owner = self._directory.owner(agent_id)
+            if owner is not None and self._directory.alive(owner):
+                self._moved(agent_id, owner)
         for call_id, agent in list(self._waiting.items()):
             if not self._directory.alive(agent.master_id):
                 self._waiting.pop(call_id, None)

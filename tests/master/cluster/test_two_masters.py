@@ -190,3 +190,36 @@ async def test_progress_of_a_remote_call_reaches_the_sse_stream(llm: ScriptedOpe
     progress = [data for name, data in events if name == "tool_progress"]
     assert progress and progress[0]["message"] == "asking" and progress[0]["agent_id"] == "progress-weather"
     assert events[-1][0] == "query_result" and events[-1][1]["answer"] == "Mild."
+
+
+async def test_a_call_fails_at_once_when_its_agent_re_registers_on_the_other_master(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    # A lease long enough that A cannot be taken for dead before its agent is back on B (and short
+    # enough that B sees the agent on A within a heartbeat, a third of it).
+    env = {"OPENAGENT_MASTER_LEASE_SECONDS": "15", "TOOL_CALL_TIMEOUT": "300"}
+    with (
+        MasterProcess(master_env(llm, OPENAGENT_CLUSTER="1", OPENAGENT_MASTER_ID="master-a", **env)) as a,
+        MasterProcess(master_env(llm, OPENAGENT_CLUSTER="1", OPENAGENT_MASTER_ID="master-b", **env)) as b,
+    ):
+        peer = await RawPeer.connect(a.ws_url)
+        await peer.register("moving-weather", tools=[WEATHER_TOOL])
+        await rows_until(b.base_url, lambda rows: row(rows, "moving-weather") is not None)
+        llm.add_tool_call("moving-weather__get_weather", {"city": "Oslo"})
+        llm.add_text("The weather service moved.")
+        async with httpx.AsyncClient(base_url=b.base_url, timeout=120) as http:
+            pending = asyncio.create_task(http.post("/query", json={"query": "Weather in Oslo?"}))
+            await peer.recv(timeout=20)  # the call reached the agent through master A
+            assert a.process is not None
+            os.kill(a.process.pid, signal.SIGKILL)
+            a.process.wait(timeout=10)
+            again = await RawPeer.connect(b.ws_url)  # the agent reconnects, to master B
+            try:
+                await again.register("moving-weather", tools=[WEATHER_TOOL])
+                body = (await pending).json()
+            finally:
+                await again.close()
+        assert body["success"] is True, body
+        error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
+        assert "reconnected elsewhere" in error and "'master-b'" in error and "'master-a'" in error
+        assert "lease expired" not in error

@@ -1,0 +1,51 @@
+"""The cluster router's checks of its waiting calls, with stand-ins for the directory and dispatcher."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from master.agents.registry import Registry
+from master.agents.remote import RemoteAgent
+from master.cluster.router import ClusterOutbox, ClusterRouter
+from master.errors import ToolCallError
+
+
+class Directory:
+    master_id = "master-b"
+    lease_seconds = 1.0
+
+    def __init__(self, owners: dict[str, str], live: set[str]) -> None:
+        self.on_tick: list[Any] = []
+        self.owners, self.live = owners, live
+
+    def owner(self, agent_id: str) -> str | None:
+        return self.owners.get(agent_id)
+
+    def alive(self, master_id: str) -> bool:
+        return master_id in self.live
+
+
+class Dispatcher:
+    def __init__(self) -> None:
+        self.errors: dict[str, ToolCallError | None] = {}
+
+    def settle_remote(self, call_id: str, *, result: Any = None, error: ToolCallError | None = None) -> bool:
+        self.errors[call_id] = error
+        return True
+
+
+def test_a_call_fails_at_the_heartbeat_that_sees_its_agent_registered_on_a_third_master() -> None:
+    directory = Directory({"moved": "master-c", "stayed": "master-a"}, {"master-a", "master-b", "master-c"})
+    dispatcher = Dispatcher()
+    outbox = ClusterOutbox(cast(Any, None), cast(Any, directory))
+    outbox.waiting.update(
+        {
+            "call-1": RemoteAgent("moved", "master-a", "action", {}, {}),
+            "call-2": RemoteAgent("stayed", "master-a", "action", {}, {}),
+        }
+    )
+    router = ClusterRouter(cast(Any, None), cast(Any, directory), cast(Any, dispatcher), Registry(), outbox)
+    router._check_owners()  # what each heartbeat runs
+    assert set(dispatcher.errors) == {"call-1"} and list(outbox.waiting) == ["call-2"]
+    message = str(dispatcher.errors["call-1"])
+    assert "reconnected elsewhere" in message and "'master-c'" in message and "'master-a'" in message
