@@ -30,14 +30,12 @@ from master.errors import QueryRejected
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
 from master.query.service import QueryService, rejected_response
-from protocol import QueryRequest, QueryResponse
+from protocol import ErrorCode, QueryRequest, QueryResponse
 
 logger = logging.getLogger("master.query.entry")
 
 Door = Literal["http", "sse", "websocket"]
 """Which front door a query came through (in the log line of a failure and the run's task name)."""
-
-INTERNAL_ERROR = "internal_error"
 
 Deliver = Callable[[QueryResponse], Awaitable[None]]
 """Sends the outcome to the asker, within the run (see :meth:`QueryEntry.submit`)."""
@@ -138,7 +136,9 @@ class QueryEntry:
                 response = rejected_response(
                     request,
                     run.query_id,
-                    QueryRejected(INTERNAL_ERROR, "internal error while answering; see the master's log"),
+                    QueryRejected(
+                        ErrorCode.INTERNAL_ERROR, "internal error while answering; see the master's log"
+                    ),
                 )
             finished = Finished(response)
             if deliver is not None:

@@ -35,8 +35,9 @@ nothing beyond the SDK.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openagent._lazy import lazy_names
 
 if TYPE_CHECKING:
     from openagent.rag.agents import (
@@ -93,18 +94,7 @@ _LAZY = {
 """Public name → the module of this package that defines it (imported on first use)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openagent.rag' has no attribute {name!r}")
-    try:
-        loaded = importlib.import_module(f"openagent.rag.{module}")
-    except ImportError as exc:
-        raise ImportError(
-            f"openagent.rag.{name} needs the 'rag' extra: pip install 'openagent[rag]' "
-            f"(missing: {exc.name or exc})"
-        ) from exc
-    return getattr(loaded, name)
+__getattr__ = lazy_names(__name__, _LAZY, "rag")
 
 
 __all__ = [

@@ -33,8 +33,9 @@ works without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openagent._lazy import lazy_names
 
 if TYPE_CHECKING:
     from openagent.workspace.export import export_document, export_workspace
@@ -93,18 +94,7 @@ _LAZY = {
 """Public name → the module of this package that defines it (imported on first use)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openagent.workspace' has no attribute {name!r}")
-    try:
-        loaded = importlib.import_module(f"openagent.workspace.{module}")
-    except ImportError as exc:
-        raise ImportError(
-            f"openagent.workspace.{name} needs the 'workspace' extra: pip install 'openagent[workspace]' "
-            f"(missing: {exc.name or exc})"
-        ) from exc
-    return getattr(loaded, name)
+__getattr__ = lazy_names(__name__, _LAZY, "workspace")
 
 
 __all__ = [

@@ -32,7 +32,7 @@ from openagent.pool_runner.config import PoolRunnerConfig, readable_by_others
 from openagent.pool_runner.supervisor import AgentSpec as ProcessSpec
 from openagent.pool_runner.supervisor import ManagedAgent
 from openagent.workspace.child import AGENT_VARIABLE, FAILED, ROOT_VARIABLE, STARTED
-from openagent.workspace.runner import AgentOutcome, skip_reason
+from openagent.workspace.runner import AgentOutcome, not_to_start, start_each
 from openagent.workspace.schema import AgentSpec, Workspace
 
 __all__ = ["ProcessAgentRunner"]
@@ -109,24 +109,15 @@ class ProcessAgentRunner:
     async def start(self, workspace: Workspace) -> list[AgentOutcome]:
         """Start every WebSocket action agent of the workspace that has a handler."""
         async with self._lock:
-            outcomes = await asyncio.gather(
-                *(self._start_one(spec) for spec in workspace.agents if not spec.builtin)
-            )
-        return sorted(outcomes, key=lambda outcome: outcome.agent_id)
+            return await start_each(workspace, self._start_one)
 
     async def _start_one(self, spec: AgentSpec) -> AgentOutcome:
         agent_id = spec.agent_id
-        skipped = skip_reason(spec)
-        if skipped is not None:
-            return AgentOutcome(agent_id, "skipped", skipped)
-        assert spec.handler is not None
         known = self._children.get(agent_id)
-        if known is not None:
-            return AgentOutcome(agent_id, "already_running", handler=known.handler)
-        if self._is_connected(agent_id):
-            return AgentOutcome(
-                agent_id, "skipped", "already connected to the master by another process", spec.handler
-            )
+        refused = not_to_start(spec, known.handler if known else None, self._is_connected)
+        if refused is not None:
+            return refused
+        assert spec.handler is not None  # not_to_start skips an agent without one
         try:
             ref = parse_handler(spec.handler)
             source = module_file(self.root, ref)  # refused or missing: no process at all

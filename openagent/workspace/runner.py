@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -141,6 +141,32 @@ class _Running:
     handler: str
 
 
+async def start_each(
+    workspace: Workspace, start_one: Callable[[AgentSpec], Awaitable[AgentOutcome]]
+) -> list[AgentOutcome]:
+    """Start every agent of ``workspace`` but the built-in query client, side by side; the
+    outcomes sorted by agent id (both runners: this module's and :mod:`.processes`)."""
+    outcomes = await asyncio.gather(*(start_one(spec) for spec in workspace.agents if not spec.builtin))
+    return sorted(outcomes, key=lambda outcome: outcome.agent_id)
+
+
+def not_to_start(
+    spec: AgentSpec, running_handler: str | None, is_connected: Callable[[str], bool]
+) -> AgentOutcome | None:
+    """The outcome of an agent that is not to be started (no handler to run, already run by this
+    runner with ``running_handler``, or connected to the master by another process), or ``None``."""
+    skipped = skip_reason(spec)
+    if skipped is not None:
+        return AgentOutcome(spec.agent_id, "skipped", skipped)
+    if running_handler is not None:
+        return AgentOutcome(spec.agent_id, "already_running", handler=running_handler)
+    if is_connected(spec.agent_id):
+        return AgentOutcome(
+            spec.agent_id, "skipped", "already connected to the master by another process", spec.handler
+        )
+    return None
+
+
 class YamlAgentRunner:
     """Runs a workspace's WebSocket agents in this event loop, connected to one master.
 
@@ -176,24 +202,15 @@ class YamlAgentRunner:
     async def start(self, workspace: Workspace) -> list[AgentOutcome]:
         """Start every WebSocket action agent of the workspace that has a handler."""
         async with self._lock:
-            outcomes = await asyncio.gather(
-                *(self._start_one(spec) for spec in workspace.agents if not spec.builtin)
-            )
-        return sorted(outcomes, key=lambda outcome: outcome.agent_id)
+            return await start_each(workspace, self._start_one)
 
     async def _start_one(self, spec: AgentSpec) -> AgentOutcome:
         agent_id = spec.agent_id
-        skipped = skip_reason(spec)
-        if skipped is not None:
-            return AgentOutcome(agent_id, "skipped", skipped)
-        assert spec.handler is not None
         known = self._running.get(agent_id)
-        if known is not None:
-            return AgentOutcome(agent_id, "already_running", handler=known.handler)
-        if self._is_connected(agent_id):
-            return AgentOutcome(
-                agent_id, "skipped", "already connected to the master by another process", spec.handler
-            )
+        refused = not_to_start(spec, known.handler if known else None, self._is_connected)
+        if refused is not None:
+            return refused
+        assert spec.handler is not None  # not_to_start skips an agent without one
         try:
             ref = parse_handler(spec.handler)
             module = await asyncio.to_thread(load_module, self.root, ref)
