@@ -14,6 +14,8 @@ side by side on one line do not import each other::
         │
     deps │ asgi                   the routes' dependencies (Services) │ the lean ASGI path
         │
+    doors                         MCP │ A2A │ the OpenAI API: thin adapters onto query and dispatch
+        │
     drain                         SIGTERM: refuse new work, finish what runs, hand off
         │
     gateway                       the WebSocket hub (/ws): agents register, queries come in

@@ -3,8 +3,8 @@
 A door translates its request into a :class:`protocol.QueryRequest`, calls ``submit`` and
 translates what comes back (:mod:`master.query.events`) into its own wire form. The doors today:
 ``POST /query`` as JSON and as Server-Sent Events (:mod:`master.routes.query`) and WebSocket
-``query`` frames (:mod:`master.gateway.hub`); MCP, A2A, the OpenAI-compatible API and approvals
-will call the same method. Everything a query needs whatever its door lives here, once:
+``query`` frames (:mod:`master.gateway.hub`); MCP, A2A and the OpenAI-compatible API
+(:mod:`master.doors`). Everything a query needs whatever its door lives here, once:
 
 - **admission**: the master's cap and the draining refusal (:class:`QueryRefused`, raised by
   ``submit`` before anything runs);
@@ -34,7 +34,7 @@ from protocol import ErrorCode, QueryRequest, QueryResponse
 
 logger = logging.getLogger("master.query.entry")
 
-Door = Literal["http", "sse", "websocket"]
+Door = Literal["http", "sse", "websocket", "mcp", "a2a", "openai"]
 """Which front door a query came through (in the log line of a failure and the run's task name)."""
 
 Deliver = Callable[[QueryResponse], Awaitable[None]]

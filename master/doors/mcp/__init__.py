@@ -1,0 +1,1 @@
+"""The master as an MCP server (Streamable HTTP at ``/mcp``)."""
