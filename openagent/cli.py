@@ -185,7 +185,7 @@ def _ws_url(master: str) -> str:
         return url
     for scheme, ws_scheme in (("https://", "wss://"), ("http://", "ws://")):
         if url.startswith(scheme):
-            return f"{ws_scheme}{url[len(scheme):]}/ws"
+            return f"{ws_scheme}{url[len(scheme) :]}/ws"
     raise CommandError(f"--master must be an http(s):// or ws(s):// URL, got {master!r}")
 
 
@@ -360,7 +360,10 @@ def _parser() -> argparse.ArgumentParser:
         "--master", help="the master's URL, http(s)://host:port or ws(s)://host:port/ws (default: MASTER_WS)"
     )
     bridge.add_argument(
-        "server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the MCP server's command"
+        "server_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND [ARGS...]",
+        help="the MCP server's command",
     )
     bridge.set_defaults(handler=_mcp_bridge)
 

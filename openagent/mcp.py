@@ -167,7 +167,6 @@ async def watched(transport: Transport, ended: asyncio.Event) -> AsyncIterator[T
     notice at once, to take the agent off the hub.
     """
     import anyio
-
     from mcp.shared.message import SessionMessage
 
     async with transport as (read, write):
@@ -224,7 +223,9 @@ class McpBridge:
     ) -> None:
         require_mcp()
         if not command or not command[0]:
-            raise ConfigurationError("mcp-bridge needs the MCP server's command, e.g. -- python -m mcp_server_time")
+            raise ConfigurationError(
+                "mcp-bridge needs the MCP server's command, e.g. -- python -m mcp_server_time"
+            )
         if not 0 < restart_initial_delay <= restart_max_delay:
             raise ConfigurationError(
                 f"restart delays must satisfy 0 < initial ({restart_initial_delay!r}) <= max ({restart_max_delay!r})"
@@ -353,7 +354,9 @@ def _handler(client: Client) -> Any:
 
     async def handle_tool(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> Any:
         async def relay(progress: float, total: float | None, message: str | None) -> None:
-            await progress_callback(progress_message(progress, total, message), progress_fraction(progress, total))
+            await progress_callback(
+                progress_message(progress, total, message), progress_fraction(progress, total)
+            )
 
         try:
             result = await client.call_tool(tool_name, arguments, progress_callback=relay)

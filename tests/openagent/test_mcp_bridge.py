@@ -119,9 +119,7 @@ async def test_bridged_time_server_is_called_end_to_end_and_restarted_after_it_d
             # The child dies: the agent leaves the hub, the bridge says so and starts it again.
             [child] = time_server_children()
             child.send_signal(signal.SIGKILL)
-            await wait_for(
-                lambda: _gone(master, "time"), "the agent to leave the hub after its server died"
-            )
+            await wait_for(lambda: _gone(master, "time"), "the agent to leave the hub after its server died")
             await wait_for(lambda: _started_again(bridge), "the bridge to start the server again")
             await wait_for(lambda: _agent(master, "time"), "the restarted agent to register")
             assert any(
@@ -135,7 +133,9 @@ async def test_bridged_time_server_is_called_end_to_end_and_restarted_after_it_d
             llm.add_text("It is tomorrow in Tokyo.")
             body = await ask(master, "time")
             assert body["agents_used"] == [{"agent_id": "time", "tool_name": "get_current_time"}]
-            assert json.loads(llm.requests[-1]["messages"][-1]["content"])["result"]["timezone"] == "Asia/Tokyo"
+            assert (
+                json.loads(llm.requests[-1]["messages"][-1]["content"])["result"]["timezone"] == "Asia/Tokyo"
+            )
         # Stopped: the agent leaves and the child is gone.
         await wait_for(lambda: _gone(master, "time"), "the agent to leave after the bridge stopped")
         assert time_server_children() == []
@@ -153,7 +153,9 @@ async def _started_again(bridge: McpBridge) -> bool:
     return bridge.starts >= 2
 
 
-async def test_the_command_line_bridges_a_server_and_it_leaves_when_stopped(llm: ScriptedOpenAIServer) -> None:
+async def test_the_command_line_bridges_a_server_and_it_leaves_when_stopped(
+    llm: ScriptedOpenAIServer,
+) -> None:
     """The exact command of the guide, as a subprocess: ``openagent mcp-bridge --agent-id ... --master URL -- ...``."""
     async with in_process_master(openai_base_url=llm.base_url) as master:
         command = [
@@ -163,7 +165,7 @@ async def test_the_command_line_bridges_a_server_and_it_leaves_when_stopped(llm:
         log = ROOT / ".pytest_cache" / "mcp-bridge-cli.log"
         log.parent.mkdir(exist_ok=True)
         with log.open("wb") as out:
-            process = subprocess.Popen(
+            process = subprocess.Popen(  # noqa: ASYNC220 - returns at once; waited for in a thread
                 command, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=subprocess.STDOUT
             )
         try:
