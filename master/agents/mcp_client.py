@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from master.agents.connectors import ConnectorContext, ConnectorError, Discovered
+from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ProgressSink
 from master.errors import AgentUnavailable, ToolFailed
 from master.observability.redaction import cap
 from openagent.errors import ToolError
@@ -267,23 +267,24 @@ class McpConnector:
         self._sessions: dict[str, _Session] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def discover(self, url: str, headers: Mapping[str, str], timeout: float) -> Discovered:  # noqa: ASYNC109 - the seam's
+    async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
         """Connect, list the tools and describe the server; raises :class:`ConnectorError`."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(wait_seconds):
                 async with _open_client(url, headers) as client:
                     tools, skipped = tool_schemas(await _list_tools(client))
                     metadata = _metadata(client, skipped)
         except TimeoutError:
-            raise ConnectorError(f"the MCP server at {url} did not answer within {timeout:g} s") from None
+            raise ConnectorError(
+                f"the MCP server at {url} did not answer within {wait_seconds:g} s"
+            ) from None
         except Exception as exc:
             raise ConnectorError(
                 f"cannot list the tools of the MCP server at {url}: {describe_error(exc, headers)}"
             ) from None
-        if not tools:
-            listed = f" (skipped, the names are not usable: {', '.join(skipped)})" if skipped else ""
-            raise ConnectorError(f"the MCP server at {url} lists no tools{listed}")
-        return Discovered(tools=tools, metadata=metadata)
+        if skipped:
+            logger.warning("the MCP server at %s has tools the hub cannot name: %s", url, ", ".join(skipped))
+        return Discovered(tools=tools, metadata=metadata)  # no tools yet: they may come with a change
 
     async def call(
         self,
@@ -291,14 +292,14 @@ class McpConnector:
         tool_name: str,
         arguments: dict[str, Any],
         *,
-        timeout: float,  # noqa: ASYNC109 - the seam's (the dispatcher bounds the call)
-        on_progress: Callable[[str, float | None], None],
+        wait_seconds: float,
+        on_progress: ProgressSink,
     ) -> Any:
         """``tools/call`` on the agent's session; raises :class:`ToolFailed` or :class:`AgentUnavailable`."""
         from mcp.shared.exceptions import MCPError
 
         headers = _headers(agent)
-        session = await self._session(agent, timeout)
+        session = await self._session(agent, wait_seconds)
         client = session.client
         if client is None:
             raise AgentUnavailable(f"the MCP server of agent {agent.agent_id!r} closed the session")
@@ -332,8 +333,8 @@ class McpConnector:
                 f"tool {tool_name!r} on agent {agent.agent_id!r} failed: {scrub(str(exc), headers)}"
             ) from None
 
-    async def check(self, agent: InvocationAgent, timeout: float) -> str | None:  # noqa: ASYNC109 - the seam's
-        """``None`` when the server answers a cheap request within ``timeout``, else why not.
+    async def check(self, agent: InvocationAgent, wait_seconds: float) -> str | None:
+        """``None`` when the server answers a cheap request within ``wait_seconds``, else why not.
 
         A failure on the kept session is retried once on a new one (the server may have
         restarted and forgotten the session)."""
@@ -341,8 +342,8 @@ class McpConnector:
         error = ""
         for _attempt in range(2):
             try:
-                async with asyncio.timeout(timeout):
-                    session = await self._session(agent, timeout)
+                async with asyncio.timeout(wait_seconds):
+                    session = await self._session(agent, wait_seconds)
                     client = session.client
                     if client is None:
                         raise ConnectionError("the session closed")
@@ -352,7 +353,7 @@ class McpConnector:
                         await client.send_ping()
                 return None
             except TimeoutError:
-                error = f"the MCP server did not answer within {timeout:g} s"
+                error = f"the MCP server did not answer within {wait_seconds:g} s"
             except Exception as exc:
                 error = describe_error(exc, headers)
             stale = self._sessions.get(agent.agent_id)
@@ -365,7 +366,7 @@ class McpConnector:
         self._sessions.clear()
         await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
 
-    async def _session(self, agent: InvocationAgent, timeout: float) -> _Session:  # noqa: ASYNC109 - bounds the opening only
+    async def _session(self, agent: InvocationAgent, wait_seconds: float) -> _Session:
         """The agent's open session, opened now when it has none (or its URL or headers changed)."""
         headers = _headers(agent)
         lock = self._locks.setdefault(agent.agent_id, asyncio.Lock())
@@ -381,12 +382,12 @@ class McpConnector:
                 session.start()
                 self._sessions[agent.agent_id] = session
             try:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(wait_seconds):
                     await asyncio.shield(session.ready)
             except TimeoutError:
                 await self._drop(agent.agent_id, session)
                 raise AgentUnavailable(
-                    f"the MCP server of agent {agent.agent_id!r} did not answer within {timeout:g} s"
+                    f"the MCP server of agent {agent.agent_id!r} did not answer within {wait_seconds:g} s"
                 ) from None
             except Exception as exc:
                 await self._drop(agent.agent_id, session)

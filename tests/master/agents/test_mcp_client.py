@@ -80,13 +80,17 @@ async def test_call_returns_the_result_and_relays_progress(connector: McpConnect
         agent = Agent("adder", url)
         progress: list[tuple[str, float | None]] = []
         result = await connector.call(
-            agent, "add", {"a": 2, "b": 3}, timeout=WAIT, on_progress=lambda m, p: progress.append((m, p))
+            agent,
+            "add",
+            {"a": 2, "b": 3},
+            wait_seconds=WAIT,
+            on_progress=lambda m, p: progress.append((m, p)),
         )
         assert result == {"result": 5}
         assert progress == [("adding", 0.5)]
         # The session is kept: a second call reuses it.
         session = connector._sessions["adder"]
-        assert await connector.call(agent, "add", {"a": 1, "b": 1}, timeout=WAIT, on_progress=print) == {
+        assert await connector.call(agent, "add", {"a": 1, "b": 1}, wait_seconds=WAIT, on_progress=print) == {
             "result": 2
         }
         assert connector._sessions["adder"] is session
@@ -96,7 +100,7 @@ async def test_a_tool_error_fails_the_call_with_the_servers_text(connector: McpC
     async with serve_mcp(TestMcpServer()) as url:
         with pytest.raises(ToolFailed) as failed:
             await connector.call(
-                Agent("f", url), "fail", {"reason": "no way"}, timeout=WAIT, on_progress=print
+                Agent("f", url), "fail", {"reason": "no way"}, wait_seconds=WAIT, on_progress=print
             )
     assert str(failed.value) == "tool 'fail' on agent 'f' failed: Error executing tool fail: refused: no way"
 
@@ -105,7 +109,7 @@ async def test_a_cancelled_call_cancels_the_request_on_the_server(connector: Mcp
     server = TestMcpServer()
     async with serve_mcp(server) as url:
         call = asyncio.create_task(
-            connector.call(Agent("s", url), "slow", {}, timeout=WAIT, on_progress=print)
+            connector.call(Agent("s", url), "slow", {}, wait_seconds=WAIT, on_progress=print)
         )
         async with asyncio.timeout(WAIT):
             await server.slow_started.wait()
@@ -119,7 +123,9 @@ async def test_a_cancelled_call_cancels_the_request_on_the_server(connector: Mcp
 async def test_tool_list_changes_are_followed(connector: McpConnector, changes: Changes) -> None:
     async with serve_mcp(TestMcpServer()) as url:
         agent = Agent("grower", url)
-        assert await connector.call(agent, "grow", {}, timeout=WAIT, on_progress=print) == {"result": "grown"}
+        assert await connector.call(agent, "grow", {}, wait_seconds=WAIT, on_progress=print) == {
+            "result": "grown"
+        }
         async with asyncio.timeout(WAIT):
             await changes.event.wait()
     agent_id, tools = changes.seen[-1]
@@ -134,10 +140,10 @@ async def test_check_reports_a_stopped_server_and_recovers_when_it_is_back(conne
     error = await connector.check(agent, 10)
     assert error is not None and "ConnectError" in error, error
     with pytest.raises(AgentUnavailable, match="'flaky'"):
-        await connector.call(agent, "add", {"a": 1, "b": 2}, timeout=10, on_progress=print)
+        await connector.call(agent, "add", {"a": 1, "b": 2}, wait_seconds=10, on_progress=print)
     async with serve_mcp(TestMcpServer(), port):
         assert await connector.check(agent, WAIT) is None
-        assert await connector.call(agent, "add", {"a": 1, "b": 2}, timeout=WAIT, on_progress=print) == {
+        assert await connector.call(agent, "add", {"a": 1, "b": 2}, wait_seconds=WAIT, on_progress=print) == {
             "result": 3
         }
 
@@ -150,7 +156,7 @@ async def test_headers_are_sent_and_their_values_never_shown(
         good = {"Authorization": f"Bearer {SECRET}"}
         assert {tool.name for tool in (await connector.discover(url, good, WAIT)).tools} >= {"add"}
         assert await connector.call(
-            Agent("a", url, good), "add", {"a": 1, "b": 2}, timeout=WAIT, on_progress=print
+            Agent("a", url, good), "add", {"a": 1, "b": 2}, wait_seconds=WAIT, on_progress=print
         )
 
         wrong = {"Authorization": "Bearer wrong-value-also-secret"}
@@ -162,7 +168,7 @@ async def test_headers_are_sent_and_their_values_never_shown(
         assert error is not None and "wrong-value-also-secret" not in error
         with pytest.raises(AgentUnavailable) as unavailable:
             await connector.call(
-                Agent("b", url, wrong), "add", {"a": 1, "b": 2}, timeout=WAIT, on_progress=print
+                Agent("b", url, wrong), "add", {"a": 1, "b": 2}, wait_seconds=WAIT, on_progress=print
             )
         assert "wrong-value-also-secret" not in str(unavailable.value)
     logged = "\n".join(record.getMessage() for record in caplog.records)
