@@ -80,12 +80,25 @@ def describe_error(exc: BaseException, headers: Mapping[str, str]) -> str:
     return scrub(f"{type(exc).__name__}: {message}" if message else type(exc).__name__, headers)
 
 
-def _open_client(url: str, headers: Mapping[str, str], message_handler: Any = None) -> Client:
+def _open_client(
+    url: str, headers: Mapping[str, str], message_handler: Any = None, refusals: list[int] | None = None
+) -> Client:
+    """An SDK client of the server at ``url`` sending ``headers``; the HTTP statuses of 400 and
+    above it gets are appended to ``refusals`` (the SDK's error says only that the server refused)."""
+    import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-    http = create_mcp_http_client(headers=dict(headers))
+    async def note(response: httpx2.Response) -> None:
+        if refusals is not None and response.status_code >= 400:
+            refusals.append(response.status_code)
+
+    http = httpx2.AsyncClient(
+        headers=dict(headers),
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        event_hooks={"response": [note]},
+    )
     return Client(
         _owned(streamable_http_client(url, http_client=http), http),
         cache=None,
@@ -269,9 +282,10 @@ class McpConnector:
 
     async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
         """Connect, list the tools and describe the server; raises :class:`ConnectorError`."""
+        refusals: list[int] = []
         try:
             async with asyncio.timeout(wait_seconds):
-                async with _open_client(url, headers) as client:
+                async with _open_client(url, headers, refusals=refusals) as client:
                     tools, skipped = tool_schemas(await _list_tools(client))
                     metadata = _metadata(client, skipped)
         except TimeoutError:
@@ -279,9 +293,11 @@ class McpConnector:
                 f"the MCP server at {url} did not answer within {wait_seconds:g} s"
             ) from None
         except Exception as exc:
-            raise ConnectorError(
-                f"cannot list the tools of the MCP server at {url}: {describe_error(exc, headers)}"
-            ) from None
+            why = describe_error(exc, headers)
+            if refusals:
+                hint = " (check mcp_headers)" if refusals[-1] in (401, 403) else ""
+                why = f"it answered HTTP {refusals[-1]}{hint}; {why}"
+            raise ConnectorError(f"cannot list the tools of the MCP server at {url}: {why}") from None
         if skipped:
             logger.warning("the MCP server at %s has tools the hub cannot name: %s", url, ", ".join(skipped))
         return Discovered(tools=tools, metadata=metadata)  # no tools yet: they may come with a change
