@@ -268,7 +268,9 @@ class McpBridge:
                 reason = "exited"
             except (AuthenticationError, AgentReplacedError, RegistrationError):
                 raise
-            except (ConnectionFailedError, McpServerExited, OSError, TimeoutError) as exc:
+            except McpServerExited:
+                reason = "exited"
+            except (ConnectionFailedError, OSError, TimeoutError) as exc:
                 reason = f"failed: {exc}"
             except Exception as exc:  # an MCPError from the handshake, a broken server...
                 reason = f"failed: {type(exc).__name__}: {exc}"
@@ -298,7 +300,16 @@ class McpBridge:
         ended = asyncio.Event()
         self.starts += 1
         logger.info("starting MCP server for agent %s: %s", self.agent_id, " ".join(self.command))
-        async with Client(watched(stdio_client(params), ended), cache=None) as client:
+        try:
+            await self._serve(Client(watched(stdio_client(params), ended), cache=None), ended)
+        except Exception as exc:
+            # The SDK reports a vanished child as whatever its streams raised (an exception group).
+            if ended.is_set() and not self._stopping.is_set() and not isinstance(exc, McpServerExited):
+                raise McpServerExited(f"the MCP server ({self.command[0]}) exited") from exc
+            raise
+
+    async def _serve(self, mcp_client: Client, ended: asyncio.Event) -> None:
+        async with mcp_client as client:
             async with asyncio.timeout(self.start_timeout):
                 tools = await _list_tools(client)
             schemas, skipped = tool_schemas(tools)
@@ -309,7 +320,9 @@ class McpBridge:
                     ", ".join(skipped),
                 )
             info = client.server_info
-            metadata: dict[str, Any] = {"mcp": {"transport": "stdio", "protocol": client.protocol_version}}
+            metadata: dict[str, Any] = {
+                "mcp": {"transport": "stdio", "protocol_version": client.protocol_version}
+            }
             if info is not None:
                 metadata["mcp"].update(server=info.name, version=info.version)
             agent = OrchestratorActionAgent(
