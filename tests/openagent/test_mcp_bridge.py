@@ -123,7 +123,8 @@ async def test_bridged_time_server_is_called_end_to_end_and_restarted_after_it_d
             await wait_for(lambda: _started_again(bridge), "the bridge to start the server again")
             await wait_for(lambda: _agent(master, "time"), "the restarted agent to register")
             assert any(
-                "MCP server of agent time exited; agent time left the hub; restarting the server in" in r.getMessage()
+                "MCP server of agent time exited; agent time left the hub; restarting the server in"
+                in r.getMessage()
                 for r in caplog.records
             )
             [new_child] = time_server_children()
