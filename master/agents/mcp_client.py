@@ -55,6 +55,9 @@ MAX_ERROR_CHARS = 500
 """Error messages built from exceptions are cut to this many characters."""
 LISTEN_RETRY_SECONDS = 5.0
 """Delay before listening again for tool-list changes after the stream dropped."""
+CONNECT_MODE = "auto"
+"""The SDK's negotiation: ``server/discover`` (2026-07-28), falling back to ``initialize`` (the
+2025 revisions most servers still speak). The tests set ``"legacy"`` to drive the older path."""
 LISTEN_ACK_TIMEOUT = 10.0
 """Seconds a new session waits for the server to acknowledge its subscription to tool changes."""
 CLOSE_TIMEOUT = 10.0
@@ -103,6 +106,7 @@ def _open_client(
         _owned(streamable_http_client(url, http_client=http), http),
         cache=None,
         message_handler=message_handler,
+        mode=CONNECT_MODE,
     )
 
 
@@ -366,7 +370,7 @@ class McpConnector:
                     if client.session.discover_result is not None:  # 2026-07-28: no ping
                         await client.session.send_discover(client.protocol_version)
                     else:
-                        await client.send_ping()
+                        await client.session.send_ping()  # Client.send_ping warns it is for 2025 only: it is
                 return None
             except TimeoutError:
                 error = f"the MCP server did not answer within {wait_seconds:g} s"
