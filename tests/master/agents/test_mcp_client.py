@@ -215,3 +215,22 @@ async def test_a_2025_revision_session_works_the_same(
             await changes.event.wait()
         assert "shrink" in {tool.name for tool in changes.seen[-1][1]}
         await connector.aclose()
+
+
+async def test_a_2025_revision_server_that_restarted_is_reached_again(
+    connector: McpConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted server forgets the session: the health check opens a new one."""
+    monkeypatch.setattr(mcp_client, "CONNECT_MODE", "legacy")
+    port = mcp_port()
+    async with serve_mcp(TestMcpServer(), port) as url:
+        agent = Agent("phoenix", url)
+        assert await connector.call(agent, "add", {"a": 1, "b": 1}, wait_seconds=WAIT, on_progress=print) == {
+            "result": 2
+        }
+    async with serve_mcp(TestMcpServer(), port):
+        assert await connector.check(agent, WAIT) is None
+        assert await connector.call(agent, "add", {"a": 2, "b": 2}, wait_seconds=WAIT, on_progress=print) == {
+            "result": 4
+        }
+    await connector.aclose()
