@@ -29,11 +29,11 @@ def reverse_words(text: str) -> str:
     return " ".join(reversed(text.split()))
 
 
-def app():  # type: ignore[no-untyped-def]
+def app():
     inner = server.streamable_http_app()
     token = os.environ.get("MCP_SERVER_TOKEN")
 
-    async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
+    async def guarded(scope, receive, send):
         if token and scope["type"] == "http":
             sent = dict(scope["headers"]).get(b"authorization", b"").decode()
             if sent != f"Bearer {token}":
