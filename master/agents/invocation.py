@@ -128,6 +128,8 @@ class InvocationAgent:
     last_check: float | None = None
     last_error: str | None = None
     last_touched: float = float("-inf")
+    transport: str = "invocation"  # TEMPORARY until the connector seam lands (SEAM.md)
+    headers: dict[str, str] = field(default_factory=dict)  # TEMPORARY, as above
 
     @classmethod
     def from_registration(
