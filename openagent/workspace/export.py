@@ -38,6 +38,10 @@ def _agent_document(agent: AgentSpec) -> dict[str, Any]:
     row["transport"] = agent.transport
     if agent.invocation_base_url is not None:
         row["invocation_base_url"] = scrub_url(agent.invocation_base_url)
+    if agent.url is not None:
+        row["url"] = scrub_url(agent.url)
+    if agent.headers:
+        row["headers"] = dict(sorted(agent.headers.items()))
     if agent.handler is not None:
         row["handler"] = agent.handler
     row["tools"] = [tool.model_dump(mode="json", exclude_none=True) for tool in agent.tools]

@@ -1,7 +1,7 @@
 """The workspace schema (version 1): what the UI exports and uploads, and what the master restores.
 
-A workspace is the master's URLs, the agents (id, transport, invocation base URL, tools,
-handler module, metadata), the links between agents and the orchestrator, and the canvas
+A workspace is the master's URLs, the agents (id, transport, invocation base URL or protocol
+URL and headers, tools, handler module, metadata), the links between agents and the orchestrator, and the canvas
 layout. Every model forbids unknown fields, so a typo is an error naming the field rather
 than a silent drop. The JSON Schema published in ``docs/workspace.schema.json`` is
 ``Workspace.model_json_schema()`` (:func:`json_schema_text`; regenerate the file with
@@ -11,9 +11,11 @@ than a silent drop. The JSON Schema published in ``docs/workspace.schema.json`` 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from protocol import AGENT_ID_PATTERN
 
@@ -30,7 +32,35 @@ HANDLER_PATTERN = (
 )
 """``folder.module`` or ``folder.module:function``, the folder one of :data:`ALLOWED_HANDLER_FOLDERS`."""
 
+PROTOCOL_TRANSPORTS = ("a2a",)
+"""Transports of agents the master reaches by a standard protocol at ``url``, with ``headers``."""
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""``${NAME}``: a variable of the master's environment, put in a header value on restore."""
+HEADER_VALUE_PATTERN = r"^[^$]*(\$\{[A-Za-z_][A-Za-z0-9_]*\}[^$]*)+$"
+"""A header value of a workspace: text holding at least one ``${NAME}`` and no other ``$``."""
+
 NodeId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
+HeaderName = Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$")]
+HeaderValue = Annotated[str, Field(max_length=4096, json_schema_extra={"pattern": HEADER_VALUE_PATTERN})]
+"""Checked by :meth:`AgentSpec._references_only`, whose message says what to write instead."""
+
+
+def resolve_headers(headers: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The header values with each ``${NAME}`` replaced by ``environ[NAME]``; ``KeyError`` naming
+    the first variable that is not set."""
+    missing = sorted(
+        {name for value in headers.values() for name in ENV_REFERENCE.findall(value)} - set(environ)
+    )
+    if missing:
+        raise KeyError(missing[0])
+    return {
+        key: ENV_REFERENCE.sub(lambda match: environ[match.group(1)], value) for key, value in headers.items()
+    }
+
+
+def header_reference(agent_id: str, header: str) -> str:
+    """The variable an export names for a header's value: ``${CURRENCY_AGENT_X_API_KEY}``."""
+    return "${" + re.sub(r"[^A-Z0-9]+", "_", f"{agent_id}_{header}".upper()).strip("_") + "}"
 
 
 class _Strict(BaseModel):
@@ -66,13 +96,21 @@ class AgentSpec(_Strict):
     """Unique id on the master."""
     role: Literal["action", "query"] = "action"
     """``action`` agents expose tools; ``query`` agents ask questions (the built-in query client)."""
-    transport: Literal["websocket", "invocation"] = "websocket"
+    transport: Literal["websocket", "invocation", "a2a"] = "websocket"
     """``websocket``: connects to the master (the YAML runner can start it from ``handler``).
-    ``invocation``: an HTTP server at ``invocation_base_url`` the master calls."""
+    ``invocation``: an HTTP server at ``invocation_base_url`` the master calls.
+    ``a2a``: an A2A agent at ``url`` (its tools are its card's skills, read on restore)."""
     invocation_base_url: (
         Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None
     ) = None
     """Base URL of an invocation agent's HTTP server; required for, and only for, ``invocation``."""
+    url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
+    """Where a protocol agent listens (an A2A agent's base URL, its card under
+    ``/.well-known/agent-card.json``); required for, and only for, ``a2a``."""
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict)
+    """HTTP headers the master sends to a protocol agent. Each value refers to variables of the
+    master's environment, resolved on restore, so that a workspace never holds a secret:
+    ``{"Authorization": "Bearer ${A2A_TOKEN}"}``."""
     handler: Annotated[str, Field(pattern=HANDLER_PATTERN)] | None = None
     """Module of the agent's code, e.g. ``agents.unit_converter`` or ``agents.unit_converter:handle_tool``."""
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -82,13 +120,31 @@ class AgentSpec(_Strict):
     builtin: bool = False
     """The built-in query client (always present in the UI, never exported)."""
 
+    @field_validator("headers")
+    @classmethod
+    def _references_only(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not re.fullmatch(HEADER_VALUE_PATTERN, value):
+                raise ValueError(
+                    f"header {name!r} must refer to the master's environment, e.g. 'Bearer ${{A2A_TOKEN}}': "
+                    "a workspace never holds a secret"
+                )
+        return headers
+
     @model_validator(mode="after")
     def _transport_fields(self) -> AgentSpec:
         if self.transport == "invocation" and self.invocation_base_url is None:
             raise ValueError(f"agent {self.agent_id!r}: transport 'invocation' needs invocation_base_url")
-        if self.transport == "websocket" and self.invocation_base_url is not None:
+        if self.transport != "invocation" and self.invocation_base_url is not None:
             raise ValueError(
                 f"agent {self.agent_id!r}: invocation_base_url is only for transport 'invocation'"
+            )
+        protocol = self.transport in PROTOCOL_TRANSPORTS
+        if protocol and self.url is None:
+            raise ValueError(f"agent {self.agent_id!r}: transport {self.transport!r} needs url")
+        if not protocol and (self.url is not None or self.headers):
+            raise ValueError(
+                f"agent {self.agent_id!r}: url and headers are only for transports {list(PROTOCOL_TRANSPORTS)}"
             )
         if self.builtin and self.role != "query":
             raise ValueError(f"agent {self.agent_id!r}: only a query agent can be builtin")
