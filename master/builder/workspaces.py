@@ -44,6 +44,7 @@ from openagent.workspace import (
     export_workspace,
 )
 from openagent.workspace.processes import ProcessAgentRunner
+from openagent.workspace.schema import header_reference, resolve_headers
 from protocol import ToolSchema
 
 logger = logging.getLogger("master.builder.workspaces")
@@ -191,7 +192,16 @@ class Workspaces:
                     tools=[_tool(tool.schema) for tool in agent.tools.values()],
                     metadata=agent.metadata,
                 )
-            else:
+            elif agent.transport == "a2a":
+                agents[agent.agent_id] = AgentSpec(
+                    agent_id=agent.agent_id,
+                    transport="a2a",
+                    url=agent.base_url,
+                    headers={name: header_reference(agent.agent_id, name) for name in agent.headers},
+                    tools=[_tool(tool.schema) for tool in agent.tools.values()],
+                    metadata=agent.metadata,
+                )
+            elif agent.transport == "invocation":
                 agents[agent.agent_id] = AgentSpec(
                     agent_id=agent.agent_id,
                     transport="invocation",
