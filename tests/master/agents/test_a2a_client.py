@@ -90,7 +90,7 @@ async def test_a_call_returns_the_artifacts_and_relays_progress(
         agent,
         "convert_currency",
         {"message": "3 EUR in USD", "data": {"amount": 3}},
-        timeout=WAIT,
+        wait_seconds=WAIT,
         on_progress=lambda message, fraction: progress.append((message, fraction)),
     )
     assert result == {
@@ -104,7 +104,7 @@ async def test_a_call_returns_the_artifacts_and_relays_progress(
     assert request["headers"]["a2a-version"] == "1.0"
     # The SDK client and its HTTP connection are kept for the next call.
     assert await connector.call(
-        agent, "convert_currency", {"message": "again"}, timeout=WAIT, on_progress=lambda *_: None
+        agent, "convert_currency", {"message": "again"}, wait_seconds=WAIT, on_progress=lambda *_: None
     )
 
 
@@ -122,7 +122,7 @@ async def test_a_task_that_does_not_complete_is_a_tool_error(
     agent = await registered(connector, remote.base_url)
     with pytest.raises(ToolFailed, match=re.escape(expected)):
         await connector.call(
-            agent, "convert_currency", {"message": text}, timeout=WAIT, on_progress=lambda *_: None
+            agent, "convert_currency", {"message": text}, wait_seconds=WAIT, on_progress=lambda *_: None
         )
 
 
@@ -133,7 +133,11 @@ async def test_a_cancelled_call_cancels_the_remote_task(
     working = asyncio.Event()  # the remote task's first update: the call knows the task's id
     call = asyncio.create_task(
         connector.call(
-            agent, "convert_currency", {"message": "hang"}, timeout=WAIT, on_progress=lambda *_: working.set()
+            agent,
+            "convert_currency",
+            {"message": "hang"},
+            wait_seconds=WAIT,
+            on_progress=lambda *_: working.set(),
         )
     )
     async with asyncio.timeout(WAIT):
@@ -160,7 +164,7 @@ async def test_header_values_never_appear_in_errors(connector: A2AConnector) -> 
         assert problem is not None and "401" in problem and "wrong-secret-value-71" not in problem
         with pytest.raises(AgentUnavailable) as failed:
             await connector.call(
-                agent, "convert_currency", {"message": "x"}, timeout=WAIT, on_progress=lambda *_: None
+                agent, "convert_currency", {"message": "x"}, wait_seconds=WAIT, on_progress=lambda *_: None
             )
         assert "wrong-secret-value-71" not in str(failed.value)
 
