@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
-from a2a.client.errors import A2AClientTimeoutError
+from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
 from a2a.helpers import get_data_parts, new_data_part, new_text_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
@@ -56,7 +56,7 @@ from a2a.types.a2a_pb2 import (
     TaskState,
     TaskStatus,
 )
-from a2a.utils.constants import TransportProtocol
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from a2a.utils.errors import A2AError
 
 from master.agents.connectors import ConnectorContext, ConnectorError, Discovered
@@ -365,15 +365,22 @@ class A2AConnector:
     async def _card(
         self, http: httpx.AsyncClient, url: str, headers: Mapping[str, str], seconds: float
     ) -> AgentCard:
+        where = f"{url.rstrip('/')}{AGENT_CARD_WELL_KNOWN_PATH}"
         try:
             async with asyncio.timeout(seconds):
                 return await A2ACardResolver(http, url).get_agent_card(http_kwargs={"timeout": seconds})
         except TimeoutError:
-            raise ConnectorError(f"the agent card at {url} did not arrive within {seconds:g} s") from None
+            raise ConnectorError(f"the agent card at {where} did not arrive within {seconds:g} s") from None
+        except AgentCardResolutionError as exc:
+            if exc.status_code in (401, 403):
+                why = f"HTTP {exc.status_code}: the agent refused the headers"
+            elif exc.status_code is not None:
+                why = f"HTTP {exc.status_code}"
+            else:
+                why = _describe(exc.__cause__) if exc.__cause__ is not None else exc.message
         except (A2AError, httpx.HTTPError, ValueError) as exc:
-            raise ConnectorError(
-                scrub(f"could not read the agent card at {url}: {_describe(exc)}", headers)
-            ) from None
+            why = _describe(exc)
+        raise ConnectorError(scrub(f"could not read the agent card at {where}: {why}", headers))
 
     async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
         """Read the card: its skills as tools, a summary as metadata, an agent id from its name."""

@@ -5,8 +5,9 @@
   Redis, each linked to the orchestrator, and the canvas layout of the last workspace it
   was given (new nodes get positions in a column). The YAML is stable and secret-free
   (:func:`openagent.workspace.export_workspace`).
-- :meth:`Workspaces.restore` registers the workspace's invocation agents exactly as
-  ``POST /register`` does (stored in Redis, health-checked once) and answers per agent:
+- :meth:`Workspaces.restore` registers the workspace's invocation and A2A agents exactly as
+  ``POST /register`` does (stored in Redis, health-checked once; an A2A agent's headers read
+  from the master's environment, ``${NAME}``) and answers per agent:
   ``registered`` (UP), ``unreachable`` (stored, but ``/health`` failed; the background check
   brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents).
 - :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
@@ -17,7 +18,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -80,8 +82,12 @@ class Workspaces:
         agents: AgentDirectory,
         root: Path,
         catalog: ToolCatalog | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        """Where a workspace's ``${NAME}`` header references are read on restore (the one thing the
+        master reads from its environment outside :mod:`master.settings`: names only a workspace knows)."""
         self.catalog = catalog
         """The limits and function-name rules of ``POST /register``, applied to restored agents too."""
         self.agents = agents
@@ -131,7 +137,7 @@ class Workspaces:
         for spec in sorted(workspace.agents, key=lambda agent: agent.agent_id):
             if spec.builtin or spec.role != "action":
                 continue
-            if spec.transport != "invocation":
+            if spec.transport == "websocket":
                 outcomes.append(
                     RestoreOutcome(
                         spec.agent_id,
@@ -143,8 +149,40 @@ class Workspaces:
             if not register_http:
                 outcomes.append(RestoreOutcome(spec.agent_id, "skipped", "register_http is false"))
                 continue
-            outcomes.append(await self._register(spec))
+            outcomes.append(
+                await (
+                    self._register(spec) if spec.transport == "invocation" else self._register_remote(spec)
+                )
+            )
         return outcomes
+
+    async def _register_remote(self, spec: AgentSpec) -> RestoreOutcome:
+        """An A2A agent: its card read (with the headers, each ``${NAME}`` from the master's
+        environment), its skills checked like any agent's tools, stored as ``POST /register`` does."""
+        if self.registry.get(spec.agent_id) is not None:
+            return RestoreOutcome(spec.agent_id, "invalid", "an agent of this id is connected over WebSocket")
+        try:
+            headers = resolve_headers(spec.headers, self.environ)
+        except KeyError as exc:
+            return RestoreOutcome(
+                spec.agent_id,
+                "invalid",
+                f"the master's environment has no variable {exc.args[0]!r} for its headers",
+            )
+        transport = spec.transport
+        assert transport != "websocket" and transport != "invocation" and spec.url is not None  # the schema's
+        try:
+            found = await self.invocation.discover(
+                transport, spec.url, headers, self.settings.openagent_remote_discovery_timeout
+            )
+            if self.catalog is not None:
+                self.catalog.check(spec.agent_id, found.tools, invocation=True)
+            await self.invocation.register_remote(transport, spec.agent_id, spec.url, headers, found)
+        except RegistrationRefused as exc:
+            return RestoreOutcome(spec.agent_id, "invalid", exc.message)
+        except InvalidToolSchema as exc:
+            return RestoreOutcome(spec.agent_id, "invalid", str(exc))
+        return RestoreOutcome(spec.agent_id, "registered")
 
     async def _register(self, spec: AgentSpec) -> RestoreOutcome:
         if self.registry.get(spec.agent_id) is not None:
