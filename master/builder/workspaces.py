@@ -169,6 +169,8 @@ class Workspaces:
                 "invalid",
                 f"the master's environment has no variable {exc.args[0]!r} for its headers",
             )
+        except ValueError as exc:
+            return RestoreOutcome(spec.agent_id, "invalid", f"{exc} (for its headers)")
         transport = spec.transport
         assert transport != "websocket" and transport != "invocation" and spec.url is not None  # the schema's
         try:

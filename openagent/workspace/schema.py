@@ -36,8 +36,8 @@ PROTOCOL_TRANSPORTS = ("a2a",)
 """Transports of agents the master reaches by a standard protocol at ``url``, with ``headers``."""
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${NAME}``: a variable of the master's environment, put in a header value on restore."""
-HEADER_VALUE_PATTERN = r"^[^$]*(\$\{[A-Za-z_][A-Za-z0-9_]*\}[^$]*)+$"
-"""A header value of a workspace: text holding at least one ``${NAME}`` and no other ``$``."""
+HEADER_VALUE_PATTERN = r"^[ -#%-~]*(\$\{[A-Za-z_][A-Za-z0-9_]*\}[ -#%-~]*)+$"
+"""A header value of a workspace: printable ASCII holding at least one ``${NAME}`` and no other ``$``."""
 
 NodeId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
 HeaderName = Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$")]
@@ -47,12 +47,14 @@ HeaderValue = Annotated[str, Field(max_length=4096, json_schema_extra={"pattern"
 
 def resolve_headers(headers: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """The header values with each ``${NAME}`` replaced by ``environ[NAME]``; ``KeyError`` naming
-    the first variable that is not set."""
-    missing = sorted(
-        {name for value in headers.values() for name in ENV_REFERENCE.findall(value)} - set(environ)
-    )
-    if missing:
-        raise KeyError(missing[0])
+    the first variable that is not set, ``ValueError`` naming one whose value cannot be sent in a
+    header (a control character: it would start another header)."""
+    names = sorted({name for value in headers.values() for name in ENV_REFERENCE.findall(value)})
+    for name in names:
+        if name not in environ:
+            raise KeyError(name)
+        if any(ord(char) < 32 or ord(char) == 127 for char in environ[name]):
+            raise ValueError(f"the variable {name!r} holds a control character")
     return {
         key: ENV_REFERENCE.sub(lambda match: environ[match.group(1)], value) for key, value in headers.items()
     }

@@ -46,20 +46,35 @@ def test_an_a2a_agent_is_its_own_stable_export() -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "problem"),
+    ("change", "problem", "reason"),
     [
-        ("    Authorization: Bearer ${A2A_TOKEN}\n", "    Authorization: Bearer sk-live-1234\n"),
-        ("  url: https://currency.example/a2a\n", ""),
-        ("  transport: a2a\n", "  transport: invocation\n  invocation_base_url: http://x\n"),
+        (
+            "    Authorization: Bearer ${A2A_TOKEN}\n",
+            "    Authorization: Bearer sk-live-1234\n",
+            "headers: header 'Authorization' must refer to the master's environment",
+        ),
+        ("  url: https://currency.example/a2a\n", "", "transport 'a2a' needs url"),
+        (
+            "  transport: a2a\n",
+            "  transport: invocation\n  invocation_base_url: http://x\n",
+            "url and headers are only for transports ['a2a']",
+        ),
+        (
+            "    X-Tenant: ${TENANT}\n",
+            '    X-Tenant: "${TENANT}\\r\\nX-Evil: 1"\n',
+            "header 'X-Tenant' must refer to the master's environment",
+        ),
     ],
-    ids=["a literal secret", "no url", "headers on an invocation agent"],
+    ids=["a literal secret", "no url", "headers on an invocation agent", "a second header smuggled in"],
 )
-def test_a_workspace_never_holds_a_header_secret_and_names_the_problem(change: str, problem: str) -> None:
+def test_a_workspace_never_holds_a_header_secret_and_names_the_problem(
+    change: str, problem: str, reason: str
+) -> None:
     with pytest.raises(WorkspaceError) as refused:
         load_workspace(A2A_WORKSPACE.replace(change, problem))
     message = str(refused.value)
-    assert "sk-live-1234" not in message or "headers" in message
-    assert "headers" in message or "url" in message
+    assert reason in message
+    assert "sk-live-1234" not in message and "X-Evil" not in message
 
 
 def test_header_references_are_resolved_from_the_environment() -> None:
@@ -68,4 +83,6 @@ def test_header_references_are_resolved_from_the_environment() -> None:
     assert resolve_headers(headers, environ) == {"Authorization": "Bearer t0k", "X-Pair": "1:2"}
     with pytest.raises(KeyError, match="B"):
         resolve_headers(headers, {"A2A_TOKEN": "t0k", "A": "1"})
+    with pytest.raises(ValueError, match="'A' holds a control character"):
+        resolve_headers(headers, {**environ, "A": "1\r\nX-Evil: 1"})
     assert header_reference("currency-agent", "X-Api-Key") == "${CURRENCY_AGENT_X_API_KEY}"
