@@ -27,7 +27,6 @@ are kept per agent and closed in :meth:`A2AConnector.aclose`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import re
 import uuid
@@ -59,7 +58,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
 from a2a.utils.errors import A2AError
 
-from master.agents.connectors import ConnectorContext, ConnectorError, Discovered
+from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ToolsChanged
 from master.agents.invocation import InvocationAgent
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import AGENT_ID_PATTERN, ToolSchema
@@ -84,8 +83,6 @@ _TERMINAL = {
 _INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _UNAVAILABLE_STATUS = {502, 503, 504}
-
-ToolsChanged = Callable[[str, list[ToolSchema]], Any]
 
 
 # --------------------------------------------------------------------------- the card
@@ -326,10 +323,6 @@ class _Link:
     card: AgentCard
     client: Client
 
-    @property
-    def streams(self) -> bool:
-        return bool(self.card.capabilities.streaming)
-
 
 def _client(http: httpx.AsyncClient, card: AgentCard, interface: AgentInterface) -> Client:
     """An SDK client on ``interface`` of ``card`` (streaming if the card says so, else polling)."""
@@ -342,6 +335,19 @@ def _client(http: httpx.AsyncClient, card: AgentCard, interface: AgentInterface)
         httpx_client=http, supported_protocol_bindings=list(BINDINGS), streaming=streams, polling=not streams
     )
     return ClientFactory(config).create(chosen)
+
+
+def _request(card: AgentCard, tool_name: str, arguments: dict[str, Any]) -> SendMessageRequest:
+    """The message of one call: ``message`` as a text part, ``data`` as a data part, and the
+    skill's id (as the card now names it) in the metadata."""
+    message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex)
+    message.parts.append(new_text_part(str(arguments.get("message", ""))))
+    data = arguments.get("data")
+    if data is not None:
+        message.parts.append(new_data_part(data))
+    _, skills = card_tools(card)
+    message.metadata.update({"skill_id": skills.get(tool_name, tool_name)})
+    return SendMessageRequest(message=message)
 
 
 def _key(agent: InvocationAgent) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -416,9 +422,7 @@ class A2AConnector:
         known = [tool.schema.model_dump(exclude_none=True) for tool in agent.tools.values()]
         if tools and [tool.model_dump(exclude_none=True) for tool in tools] != known and self._tools_changed:
             logger.info("A2A agent %s: its card lists other skills now; replacing its tools", agent.agent_id)
-            changed = self._tools_changed(agent.agent_id, tools)
-            if inspect.isawaitable(changed):
-                await changed
+            await self._tools_changed(agent.agent_id, tools)
         return None
 
     # ------------------------------------------------------------------ calls
@@ -454,7 +458,7 @@ class A2AConnector:
         link = await self._link(agent, wait_seconds)
         run = _Run(agent.agent_id, on_progress)
         context = ClientCallContext(timeout=wait_seconds)
-        stream = link.client.send_message(self._request(agent, tool_name, arguments), context=context)
+        stream = link.client.send_message(_request(link.card, tool_name, arguments), context=context)
         try:
             try:
                 async for event in stream:
@@ -483,19 +487,6 @@ class A2AConnector:
         if run.state in _INTERRUPTED and run.task_id is not None:
             self._cancel_later(agent, link, run.task_id)  # nobody will answer it
         return run.outcome()
-
-    def _request(
-        self, agent: InvocationAgent, tool_name: str, arguments: dict[str, Any]
-    ) -> SendMessageRequest:
-        message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex)
-        message.parts.append(new_text_part(str(arguments.get("message", ""))))
-        data = arguments.get("data")
-        if data is not None:
-            message.parts.append(new_data_part(data))
-        skills = agent.metadata.get("skills")
-        skill_id = skills.get(tool_name, tool_name) if isinstance(skills, dict) else tool_name
-        message.metadata.update({"skill_id": skill_id})
-        return SendMessageRequest(message=message)
 
     def _failure(self, agent: InvocationAgent, exc: BaseException) -> ToolFailed | AgentUnavailable:
         """The SDK's or httpx's error as the dispatcher's, without any header value."""

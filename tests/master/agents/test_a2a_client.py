@@ -27,7 +27,11 @@ WAIT = 60.0
 @pytest.fixture
 async def connector() -> AsyncIterator[A2AConnector]:
     changed: list[tuple[str, list[ToolSchema]]] = []
-    connector = A2AConnector(tools_changed=lambda agent_id, tools: changed.append((agent_id, tools)))
+
+    async def tools_changed(agent_id: str, tools: list[ToolSchema]) -> None:
+        changed.append((agent_id, tools))
+
+    connector = A2AConnector(tools_changed=tools_changed)
     connector.changed = changed  # type: ignore[attr-defined]
     try:
         yield connector
