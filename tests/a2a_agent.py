@@ -38,6 +38,7 @@ from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from tests.factories import free_port, serve_app
 
@@ -53,6 +54,8 @@ class TestA2AAgent(AgentExecutor):
     token: str = ""
     name: str = "Currency Agent"
     skills: tuple[tuple[str, str], ...] = (("convert.currency", "Convert an amount between currencies"),)
+    legacy: bool = False
+    """An A2A 0.3 agent: a 0.3 card (``url``, ``preferredTransport``) and 0.3 JSON-RPC only."""
     base_url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     """Each message received: text, data, metadata and the request's headers."""
@@ -92,10 +95,32 @@ class TestA2AAgent(AgentExecutor):
             *create_jsonrpc_routes(handler, "/rpc"),
             *create_rest_routes(handler, path_prefix="/rest"),
         ]
+        if self.legacy:
+            routes = [
+                Route("/.well-known/agent-card.json", self._legacy_card),
+                *create_jsonrpc_routes(handler, "/rpc", enable_v0_3_compat=True),
+            ]
         app = Starlette(routes=routes)
         if self.token:
             app.add_middleware(BaseHTTPMiddleware, dispatch=self._auth)
         return app
+
+    async def _legacy_card(self, request: Request) -> JSONResponse:
+        skills = [{"id": i, "name": i, "description": d, "tags": ["test"]} for i, d in self.skills]
+        return JSONResponse(
+            {
+                "name": self.name,
+                "description": "Converts currencies (a test agent, A2A 0.3).",
+                "url": f"{self.base_url}/rpc",
+                "preferredTransport": "JSONRPC",
+                "protocolVersion": "0.3.0",
+                "version": "0.3.1",
+                "capabilities": {"streaming": self.streaming},
+                "defaultInputModes": ["text/plain"],
+                "defaultOutputModes": ["text/plain"],
+                "skills": skills,
+            }
+        )
 
     async def _auth(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.headers.get("x-api-key") != self.token:

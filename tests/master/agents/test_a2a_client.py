@@ -39,10 +39,14 @@ async def connector() -> AsyncIterator[A2AConnector]:
         await connector.aclose()
 
 
-@pytest.fixture(params=[(True, "JSONRPC"), (False, "HTTP+JSON")], ids=["streaming-jsonrpc", "polling-rest"])
+@pytest.fixture(
+    params=[(True, "JSONRPC", False), (False, "HTTP+JSON", False), (True, "JSONRPC", True)],
+    ids=["streaming-jsonrpc", "polling-rest", "a2a-0.3"],
+)
 async def remote(request: pytest.FixtureRequest) -> AsyncIterator[TestA2AAgent]:
-    streaming, binding = request.param
-    async with serve_a2a_agent(TestA2AAgent(streaming=streaming, bindings=(binding,), token=TOKEN)) as agent:
+    streaming, binding, legacy = request.param
+    agent = TestA2AAgent(streaming=streaming, bindings=(binding,), token=TOKEN, legacy=legacy)
+    async with serve_a2a_agent(agent) as agent:
         yield agent
 
 
@@ -80,7 +84,9 @@ async def test_discover_offers_each_skill_as_a_tool(remote: TestA2AAgent, connec
     assert tool.parameters["required"] == ["message"]
     assert set(tool.parameters["properties"]) == {"message", "data"}
     meta = found.metadata
-    assert (meta["name"], meta["version"], meta["streaming"]) == ("Currency Agent", "2.1.0", remote.streaming)
+    version, protocol = ("0.3.1", "0.3.0") if remote.legacy else ("2.1.0", "1.0")
+    assert (meta["name"], meta["version"], meta["streaming"]) == ("Currency Agent", version, remote.streaming)
+    assert meta["protocol_version"] == protocol
     assert meta["url"].startswith(remote.base_url) and meta["binding"] == remote.bindings[0]
     assert meta["skills"] == {"convert_currency": "convert.currency"}
 
@@ -105,7 +111,7 @@ async def test_a_call_returns_the_artifacts_and_relays_progress(
         assert ("looking it up", None) in progress
     [request] = remote.requests
     assert request["headers"]["x-api-key"] == TOKEN
-    assert request["headers"]["a2a-version"] == "1.0"
+    assert request["headers"]["a2a-version"] == ("0.3" if remote.legacy else "1.0")
     # The SDK client and its HTTP connection are kept for the next call.
     assert await connector.call(
         agent, "convert_currency", {"message": "again"}, wait_seconds=WAIT, on_progress=lambda *_: None
