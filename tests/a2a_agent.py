@@ -54,6 +54,8 @@ class TestA2AAgent(AgentExecutor):
     token: str = ""
     name: str = "Currency Agent"
     skills: tuple[tuple[str, str], ...] = (("convert.currency", "Convert an amount between currencies"),)
+    public_card: bool = False
+    """Serve the card without the token (only the A2A endpoints need it)."""
     legacy: bool = False
     """An A2A 0.3 agent: a 0.3 card (``url``, ``preferredTransport``) and 0.3 JSON-RPC only."""
     base_url: str = ""
@@ -123,6 +125,8 @@ class TestA2AAgent(AgentExecutor):
         )
 
     async def _auth(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if self.public_card and request.url.path == "/.well-known/agent-card.json":
+            return await call_next(request)
         if request.headers.get("x-api-key") != self.token:
             return JSONResponse({"error": "bad X-Api-Key"}, status_code=401)
         return await call_next(request)

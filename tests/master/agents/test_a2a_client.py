@@ -179,6 +179,20 @@ async def test_header_values_never_appear_in_errors(connector: A2AConnector) -> 
         assert "wrong-secret-value-71" not in str(failed.value)
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_refused_credentials_are_a_tool_error_without_the_value(
+    connector: A2AConnector, binding: str
+) -> None:
+    async with serve_a2a_agent(TestA2AAgent(token=TOKEN, public_card=True, bindings=(binding,))) as remote:
+        agent = await registered(connector, remote.base_url, {"X-Api-Key": "wrong-secret-value-72"})
+        with pytest.raises(ToolFailed) as refused:
+            await connector.call(
+                agent, "convert_currency", {"message": "x"}, wait_seconds=WAIT, on_progress=lambda *_: None
+            )
+    assert "refused the hub's credentials (HTTP 401)" in str(refused.value)
+    assert "wrong-secret-value-72" not in str(refused.value)
+
+
 async def test_an_unreachable_agent(connector: A2AConnector) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(ConnectorError, match="could not read the agent card at http://127.0.0.1"):
@@ -217,3 +231,15 @@ def test_the_interface_is_one_the_hub_speaks_on_the_registered_origin() -> None:
     mixed = _card(("http://collector.example/rpc", "JSONRPC"), (f"{base}/rest", "HTTP+JSON"))
     assert pick_interface(mixed, base, {"Authorization": "Bearer x"}).url == f"{base}/rest"
     assert pick_interface(mixed, base + "/", {}).protocol_binding == "JSONRPC"
+
+
+async def test_a_task_waiting_for_input_is_cancelled_since_nobody_will_answer(
+    remote: TestA2AAgent, connector: A2AConnector
+) -> None:
+    agent = await registered(connector, remote.base_url)
+    with pytest.raises(ToolFailed, match="input-required"):
+        await connector.call(
+            agent, "convert_currency", {"message": "ask"}, wait_seconds=WAIT, on_progress=lambda *_: None
+        )
+    async with asyncio.timeout(WAIT):
+        await remote.cancelled.wait()
