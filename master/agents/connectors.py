@@ -107,6 +107,15 @@ def transport_of(body: Mapping[str, Any]) -> str:
     return "invocation"
 
 
+def _mcp(context: ConnectorContext) -> Connector:
+    from master.agents.mcp_client import McpConnector  # the mcp SDK is imported when a master starts
+
+    return McpConnector(context)
+
+
+CONNECTORS["mcp"] = _mcp
+
+
 def _a2a(context: ConnectorContext) -> Connector:
     from master.agents.a2a_client import connector  # it imports this module
 

@@ -1,8 +1,10 @@
-"""The workspace schema (version 1): what the UI exports and uploads, and what the master restores.
+"""The workspace schema (version 2): what the UI exports and uploads, and what the master restores.
 
-A workspace is the master's URLs, the agents (id, transport, invocation base URL or protocol
-URL and headers, tools, handler module, metadata), the links between agents and the orchestrator, and the canvas
-layout. Every model forbids unknown fields, so a typo is an error naming the field rather
+A workspace is the master's URLs, the agents (id, transport, invocation base URL or MCP
+server or A2A agent URL, tools, handler module, metadata), the links between agents and the
+orchestrator, and the canvas layout. Version 2 added MCP servers (``transport: mcp``) and A2A
+agents (``transport: a2a``); a version 1 file is
+read as it always was. Every model forbids unknown fields, so a typo is an error naming the field rather
 than a silent drop. The JSON Schema published in ``docs/workspace.schema.json`` is
 ``Workspace.model_json_schema()`` (:func:`json_schema_text`; regenerate the file with
 ``python -m openagent.workspace schema > docs/workspace.schema.json``).
@@ -12,15 +14,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from protocol import AGENT_ID_PATTERN
 
-SCHEMA_VERSION: Literal[1] = 1
-"""The workspace schema version this SDK reads and writes."""
+SCHEMA_VERSION: Literal[2] = 2
+"""The workspace schema version this SDK writes; it reads this one and every earlier one."""
+SchemaVersion = Literal[1, 2]
+"""The versions this SDK reads."""
 ORCHESTRATOR_NODE = "orchestrator"
 """The id of the orchestrator node in ``links`` and ``layout``."""
 QUERY_CLIENT_ID = "query-client"
@@ -32,37 +35,36 @@ HANDLER_PATTERN = (
 )
 """``folder.module`` or ``folder.module:function``, the folder one of :data:`ALLOWED_HANDLER_FOLDERS`."""
 
-PROTOCOL_TRANSPORTS = ("a2a",)
-"""Transports of agents the master reaches by a standard protocol at ``url``, with ``headers``."""
-ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-"""``${NAME}``: a variable of the master's environment, put in a header value on restore."""
-HEADER_VALUE_PATTERN = r"^[ -#%-~]*(\$\{[A-Za-z_][A-Za-z0-9_]*\}[ -#%-~]*)+$"
-"""A header value of a workspace: printable ASCII holding at least one ``${NAME}`` and no other ``$``."""
-
 NodeId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
-HeaderName = Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$")]
-HeaderValue = Annotated[str, Field(max_length=4096, json_schema_extra={"pattern": HEADER_VALUE_PATTERN})]
-"""Checked by :meth:`AgentSpec._references_only`, whose message says what to write instead."""
+HEADER_NAME_PATTERN = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$"
+"""An HTTP header name (an RFC 9110 token)."""
+SECRET_REFERENCE_PATTERN = r"^([A-Za-z][A-Za-z0-9-]{0,31} )?\$\{[A-Za-z_][A-Za-z0-9_]{0,127}\}$"
+"""A header value in a workspace: a reference to an environment variable, ``${MCP_TOKEN}``,
+optionally after an authentication scheme, ``Bearer ${MCP_TOKEN}``. Never the secret itself."""
+SECRET_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
+"""Finds the variable name of a :data:`SECRET_REFERENCE_PATTERN` value."""
 
 
-def resolve_headers(headers: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
-    """The header values with each ``${NAME}`` replaced by ``environ[NAME]``; ``KeyError`` naming
-    the first variable that is not set, ``ValueError`` naming one whose value cannot be sent in a
-    header (a control character: it would start another header)."""
-    names = sorted({name for value in headers.values() for name in ENV_REFERENCE.findall(value)})
-    for name in names:
-        if name not in environ:
-            raise KeyError(name)
-        if any(ord(char) < 32 or ord(char) == 127 for char in environ[name]):
-            raise ValueError(f"the variable {name!r} holds a control character")
-    return {
-        key: ENV_REFERENCE.sub(lambda match: environ[match.group(1)], value) for key, value in headers.items()
-    }
+def _secret_reference(value: str) -> str:
+    # The message never repeats the value: it may be the very secret that must not be here.
+    if not re.fullmatch(SECRET_REFERENCE_PATTERN, value):
+        raise ValueError(
+            "must refer to an environment variable, e.g. '${MCP_TOKEN}' or 'Bearer ${MCP_TOKEN}'; "
+            "a workspace never holds the secret itself"
+        )
+    return value
 
 
-def header_reference(agent_id: str, header: str) -> str:
-    """The variable an export names for a header's value: ``${CURRENCY_AGENT_X_API_KEY}``."""
-    return "${" + re.sub(r"[^A-Z0-9]+", "_", f"{agent_id}_{header}".upper()).strip("_") + "}"
+HeaderReferences = dict[
+    Annotated[str, Field(pattern=HEADER_NAME_PATTERN)],
+    Annotated[
+        str,
+        AfterValidator(_secret_reference),
+        WithJsonSchema({"type": "string", "pattern": SECRET_REFERENCE_PATTERN}),
+    ],
+]
+"""Header names and their values as references to environment variables (``mcp_headers``,
+``a2a_headers``)."""
 
 
 class _Strict(BaseModel):
@@ -98,21 +100,27 @@ class AgentSpec(_Strict):
     """Unique id on the master."""
     role: Literal["action", "query"] = "action"
     """``action`` agents expose tools; ``query`` agents ask questions (the built-in query client)."""
-    transport: Literal["websocket", "invocation", "a2a"] = "websocket"
+    transport: Literal["websocket", "invocation", "mcp", "a2a"] = "websocket"
     """``websocket``: connects to the master (the YAML runner can start it from ``handler``).
     ``invocation``: an HTTP server at ``invocation_base_url`` the master calls.
-    ``a2a``: an A2A agent at ``url`` (its tools are its card's skills, read on restore)."""
+    ``mcp``: a remote MCP server (Streamable HTTP) at ``mcp_url`` the master calls.
+    ``a2a``: an A2A agent at ``a2a_url`` the master calls (its tools are its card's skills)."""
     invocation_base_url: (
         Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None
     ) = None
     """Base URL of an invocation agent's HTTP server; required for, and only for, ``invocation``."""
-    url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
-    """Where a protocol agent listens (an A2A agent's base URL, its card under
-    ``/.well-known/agent-card.json``); required for, and only for, ``a2a``."""
-    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict)
-    """HTTP headers the master sends to a protocol agent. Each value refers to variables of the
-    master's environment, resolved on restore, so that a workspace never holds a secret:
-    ``{"Authorization": "Bearer ${A2A_TOKEN}"}``."""
+    mcp_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
+    """The MCP server's Streamable-HTTP endpoint, e.g. ``http://127.0.0.1:9000/mcp``; required
+    for, and only for, ``mcp``."""
+    mcp_headers: HeaderReferences = Field(default_factory=dict)
+    """Headers the master sends to the MCP server, each value a reference to an environment
+    variable (``Authorization: Bearer ${MCP_TOKEN}``) resolved when the workspace is restored;
+    a workspace never holds the secret itself."""
+    a2a_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
+    """The A2A agent's base URL (its card is at ``{a2a_url}/.well-known/agent-card.json``);
+    required for, and only for, ``a2a``."""
+    a2a_headers: HeaderReferences = Field(default_factory=dict)
+    """Headers the master sends to the A2A agent, references like ``mcp_headers``."""
     handler: Annotated[str, Field(pattern=HANDLER_PATTERN)] | None = None
     """Module of the agent's code, e.g. ``agents.unit_converter`` or ``agents.unit_converter:handle_tool``."""
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -122,17 +130,6 @@ class AgentSpec(_Strict):
     builtin: bool = False
     """The built-in query client (always present in the UI, never exported)."""
 
-    @field_validator("headers")
-    @classmethod
-    def _references_only(cls, headers: dict[str, str]) -> dict[str, str]:
-        for name, value in headers.items():
-            if not re.fullmatch(HEADER_VALUE_PATTERN, value):
-                raise ValueError(
-                    f"header {name!r} must refer to the master's environment, e.g. 'Bearer ${{A2A_TOKEN}}': "
-                    "a workspace never holds a secret"
-                )
-        return headers
-
     @model_validator(mode="after")
     def _transport_fields(self) -> AgentSpec:
         if self.transport == "invocation" and self.invocation_base_url is None:
@@ -141,13 +138,14 @@ class AgentSpec(_Strict):
             raise ValueError(
                 f"agent {self.agent_id!r}: invocation_base_url is only for transport 'invocation'"
             )
-        protocol = self.transport in PROTOCOL_TRANSPORTS
-        if protocol and self.url is None:
-            raise ValueError(f"agent {self.agent_id!r}: transport {self.transport!r} needs url")
-        if not protocol and (self.url is not None or self.headers):
-            raise ValueError(
-                f"agent {self.agent_id!r}: url and headers are only for transports {list(PROTOCOL_TRANSPORTS)}"
-            )
+        if self.transport == "mcp" and self.mcp_url is None:
+            raise ValueError(f"agent {self.agent_id!r}: transport 'mcp' needs mcp_url")
+        if self.transport != "mcp" and (self.mcp_url is not None or self.mcp_headers):
+            raise ValueError(f"agent {self.agent_id!r}: mcp_url and mcp_headers are only for transport 'mcp'")
+        if self.transport == "a2a" and self.a2a_url is None:
+            raise ValueError(f"agent {self.agent_id!r}: transport 'a2a' needs a2a_url")
+        if self.transport != "a2a" and (self.a2a_url is not None or self.a2a_headers):
+            raise ValueError(f"agent {self.agent_id!r}: a2a_url and a2a_headers are only for transport 'a2a'")
         if self.builtin and self.role != "query":
             raise ValueError(f"agent {self.agent_id!r}: only a query agent can be builtin")
         names = [tool.name for tool in self.tools]
@@ -197,12 +195,12 @@ class Workspace(_Strict):
         frozen=True,
         json_schema_extra={
             "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "https://openagent.dev/schemas/workspace-v1.json",
+            "$id": "https://openagent.dev/schemas/workspace-v2.json",
         },
     )
 
-    version: Literal[1] = SCHEMA_VERSION
-    """Schema version; this SDK reads and writes version 1."""
+    version: SchemaVersion = SCHEMA_VERSION
+    """Schema version: this SDK writes 2 and reads 1 and 2 (2 added ``transport: mcp`` and ``a2a``)."""
     master: MasterUrls = Field(default_factory=MasterUrls)
     """The master's URLs."""
     agents: list[AgentSpec] = Field(default_factory=list)
@@ -226,6 +224,16 @@ class Workspace(_Strict):
                 if end not in known:
                     raise ValueError(f"link {link.source!r} -> {link.target!r} names unknown node {end!r}")
         return self
+
+    def secret_references(self) -> list[str]:
+        """The environment variables the agents' header values refer to, sorted."""
+        names = {
+            match.group(1)
+            for agent in self.agents
+            for value in [*agent.mcp_headers.values(), *agent.a2a_headers.values()]
+            for match in SECRET_REFERENCE.finditer(value)
+        }
+        return sorted(names)
 
     def agent(self, agent_id: str) -> AgentSpec | None:
         """The agent with this id, if any."""

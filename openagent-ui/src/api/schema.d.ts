@@ -1583,10 +1583,19 @@ export interface components {
         RestoreBody: {
             /**
              * Register Http
-             * @description Register the workspace's HTTP invocation agents (health-checked like ``POST /register``).
+             * @description Register the workspace's HTTP invocation agents and MCP servers (like ``POST /register``).
              * @default true
              */
             register_http?: boolean;
+            /**
+             * Secrets
+             * @description Values of the ``${NAME}`` references in MCP agents' ``mcp_headers`` (``openagent workspace
+             *     restore`` sends those set in its environment). Used for the registration only, never shown.
+             * @default {}
+             */
+            secrets?: {
+                [key: string]: string;
+            };
             /**
              * Yaml
              * @description The workspace, as exported (``GET /internal/workspace/export``) or written by hand.

@@ -1,5 +1,5 @@
 /**
- * Workspace YAML, schema version 1: the shape of `openagent/workspace/`
+ * Workspace YAML, schema version 2 (version 1 files load too): the shape of `openagent/workspace/`
  * (`docs/workspace.schema.json`), so the UI's exports restore on a master and the master's
  * exports load here.
  *
@@ -25,11 +25,17 @@ import {
   type AppNode,
 } from "./graph";
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+/** The versions this UI reads (2 added MCP servers, `transport: mcp`). */
+export const READ_VERSIONS: readonly number[] = [1, 2];
 export const HEADER = `# OpenAgent workspace, schema version ${SCHEMA_VERSION} (docs/workspace.schema.json)\n`;
 export const MAX_YAML_BYTES = 1024 * 1024;
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const URL_PATTERN = /^https?:\/\/[^\s/]+(\/\S*)?$/;
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
+/** A header value in a workspace: a reference to an environment variable, never the secret. */
+export const SECRET_REFERENCE = /^([A-Za-z][A-Za-z0-9-]{0,31} )?\$\{[A-Za-z_][A-Za-z0-9_]{0,127}\}$/;
 const HANDLER = /^(agents|system_agents|sample_agents)(\.[A-Za-z_][A-Za-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?$/;
 
 export interface ToolSpec {
@@ -42,15 +48,18 @@ export interface ToolSpec {
 export interface AgentSpec {
   agent_id: string;
   role?: "action" | "query";
-  transport: "websocket" | "invocation";
+  transport: "websocket" | "invocation" | "mcp";
   invocation_base_url?: string;
+  mcp_url?: string;
+  /** Header name → `${VAR}` reference (optionally after a scheme: `Bearer ${VAR}`). */
+  mcp_headers?: Record<string, string>;
   handler?: string;
   tools: ToolSpec[];
   metadata?: Record<string, unknown>;
 }
 
 export interface Workspace {
-  version: 1;
+  version: typeof SCHEMA_VERSION;
   master: { base_url: string; ws_url: string };
   agents: AgentSpec[];
   links: { source: string; target: string }[];
@@ -125,12 +134,21 @@ function toolSpec(tool: ToolInfo): ToolSpec {
   return spec;
 }
 
-export function agentSpec(entry: CatalogEntry): AgentSpec {
+/** Whether a workspace can hold the agent: A2A agents are not part of schema version 2. */
+export function inWorkspace(entry: CatalogEntry): entry is CatalogEntry & { transport: AgentSpec["transport"] } {
+  return entry.transport !== "a2a";
+}
+
+export function agentSpec(entry: CatalogEntry & { transport: AgentSpec["transport"] }): AgentSpec {
   // Key order as openagent/workspace/export.py writes it, so both exports are byte-identical.
   const spec = { agent_id: entry.agentId } as AgentSpec;
   if (entry.role === "query") spec.role = "query";
   spec.transport = entry.transport;
   if (entry.transport === "invocation" && entry.invocationBaseUrl) spec.invocation_base_url = scrubUrl(entry.invocationBaseUrl);
+  if (entry.transport === "mcp" && entry.remoteUrl) spec.mcp_url = scrubUrl(entry.remoteUrl);
+  // Only references are ever kept (GET /agents never shows header values; imports refuse values).
+  const headers = Object.entries(entry.mcpHeaders ?? {}).filter(([, value]) => SECRET_REFERENCE.test(value));
+  if (entry.transport === "mcp" && headers.length > 0) spec.mcp_headers = Object.fromEntries(headers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   const handler = entry.handler ?? entry.module;
   if (handler && HANDLER.test(handler)) spec.handler = handler;
   spec.tools = entry.tools.map(toolSpec);
@@ -153,6 +171,7 @@ export function canvasToWorkspace(
     if (node.id === ORCHESTRATOR_ID) layoutIds.push([ORCHESTRATOR_ID, node.position]);
     if (!isAgentNode(node)) continue;
     const entry = entries.get(node.data.agentId);
+    if (entry && !inWorkspace(entry)) continue; // an A2A agent: not in schema version 2
     agents.push(
       entry ? agentSpec(entry) : { agent_id: node.data.agentId, transport: "websocket", tools: [] },
     );
@@ -162,7 +181,7 @@ export function canvasToWorkspace(
   layoutIds.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   for (const [id, position] of layoutIds) nodes[id] = { x: num(position.x), y: num(position.y) };
   const workspace: Workspace = {
-    version: 1,
+    version: SCHEMA_VERSION,
     master: { base_url: scrubUrl(master.baseUrl), ws_url: scrubUrl(master.wsUrl) },
     agents,
     links: linkedAgentIds(canvas.edges).map((agentId) => ({ source: agentId, target: ORCHESTRATOR_ID })),
@@ -179,10 +198,11 @@ export function canvasToWorkspace(
  * WebSocket action agent.
  */
 export function startWorkspace(entry: CatalogEntry, master: { baseUrl: string; wsUrl: string }): Workspace | null {
+  if (!inWorkspace(entry)) return null;
   const spec = agentSpec(entry);
   if (spec.transport !== "websocket" || spec.role === "query" || !spec.handler) return null;
   return {
-    version: 1,
+    version: SCHEMA_VERSION,
     master: { base_url: scrubUrl(master.baseUrl), ws_url: scrubUrl(master.wsUrl) },
     agents: [spec],
     links: [{ source: spec.agent_id, target: ORCHESTRATOR_ID }],
@@ -273,8 +293,8 @@ class Checker {
 
 function checkWorkspace(data: unknown, c: Checker): void {
   if (!c.object(data, [], ["version", "master", "agents", "links", "layout"])) return;
-  if (data.version !== undefined && data.version !== SCHEMA_VERSION) {
-    c.fail(["version"], `unsupported workspace version ${JSON.stringify(data.version)}; this UI reads version ${SCHEMA_VERSION}`);
+  if (data.version !== undefined && !READ_VERSIONS.includes(data.version as number)) {
+    c.fail(["version"], `unsupported workspace version ${JSON.stringify(data.version)}; this UI reads versions ${READ_VERSIONS.join(", ")}`);
   }
   if (data.master !== undefined && c.object(data.master, ["master"], ["base_url", "ws_url"])) {
     if (data.master.base_url !== undefined) c.string(data.master.base_url, ["master", "base_url"], /^https?:\/\/\S+$/);
@@ -286,7 +306,7 @@ function checkWorkspace(data: unknown, c: Checker): void {
     else
       data.agents.forEach((agent: unknown, i: number) => {
         const path = ["agents", i];
-        if (!c.object(agent, path, ["agent_id", "role", "transport", "invocation_base_url", "handler", "tools", "metadata", "builtin"])) return;
+        if (!c.object(agent, path, ["agent_id", "role", "transport", "invocation_base_url", "mcp_url", "mcp_headers", "handler", "tools", "metadata", "builtin"])) return;
         if (c.string(agent.agent_id, [...path, "agent_id"], AGENT_ID)) {
           if (ids.includes(agent.agent_id)) c.fail([...path, "agent_id"], `duplicate agent id '${agent.agent_id}'`);
           if (agent.agent_id === ORCHESTRATOR_ID) c.fail([...path, "agent_id"], "'orchestrator' is the orchestrator's node id; rename the agent");
@@ -294,10 +314,23 @@ function checkWorkspace(data: unknown, c: Checker): void {
         }
         if (agent.role !== undefined && agent.role !== "action" && agent.role !== "query") c.fail([...path, "role"], "must be 'action' or 'query'");
         const transport = agent.transport ?? "websocket";
-        if (transport !== "websocket" && transport !== "invocation") c.fail([...path, "transport"], "must be 'websocket' or 'invocation'");
-        if (agent.invocation_base_url !== undefined) c.string(agent.invocation_base_url, [...path, "invocation_base_url"], /^https?:\/\/[^\s/]+(\/\S*)?$/);
+        if (transport !== "websocket" && transport !== "invocation" && transport !== "mcp") c.fail([...path, "transport"], "must be 'websocket', 'invocation' or 'mcp'");
+        if (agent.invocation_base_url !== undefined) c.string(agent.invocation_base_url, [...path, "invocation_base_url"], URL_PATTERN);
         if (transport === "invocation" && agent.invocation_base_url === undefined) c.fail(path, "transport 'invocation' needs invocation_base_url");
-        if (transport === "websocket" && agent.invocation_base_url !== undefined) c.fail([...path, "invocation_base_url"], "is only for transport 'invocation'");
+        if (transport !== "invocation" && agent.invocation_base_url !== undefined) c.fail([...path, "invocation_base_url"], "is only for transport 'invocation'");
+        if (agent.mcp_url !== undefined) c.string(agent.mcp_url, [...path, "mcp_url"], URL_PATTERN);
+        if (transport === "mcp" && agent.mcp_url === undefined) c.fail(path, "transport 'mcp' needs mcp_url");
+        if (transport !== "mcp" && (agent.mcp_url !== undefined || agent.mcp_headers !== undefined)) c.fail(path, "mcp_url and mcp_headers are only for transport 'mcp'");
+        if (agent.mcp_headers !== undefined && c.object(agent.mcp_headers, [...path, "mcp_headers"], Object.keys(agent.mcp_headers ?? {}))) {
+          for (const [name, value] of Object.entries(agent.mcp_headers as Record<string, unknown>)) {
+            const hpath = [...path, "mcp_headers", name];
+            if (!HEADER_NAME.test(name)) c.fail(hpath, "is not a header name");
+            // Never repeat the value: it may be the very secret that must not be here.
+            else if (typeof value !== "string" || !SECRET_REFERENCE.test(value)) {
+              c.fail(hpath, "must refer to an environment variable, e.g. '${MCP_TOKEN}' or 'Bearer ${MCP_TOKEN}'; a workspace never holds the secret itself");
+            }
+          }
+        }
         if (agent.handler !== undefined && agent.handler !== null) c.string(agent.handler, [...path, "handler"], HANDLER);
         if (agent.metadata !== undefined) c.object(agent.metadata, [...path, "metadata"], Object.keys(agent.metadata ?? {}));
         if (agent.tools !== undefined) {
@@ -365,7 +398,7 @@ export function parseWorkspace(text: string): Workspace {
   if (checker.problems.length > 0) throw new WorkspaceError(checker.problems);
   const raw = data as Omit<Partial<Workspace>, "agents"> & { agents?: (AgentSpec & { builtin?: boolean })[] };
   return {
-    version: 1,
+    version: SCHEMA_VERSION,
     master: { base_url: raw.master?.base_url ?? "http://127.0.0.1:8000", ws_url: raw.master?.ws_url ?? "ws://127.0.0.1:8000/ws" },
     agents: (raw.agents ?? [])
       .filter((a) => !a.builtin && a.agent_id !== QUERY_CLIENT_ID)
@@ -389,6 +422,8 @@ export function workspaceEntries(workspace: Workspace): CatalogEntry[] {
       metadata: agent.metadata ?? {},
     };
     if (agent.invocation_base_url) entry.invocationBaseUrl = agent.invocation_base_url;
+    if (agent.mcp_url) entry.remoteUrl = agent.mcp_url;
+    if (agent.mcp_headers) entry.mcpHeaders = { ...agent.mcp_headers };
     if (agent.handler) {
       entry.handler = agent.handler;
       entry.module = agent.handler.split(":")[0] ?? agent.handler;

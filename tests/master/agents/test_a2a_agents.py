@@ -188,24 +188,27 @@ async def test_an_a2a_agent_survives_a_master_restart_and_is_checked_through_its
 
 
 async def test_a_workspace_exports_and_restores_an_a2a_agent_without_its_secret(
-    master: InProcessMaster, remote: TestA2AAgent, monkeypatch: pytest.MonkeyPatch
+    master: InProcessMaster, remote: TestA2AAgent
 ) -> None:
     assert (await register(master, remote.base_url)).status_code == 200
     async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
         exported = (await http.get("/internal/workspace/export")).text
         assert TOKEN not in exported
-        assert "transport: a2a" in exported and f"url: {remote.base_url}" in exported
-        assert "X-Api-Key: ${CURRENCY_AGENT_X_API_KEY}" in exported
+        assert "transport: a2a" in exported and f"a2a_url: {remote.base_url}" in exported
+        assert "X-Api-Key: ${A2A_CURRENCY_AGENT_X_API_KEY}" in exported
         assert (await http.post("/unregister", json={"agent_id": AGENT})).status_code == 200
 
-        # The master's environment lacks the variable: the agent is not registered, and why is said.
+        # Without the variable's value the agent is not registered, and why is said.
         restored = (await http.post("/internal/workspace/restore", json={"yaml": exported})).json()
         [outcome] = [row for row in restored["agents"] if row["agent_id"] == AGENT]
-        assert outcome["status"] == "invalid" and "'CURRENCY_AGENT_X_API_KEY'" in outcome["reason"]
+        assert outcome["status"] == "invalid"
+        assert "a2a_headers.X-Api-Key refers to ${A2A_CURRENCY_AGENT_X_API_KEY}" in outcome["reason"]
 
-        monkeypatch.setenv("CURRENCY_AGENT_X_API_KEY", TOKEN)  # the in-process master's environment
-        restored = (await http.post("/internal/workspace/restore", json={"yaml": exported})).json()
-        [outcome] = [row for row in restored["agents"] if row["agent_id"] == AGENT]
+        # openagent workspace restore sends the values its environment holds.
+        secrets = {"A2A_CURRENCY_AGENT_X_API_KEY": TOKEN}
+        response = await http.post("/internal/workspace/restore", json={"yaml": exported, "secrets": secrets})
+        assert TOKEN not in response.text
+        [outcome] = [row for row in response.json()["agents"] if row["agent_id"] == AGENT]
         assert outcome["status"] == "registered", outcome
     row = next(r for r in await agent_rows(master.base_url) if r["agent_id"] == AGENT)
     assert row["connection_type"] == "a2a" and row["status"] == "UP"

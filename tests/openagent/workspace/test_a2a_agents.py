@@ -1,4 +1,4 @@
-"""A2A agents in a workspace: a URL and headers whose values refer to the master's environment."""
+"""A2A agents in a workspace: ``a2a_url`` and ``a2a_headers`` holding references, never secrets."""
 
 from __future__ import annotations
 
@@ -6,19 +6,18 @@ import pytest
 
 from openagent.errors import WorkspaceError
 from openagent.workspace import export_workspace, load_workspace
-from openagent.workspace.schema import header_reference, resolve_headers
 
 A2A_WORKSPACE = """\
-# OpenAgent workspace, schema version 1 (docs/workspace.schema.json)
-version: 1
+# OpenAgent workspace, schema version 2 (docs/workspace.schema.json)
+version: 2
 master:
   base_url: http://127.0.0.1:8000
   ws_url: ws://127.0.0.1:8000/ws
 agents:
 - agent_id: currency-agent
   transport: a2a
-  url: https://currency.example/a2a
-  headers:
+  a2a_url: https://currency.example/a2a
+  a2a_headers:
     Authorization: Bearer ${A2A_TOKEN}
     X-Tenant: ${TENANT}
   tools:
@@ -41,7 +40,8 @@ layout:
 def test_an_a2a_agent_is_its_own_stable_export() -> None:
     workspace = load_workspace(A2A_WORKSPACE)
     agent = workspace.agent("currency-agent")
-    assert agent is not None and agent.transport == "a2a" and agent.url == "https://currency.example/a2a"
+    assert agent is not None and agent.transport == "a2a" and agent.a2a_url == "https://currency.example/a2a"
+    assert workspace.secret_references() == ["A2A_TOKEN", "TENANT"]
     assert export_workspace(workspace) == A2A_WORKSPACE
 
 
@@ -51,21 +51,21 @@ def test_an_a2a_agent_is_its_own_stable_export() -> None:
         (
             "    Authorization: Bearer ${A2A_TOKEN}\n",
             "    Authorization: Bearer sk-live-1234\n",
-            "headers: header 'Authorization' must refer to the master's environment",
+            "a2a_headers.Authorization: must refer to an environment variable",
         ),
-        ("  url: https://currency.example/a2a\n", "", "transport 'a2a' needs url"),
+        ("  a2a_url: https://currency.example/a2a\n", "", "transport 'a2a' needs a2a_url"),
         (
             "  transport: a2a\n",
-            "  transport: invocation\n  invocation_base_url: http://x\n",
-            "url and headers are only for transports ['a2a']",
+            "  transport: mcp\n  mcp_url: http://x/mcp\n",
+            "a2a_url and a2a_headers are only for transport 'a2a'",
         ),
         (
             "    X-Tenant: ${TENANT}\n",
             '    X-Tenant: "${TENANT}\\r\\nX-Evil: 1"\n',
-            "header 'X-Tenant' must refer to the master's environment",
+            "a2a_headers.X-Tenant: must refer to an environment variable",
         ),
     ],
-    ids=["a literal secret", "no url", "headers on an invocation agent", "a second header smuggled in"],
+    ids=["a literal secret", "no url", "on an mcp agent", "a second header smuggled in"],
 )
 def test_a_workspace_never_holds_a_header_secret_and_names_the_problem(
     change: str, problem: str, reason: str
@@ -75,14 +75,3 @@ def test_a_workspace_never_holds_a_header_secret_and_names_the_problem(
     message = str(refused.value)
     assert reason in message
     assert "sk-live-1234" not in message and "X-Evil" not in message
-
-
-def test_header_references_are_resolved_from_the_environment() -> None:
-    headers = {"Authorization": "Bearer ${A2A_TOKEN}", "X-Pair": "${A}:${B}"}
-    environ = {"A2A_TOKEN": "t0k", "A": "1", "B": "2"}
-    assert resolve_headers(headers, environ) == {"Authorization": "Bearer t0k", "X-Pair": "1:2"}
-    with pytest.raises(KeyError, match="B"):
-        resolve_headers(headers, {"A2A_TOKEN": "t0k", "A": "1"})
-    with pytest.raises(ValueError, match="'A' holds a control character"):
-        resolve_headers(headers, {**environ, "A": "1\r\nX-Evil: 1"})
-    assert header_reference("currency-agent", "X-Api-Key") == "${CURRENCY_AGENT_X_API_KEY}"
