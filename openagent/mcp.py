@@ -270,8 +270,10 @@ class McpBridge:
                 raise
             except McpServerExited:
                 reason = "exited"
-            except (ConnectionFailedError, OSError, TimeoutError) as exc:
-                reason = f"failed: {exc}"
+            except ConnectionFailedError as exc:
+                reason = f"was stopped: the master is unreachable ({exc})"
+            except (OSError, TimeoutError) as exc:
+                reason = f"failed: {exc or type(exc).__name__}"
             except Exception as exc:  # an MCPError from the handshake, a broken server...
                 reason = f"failed: {type(exc).__name__}: {exc}"
             if self._stopping.is_set():

@@ -55,6 +55,9 @@ MAX_ERROR_CHARS = 500
 """Error messages built from exceptions are cut to this many characters."""
 LISTEN_RETRY_SECONDS = 5.0
 """Delay before listening again for tool-list changes after the stream dropped."""
+CONNECT_MODE = "auto"
+"""The SDK's negotiation: ``server/discover`` (2026-07-28), falling back to ``initialize`` (the
+2025 revisions most servers still speak). The tests set ``"legacy"`` to drive the older path."""
 LISTEN_ACK_TIMEOUT = 10.0
 """Seconds a new session waits for the server to acknowledge its subscription to tool changes."""
 CLOSE_TIMEOUT = 10.0
@@ -103,6 +106,7 @@ def _open_client(
         _owned(streamable_http_client(url, http_client=http), http),
         cache=None,
         message_handler=message_handler,
+        mode=CONNECT_MODE,
     )
 
 
@@ -165,6 +169,8 @@ class _Session:
         return self.task is not None and not self.task.done() and not self.closing.is_set()
 
     def start(self) -> None:
+        # Whoever waited for the session may have given up: its outcome is then read here.
+        self.ready.add_done_callback(lambda ready: ready.cancelled() or ready.exception())
         self.task = asyncio.create_task(self._own(), name=f"mcp session {self.agent_id}")
 
     async def _own(self) -> None:
@@ -247,13 +253,10 @@ class _Session:
                 describe_error(exc, self.headers),
             )
             return
-        if not tools:
-            logger.warning(
-                "agent %s: the MCP server now lists no usable tools; keeping the old list", self.agent_id
-            )
-            return
         logger.info(
-            "agent %s: the MCP server's tools changed: %s", self.agent_id, ", ".join(t.name for t in tools)
+            "agent %s: the MCP server's tools changed: %s",
+            self.agent_id,
+            ", ".join(t.name for t in tools) or "none",
         )
         try:
             outcome = self.on_tools(self.agent_id, tools)
@@ -326,7 +329,8 @@ class McpConnector:
         try:
             result = await client.call_tool(tool_name, arguments, progress_callback=relay)
         except MCPError as exc:
-            if not session.alive or exc.code == -32000:  # "Connection closed": the session is gone
+            # "Connection closed", or a server that restarted and forgot the session: the session is gone.
+            if not session.alive or exc.code == -32000 or exc.message == "Session terminated":
                 await self._drop(agent.agent_id, session)
                 raise AgentUnavailable(
                     f"the MCP server of agent {agent.agent_id!r} closed the connection while running "
@@ -366,7 +370,7 @@ class McpConnector:
                     if client.session.discover_result is not None:  # 2026-07-28: no ping
                         await client.session.send_discover(client.protocol_version)
                     else:
-                        await client.send_ping()
+                        await client.session.send_ping()  # (Client.send_ping warns: 2025 revisions only)
                 return None
             except TimeoutError:
                 error = f"the MCP server did not answer within {wait_seconds:g} s"

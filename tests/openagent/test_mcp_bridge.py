@@ -206,3 +206,63 @@ def test_a_bad_agent_id_is_refused_before_anything_starts() -> None:
         McpBridge("no spaces", TIME_SERVER, config=ClientConfig())
     with pytest.raises(ConfigurationError, match="needs the MCP server's command"):
         McpBridge("time", [], config=ClientConfig())
+
+
+PROGRESS_SERVER = '''
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("steps")
+
+
+@server.tool()
+async def walk(steps: int, ctx: Context) -> str:
+    """Walk some steps, reporting each."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"walked {steps}"
+
+
+@server.tool()
+def trip(reason: str) -> str:
+    """Always fails."""
+    raise ToolError(f"tripped over {reason}")
+
+
+server.run()
+'''
+
+
+async def test_progress_and_tool_errors_cross_the_bridge(llm: ScriptedOpenAIServer, tmp_path: Any) -> None:
+    """A stdio server written here: its progress reaches the query's stream as ``tool_progress``."""
+    script = tmp_path / "steps_server.py"
+    script.write_text(PROGRESS_SERVER)
+    async with in_process_master(openai_base_url=llm.base_url) as master:
+        bridge = McpBridge("steps", [sys.executable, str(script)], config=config_for(master))
+        async with running(bridge):
+            await wait_for(lambda: _agent(master, "steps"), "the bridged agent to register")
+            llm.add_tool_call("steps__walk", {"steps": 2})
+            llm.add_text("Walked.")
+            events: list[tuple[str, Any]] = []
+            body = {"query": "walk", "allowed_agent_ids": ["steps"], "stream": True}
+            async with httpx.AsyncClient(base_url=master.base_url, timeout=WAIT) as http:
+                async with http.stream("POST", "/query", json=body) as response:
+                    event = None
+                    async for line in response.aiter_lines():
+                        if line.startswith("event: "):
+                            event = line[7:]
+                        elif line.startswith("data: ") and event:
+                            events.append((event, json.loads(line[6:])))
+            progress = [
+                (data["message"], data["progress"]) for name, data in events if name == "tool_progress"
+            ]
+            assert progress == [("step 1", 0.5), ("step 2", 1.0)]
+            assert json.loads(llm.requests[-1]["messages"][-1]["content"]) == {
+                "result": {"result": "walked 2"}
+            }
+
+            llm.add_tool_call("steps__trip", {"reason": "a cable"})
+            llm.add_text("Tripped.")
+            await ask(master, "steps")
+            error = json.loads(llm.requests[-1]["messages"][-1]["content"])["error"]
+            assert error.endswith("tripped over a cable"), error

@@ -67,7 +67,9 @@ class TestMcpServer:
                 return "shrunk"
 
             server.add_tool(shrink, name="shrink")
-            await ctx.notify_tools_changed()
+            await ctx.notify_tools_changed()  # 2026-07-28: to subscriptions/listen streams
+            if ctx.protocol_version and ctx.protocol_version < "2026":  # a 2025-revision session
+                await ctx.session.send_tool_list_changed()
             return "grown"
 
     def app(self) -> ASGIApp:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import httpx
 import pytest
 
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import InProcessMaster, agent_rows, in_process_master
+from tests.factories import ROOT, InProcessMaster, agent_rows, in_process_master
 from tests.master.agents.mcp_servers import TestMcpServer, mcp_port, serve_mcp
 
 SECRET = "mcp-secret-value-0123456789"
@@ -173,3 +176,38 @@ async def test_a_refused_registration_never_shows_a_header_value(
         )
         assert bad.status_code == 422 and SECRET not in bad.text, bad.text
         assert "mcp-refused" not in {row["agent_id"] for row in await agent_rows(master.base_url)}
+
+
+async def test_the_guides_example_server_attaches(llm: ScriptedOpenAIServer) -> None:
+    """``docs/examples/mcp_server.py``, run as the guide runs it, registered with its token."""
+    port = mcp_port()
+    env = {**os.environ, "MCP_SERVER_PORT": str(port), "MCP_SERVER_TOKEN": "s3cret"}
+    process = subprocess.Popen(  # noqa: ASYNC220 - returns at once
+        [sys.executable, str(ROOT / "docs" / "examples" / "mcp_server.py")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with in_process_master(openai_base_url=llm.base_url) as master:
+            body = {"agent_id": "words", "mcp_url": url, "mcp_headers": {"Authorization": "Bearer s3cret"}}
+            async with asyncio.timeout(WAIT):
+                while (response := await register(master, body)).status_code != 200:
+                    assert process.poll() is None, "the example server exited"
+                    assert "HTTP 401" not in response.text, response.text
+                    await asyncio.sleep(0.2)
+            row = row_of(await agent_rows(master.base_url), "words")
+            assert {tool["name"] for tool in row["tools"]} == {"count_words", "reverse_words"}
+            llm.add_tool_call("words__count_words", {"text": "the quick brown fox"})
+            llm.add_text("4 words.")
+            async with httpx.AsyncClient(base_url=master.base_url, timeout=WAIT) as http:
+                answer = (
+                    await http.post("/query", json={"query": "count", "allowed_agent_ids": ["words"]})
+                ).json()
+            assert answer["agents_used"] == [{"agent_id": "words", "tool_name": "count_words"}], answer
+            assert json.loads(llm.requests[-1]["messages"][-1]["content"]) == {"result": {"result": 4}}
+            await register_cleanup(master, "words")
+    finally:
+        process.terminate()
+        await asyncio.to_thread(process.wait, WAIT)

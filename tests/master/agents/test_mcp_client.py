@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import pytest
 
+from master.agents import mcp_client
 from master.agents.connectors import CONNECTORS, ConnectorContext, ConnectorError
 from master.agents.mcp_client import McpConnector, scrub
 from master.errors import AgentUnavailable, ToolFailed
@@ -185,3 +186,51 @@ async def test_an_unreachable_server_is_refused_at_discovery(connector: McpConne
     url = f"http://127.0.0.1:{mcp_port()}/mcp"
     with pytest.raises(ConnectorError, match=f"cannot list the tools of the MCP server at {url}"):
         await connector.discover(url, {}, WAIT)
+
+
+async def test_a_2025_revision_session_works_the_same(
+    connector: McpConnector, changes: Changes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``initialize`` handshake (what servers of the 2025 revisions speak): calls, progress,
+    ``ping`` as the health check, and ``notifications/tools/list_changed`` followed."""
+    monkeypatch.setattr(mcp_client, "CONNECT_MODE", "legacy")
+    async with serve_mcp(TestMcpServer()) as url:
+        found = await connector.discover(url, {}, WAIT)
+        assert found.metadata["mcp"]["protocol_version"].startswith("2025")
+        agent = Agent("old", url)
+        progress: list[tuple[str, float | None]] = []
+        result = await connector.call(
+            agent,
+            "add",
+            {"a": 2, "b": 5},
+            wait_seconds=WAIT,
+            on_progress=lambda m, p: progress.append((m, p)),
+        )
+        assert result == {"result": 7} and progress == [("adding", 0.5)]
+        assert await connector.check(agent, WAIT) is None
+        assert await connector.call(agent, "grow", {}, wait_seconds=WAIT, on_progress=print) == {
+            "result": "grown"
+        }
+        async with asyncio.timeout(WAIT):
+            await changes.event.wait()
+        assert "shrink" in {tool.name for tool in changes.seen[-1][1]}
+        await connector.aclose()
+
+
+async def test_a_2025_revision_server_that_restarted_is_reached_again(
+    connector: McpConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted server forgets the session: the health check opens a new one."""
+    monkeypatch.setattr(mcp_client, "CONNECT_MODE", "legacy")
+    port = mcp_port()
+    async with serve_mcp(TestMcpServer(), port) as url:
+        agent = Agent("phoenix", url)
+        assert await connector.call(agent, "add", {"a": 1, "b": 1}, wait_seconds=WAIT, on_progress=print) == {
+            "result": 2
+        }
+    async with serve_mcp(TestMcpServer(), port):
+        assert await connector.check(agent, WAIT) is None
+        assert await connector.call(agent, "add", {"a": 2, "b": 2}, wait_seconds=WAIT, on_progress=print) == {
+            "result": 4
+        }
+    await connector.aclose()
