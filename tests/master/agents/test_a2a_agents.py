@@ -140,14 +140,14 @@ async def test_a_failed_remote_task_is_a_tool_error(
 async def test_a_hanging_agent_times_out_and_its_task_is_cancelled(
     llm: ScriptedOpenAIServer, remote: TestA2AAgent
 ) -> None:
-    async with in_process_master(openai_base_url=llm.base_url, tool_call_timeout=1) as master:
+    async with in_process_master(openai_base_url=llm.base_url, tool_call_timeout=3) as master:
         assert (await register(master, remote.base_url)).status_code == 200
         llm.add_tool_call(FUNCTION, {"message": "hang"})
         llm.add_text("The agent did not answer in time.")
         await query_events(master, "convert")
         assert (
             tool_message(llm)["error"]
-            == f"tool 'convert_currency' on agent '{AGENT}' gave no result within 1 s"
+            == f"tool 'convert_currency' on agent '{AGENT}' gave no result within 3 s"
         )
         async with asyncio.timeout(60):
             await remote.cancelled.wait()
