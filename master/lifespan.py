@@ -33,6 +33,7 @@ from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
+from master.agents.tool_calls import ToolCaller
 from master.attachments import AttachmentStore, RagLink
 from master.builder.service import AgentBuilder
 from master.cluster.collaboration import ClusterCollaborations
@@ -308,7 +309,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         metrics=metrics,
     )
     admission = Admission(settings.openagent_max_queries_in_flight)
-    entry = QueryEntry(queries, admission)
+    entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics))
     hub = Hub(
         registry,
         dispatcher,
