@@ -394,3 +394,30 @@ async def test_openai_agents_sdk_uses_the_hub_as_its_model(hub: Hub) -> None:
     assert hub.calls == [{"a": 12, "b": 7}]
     system = hub.llm.requests[0]["messages"]
     assert any(m["role"] == "system" and m["content"] == "Use the tools." for m in system)
+
+
+async def test_the_demo_llm_answers_12_times_7_through_the_calculator_agent() -> None:
+    """What a fresh clone gives with ``run.sh`` and no LLM configured: the demo LLM picks the
+    sample calculator agent's tool, and the answer says 84."""
+    from openagent.testing import demo_handler
+    from sample_agents.calculator import build_agent
+
+    with ScriptedOpenAIServer() as demo:
+        demo.set_handler(demo_handler)
+        async with in_process_master(openai_base_url=demo.base_url, openai_api_key="demo", openagent_api_key=KEY) as m:
+            async with build_agent(ClientConfig(master_ws=m.ws_url, api_key=KEY)):
+                async with asyncio.timeout(30):
+                    while "calculator-agent" not in m.services.agents.known_ids():
+                        await asyncio.sleep(0.01)
+
+                def ask() -> Any:
+                    with openai.OpenAI(base_url=f"{m.base_url}/v1", api_key=KEY, max_retries=0) as client:
+                        return client.chat.completions.create(
+                            model="openagent", messages=[{"role": "user", "content": "What is 12 times 7?"}]
+                        )
+
+                completion = await asyncio.to_thread(ask)
+    assert "84" in (completion.choices[0].message.content or "")
+    assert completion.model_extra["openagent"]["agents_used"] == [
+        {"agent_id": "calculator-agent", "tool_name": "multiply"}
+    ]
