@@ -404,7 +404,9 @@ async def test_the_demo_llm_answers_12_times_7_through_the_calculator_agent() ->
 
     with ScriptedOpenAIServer() as demo:
         demo.set_handler(demo_handler)
-        async with in_process_master(openai_base_url=demo.base_url, openai_api_key="demo", openagent_api_key=KEY) as m:
+        async with in_process_master(
+            openai_base_url=demo.base_url, openai_api_key="demo", openagent_api_key=KEY
+        ) as m:
             async with build_agent(ClientConfig(master_ws=m.ws_url, api_key=KEY)):
                 async with asyncio.timeout(30):
                     while "calculator-agent" not in m.services.agents.known_ids():
