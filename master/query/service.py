@@ -189,7 +189,7 @@ class QueryService:
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
         rag = await self._rag_query(
-            session_id, toolbox, new_files, budget.remaining_seconds, new_session=request.session_id is None
+            session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
         )
         if rag is not None:
             hooks.call_options = rag.call_options

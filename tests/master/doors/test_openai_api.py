@@ -423,3 +423,29 @@ async def test_the_demo_llm_answers_12_times_7_through_the_calculator_agent() ->
     assert completion.model_extra["openagent"]["agents_used"] == [
         {"agent_id": "calculator-agent", "tool_name": "multiply"}
     ]
+
+
+async def test_a_streamed_answer_ends_with_the_client_tool_calls(hub: Hub) -> None:
+    hub.llm.add_tool_calls([ToolCall("local_time", {"city": "Paris"}, "call_clock2")])
+    hub.llm.add_text("It is 10:30 in Paris.")
+    client = hub.async_client()
+    messages: list[Any] = [{"role": "user", "content": "What time is it in Paris?"}]
+    stream = await client.chat.completions.create(
+        model="openagent", messages=messages, tools=[CLOCK_TOOL], stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+    calls = [call for c in chunks for call in c.choices[0].delta.tool_calls or []]
+    assert [(call.index, call.id, call.function and call.function.name) for call in calls] == [
+        (0, "call_clock2", "local_time")
+    ]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    messages += [
+        {"role": "assistant", "tool_calls": [c.model_dump(exclude={"index"}) for c in calls]},
+        {"role": "tool", "tool_call_id": "call_clock2", "content": "10:30"},
+    ]
+    stream = await client.chat.completions.create(
+        model="openagent", messages=messages, tools=[CLOCK_TOOL], stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "It is 10:30 in Paris."
+    assert chunks[-1].choices[0].finish_reason == "stop"
