@@ -449,3 +449,28 @@ async def test_a_streamed_answer_ends_with_the_client_tool_calls(hub: Hub) -> No
     chunks = [chunk async for chunk in stream]
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "It is 10:30 in Paris."
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+async def test_a_failure_after_the_stream_began_is_raised_by_the_client(hub: Hub) -> None:
+    hub.llm.add_error(500, "the provider broke")
+    stream = await hub.async_client().chat.completions.create(
+        model="openagent", messages=QUESTION, stream=True
+    )
+    with pytest.raises(openai.APIError, match="the provider broke"):
+        async for _ in stream:
+            pass
+
+
+async def test_tool_choice_none_and_parallel_tool_calls_false(hub: Hub) -> None:
+    hub.llm.add_text("No tools needed.")
+    client = hub.async_client()
+    await client.chat.completions.create(
+        model="openagent", messages=QUESTION, tools=[CLOCK_TOOL], tool_choice="none"
+    )
+    assert "tools" not in hub.llm.requests[-1]
+    _script_multiplication(hub.llm)
+    await client.chat.completions.create(
+        model="openagent", messages=QUESTION, tools=[CLOCK_TOOL], parallel_tool_calls=False
+    )
+    with_tools, answer = hub.llm.requests[-2:]
+    assert with_tools["parallel_tool_calls"] is False and "parallel_tool_calls" not in answer
