@@ -12,13 +12,12 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
-from starlette.datastructures import Headers
 from starlette.types import Scope, Send
 
 from master.asgi import LeanRequest, send_response
 from master.auth import UNAUTHORIZED_DETAIL
 from master.deps import Services, ServicesDep
-from master.doors.openai import error_response
+from master.doors.openai import SESSION_HEADER, error_response
 from protocol import ErrorCode
 
 router = APIRouter(prefix="/v1", tags=["openai"])
@@ -161,7 +160,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
     door = services.openai
     if door is None or not door.enabled:
         return _disabled()
-    return await door.chat(await request.body(), request.headers)
+    return await door.chat(await request.body(), request.headers.get(SESSION_HEADER))
 
 
 async def lean_chat_completions(services: Services, request: LeanRequest, send: Send) -> bool:
@@ -170,10 +169,20 @@ async def lean_chat_completions(services: Services, request: LeanRequest, send: 
     door = services.openai
     if door is None or not door.enabled:
         return False
-    read = door.read(request.body, Headers(scope=request.scope))
+    read = door.read(request.body, _session_header(request.scope))
     if not isinstance(read, Response):
         if read.stream:
             return False  # the route streams it (and reads it again)
         read = await door.answer(read)
     await send_response(send, read)
     return True
+
+
+_SESSION_HEADER = SESSION_HEADER.lower().encode("latin-1")
+
+
+def _session_header(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == _SESSION_HEADER:  # the first one, as Starlette's Headers.get
+            return str(value.decode("latin-1"))
+    return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import Response, StreamingResponse
@@ -77,21 +77,22 @@ class OpenAIDoor:
             ],
         }
 
-    async def chat(self, raw: bytes, headers: Mapping[str, str]) -> Response:
-        """``POST /v1/chat/completions``: a ``chat.completion``, or a stream of chunks."""
-        request = self.read(raw, headers)
+    async def chat(self, raw: bytes, session_header: str | None) -> Response:
+        """``POST /v1/chat/completions``: a ``chat.completion``, or a stream of chunks
+        (``session_header``: the request's ``X-OpenAgent-Session-Id``)."""
+        request = self.read(raw, session_header)
         if isinstance(request, Response):
             return request
         return await self.answer(request)
 
-    def read(self, raw: bytes, headers: Mapping[str, str]) -> wire.ChatRequest | Response:
+    def read(self, raw: bytes, session_header: str | None) -> wire.ChatRequest | Response:
         """The request, read; or the error that answers it."""
         try:
             return wire.parse_chat_request(
                 raw,
-                headers,
+                session_header,
                 auto_mode=self._settings.openagent_openai_auto_mode,
-                new_session_id=str(uuid.uuid4()),
+                new_session_id=lambda: str(uuid.uuid4()),
             )
         except OpenAIError as exc:
             return error_response(exc.code, exc.message, exc.status, exc.param)
@@ -123,7 +124,7 @@ class OpenAIDoor:
         if not response.success:
             return self._failure(response, request)
         return Response(
-            json.dumps(wire.completion(completion_id, request.model, response), default=str),
+            json.dumps(wire.completion(completion_id, request.model, response), separators=(",", ":")),
             media_type="application/json",
             headers={SESSION_HEADER: response.session_id} if response.session_id else None,
         )

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -97,13 +97,13 @@ class ChatRequest:
     agent_scope: str | None = None
     """The agent of an ``openagent/<agent_id>`` model."""
     session_given: bool = False
-    headers: dict[str, str] = field(default_factory=dict)
 
 
 def parse_chat_request(
-    raw: bytes, headers: Mapping[str, str], *, auto_mode: bool, new_session_id: str
+    raw: bytes, session_header: str | None, *, auto_mode: bool, new_session_id: Callable[[], str]
 ) -> ChatRequest:
-    """Read a ``POST /v1/chat/completions`` body (see the module docstring)."""
+    """Read a ``POST /v1/chat/completions`` body (see the module docstring); ``session_header``
+    is the request's :data:`SESSION_HEADER`, ``new_session_id`` names a new session."""
     try:
         body = json.loads(raw)
     except ValueError as exc:
@@ -126,7 +126,7 @@ def parse_chat_request(
     metadata = body.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise _invalid("'metadata' must be an object", "metadata")
-    session_id = _header(headers, SESSION_HEADER) or metadata.get("session_id") or None
+    session_id = (session_header or "").strip() or metadata.get("session_id") or None
     messages = _messages(body.get("messages"))
     client_tools = _tools(body.get("tools"))
     offer_tools = _tool_choice(body.get("tool_choice"))
@@ -178,7 +178,7 @@ def parse_chat_request(
         tool_results=results,
         llm_options=options,
         offer_tools=offer_tools,
-        new_session_id=new_session_id if session_id is None else None,
+        new_session_id=new_session_id() if session_id is None else None,
     )
     return ChatRequest(
         model=model,
@@ -193,11 +193,6 @@ def parse_chat_request(
 
 def _invalid(message: str, param: str | None) -> OpenAIError:
     return OpenAIError(ErrorCode.INVALID_REQUEST, message, param=param)
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    value = headers.get(name) or headers.get(name.lower())
-    return value.strip() if value else None
 
 
 def _scope(model: str) -> str | None:
