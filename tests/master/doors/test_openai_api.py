@@ -307,6 +307,12 @@ async def test_client_tools_pause_the_run_and_the_tool_messages_continue_it(hub:
     assert results["call_clock1"] == "10:30" and '"product": 84' in next(
         content for call_id, content in results.items() if call_id != "call_clock1"
     )
+    # The session holds the run as one exchange: the hub's call, the pause, the client's call.
+    turns = await hub.master.services.sessions.load(first.model_extra["openagent"]["session_id"])
+    assert turns is not None
+    assert [turn["decision"] for turn in turns] == ["call_tool", "awaiting_tool_results", "call_tool"]
+    assert len({turn["query_id"] for turn in turns}) == 1
+    assert turns[-1]["tool_agent_id"] == "client" and turns[-1]["answer"] == "84, and it is 10:30 in Paris."
     # The results were used once: sending them again is refused, clearly.
     with pytest.raises(openai.BadRequestError, match="waits for tool results"):
         await client.chat.completions.create(model="openagent", messages=messages, tools=[CLOCK_TOOL])
