@@ -549,7 +549,8 @@ export interface paths {
         put?: never;
         /**
          * Register
-         * @description Store an HTTP invocation agent in Redis and health-check it once.
+         * @description Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
+         *     Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
          */
         post: operations["register_register_post"];
         delete?: never;
@@ -753,6 +754,20 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * A2ARegistration
+         * @description Body of ``POST /register`` for an A2A agent.
+         */
+        A2ARegistration: {
+            /** A2A Headers */
+            a2a_headers?: {
+                [key: string]: string;
+            };
+            /** A2A Url */
+            a2a_url: string;
+            /** Agent Id */
+            agent_id?: string | null;
+        };
+        /**
          * AgentHealth
          * @description An invocation agent's health after ``GET /refresh``.
          */
@@ -815,6 +830,11 @@ export interface components {
          * @description One agent of ``GET /agents``; which fields it has depends on ``connection_type``.
          */
         AgentRow: {
+            /**
+             * A2A Url
+             * @description A2A agents: where their card is (the headers the master sends are never shown).
+             */
+            a2a_url?: string | null;
             /** Agent Id */
             agent_id: string;
             /**
@@ -824,10 +844,11 @@ export interface components {
             connected_at?: number | null;
             /**
              * Connection Type
-             * @description ``websocket`` (connected), ``invocation`` (HTTP, from Redis) or ``sandbox`` (deployed, not connected).
+             * @description ``websocket`` (connected), ``invocation`` (HTTP, from Redis), ``mcp`` (an MCP server, from
+             *     Redis), ``a2a`` (an A2A agent, from Redis) or ``sandbox`` (deployed, not connected).
              * @enum {string}
              */
-            connection_type: "websocket" | "invocation" | "sandbox";
+            connection_type: "websocket" | "invocation" | "mcp" | "a2a" | "sandbox";
             /** Invocation Base Url */
             invocation_base_url?: string | null;
             /**
@@ -845,6 +866,11 @@ export interface components {
              * @description Several masters: the master holding the connection.
              */
             master_id?: string | null;
+            /**
+             * Mcp Url
+             * @description MCP servers: the endpoint the master calls (the headers it sends are never shown).
+             */
+            mcp_url?: string | null;
             /**
              * Metadata
              * @default {}
@@ -1394,6 +1420,20 @@ export interface components {
             /** Tools */
             tools: components["schemas"]["ToolSchema"][];
         };
+        /**
+         * McpRegistration
+         * @description Body of ``POST /register`` for an MCP server (Streamable HTTP).
+         */
+        McpRegistration: {
+            /** Agent Id */
+            agent_id: string;
+            /** Mcp Headers */
+            mcp_headers?: {
+                [key: string]: string;
+            };
+            /** Mcp Url */
+            mcp_url: string;
+        };
         /** Model */
         Model: {
             /** Created */
@@ -1746,6 +1786,12 @@ export interface components {
              */
             status: "UP" | "DOWN" | "UNKNOWN";
         };
+        /**
+         * Registration
+         * @description Body of ``POST /register``: an HTTP invocation agent (``invocation_base_url`` and
+         *     ``tools``), an MCP server (``mcp_url``) or an A2A agent (``a2a_url``); the key present says which.
+         */
+        Registration: components["schemas"]["InvocationRegistration"] | components["schemas"]["McpRegistration"] | components["schemas"]["A2ARegistration"];
         /** RestoreBody */
         RestoreBody: {
             /**
@@ -3806,7 +3852,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InvocationRegistration"];
+                "application/json": components["schemas"]["Registration"];
             };
         };
         responses: {
@@ -3819,7 +3865,7 @@ export interface operations {
                     "application/json": components["schemas"]["Registered"];
                 };
             };
-            /** @description The body is not JSON, or nested too deeply */
+            /** @description An MCP server or A2A agent could not be listed (the message says why; never a header value) */
             400: {
                 headers: {
                     [name: string]: unknown;
