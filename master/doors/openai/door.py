@@ -26,15 +26,14 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from master.agents.directory import AgentDirectory
+from master.doors.openai import wire
+from master.doors.openai.wire import DONE, SESSION_HEADER, OpenAIError, chunk, error_body
 from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.query.admission import DRAINING
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
 from master.settings import Settings
 from protocol import ErrorCode, QueryResponse
-
-from . import wire
-from .wire import DONE, SESSION_HEADER, OpenAIError, chunk, error_body
 
 RETRY_AFTER_SECONDS = 1
 """``Retry-After`` of a 429 (too many queries in flight); a draining master's 503 has the drain's."""
