@@ -1,6 +1,6 @@
 """CPU per one-tool query of the OpenAI-compatible door against ``POST /query``, in process.
 
-The real app (lifespan, Redis, the lean paths) driven through ASGI by httpx, with an LLM that
+The real app (lifespan, Redis, the lean paths) driven by ASGI calls (no HTTP client), with an LLM that
 decides at once (:func:`bench.instant_llm.decide`) and an agent that answers at once (a function
 behind the dispatcher): the figures are the master's own CPU per query, which a busy machine
 skews far less than the served cases (``--cases openai``). The doors are measured alternately,
@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
+import json
 import statistics
 import time
 from typing import Any
-
-import httpx
 
 from bench.echo_tool import TOOL_NAME
 from bench.instant_llm import decide
@@ -60,18 +58,55 @@ def _instant_agent(services: Any) -> LiveAgent:
     return agent
 
 
-async def _round(http: httpx.AsyncClient, door: str, queries: int, concurrency: int) -> float:
+async def _ask(app: Any, path: str, body: bytes) -> None:
+    """One request straight into the app's ASGI callable: no HTTP client's CPU in the figures."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "state": {},
+        "app": app,
+    }
+    sent = False
+    status: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # never disconnects
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+
+    await app(scope, receive, send)
+    if status != [200]:
+        raise RuntimeError(f"{path}: HTTP {status}")
+
+
+async def _round(app: Any, door: str, queries: int, concurrency: int) -> float:
     """CPU milliseconds of this process per query."""
     path, body = BODIES[door]
+    raw = json.dumps(body).encode()
     left = queries
 
     async def worker() -> None:
         nonlocal left
         while left > 0:
             left -= 1
-            response = await http.post(path, json=body)
-            if response.status_code != 200:
-                raise RuntimeError(f"{door}: HTTP {response.status_code} {response.text[:300]}")
+            await _ask(app, path, raw)
 
     started = time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -82,17 +117,14 @@ async def main(args: argparse.Namespace) -> None:
     settings = Settings(_env_file=None, redis_url=args.redis_url, openagent_api_key="")  # type: ignore[call-arg]
     app = create_app(settings, llm=FunctionChatModel(decide))
     async with app.router.lifespan_context(app):
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # the client's line per request
         services = app.state.services
         services.registry.add(_instant_agent(services))
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://master", timeout=60) as http:
-            for door in BODIES:  # warm-up
-                await _round(http, door, 200, args.concurrency)
-            figures: dict[str, list[float]] = {door: [] for door in BODIES}
-            for _ in range(args.rounds):
-                for door in BODIES:
-                    figures[door].append(await _round(http, door, args.queries, args.concurrency))
+        for door in BODIES:  # warm-up
+            await _round(app, door, 200, args.concurrency)
+        figures: dict[str, list[float]] = {door: [] for door in BODIES}
+        for _ in range(args.rounds):
+            for door in BODIES:
+                figures[door].append(await _round(app, door, args.queries, args.concurrency))
     medians = {door: statistics.median(values) for door, values in figures.items()}
     for door, values in figures.items():
         shown = ", ".join(f"{value:.3f}" for value in values)
