@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
+from aiohttp import ClientSession, TCPConnector
 from fastapi import FastAPI
 from httpx import AsyncClient
 from redis.exceptions import RedisError
@@ -190,7 +191,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     # Every connection it makes passes the agent URL policy: names through its resolver, IP
     # literals (which aiohttp never resolves) and redirects through its trace.
     url_policy = AgentUrlPolicy.from_settings(settings)
-    http = url_policy.aiohttp_session(limit=256)
+    http = ClientSession(
+        connector=TCPConnector(limit=256, resolver=url_policy.aiohttp_resolver()),
+        trace_configs=[url_policy.aiohttp_trace()],
+        raise_for_status=False,
+    )
     stack.push_async_callback(http.close)
 
     registry = Registry()

@@ -60,7 +60,7 @@ from a2a.utils.errors import A2AError
 
 from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ToolsChanged
 from master.agents.invocation import InvocationAgent
-from master.agents.url_policy import AgentUrlPolicy
+from master.agents.url_policy import AgentUrlPolicy, UrlRefused
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
@@ -402,10 +402,17 @@ class A2AConnector:
         raise ConnectorError(scrub(f"could not read the agent card at {where}: {why}", headers))
 
     async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
-        """Read the card: its skills as tools, a summary as metadata, an agent id from its name."""
+        """Read the card: its skills as tools, a summary as metadata, an agent id from its name;
+        :class:`UrlRefused` when the card's endpoint is at an address the agent URL policy refuses."""
         async with self._http(headers) as http:
             card = await self._card(http, url, headers, wait_seconds)
         interface = pick_interface(card, url, headers)
+        try:  # the endpoint the hub will call, which may be on another host than the card
+            await self._url_policy.check_url(interface.url, "a2a_url")
+        except UrlRefused as exc:
+            raise UrlRefused(
+                "a2a_url", f"the agent card at {url} lists its endpoint at {interface.url}: {exc.reason}"
+            ) from None
         tools, skills = card_tools(card)
         if not tools:
             raise ConnectorError(

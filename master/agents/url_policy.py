@@ -55,8 +55,8 @@ METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
 )
 """AWS/GCP/Azure/OpenStack (169.254.169.254), AWS over IPv6, Alibaba Cloud."""
-METADATA_NAMES = frozenset({"metadata.google.internal", "metadata"})
-"""Names of metadata services refused whatever they resolve to (``metadata``: GCE's short name)."""
+METADATA_NAMES = frozenset({"metadata.google.internal"})
+"""Names of metadata services refused whatever they resolve to."""
 
 _BROADCAST = ipaddress.ip_address("255.255.255.255")
 
@@ -261,14 +261,6 @@ class AgentUrlPolicy:
             return  # does not resolve: the client's own connect attempt reports it
 
     # ------------------------------------------------------------------ the HTTP clients
-
-    def aiohttp_session(self, *, limit: int = 100) -> aiohttp.ClientSession:
-        """An aiohttp session that connects only where the policy allows (the master's agent session)."""
-        return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=limit, resolver=self.aiohttp_resolver()),
-            trace_configs=[self.aiohttp_trace()],
-            raise_for_status=False,
-        )
 
     def aiohttp_resolver(self) -> AbstractResolver:
         """For ``TCPConnector(resolver=...)``: resolves through the policy, refuses denied addresses."""

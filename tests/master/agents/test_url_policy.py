@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import httpx
 import httpx2
 import pytest
@@ -247,3 +248,67 @@ async def test_the_connectors_httpx_clients_refuse_refused_addresses_and_redirec
             with pytest.raises(httpx2.ConnectError, match="169.254.169.254 is a link-local"):
                 await http2.post(f"{url}/run", json={})
             assert (await http2.get(f"{url}/health")).status_code == 200  # loopback still works
+
+
+async def test_restore_refuses_each_agent_at_a_refused_address(master: InProcessMaster) -> None:
+    text = f"""\
+version: 2
+agents:
+  - agent_id: restore-meta-inv
+    transport: invocation
+    invocation_base_url: http://{METADATA}/latest
+    tools: [{{name: ping, description: Ping}}]
+  - agent_id: restore-meta-mcp
+    transport: mcp
+    mcp_url: http://{METADATA}/mcp
+  - agent_id: restore-meta-a2a
+    transport: a2a
+    a2a_url: http://[::ffff:{METADATA}]
+"""
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+        response = await http.post("/internal/workspace/restore", json={"yaml": text})
+    assert response.status_code == 200, response.text
+    rows = {row["agent_id"]: row for row in response.json()["agents"]}
+    for agent_id, field in [
+        ("restore-meta-inv", "invocation_base_url"),
+        ("restore-meta-mcp", "mcp_url"),
+        ("restore-meta-a2a", "a2a_url"),
+    ]:
+        assert rows[agent_id]["status"] == "invalid", rows[agent_id]
+        assert rows[agent_id]["reason"] == (
+            f"{field}: 169.254.169.254 is a link-local/cloud-metadata address, refused by the agent URL "
+            "policy (OPENAGENT_AGENT_URL_ALLOW to allow)"
+        )
+        assert master.services.invocation.get(agent_id) is None
+
+
+async def test_an_a2a_card_whose_endpoint_is_refused_is_refused_at_discovery(monkeypatch: Any) -> None:
+    from a2a.types.a2a_pb2 import AgentCard, AgentInterface
+
+    card = AgentCard(
+        name="x",
+        supported_interfaces=[AgentInterface(url=f"http://{METADATA}/rpc", protocol_binding="JSONRPC")],
+    )
+    connector = A2AConnector(url_policy=AgentUrlPolicy())
+
+    async def read_card(*args: Any) -> AgentCard:
+        return card
+
+    monkeypatch.setattr(connector, "_card", read_card)
+    with pytest.raises(
+        UrlRefused, match="lists its endpoint at http://169.254.169.254/rpc: 169.254.169.254 is"
+    ):
+        await connector.discover("http://127.0.0.1:9", {}, 5)
+
+
+async def test_the_masters_session_refuses_literals_before_connecting(master: InProcessMaster) -> None:
+    """aiohttp never resolves an IP literal: the trace refuses it (an agent stored before the policy,
+    say, is marked DOWN naming the rule)."""
+    http = master.services.invocation.http
+    with pytest.raises(AddressRefused, match="link-local/cloud-metadata"):
+        async with http.get(f"http://{METADATA}/latest/meta-data"):
+            pass
+    with pytest.raises(aiohttp.ClientConnectorError, match="meta.test resolves to 169.254.169.254"):
+        master.services.invocation.url_policy.resolver = fake_resolver({"meta.test": [METADATA]})
+        async with http.get("http://meta.test/latest/meta-data"):
+            pass
