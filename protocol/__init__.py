@@ -19,6 +19,7 @@ from protocol.messages import (
     ErrorMessage,
     Message,
     PeerMessage,
+    PendingToolCall,
     Ping,
     Plan,
     PlanExecution,
@@ -36,6 +37,7 @@ from protocol.messages import (
     ToolProgress,
     ToolResult,
     ToolSchema,
+    Usage,
     dump_message,
     parse_message,
 )
@@ -58,6 +60,7 @@ __all__ = [
     "ErrorMessage",
     "Message",
     "PeerMessage",
+    "PendingToolCall",
     "Ping",
     "Plan",
     "PlanExecution",
@@ -75,6 +78,7 @@ __all__ = [
     "ToolProgress",
     "ToolResult",
     "ToolSchema",
+    "Usage",
     "dump_message",
     "parse_message",
 ]

@@ -114,3 +114,12 @@ def _mcp(context: ConnectorContext) -> Connector:
 
 
 CONNECTORS["mcp"] = _mcp
+
+
+def _a2a(context: ConnectorContext) -> Connector:
+    from master.agents.a2a_client import connector  # it imports this module
+
+    return connector(context)
+
+
+CONNECTORS["a2a"] = _a2a

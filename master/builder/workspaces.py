@@ -5,8 +5,9 @@
   Redis, each linked to the orchestrator, and the canvas layout of the last workspace it
   was given (new nodes get positions in a column). The YAML is stable and secret-free
   (:func:`openagent.workspace.export_workspace`).
-- :meth:`Workspaces.restore` registers the workspace's invocation agents exactly as
-  ``POST /register`` does (stored in Redis, health-checked once) and answers per agent:
+- :meth:`Workspaces.restore` registers the workspace's invocation agents, MCP servers and A2A
+  agents exactly as ``POST /register`` does (stored in Redis, health-checked once; the header
+  references resolved from the request's ``secrets``) and answers per agent:
   ``registered`` (UP), ``unreachable`` (stored, but ``/health`` failed; the background check
   brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents).
 - :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
@@ -128,20 +129,21 @@ class Workspaces:
     async def restore(
         self, workspace: Workspace, *, register_http: bool = True, secrets: Mapping[str, str] | None = None
     ) -> list[RestoreOutcome]:
-        """Register the workspace's invocation agents and MCP servers; raises ``SessionStoreUnavailable``.
+        """Register the workspace's invocation agents, MCP servers and A2A agents; raises
+        ``SessionStoreUnavailable``.
 
-        ``secrets`` holds the values of the ``${NAME}`` references in MCP agents' headers (never
-        stored in the workspace; given by whoever restores it)."""
+        ``secrets`` holds the values of the ``${NAME}`` references in MCP and A2A agents' headers
+        (never stored in the workspace; given by whoever restores it)."""
         self._remember_layout(workspace)
         outcomes = []
         for spec in sorted(workspace.agents, key=lambda agent: agent.agent_id):
             if spec.builtin or spec.role != "action":
                 continue
-            if spec.transport == "mcp":
+            if spec.transport in ("mcp", "a2a"):
                 if not register_http:
                     outcomes.append(RestoreOutcome(spec.agent_id, "skipped", "register_http is false"))
                 else:
-                    outcomes.append(await self._register_mcp(spec, secrets or {}))
+                    outcomes.append(await self._register_remote(spec, secrets or {}))
                 continue
             if spec.transport != "invocation":
                 outcomes.append(
@@ -189,29 +191,35 @@ class Workspaces:
             "in the background",
         )
 
-    async def _register_mcp(self, spec: AgentSpec, secrets: Mapping[str, str]) -> RestoreOutcome:
-        """As ``POST /register`` with ``mcp_url``: list the server's tools, check them, store it."""
+    async def _register_remote(self, spec: AgentSpec, secrets: Mapping[str, str]) -> RestoreOutcome:
+        """As ``POST /register`` with ``mcp_url`` or ``a2a_url``: list the agent's tools (an MCP
+        server's, an A2A card's skills), check them, store it."""
         if self.registry.get(spec.agent_id) is not None:
             return RestoreOutcome(spec.agent_id, "invalid", "an agent of this id is connected over WebSocket")
+        transport: Literal["mcp", "a2a"] = "a2a" if spec.transport == "a2a" else "mcp"
+        field, references, url = (
+            ("a2a_headers", spec.a2a_headers, spec.a2a_url or "")
+            if transport == "a2a"
+            else ("mcp_headers", spec.mcp_headers, spec.mcp_url or "")
+        )
         headers = {}
-        for name, reference in spec.mcp_headers.items():
+        for name, reference in references.items():
             missing = [ref for ref in SECRET_REFERENCE.findall(reference) if ref not in secrets]
             if missing:
                 return RestoreOutcome(
                     spec.agent_id,
                     "invalid",
-                    f"mcp_headers.{name} refers to ${{{missing[0]}}}, which was not given: set {missing[0]} "
+                    f"{field}.{name} refers to ${{{missing[0]}}}, which was not given: set {missing[0]} "
                     "in the environment of 'openagent workspace restore'",
                 )
             headers[name] = SECRET_REFERENCE.sub(lambda match: secrets[match.group(1)], reference)
-        url = spec.mcp_url or ""
         try:
             found = await self.invocation.discover(
-                "mcp", url, headers, self.settings.openagent_remote_discovery_timeout
+                transport, url, headers, self.settings.openagent_remote_discovery_timeout
             )
             if self.catalog is not None:
                 self.catalog.check(spec.agent_id, found.tools, invocation=True)
-            agent = await self.invocation.register_remote("mcp", spec.agent_id, url, headers, found)
+            agent = await self.invocation.register_remote(transport, spec.agent_id, url, headers, found)
         except RegistrationRefused as exc:
             return RestoreOutcome(spec.agent_id, "invalid", exc.message)
         except InvalidToolSchema as exc:
@@ -237,14 +245,18 @@ class Workspaces:
                     tools=[_tool(tool.schema) for tool in agent.tools.values()],
                     metadata=agent.metadata,
                 )
-            elif agent.transport == "mcp":
+            elif agent.transport in ("mcp", "a2a"):
                 agents[agent.agent_id] = AgentSpec(
                     agent_id=agent.agent_id,
-                    transport="mcp",
-                    mcp_url=agent.base_url,
-                    mcp_headers=secret_references(agent.agent_id, agent.headers),
+                    transport=agent.transport,
                     tools=[_tool(tool.schema) for tool in agent.tools.values()],
                     metadata=agent.metadata,
+                    **{
+                        f"{agent.transport}_url": agent.base_url,
+                        f"{agent.transport}_headers": secret_references(
+                            agent.agent_id, agent.headers, agent.transport.upper()
+                        ),
+                    },
                 )
             elif agent.transport == "invocation":
                 agents[agent.agent_id] = AgentSpec(
@@ -275,12 +287,13 @@ class Workspaces:
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,31}) \S+$")
 
 
-def secret_references(agent_id: str, headers: Mapping[str, str]) -> dict[str, str]:
+def secret_references(agent_id: str, headers: Mapping[str, str], prefix: str = "MCP") -> dict[str, str]:
     """Header values as references to environment variables, never the values: ``Authorization:
-    Bearer xyz`` of agent ``github`` exports as ``Bearer ${MCP_GITHUB_AUTHORIZATION}``."""
+    Bearer xyz`` of agent ``github`` exports as ``Bearer ${MCP_GITHUB_AUTHORIZATION}`` (``prefix``
+    ``A2A`` for an A2A agent)."""
     references = {}
     for name, value in headers.items():
-        variable = re.sub(r"[^A-Z0-9]+", "_", f"MCP_{agent_id}_{name}".upper()).strip("_")
+        variable = re.sub(r"[^A-Z0-9]+", "_", f"{prefix}_{agent_id}_{name}".upper()).strip("_")
         scheme = _SCHEME.fullmatch(value.strip())
         references[name] = f"{scheme.group(1)} ${{{variable}}}" if scheme else f"${{{variable}}}"
     return references

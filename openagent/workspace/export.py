@@ -42,6 +42,10 @@ def _agent_document(agent: AgentSpec) -> dict[str, Any]:
         row["mcp_url"] = scrub_url(agent.mcp_url)
     if agent.mcp_headers:
         row["mcp_headers"] = dict(sorted(agent.mcp_headers.items()))  # references, never values
+    if agent.a2a_url is not None:
+        row["a2a_url"] = scrub_url(agent.a2a_url)
+    if agent.a2a_headers:
+        row["a2a_headers"] = dict(sorted(agent.a2a_headers.items()))  # references, never values
     if agent.handler is not None:
         row["handler"] = agent.handler
     row["tools"] = [tool.model_dump(mode="json", exclude_none=True) for tool in agent.tools]

@@ -1,8 +1,9 @@
 """The workspace schema (version 2): what the UI exports and uploads, and what the master restores.
 
 A workspace is the master's URLs, the agents (id, transport, invocation base URL or MCP
-server URL, tools, handler module, metadata), the links between agents and the orchestrator,
-and the canvas layout. Version 2 added MCP servers (``transport: mcp``); a version 1 file is
+server or A2A agent URL, tools, handler module, metadata), the links between agents and the
+orchestrator, and the canvas layout. Version 2 added MCP servers (``transport: mcp``) and A2A
+agents (``transport: a2a``); a version 1 file is
 read as it always was. Every model forbids unknown fields, so a typo is an error naming the field rather
 than a silent drop. The JSON Schema published in ``docs/workspace.schema.json`` is
 ``Workspace.model_json_schema()`` (:func:`json_schema_text`; regenerate the file with
@@ -54,6 +55,18 @@ def _secret_reference(value: str) -> str:
     return value
 
 
+HeaderReferences = dict[
+    Annotated[str, Field(pattern=HEADER_NAME_PATTERN)],
+    Annotated[
+        str,
+        AfterValidator(_secret_reference),
+        WithJsonSchema({"type": "string", "pattern": SECRET_REFERENCE_PATTERN}),
+    ],
+]
+"""Header names and their values as references to environment variables (``mcp_headers``,
+``a2a_headers``)."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
@@ -87,10 +100,11 @@ class AgentSpec(_Strict):
     """Unique id on the master."""
     role: Literal["action", "query"] = "action"
     """``action`` agents expose tools; ``query`` agents ask questions (the built-in query client)."""
-    transport: Literal["websocket", "invocation", "mcp"] = "websocket"
+    transport: Literal["websocket", "invocation", "mcp", "a2a"] = "websocket"
     """``websocket``: connects to the master (the YAML runner can start it from ``handler``).
     ``invocation``: an HTTP server at ``invocation_base_url`` the master calls.
-    ``mcp``: a remote MCP server (Streamable HTTP) at ``mcp_url`` the master calls."""
+    ``mcp``: a remote MCP server (Streamable HTTP) at ``mcp_url`` the master calls.
+    ``a2a``: an A2A agent at ``a2a_url`` the master calls (its tools are its card's skills)."""
     invocation_base_url: (
         Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None
     ) = None
@@ -98,17 +112,15 @@ class AgentSpec(_Strict):
     mcp_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
     """The MCP server's Streamable-HTTP endpoint, e.g. ``http://127.0.0.1:9000/mcp``; required
     for, and only for, ``mcp``."""
-    mcp_headers: dict[
-        Annotated[str, Field(pattern=HEADER_NAME_PATTERN)],
-        Annotated[
-            str,
-            AfterValidator(_secret_reference),
-            WithJsonSchema({"type": "string", "pattern": SECRET_REFERENCE_PATTERN}),
-        ],
-    ] = Field(default_factory=dict)
+    mcp_headers: HeaderReferences = Field(default_factory=dict)
     """Headers the master sends to the MCP server, each value a reference to an environment
     variable (``Authorization: Bearer ${MCP_TOKEN}``) resolved when the workspace is restored;
     a workspace never holds the secret itself."""
+    a2a_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
+    """The A2A agent's base URL (its card is at ``{a2a_url}/.well-known/agent-card.json``);
+    required for, and only for, ``a2a``."""
+    a2a_headers: HeaderReferences = Field(default_factory=dict)
+    """Headers the master sends to the A2A agent, references like ``mcp_headers``."""
     handler: Annotated[str, Field(pattern=HANDLER_PATTERN)] | None = None
     """Module of the agent's code, e.g. ``agents.unit_converter`` or ``agents.unit_converter:handle_tool``."""
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -130,6 +142,10 @@ class AgentSpec(_Strict):
             raise ValueError(f"agent {self.agent_id!r}: transport 'mcp' needs mcp_url")
         if self.transport != "mcp" and (self.mcp_url is not None or self.mcp_headers):
             raise ValueError(f"agent {self.agent_id!r}: mcp_url and mcp_headers are only for transport 'mcp'")
+        if self.transport == "a2a" and self.a2a_url is None:
+            raise ValueError(f"agent {self.agent_id!r}: transport 'a2a' needs a2a_url")
+        if self.transport != "a2a" and (self.a2a_url is not None or self.a2a_headers):
+            raise ValueError(f"agent {self.agent_id!r}: a2a_url and a2a_headers are only for transport 'a2a'")
         if self.builtin and self.role != "query":
             raise ValueError(f"agent {self.agent_id!r}: only a query agent can be builtin")
         names = [tool.name for tool in self.tools]
@@ -184,7 +200,7 @@ class Workspace(_Strict):
     )
 
     version: SchemaVersion = SCHEMA_VERSION
-    """Schema version: this SDK writes 2 and reads 1 and 2 (2 added ``transport: mcp``)."""
+    """Schema version: this SDK writes 2 and reads 1 and 2 (2 added ``transport: mcp`` and ``a2a``)."""
     master: MasterUrls = Field(default_factory=MasterUrls)
     """The master's URLs."""
     agents: list[AgentSpec] = Field(default_factory=list)
@@ -214,7 +230,7 @@ class Workspace(_Strict):
         names = {
             match.group(1)
             for agent in self.agents
-            for value in agent.mcp_headers.values()
+            for value in [*agent.mcp_headers.values(), *agent.a2a_headers.values()]
             for match in SECRET_REFERENCE.finditer(value)
         }
         return sorted(names)

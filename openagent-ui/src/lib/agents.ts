@@ -52,6 +52,8 @@ export interface CatalogEntry {
   remoteUrl?: string;
   /** An MCP agent's headers from a workspace: references such as `Bearer ${MCP_TOKEN}`, never values. */
   mcpHeaders?: Record<string, string>;
+  /** An A2A agent's headers from a workspace: references, never values. */
+  a2aHeaders?: Record<string, string>;
   lastCheck?: number | null;
   lastError?: string | null;
   metadata?: Record<string, unknown>;

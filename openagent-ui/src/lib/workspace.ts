@@ -26,7 +26,7 @@ import {
 } from "./graph";
 
 export const SCHEMA_VERSION = 2;
-/** The versions this UI reads (2 added MCP servers, `transport: mcp`). */
+/** The versions this UI reads (2 added MCP servers and A2A agents, `transport: mcp` and `a2a`). */
 export const READ_VERSIONS: readonly number[] = [1, 2];
 export const HEADER = `# OpenAgent workspace, schema version ${SCHEMA_VERSION} (docs/workspace.schema.json)\n`;
 export const MAX_YAML_BYTES = 1024 * 1024;
@@ -48,11 +48,14 @@ export interface ToolSpec {
 export interface AgentSpec {
   agent_id: string;
   role?: "action" | "query";
-  transport: "websocket" | "invocation" | "mcp";
+  transport: "websocket" | "invocation" | "mcp" | "a2a";
   invocation_base_url?: string;
   mcp_url?: string;
   /** Header name → `${VAR}` reference (optionally after a scheme: `Bearer ${VAR}`). */
   mcp_headers?: Record<string, string>;
+  a2a_url?: string;
+  /** As `mcp_headers`, for an A2A agent. */
+  a2a_headers?: Record<string, string>;
   handler?: string;
   tools: ToolSpec[];
   metadata?: Record<string, unknown>;
@@ -134,21 +137,24 @@ function toolSpec(tool: ToolInfo): ToolSpec {
   return spec;
 }
 
-/** Whether a workspace can hold the agent: A2A agents are not part of schema version 2. */
-export function inWorkspace(entry: CatalogEntry): entry is CatalogEntry & { transport: AgentSpec["transport"] } {
-  return entry.transport !== "a2a";
+/** Only references are ever kept (GET /agents never shows header values; imports refuse values). */
+function headerReferences(headers: Record<string, string> | undefined): Record<string, string> | undefined {
+  const kept = Object.entries(headers ?? {}).filter(([, value]) => SECRET_REFERENCE.test(value));
+  return kept.length > 0 ? Object.fromEntries(kept.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : undefined;
 }
 
-export function agentSpec(entry: CatalogEntry & { transport: AgentSpec["transport"] }): AgentSpec {
+export function agentSpec(entry: CatalogEntry): AgentSpec {
   // Key order as openagent/workspace/export.py writes it, so both exports are byte-identical.
   const spec = { agent_id: entry.agentId } as AgentSpec;
   if (entry.role === "query") spec.role = "query";
   spec.transport = entry.transport;
   if (entry.transport === "invocation" && entry.invocationBaseUrl) spec.invocation_base_url = scrubUrl(entry.invocationBaseUrl);
   if (entry.transport === "mcp" && entry.remoteUrl) spec.mcp_url = scrubUrl(entry.remoteUrl);
-  // Only references are ever kept (GET /agents never shows header values; imports refuse values).
-  const headers = Object.entries(entry.mcpHeaders ?? {}).filter(([, value]) => SECRET_REFERENCE.test(value));
-  if (entry.transport === "mcp" && headers.length > 0) spec.mcp_headers = Object.fromEntries(headers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const mcpHeaders = headerReferences(entry.mcpHeaders);
+  if (entry.transport === "mcp" && mcpHeaders) spec.mcp_headers = mcpHeaders;
+  if (entry.transport === "a2a" && entry.remoteUrl) spec.a2a_url = scrubUrl(entry.remoteUrl);
+  const a2aHeaders = headerReferences(entry.a2aHeaders);
+  if (entry.transport === "a2a" && a2aHeaders) spec.a2a_headers = a2aHeaders;
   const handler = entry.handler ?? entry.module;
   if (handler && HANDLER.test(handler)) spec.handler = handler;
   spec.tools = entry.tools.map(toolSpec);
@@ -171,7 +177,6 @@ export function canvasToWorkspace(
     if (node.id === ORCHESTRATOR_ID) layoutIds.push([ORCHESTRATOR_ID, node.position]);
     if (!isAgentNode(node)) continue;
     const entry = entries.get(node.data.agentId);
-    if (entry && !inWorkspace(entry)) continue; // an A2A agent: not in schema version 2
     agents.push(
       entry ? agentSpec(entry) : { agent_id: node.data.agentId, transport: "websocket", tools: [] },
     );
@@ -198,7 +203,6 @@ export function canvasToWorkspace(
  * WebSocket action agent.
  */
 export function startWorkspace(entry: CatalogEntry, master: { baseUrl: string; wsUrl: string }): Workspace | null {
-  if (!inWorkspace(entry)) return null;
   const spec = agentSpec(entry);
   if (spec.transport !== "websocket" || spec.role === "query" || !spec.handler) return null;
   return {
@@ -306,7 +310,7 @@ function checkWorkspace(data: unknown, c: Checker): void {
     else
       data.agents.forEach((agent: unknown, i: number) => {
         const path = ["agents", i];
-        if (!c.object(agent, path, ["agent_id", "role", "transport", "invocation_base_url", "mcp_url", "mcp_headers", "handler", "tools", "metadata", "builtin"])) return;
+        if (!c.object(agent, path, ["agent_id", "role", "transport", "invocation_base_url", "mcp_url", "mcp_headers", "a2a_url", "a2a_headers", "handler", "tools", "metadata", "builtin"])) return;
         if (c.string(agent.agent_id, [...path, "agent_id"], AGENT_ID)) {
           if (ids.includes(agent.agent_id)) c.fail([...path, "agent_id"], `duplicate agent id '${agent.agent_id}'`);
           if (agent.agent_id === ORCHESTRATOR_ID) c.fail([...path, "agent_id"], "'orchestrator' is the orchestrator's node id; rename the agent");
@@ -314,20 +318,24 @@ function checkWorkspace(data: unknown, c: Checker): void {
         }
         if (agent.role !== undefined && agent.role !== "action" && agent.role !== "query") c.fail([...path, "role"], "must be 'action' or 'query'");
         const transport = agent.transport ?? "websocket";
-        if (transport !== "websocket" && transport !== "invocation" && transport !== "mcp") c.fail([...path, "transport"], "must be 'websocket', 'invocation' or 'mcp'");
+        if (!["websocket", "invocation", "mcp", "a2a"].includes(transport as string)) c.fail([...path, "transport"], "must be 'websocket', 'invocation', 'mcp' or 'a2a'");
         if (agent.invocation_base_url !== undefined) c.string(agent.invocation_base_url, [...path, "invocation_base_url"], URL_PATTERN);
         if (transport === "invocation" && agent.invocation_base_url === undefined) c.fail(path, "transport 'invocation' needs invocation_base_url");
         if (transport !== "invocation" && agent.invocation_base_url !== undefined) c.fail([...path, "invocation_base_url"], "is only for transport 'invocation'");
-        if (agent.mcp_url !== undefined) c.string(agent.mcp_url, [...path, "mcp_url"], URL_PATTERN);
-        if (transport === "mcp" && agent.mcp_url === undefined) c.fail(path, "transport 'mcp' needs mcp_url");
-        if (transport !== "mcp" && (agent.mcp_url !== undefined || agent.mcp_headers !== undefined)) c.fail(path, "mcp_url and mcp_headers are only for transport 'mcp'");
-        if (agent.mcp_headers !== undefined && c.object(agent.mcp_headers, [...path, "mcp_headers"], Object.keys(agent.mcp_headers ?? {}))) {
-          for (const [name, value] of Object.entries(agent.mcp_headers as Record<string, unknown>)) {
-            const hpath = [...path, "mcp_headers", name];
-            if (!HEADER_NAME.test(name)) c.fail(hpath, "is not a header name");
-            // Never repeat the value: it may be the very secret that must not be here.
-            else if (typeof value !== "string" || !SECRET_REFERENCE.test(value)) {
-              c.fail(hpath, "must refer to an environment variable, e.g. '${MCP_TOKEN}' or 'Bearer ${MCP_TOKEN}'; a workspace never holds the secret itself");
+        for (const remote of ["mcp", "a2a"] as const) {
+          const url = agent[`${remote}_url`];
+          const headers = agent[`${remote}_headers`];
+          if (url !== undefined) c.string(url, [...path, `${remote}_url`], URL_PATTERN);
+          if (transport === remote && url === undefined) c.fail(path, `transport '${remote}' needs ${remote}_url`);
+          if (transport !== remote && (url !== undefined || headers !== undefined)) c.fail(path, `${remote}_url and ${remote}_headers are only for transport '${remote}'`);
+          if (headers !== undefined && c.object(headers, [...path, `${remote}_headers`], Object.keys(headers ?? {}))) {
+            for (const [name, value] of Object.entries(headers as Record<string, unknown>)) {
+              const hpath = [...path, `${remote}_headers`, name];
+              if (!HEADER_NAME.test(name)) c.fail(hpath, "is not a header name");
+              // Never repeat the value: it may be the very secret that must not be here.
+              else if (typeof value !== "string" || !SECRET_REFERENCE.test(value)) {
+                c.fail(hpath, "must refer to an environment variable, e.g. '${MCP_TOKEN}' or 'Bearer ${MCP_TOKEN}'; a workspace never holds the secret itself");
+              }
             }
           }
         }
@@ -424,6 +432,8 @@ export function workspaceEntries(workspace: Workspace): CatalogEntry[] {
     if (agent.invocation_base_url) entry.invocationBaseUrl = agent.invocation_base_url;
     if (agent.mcp_url) entry.remoteUrl = agent.mcp_url;
     if (agent.mcp_headers) entry.mcpHeaders = { ...agent.mcp_headers };
+    if (agent.a2a_url) entry.remoteUrl = agent.a2a_url;
+    if (agent.a2a_headers) entry.a2aHeaders = { ...agent.a2a_headers };
     if (agent.handler) {
       entry.handler = agent.handler;
       entry.module = agent.handler.split(":")[0] ?? agent.handler;
