@@ -1,0 +1,50 @@
+"""The A2A routes: the hub at ``/a2a`` (card at ``/.well-known/agent-card.json``), each hub agent at
+``/a2a/agents/{agent_id}`` (card under it), answered by :class:`master.doors.a2a.A2ADoor`.
+
+Declared here when the app is created, from the SDK's own route table
+(:func:`master.doors.a2a.route_specs`), and answered by the door the lifespan built. They are
+plain Starlette routes, outside the OpenAPI document (A2A describes itself with its cards). Every
+one needs the API key (:func:`needs_api_key` sees the marker), the cards too unless
+``OPENAGENT_A2A_PUBLIC_CARDS`` is on.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from master.deps import Services
+from master.doors.a2a import CARD_ROUTES, route_specs
+
+
+class A2ARoute(Route):
+    """A Starlette route of the A2A door; ``needs_api_key`` is read by :func:`master.deps.needs_api_key`."""
+
+    def __init__(self, path: str, endpoint: object, *, methods: list[str], needs_api_key: bool) -> None:
+        super().__init__(path, endpoint, methods=methods, include_in_schema=False)  # type: ignore[arg-type]
+        self.needs_api_key = needs_api_key
+
+
+def _door_endpoint(path: str, method: str) -> object:
+    async def endpoint(request: Request) -> Response:
+        services: Services = request.app.state.services
+        return await services.a2a.endpoint(path, method)(request)
+
+    return endpoint
+
+
+async def _card(request: Request) -> Response:
+    services: Services = request.app.state.services
+    return await services.a2a.card(request)
+
+
+def routes(*, public_cards: bool) -> list[Route]:
+    """Every A2A route, the cards first."""
+    found: list[Route] = [
+        A2ARoute(path, _card, methods=["GET"], needs_api_key=not public_cards) for path in CARD_ROUTES
+    ]
+    for path, methods in route_specs():
+        for method in sorted(methods - {"HEAD"}):
+            found.append(A2ARoute(path, _door_endpoint(path, method), methods=[method], needs_api_key=True))
+    return found
