@@ -17,6 +17,7 @@ the routes are protected like every other (the early auth middleware), the cards
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task
+from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import InvalidParamsError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -71,7 +73,8 @@ class _ScopedHandler(DefaultRequestHandler):
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         self._check(context)
-        return await super().on_message_send(params, context)
+        result: Message | Task = await super().on_message_send(params, context)
+        return result
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -125,8 +128,11 @@ class A2ADoor:
         self._watch: asyncio.Task[None] | None = None
         self._endpoints: dict[tuple[str, str], Endpoint] = {}
         for route in _sdk_routes(self.handler):
+            endpoint = route.endpoint
+            if route.path.endswith(_V03_STREAMS):
+                endpoint = _eager(endpoint)
             for method in route.methods or ():
-                self._endpoints[(route.path, method)] = route.endpoint
+                self._endpoints[(route.path, method)] = endpoint
 
     def endpoint(self, path: str, method: str) -> Endpoint:
         """The SDK endpoint of the route declared as ``path`` (see :func:`route_specs`)."""
@@ -167,6 +173,39 @@ class A2ADoor:
             self._watch.cancel()
             await asyncio.gather(self._watch, return_exceptions=True)
         await self.handler.aclose()
+
+
+_V03_STREAMS = ("/v1/message:stream", "/v1/tasks/{id}:subscribe")
+"""The SDK's 0.3 REST streams, which start their SSE response before the handler has run."""
+
+
+def _eager(endpoint: Endpoint) -> Endpoint:
+    """Run a 0.3 REST stream up to its first event before answering, so that a refused request
+    (invalid params, unknown task...) gets its JSON error, not a broken stream (as the SDK's
+    1.0 REST streams do)."""
+
+    async def eager(request: Request) -> Response:
+        response = await endpoint(request)
+        body = getattr(response, "body_iterator", None)
+        if body is None or not inspect.isasyncgen(body):
+            return response
+        try:
+            first = await anext(body)
+        except StopAsyncIteration:
+            return response
+        except Exception as exc:  # the SDK's own mapping of its errors (A2AError: 4xx; else 500)
+            payload = build_rest_error_payload(exc)
+            return JSONResponse(payload, status_code=int(payload["error"]["code"]))
+
+        async def chained() -> AsyncGenerator[Any, None]:
+            yield first
+            async for item in body:
+                yield item
+
+        response.body_iterator = chained()  # type: ignore[attr-defined]
+        return response
+
+    return eager
 
 
 def _card_response(card: AgentCard) -> JSONResponse:

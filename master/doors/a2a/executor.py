@@ -186,7 +186,8 @@ class HubExecutor(AgentExecutor):
         finally:
             self._running.pop(updater.task_id, None)
         if response is None and self._abandoned_now(updater.task_id):
-            return  # canceled through another master: the store already says so
+            await self._canceled(updater)
+            return
         if response is None:  # the master stopped under the run
             raise InternalError(message="the master stopped before the query ended")
         if response.session_id and response.success:
@@ -249,7 +250,8 @@ class HubExecutor(AgentExecutor):
                 await self._progress(updater, agent_id, tool, getter.result())
             getter.cancel()
             if pending.cancelled() and self._abandoned_now(updater.task_id):
-                return  # canceled through another master: the store already says so
+                await self._canceled(updater)
+                return
             while not progress.empty():
                 await self._progress(updater, agent_id, tool, progress.get_nowait())
             try:
@@ -275,6 +277,12 @@ class HubExecutor(AgentExecutor):
             return
         await updater.add_artifact(_result_parts(run.result), name="result", metadata=details)
         await updater.complete()
+
+    @staticmethod
+    async def _canceled(updater: TaskUpdater) -> None:
+        """End a run another master canceled: the store already says ``CANCELED`` (this write
+        loses to it, and the SDK hands that state to this master's subscribers)."""
+        await updater.cancel(updater.new_agent_message([new_text_part("canceled by the client")]))
 
     def _abandoned_now(self, task_id: str) -> bool:
         if task_id in self._abandoned:

@@ -178,12 +178,12 @@ class RedisTaskStore(VersionedTaskStore):
             raw = await self._redis.hmget(task_key(task_id), ["task", "version", "scope"])
         except RedisError as exc:
             raise _unavailable(exc) from None
-        return _stored(raw, raw[2])
+        return _stored(raw, raw[2] if isinstance(raw[2], str) else "")
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         scope = scope_of(context)
         try:
-            ids = await self._redis.zrevrange(index_key(scope), 0, LIST_LIMIT - 1)
+            ids = [str(i) for i in await self._redis.zrevrange(index_key(scope), 0, LIST_LIMIT - 1)]
             async with self._redis.pipeline(transaction=False) as pipe:
                 for task_id in ids:
                     pipe.hmget(task_key(task_id), ["task", "version", "scope"])
@@ -344,7 +344,7 @@ class RedisEventStream(TaskEventStream):
                 yield VersionedEvent(event, TaskVersion(int(data["version"])))
         finally:
             try:
-                await pubsub.aclose()
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
             except RedisError:  # pragma: no cover - the connection is dropped either way
                 pass
 
@@ -365,7 +365,7 @@ class RedisEventStream(TaskEventStream):
                 logger.warning("A2A cancellations: Redis is not answering (%s); retrying", exc)
             finally:
                 try:
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
                 except RedisError:  # pragma: no cover
                     pass
             await asyncio.sleep(retry_seconds)

@@ -40,6 +40,7 @@ from a2a.types.a2a_pb2 import (
     SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -50,7 +51,8 @@ from google.protobuf import json_format
 from openagent import ClientConfig as AgentConfig
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import InProcessMaster, in_process_master
+from tests.conftest import master_env
+from tests.factories import InProcessMaster, MasterProcess, in_process_master
 
 KEY = "a2a-door-key"
 AGENT = "a2a-calc"
@@ -285,9 +287,10 @@ async def test_the_hub_endpoint_offers_every_agent(llm: ScriptedOpenAIServer) ->
 
 
 async def test_unknown_agent_is_an_a2a_error(llm: ScriptedOpenAIServer) -> None:
-    async with hub(llm) as (master, _), httpx.AsyncClient(
-        headers={"Authorization": f"Bearer {KEY}"}, timeout=60
-    ) as http:
+    async with (
+        hub(llm) as (master, _),
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as http,
+    ):
         # A card resolved while the agent was there; then the agent is gone: its endpoint refuses.
         card = await A2ACardResolver(http, agent_url(master)).get_agent_card()
         for interface in card.supported_interfaces:
@@ -352,3 +355,60 @@ async def test_public_cards_open_the_cards_only(llm: ScriptedOpenAIServer) -> No
         card = (await http.get(f"/a2a/agents/{AGENT}/.well-known/agent-card.json")).json()
         assert card["name"] == AGENT
         assert (await http.post(f"/a2a/agents/{AGENT}", json={})).status_code == 401
+
+
+async def test_two_masters_share_the_tasks(llm: ScriptedOpenAIServer) -> None:
+    """A task started on master A: read with GetTask on B, followed on B, canceled from B."""
+    env = master_env(llm, OPENAGENT_CLUSTER="1", OPENAGENT_MASTER_LEASE_SECONDS="1", OPENAGENT_API_KEY=KEY)
+    calculator = Calculator()
+    async with MasterProcess(env) as a, MasterProcess(env) as b:
+        config = AgentConfig(master_ws=a.ws_url, api_key=KEY)
+        async with (
+            OrchestratorActionAgent("a2a-twin", [ADD, SLOW], calculator.handle, config=config),
+            httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as http,
+        ):
+            card_on_b = f"{b.base_url}/a2a/agents/a2a-twin/.well-known/agent-card.json"
+            async with asyncio.timeout(30):
+                while (await http.get(card_on_b)).status_code != 200:
+                    await asyncio.sleep(0.1)
+            on_a = f"{a.base_url}/a2a/agents/a2a-twin"
+            on_b = f"{b.base_url}/a2a/agents/a2a-twin"
+            async with (
+                a2a_client(on_a, streaming=True) as client_a,
+                a2a_client(on_b, streaming=True) as client_b,
+            ):
+                done = final_task(await send(client_a, call_message("add", {"a": 1, "b": 2})))
+                read = await client_b.get_task(GetTaskRequest(id=done.id))
+                assert (
+                    read.status.state == TaskState.TASK_STATE_COMPLETED
+                    and data_of(read.artifacts[0].parts[0]) == 3
+                )
+
+                # A slow call on A, followed and canceled from B.
+                stream = client_a.send_message(
+                    SendMessageRequest(message=call_message("slow", {"label": "y"}))
+                )
+                first = await anext(stream)
+                async with asyncio.timeout(60):
+                    await calculator.slow_started.wait()
+                followed = client_b.subscribe(SubscribeToTaskRequest(id=first.task.id))
+                snapshot = await anext(followed)
+                assert snapshot.task.status.state == TaskState.TASK_STATE_WORKING
+                canceled = await client_b.cancel_task(CancelTaskRequest(id=first.task.id))
+                assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+                async with asyncio.timeout(60):
+                    on_a_rest = [r async for r in stream]
+                    on_b_rest = [r async for r in followed]
+                await stream.aclose()
+                await followed.aclose()
+                assert state_of(on_a_rest[-1]) == TaskState.TASK_STATE_CANCELED
+                assert state_of(on_b_rest[-1]) == TaskState.TASK_STATE_CANCELED
+                stored = await client_a.get_task(GetTaskRequest(id=first.task.id))
+                assert stored.status.state == TaskState.TASK_STATE_CANCELED
+            calculator.release.set()
+
+
+def state_of(response: StreamResponse) -> int:
+    if response.HasField("task"):
+        return int(response.task.status.state)
+    return int(response.status_update.status.state)
