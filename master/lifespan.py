@@ -320,7 +320,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
         catalog=tool_catalog,
     )
-    a2a = A2ADoor(entry, agents, redis, ttl_seconds=settings.redis_session_ttl_seconds)
+    # The A2A door's own client: its tasks are binary protobuf (bytes), its pool apart from the queries'.
+    a2a_redis = create_redis(settings.redis_url, decode_responses=False)
+    stack.push_async_callback(a2a_redis.aclose)
+    count_redis_errors(a2a_redis, metrics.redis_errors)
+    a2a = A2ADoor(entry, agents, a2a_redis, ttl_seconds=settings.redis_session_ttl_seconds)
     warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
     stack.push_async_callback(_settle, warm_up)
     stack.push_async_callback(entry.aclose)  # cancels the runs every door started

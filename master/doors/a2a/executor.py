@@ -108,6 +108,24 @@ def _result_parts(result: Any) -> list[Part]:
     return [new_data_part(result)]
 
 
+class _Updater(TaskUpdater):
+    """The SDK's updater, whose first ``WORKING`` creates the task (one store write less)."""
+
+    first: list[Message] | None = None
+    """The new task's history, until the task exists (``None``: it does)."""
+
+    async def working(self, message: Message | None) -> None:
+        if self.first is None:
+            await self.update_status(TaskState.TASK_STATE_WORKING, message)
+            return
+        task = new_task(self.task_id, self.context_id, TaskState.TASK_STATE_WORKING, history=self.first)
+        self.first = None
+        task.status.timestamp.GetCurrentTime()
+        if message is not None:
+            task.status.message.CopyFrom(message)
+        await self.event_queue.enqueue_event(task)
+
+
 class HubExecutor(AgentExecutor):
     """Runs A2A messages as queries or direct tool calls (module docstring)."""
 
@@ -133,12 +151,9 @@ class HubExecutor(AgentExecutor):
             raise InvalidParamsError(
                 message='send a text part (a question) or a data part {"tool": name, "arguments": {...}}'
             )
-        if context.current_task is None:
-            history = [context.message] if context.message is not None else []
-            await event_queue.enqueue_event(
-                new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
-            )
-        updater = TaskUpdater(event_queue, task_id, context_id)
+        updater = _Updater(event_queue, task_id, context_id)
+        if context.current_task is None:  # the first event creates the task, already WORKING
+            updater.first = [context.message] if context.message is not None else []
         if calls:
             await self._call(scope, calls[0], updater)
         else:
@@ -153,7 +168,7 @@ class HubExecutor(AgentExecutor):
 
     # A text message: a query.
 
-    async def _ask(self, scope: str, text: str, context_id: str, updater: TaskUpdater) -> None:
+    async def _ask(self, scope: str, text: str, context_id: str, updater: _Updater) -> None:
         session_id = await self._store.session_of(context_id) if context_id else None
         try:
             request = QueryRequest(
@@ -168,7 +183,7 @@ class HubExecutor(AgentExecutor):
             raise unavailable(exc) from None
         self._running[updater.task_id] = run
         try:
-            await updater.start_work()
+            await updater.working(None)
             response: QueryResponse | None = None
             async for event in run.events():
                 if isinstance(event, Finished):
@@ -194,7 +209,7 @@ class HubExecutor(AgentExecutor):
             await self._store.remember_session(context_id, response.session_id)
         await self._finish_query(response, updater)
 
-    async def _finish_query(self, response: QueryResponse, updater: TaskUpdater) -> None:
+    async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
         details = {
             "query_id": response.query_id,
             "session_id": response.session_id,
@@ -213,7 +228,7 @@ class HubExecutor(AgentExecutor):
 
     # A data part: one direct tool call.
 
-    async def _call(self, scope: str, call: dict[str, Any], updater: TaskUpdater) -> None:
+    async def _call(self, scope: str, call: dict[str, Any], updater: _Updater) -> None:
         agent_id = scope or call.get("agent_id")
         tool, arguments = call.get("tool"), call.get("arguments", {})
         if not isinstance(agent_id, str) or not agent_id:
@@ -226,14 +241,13 @@ class HubExecutor(AgentExecutor):
             raise InvalidParamsError(message="'arguments' must be an object")
         label = f"{agent_id}.{tool}"
         progress: asyncio.Queue[ToolProgress] = asyncio.Queue()
-        await updater.update_status(
-            TaskState.TASK_STATE_WORKING,
+        await updater.working(
             updater.new_agent_message(
                 _status(
                     f"calling {label}",
                     {"event": "tool_call", "agent_id": agent_id, "tool_name": tool, "arguments": arguments},
                 )
-            ),
+            )
         )
         pending = asyncio.create_task(
             self._entry.call_tool(agent_id, tool, arguments, door="a2a", on_progress=progress.put_nowait),
@@ -279,7 +293,7 @@ class HubExecutor(AgentExecutor):
         await updater.complete()
 
     @staticmethod
-    async def _canceled(updater: TaskUpdater) -> None:
+    async def _canceled(updater: _Updater) -> None:
         """End a run another master canceled: the store already says ``CANCELED`` (this write
         loses to it, and the SDK hands that state to this master's subscribers)."""
         await updater.cancel(updater.new_agent_message([new_text_part("canceled by the client")]))
@@ -291,7 +305,7 @@ class HubExecutor(AgentExecutor):
         return False
 
     @staticmethod
-    async def _progress(updater: TaskUpdater, agent_id: str, tool: str, progress: ToolProgress) -> None:
+    async def _progress(updater: _Updater, agent_id: str, tool: str, progress: ToolProgress) -> None:
         data = {"event": "tool_progress", **progress.model_dump(exclude={"type"}), "agent_id": agent_id}
         await updater.update_status(
             TaskState.TASK_STATE_WORKING,

@@ -13,7 +13,7 @@ next write, reloads, sees ``CANCELED`` and cancels its executor (the SDK's
 
 Keys (:mod:`master.redis_keys` style, all with the session TTL):
 
-- ``a2a:task:{task_id}`` → HASH ``task`` (the task as protobuf JSON), ``version`` (a counter),
+- ``a2a:task:{task_id}`` → HASH ``task`` (the task, binary protobuf), ``version`` (a counter),
   ``state`` (the state's number), ``scope`` (the agent id, or ``""`` for the hub endpoint),
   ``updated`` (milliseconds);
 - ``a2a:tasks:{scope}`` → ZSET of task ids by ``updated``, for ``ListTasks``;
@@ -23,9 +23,9 @@ Keys (:mod:`master.redis_keys` style, all with the session TTL):
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -40,17 +40,8 @@ from a2a.server.cluster import (
 )
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.types.a2a_pb2 import (
-    ListTasksRequest,
-    ListTasksResponse,
-    Message,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskState,
-    TaskStatusUpdateEvent,
-)
+from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskState
 from a2a.utils.errors import InternalError, InvalidParamsError
-from google.protobuf import json_format
 from redis.exceptions import RedisError
 
 logger = logging.getLogger("master.doors.a2a")
@@ -70,6 +61,8 @@ TERMINAL_STATES = frozenset(
 LIST_LIMIT = 1000
 """``ListTasks`` looks at the most recently updated tasks of an endpoint, at most this many."""
 DEFAULT_PAGE_SIZE = 50
+NEW_IDS_KEPT = 10_000
+"""New task ids remembered until their first write (:meth:`RedisTaskStore.expect_new`)."""
 
 
 def task_key(task_id: str) -> str:
@@ -84,8 +77,20 @@ def context_key(context_id: str) -> str:
     return f"a2a:context:{context_id}"
 
 
+CANCELED_CHANNEL = "a2a:canceled"
+"""Every master listens here: the id of a task some master marked ``CANCELED``."""
+
+
+def events_channel(task_id: str) -> str:
+    """Where each write of the task is published (``<version>:<task as binary protobuf>``)."""
+    return f"a2a:events:{task_id}"
+
+
 # KEYS: task, index. ARGV: prev_version, task_json, state, scope, updated_ms, ttl, cancel, task_id,
-# terminal states (comma-separated). Returns the new version, or -1 (stale), or -2 (other scope).
+# terminal states (comma-separated), events channel, canceled channel, the canceled state.
+# Returns the new version, or -1 (stale, or a cancel of a terminal task), or -2 (another
+# endpoint's task). A write publishes "<version>:<task>" on the task's events channel,
+# and its id on the canceled channel when it cancels it: one round trip per event.
 _SAVE = """
 local cur = redis.call('HGET', KEYS[1], 'version')
 local scope = redis.call('HGET', KEYS[1], 'scope')
@@ -105,6 +110,8 @@ redis.call('HSET', KEYS[1], 'task', ARGV[2], 'version', new, 'state', ARGV[3], '
 redis.call('EXPIRE', KEYS[1], ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[8])
 redis.call('EXPIRE', KEYS[2], ARGV[6])
+redis.call('PUBLISH', ARGV[10], new .. ':' .. ARGV[2])
+if ARGV[3] == ARGV[12] then redis.call('PUBLISH', ARGV[11], ARGV[8]) end
 return new
 """
 
@@ -127,10 +134,19 @@ class RedisTaskStore(VersionedTaskStore):
     """
 
     def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int) -> None:
+        """``redis``: a client that answers bytes (``decode_responses=False``)."""
         self._redis = redis
         self._ttl = ttl_seconds
         self._save = redis.register_script(_SAVE)
         self._terminal = ",".join(str(int(state)) for state in TERMINAL_STATES)
+        self._new: OrderedDict[str, None] = OrderedDict()
+
+    def expect_new(self, task_id: str) -> None:
+        """``task_id`` was just made here for a new task: until its first write, reading it needs
+        no round trip (no master can have it; the SDK reads it three times before it writes it)."""
+        self._new[task_id] = None
+        if len(self._new) > NEW_IDS_KEPT:
+            self._new.popitem(last=False)
 
     async def save(
         self,
@@ -144,12 +160,13 @@ class RedisTaskStore(VersionedTaskStore):
         del event, prev
         cancel = task.status.state == TaskState.TASK_STATE_CANCELED
         version = _counter(prev_version)
+        self._new.pop(task.id, None)
         try:
             result = await self._save(
                 keys=[task_key(task.id), index_key(scope_of(context))],
                 args=[
                     str(version),
-                    json_format.MessageToJson(task, indent=None),
+                    task.SerializeToString(),
                     str(int(task.status.state)),
                     scope_of(context),
                     str(int(time.time() * 1000)),
@@ -157,6 +174,9 @@ class RedisTaskStore(VersionedTaskStore):
                     "1" if cancel else "0",
                     task.id,
                     self._terminal,
+                    events_channel(task.id),
+                    CANCELED_CHANNEL,
+                    str(int(TaskState.TASK_STATE_CANCELED)),
                 ],
             )
         except RedisError as exc:
@@ -166,6 +186,8 @@ class RedisTaskStore(VersionedTaskStore):
         return TaskVersion(int(result))
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        if task_id in self._new:
+            return None
         try:
             raw = await self._redis.hmget(task_key(task_id), ["task", "version", "scope"])
         except RedisError as exc:
@@ -178,12 +200,13 @@ class RedisTaskStore(VersionedTaskStore):
             raw = await self._redis.hmget(task_key(task_id), ["task", "version", "scope"])
         except RedisError as exc:
             raise _unavailable(exc) from None
-        return _stored(raw, raw[2] if isinstance(raw[2], str) else "")
+        return _stored(raw, raw[2].decode() if isinstance(raw[2], bytes) else "")
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         scope = scope_of(context)
         try:
-            ids = [str(i) for i in await self._redis.zrevrange(index_key(scope), 0, LIST_LIMIT - 1)]
+            found: list[Any] = await self._redis.zrevrange(index_key(scope), 0, LIST_LIMIT - 1)
+            ids = [i.decode() for i in found]
             async with self._redis.pipeline(transaction=False) as pipe:
                 for task_id in ids:
                     pipe.hmget(task_key(task_id), ["task", "version", "scope"])
@@ -239,7 +262,7 @@ class RedisTaskStore(VersionedTaskStore):
             value: Any = await self._redis.get(context_key(context_id))
         except RedisError as exc:
             raise _unavailable(exc) from None
-        return value if isinstance(value, str) else None
+        return value.decode() if isinstance(value, bytes) else None
 
     async def remember_session(self, context_id: str, session_id: str) -> None:
         """Map ``context_id`` to ``session_id`` (refreshing the TTL, as the session's own)."""
@@ -258,11 +281,9 @@ def _counter(version: TaskVersion) -> int:
 
 def _stored(raw: list[Any], scope: str) -> StoredTask | None:
     body, version, owner = raw
-    if body is None or owner != scope:
+    if body is None or owner is None or owner.decode() != scope:
         return None
-    task = Task()
-    json_format.Parse(body, task)
-    return StoredTask(task, TaskVersion(int(version)))
+    return StoredTask(Task.FromString(body), TaskVersion(int(version)))
 
 
 def _page_start(token: str) -> int:
@@ -277,28 +298,14 @@ def _page_start(token: str) -> int:
     return start
 
 
-CANCELED_CHANNEL = "a2a:canceled"
-"""Every master listens here: the id of a task some master marked ``CANCELED``."""
-
-
-def events_channel(task_id: str) -> str:
-    return f"a2a:events:{task_id}"
-
-
-_EVENT_TYPES: dict[str, type[Any]] = {
-    "task": Task,
-    "message": Message,
-    "status": TaskStatusUpdateEvent,
-    "artifact": TaskArtifactUpdateEvent,
-}
-
-
 class RedisEventStream(TaskEventStream):
-    """A task's events, published on Redis for the masters that do not run it (``SubscribeToTask``).
+    """A task's changes for the masters that do not run it (``SubscribeToTask``), on Redis.
 
-    A ``CANCELED`` status is also published on :data:`CANCELED_CHANNEL`, which
-    :meth:`watch_cancels` follows: the master running the task cancels it at once, instead of at
-    its next write (see the module docstring).
+    Every write of the store already publishes the task as written (see ``_SAVE``), so
+    :meth:`publish` has nothing to add: a master following a task run elsewhere hands on the
+    task as it is after each change (a ``Task`` event). A ``CANCELED`` write is also published
+    on :data:`CANCELED_CHANNEL`, which :meth:`watch_cancels` follows: the master running the
+    task cancels it at once, instead of at its next write.
     """
 
     def __init__(self, redis: aioredis.Redis, store: RedisTaskStore) -> None:
@@ -306,25 +313,7 @@ class RedisEventStream(TaskEventStream):
         self._store = store
 
     async def publish(self, task_id: str, event: VersionedEvent) -> None:
-        kind = next((name for name, cls in _EVENT_TYPES.items() if isinstance(event.event, cls)), None)
-        if kind is None:
-            return
-        body = json.dumps(
-            {
-                "kind": kind,
-                "event": json_format.MessageToDict(event.event),
-                "version": _counter(event.version),
-            }
-        )
-        try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.publish(events_channel(task_id), body)
-                state = getattr(getattr(event.event, "status", None), "state", None)
-                if state == TaskState.TASK_STATE_CANCELED:
-                    pipe.publish(CANCELED_CHANNEL, task_id)
-                await pipe.execute()
-        except RedisError as exc:
-            logger.warning("could not publish an event of A2A task %s: %s", task_id, exc)
+        """Nothing to do: the store published the write (class docstring)."""
 
     async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncGenerator[VersionedEvent, None]:
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
@@ -338,10 +327,8 @@ class RedisEventStream(TaskEventStream):
                 message = await pubsub.get_message(timeout=None)
                 if message is None:
                     continue
-                data = json.loads(message["data"])
-                event = _EVENT_TYPES[data["kind"]]()
-                json_format.ParseDict(data["event"], event)
-                yield VersionedEvent(event, TaskVersion(int(data["version"])))
+                version, _, body = message["data"].partition(b":")
+                yield VersionedEvent(Task.FromString(body), TaskVersion(int(version)))
         finally:
             try:
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
@@ -360,7 +347,7 @@ class RedisEventStream(TaskEventStream):
                 while True:
                     message = await pubsub.get_message(timeout=None)
                     if message is not None:
-                        on_cancel(str(message["data"]))
+                        on_cancel(message["data"].decode())
             except RedisError as exc:
                 logger.warning("A2A cancellations: Redis is not answering (%s); retrying", exc)
             finally:
