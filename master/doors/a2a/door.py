@@ -41,6 +41,7 @@ from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card,
 from master.doors.a2a.executor import HubExecutor
 from master.doors.a2a.store import SCOPE_KEY, RedisEventStream, RedisTaskStore, scope_of
 from master.query.entry import OfferedTool, QueryEntry
+from protocol import ErrorCode
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -83,7 +84,7 @@ class _ScopedHandler(DefaultRequestHandler):
         if scope and not self._agents.known_ids([scope]):
             raise InvalidParamsError(
                 message=f"unknown agent {scope!r}: no agent with that id is connected to the hub",
-                data={"error_code": "unknown_agent"},
+                data={"error_code": ErrorCode.UNKNOWN_AGENT.value},
             )
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
@@ -172,7 +173,7 @@ class A2ADoor:
             return JSONResponse(
                 {
                     "detail": f"unknown agent {agent_id!r}: no agent with that id is connected to the hub",
-                    "error_code": "unknown_agent",
+                    "error_code": ErrorCode.UNKNOWN_AGENT.value,
                 },
                 status_code=404,
             )

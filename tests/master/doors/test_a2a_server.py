@@ -45,12 +45,13 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 
 from openagent import ClientConfig as AgentConfig
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
+from sample_agents import calculator
 from tests.conftest import master_env
 from tests.factories import InProcessMaster, MasterProcess, in_process_master
 
@@ -412,3 +413,38 @@ def state_of(response: StreamResponse) -> int:
     if response.HasField("task"):
         return int(response.task.status.state)
     return int(response.status_update.status.state)
+
+
+async def test_the_guides_call_adds_with_the_calculator_and_no_llm() -> None:
+    """The guide's snippet: {"tool": "add", "arguments": {"a": 2, "b": 3}} to the calculator agent, no LLM configured."""
+    async with in_process_master(openagent_api_key=KEY) as master:
+        async with calculator.build_agent(AgentConfig(master_ws=master.ws_url, api_key=KEY)):
+            async with asyncio.timeout(30):
+                while not master.services.agents.known_ids([calculator.AGENT_ID]):
+                    await asyncio.sleep(0.02)
+            async with a2a_client(agent_url(master, calculator.AGENT_ID)) as client:
+                task = final_task(await send(client, call_message("add", {"a": 2, "b": 3})))
+                failed = final_task(await send(client, call_message("divide", {"a": 1, "b": 0})))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task
+    assert data_of(task.artifacts[0].parts[0]) == {"expression": "2 + 3", "result": 5}
+    # A tool that fails: FAILED, with the agent's message.
+    assert failed.status.state == TaskState.TASK_STATE_FAILED, failed
+    assert "cannot divide by zero" in failed.status.message.parts[0].text
+
+
+async def test_a_master_at_its_limit_answers_the_unavailable_error(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        hub(llm, openagent_max_queries_in_flight=1) as (master, calculator_),
+        a2a_client(agent_url(master), streaming=True) as client,
+    ):
+        stream = client.send_message(SendMessageRequest(message=call_message("slow", {})))
+        await anext(stream)
+        async with asyncio.timeout(60):
+            await calculator_.slow_started.wait()
+        with pytest.raises(InternalError, match="too_many_queries") as refused:
+            await send(client, call_message("add", {"a": 1, "b": 1}))
+        assert refused.value.data is not None
+        calculator_.release.set()
+        async with asyncio.timeout(60):
+            rest = [r async for r in stream]
+        assert state_of(rest[-1]) == TaskState.TASK_STATE_COMPLETED
