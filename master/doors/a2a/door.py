@@ -39,7 +39,7 @@ from starlette.routing import Route
 from master.agents.directory import AgentDirectory
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor
-from master.doors.a2a.store import SCOPE_KEY, RedisEventStream, RedisTaskStore, scope_of
+from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisEventStream, RedisTaskStore, scope_of
 from master.query.entry import OfferedTool, QueryEntry
 from protocol import ErrorCode
 
@@ -89,6 +89,7 @@ class _ScopedHandler(DefaultRequestHandler):
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         self._check(context)
+        context.state[STREAMING_KEY] = False
         result: Message | Task = await super().on_message_send(params, context)
         return result
 
@@ -96,6 +97,7 @@ class _ScopedHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
         self._check(context)
+        context.state[STREAMING_KEY] = True
         async for event in super().on_message_send_stream(params, context):
             yield event
 

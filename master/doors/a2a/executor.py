@@ -24,18 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from typing import Any
 
 from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types.a2a_pb2 import Message, Part, TaskState
+from a2a.types.a2a_pb2 import Artifact, Message, Part, TaskState
 from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from master.doors.a2a.store import SCOPE_KEY, RedisTaskStore
+from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
 from protocol import QueryRequest, QueryResponse, ToolProgress
@@ -109,16 +110,51 @@ def _result_parts(result: Any) -> list[Part]:
 
 
 class _Updater(TaskUpdater):
-    """The SDK's updater, whose first ``WORKING`` creates the task (one store write less)."""
+    """The SDK's updater, writing as few events as a client can tell apart.
+
+    The first ``WORKING`` creates the task. A blocking ``SendMessage`` of a new task (``quiet``)
+    shows no step to anyone (the client learns the task's id from the answer), so its task is
+    written once, finished: one store write, not three."""
 
     first: list[Message] | None = None
     """The new task's history, until the task exists (``None``: it does)."""
+    quiet: bool = False
 
     async def working(self, message: Message | None) -> None:
+        if self.quiet:
+            return
         if self.first is None:
             await self.update_status(TaskState.TASK_STATE_WORKING, message)
             return
         task = new_task(self.task_id, self.context_id, TaskState.TASK_STATE_WORKING, history=self.first)
+        self.first = None
+        task.status.timestamp.GetCurrentTime()
+        if message is not None:
+            task.status.message.CopyFrom(message)
+        await self.event_queue.enqueue_event(task)
+
+    async def finish(
+        self,
+        state: TaskState,
+        message: Message | None = None,
+        *,
+        parts: list[Part] | None = None,
+        name: str = "",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """End the task in ``state``, with an artifact of ``parts`` when given."""
+        if self.first is None:
+            if parts is not None:
+                await self.add_artifact(parts, name=name, metadata=metadata)
+            await self.update_status(state, message)
+            return
+        artifacts = None
+        if parts is not None:
+            artifact = Artifact(artifact_id=str(uuid.uuid4()), name=name, parts=parts)
+            if metadata:
+                artifact.metadata.update(metadata)
+            artifacts = [artifact]
+        task = new_task(self.task_id, self.context_id, state, artifacts=artifacts, history=self.first)
         self.first = None
         task.status.timestamp.GetCurrentTime()
         if message is not None:
@@ -154,6 +190,10 @@ class HubExecutor(AgentExecutor):
         updater = _Updater(event_queue, task_id, context_id)
         if context.current_task is None:  # the first event creates the task, already WORKING
             updater.first = [context.message] if context.message is not None else []
+            configuration = context.configuration
+            updater.quiet = not context.call_context.state.get(STREAMING_KEY, True) and not (
+                configuration is not None and configuration.return_immediately
+            )
         if calls:
             await self._call(scope, calls[0], updater)
         else:
@@ -188,9 +228,8 @@ class HubExecutor(AgentExecutor):
             async for event in run.events():
                 if isinstance(event, Finished):
                     response = event.response
-                elif event.event != "token":
-                    await updater.update_status(
-                        TaskState.TASK_STATE_WORKING,
+                elif event.event != "token" and not updater.quiet:
+                    await updater.working(
                         updater.new_agent_message(
                             _status(_describe(event), {"event": event.event, **event.data})
                         ),
@@ -217,14 +256,17 @@ class HubExecutor(AgentExecutor):
         }
         if not response.success:
             details["error_code"] = str(response.error_code) if response.error_code else None
-            await updater.failed(
-                updater.new_agent_message(
-                    _status(response.error or "the query failed", details), metadata=None
-                )
+            await updater.finish(
+                TaskState.TASK_STATE_FAILED,
+                updater.new_agent_message(_status(response.error or "the query failed", details)),
             )
             return
-        await updater.add_artifact([new_text_part(response.answer or "")], name="answer", metadata=details)
-        await updater.complete()
+        await updater.finish(
+            TaskState.TASK_STATE_COMPLETED,
+            parts=[new_text_part(response.answer or "")],
+            name="answer",
+            metadata=details,
+        )
 
     # A data part: one direct tool call.
 
@@ -283,14 +325,16 @@ class HubExecutor(AgentExecutor):
             self._running.pop(updater.task_id, None)
         details = {"event": "tool_result", "agent_id": agent_id, "tool_name": tool, "success": run.success}
         if not run.success:
-            await updater.failed(
+            await updater.finish(
+                TaskState.TASK_STATE_FAILED,
                 updater.new_agent_message(
                     _status(f"{label} failed: {run.error}", {**details, "error": run.error})
-                )
+                ),
             )
             return
-        await updater.add_artifact(_result_parts(run.result), name="result", metadata=details)
-        await updater.complete()
+        await updater.finish(
+            TaskState.TASK_STATE_COMPLETED, parts=_result_parts(run.result), name="result", metadata=details
+        )
 
     @staticmethod
     async def _canceled(updater: _Updater) -> None:
@@ -306,9 +350,10 @@ class HubExecutor(AgentExecutor):
 
     @staticmethod
     async def _progress(updater: _Updater, agent_id: str, tool: str, progress: ToolProgress) -> None:
+        if updater.quiet:
+            return
         data = {"event": "tool_progress", **progress.model_dump(exclude={"type"}), "agent_id": agent_id}
-        await updater.update_status(
-            TaskState.TASK_STATE_WORKING,
+        await updater.working(
             updater.new_agent_message(
                 _status(f"{agent_id}.{tool}: {progress.message or 'working'}", {**data, "tool_name": tool})
             ),

@@ -49,6 +49,9 @@ logger = logging.getLogger("master.doors.a2a")
 SCOPE_KEY = "openagent.a2a.scope"
 """Where :class:`ServerCallContext.state` holds the endpoint's scope: an agent id, or ``""`` (the hub)."""
 
+STREAMING_KEY = "openagent.a2a.streaming"
+"""Where :class:`ServerCallContext.state` says whether the request streams (``SendStreamingMessage``)."""
+
 TERMINAL_STATES = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
