@@ -448,3 +448,14 @@ async def test_a_master_at_its_limit_answers_the_unavailable_error(llm: Scripted
         async with asyncio.timeout(60):
             rest = [r async for r in stream]
         assert state_of(rest[-1]) == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_a_task_outlives_a_restart(llm: ScriptedOpenAIServer) -> None:
+    """GetTask and ListTasks on a master started after the one that ran the task (same Redis)."""
+    async with hub(llm) as (master, _), a2a_client(agent_url(master)) as client:
+        done = final_task(await send(client, call_message("add", {"a": 4, "b": 5})))
+    async with hub(llm) as (again, _), a2a_client(agent_url(again)) as client:
+        read = await client.get_task(GetTaskRequest(id=done.id))
+        listed = await client.list_tasks(ListTasksRequest(context_id=done.context_id))
+    assert read.status.state == TaskState.TASK_STATE_COMPLETED and data_of(read.artifacts[0].parts[0]) == 9
+    assert [task.id for task in listed.tasks] == [done.id]
