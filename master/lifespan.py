@@ -196,7 +196,9 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         http,
         ttl_seconds=settings.redis_agent_ttl_seconds,
         health_timeout=settings.health_check_timeout,
+        settings=settings,
     )
+    stack.push_async_callback(invocation.aclose)  # the MCP and A2A connectors
     master_id = settings.openagent_master_id or _new_master_id()
     cluster = (
         ClusterDirectory(
