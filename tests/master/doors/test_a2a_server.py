@@ -283,6 +283,16 @@ async def test_the_hub_endpoint_offers_every_agent(llm: ScriptedOpenAIServer) ->
     async with hub(llm) as (master, _), a2a_client(master.base_url) as client:
         llm.add_text("Hello from the hub.")
         task = final_task(await send(client, text_message("hi")))
+        # A direct call through the hub's endpoint names its agent.
+        call = Message(
+            role=Role.ROLE_USER,
+            message_id=uuid.uuid4().hex,
+            parts=[new_data_part({"agent_id": AGENT, "tool": "add", "arguments": {"a": 3, "b": 4}})],
+        )
+        direct = final_task(await send(client, call))
+        with pytest.raises(InvalidParamsError, match="names its agent"):
+            await send(client, call_message("add", {"a": 3, "b": 4}))
+    assert data_of(direct.artifacts[0].parts[0]) == 7
     assert artifact_text(task) == "Hello from the hub."
     assert f"{AGENT}__add" in [tool["function"]["name"] for tool in llm.requests[0]["tools"]]
 
@@ -326,9 +336,12 @@ async def test_a_03_client_without_the_version_header(llm: ScriptedOpenAIServer)
         result = raw.json()["result"]
         assert result["kind"] == "task" and result["status"]["state"] == "completed", raw.text
         assert result["artifacts"][0]["parts"][0]["text"] == "Hi from 0.3."
-        # The SDK's own 0.3 transport reads it back.
+        # The SDK's own 0.3 transport (it sends "A2A-Version: 0.3") reads it back, and calls a tool.
         task = await transport.get_task(GetTaskRequest(id=result["id"]))
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        sent = await transport.send_message(SendMessageRequest(message=call_message("add", {"a": 1, "b": 1})))
+        assert sent.task.status.state == TaskState.TASK_STATE_COMPLETED, sent
+        assert data_of(sent.task.artifacts[0].parts[0]) == 2
 
 
 async def test_the_key_is_needed_for_cards_and_endpoints(llm: ScriptedOpenAIServer) -> None:
