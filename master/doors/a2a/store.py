@@ -11,7 +11,7 @@ between. That is how a ``CancelTask`` answered by another master stops a run: it
 next write, reloads, sees ``CANCELED`` and cancels its executor (the SDK's
 :class:`~a2a.server.agent_execution.active_task.ActiveTask`).
 
-Keys (:mod:`master.redis_keys` style, all with the session TTL):
+Keys (:mod:`master.redis_keys`, all with the session TTL):
 
 - ``a2a:task:{task_id}`` → HASH ``task`` (the task, binary protobuf), ``version`` (a counter),
   ``state`` (the state's number), ``scope`` (the agent id, or ``""`` for the hub endpoint),
@@ -44,6 +44,12 @@ from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskSta
 from a2a.utils.errors import InternalError, InvalidParamsError
 from redis.exceptions import RedisError
 
+from master.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
+from master.redis_keys import a2a_context_key as context_key
+from master.redis_keys import a2a_events_channel as events_channel
+from master.redis_keys import a2a_index_key as index_key
+from master.redis_keys import a2a_task_key as task_key
+
 logger = logging.getLogger("master.doors.a2a")
 
 SCOPE_KEY = "openagent.a2a.scope"
@@ -68,28 +74,7 @@ NEW_IDS_KEPT = 10_000
 """New task ids remembered until their first write (:meth:`RedisTaskStore.expect_new`)."""
 
 
-def task_key(task_id: str) -> str:
-    return f"a2a:task:{task_id}"
-
-
-def index_key(scope: str) -> str:
-    return f"a2a:tasks:{scope}"
-
-
-def context_key(context_id: str) -> str:
-    return f"a2a:context:{context_id}"
-
-
-CANCELED_CHANNEL = "a2a:canceled"
-"""Every master listens here: the id of a task some master marked ``CANCELED``."""
-
-
-def events_channel(task_id: str) -> str:
-    """Where each write of the task is published (``<version>:<task as binary protobuf>``)."""
-    return f"a2a:events:{task_id}"
-
-
-# KEYS: task, index. ARGV: prev_version, task_json, state, scope, updated_ms, ttl, cancel, task_id,
+# KEYS: task, index. ARGV: prev_version, task (binary protobuf), state, scope, updated_ms, ttl, cancel, task_id,
 # terminal states (comma-separated), events channel, canceled channel, the canceled state.
 # Returns the new version, or -1 (stale, or a cancel of a terminal task), or -2 (another
 # endpoint's task). A write publishes "<version>:<task>" on the task's events channel,

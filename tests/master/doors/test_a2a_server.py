@@ -472,3 +472,23 @@ async def test_a_task_outlives_a_restart(llm: ScriptedOpenAIServer) -> None:
         listed = await client.list_tasks(ListTasksRequest(context_id=done.context_id))
     assert read.status.state == TaskState.TASK_STATE_COMPLETED and data_of(read.artifacts[0].parts[0]) == 9
     assert [task.id for task in listed.tasks] == [done.id]
+
+
+async def test_a_streamed_direct_call_reports_the_call_and_its_progress(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        hub(llm) as (master, _),
+        a2a_client(agent_url(master), TransportProtocol.HTTP_JSON.value, streaming=True) as client,
+    ):
+        responses = await send(client, call_message("add", {"a": 5, "b": 6}))
+    assert responses[0].HasField("task")
+    assert data_of(responses[0].task.status.message.parts[1])["event"] == "tool_call"
+    progress = [
+        data_of(r.status_update.status.message.parts[1])
+        for r in responses
+        if r.HasField("status_update") and r.status_update.status.message.parts
+    ]
+    assert [p["event"] for p in progress][:1] == ["tool_progress"] and progress[0]["message"] == "adding"
+    artifacts = [r.artifact_update.artifact for r in responses if r.HasField("artifact_update")]
+    assert [data_of(a.parts[0]) for a in artifacts] == [11]
+    assert state_of(responses[-1]) == TaskState.TASK_STATE_COMPLETED
+    assert llm.requests == []
