@@ -70,6 +70,8 @@ TERMINAL_STATES = frozenset(
 LIST_LIMIT = 1000
 """``ListTasks`` looks at the most recently updated tasks of an endpoint, at most this many."""
 DEFAULT_PAGE_SIZE = 50
+RECHECK_SECONDS = 15.0
+"""A subscription to a task run on another master reads the task again after this long without news."""
 NEW_IDS_KEPT = 10_000
 """New task ids remembered until their first write (:meth:`RedisTaskStore.expect_new`)."""
 
@@ -304,19 +306,27 @@ class RedisEventStream(TaskEventStream):
         """Nothing to do: the store published the write (class docstring)."""
 
     async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncGenerator[VersionedEvent, None]:
+        """The task after each write newer than ``after``. Every :data:`RECHECK_SECONDS` without
+        news it is read again, so that a lost message or a write of a master that stopped
+        publishing still reaches the subscriber; the SDK ends the subscription at a terminal state."""
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        last = after
         try:
             await pubsub.subscribe(events_channel(task_id))
-            # What changed between the caller's snapshot and the subscription: the task as it is now.
-            stored = await self._store.get_any(task_id)
-            if stored is not None and stored.version.is_after(after):
-                yield VersionedEvent(stored.task, stored.version)
             while True:
-                message = await pubsub.get_message(timeout=None)
-                if message is None:
-                    continue
-                version, _, body = message["data"].partition(b":")
-                yield VersionedEvent(Task.FromString(body), TaskVersion(int(version)))
+                # The first time: what changed between the caller's snapshot and the subscription.
+                stored = await self._store.get_any(task_id)
+                if stored is not None and stored.version.is_after(last):
+                    last = stored.version
+                    yield VersionedEvent(stored.task, stored.version)
+                while (message := await pubsub.get_message(timeout=RECHECK_SECONDS)) is not None:
+                    raw, _, body = message["data"].partition(b":")
+                    version = TaskVersion(int(raw))
+                    if version.is_after(last):
+                        last = version
+                        yield VersionedEvent(Task.FromString(body), version)
+        except RedisError as exc:
+            raise _unavailable(exc) from None
         finally:
             try:
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
