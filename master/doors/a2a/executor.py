@@ -10,7 +10,8 @@
 
 Each step becomes a ``WORKING`` status update (a text part saying what happens and a data part
 ``{"event": "tool_call" | "tool_progress" | "tool_result" | "step", ...}``), the answer an
-artifact, then a terminal state: ``COMPLETED``, or ``FAILED`` with the error (the failed tool's
+artifact, then a terminal state (a blocking ``SendMessage`` of a new task, whose steps no one can
+see, gets its task written once, finished: :class:`_Updater`): ``COMPLETED``, or ``FAILED`` with the error (the failed tool's
 or the query's, its ``error_code`` in the status message's data part). A query the master did
 not admit (``too_many_queries``, ``draining``) and a direct call it refused are A2A errors
 (:func:`unavailable`, ``InvalidParamsError``): no run started.
