@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from master.deps import Services
-from master.doors.a2a import CARD_ROUTES, route_specs
+from master.doors.a2a import CARD_ROUTES, PREFIXES, route_specs
 
 
 class A2ARoute(Route):
@@ -39,12 +39,16 @@ async def _card(request: Request) -> Response:
     return await services.a2a.card(request)
 
 
-def routes(*, public_cards: bool) -> list[Route]:
-    """Every A2A route, the cards first."""
-    found: list[Route] = [
+def routes(*, public_cards: bool) -> tuple[list[Route], list[Route]]:
+    """Every A2A route: the JSON-RPC endpoints (``POST /a2a``, ``POST /a2a/agents/{agent_id}``),
+    which the app puts first (a request walks the route table twice, in the auth check and the
+    router: about 0.6 ms for the last of its 90 routes), then the others, cards first."""
+    hot: list[Route] = []
+    rest: list[Route] = [
         A2ARoute(path, _card, methods=["GET"], needs_api_key=not public_cards) for path in CARD_ROUTES
     ]
     for path, methods in route_specs():
         for method in sorted(methods - {"HEAD"}):
-            found.append(A2ARoute(path, _door_endpoint(path, method), methods=[method], needs_api_key=True))
-    return found
+            route = A2ARoute(path, _door_endpoint(path, method), methods=[method], needs_api_key=True)
+            (hot if path in PREFIXES and method == "POST" else rest).append(route)
+    return hot, rest

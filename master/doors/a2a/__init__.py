@@ -6,7 +6,7 @@ message into a query or a direct tool call. Guide: docs/guides/a2a-clients.md.
 """
 
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH
-from master.doors.a2a.door import CARD_ROUTES, A2ADoor, route_specs
+from master.doors.a2a.door import CARD_ROUTES, PREFIXES, A2ADoor, route_specs
 from master.doors.a2a.executor import HubExecutor
 from master.doors.a2a.store import RedisTaskStore
 
@@ -15,6 +15,7 @@ __all__ = [
     "CARD_PATH",
     "CARD_ROUTES",
     "HUB_PATH",
+    "PREFIXES",
     "A2ADoor",
     "HubExecutor",
     "RedisTaskStore",
