@@ -31,6 +31,7 @@ from bench.report import machine, render, write_json
 from bench.session_growth import session_growth_case
 from bench.setups import (
     Running,
+    a2a_direct_setup,
     cluster_setup,
     flush_bench_db,
     master_setup,
@@ -161,6 +162,10 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
                     profile=case_list.SESSION_GROWTH in profile,
                 )
 
+    async def a2a_direct() -> None:
+        async with a2a_direct_setup() as running:
+            await round_trips("a2a_direct", running)
+
     async def relay_http() -> None:
         async with relay_http_setup() as running:
             await round_trips("relay_http", running)
@@ -232,6 +237,8 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         jobs.append(master)
     if chosen("relay_http"):
         jobs.append(relay_http)
+    if chosen("a2a_direct"):
+        jobs.append(a2a_direct)
     if chosen("scripted"):
         jobs.append(scripted)
     if case_list.SCRIPTED_SESSION_GROWTH in selected:

@@ -11,6 +11,8 @@
   one, queries to the other: every call crosses masters through Redis.
 - :func:`workers_setup`: 1, 2 or 4 masters on one Redis, the load and the agents spread over them.
 - :func:`relay_ws_setup`, :func:`relay_http_setup`: baselines (a) and (b) with their agents.
+- :func:`a2a_direct_setup`: ``echo`` served directly by an ``a2a-sdk`` server, the baseline of
+  the A2A cases (the master's side is :func:`master_setup`'s ``bench-ws`` at ``/a2a/agents/bench-ws``).
 
 The masters share the bench's Redis database, which the runner empties before and after
 the run only. Invocation agents (stored in Redis) have an id per system, and queries
@@ -290,3 +292,13 @@ async def relay_http_setup() -> AsyncIterator[Running]:
         await _ready(agent)
         await relay.wait_http(f"{url}/health", READY_WITHIN)
         yield Running(relay, url, {HTTP_AIOHTTP_AGENT: agent})
+
+
+@asynccontextmanager
+async def a2a_direct_setup() -> AsyncIterator[Running]:
+    """``echo`` served directly by an ``a2a-sdk`` server (JSON-RPC at ``/``): its process is the hub."""
+    async with Group() as group:
+        port = free_port()
+        server = await group.start(Child("a2a-direct", "bench.agents", "a2a", "--port", str(port)))
+        await _ready(server)
+        yield Running(server, f"http://127.0.0.1:{port}")

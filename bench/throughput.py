@@ -45,6 +45,8 @@ class LoadCase:
     path: str
     concurrency: int
     body: dict[str, Any] = field(default_factory=lambda: {"query": "hello"})
+    protocol: str = "query"
+    """``query`` (``POST /query`` bodies) or ``a2a`` (A2A JSON-RPC ``SendMessage``, see :mod:`bench.load`)."""
 
 
 def machine_busy_seconds() -> float:
@@ -159,6 +161,7 @@ async def measure(
         "urls": [url + case.path for url in running.urls()],
         "bodies": [{**case.body, "allowed_agent_ids": [agent]} for agent in spread] or [case.body],
         "concurrency": case.concurrency,
+        "protocol": case.protocol,
         "warmup": timing.warmup,
         "duration": timing.duration,
         "repeat": timing.repeat,
