@@ -283,3 +283,22 @@ async def test_an_expired_approval_is_expired_not_rejected(
         assert "No one decided" in told
         assert b.calls == [("balance", {})]
         assert 'openagent_approvals_total{outcome="expired"} 1.0' in (await b.http.get("/metrics")).text
+
+
+async def test_a_failed_resume_keeps_the_decision_and_resumes_again_without_rerunning(hub: Bank) -> None:
+    paused = await _paused(hub)
+    approval_id = paused["approvals"][0]["approval_id"]
+    hub.llm.add_error(400, "the provider is down")
+    failed = await hub.decide(approval_id, decision="approve")
+    assert failed.status_code >= 400 and failed.json()["success"] is False, failed.text
+    assert (await hub.http.get(f"/approvals/{approval_id}")).json()["status"] == "approved"
+    assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]
+    again = await hub.decide(approval_id, decision="approve")
+    assert again.status_code == 409  # decided already: resume instead
+    hub.llm.add_text("Paid Bob 10.")
+    resumed = await hub.http.post(f"/approvals/{approval_id}/resume")
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["answer"] == "Paid Bob 10."
+    assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]  # not run again
+    told = _tool_messages(hub.llm.requests[-1])["bank__transfer"]
+    assert '"done": "transfer"' in told
