@@ -223,6 +223,10 @@ class QueryService:
             if outcome.status == "awaiting_tool_results":
                 await self._pause(run, outcome)
             approvals = await self._hold(run, outcome) if outcome.held else None
+            if approvals and not outcome.answer:
+                outcome.answer = "Waiting for a person to decide: " + ", ".join(
+                    f"{a.agent_id}.{a.tool_name} (approval {a.approval_id})" for a in approvals
+                )
             notice = rag.notice() if rag is not None else None
             if notice:
                 outcome.answer = f"{notice}\n\n{outcome.answer}".strip()
@@ -371,15 +375,16 @@ class QueryService:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         messages: list[Any] = list(state.get("messages") or [])
         remaining: list[dict[str, Any]] = list(state.get("held") or [])
+        decided_runs: list[ToolRun] = []
         offered = [*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else []
         try:
             while remaining:
                 held = remaining[0]
                 record = await store.record(str(held["approval_id"])) or {"status": "expired"}
-                messages.append(await self._decided_message(run, held, record, offered))
+                messages.append(await self._decided_message(run, held, record, offered, decided_runs))
                 remaining.pop(0)
             run.messages = messages
-            return await run.orchestrator.run(
+            outcome = await run.orchestrator.run(
                 messages=messages,
                 tools=offered,
                 toolbox=run.toolbox,
@@ -389,6 +394,8 @@ class QueryService:
                 hooks=run.hooks,
                 steps_done=int(state.get("steps") or 0),
             )
+            outcome.tool_runs[:0] = decided_runs
+            return outcome
         except BaseException:
             restored = {**state, "messages": messages, "held": remaining}
             try:
@@ -398,7 +405,12 @@ class QueryService:
             raise
 
     async def _decided_message(
-        self, run: _Run, held: dict[str, Any], record: dict[str, Any], tools: list[dict[str, Any]]
+        self,
+        run: _Run,
+        held: dict[str, Any],
+        record: dict[str, Any],
+        tools: list[dict[str, Any]],
+        done: list[ToolRun],
     ) -> dict[str, Any]:
         """The tool message that answers a held call, as a person decided it."""
         status = record.get("status")
@@ -409,6 +421,7 @@ class QueryService:
             call = ToolCallRequest(call_id, str(held["name"]), arguments)
             tool_run = await run.orchestrator.run_held(run.toolbox, call, run.hooks, tools)
             await run.recorder.steps([tool_run])
+            done.append(tool_run)
             message = dict(tool_run.as_tool_message(call_id))
             if edited is not None:
                 message["content"] = (

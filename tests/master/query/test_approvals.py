@@ -108,6 +108,7 @@ async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Ba
     paused = await _paused(hub)
     assert hub.calls == [("balance", {})]  # the transfer did not run
     [approval] = paused["approvals"]
+    assert approval["approval_id"] in paused["answer"]  # the answer says what waits
     assert approval["agent_id"] == "bank" and approval["tool_name"] == "transfer"
     assert approval["arguments"] == {"to": "bob", "amount": 10} and approval["status"] == "pending"
     assert approval["expires_at"] - approval["created_at"] == pytest.approx(86400)
@@ -121,6 +122,7 @@ async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Ba
     assert decided.status_code == 200, decided.text
     result = decided.json()
     assert result["status"] == "completed" and result["answer"] == "Paid Bob 10."
+    assert result["agents_used"] == [{"agent_id": "bank", "tool_name": "transfer"}]
     assert result["session_id"] == paused["session_id"]
     assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]
     told = _tool_messages(hub.llm.requests[-1])
