@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from protocol.errors import ErrorCode
 
@@ -100,6 +100,12 @@ class ToolSchema(_Model):
     requires_approval: bool = False
     """A person must approve each call the orchestrator makes (``POST /approvals/{approval_id}``)
     before it runs; a query with ``approval: "never"`` gets an error for it instead."""
+
+    @field_validator("requires_approval", mode="before")
+    @classmethod
+    def _null_is_false(cls, value: Any) -> Any:
+        """``null`` (a workspace's tool that does not say) is ``false``."""
+        return False if value is None else value
 
 
 class AgentUsed(_Model):
