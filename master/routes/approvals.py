@@ -198,13 +198,7 @@ async def _resume_if_decided(services: ServicesDep, session_id: str) -> QueryRes
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if state is None:
-        return QueryResponse(
-            query_id="",
-            session_id=session_id,
-            success=True,
-            status="completed",
-            answer="the run was resumed by another decision; read the session for its answer",
-        )
+        return _resumed_elsewhere(session_id)
     if any(a.status == "pending" for a in approvals):
         return QueryResponse(
             query_id=str(state.get("query_id") or ""),
@@ -218,4 +212,21 @@ async def _resume_if_decided(services: ServicesDep, session_id: str) -> QueryRes
         run = services.entry.submit(request, door="http", extras=RunExtras(resume_approvals=True))
     except QueryRefused as exc:
         return rejected_response(request, "", exc)
-    return await run.result()
+    response = await run.result()
+    if (
+        response.error_code == ErrorCode.INVALID_QUERY
+        and response.error
+        and "resumed already" in response.error
+    ):
+        return _resumed_elsewhere(session_id)  # the other decision of the round won the resume
+    return response
+
+
+def _resumed_elsewhere(session_id: str) -> QueryResponse:
+    return QueryResponse(
+        query_id="",
+        session_id=session_id,
+        success=True,
+        status="completed",
+        answer="the run was resumed by another decision of its round; read the session for its answer",
+    )

@@ -304,3 +304,22 @@ async def test_a_failed_resume_keeps_the_decision_and_resumes_again_without_reru
     assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]  # not run again
     told = _tool_messages(hub.llm.requests[-1])["bank__transfer"]
     assert '"done": "transfer"' in told
+
+
+async def test_the_last_two_decisions_racing_resume_the_run_once(hub: Bank) -> None:
+    hub.llm.add_tool_calls(
+        [("bank__transfer", {"to": "a", "amount": 1}), ("bank__transfer", {"to": "b", "amount": 2})]
+    )
+    paused = await hub.query()
+    first, second = (a["approval_id"] for a in paused["approvals"])
+    hub.llm.add_text("Paid a and b.")
+    answers = await asyncio.gather(
+        hub.decide(first, decision="approve"), hub.decide(second, decision="approve")
+    )
+    assert any(a.status_code == 200 and a.json().get("answer") == "Paid a and b." for a in answers), [
+        a.text for a in answers
+    ]
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    assert sorted(args["to"] for name, args in hub.calls if name == "transfer") == ["a", "b"]
+    statuses = [(await hub.http.get(f"/approvals/{i}")).json()["status"] for i in (first, second)]
+    assert statuses == ["approved", "approved"]
