@@ -618,6 +618,9 @@ export interface paths {
          * Register
          * @description Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
          *     Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
+         *
+         *     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
+         *     one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
          */
         post: operations["register_register_post"];
         delete?: never;
