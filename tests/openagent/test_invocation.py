@@ -171,9 +171,9 @@ async def test_registers_tools_with_bearer_token_and_serves_health(http_master: 
             "invocation_base_url": f"http://127.0.0.1:{agent.port}",
             "tools": [
                 {"name": "echo", "description": "Echo the arguments back", "endpoint": "/tools/echo",
-                 "parameters": {"type": "object", "properties": {}}},
+                 "parameters": {"type": "object", "properties": {}}, "requires_approval": False},
                 {"name": "fail", "description": "Always fails", "endpoint": "/fail",
-                 "parameters": {"type": "object", "properties": {}}},
+                 "parameters": {"type": "object", "properties": {}}, "requires_approval": False},
             ],
             "metadata": {"team": "qa"},
         }  # fmt: skip

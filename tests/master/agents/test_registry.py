@@ -79,5 +79,10 @@ def test_describe_is_the_agents_row() -> None:
     row = live("w", tools=[{"name": "t", "description": "d"}]).describe()
     assert row["agent_id"] == "w" and row["connection_type"] == "websocket" and row["status"] == "online"
     assert row["tools"] == [
-        {"name": "t", "description": "d", "parameters": {"type": "object", "properties": {}}}
+        {
+            "name": "t",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {}},
+            "requires_approval": False,
+        }
     ]
