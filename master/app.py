@@ -30,6 +30,7 @@ from master.routes import (
     workspace,
     ws,
 )
+from master.routes import mcp as mcp_route
 from master.routes import metrics as metrics_route
 from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
@@ -69,6 +70,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)
+    mcp_route.install(app)
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)

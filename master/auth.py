@@ -59,6 +59,15 @@ def key_matches(expected: str | None, presented: str | None) -> bool:
 UNAUTHORIZED_DETAIL = "missing or invalid API key: send 'Authorization: Bearer <OPENAGENT_API_KEY>'"
 
 
+def unauthorized() -> JSONResponse:
+    """The 401 of every HTTP route without the key (the body of :class:`protocol.ErrorResponse`)."""
+    return JSONResponse(
+        {"detail": UNAUTHORIZED_DETAIL, "error_code": ErrorCode.UNAUTHORIZED.value},
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
 class EarlyAuthMiddleware:
     """401 for a protected route before anything reads the request body.
 
@@ -86,12 +95,7 @@ class EarlyAuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self._api_key is not None and self._needs_key(scope):
             if not authorized(scope, self._api_key):
-                response = JSONResponse(
-                    {"detail": UNAUTHORIZED_DETAIL, "error_code": ErrorCode.UNAUTHORIZED.value},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
+                await unauthorized()(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

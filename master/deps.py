@@ -21,6 +21,7 @@ from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
+from master.doors.mcp import McpDoor
 from master.drain import Drain
 from master.gateway.hub import Hub
 from master.observability.metrics import Metrics
@@ -51,6 +52,8 @@ class Services:
     sandbox: Sandbox
     agents: AgentDirectory
     """Every agent the master can reach (registry, invocation agents, other masters')."""
+    mcp: McpDoor
+    """The MCP server at ``/mcp``."""
     attachments: AttachmentStore | None = None
     metrics: Metrics = field(default_factory=Metrics)
     cluster: ClusterDirectory | None = None

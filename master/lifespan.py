@@ -42,6 +42,7 @@ from master.collaboration import CollaborationManager, CollabStore
 from master.collaboration.remote import RemoteMembersFactory
 from master.conversation.store import SessionStore
 from master.deps import Services
+from master.doors.mcp import McpDoor
 from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
@@ -307,7 +308,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         metrics=metrics,
     )
     admission = Admission(settings.openagent_max_queries_in_flight)
-    entry = QueryEntry(queries, admission)
+    entry = QueryEntry(queries, admission, agents, dispatcher)
     hub = Hub(
         registry,
         dispatcher,
@@ -331,6 +332,17 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         hub=hub,
         name=f"master {cluster.master_id!r}" if cluster is not None else "the master",
     )
+    mcp = McpDoor(
+        entry,
+        max_body_bytes=settings.openagent_http_max_body_bytes,
+        max_sessions=settings.openagent_mcp_max_sessions,
+        session_idle_seconds=settings.openagent_mcp_session_idle_seconds,
+        check_interval=settings.openagent_mcp_tools_check_seconds,
+    )
+    # Entered after the query entry, so closed before it: MCP requests still running are
+    # cancelled (their clients see the stream end) while the entry is there to end their runs.
+    await stack.enter_async_context(mcp.run())
+    registry.listeners.append(mcp.tools_changed)  # an agent joined or left this master
     services = Services(
         settings,
         catalog,
@@ -345,6 +357,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         builder=agent_builder,
         sandbox=sandbox,
         agents=agents,
+        mcp=mcp,
         attachments=attachment_store,
         tool_catalog=tool_catalog,
         metrics=metrics,
@@ -359,6 +372,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         await cluster.start()
         stack.push_async_callback(router.aclose)
         await router.start()
+        cluster.on_tick.append(mcp.tools_changed)  # the other masters' agents, re-read
         if cluster_collab is not None:
             stack.push_async_callback(cluster_collab.aclose)
             cluster_collab.start()

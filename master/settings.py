@@ -150,6 +150,18 @@ class Settings(BaseSettings):
     openagent_ui_dir: str | None = None
     """The built UI served at ``/ui``; default ``openagent-ui/dist`` of the repository, when built."""
 
+    # The MCP server at /mcp (master/doors/mcp/, docs/guides/mcp-clients.md)
+    openagent_mcp_max_sessions: int = Field(default=1000, gt=0)
+    """MCP clients of the 2025 revisions with a session open at once; one more gets 503 until one
+    ends (2026-07-28 clients keep no session)."""
+    openagent_mcp_session_idle_seconds: float = Field(default=1800.0, gt=0)
+    """A 2025 MCP session with no request and no open stream for this long is closed (its client
+    starts a new one)."""
+    openagent_mcp_tools_check_seconds: float = Field(default=2.0, gt=0)
+    """How often the MCP server compares the tool list with the one its clients saw, to send
+    ``notifications/tools/list_changed`` (a WebSocket agent joining or leaving this master, and a
+    cluster heartbeat, are told at once)."""
+
     # Several masters on one Redis (master/cluster/, docs/scale-out.md)
     openagent_cluster: bool = False
     """Share WebSocket agents with the other masters on this Redis (off: a master serves only its own)."""
