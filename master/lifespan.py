@@ -339,9 +339,10 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         session_idle_seconds=settings.openagent_mcp_session_idle_seconds,
         check_interval=settings.openagent_mcp_tools_check_seconds,
     )
-    # Entered after the query entry, so closed before it: MCP requests still running are
-    # cancelled (their clients see the stream end) while the entry is there to end their runs.
-    await stack.enter_async_context(mcp.run())
+    # Closed before the query entry: MCP requests still running are cancelled (their clients
+    # see the stream end) while the entry is there to end their runs.
+    stack.push_async_callback(mcp.aclose)
+    await mcp.start()
     registry.listeners.append(mcp.tools_changed)  # an agent joined or left this master
     services = Services(
         settings,

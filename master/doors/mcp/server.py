@@ -29,10 +29,10 @@ runs it (:meth:`McpDoor.run`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
@@ -65,6 +65,8 @@ INSTRUCTIONS = (
     "to the hub's orchestrator, an LLM that chooses and calls the agents' tools itself and "
     "answers in plain text; pass its session_id back to continue a conversation."
 )
+START_TIMEOUT = 30.0
+"""Seconds for the SDK's session manager to start."""
 ASK_FIELDS = frozenset(("query", "session_id", "allowed_agent_ids", "auto_mode"))
 
 
@@ -119,6 +121,8 @@ class McpDoor:
             on_subscriptions_listen=self._listen,
         )
         self.server.middleware.append(self._note_session)
+        self._stop = asyncio.Event()
+        self._serving: asyncio.Task[None] | None = None
         self.watch = ToolListWatch(self._fingerprint, self._bus, interval=check_interval)
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
@@ -129,16 +133,36 @@ class McpDoor:
 
     # ------------------------------------------------------------------ lifecycle
 
-    @asynccontextmanager
-    async def run(self) -> AsyncIterator[None]:
-        """Serve: the SDK's session manager and the tool-list watch, until the master stops."""
-        async with self.manager.run():
-            self.watch.start()
+    async def start(self) -> None:
+        """Serve: the SDK's session manager and the tool-list watch, until :meth:`aclose`.
+
+        The manager's task group (its sessions' tasks) lives in a task of its own, so that an
+        error elsewhere in the lifespan is not wrapped in its exception group on the way out.
+        """
+        ready = asyncio.Event()
+
+        async def serve() -> None:
             try:
-                yield
+                async with self.manager.run():
+                    ready.set()
+                    await self._stop.wait()
+                    self._listen.close()
             finally:
-                self._listen.close()
-                await self.watch.aclose()
+                ready.set()  # also when it could not start
+
+        self._serving = asyncio.create_task(serve(), name="mcp-session-manager")
+        async with asyncio.timeout(START_TIMEOUT):
+            await ready.wait()
+        if self._serving.done():
+            self._serving.result()  # raises what stopped it
+        self.watch.start()
+
+    async def aclose(self) -> None:
+        """Stop: the watch, the listen streams, the sessions (their requests are cancelled)."""
+        await self.watch.aclose()
+        self._stop.set()
+        if self._serving is not None:
+            await asyncio.gather(self._serving, return_exceptions=True)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one HTTP request to ``/mcp`` (authorized by the route)."""

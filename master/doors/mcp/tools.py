@@ -81,7 +81,9 @@ def ask_tool() -> types.Tool:
 
 def listed(tool: OfferedTool) -> types.Tool:
     """``tool`` as ``tools/list`` shows it."""
-    schema = tool.parameters if tool.parameters.get("type") == "object" else {"type": "object", **tool.parameters}
+    schema = (
+        tool.parameters if tool.parameters.get("type") == "object" else {"type": "object", **tool.parameters}
+    )
     return types.Tool(
         name=tool.name,
         title=f"{tool.agent_id}: {tool.tool_name}",
