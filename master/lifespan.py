@@ -338,6 +338,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         max_sessions=settings.openagent_mcp_max_sessions,
         session_idle_seconds=settings.openagent_mcp_session_idle_seconds,
         check_interval=settings.openagent_mcp_tools_check_seconds,
+        allowed_hosts=settings.mcp_allowed_hosts,
     )
     # Closed before the query entry: MCP requests still running are cancelled (their clients
     # see the stream end) while the entry is there to end their runs.

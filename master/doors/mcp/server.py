@@ -43,6 +43,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -104,6 +105,7 @@ class McpDoor:
         max_sessions: int,
         session_idle_seconds: float,
         check_interval: float,
+        allowed_hosts: list[str] | None = None,
     ) -> None:
         self.entry = entry
         self._by_name: dict[str, OfferedTool] = {}
@@ -129,6 +131,7 @@ class McpDoor:
             max_request_body_size=max_body_bytes,
             max_sessions=max_sessions,
             session_idle_timeout=session_idle_seconds,
+            security_settings=_host_check(allowed_hosts),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -272,6 +275,17 @@ class McpDoor:
             if isinstance(connection, Connection) and connection.session_id is not None:
                 self.watch.session(connection)
         return await call_next(ctx)
+
+
+def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:
+    """The SDK's DNS-rebinding check: these ``Host`` values, and ``Origin`` on them (http or https)."""
+    if allowed_hosts is None:
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=[f"{scheme}://{host}" for host in allowed_hosts for scheme in ("http", "https")],
+    )
 
 
 def _unknown_tool(name: str, why: str | None = None) -> MCPError:

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from master.agents.toolbox import function_name
 from openagent import ClientConfig, OrchestratorActionAgent, ToolError
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import InProcessMaster, in_process_master
+from tests.factories import InProcessMaster, in_process_master, master_settings
 
 ERAS = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 """Protocol revision → the client's ``mode`` that speaks it."""
@@ -302,3 +302,36 @@ async def test_ask_runs_a_query_through_the_orchestrator(revision: str, llm: Scr
             assert refused.is_error is True
             assert isinstance(refused.content[0], types.TextContent) and "question" in refused.content[0].text
     assert running.calculator.calls == ["add"]
+
+
+async def test_a_foreign_host_or_origin_is_refused(calc_hub: Hub) -> None:
+    """DNS rebinding: a page on another name that resolves to this machine gets nothing."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "browser-page", "version": "0"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {KEY}"}
+    async with httpx.AsyncClient(timeout=DEADLINE) as http:
+        for foreign in ({"Host": "evil.example:80"}, {"Origin": "http://evil.example"}):
+            response = await http.post(calc_hub.url, json=body, headers={**headers, **foreign})
+            assert 400 <= response.status_code < 500, (foreign, response.status_code)
+        origin = calc_hub.master.base_url  # the master's own page (the web UI) may call it
+        response = await http.post(calc_hub.url, json=body, headers={**headers, "Origin": origin})
+        assert response.status_code == 200, response.text
+
+
+def test_the_hosts_mcp_accepts() -> None:
+    assert master_settings(master_host="127.0.0.1").mcp_allowed_hosts == [
+        "127.0.0.1:*",
+        "localhost:*",
+        "[::1]:*",
+    ]
+    assert master_settings(master_host="0.0.0.0").mcp_allowed_hosts is None
+    listed = master_settings(master_host="127.0.0.1", openagent_mcp_allowed_hosts="hub.example:443, hub:*")
+    assert listed.mcp_allowed_hosts == ["hub.example:443", "hub:*"]
