@@ -28,7 +28,9 @@ SUITE_TIMEOUT = 480.0
 @pytest.mark.timeout(SUITE_TIMEOUT + 60)
 async def test_the_conformance_suite_meets_the_baseline(tmp_path: Path) -> None:
     if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed: the MCP conformance suite runs on it (apt-get install nodejs npm)")
+        pytest.skip(
+            "Node.js is not installed: the MCP conformance suite runs on it (apt-get install nodejs npm)"
+        )
     assert CLI.exists(), (
         f"the MCP conformance suite is not installed: run scripts/test.sh, or npm ci --prefix {SUITE_DIR}"
     )
