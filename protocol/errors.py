@@ -94,8 +94,6 @@ class ErrorCode(StrEnum):
         400,
         "The request names an agent the hub does not know (or one not connected where it must be).",
     )
-    UNKNOWN_TOOL = "unknown_tool", 400, "TEMP shim."
-    INVALID_ARGUMENTS = "invalid_arguments", 400, "TEMP shim."
     # ----------------------------------------------------------------- queries
     INVALID_QUERY = "invalid_query", 400, "The query cannot run as asked (e.g. a plan without its session)."
     INVALID_MODEL = "invalid_model", 400, "The model is not in the master's list of allowed models."

@@ -24,18 +24,13 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from master.agents.calls import ToolRun
-from master.agents.directory import AgentDirectory
-from master.agents.dispatch import Dispatcher
-from master.agents.toolbox import Toolbox
-from master.errors import QueryRejected, ToolCallError
+from master.errors import QueryRejected
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
 from master.query.service import QueryService, rejected_response
-from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
+from protocol import ErrorCode, QueryRequest, QueryResponse
 
 logger = logging.getLogger("master.query.entry")
 
@@ -90,37 +85,12 @@ class QueryRun:
             self._events.put_nowait(event)
 
 
-class ToolRefused(Exception):  # TEMP shim of SEAM.md section 1 until the lead's commit lands
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-@dataclass(frozen=True)
-class OfferedTool:  # TEMP shim
-    name: str
-    agent_id: str
-    tool_name: str
-    description: str
-    parameters: dict[str, Any]
-    annotations: dict[str, Any] | None
-
-
 class QueryEntry:
     """Admits, runs and answers queries from every door (see the module docstring)."""
 
-    def __init__(
-        self,
-        queries: QueryService,
-        admission: Admission,
-        agents: AgentDirectory | None = None,
-        dispatcher: Dispatcher | None = None,
-    ) -> None:
+    def __init__(self, queries: QueryService, admission: Admission) -> None:
         self.queries = queries
         self.admission = admission
-        self.agents = agents
-        self.dispatcher = dispatcher
         self._tasks: set[asyncio.Task[QueryResponse]] = set()
 
     def submit(
@@ -177,54 +147,6 @@ class QueryEntry:
         finally:
             self.admission.leave()
             run._end(finished)
-
-    def offered_tools(self, allowed: Any = None) -> list[OfferedTool]:  # TEMP shim
-        assert self.agents is not None
-        box = Toolbox(self.agents.tool_targets(allowed))
-        out = []
-        for name, (agent, tool) in box._tools.items():
-            out.append(
-                OfferedTool(
-                    name,
-                    agent.agent_id,
-                    tool.schema.name,
-                    f"[agent {agent.agent_id}] {tool.schema.description}".strip(),
-                    tool.schema.parameters,
-                    getattr(tool.schema, "annotations", None),
-                )
-            )
-        return out
-
-    async def call_tool(  # TEMP shim
-        self,
-        agent_id: str,
-        tool_name: str,
-        arguments: dict[str, Any],
-        *,
-        door: Door,
-        on_progress: Callable[[ToolProgress], None] | None = None,
-    ) -> ToolRun:
-        assert self.agents is not None and self.dispatcher is not None
-        targets = [t for t in self.agents.tool_targets([agent_id]) if t.agent_id == agent_id]
-        if not targets:
-            raise ToolRefused(ErrorCode.UNKNOWN_AGENT, f"unknown agent {agent_id!r}")
-        target = targets[0]
-        tool = target.tools.get(tool_name)
-        if tool is None:
-            raise ToolRefused(ErrorCode.UNKNOWN_TOOL, f"agent {agent_id!r} has no tool {tool_name!r}")
-        problems = tool.validate(arguments)
-        if problems:
-            raise ToolRefused(ErrorCode.INVALID_ARGUMENTS, "; ".join(problems))
-        self.admission.enter()
-        run = ToolRun(f"{agent_id}__{tool_name}", agent_id, tool_name, arguments, dispatched=True)
-        try:
-            run.result = await self.dispatcher.call(target, tool_name, arguments, on_progress=on_progress)
-            run.success = True
-        except ToolCallError as exc:
-            run.error = str(exc)
-        finally:
-            self.admission.leave()
-        return run
 
     async def aclose(self) -> None:
         """Cancel the runs still in flight (the master stops)."""
