@@ -105,14 +105,32 @@ def capped(value: Any, limit: int = MAX_ECHO_CHARS) -> Any:
     return value
 
 
+SECRET_FIELDS = frozenset({"mcp_headers", "a2a_headers"})
+"""Body fields whose values are secrets (a remote agent's headers): a validation error never echoes them."""
+REDACTED = "[redacted]"
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every secret field's content replaced by :data:`REDACTED`."""
+    if isinstance(value, dict):
+        return {k: REDACTED if k in SECRET_FIELDS else _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
+
+
 def validation_detail(errors: Any) -> list[dict[str, Any]]:
-    """FastAPI's list of validation errors, with each echoed ``input`` (and ``ctx``) capped."""
+    """FastAPI's list of validation errors, with each echoed ``input`` (and ``ctx``) capped, and
+    the secret fields' values (:data:`SECRET_FIELDS`) never echoed."""
     detail: list[dict[str, Any]] = []
     for error in jsonable_encoder(errors):
         if isinstance(error, dict):
             error = {**error}
             if "input" in error:
-                error["input"] = capped(error["input"])
+                secret = any(part in SECRET_FIELDS for part in error.get("loc", ()))
+                error["input"] = REDACTED if secret else capped(_redacted(error["input"]))
+                if secret:
+                    error.pop("ctx", None)
             if "ctx" in error:
                 error["ctx"] = capped(error["ctx"])
             error["msg"] = capped(error.get("msg", ""), 1000)

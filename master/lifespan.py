@@ -33,6 +33,7 @@ from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
+from master.agents.tool_calls import ToolCaller
 from master.attachments import AttachmentStore, RagLink
 from master.builder.service import AgentBuilder
 from master.cluster.collaboration import ClusterCollaborations
@@ -195,7 +196,9 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         http,
         ttl_seconds=settings.redis_agent_ttl_seconds,
         health_timeout=settings.health_check_timeout,
+        settings=settings,
     )
+    stack.push_async_callback(invocation.aclose)  # the MCP and A2A connectors
     master_id = settings.openagent_master_id or _new_master_id()
     cluster = (
         ClusterDirectory(
@@ -308,7 +311,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         metrics=metrics,
     )
     admission = Admission(settings.openagent_max_queries_in_flight)
-    entry = QueryEntry(queries, admission, agents, dispatcher)
+    entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics))
     hub = Hub(
         registry,
         dispatcher,

@@ -97,6 +97,8 @@ class Settings(BaseSettings):
     failed check fails those calls at once."""
     tool_invoke_http_timeout: float = Field(default=2.0, gt=0)
     """Seconds for the master's POST to an invocation agent's tool endpoint."""
+    openagent_remote_discovery_timeout: float = Field(default=10.0, gt=0)
+    """Seconds ``POST /register`` waits for an MCP server or A2A agent to list its tools (card)."""
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)

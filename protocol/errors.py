@@ -94,6 +94,12 @@ class ErrorCode(StrEnum):
         400,
         "The request names an agent the hub does not know (or one not connected where it must be).",
     )
+    UNKNOWN_TOOL = "unknown_tool", 404, "The agent has no tool of that name (a direct tool call)."
+    INVALID_ARGUMENTS = (
+        "invalid_arguments",
+        400,
+        "A direct tool call's arguments do not fit the tool's schema; each problem names its field.",
+    )
     # ----------------------------------------------------------------- queries
     INVALID_QUERY = "invalid_query", 400, "The query cannot run as asked (e.g. a plan without its session)."
     INVALID_MODEL = "invalid_model", 400, "The model is not in the master's list of allowed models."

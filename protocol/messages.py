@@ -92,6 +92,9 @@ class ToolSchema(_Model):
     """JSON Schema of the arguments object."""
     endpoint: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,512}$")] | None = None
     """HTTP path of this tool on an invocation agent (e.g. ``/run``): at most 512 ASCII URL-path characters."""
+    annotations: dict[str, Any] | None = None
+    """Hints about the tool's behaviour, as MCP tool annotations (``readOnlyHint``,
+    ``destructiveHint``, ``idempotentHint``, ``openWorldHint``): shown in ``GET /agents``."""
 
 
 class AgentUsed(_Model):

@@ -191,6 +191,7 @@ class Dispatcher:
         self._pending[call_id] = pending
         if on_started is not None:
             on_started(call_id)
+        remote: asyncio.Task[None] | None = None
         try:
             async with asyncio.timeout(timeout):
                 if isinstance(target, RemoteAgent):
@@ -209,6 +210,12 @@ class Dispatcher:
                             traceparent=tracing.traceparent(),
                         ),
                     )
+                elif target.transport != "invocation":
+                    remote = asyncio.create_task(
+                        self._connector_call(target, pending, arguments, timeout),
+                        name=f"{target.transport} call {call_id}",
+                    )
+                    self._watch(target)
                 else:
                     if self.records is not None:
                         await self.records.record(
@@ -222,10 +229,52 @@ class Dispatcher:
                 f"tool {tool_name!r} on agent {target.agent_id!r} gave no result within {timeout:g} s"
             ) from None
         finally:
+            if remote is not None and not remote.done():
+                remote.cancel()  # the connector cancels the remote work it started
             self._pending.pop(call_id, None)
             self._remember(pending)
             if self._remote is not None and isinstance(target, RemoteAgent):
                 self._remote.forget(call_id)
+
+    async def _connector_call(
+        self, agent: InvocationAgent, pending: PendingCall, arguments: dict[str, Any], wait_seconds: float
+    ) -> None:
+        """Run a call on an MCP server or an A2A agent through its connector, settling ``pending``."""
+        connector = self._invocation.connectors.get(agent.transport)
+        future = pending.future
+
+        def progress(message: str, fraction: float | None) -> None:
+            if not future.done():
+                update = ToolProgress(call_id=pending.call_id, message=message, progress=fraction)
+                self._record_progress(pending, update, agent.transport)
+
+        try:
+            if connector is None:
+                raise AgentUnavailable(
+                    f"this master has no {agent.transport} connector for {agent.agent_id!r}"
+                )
+            result = await connector.call(
+                agent, pending.tool_name, arguments, wait_seconds=wait_seconds, on_progress=progress
+            )
+        except AgentUnavailable as exc:
+            self._invocation.mark(agent, "DOWN", str(exc))
+            if not future.done():
+                future.set_exception(exc)
+        except ToolCallError as exc:
+            if not future.done():
+                future.set_exception(exc)
+        except Exception as exc:  # a connector's bug or an unexpected protocol error: the call fails
+            logger.warning("%s call to %s failed: %s", agent.transport, agent.agent_id, type(exc).__name__)
+            if not future.done():
+                future.set_exception(
+                    ToolFailed(
+                        f"tool {pending.tool_name!r} on agent {agent.agent_id!r} failed: {type(exc).__name__}: {exc}"
+                    )
+                )
+        else:
+            await self._invocation.touch(agent)
+            if not future.done():
+                future.set_result(result)
 
     async def _send_frame(self, agent: LiveAgent, call: ToolCall) -> None:
         try:

@@ -22,7 +22,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -31,10 +31,19 @@ import yarl
 from pydantic import BaseModel, Field, field_validator
 from redis.exceptions import RedisError
 
+from master.agents.connectors import (
+    CONNECTORS,
+    Connector,
+    ConnectorContext,
+    ConnectorError,
+    ConnectorFactory,
+    Discovered,
+)
 from master.agents.registry import AgentTool, compile_tools
-from master.errors import SessionStoreUnavailable
+from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.redis_keys import AGENT_INDEX, AGENT_INDEX_VERSION, agent_key, quarantined_agent_key
-from protocol import AGENT_ID_PATTERN, ToolSchema
+from master.settings import Settings
+from protocol import AGENT_ID_PATTERN, ErrorCode, ToolSchema
 
 logger = logging.getLogger("master.agents.invocation")
 
@@ -42,6 +51,9 @@ DEFAULT_ENDPOINT = "/invoke"
 """Path the master POSTs a call to when the tool declares no ``endpoint``."""
 
 Health = Literal["UP", "DOWN", "UNKNOWN"]
+Transport = Literal["invocation", "mcp", "a2a"]
+"""How a registered agent is reached: HTTP invocation, an MCP server, an A2A agent
+(:mod:`master.agents.connectors`)."""
 
 _TOUCH_INTERVAL = 60.0
 """Seconds between TTL refreshes of a used agent's record (the TTL is hours)."""
@@ -115,6 +127,79 @@ class InvocationRegistration(BaseModel):
         return tools
 
 
+_HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$"
+
+Headers = Annotated[
+    dict[Annotated[str, Field(pattern=_HEADER_NAME)], Annotated[str, Field(max_length=8192)]],
+    Field(max_length=32),
+]
+"""Headers sent with every request to a remote agent (e.g. ``Authorization``): secrets, never
+shown in ``GET /agents``, never logged, never echoed in an error."""
+
+
+def _no_line_breaks(headers: dict[str, str]) -> dict[str, str]:
+    for name, value in headers.items():
+        if "\r" in value or "\n" in value or "\0" in value:
+            raise ValueError(f"header {name!r}: its value must not hold line breaks or NUL")
+    return headers
+
+
+class McpRegistration(BaseModel):
+    """Body of ``POST /register`` for an MCP server (Streamable HTTP)."""
+
+    agent_id: str = Field(pattern=AGENT_ID_PATTERN)
+    mcp_url: str = Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN})
+    """The server's MCP endpoint, e.g. ``http://127.0.0.1:9000/mcp``."""
+    mcp_headers: Headers = Field(default_factory=dict)
+    """Sent with every request (e.g. ``{"Authorization": "Bearer ..."}``); secrets."""
+
+    @field_validator("mcp_url")
+    @classmethod
+    def _usable_url(cls, url: str) -> str:
+        return _checked_url(url)
+
+    @field_validator("mcp_headers")
+    @classmethod
+    def _usable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return _no_line_breaks(headers)
+
+
+class A2ARegistration(BaseModel):
+    """Body of ``POST /register`` for an A2A agent."""
+
+    agent_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN)
+    """Defaults to a name taken from the agent's card."""
+    a2a_url: str = Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN})
+    """Where the agent's card is: ``{a2a_url}/.well-known/agent-card.json``."""
+    a2a_headers: Headers = Field(default_factory=dict)
+    """Sent with every request, the card's included; secrets."""
+
+    @field_validator("a2a_url")
+    @classmethod
+    def _usable_url(cls, url: str) -> str:
+        return _checked_url(url)
+
+    @field_validator("a2a_headers")
+    @classmethod
+    def _usable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return _no_line_breaks(headers)
+
+
+def _checked_url(url: str) -> str:
+    check_base_url(url)
+    if not re.fullmatch(_URL_PATTERN, url):
+        raise ValueError("must be http(s)://host[:port][/path], e.g. http://127.0.0.1:9000/mcp")
+    return url
+
+
+class StoredAgent(InvocationRegistration):
+    """A registered agent's record in Redis, whatever its transport."""
+
+    transport: Transport = "invocation"
+    headers: dict[str, str] = Field(default_factory=dict)
+    tools: list[ToolSchema] = Field(default_factory=list)  # a remote server may have none yet
+
+
 @dataclass(eq=False)
 class InvocationAgent:
     """A registered HTTP agent and its last known health."""
@@ -128,18 +213,26 @@ class InvocationAgent:
     last_check: float | None = None
     last_error: str | None = None
     last_touched: float = float("-inf")
+    transport: Transport = "invocation"
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    """Sent to a remote agent with each request: secrets (never in :meth:`describe`, never logged)."""
 
     @classmethod
     def from_registration(
         cls, reg: InvocationRegistration, registered_at: float | None = None
     ) -> InvocationAgent:
         """Compile the tools (raises :class:`master.agents.registry.InvalidToolSchema`)."""
+        stored = reg if isinstance(reg, StoredAgent) else None
         return cls(
             reg.agent_id,
-            reg.invocation_base_url.rstrip("/"),
+            reg.invocation_base_url
+            if stored and stored.transport != "invocation"
+            else reg.invocation_base_url.rstrip("/"),
             compile_tools(reg.agent_id, reg.tools),
             dict(reg.metadata),
             registered_at or time.time(),
+            transport=stored.transport if stored else "invocation",
+            headers=dict(stored.headers) if stored else {},
         )
 
     def endpoint_url(self, tool_name: str) -> str:
@@ -148,24 +241,27 @@ class InvocationAgent:
 
     def record(self) -> dict[str, Any]:
         """What Redis stores."""
-        return {
+        record = {
             "agent_id": self.agent_id,
             "invocation_base_url": self.base_url,
             "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
             "metadata": self.metadata,
             "registered_at": self.registered_at,
         }
+        if self.transport != "invocation":
+            record["transport"], record["headers"] = self.transport, self.headers
+        return record
 
     def describe(self) -> dict[str, Any]:
-        """The agent's row in ``GET /agents``."""
+        """The agent's row in ``GET /agents`` (never the headers)."""
         return {
             "agent_id": self.agent_id,
             "role": "action",
-            "connection_type": "invocation",
+            "connection_type": self.transport,
             "status": self.status,
             "last_check": self.last_check,
             "last_error": self.last_error,
-            "invocation_base_url": self.base_url,
+            f"{self.transport}_{'base_url' if self.transport == 'invocation' else 'url'}": self.base_url,
             "registered_at": self.registered_at,
             "metadata": self.metadata,
             "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
@@ -180,10 +276,28 @@ class InvocationAgents:
     http: aiohttp.ClientSession
     ttl_seconds: int
     health_timeout: float
+    settings: Settings | None = None
+    """Given to the connectors (``None``: no connectors, HTTP invocation agents only)."""
+    connector_factories: dict[str, ConnectorFactory] = field(default_factory=lambda: dict(CONNECTORS))
+    connectors: dict[str, Connector] = field(init=False, default_factory=dict)
+    """Transport → the connector that reaches its agents (:mod:`master.agents.connectors`)."""
     _agents: dict[str, InvocationAgent] = field(default_factory=dict)
     _version: str | None = None
     """``AGENT_INDEX_VERSION`` as it was before the last load."""
     _loaded: bool = False
+
+    def __post_init__(self) -> None:
+        if self.settings is not None:
+            context = ConnectorContext(self.settings, self.http, self.set_tools)
+            self.connectors = {name: make(context) for name, make in self.connector_factories.items()}
+
+    async def aclose(self) -> None:
+        """Close the connectors (the master stops)."""
+        for connector in self.connectors.values():
+            try:
+                await connector.aclose()
+            except Exception:  # one connector's failure must not keep the others open
+                logger.exception("could not close the %s connector", connector.transport)
 
     def get(self, agent_id: str) -> InvocationAgent | None:
         return self._agents.get(agent_id)
@@ -197,7 +311,64 @@ class InvocationAgents:
 
     async def register(self, reg: InvocationRegistration) -> InvocationAgent:
         """Store the agent in Redis (atomically with the index) and check its health once."""
-        agent = InvocationAgent.from_registration(reg)
+        return await self._store(InvocationAgent.from_registration(reg))
+
+    async def discover(
+        self, transport: Transport, url: str, headers: dict[str, str], wait_seconds: float
+    ) -> Discovered:
+        """Ask a remote agent for its tools through its transport's connector; raises
+        :class:`RegistrationRefused` (``invalid_request``, never naming a header value)."""
+        connector = self.connectors.get(transport)
+        if connector is None:
+            raise RegistrationRefused(
+                ErrorCode.INVALID_REQUEST, f"this master cannot reach {transport} agents (no connector)"
+            )
+        try:
+            async with asyncio.timeout(wait_seconds):
+                return await connector.discover(url, headers, wait_seconds)
+        except TimeoutError:
+            raise RegistrationRefused(
+                ErrorCode.INVALID_REQUEST,
+                f"the {transport} agent at {url} did not answer within {wait_seconds:g} s",
+            ) from None
+        except ConnectorError as exc:
+            raise RegistrationRefused(ErrorCode.INVALID_REQUEST, str(exc)) from None
+
+    async def register_remote(
+        self, transport: Transport, agent_id: str, url: str, headers: dict[str, str], found: Discovered
+    ) -> InvocationAgent:
+        """Store a remote agent whose tools :meth:`discover` found (raises
+        :class:`master.agents.registry.InvalidToolSchema` for an unusable schema)."""
+        stored = StoredAgent(
+            agent_id=agent_id,
+            invocation_base_url=url,
+            tools=found.tools,
+            metadata=found.metadata,
+            transport=transport,
+            headers=headers,
+        )
+        return await self._store(InvocationAgent.from_registration(stored))
+
+    async def set_tools(self, agent_id: str, tools: list[ToolSchema]) -> None:
+        """Replace a remote agent's tools (its server said they changed), here and in Redis."""
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            return
+        try:
+            agent.tools = compile_tools(agent_id, tools)
+        except InvalidToolSchema as exc:
+            logger.warning("agent %s sent an unusable tool list, kept the previous one: %s", agent_id, exc)
+            return
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.set(agent_key(agent_id), json.dumps(agent.record()), ex=self.ttl_seconds)
+                pipe.incr(AGENT_INDEX_VERSION)
+                await pipe.execute()
+        except RedisError as exc:
+            logger.warning("could not store the new tools of agent %s: %s", agent_id, exc)
+        logger.info("agent %s now has %d tool(s)", agent_id, len(agent.tools))
+
+    async def _store(self, agent: InvocationAgent) -> InvocationAgent:
         try:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.set(agent_key(agent.agent_id), json.dumps(agent.record()), ex=self.ttl_seconds)
@@ -208,7 +379,9 @@ class InvocationAgents:
             raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
         self._agents[agent.agent_id] = agent
         await self.check(agent)
-        logger.info("registered invocation agent %s at %s (%s)", agent.agent_id, agent.base_url, agent.status)
+        logger.info(
+            "registered %s agent %s at %s (%s)", agent.transport, agent.agent_id, agent.base_url, agent.status
+        )
         return agent
 
     async def unregister(self, agent_id: str) -> bool:
@@ -244,7 +417,7 @@ class InvocationAgents:
                     loaded[agent_id] = previous
                     continue
                 agent = InvocationAgent.from_registration(
-                    InvocationRegistration.model_validate(data), data.get("registered_at")
+                    StoredAgent.model_validate(data), data.get("registered_at")
                 )
             except (ValueError, TypeError, AttributeError, RecursionError) as exc:
                 await self._quarantine(agent_id, exc)
@@ -312,7 +485,20 @@ class InvocationAgents:
             logger.warning("could not refresh TTL of agent %s: %s", agent.agent_id, exc)
 
     async def check(self, agent: InvocationAgent) -> Health:
-        """``GET {base}/health`` within ``HEALTH_CHECK_TIMEOUT``."""
+        """``GET {base}/health`` within ``HEALTH_CHECK_TIMEOUT`` (a remote agent: its connector's check)."""
+        if agent.transport != "invocation":
+            connector = self.connectors.get(agent.transport)
+            try:
+                async with asyncio.timeout(self.health_timeout):
+                    error = (
+                        f"this master has no {agent.transport} connector"
+                        if connector is None
+                        else await connector.check(agent, self.health_timeout)
+                    )
+            except TimeoutError:
+                error = f"no answer within {self.health_timeout:g} s"
+            self.mark(agent, "UP" if error is None else "DOWN", error)
+            return agent.status
         try:
             timeout = aiohttp.ClientTimeout(total=self.health_timeout)
             async with self.http.get(f"{agent.base_url}/health", timeout=timeout) as response:
@@ -326,7 +512,11 @@ class InvocationAgents:
     def mark(self, agent: InvocationAgent, status: Health, error: str | None = None) -> None:
         if agent.status != status and agent.status != "UNKNOWN":
             logger.warning(
-                "invocation agent %s is now %s%s", agent.agent_id, status, f" ({error})" if error else ""
+                "%s agent %s is now %s%s",
+                agent.transport,
+                agent.agent_id,
+                status,
+                f" ({error})" if error else "",
             )
         agent.status, agent.last_check, agent.last_error = status, time.time(), error
 

@@ -58,6 +58,10 @@ class Toolbox:
     def resolve(self, name: str) -> tuple[Target, AgentTool] | None:
         return self._tools.get(name)
 
+    def named(self) -> list[tuple[str, tuple[Target, AgentTool]]]:
+        """Each offered tool under its function name."""
+        return list(self._tools.items())
+
     def entries(self) -> list[tuple[Target, AgentTool]]:
         return list(self._tools.values())
 

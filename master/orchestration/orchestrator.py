@@ -21,29 +21,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from master.agents.calls import CallOptions, ToolRun
 from master.agents.dispatch import Dispatcher, Target
-from master.agents.invocation import InvocationAgent
+from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox, function_name
 from master.conversation.outcome import Outcome
 from master.errors import (
-    AgentDisconnected,
-    AgentUnavailable,
     BudgetExceeded,
     CollaborationRejected,
     SandboxError,
     SessionStoreUnavailable,
-    ToolCallError,
-    ToolFailed,
-    ToolTimeout,
 )
 from master.llm.model import ChatMessage, ChatModel, ToolCallRequest
-from master.observability import logs, tracing
 from master.observability.metrics import Metrics
 from master.orchestration.budgets import BudgetTracker
 from protocol import ToolProgress
@@ -83,24 +76,14 @@ class RunHooks:
             self.events(event, data)
 
 
-_CALL_OUTCOMES: dict[type[ToolCallError], str] = {
-    ToolTimeout: "timeout",
-    AgentUnavailable: "unavailable",
-    AgentDisconnected: "disconnected",
-    ToolFailed: "failed",
-}
-"""The ``outcome`` label of a failed tool call (``GET /metrics``)."""
-
-
 class Orchestrator:
     """Runs the model and the tools for one query."""
 
     def __init__(
         self, llm: ChatModel, dispatcher: Dispatcher, *, auto_max_steps: int, metrics: Metrics | None = None
     ) -> None:
-        self._metrics = metrics
         self._llm = llm
-        self._dispatcher = dispatcher
+        self._caller = ToolCaller(dispatcher, metrics)
         self._auto_max_steps = auto_max_steps
 
     @property
@@ -343,18 +326,15 @@ class Orchestrator:
     async def _dispatch(
         self, agent: Target, tool_name: str, arguments: dict[str, Any], ref: str, hooks: RunHooks
     ) -> ToolRun:
-        run = ToolRun(f"{agent.agent_id}__{tool_name}", agent.agent_id, tool_name, arguments, dispatched=True)
-        call_id: list[str] = []
-
-        def started(cid: str) -> None:
-            call_id.append(cid)
-            if isinstance(agent, InvocationAgent):
-                run.recorded_call_id = cid
-            logs.set_call(cid)
-            tracing.set_current_attribute("openagent.call_id", cid)
+        def started(call_id: str) -> None:
             hooks.emit(
                 "tool_call",
-                {"call_id": cid, "agent_id": agent.agent_id, "tool_name": tool_name, "arguments": arguments},
+                {
+                    "call_id": call_id,
+                    "agent_id": agent.agent_id,
+                    "tool_name": tool_name,
+                    "arguments": arguments,
+                },
             )
 
         def progress(p: ToolProgress) -> None:
@@ -364,35 +344,15 @@ class Orchestrator:
             )
 
         options = hooks.call_options(agent, tool_name, arguments) if hooks.call_options else None
-        outcome = "success"
-        begun = time.perf_counter()
-        attributes = {"openagent.agent_id": agent.agent_id, "openagent.tool": tool_name}
-        with logs.call_context(), tracing.span(f"tool {agent.agent_id}.{tool_name}", attributes) as span:
-            try:
-                run.result = await self._dispatcher.call(
-                    agent,
-                    tool_name,
-                    options.arguments if options else arguments,
-                    wait_seconds=options.wait_seconds if options else None,
-                    invoke_seconds=options.invoke_seconds if options else None,
-                    on_started=started,
-                    on_progress=progress if hooks.events else None,
-                )
-                run.success = True
-            except ToolCallError as exc:
-                run.error = str(exc)
-                outcome = _CALL_OUTCOMES.get(type(exc), "failed")
-                tracing.set_attribute(span, "error.type", outcome)
-                logger.warning("tool call failed: %s", exc)
-                if run.recorded_call_id is not None and self._dispatcher.released(run.recorded_call_id):
-                    run.recorded_call_id = (
-                        None  # the master gave up, not the agent: a callback may still come
-                    )
-        if self._metrics is not None:
-            labels = (agent.agent_id, tool_name, outcome)
-            self._metrics.tool_calls.labels(*labels).inc()
-            self._metrics.tool_call_seconds.labels(*labels).observe(time.perf_counter() - begun)
-        hooks.emit("tool_result", _result_event(run, call_id[0] if call_id else None))
+        run, call_id = await self._caller.run(
+            agent,
+            tool_name,
+            arguments,
+            options=options,
+            on_started=started,
+            on_progress=progress if hooks.events else None,
+        )
+        hooks.emit("tool_result", _result_event(run, call_id))
         return run
 
 

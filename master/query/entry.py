@@ -23,14 +23,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from master.agents.calls import ToolRun
+from master.agents.directory import AgentDirectory
+from master.agents.tool_calls import ToolCaller
+from master.agents.toolbox import Toolbox
 from master.errors import QueryRejected
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
 from master.query.service import QueryService, rejected_response
-from protocol import ErrorCode, QueryRequest, QueryResponse
+from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.query.entry")
 
@@ -39,6 +44,27 @@ Door = Literal["http", "sse", "websocket", "mcp", "a2a", "openai"]
 
 Deliver = Callable[[QueryResponse], Awaitable[None]]
 """Sends the outcome to the asker, within the run (see :meth:`QueryEntry.submit`)."""
+
+
+class ToolRefused(QueryRejected):
+    """A direct tool call that was not sent: ``unknown_agent``, ``unknown_tool`` or
+    ``invalid_arguments`` (the message names the tool and each offending field)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTool:
+    """A tool the orchestrator could call now, as a door lists it."""
+
+    name: str
+    """The function name the orchestrator gives it (``<agent_id>__<tool>``, see
+    :func:`master.agents.toolbox.function_name`)."""
+    agent_id: str
+    tool_name: str
+    description: str
+    parameters: dict[str, Any]
+    """The JSON Schema of its arguments."""
+    annotations: dict[str, Any] | None = None
+    """Hints about the tool's behaviour (MCP tool annotations), when the agent gave them."""
 
 
 class QueryRun:
@@ -88,9 +114,18 @@ class QueryRun:
 class QueryEntry:
     """Admits, runs and answers queries from every door (see the module docstring)."""
 
-    def __init__(self, queries: QueryService, admission: Admission) -> None:
+    def __init__(
+        self,
+        queries: QueryService,
+        admission: Admission,
+        *,
+        agents: AgentDirectory | None = None,
+        tools: ToolCaller | None = None,
+    ) -> None:
         self.queries = queries
         self.admission = admission
+        self.agents = agents
+        self._tools = tools
         self._tasks: set[asyncio.Task[QueryResponse]] = set()
 
     def submit(
@@ -148,6 +183,70 @@ class QueryEntry:
             self.admission.leave()
             run._end(finished)
 
+    def offered_tools(self, allowed: Iterable[str] | None = None) -> list[OfferedTool]:
+        """Every tool the orchestrator could call now (cluster-wide, every transport), named as
+        the orchestrator names them; only the agents ``allowed`` when given."""
+        assert self.agents is not None, "QueryEntry(agents=...) lists tools"
+        toolbox = Toolbox(self.agents.tool_targets(allowed))
+        return [
+            OfferedTool(
+                name,
+                agent.agent_id,
+                tool.schema.name,
+                tool.schema.description,
+                tool.schema.parameters,
+                tool.schema.annotations,
+            )
+            for name, (agent, tool) in toolbox.named()
+        ]
+
+    async def call_tool(
+        self,
+        agent_id: str,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        door: Door,
+        on_progress: Callable[[ToolProgress], None] | None = None,
+    ) -> ToolRun:
+        """Call one tool directly, without the model: a door's ``tools/call``.
+
+        Admitted like a query (raises :class:`QueryRefused` before anything runs), checked
+        (raises :class:`ToolRefused`: the agent and the tool must be on offer, the arguments must
+        fit the tool's schema), then sent through the same :class:`ToolCaller` as the
+        orchestrator's calls (metrics, trace, call records). A tool that fails is a
+        :class:`ToolRun` with ``success`` false and its ``error``. Cancelling the caller abandons
+        the call: the dispatcher forgets it and a late result is dropped.
+        """
+        assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
+        targets = self.agents.tool_targets([agent_id])
+        if not targets:
+            raise ToolRefused(
+                ErrorCode.UNKNOWN_AGENT, f"no agent {agent_id!r} with tools is connected or registered"
+            )
+        agent = targets[0]
+        tool = agent.tools.get(tool_name)
+        if tool is None:
+            raise ToolRefused(
+                ErrorCode.UNKNOWN_TOOL,
+                f"agent {agent_id!r} has no tool {tool_name!r} (its tools: {', '.join(sorted(agent.tools))})",
+            )
+        if not isinstance(arguments, dict):
+            raise ToolRefused(
+                ErrorCode.INVALID_ARGUMENTS, f"arguments of {tool_name!r} must be a JSON object"
+            )
+        problems = tool.validate(arguments)
+        if problems:
+            raise ToolRefused(
+                ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {tool_name!r}: " + "; ".join(problems)
+            )
+        self.admission.enter()
+        try:
+            run, _ = await self._tools.run(agent, tool_name, arguments, on_progress=on_progress)
+            return run
+        finally:
+            self.admission.leave()
+
     async def aclose(self) -> None:
         """Cancel the runs still in flight (the master stops)."""
         for task in list(self._tasks):
@@ -155,4 +254,14 @@ class QueryEntry:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-__all__ = ["Door", "Finished", "Progress", "QueryEntry", "QueryEvent", "QueryRefused", "QueryRun"]
+__all__ = [
+    "Door",
+    "Finished",
+    "OfferedTool",
+    "Progress",
+    "QueryEntry",
+    "QueryEvent",
+    "QueryRefused",
+    "QueryRun",
+    "ToolRefused",
+]

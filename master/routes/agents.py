@@ -45,8 +45,9 @@ class AgentRow(BaseModel):
 
     agent_id: str
     role: Role
-    connection_type: Literal["websocket", "invocation", "sandbox"]
-    """``websocket`` (connected), ``invocation`` (HTTP, from Redis) or ``sandbox`` (deployed, not connected)."""
+    connection_type: Literal["websocket", "invocation", "mcp", "a2a", "sandbox"]
+    """``websocket`` (connected), ``invocation`` (HTTP, from Redis), ``mcp`` (an MCP server, from
+    Redis), ``a2a`` (an A2A agent, from Redis) or ``sandbox`` (deployed, not connected)."""
     status: str
     """``online`` (WebSocket), ``UP``/``DOWN``/``UNKNOWN`` (invocation), ``starting``/``unhealthy`` (sandbox)."""
     tools: list[ToolSchema]
@@ -60,6 +61,10 @@ class AgentRow(BaseModel):
     last_error: str | None = None
     """Invocation agents: why the last health check failed."""
     invocation_base_url: str | None = None
+    mcp_url: str | None = None
+    """MCP servers: the endpoint the master calls (the headers it sends are never shown)."""
+    a2a_url: str | None = None
+    """A2A agents: where their card is (the headers the master sends are never shown)."""
     registered_at: float | None = None
     sandbox: SandboxField | None = None
     """With the sandbox on: the agent's Pod or pool placement and its health (``null`` when not deployed by it)."""

@@ -7,18 +7,26 @@ carries a per-call token, and only that token is accepted.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from master.agents.call_records import DeliveryStatus
-from master.agents.invocation import Health, InvocationRegistration
+from master.agents.connectors import transport_of
+from master.agents.invocation import (
+    A2ARegistration,
+    Health,
+    InvocationAgent,
+    InvocationRegistration,
+    McpRegistration,
+)
 from master.deps import ServicesDep, require_api_key
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.openapi import error
-from protocol import ErrorCode, ToolProgress, ToolResult
+from protocol import AGENT_ID_PATTERN, ErrorCode, ToolProgress, ToolResult
 
 router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])
 callbacks = APIRouter(tags=["invocation callbacks"])
@@ -123,21 +131,55 @@ def _invalid_tools(code: ErrorCode, message: str) -> ApiError:
     return ApiError(code, [{"loc": ["body", "tools"], "msg": message, "type": "value_error"}])
 
 
+def _registration_kind(body: Any) -> str:
+    if isinstance(body, dict):
+        return transport_of(body)
+    return (
+        "mcp"
+        if isinstance(body, McpRegistration)
+        else "a2a"
+        if isinstance(body, A2ARegistration)
+        else "invocation"
+    )
+
+
+class Registration(
+    RootModel[
+        Annotated[
+            Annotated[InvocationRegistration, Tag("invocation")]
+            | Annotated[McpRegistration, Tag("mcp")]
+            | Annotated[A2ARegistration, Tag("a2a")],
+            Discriminator(_registration_kind),
+        ]
+    ]
+):
+    """Body of ``POST /register``: an HTTP invocation agent (``invocation_base_url`` and
+    ``tools``), an MCP server (``mcp_url``) or an A2A agent (``a2a_url``); the key present says which."""
+
+
 @router.post(
     "/register",
     response_model=Registered,
     responses={
+        400: error(
+            "An MCP server or A2A agent could not be listed (the message says why; never a header value)"
+        ),
         409: error("The agent id is a live WebSocket agent's, or a function name is another agent's"),
         503: error("Redis unavailable"),
     },
 )
-async def register(body: InvocationRegistration, services: ServicesDep) -> dict[str, Any]:
-    """Store an HTTP invocation agent in Redis and health-check it once."""
+async def register(registration: Registration, services: ServicesDep) -> dict[str, Any]:
+    """Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
+    Redis and health-check it once. An MCP server or A2A agent is asked for its tools first."""
+    body = registration.root
     try:
-        services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
-        agent = await services.invocation.register(body)
+        if isinstance(body, InvocationRegistration):
+            services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
+            agent = await services.invocation.register(body)
+        else:
+            agent = await _register_remote(body, services)
     except RegistrationRefused as exc:
-        if exc.code == ErrorCode.AGENT_CONFLICT:
+        if exc.code in (ErrorCode.AGENT_CONFLICT, ErrorCode.INVALID_REQUEST):
             raise ApiError(exc.code, exc.message) from None
         raise _invalid_tools(exc.code, exc.message) from None
     except InvalidToolSchema as exc:
@@ -145,6 +187,29 @@ async def register(body: InvocationRegistration, services: ServicesDep) -> dict[
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
+
+
+async def _register_remote(body: McpRegistration | A2ARegistration, services: Any) -> InvocationAgent:
+    """List a remote agent's tools through its connector, check them like any agent's, store it."""
+    agent_id: str | None
+    if isinstance(body, McpRegistration):
+        transport: Literal["mcp", "a2a"] = "mcp"
+        url, headers, agent_id = body.mcp_url, body.mcp_headers, body.agent_id
+    else:
+        transport, url, headers, agent_id = "a2a", body.a2a_url, body.a2a_headers, body.agent_id
+    found = await services.invocation.discover(
+        transport, url, headers, services.settings.openagent_remote_discovery_timeout
+    )
+    agent_id = agent_id or found.agent_id
+    if not agent_id or not re.fullmatch(AGENT_ID_PATTERN, agent_id):
+        raise RegistrationRefused(
+            ErrorCode.INVALID_REQUEST, f"the {transport} agent at {url} gave no usable name: send an agent_id"
+        )
+    services.tool_catalog.check(agent_id, found.tools, invocation=True)
+    agent: InvocationAgent = await services.invocation.register_remote(
+        transport, agent_id, url, headers, found
+    )
+    return agent
 
 
 @router.post(

@@ -87,7 +87,7 @@ def listed(tool: OfferedTool) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=f"{tool.agent_id}: {tool.tool_name}",
-        description=tool.description,
+        description=f"[agent {tool.agent_id}] {tool.description}".strip(),  # as the orchestrator sees it
         input_schema=schema,
         annotations=_annotations(tool),
     )

@@ -549,7 +549,8 @@ export interface paths {
         put?: never;
         /**
          * Register
-         * @description Store an HTTP invocation agent in Redis and health-check it once.
+         * @description Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
+         *     Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
          */
         post: operations["register_register_post"];
         delete?: never;
@@ -711,6 +712,20 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * A2ARegistration
+         * @description Body of ``POST /register`` for an A2A agent.
+         */
+        A2ARegistration: {
+            /** A2A Headers */
+            a2a_headers?: {
+                [key: string]: string;
+            };
+            /** A2A Url */
+            a2a_url: string;
+            /** Agent Id */
+            agent_id?: string | null;
+        };
+        /**
          * AgentHealth
          * @description An invocation agent's health after ``GET /refresh``.
          */
@@ -773,6 +788,11 @@ export interface components {
          * @description One agent of ``GET /agents``; which fields it has depends on ``connection_type``.
          */
         AgentRow: {
+            /**
+             * A2A Url
+             * @description A2A agents: where their card is (the headers the master sends are never shown).
+             */
+            a2a_url?: string | null;
             /** Agent Id */
             agent_id: string;
             /**
@@ -782,10 +802,11 @@ export interface components {
             connected_at?: number | null;
             /**
              * Connection Type
-             * @description ``websocket`` (connected), ``invocation`` (HTTP, from Redis) or ``sandbox`` (deployed, not connected).
+             * @description ``websocket`` (connected), ``invocation`` (HTTP, from Redis), ``mcp`` (an MCP server, from
+             *     Redis), ``a2a`` (an A2A agent, from Redis) or ``sandbox`` (deployed, not connected).
              * @enum {string}
              */
-            connection_type: "websocket" | "invocation" | "sandbox";
+            connection_type: "websocket" | "invocation" | "mcp" | "a2a" | "sandbox";
             /** Invocation Base Url */
             invocation_base_url?: string | null;
             /**
@@ -803,6 +824,11 @@ export interface components {
              * @description Several masters: the master holding the connection.
              */
             master_id?: string | null;
+            /**
+             * Mcp Url
+             * @description MCP servers: the endpoint the master calls (the headers it sends are never shown).
+             */
+            mcp_url?: string | null;
             /**
              * Metadata
              * @default {}
@@ -1147,7 +1173,7 @@ export interface components {
          * @description A stable, machine-readable error code; the message beside it names the offending value.
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "invalid_query" | "invalid_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
+        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
         /**
          * GenerateAgentBody
          * @description The body of ``POST /generate-agent``.
@@ -1284,6 +1310,20 @@ export interface components {
             };
             /** Tools */
             tools: components["schemas"]["ToolSchema"][];
+        };
+        /**
+         * McpRegistration
+         * @description Body of ``POST /register`` for an MCP server (Streamable HTTP).
+         */
+        McpRegistration: {
+            /** Agent Id */
+            agent_id: string;
+            /** Mcp Headers */
+            mcp_headers?: {
+                [key: string]: string;
+            };
+            /** Mcp Url */
+            mcp_url: string;
         };
         /**
          * OrchestratorModels
@@ -1533,6 +1573,12 @@ export interface components {
              */
             status: "UP" | "DOWN" | "UNKNOWN";
         };
+        /**
+         * Registration
+         * @description Body of ``POST /register``: an HTTP invocation agent (``invocation_base_url`` and
+         *     ``tools``), an MCP server (``mcp_url``) or an A2A agent (``a2a_url``); the key present says which.
+         */
+        Registration: components["schemas"]["InvocationRegistration"] | components["schemas"]["McpRegistration"] | components["schemas"]["A2ARegistration"];
         /** RestoreBody */
         RestoreBody: {
             /**
@@ -1897,6 +1943,14 @@ export interface components {
          * @description A tool an action agent exposes, in OpenAI function-calling shape.
          */
         ToolSchema: {
+            /**
+             * Annotations
+             * @description Hints about the tool's behaviour, as MCP tool annotations (``readOnlyHint``,
+             *     ``destructiveHint``, ``idempotentHint``, ``openWorldHint``): shown in ``GET /agents``.
+             */
+            annotations?: {
+                [key: string]: unknown;
+            } | null;
             /**
              * Description
              * @description What the tool does; the model reads this to decide when to call it.
@@ -3564,7 +3618,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InvocationRegistration"];
+                "application/json": components["schemas"]["Registration"];
             };
         };
         responses: {
@@ -3577,7 +3631,7 @@ export interface operations {
                     "application/json": components["schemas"]["Registered"];
                 };
             };
-            /** @description The body is not JSON, or nested too deeply */
+            /** @description An MCP server or A2A agent could not be listed (the message says why; never a header value) */
             400: {
                 headers: {
                     [name: string]: unknown;
