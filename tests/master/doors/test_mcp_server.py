@@ -44,6 +44,7 @@ ADD = {
         "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
         "required": ["a", "b"],
     },
+    "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
 }
 TOOLS = [
     ADD,
@@ -144,6 +145,10 @@ async def test_tools_are_listed_as_the_orchestrator_names_them(calc_hub: Hub, re
     add = listed["calc__add"]
     assert add.input_schema == ADD["parameters"]
     assert add.description is not None and "Add two numbers" in add.description
+    assert add.annotations is not None
+    assert (add.annotations.read_only_hint, add.annotations.idempotent_hint) == (True, True)
+    assert add.annotations.open_world_hint is False and add.annotations.destructive_hint is None
+    assert listed["calc__fail"].annotations is None
     ask = listed["ask"]
     assert ask.input_schema["required"] == ["query"]
     assert set(ask.input_schema["properties"]) == {"query", "session_id", "allowed_agent_ids", "auto_mode"}
