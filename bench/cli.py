@@ -34,6 +34,7 @@ from bench.setups import (
     cluster_setup,
     flush_bench_db,
     master_setup,
+    mcp_direct_setup,
     relay_http_setup,
     relay_ws_setup,
     scripted_setup,
@@ -161,6 +162,10 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
                     profile=case_list.SESSION_GROWTH in profile,
                 )
 
+    async def mcp_direct() -> None:
+        async with mcp_direct_setup() as running:
+            await round_trips("mcp_direct", running)
+
     async def relay_http() -> None:
         async with relay_http_setup() as running:
             await round_trips("relay_http", running)
@@ -232,6 +237,8 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         jobs.append(master)
     if chosen("relay_http"):
         jobs.append(relay_http)
+    if chosen("mcp_direct"):
+        jobs.append(mcp_direct)
     if chosen("scripted"):
         jobs.append(scripted)
     if case_list.SCRIPTED_SESSION_GROWTH in selected:
