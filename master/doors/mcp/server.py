@@ -19,8 +19,8 @@ self-contained POST (``server/discover``, no session), anything else takes the 2
 - progress: an agent's ``tool_progress`` (and an ``ask`` run's steps) become
   ``notifications/progress`` when the caller sent a progress token.
 - cancellation: a 2025 ``notifications/cancelled`` or a dropped 2026 request cancels the
-  handler, which abandons the hub call (the dispatcher forgets it; a result that still comes
-  is discarded).
+  handler, which cancels the hub call: the dispatcher forgets it (a result that still comes is
+  discarded) and tells a WebSocket agent with a ``tool_cancel`` frame.
 - ``notifications/tools/list_changed``: :class:`~master.doors.mcp.changes.ToolListWatch`.
 
 Auth and routing are the route's (:mod:`master.routes.mcp`); the lifespan builds the door and

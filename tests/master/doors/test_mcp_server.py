@@ -60,6 +60,7 @@ class Calculator:
 
     release: asyncio.Event = field(default_factory=asyncio.Event)
     hanging: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     calls: list[str] = field(default_factory=list)
 
     async def handle(self, tool_name: str, arguments: dict[str, Any], progress_callback: Any = None) -> Any:
@@ -74,7 +75,11 @@ class Calculator:
                 await self.release.wait()
             return "done"
         self.hanging.set()
-        await asyncio.Event().wait()  # until cancelled
+        try:
+            await asyncio.Event().wait()  # until the master's tool_cancel cancels it
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
         return None
 
 
@@ -222,6 +227,8 @@ async def test_a_cancelled_call_is_abandoned_by_the_hub(calc_hub: Hub, revision:
         with contextlib.suppress(asyncio.CancelledError):
             await call
         await until(lambda: dispatcher.in_flight == 0, "the hub forgot the cancelled call")
+        async with asyncio.timeout(DEADLINE):  # and told the agent (tool_cancel), which stopped
+            await calc_hub.calculator.cancelled.wait()
         # The session goes on.
         assert (await client.call_tool("calc__add", {"a": 1, "b": 1})).structured_content == {"sum": 2}
 
