@@ -51,7 +51,15 @@ from starlette.types import Receive, Scope, Send
 
 from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
-from master.doors.mcp.tools import ASK, answer_result, ask_tool, error_result, listed, run_result
+from master.doors.mcp.tools import (
+    ASK,
+    answer_result,
+    ask_tool,
+    error_result,
+    listed,
+    refused_result,
+    run_result,
+)
 from master.query.entry import OfferedTool, QueryEntry, ToolRefused
 from master.query.events import Finished, Progress, QueryRefused
 from protocol import ErrorCode, QueryRequest, ToolProgress
@@ -236,22 +244,26 @@ class McpDoor:
         return run_result(run)
 
     async def _ask(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
+        invalid = ErrorCode.INVALID_ARGUMENTS.value
         unknown = sorted(set(arguments) - ASK_FIELDS)
         if unknown:
-            return error_result(
+            return refused_result(
+                invalid,
                 f"arguments of tool 'ask' do not fit its schema: {unknown[0]}: unknown argument "
-                f"(ask takes {', '.join(sorted(ASK_FIELDS))})"
+                f"(ask takes {', '.join(sorted(ASK_FIELDS))})",
             )
         try:
             request = QueryRequest.model_validate(arguments)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "arguments"
-            return error_result(f"arguments of tool 'ask' do not fit its schema: {field}: {first['msg']}")
+            return refused_result(
+                invalid, f"arguments of tool 'ask' do not fit its schema: {field}: {first['msg']}"
+            )
         try:
             run = self.entry.submit(request, door="mcp", stream=True)
         except QueryRefused as exc:
-            return error_result(f"{exc.code.value}: {exc.message}")
+            return refused_result(exc.code.value, exc.message)
         relay = ProgressRelay(ctx.session.report_progress, ASK)
         try:
             async for event in run.events():
@@ -261,7 +273,7 @@ class McpDoor:
                     relay(None, _step(event))
         finally:
             await relay.aclose()
-        return error_result("the master stopped before answering")
+        return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
 
     # ------------------------------------------------------------------ sessions
 

@@ -59,8 +59,12 @@ ASK_OUTPUT_SCHEMA: dict[str, Any] = {
             },
             "description": "The agents' tools the orchestrator called to answer.",
         },
+        "error_code": {
+            "type": ["string", "null"],
+            "description": "Why the query failed (the master's error codes), or null when it was answered.",
+        },
     },
-    "required": ["session_id", "agents_used"],
+    "required": ["session_id", "agents_used", "error_code"],
 }
 
 
@@ -123,17 +127,26 @@ def error_result(message: str) -> types.CallToolResult:
 
 
 def answer_result(response: QueryResponse) -> types.CallToolResult:
-    """The orchestrator's answer: the text, plus ``session_id`` and ``agents_used`` as structured content."""
+    """The orchestrator's answer: the text, plus ``session_id``, ``agents_used`` and ``error_code``
+    (null when answered) as structured content; ``isError`` when the query failed."""
+    code = response.error_code.value if response.error_code else None
     structured = {
         "session_id": response.session_id,
         "agents_used": [used.model_dump() for used in response.agents_used],
+        "error_code": code,
     }
-    if response.success:
-        text = response.answer or ""
-    else:
-        text = f"{response.error_code.value if response.error_code else 'error'}: {response.error or ''}"
+    text = (response.answer or "") if response.success else f"{code or 'error'}: {response.error or ''}"
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=structured,
         is_error=not response.success,
+    )
+
+
+def refused_result(code: str, message: str) -> types.CallToolResult:
+    """An ``ask`` the master did not run (``too_many_queries``, ``draining``, bad arguments)."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{code}: {message}")],
+        structured_content={"session_id": None, "agents_used": [], "error_code": code},
+        is_error=True,
     )

@@ -303,6 +303,7 @@ async def test_ask_runs_a_query_through_the_orchestrator(revision: str, llm: Scr
             structured = result.structured_content
             assert structured is not None
             assert structured["agents_used"] == [{"agent_id": "calc", "tool_name": "add"}]
+            assert structured["error_code"] is None
             session_id = structured["session_id"]
             assert session_id
             llm.add_text("Still 42.")
@@ -313,6 +314,11 @@ async def test_ask_runs_a_query_through_the_orchestrator(revision: str, llm: Scr
             refused = await client.call_tool("ask", {"question": "no query"})
             assert refused.is_error is True
             assert isinstance(refused.content[0], types.TextContent) and "question" in refused.content[0].text
+            assert refused.structured_content == {
+                "session_id": None,
+                "agents_used": [],
+                "error_code": "invalid_arguments",
+            }
     assert running.calculator.calls == ["add"]
 
 
