@@ -353,3 +353,35 @@ def test_the_hosts_mcp_accepts() -> None:
     assert master_settings(master_host="0.0.0.0").mcp_allowed_hosts is None
     listed = master_settings(master_host="127.0.0.1", openagent_mcp_allowed_hosts="hub.example:443, hub:*")
     assert listed.mcp_allowed_hosts == ["hub.example:443", "hub:*"]
+
+
+async def test_a_client_of_one_master_hears_of_an_agent_on_another() -> None:
+    """Several masters on one Redis: the agent joins and leaves master B; master A's MCP client,
+    listening (2026-07-28), is told both times and can call the agent through A."""
+
+    async def echo(tool_name: str, arguments: dict[str, Any]) -> Any:
+        return {"echo": arguments.get("text")}
+
+    cluster = {"openagent_cluster": True, "openagent_master_lease_seconds": 1.0, "openagent_api_key": KEY}
+    async with in_process_master(**cluster) as a, in_process_master(**cluster) as b:
+        front, back = Hub(a, Calculator()), Hub(b, Calculator())
+        elsewhere = back.agent("elsewhere", [{"name": "echo", "parameters": {"type": "object"}}], echo)
+
+        async def names(client: Client) -> set[str]:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+        async with front.client("2026-07-28") as client:
+            assert "elsewhere__echo" not in await names(client)
+            async with client.listen(tools_list_changed=True) as subscription:
+                await elsewhere.start()
+                async with asyncio.timeout(DEADLINE):
+                    async for _event in subscription:
+                        if "elsewhere__echo" in await names(client):
+                            break
+                result = await client.call_tool("elsewhere__echo", {"text": "across"})
+                assert result.structured_content == {"echo": "across"}
+                await elsewhere.stop()
+                async with asyncio.timeout(DEADLINE):
+                    async for _event in subscription:
+                        if "elsewhere__echo" not in await names(client):
+                            break
