@@ -385,3 +385,13 @@ async def test_a_client_of_one_master_hears_of_an_agent_on_another() -> None:
                     async for _event in subscription:
                         if "elsewhere__echo" not in await names(client):
                             break
+
+
+async def test_a_body_over_the_masters_limit_gets_413() -> None:
+    async with in_process_master(openagent_http_max_body_bytes=2048) as master:
+        big = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {"pad": "x" * 4096}}}
+        async with httpx.AsyncClient(timeout=DEADLINE) as http:
+            response = await http.post(
+                f"{master.base_url}/mcp", json=big, headers={"Accept": "application/json, text/event-stream"}
+            )
+    assert response.status_code == 413, response.text
