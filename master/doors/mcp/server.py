@@ -53,9 +53,11 @@ from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
     ASK,
+    ASK_INPUT_SCHEMA,
     answer_result,
     ask_tool,
     error_result,
+    input_schema,
     listed,
     refused_result,
     run_result,
@@ -206,9 +208,9 @@ class McpDoor:
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         """For the SDK's ``Mcp-Param-*`` header check (2026-07-28) without listing every tool."""
         if name == ASK:
-            return ask_tool().input_schema
+            return ASK_INPUT_SCHEMA
         tool = self._find(name)
-        return None if tool is None else listed(tool).input_schema
+        return None if tool is None else input_schema(tool)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

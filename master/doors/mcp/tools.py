@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import cache
 from typing import Any
 
 import mcp_types as types
@@ -68,7 +69,9 @@ ASK_OUTPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+@cache
 def ask_tool() -> types.Tool:
+    """The ``ask`` tool (built once)."""
     return types.Tool(
         name=ASK,
         title="Ask the OpenAgent orchestrator",
@@ -83,11 +86,16 @@ def ask_tool() -> types.Tool:
     )
 
 
+def input_schema(tool: OfferedTool) -> dict[str, Any]:
+    """The tool's JSON Schema, with the ``type: object`` at its root that MCP requires."""
+    if tool.parameters.get("type") == "object":
+        return tool.parameters
+    return {"type": "object", **tool.parameters}
+
+
 def listed(tool: OfferedTool) -> types.Tool:
     """``tool`` as ``tools/list`` shows it."""
-    schema = (
-        tool.parameters if tool.parameters.get("type") == "object" else {"type": "object", **tool.parameters}
-    )
+    schema = input_schema(tool)
     return types.Tool(
         name=tool.name,
         title=f"{tool.agent_id}: {tool.tool_name}",
