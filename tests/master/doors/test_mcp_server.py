@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -395,3 +396,27 @@ async def test_a_body_over_the_masters_limit_gets_413() -> None:
                 f"{master.base_url}/mcp", json=big, headers={"Accept": "application/json, text/event-stream"}
             )
     assert response.status_code == 413, response.text
+
+
+@pytest.mark.parametrize("older", ["2024-11-05", "2025-03-26", "2025-06-18"])
+async def test_older_2025_clients_get_their_revision(calc_hub: Hub, older: str) -> None:
+    """The handshake keeps a client's older revision (the official clients above speak the newest)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": older,
+            "capabilities": {},
+            "clientInfo": {"name": "old", "version": "1"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {KEY}"}
+    async with httpx.AsyncClient(timeout=DEADLINE) as http:
+        response = await http.post(calc_hub.url, json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    data = next(line for line in response.text.splitlines() if line.startswith("data: "))
+    result = json.loads(data.removeprefix("data: "))["result"]
+    assert result["protocolVersion"] == older
+    assert result["serverInfo"]["name"] == "openagent"
+    assert result["capabilities"]["tools"] == {"listChanged": True}
