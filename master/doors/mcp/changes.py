@@ -10,6 +10,10 @@ through another master). A change is told to:
 - 2026-07-28 clients with a ``subscriptions/listen`` stream open: through the SDK's
   :class:`~mcp.server.subscriptions.SubscriptionBus`;
 - 2025 clients with a session: on their session's standalone stream (the GET stream).
+
+The tool list is only compared while someone listens (building it is linear in the tools, and
+ten thousand agents may register in a burst), and a burst of pokes is taken as one
+(:data:`SETTLE_SECONDS`).
 """
 
 from __future__ import annotations
@@ -21,30 +25,62 @@ import weakref
 from collections.abc import Callable, Hashable
 
 from mcp.server.connection import Connection
-from mcp.server.subscriptions import SubscriptionBus, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, ToolsListChanged
 
 logger = logging.getLogger("master.doors.mcp")
 
 NOTIFY_TIMEOUT = 5.0
 """Seconds to hand one session its notification (a client that stopped reading loses it)."""
+SETTLE_SECONDS = 0.1
+"""After a poke, the watch waits this long for more changes before it compares."""
+
+
+class ListenerBus(InMemorySubscriptionBus):
+    """The SDK's in-process bus, counting its listeners (the open ``subscriptions/listen`` streams)."""
+
+    def __init__(self, on_subscribe: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self.listeners = 0
+        self._on_subscribe = on_subscribe
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        unsubscribe = super().subscribe(listener)
+        self.listeners += 1
+        if self._on_subscribe is not None:
+            self._on_subscribe()
+        done = False
+
+        def once() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self.listeners -= 1
+                unsubscribe()
+
+        return once
 
 
 class ToolListWatch:
     """Tells the listening clients when ``fingerprint()`` changes (module docstring)."""
 
-    def __init__(self, fingerprint: Callable[[], Hashable], bus: SubscriptionBus, *, interval: float) -> None:
+    def __init__(self, fingerprint: Callable[[], Hashable], *, interval: float) -> None:
         self._fingerprint = fingerprint
-        self._bus = bus
+        self.bus = ListenerBus(self.poke)
+        """The bus the ``subscriptions/listen`` handler serves from."""
         self._interval = interval
         self._sessions: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.changes = 0
-        """How many changes were told (tests wait on it)."""
+        """How many changes were told."""
+        self.rounds = 0
+        """How many times the watch woke (tests wait on it)."""
 
     def session(self, connection: Connection) -> None:
         """A 2025 client's session: tell it too (forgotten with the connection)."""
-        self._sessions.add(connection)
+        if connection not in self._sessions:
+            self._sessions.add(connection)
+            self.poke()  # the first listener: take the list it saw as the one to compare with
 
     def poke(self) -> None:
         """Something changed that may change the tools: check now."""
@@ -58,24 +94,32 @@ class ToolListWatch:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
+    def _listening(self) -> bool:
+        return self.bus.listeners > 0 or len(self._sessions) > 0
+
     async def _watch(self) -> None:
-        last = self._fingerprint()
+        last: Hashable | None = None
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._interval):
                     await self._wake.wait()
+                await asyncio.sleep(SETTLE_SECONDS)  # a burst of changes is one
             self._wake.clear()
+            self.rounds += 1
+            if not self._listening():
+                last = None
+                continue
             try:
                 now = self._fingerprint()
-                if now != last:
-                    last = now
+                if last is not None and now != last:
                     await self._tell()
+                last = now
             except Exception:  # the watch must outlive anything one check throws
                 logger.exception("checking the tool list for MCP clients failed")
 
     async def _tell(self) -> None:
         self.changes += 1
-        await self._bus.publish(ToolsListChanged())
+        await self.bus.publish(ToolsListChanged())
         for connection in list(self._sessions):
             if connection.initialized.is_set():
                 with contextlib.suppress(TimeoutError):

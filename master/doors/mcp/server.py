@@ -42,7 +42,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.subscriptions import ListenHandler
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -119,8 +119,8 @@ class McpDoor:
     ) -> None:
         self.entry = entry
         self._by_name: dict[str, OfferedTool] = {}
-        self._bus = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self._bus)
+        self.watch = ToolListWatch(self._fingerprint, interval=check_interval)
+        self._listen = ListenHandler(self.watch.bus)
         self.server = _HubServer(
             SERVER_NAME,
             version=_version(),
@@ -135,7 +135,6 @@ class McpDoor:
         self.server.middleware.append(self._note_session)
         self._stop = asyncio.Event()
         self._serving: asyncio.Task[None] | None = None
-        self.watch = ToolListWatch(self._fingerprint, self._bus, interval=check_interval)
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             max_request_body_size=max_body_bytes,
