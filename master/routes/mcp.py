@@ -33,5 +33,6 @@ class McpEndpoint:
 
 
 def install(app: FastAPI) -> None:
-    """Add ``/mcp`` to ``app``'s routes."""
-    app.router.routes.append(Route(MCP_PATH, McpEndpoint(), methods=MCP_METHODS, include_in_schema=False))
+    """Add ``/mcp`` to ``app``'s routes, first: the router (and the early auth check) match it
+    without trying every other route's pattern before it (a tenth of the master's CPU per call)."""
+    app.router.routes.insert(0, Route(MCP_PATH, McpEndpoint(), methods=MCP_METHODS, include_in_schema=False))

@@ -65,12 +65,14 @@ class ToolListWatch:
 
     def __init__(self, fingerprint: Callable[[], Hashable], *, interval: float) -> None:
         self._fingerprint = fingerprint
-        self.bus = ListenerBus(self.poke)
+        self.bus = ListenerBus(self._listener_came)
         """The bus the ``subscriptions/listen`` handler serves from."""
         self._interval = interval
         self._sessions: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._last: Hashable | None = None
+        """The tool list the listening clients saw (``None``: nobody listens)."""
         self.changes = 0
         """How many changes were told."""
         self.rounds = 0
@@ -80,7 +82,13 @@ class ToolListWatch:
         """A 2025 client's session: tell it too (forgotten with the connection)."""
         if connection not in self._sessions:
             self._sessions.add(connection)
-            self.poke()  # the first listener: take the list it saw as the one to compare with
+            self._listener_came()
+
+    def _listener_came(self) -> None:
+        """A client starts listening: the tools it saw are the ones to compare with (taken now,
+        so that a change right after is not missed)."""
+        if self._last is None:
+            self._last = self._fingerprint()
 
     def poke(self) -> None:
         """Something changed that may change the tools: check now."""
@@ -98,7 +106,6 @@ class ToolListWatch:
         return self.bus.listeners > 0 or len(self._sessions) > 0
 
     async def _watch(self) -> None:
-        last: Hashable | None = None
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._interval):
@@ -107,13 +114,13 @@ class ToolListWatch:
             self._wake.clear()
             self.rounds += 1
             if not self._listening():
-                last = None
+                self._last = None
                 continue
             try:
                 now = self._fingerprint()
-                if last is not None and now != last:
+                if self._last is not None and now != self._last:
                     await self._tell()
-                last = now
+                self._last = now
             except Exception:  # the watch must outlive anything one check throws
                 logger.exception("checking the tool list for MCP clients failed")
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.connection import Connection
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -132,7 +132,6 @@ class McpDoor:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen,
         )
-        self.server.middleware.append(self._note_session)
         self._stop = asyncio.Event()
         self._serving: asyncio.Task[None] | None = None
         self.manager = StreamableHTTPSessionManager(
@@ -214,11 +213,13 @@ class McpDoor:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        self._note_session(ctx)
         return types.ListToolsResult(tools=[ask_tool(), *(listed(tool) for tool in self._offered())])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        self._note_session(ctx)
         arguments = params.arguments or {}
         if params.name == ASK:
             return await self._ask(ctx, arguments)
@@ -278,8 +279,8 @@ class McpDoor:
 
     # ------------------------------------------------------------------ sessions
 
-    async def _note_session(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: remember each 2025 session's connection, to tell it of tool-list changes."""
+    def _note_session(self, ctx: ServerRequestContext[Any]) -> None:
+        """Remember a 2025 session that lists or calls tools, to tell it when they change."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             # The SDK hands handlers no public way to the connection (ServerRequestContext has
             # the per-request ServerSession only); its standalone stream is where 2025 clients
@@ -287,7 +288,6 @@ class McpDoor:
             connection = getattr(ctx.session, "_connection", None)
             if isinstance(connection, Connection) and connection.session_id is not None:
                 self.watch.session(connection)
-        return await call_next(ctx)
 
 
 def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:
