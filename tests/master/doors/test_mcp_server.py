@@ -25,11 +25,15 @@ from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from master.agents.toolbox import function_name
 from openagent import ClientConfig, OrchestratorActionAgent, ToolError
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import InProcessMaster, in_process_master, master_settings
+from tests.factories import InProcessMaster, in_process_master, master_settings, serve_app
 
 ERAS = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 """Protocol revision → the client's ``mode`` that speaks it."""
@@ -420,3 +424,31 @@ async def test_older_2025_clients_get_their_revision(calc_hub: Hub, older: str) 
     assert result["protocolVersion"] == older
     assert result["serverInfo"]["name"] == "openagent"
     assert result["capabilities"]["tools"] == {"listChanged": True}
+
+
+async def test_clients_hear_of_an_http_agent_registered_and_removed(calc_hub: Hub) -> None:
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    agent_app = Starlette(routes=[Route("/health", health)])
+    tool = {"name": "lookup", "parameters": {"type": "object"}, "endpoint": "/run"}
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with (
+        serve_app(agent_app) as agent_url,
+        httpx.AsyncClient(base_url=calc_hub.master.base_url, headers=headers, timeout=DEADLINE) as http,
+        calc_hub.client("2026-07-28") as client,
+        client.listen(tools_list_changed=True) as subscription,
+    ):
+
+        async def heard(present: bool) -> None:
+            async with asyncio.timeout(DEADLINE):
+                async for _event in subscription:
+                    names = {tool.name for tool in (await client.list_tools()).tools}
+                    if ("http-lookup__lookup" in names) is present:
+                        return
+
+        body = {"agent_id": "http-lookup", "invocation_base_url": agent_url, "tools": [tool]}
+        assert (await http.post("/register", json=body)).status_code == 200
+        await heard(True)
+        assert (await http.post("/unregister", json={"agent_id": "http-lookup"})).status_code == 200
+        await heard(False)
