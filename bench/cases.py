@@ -27,6 +27,14 @@ MCP_HUB = _mcp_call(f"{WS_AGENT}__{TOOL_NAME}")
 """``tools/call`` of ``echo``: served by the MCP server itself, or by the hub's ``/mcp`` through
 the WebSocket agent ``bench-ws`` (the orchestrator's name of its tool)."""
 
+
+def _chat(agent_id: str) -> dict[str, object]:
+    """The same question through the OpenAI-compatible API, scoped to the same agent."""
+    return {"model": f"openagent/{agent_id}", "messages": [{"role": "user", "content": "hello"}]}
+
+
+OPENAI_PATH = "/v1/chat/completions"
+
 ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
     case.name: (setup, case)
     for setup, case in [
@@ -34,6 +42,8 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
         ("relay_ws", LoadCase("baseline_a_c32", "baseline (a): FastAPI WebSocket relay", "/query", 32)),
         ("master", LoadCase("ws_c1", "master: WS tool round trip", "/query", 1, _ask(WS_AGENT))),
         ("master", LoadCase("ws_c32", "master: WS tool round trip", "/query", 32, _ask(WS_AGENT))),
+        ("master", LoadCase("openai_c1", "master: OpenAI API, WS tool", OPENAI_PATH, 1, _chat(WS_AGENT))),
+        ("master", LoadCase("openai_c32", "master: OpenAI API, WS tool", OPENAI_PATH, 32, _chat(WS_AGENT))),
         (
             "relay_http",
             LoadCase("baseline_b_c32", "baseline (b): HTTP callback relay, aiohttp both sides", "/query", 32),
@@ -172,6 +182,7 @@ GROUPS: dict[str, list[str]] = {
         CONNECTIONS_BASELINE,
     ],
     "ws": ["baseline_a_c1", "baseline_a_c32", "ws_c1", "ws_c32"],
+    "openai": ["ws_c1", "ws_c32", "openai_c1", "openai_c32"],
     "http": ["baseline_b_c32", "baseline_b_httpx_c32", "http_sdk_c32", "http_aiohttp_c32"],
     "scripted": ["scripted_c1", "scripted_c32", SCRIPTED_SESSION_GROWTH],
     "mcp": ["mcp_direct_c1", "mcp_direct_c16", "mcp_hub_c1", "mcp_hub_c16"],

@@ -94,7 +94,7 @@ async def _ask_reply(
             if response.status != 200:
                 return latency, f"HTTP {response.status}: {raw[:200]!r}", {}
             reply = json.loads(raw)
-            if not reply.get("success"):
+            if not reply.get("success") and reply.get("object") != "chat.completion":
                 return latency, f"unsuccessful: {str(reply)[:200]}", reply
             return latency, None, reply
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:

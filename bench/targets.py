@@ -111,6 +111,19 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
         aiohttp_agent.verdict = "info"
         aiohttp_agent.note = "same target with the bench's aiohttp agent instead of the SDK's"
     verdicts.append(aiohttp_agent)
+    for concurrency in ("c1", "c32"):
+        verdicts.append(
+            _ratio(
+                cases,
+                f"OpenAI API, {concurrency}: CPU per query",
+                f"openai_{concurrency}",
+                f"ws_{concurrency}",
+                "server_cpu_ms_per_op",
+                "ms",
+                1.2,
+                at_most=True,
+            )
+        )
     verdicts.append(
         _ratio(
             cases,

@@ -25,6 +25,7 @@ from master.routes import (
     health,
     invocation,
     lean_callbacks,
+    openai,
     query,
     ui,
     workspace,
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     protected = [Depends(require_api_key)]
     app.include_router(agents.router, dependencies=protected)
     app.include_router(query.router, dependencies=protected)
+    app.include_router(openai.router, dependencies=protected)
     app.include_router(attachments.router)
     app.include_router(attachments.blobs)
     app.include_router(collaboration.router, dependencies=protected)
@@ -83,6 +85,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         api_key=settings.api_key,
         routes=lambda: list(iter_route_contexts(app.routes)),
         protected=needs_api_key,
+        unauthorized=openai.unauthorized,
     )
     # Added last, so the outermost of ours: the plain case of the hottest routes skips the rest
     # (master/asgi.py). Every middleware added above sits inside it, where the lean routes skip it:
@@ -91,6 +94,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         LeanRoutes,
         routes={
             ("POST", "/query"): query.lean_post_query,
+            ("POST", "/v1/chat/completions"): openai.lean_chat_completions,
             ("POST", "/tool_callback"): lean_callbacks.lean_tool_callback,
         },
         api_key=settings.api_key,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette.datastructures import QueryParams
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -76,6 +76,7 @@ class EarlyAuthMiddleware:
     401. This middleware matches the request against the app's own route table and answers 401
     first for every route that ``protected(route)`` says needs the key; other requests (open
     routes, unknown paths, WebSockets: ``/ws`` checks its key itself) pass through.
+    ``unauthorized`` may answer a path in its own shape instead (``/v1``: OpenAI's error body).
     """
 
     def __init__(
@@ -85,8 +86,10 @@ class EarlyAuthMiddleware:
         api_key: str | None,
         routes: Callable[[], Sequence[Any]],
         protected: Callable[[Any], bool],
+        unauthorized: Callable[[Scope], Response | None] | None = None,
     ) -> None:
         self.app = app
+        self._unauthorized = unauthorized
         self._api_key = api_key
         self._routes = routes
         self._protected = protected
@@ -95,6 +98,10 @@ class EarlyAuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self._api_key is not None and self._needs_key(scope):
             if not authorized(scope, self._api_key):
+                own = self._unauthorized(scope) if self._unauthorized is not None else None
+                if own is not None:  # a door with its protocol's error body (the OpenAI API's)
+                    await own(scope, receive, send)
+                    return
                 await unauthorized()(scope, receive, send)
                 return
         await self.app(scope, receive, send)

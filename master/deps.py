@@ -22,6 +22,7 @@ from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.doors.mcp import McpDoor
+from master.doors.openai import OpenAIDoor
 from master.drain import Drain
 from master.gateway.hub import Hub
 from master.observability.metrics import Metrics
@@ -59,6 +60,8 @@ class Services:
     cluster: ClusterDirectory | None = None
     cluster_router: ClusterRouter | None = None
     drain: Drain | None = None
+    openai: OpenAIDoor | None = None
+    """The OpenAI-compatible API (built by the lifespan)."""
 
 
 async def get_services(request: Request) -> Services:

@@ -105,8 +105,9 @@ def capped(value: Any, limit: int = MAX_ECHO_CHARS) -> Any:
     return value
 
 
-SECRET_FIELDS = frozenset({"mcp_headers", "a2a_headers"})
-"""Body fields whose values are secrets (a remote agent's headers): a validation error never echoes them."""
+SECRET_FIELDS = frozenset({"mcp_headers", "a2a_headers", "secrets"})
+"""Body fields whose values are secrets (a remote agent's headers, a workspace restore's ``secrets``):
+a validation error never echoes them."""
 REDACTED = "[redacted]"
 
 

@@ -44,6 +44,7 @@ from master.collaboration.remote import RemoteMembersFactory
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.mcp import McpDoor
+from master.doors.openai import OpenAIDoor
 from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
@@ -369,6 +370,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         cluster=cluster,
         cluster_router=router,
         drain=drain,
+        openai=OpenAIDoor(entry, agents, settings),
     )
     if cluster is not None and router is not None:
         # Closed in reverse: the collaborations across masters, the inbox, then the lease (last,

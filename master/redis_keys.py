@@ -29,6 +29,22 @@ def plan_claim_key(session_id: str, plan_id: str) -> str:
     return f"{PLAN_CLAIM_PREFIX}{session_id}:{plan_id}"
 
 
+PAUSED_RUN_PREFIX = "paused_run:"
+"""``paused_run:{session_id}`` → JSON state of the session's run that waits for tool results from
+its asker (TTL ``REDIS_SESSION_TTL_SECONDS``; taken with GETDEL by the one request that continues it)."""
+PAUSED_CALL_PREFIX = "paused_call:"
+"""``paused_call:{call_id}`` → the session whose paused run waits for that call's result (same TTL):
+how a stateless asker that sends only the results finds its run."""
+
+
+def paused_run_key(session_id: str) -> str:
+    return f"{PAUSED_RUN_PREFIX}{session_id}"
+
+
+def paused_call_key(call_id: str) -> str:
+    return f"{PAUSED_CALL_PREFIX}{call_id}"
+
+
 AGENT_PREFIX = "agent:"
 """``agent:{agent_id}`` → JSON record of an HTTP invocation agent (TTL ``REDIS_AGENT_TTL_SECONDS``)."""
 

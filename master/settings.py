@@ -123,6 +123,14 @@ class Settings(BaseSettings):
     # Feature toggles
     openagent_http_query: bool = True
     """``POST /query``; 0 gives 403."""
+    openagent_openai_api: bool = True
+    """The OpenAI-compatible API (``GET /v1/models``, ``POST /v1/chat/completions``); 0 gives 403."""
+    openagent_openai_auto_mode: bool = False
+    """Answer the OpenAI-compatible API's questions in auto mode (several tool rounds, up to
+    ``ORCHESTRATOR_AUTO_MAX_STEPS``) instead of one tool round."""
+    openagent_openai_think_tags: bool = False
+    """Stream the tool steps of the OpenAI-compatible API inside a ``<think>`` block of the content
+    (for chat UIs that show only that) instead of as ``delta.reasoning_content``."""
     openagent_yaml_runner: bool = True
     """In-master YAML agent runner (``POST /internal/yaml-agents/start``); 0 gives 403."""
     openagent_workspace_restore: bool = True

@@ -16,6 +16,8 @@ Everything an agent author needs is importable from here:
 - HTTP invocation agents: :class:`InvocationActionAgent` and :func:`run_invocation_agent`
   (``pip install 'openagent[invocation]'``), and :func:`register_invocation_agent` for an
   agent served another way; all three are imported on first use.
+- MCP servers as agents: :class:`McpBridge` runs a local (stdio) MCP server and connects its
+  tools as one agent (``pip install 'openagent[mcp]'``; imported on first use).
 
 Importing ``openagent`` never imports the master.
 """
@@ -52,23 +54,27 @@ from protocol import QueryResult, ToolSchema
 
 if TYPE_CHECKING:
     from openagent.invocation import InvocationActionAgent, run_invocation_agent
+    from openagent.mcp import McpBridge
     from openagent.registration import register_invocation_agent
 
 _LAZY = {
-    "InvocationActionAgent": "openagent.invocation",
-    "register_invocation_agent": "openagent.registration",
-    "run_invocation_agent": "openagent.invocation",
+    "InvocationActionAgent": ("openagent.invocation", "invocation"),
+    "McpBridge": ("openagent.mcp", "mcp"),
+    "register_invocation_agent": ("openagent.registration", "invocation"),
+    "run_invocation_agent": ("openagent.invocation", "invocation"),
 }
-"""Imported on first use: HTTP invocation agents need the ``invocation`` extra (starlette, uvicorn)."""
+"""Imported on first use, with the extra they need: HTTP invocation agents the ``invocation``
+extra (starlette, uvicorn), the MCP bridge the ``mcp`` extra (the MCP SDK)."""
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        module_name, extra = _LAZY[name]
         try:
-            module = importlib.import_module(_LAZY[name])
+            module = importlib.import_module(module_name)
         except ImportError as exc:
             raise ImportError(
-                f"openagent.{name} needs the 'invocation' extra: pip install 'openagent[invocation]' "
+                f"openagent.{name} needs the '{extra}' extra: pip install 'openagent[{extra}]' "
                 f"(missing: {exc.name or exc})"
             ) from exc
         return getattr(module, name)
@@ -86,6 +92,7 @@ __all__ = [
     "ConnectionFailedError",
     "ConnectionLostError",
     "InvocationActionAgent",
+    "McpBridge",
     "OpenAgentError",
     "OrchestratorActionAgent",
     "OrchestratorWebSocketActionAgent",

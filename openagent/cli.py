@@ -7,6 +7,7 @@
     openagent ask --session ID "And 8?"    # continue that session
     openagent agents                       # list the connected and registered agents
     openagent run path/to/agent.py         # run an agent module
+    openagent mcp-bridge --agent-id time -- python -m mcp_server_time   # a stdio MCP server as an agent
     openagent workspace export > ws.yaml   # workspaces and the agent builder: see openagent.workspace.cli
     openagent workspace restore ws.yaml
     openagent generate "converts km to miles" --save
@@ -24,8 +25,10 @@ line is wrong (usage on stderr).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
+import logging
 import os
 import runpy
 import sys
@@ -36,7 +39,7 @@ from typing import Any, NoReturn
 import httpx
 
 from openagent.config import ClientConfig, RegistrationConfig, _client_host, _environ, _master_host, _port
-from openagent.errors import ConfigurationError
+from openagent.errors import ConfigurationError, OpenAgentError
 from openagent.workspace.cli import add_subcommands as add_workspace_commands
 
 __all__ = ["main"]
@@ -148,6 +151,42 @@ def _run(args: argparse.Namespace) -> int:
         f"{path}: {type(agent).__name__} is not an agent (expected an OrchestratorWebSocketActionAgent "
         "or InvocationActionAgent)"
     )
+
+
+def _mcp_bridge(args: argparse.Namespace) -> int:
+    command = list(args.server_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CommandError(
+            "mcp-bridge needs the MCP server's command after --, e.g. "
+            "openagent mcp-bridge --agent-id time -- python -m mcp_server_time"
+        )
+    _environ(None)  # load .env before the configuration is read
+    config = ClientConfig.from_env()
+    if args.master:
+        config = dataclasses.replace(config, master_ws=_ws_url(args.master))
+    from openagent.mcp import McpBridge
+
+    bridge = McpBridge(args.agent_id, command, config=config)
+    from openagent._runner import run_until_signalled
+
+    try:
+        run_until_signalled(bridge, kind="MCP bridge", log=logging.getLogger("openagent.mcp"))
+    except OpenAgentError as exc:
+        raise CommandError(f"mcp-bridge {args.agent_id}: {exc}") from None
+    return 0
+
+
+def _ws_url(master: str) -> str:
+    """``--master``: a ``ws(s)://`` URL as is; an ``http(s)://`` base URL becomes its ``/ws`` URL."""
+    url = master.strip().rstrip("/")
+    if url.startswith(("ws://", "wss://")):
+        return url
+    for scheme, ws_scheme in (("https://", "wss://"), ("http://", "ws://")):
+        if url.startswith(scheme):
+            return f"{ws_scheme}{url[len(scheme) :]}/ws"
+    raise CommandError(f"--master must be an http(s):// or ws(s):// URL, got {master!r}")
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -305,6 +344,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("path", help="the agent's .py file")
     run.set_defaults(handler=_run)
+
+    bridge = commands.add_parser(
+        "mcp-bridge",
+        help="run a stdio MCP server and connect its tools to the master as one agent",
+        description=(
+            "Start a local (stdio) MCP server as a child process and connect its tools to the master "
+            "as a WebSocket action agent. When the server exits, the agent leaves the hub and the "
+            "server is started again after a backoff delay. Needs: pip install 'openagent[mcp]'."
+        ),
+        epilog="example: openagent mcp-bridge --agent-id time -- python -m mcp_server_time",
+    )
+    bridge.add_argument("--agent-id", required=True, help="the agent's id on the master")
+    bridge.add_argument(
+        "--master", help="the master's URL, http(s)://host:port or ws(s)://host:port/ws (default: MASTER_WS)"
+    )
+    bridge.add_argument(
+        "server_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND [ARGS...]",
+        help="the MCP server's command",
+    )
+    bridge.set_defaults(handler=_mcp_bridge)
 
     add_workspace_commands(commands)  # workspace export|restore|start|stop|check, generate
     return parser

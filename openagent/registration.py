@@ -75,7 +75,9 @@ async def register_invocation_agent(
     body = {
         "agent_id": agent_id,
         "invocation_base_url": invocation_base_url,
-        "tools": [tool.model_dump(mode="json") for tool in validate_tools(agent_id, tools)],
+        "tools": [
+            tool.model_dump(mode="json", exclude_none=True) for tool in validate_tools(agent_id, tools)
+        ],
         "metadata": dict(metadata or {}),
     }
     url, delays = f"{config.master_base_url}/register", backoff_delays(_FIRST_DELAY, _MAX_DELAY)

@@ -19,6 +19,7 @@ from protocol.messages import (
     ErrorMessage,
     Message,
     PeerMessage,
+    PendingToolCall,
     Ping,
     Plan,
     PlanExecution,
@@ -37,6 +38,7 @@ from protocol.messages import (
     ToolProgress,
     ToolResult,
     ToolSchema,
+    Usage,
     dump_message,
     parse_message,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "ErrorMessage",
     "Message",
     "PeerMessage",
+    "PendingToolCall",
     "Ping",
     "Plan",
     "PlanExecution",
@@ -77,6 +80,7 @@ __all__ = [
     "ToolProgress",
     "ToolResult",
     "ToolSchema",
+    "Usage",
     "dump_message",
     "parse_message",
 ]

@@ -103,6 +103,11 @@ class ErrorCode(StrEnum):
     # ----------------------------------------------------------------- queries
     INVALID_QUERY = "invalid_query", 400, "The query cannot run as asked (e.g. a plan without its session)."
     INVALID_MODEL = "invalid_model", 400, "The model is not in the master's list of allowed models."
+    UNKNOWN_MODEL = (
+        "unknown_model",
+        404,
+        "The OpenAI-compatible API serves no model by that name (`GET /v1/models` lists them).",
+    )
     INVALID_PLAN = "invalid_plan", 400, "A step of the plan to execute cannot run."
     INVALID_ATTACHMENT = (
         "invalid_attachment",

@@ -40,6 +40,7 @@ __all__ = [
     "ErrorMessage",
     "Message",
     "PeerMessage",
+    "PendingToolCall",
     "Ping",
     "Plan",
     "PlanExecution",
@@ -58,6 +59,7 @@ __all__ = [
     "ToolProgress",
     "ToolResult",
     "ToolSchema",
+    "Usage",
     "dump_message",
     "parse_message",
 ]
@@ -220,6 +222,26 @@ class QueryRequest(_Model):
     """``POST /query`` only: answer with Server-Sent Events."""
 
 
+class Usage(_Model):
+    """LLM tokens a query spent, summed over the orchestrator's rounds (as the provider reported them)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class PendingToolCall(_Model):
+    """A call of a tool the asker runs itself (a client tool of the OpenAI-compatible API): the run
+    waits for its result."""
+
+    id: str
+    """The call's id; the result is sent back with it."""
+    name: str
+    """The function's name, as the asker offered it."""
+    arguments: str
+    """The arguments as JSON text, as the model wrote them."""
+
+
 class QueryResponse(_Model):
     """The answer to a query: the body of ``POST /query``'s response."""
 
@@ -234,12 +256,19 @@ class QueryResponse(_Model):
     """Stable code for the failure (e.g. ``llm_unavailable``, ``unknown_session``)."""
     agents_used: list[AgentUsed] = Field(default_factory=list)
     """Tools called to answer; empty when the orchestrator answered directly."""
-    status: Literal["completed", "awaiting_approval", "stopped"] | None = None
-    """``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``; ``stopped``: a budget or the step limit ended the run."""
+    status: Literal["completed", "awaiting_approval", "awaiting_tool_results", "stopped"] | None = None
+    """``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``; ``awaiting_tool_results``:
+    the run waits for the results of ``tool_calls``; ``stopped``: a budget or the step limit ended the run."""
     plan: Plan | None = None
     """The proposed plan (when ``status`` is ``awaiting_approval``)."""
     stopped_by: str | None = None
     """What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps``."""
+    usage: Usage | None = None
+    """LLM tokens the run spent (the orchestrator's rounds; context summaries not included)."""
+    tool_calls: list[PendingToolCall] | None = None
+    """The calls the asker must run (``status: awaiting_tool_results``)."""
+    steps: int = 0
+    """Tool rounds the run took."""
 
 
 class Query(QueryRequest):

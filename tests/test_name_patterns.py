@@ -104,6 +104,7 @@ EXAMPLES = (
     "http://127.0.0.1:8000",
     "ws://127.0.0.1:8000/ws",
     "/path",
+    "Bearer ${A2A_TOKEN}",
 )
 """Candidate values; each schema pattern must accept one of them (add one for a new kind of name)."""
 

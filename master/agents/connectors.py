@@ -105,3 +105,21 @@ def transport_of(body: Mapping[str, Any]) -> str:
     if "a2a_url" in body:
         return "a2a"
     return "invocation"
+
+
+def _mcp(context: ConnectorContext) -> Connector:
+    from master.agents.mcp_client import McpConnector  # the mcp SDK is imported when a master starts
+
+    return McpConnector(context)
+
+
+CONNECTORS["mcp"] = _mcp
+
+
+def _a2a(context: ConnectorContext) -> Connector:
+    from master.agents.a2a_client import connector  # it imports this module
+
+    return connector(context)
+
+
+CONNECTORS["a2a"] = _a2a

@@ -5,8 +5,9 @@
   Redis, each linked to the orchestrator, and the canvas layout of the last workspace it
   was given (new nodes get positions in a column). The YAML is stable and secret-free
   (:func:`openagent.workspace.export_workspace`).
-- :meth:`Workspaces.restore` registers the workspace's invocation agents exactly as
-  ``POST /register`` does (stored in Redis, health-checked once) and answers per agent:
+- :meth:`Workspaces.restore` registers the workspace's invocation agents, MCP servers and A2A
+  agents exactly as ``POST /register`` does (stored in Redis, health-checked once; the header
+  references resolved from the request's ``secrets``) and answers per agent:
   ``registered`` (UP), ``unreachable`` (stored, but ``/health`` failed; the background check
   brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents).
 - :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
@@ -17,7 +18,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +46,7 @@ from openagent.workspace import (
     export_workspace,
 )
 from openagent.workspace.processes import ProcessAgentRunner
+from openagent.workspace.schema import SECRET_REFERENCE
 from protocol import ToolSchema
 
 logger = logging.getLogger("master.builder.workspaces")
@@ -123,12 +126,24 @@ class Workspaces:
 
     # ------------------------------------------------------------------ restore
 
-    async def restore(self, workspace: Workspace, *, register_http: bool = True) -> list[RestoreOutcome]:
-        """Register the workspace's invocation agents; raises ``SessionStoreUnavailable``."""
+    async def restore(
+        self, workspace: Workspace, *, register_http: bool = True, secrets: Mapping[str, str] | None = None
+    ) -> list[RestoreOutcome]:
+        """Register the workspace's invocation agents, MCP servers and A2A agents; raises
+        ``SessionStoreUnavailable``.
+
+        ``secrets`` holds the values of the ``${NAME}`` references in MCP and A2A agents' headers
+        (never stored in the workspace; given by whoever restores it)."""
         self._remember_layout(workspace)
         outcomes = []
         for spec in sorted(workspace.agents, key=lambda agent: agent.agent_id):
             if spec.builtin or spec.role != "action":
+                continue
+            if spec.transport in ("mcp", "a2a"):
+                if not register_http:
+                    outcomes.append(RestoreOutcome(spec.agent_id, "skipped", "register_http is false"))
+                else:
+                    outcomes.append(await self._register_remote(spec, secrets or {}))
                 continue
             if spec.transport != "invocation":
                 outcomes.append(
@@ -176,6 +191,45 @@ class Workspaces:
             "in the background",
         )
 
+    async def _register_remote(self, spec: AgentSpec, secrets: Mapping[str, str]) -> RestoreOutcome:
+        """As ``POST /register`` with ``mcp_url`` or ``a2a_url``: list the agent's tools (an MCP
+        server's, an A2A card's skills), check them, store it."""
+        if self.registry.get(spec.agent_id) is not None:
+            return RestoreOutcome(spec.agent_id, "invalid", "an agent of this id is connected over WebSocket")
+        transport: Literal["mcp", "a2a"] = "a2a" if spec.transport == "a2a" else "mcp"
+        field, references, url = (
+            ("a2a_headers", spec.a2a_headers, spec.a2a_url or "")
+            if transport == "a2a"
+            else ("mcp_headers", spec.mcp_headers, spec.mcp_url or "")
+        )
+        headers = {}
+        for name, reference in references.items():
+            missing = [ref for ref in SECRET_REFERENCE.findall(reference) if ref not in secrets]
+            if missing:
+                return RestoreOutcome(
+                    spec.agent_id,
+                    "invalid",
+                    f"{field}.{name} refers to ${{{missing[0]}}}, which was not given: set {missing[0]} "
+                    "in the environment of 'openagent workspace restore'",
+                )
+            headers[name] = SECRET_REFERENCE.sub(lambda match: secrets[match.group(1)], reference)
+        try:
+            found = await self.invocation.discover(
+                transport, url, headers, self.settings.openagent_remote_discovery_timeout
+            )
+            if self.catalog is not None:
+                self.catalog.check(spec.agent_id, found.tools, invocation=True)
+            agent = await self.invocation.register_remote(transport, spec.agent_id, url, headers, found)
+        except RegistrationRefused as exc:
+            return RestoreOutcome(spec.agent_id, "invalid", exc.message)
+        except InvalidToolSchema as exc:
+            return RestoreOutcome(spec.agent_id, "invalid", str(exc))
+        if agent.status == "UP":
+            return RestoreOutcome(spec.agent_id, "registered")
+        return RestoreOutcome(
+            spec.agent_id, "unreachable", f"{url}: {agent.last_error or agent.status}; stored, and re-checked"
+        )
+
     # ------------------------------------------------------------------ export
 
     def snapshot(self) -> Workspace:
@@ -191,7 +245,25 @@ class Workspaces:
                     tools=[_tool(tool.schema) for tool in agent.tools.values()],
                     metadata=agent.metadata,
                 )
-            else:
+            elif agent.transport == "mcp":
+                agents[agent.agent_id] = AgentSpec(
+                    agent_id=agent.agent_id,
+                    transport="mcp",
+                    mcp_url=agent.base_url,
+                    mcp_headers=secret_references(agent.agent_id, agent.headers),
+                    tools=[_tool(tool.schema) for tool in agent.tools.values()],
+                    metadata=agent.metadata,
+                )
+            elif agent.transport == "a2a":
+                agents[agent.agent_id] = AgentSpec(
+                    agent_id=agent.agent_id,
+                    transport="a2a",
+                    a2a_url=agent.base_url,
+                    a2a_headers=secret_references(agent.agent_id, agent.headers, "A2A"),
+                    tools=[_tool(tool.schema) for tool in agent.tools.values()],
+                    metadata=agent.metadata,
+                )
+            elif agent.transport == "invocation":
                 agents[agent.agent_id] = AgentSpec(
                     agent_id=agent.agent_id,
                     transport="invocation",
@@ -215,6 +287,21 @@ class Workspaces:
 
     def export(self) -> str:
         return export_workspace(self.snapshot())
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,31}) \S+$")
+
+
+def secret_references(agent_id: str, headers: Mapping[str, str], prefix: str = "MCP") -> dict[str, str]:
+    """Header values as references to environment variables, never the values: ``Authorization:
+    Bearer xyz`` of agent ``github`` exports as ``Bearer ${MCP_GITHUB_AUTHORIZATION}`` (``prefix``
+    ``A2A`` for an A2A agent)."""
+    references = {}
+    for name, value in headers.items():
+        variable = re.sub(r"[^A-Z0-9]+", "_", f"{prefix}_{agent_id}_{name}".upper()).strip("_")
+        scheme = _SCHEME.fullmatch(value.strip())
+        references[name] = f"{scheme.group(1)} ${{{variable}}}" if scheme else f"${{{variable}}}"
+    return references
 
 
 def _tool(schema: ToolSchema) -> ToolSpec:

@@ -33,6 +33,10 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
             group.clear()
 
     for turn in turns:
+        if turn.get("decision") == "instructions":
+            flush()
+            messages.append({"role": "system", "content": str(turn.get("content", ""))})
+            continue
         if turn.get("decision") == "summary":
             flush()
             messages.append(
@@ -54,6 +58,49 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
         group.append(turn)
     flush()
     return messages
+
+
+CLIENT = "client"
+"""The ``tool_agent_id`` of a call the asker ran itself (a client tool of the OpenAI-compatible API)."""
+
+
+def turns_from_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """An asker's earlier chat messages (OpenAI's format, text content) as session turns, for a
+    stateless asker's new session: system messages become ``instructions`` turns (replayed as
+    system messages), each user message and what answered it one query's turns, a call of the
+    asker's own tools and its result a ``call_tool`` turn of agent :data:`CLIENT`."""
+    turns: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    query_id: str | None = None
+    for index, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content") or ""
+        if role in ("system", "developer"):
+            turns.append({"decision": "instructions", "content": content})
+        elif role == "user":
+            query_id = f"earlier-{index}"
+            turns.append({"query": content, "query_id": query_id, "decision": "question"})
+        elif role == "assistant":
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                calls[str(call.get("id"))] = {
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments"),
+                }
+            if content:
+                turns.append({"query_id": query_id, "decision": "answer_directly", "answer": content})
+        elif role == "tool":
+            call = calls.get(str(message.get("tool_call_id")), {})
+            turns.append(
+                {
+                    "query_id": query_id,
+                    "decision": "call_tool",
+                    "tool_agent_id": CLIENT,
+                    "tool_name": call.get("name"),
+                    "tool_args": call.get("arguments"),
+                    "result": content,
+                }
+            )
+    return turns
 
 
 def _query_messages(group: list[dict[str, Any]]) -> list[ChatMessage]:

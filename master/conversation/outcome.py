@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from master.agents.calls import ToolRun
-from protocol import Plan
+from protocol import PendingToolCall, Plan
 
 
 @dataclass
@@ -15,7 +15,9 @@ class Outcome:
 
     answer: str
     tool_runs: list[ToolRun] = field(default_factory=list)
-    status: Literal["completed", "awaiting_approval", "stopped"] = "completed"
+    status: Literal["completed", "awaiting_approval", "awaiting_tool_results", "stopped"] = "completed"
     stopped_by: str | None = None
     plan: Plan | None = None
     steps: int = 0
+    pending: list[PendingToolCall] = field(default_factory=list)
+    """The calls a paused run waits for (``awaiting_tool_results``): tools the asker runs itself."""

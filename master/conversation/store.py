@@ -29,6 +29,8 @@ from master.errors import SessionStoreUnavailable
 from master.redis_keys import (
     SUMMARY_LOCK_SECONDS,
     call_record_key,
+    paused_call_key,
+    paused_run_key,
     plan_claim_key,
     session_key,
     summary_lock_key,
@@ -49,6 +51,17 @@ class StoredTurn(dict[str, Any]):
     def __init__(self, turn: dict[str, Any]) -> None:
         super().__init__(turn)
         self.replay: object = None
+
+
+def _state(raw: Any) -> dict[str, Any] | None:
+    """A paused run's state from its stored JSON (``None`` when absent or unreadable)."""
+    if raw is None:
+        return None
+    try:
+        state = json.loads(raw)
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) else None
 
 
 def _stored(text: str) -> list[Turn]:
@@ -280,6 +293,36 @@ class SessionStore:
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         return bool(claimed)
+
+    async def pause(self, session_id: str, state: dict[str, Any], call_ids: Sequence[str]) -> None:
+        """Keep the state of the session's run that waits for the results of ``call_ids`` (from its
+        asker), and which session each call belongs to; both expire with the session."""
+        payload = json.dumps(state, separators=(",", ":"), default=str)
+        async with self._step():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.set(paused_run_key(session_id), payload, ex=self._ttl)
+                for call_id in call_ids:
+                    pipe.set(paused_call_key(call_id), session_id, ex=self._ttl)
+                await pipe.execute()
+        self._answered_at = time.monotonic()
+
+    async def paused(self, session_id: str) -> dict[str, Any] | None:
+        """The state of the session's paused run, or ``None``."""
+        async with self._step():
+            raw = await self._redis.get(paused_run_key(session_id))
+        return _state(raw)
+
+    async def take_paused(self, session_id: str) -> dict[str, Any] | None:
+        """Take the paused run's state (GETDEL): of concurrent continuations, exactly one gets it."""
+        async with self._step():
+            raw = await self._redis.getdel(paused_run_key(session_id))
+        return _state(raw)
+
+    async def paused_session(self, call_id: str) -> str | None:
+        """The session whose paused run waits for the result of ``call_id``, if any."""
+        async with self._step():
+            found = await self._redis.get(paused_call_key(call_id))
+        return found.decode() if isinstance(found, bytes) else found
 
     async def delete(self, session_id: str) -> bool:
         """Forget a session; True when it existed."""

@@ -5,7 +5,8 @@ Decisions: ``answer_directly``; ``call_tool`` (one turn per tool call, with
 answer rides on the last one when the query had a single round);
 ``final_answer`` (the answer of an auto-mode run whose steps were stored as they
 happened); ``plan`` (a proposed plan awaiting approval); ``plan_executed``;
-``summary``; ``collaboration``. A run that a budget or the step limit ended has
+``summary``; ``collaboration``; ``awaiting_tool_results`` (a run paused for the results of
+tools its asker runs, with its ``calls``; the run's later turns carry the same ``query_id``). A run that a budget or the step limit ended has
 ``status: "stopped"`` and ``stopped_by`` on its last turn.
 """
 
@@ -50,6 +51,7 @@ class TurnRecorder:
         self._sessions = sessions
         self.session_id = session_id
         self.query_id = query_id
+        self.query = query
         self._base: dict[str, Any] = {"query": query, "query_id": query_id, "model": model}
         self.flush_each_step = flush_each_step
         self.plan_id: str | None = None
@@ -88,7 +90,10 @@ class TurnRecorder:
         extra: dict[str, Any] = {"answer": outcome.answer}
         if outcome.status == "stopped":
             extra |= {"status": "stopped", "stopped_by": outcome.stopped_by}
-        if outcome.plan is not None:
+        if outcome.status == "awaiting_tool_results":  # the answer comes when the run goes on
+            calls = [call.model_dump() for call in outcome.pending]
+            self._pending.append(self._stamp({"decision": "awaiting_tool_results", "calls": calls}))
+        elif outcome.plan is not None:
             self._pending.append(
                 self._stamp(
                     {

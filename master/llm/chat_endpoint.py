@@ -76,8 +76,10 @@ def chat_body(
     tools: Sequence[Mapping[str, Any]] | None,
     *,
     stream: bool = False,
+    options: Mapping[str, Any] | None = None,
 ) -> bytes:
-    """The request body of one completion.
+    """The request body of one completion; ``options`` (sampling parameters) are added as they
+    are, but ``parallel_tool_calls`` only when tools are offered (providers refuse it alone).
 
     A :class:`SharedMessage` (a session's replayed history) is
     encoded once and its JSON kept with it, so a long session is not re-encoded on every
@@ -94,6 +96,10 @@ def chat_body(
     head: dict[str, Any] = {"model": model}
     if tools:
         head["tools"] = tools
+    if options:
+        head.update(
+            (name, value) for name, value in options.items() if tools or name != "parallel_tool_calls"
+        )
     if stream:
         head["stream"] = True
         head["stream_options"] = {"include_usage": True}

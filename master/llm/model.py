@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +46,13 @@ class ChatResult:
     content: str | None
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     total_tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+LLMOptions = Mapping[str, Any]
+"""Sampling parameters passed through to the provider as they are (``temperature``, ``top_p``,
+``max_tokens``, ``max_completion_tokens``, ``stop``, ``parallel_tool_calls``)."""
 
 
 class ChatModel(Protocol):
@@ -58,8 +65,10 @@ class ChatModel(Protocol):
         messages: Sequence[ChatMessage],
         tools: Sequence[dict[str, Any]] | None = None,
         on_token: TokenSink | None = None,
+        options: LLMOptions | None = None,
     ) -> ChatResult:
-        """One chat completion. With ``on_token`` the text is streamed to it as it arrives.
+        """One chat completion. With ``on_token`` the text is streamed to it as it arrives;
+        ``options`` (:data:`LLMOptions`) go into the request as they are.
 
         Raises :class:`LLMError` when the provider fails.
         """
@@ -100,10 +109,12 @@ class OpenAIChatModel:
         messages: Sequence[ChatMessage],
         tools: Sequence[dict[str, Any]] | None = None,
         on_token: TokenSink | None = None,
+        options: LLMOptions | None = None,
     ) -> ChatResult:
         if on_token is not None:
-            return await self._stream(model, chat_body(model, messages, tools, stream=True), on_token)
-        data = await self._endpoint.complete(model, chat_body(model, messages, tools))
+            body = chat_body(model, messages, tools, stream=True, options=options)
+            return await self._stream(model, body, on_token)
+        data = await self._endpoint.complete(model, chat_body(model, messages, tools, options=options))
         try:
             return _parse_completion(model, data)
         except (LookupError, TypeError, AttributeError) as exc:
@@ -114,11 +125,10 @@ class OpenAIChatModel:
     async def _stream(self, model: str, body: bytes, on_token: TokenSink) -> ChatResult:
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
-        tokens = 0
+        usage: dict[str, Any] = {}
         async for chunk in self._endpoint.stream(model, body):
-            usage = chunk.get("usage")
-            if isinstance(usage, dict):
-                tokens = int(usage.get("total_tokens") or 0)
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
                 content = delta.get("content")
@@ -140,7 +150,7 @@ class OpenAIChatModel:
                 ToolCallRequest(id=c["id"], name=c["name"], arguments=c["arguments"] or "{}")
                 for _, c in sorted(calls.items())
             ],
-            total_tokens=tokens,
+            **_usage(usage),
         )
 
 
@@ -158,8 +168,21 @@ def _parse_completion(model: str, data: dict[str, Any]) -> ChatResult:
         if call.get("type", "function") == "function"
     ]
     usage = data.get("usage")
-    tokens = int(usage.get("total_tokens") or 0) if isinstance(usage, dict) else 0
-    return ChatResult(content=message.get("content"), tool_calls=calls, total_tokens=tokens)
+    return ChatResult(
+        content=message.get("content"), tool_calls=calls, **_usage(usage if isinstance(usage, dict) else {})
+    )
+
+
+def _usage(usage: dict[str, Any]) -> dict[str, int]:
+    """The token counts of a provider's ``usage`` object (0 for those it leaves out)."""
+    try:
+        return {
+            "total_tokens": int(usage.get("total_tokens") or 0),
+            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+        }
+    except (TypeError, ValueError):
+        return {}
 
 
 ChatFunction = Callable[
@@ -184,6 +207,7 @@ class FunctionChatModel:
         messages: Sequence[ChatMessage],
         tools: Sequence[dict[str, Any]] | None = None,
         on_token: TokenSink | None = None,
+        options: LLMOptions | None = None,
     ) -> ChatResult:
         result = self._function(messages, tools)
         if inspect.isawaitable(result):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from master.errors import LLMError
-from master.llm.model import ChatMessage, ChatModel, ChatResult, TokenSink
+from master.llm.model import ChatMessage, ChatModel, ChatResult, LLMOptions, TokenSink
 from master.observability import tracing
 from master.observability.metrics import Metrics
 
@@ -26,13 +26,14 @@ class InstrumentedChatModel:
         messages: Sequence[ChatMessage],
         tools: Sequence[dict[str, Any]] | None = None,
         on_token: TokenSink | None = None,
+        options: LLMOptions | None = None,
     ) -> ChatResult:
         metrics = self._metrics
         started = time.perf_counter()
         with tracing.span(f"llm {model}", {"gen_ai.request.model": model}) as span:
             try:
                 result = await self.inner.complete(
-                    model=model, messages=messages, tools=tools, on_token=on_token
+                    model=model, messages=messages, tools=tools, on_token=on_token, options=options
                 )
             except LLMError as exc:
                 metrics.llm_calls.labels(model, exc.code).inc()

@@ -24,6 +24,11 @@ class BudgetTracker:
     max_seconds: float
     tool_calls: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
+    """Of the orchestrator's own rounds (:meth:`add_usage`), as the provider reported them."""
+    completion_tokens: int = 0
+    round_tokens: int = 0
+    """The total of the orchestrator's own rounds (:attr:`tokens` adds the context summaries)."""
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
@@ -47,6 +52,13 @@ class BudgetTracker:
 
     def add_tokens(self, tokens: int) -> None:
         self.tokens += tokens
+
+    def add_usage(self, total: int, prompt: int, completion: int) -> None:
+        """Count one orchestrator round: its total against the budget, its parts for the usage."""
+        self.tokens += total
+        self.round_tokens += total
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
 
     def check_tokens(self) -> None:
         """Before an LLM call: stop when the token budget is spent."""

@@ -12,6 +12,11 @@ model, and it writes the answer. A failing tool never fails the query.
 - Budgets (tool calls, tokens, seconds) end a run cleanly with an answer naming
   the budget that stopped it.
 - Each round is reported through :class:`RunHooks` (session turns, stream events).
+- Tools the asker runs itself (:attr:`RunHooks.external`, the client tools of the OpenAI-compatible
+  API) are offered beside the agents'; a round that calls one runs the agents' calls of the round,
+  then pauses: the outcome is ``awaiting_tool_results`` with the calls in ``pending`` and the
+  messages so far, and :meth:`Orchestrator.run` continues the run once the results are appended
+  (``steps_done`` says how many rounds it had). Any pause for results from outside can use this.
 - In auto mode with the Kubernetes sandbox on, ``spawn_agent`` deploys a saved agent that is
   not running and waits for it to register; its tools join the offer for the next rounds.
 """
@@ -36,10 +41,10 @@ from master.errors import (
     SandboxError,
     SessionStoreUnavailable,
 )
-from master.llm.model import ChatMessage, ChatModel, ToolCallRequest
+from master.llm.model import ChatMessage, ChatModel, LLMOptions, ToolCallRequest
 from master.observability.metrics import Metrics
 from master.orchestration.budgets import BudgetTracker
-from protocol import ToolProgress
+from protocol import PendingToolCall, ToolProgress
 
 logger = logging.getLogger("master.orchestration.orchestrator")
 
@@ -70,6 +75,10 @@ class RunHooks:
     arguments are what the session and the events record."""
     spawn: Callable[[str], Awaitable[Target]] | None = None
     """Deploys a saved agent and returns it once connected; set when ``spawn_agent`` is offered (auto mode)."""
+    external: frozenset[str] = frozenset()
+    """Function names of the tools the asker runs itself: a round that calls one pauses the run."""
+    llm_options: LLMOptions | None = None
+    """Sampling parameters for every round (:data:`master.llm.model.LLMOptions`)."""
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         if self.events is not None:
@@ -100,9 +109,13 @@ class Orchestrator:
         auto_mode: bool,
         budget: BudgetTracker,
         hooks: RunHooks,
+        steps_done: int = 0,
     ) -> Outcome:
-        """Answer the query that ends ``messages``. Raises :class:`master.errors.LLMError`."""
-        outcome = Outcome(answer="")
+        """Answer the query that ends ``messages``. Raises :class:`master.errors.LLMError`.
+
+        ``steps_done``: the tool rounds a paused run had (it continues with ``messages`` as it
+        left them plus the results it waited for)."""
+        outcome = Outcome(answer="", steps=steps_done)
         hit_limit = False
         try:
             async with asyncio.timeout(budget.remaining_seconds):
@@ -120,6 +133,9 @@ class Orchestrator:
                     await self._round(
                         reply.content, reply.tool_calls, messages, toolbox, budget, hooks, outcome, tools
                     )
+                    if outcome.pending:
+                        outcome.answer, outcome.status = reply.content or "", "awaiting_tool_results"
+                        break
         except BudgetExceeded as exc:
             return _stopped(outcome, exc.name, exc.limit)
         except TimeoutError:
@@ -177,9 +193,9 @@ class Orchestrator:
         budget.check_tokens()
         on_token = (lambda text: hooks.emit("token", {"text": text})) if hooks.events else None
         reply = await self._llm.complete(
-            model=model, messages=messages, tools=tools or None, on_token=on_token
+            model=model, messages=messages, tools=tools or None, on_token=on_token, options=hooks.llm_options
         )
-        budget.add_tokens(reply.total_tokens)
+        budget.add_usage(reply.total_tokens, reply.prompt_tokens, reply.completion_tokens)
         return reply
 
     async def _round(
@@ -195,20 +211,23 @@ class Orchestrator:
     ) -> None:
         allowed = budget.allow_tool_calls(len(calls))
         hooks.emit("step", {"step": outcome.steps + 1, "tool_calls": [call.name for call in calls]})
-        if allowed == 1:  # the common case, without gather's tasks
-            runs = [await self._run_tool(toolbox, calls[0], hooks, tools)]
+        taken = calls[:allowed]
+        ours = [call for call in taken if call.name not in hooks.external] if hooks.external else taken
+        if len(ours) == 1:  # the common case, without gather's tasks
+            runs = [await self._run_tool(toolbox, ours[0], hooks, tools)]
         else:
-            runs = list(
-                await asyncio.gather(
-                    *(self._run_tool(toolbox, call, hooks, tools) for call in calls[:allowed])
-                )
-            )
+            runs = list(await asyncio.gather(*(self._run_tool(toolbox, call, hooks, tools) for call in ours)))
         outcome.steps += 1
         outcome.tool_runs.extend(runs)
-        messages.append(_assistant_calls(content, [(c.id, c.name, c.arguments) for c in calls[:allowed]]))
-        messages.extend(run.as_tool_message(call.id) for run, call in zip(runs, calls, strict=False))
-        if hooks.on_step is not None:
+        messages.append(_assistant_calls(content, [(c.id, c.name, c.arguments) for c in taken]))
+        messages.extend(run.as_tool_message(call.id) for run, call in zip(runs, ours, strict=True))
+        if hooks.on_step is not None and runs:
             await hooks.on_step(runs)
+        if len(ours) < len(taken):  # the asker runs the others: pause for their results
+            outcome.pending = [
+                PendingToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in taken if c not in ours
+            ]
+            return
         if allowed < len(calls):
             raise BudgetExceeded("max_tool_calls", budget.max_tool_calls)
 

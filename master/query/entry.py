@@ -34,6 +34,7 @@ from master.agents.toolbox import Toolbox
 from master.errors import QueryRejected
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
+from master.query.extras import RunExtras
 from master.query.service import QueryService, rejected_response
 from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
@@ -136,6 +137,7 @@ class QueryEntry:
         query_id: str | None = None,
         stream: bool = False,
         deliver: Deliver | None = None,
+        extras: RunExtras | None = None,
     ) -> QueryRun:
         """Admit ``request`` and start it; the run goes on whatever the door does next.
 
@@ -144,11 +146,12 @@ class QueryEntry:
         ``stream`` makes :meth:`QueryRun.events` available. ``deliver`` (a door that pushes its
         answer, like the WebSocket) is awaited with the outcome before the run gives its slot
         back, so a draining master hands its connections off only once the answers are sent.
+        ``extras`` are a door's inputs beyond the protocol's (:class:`master.query.extras.RunExtras`).
         """
         self.admission.enter()
         run = QueryRun(query_id or f"{door}-{uuid.uuid4().hex}", streamed=stream)
         task = asyncio.create_task(
-            self._run(request, run, door, deliver), name=f"query {run.query_id} ({door})"
+            self._run(request, run, door, deliver, extras), name=f"query {run.query_id} ({door})"
         )
         run._task = task
         self._tasks.add(task)
@@ -156,13 +159,21 @@ class QueryEntry:
         return run
 
     async def _run(
-        self, request: QueryRequest, run: QueryRun, door: Door, deliver: Deliver | None
+        self,
+        request: QueryRequest,
+        run: QueryRun,
+        door: Door,
+        deliver: Deliver | None,
+        extras: RunExtras | None,
     ) -> QueryResponse:
         finished: Finished | None = None
         try:
             try:
-                response = await self.queries.run(
-                    request, run.query_id, events=run._emit if run._events is not None else None
+                events = run._emit if run._events is not None else None
+                response = (
+                    await self.queries.run(request, run.query_id, events=events)
+                    if extras is None
+                    else await self.queries.run(request, run.query_id, events=events, extras=extras)
                 )
             except QueryRejected as exc:
                 response = rejected_response(request, run.query_id, exc)
@@ -263,5 +274,6 @@ __all__ = [
     "QueryEvent",
     "QueryRefused",
     "QueryRun",
+    "RunExtras",
     "ToolRefused",
 ]

@@ -1,7 +1,7 @@
 """What a door gets back from :class:`master.query.entry.QueryEntry`: typed, door-independent.
 
-A door (``POST /query`` as JSON or SSE, a WebSocket ``query`` frame, and later MCP, A2A, the
-OpenAI-compatible API, approvals) translates these into its own wire form:
+A door (``POST /query`` as JSON or SSE, a WebSocket ``query`` frame, the OpenAI-compatible
+API, and later MCP, A2A, approvals) translates these into its own wire form:
 
 - :class:`QueryRefused` (an exception): the query was not admitted and nothing ran; ``code`` is
   ``too_many_queries`` or ``draining``.

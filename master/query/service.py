@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from master.agents.toolbox import Toolbox
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
 from master.collaboration import CollaborationManager
 from master.conversation.context import Context, ContextBuilder
+from master.conversation.history import CLIENT, turns_from_messages
 from master.conversation.outcome import Outcome
 from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder
@@ -46,9 +48,10 @@ from master.orchestration.plans import (
     resolve_steps,
 )
 from master.orchestration.prompts import system_prompt
+from master.query.extras import NO_EXTRAS, RunExtras
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
-from protocol import AgentUsed, QueryRequest, QueryResponse
+from protocol import AgentUsed, QueryRequest, QueryResponse, Usage
 
 logger = logging.getLogger("master.query.service")
 
@@ -75,6 +78,9 @@ class _Run:
     hooks: RunHooks
     system_note: str = ""
     """Added to the system prompt: the session's attached files (refs and names only)."""
+    extras: RunExtras = NO_EXTRAS
+    messages: list[Any] | None = None
+    """The run's messages, as the orchestrator leaves them (kept when the run pauses)."""
 
 
 class QueryService:
@@ -106,7 +112,11 @@ class QueryService:
         self._spawner = spawner
 
     async def run(
-        self, request: QueryRequest, query_id: str, events: EventSink | None = None
+        self,
+        request: QueryRequest,
+        query_id: str,
+        events: EventSink | None = None,
+        extras: RunExtras | None = None,
     ) -> QueryResponse:
         """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot.
 
@@ -120,7 +130,7 @@ class QueryService:
             tracing.span("query", {"openagent.query_id": query_id}) as span,
         ):
             try:
-                response = await self._run(request, query_id, events)
+                response = await self._run(request, query_id, events, extras or NO_EXTRAS)
                 outcome = response.status or "completed"
                 return response
             except QueryRejected as exc:
@@ -133,7 +143,7 @@ class QueryService:
                     self._metrics.query_seconds.labels(outcome).observe(time.perf_counter() - started)
 
     async def _run(
-        self, request: QueryRequest, query_id: str, events: EventSink | None = None
+        self, request: QueryRequest, query_id: str, events: EventSink | None, extras: RunExtras
     ) -> QueryResponse:
         new_files = self._decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
@@ -150,9 +160,16 @@ class QueryService:
         if request.allowed_agent_ids:
             self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode)
 
-        session_id, turns = await self._load_session(request.session_id)
+        results = extras.tool_results
+        session_hint = request.session_id
+        if results is not None and session_hint is None:
+            session_hint = await self._session_of_calls(results)
+        session_id, turns = await self._load_session(session_hint, extras.new_session_id)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
+        paused = await self._paused(session_id, results) if results is not None else None
+        if extras.history and session_hint is None:
+            turns = await self._store_history(session_id, extras.history)
         toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids))
         settings = self._settings
         budget = BudgetTracker.from_request(
@@ -164,28 +181,33 @@ class QueryService:
         recorder = TurnRecorder(
             self._sessions,
             session_id,
-            query=request.query,
-            query_id=query_id,
+            query=str(paused["query"]) if paused else request.query,
+            query_id=str(paused["query_id"]) if paused else query_id,
             model=model,
             flush_each_step=request.auto_mode,
         )
-        hooks = RunHooks(on_step=recorder.steps, events=events)
+        hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
         rag = await self._rag_query(
-            session_id, toolbox, new_files, budget.remaining_seconds, new_session=request.session_id is None
+            session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
         )
         if rag is not None:
             hooks.call_options = rag.call_options
         extra_tools += self._spawn_hook(hooks, request)
+        extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
         started = time.monotonic()
-        run = _Run(orchestrator, request, turns, toolbox, model, budget, recorder, hooks)
+        run = _Run(orchestrator, request, turns, toolbox, model, budget, recorder, hooks, extras=extras)
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
         try:
-            if request.auto_require_plan_approval and request.auto_plan_execute is None:
+            if paused is not None and results is not None:
+                outcome = await self._continue(run, extra_tools, paused, results)
+            elif request.auto_require_plan_approval and request.auto_plan_execute is None:
                 outcome = await self._propose_plan(run)
             else:
                 outcome = await self._execute(run, extra_tools)
+            if outcome.status == "awaiting_tool_results":
+                await self._pause(run, outcome)
             notice = rag.notice() if rag is not None else None
             if notice:
                 outcome.answer = f"{notice}\n\n{outcome.answer}".strip()
@@ -217,7 +239,127 @@ class QueryService:
             status=outcome.status,
             plan=outcome.plan,
             stopped_by=outcome.stopped_by,
+            usage=Usage(
+                prompt_tokens=budget.prompt_tokens,
+                completion_tokens=budget.completion_tokens,
+                total_tokens=budget.round_tokens,
+            ),
+            tool_calls=outcome.pending or None,
+            steps=outcome.steps,
         )
+
+    def _client_tools(
+        self,
+        hooks: RunHooks,
+        toolbox: Toolbox,
+        extra_tools: list[dict[str, Any]],
+        client_tools: Sequence[dict[str, Any]],
+    ) -> list[dict[str, Any]]:
+        """The asker's own tools, offered beside the agents'; a name one of those has is refused."""
+        if not client_tools:
+            return []
+        taken = {tool["function"]["name"] for tool in [*toolbox.openai_tools(), *extra_tools]}
+        names = [str(tool["function"]["name"]) for tool in client_tools]
+        clash = sorted(taken.intersection(names))
+        if clash:
+            raise QueryRejected(
+                "invalid_query",
+                f"tool name(s) {', '.join(map(repr, clash))} belong to the hub's own tools; rename yours",
+            )
+        hooks.external = frozenset(names)
+        return list(client_tools)
+
+    async def _session_of_calls(self, results: Mapping[str, str]) -> str:
+        """The session whose paused run waits for the results' calls."""
+        first = next(iter(results), None)
+        try:
+            session_id = await self._sessions.paused_session(first) if first is not None else None
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if session_id is None:
+            raise QueryRejected(
+                "invalid_query",
+                f"no run waits for the result of tool call {first!r}: it was continued already, "
+                "expired, or never asked for",
+            )
+        return session_id
+
+    async def _paused(self, session_id: str, results: Mapping[str, str]) -> dict[str, Any]:
+        """The session's paused run, when ``results`` answer exactly the calls it waits for."""
+        try:
+            state = await self._sessions.paused(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if state is None:
+            raise QueryRejected("invalid_query", f"no run of session {session_id!r} waits for tool results")
+        waiting = [str(call["id"]) for call in state.get("pending", ())]
+        missing = [call_id for call_id in waiting if call_id not in results]
+        unknown = [call_id for call_id in results if call_id not in waiting]
+        if missing or unknown:
+            raise QueryRejected(
+                "invalid_query",
+                f"the paused run of session {session_id!r} waits for the results of "
+                f"{', '.join(map(repr, waiting))}"
+                + (f"; missing: {', '.join(map(repr, missing))}" if missing else "")
+                + (f"; not asked for: {', '.join(map(repr, unknown))}" if unknown else ""),
+            )
+        return state
+
+    async def _store_history(self, session_id: str, history: Sequence[Any]) -> list[Turn]:
+        """A stateless asker's earlier messages, stored as the new session's first turns."""
+        turns = turns_from_messages(history)
+        try:
+            await self._sessions.append(session_id, turns)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        return turns
+
+    async def _continue(
+        self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any], results: Mapping[str, str]
+    ) -> Outcome:
+        """Go on with a paused run: its messages, the results it waited for, the next rounds."""
+        try:
+            if await self._sessions.take_paused(run.recorder.session_id) is None:
+                raise QueryRejected("invalid_query", "the paused run was continued already")
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        messages: list[Any] = list(state.get("messages") or [])
+        client_runs = []
+        for call in state["pending"]:
+            content = results[call["id"]]
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+            client_runs.append(
+                ToolRun(
+                    call["name"], CLIENT, call["name"], call.get("arguments"), success=True, result=content
+                )
+            )
+        await run.recorder.steps(client_runs)
+        run.messages = messages
+        return await run.orchestrator.run(
+            messages=messages,
+            tools=[*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else [],
+            toolbox=run.toolbox,
+            model=run.model,
+            auto_mode=run.request.auto_mode,
+            budget=run.budget,
+            hooks=run.hooks,
+            steps_done=int(state.get("steps") or 0),
+        )
+
+    async def _pause(self, run: _Run, outcome: Outcome) -> None:
+        """Keep a run that waits for its asker's tool results, to go on with the next request."""
+        recorder = run.recorder
+        state = {
+            "query": recorder.query,
+            "query_id": recorder.query_id,
+            "messages": run.messages or [],
+            "steps": outcome.steps,
+            "pending": [call.model_dump() for call in outcome.pending],
+        }
+        try:
+            await self._sessions.pause(recorder.session_id, state, [call.id for call in outcome.pending])
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
 
     async def _context(
         self, run: _Run, system: str, tools: list[dict[str, Any]], tool_costs: list[int] | None = None
@@ -260,10 +402,11 @@ class QueryService:
         costs = [*run.toolbox.token_costs(count_tool), *map(count_tool, extra_tools)]
         context = await self._context(run, system, [*run.toolbox.openai_tools(), *extra_tools], costs)
         execution = request.auto_plan_execute
+        run.messages = context.messages
         if execution is None:
             return await run.orchestrator.run(
                 messages=context.messages,
-                tools=context.tools,
+                tools=context.tools if run.extras.offer_tools else [],
                 toolbox=run.toolbox,
                 model=run.model,
                 auto_mode=request.auto_mode,
@@ -403,14 +546,16 @@ class QueryService:
         hooks.spawn = spawner.spawn
         return [spawn_tool(candidates)]
 
-    async def _load_session(self, session_id: str | None) -> tuple[str, list[Turn]]:
+    async def _load_session(
+        self, session_id: str | None, new_id: str | None = None
+    ) -> tuple[str, list[Turn]]:
         """The session's turns; either way Redis has answered (for a new session: within
         :data:`CHECK_FRESH_SECONDS`, over a connection still open), so no LLM or tool call runs
         for an answer that could not be stored (tools may have side effects)."""
         try:
             if session_id is None:
                 await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
-                return self._sessions.new_session_id(), []
+                return new_id or self._sessions.new_session_id(), []
             loaded = await self._sessions.load(session_id)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None

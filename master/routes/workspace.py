@@ -36,7 +36,16 @@ class YamlBody(BaseModel):
 
 class RestoreBody(YamlBody):
     register_http: bool = True
-    """Register the workspace's HTTP invocation agents (health-checked like ``POST /register``)."""
+    """Register the workspace's HTTP invocation agents and MCP servers (like ``POST /register``)."""
+    secrets: Annotated[
+        dict[
+            Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")],
+            Annotated[str, Field(max_length=8192)],
+        ],
+        Field(max_length=64),
+    ] = {}
+    """Values of the ``${NAME}`` references in MCP agents' ``mcp_headers`` (``openagent workspace
+    restore`` sends those set in its environment). Used for the registration only, never shown."""
 
 
 class StopBody(BaseModel):
@@ -176,7 +185,9 @@ async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[st
     )
     workspace = await _load(body.yaml)
     try:
-        outcomes = await services.builder.workspaces.restore(workspace, register_http=body.register_http)
+        outcomes = await services.builder.workspaces.restore(
+            workspace, register_http=body.register_http, secrets=body.secrets
+        )
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     return {"agents": [outcome.as_dict() for outcome in outcomes]}

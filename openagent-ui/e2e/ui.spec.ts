@@ -115,7 +115,7 @@ test("export then import gives the same canvas", async ({ app, page }) => {
   const file = await (await download).path();
   const { readFileSync } = await import("node:fs");
   const exported = readFileSync(file!, "utf8");
-  expect(exported).toContain("version: 1");
+  expect(exported).toContain("version: 2");
   expect(exported).toContain("handler: system_agents.document_indexer_agent");
   expect(exported).not.toContain(app.stack.api_key);
   expect(exported).not.toContain("query-client");

@@ -1,6 +1,6 @@
 """YAML workspaces: load, export, and run the agents they name.
 
-One schema (:class:`Workspace`, version 1) serves the web UI's export and upload, the
+One schema (:class:`Workspace`, version 2; version 1 files load too) serves the web UI's export and upload, the
 master's ``/internal/yaml-agents/start`` and ``/internal/workspace/restore``, and the
 ``openagent workspace`` command. Its JSON Schema is ``docs/workspace.schema.json``
 (regenerate it with ``python -m openagent.workspace schema > docs/workspace.schema.json``)::

@@ -3,7 +3,8 @@
 ::
 
     openagent workspace export > ws.yaml            # GET  /internal/workspace/export
-    openagent workspace restore ws.yaml [--start]   # POST /internal/workspace/restore (+ yaml-agents/start)
+    openagent workspace restore ws.yaml [--start]   # POST /internal/workspace/restore (+ yaml-agents/start);
+                                                    # ${NAME} references of MCP headers from the environment
     openagent workspace start ws.yaml               # POST /internal/yaml-agents/start
     openagent workspace stop [AGENT_ID ...]         # POST /internal/yaml-agents/stop
     openagent workspace check ws.yaml               # offline: parse and validate
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +29,7 @@ from typing import Any, TextIO
 
 import httpx
 
-from openagent.config import RegistrationConfig
+from openagent.config import RegistrationConfig, _environ
 from openagent.errors import ConfigurationError
 
 __all__ = ["add_subcommands", "main"]
@@ -92,14 +94,25 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
+
+
+def _secrets(text: str) -> dict[str, str]:
+    """The values of the ``${NAME}`` references in the YAML (MCP agents' headers) that are set in
+    the environment or ``.env``; the master uses them to register, and never stores the YAML's
+    agents with them."""
+    environ = _environ(None)
+    return {name: environ[name] for name in sorted(set(_REFERENCE.findall(text))) if environ.get(name)}
+
+
 def _restore(args: argparse.Namespace) -> int:
     text = _read(args.file)
+    request: dict[str, Any] = {"yaml": text, "register_http": not args.no_register_http}
+    secrets = _secrets(text)
+    if secrets:
+        request["secrets"] = secrets
     with _client(args) as http:
-        body = _check(
-            http.post(
-                "/internal/workspace/restore", json={"yaml": text, "register_http": not args.no_register_http}
-            )
-        )
+        body = _check(http.post("/internal/workspace/restore", json=request))
         ok = _report(body["agents"], sys.stdout)
         if args.start:
             ok = (

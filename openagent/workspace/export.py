@@ -38,6 +38,14 @@ def _agent_document(agent: AgentSpec) -> dict[str, Any]:
     row["transport"] = agent.transport
     if agent.invocation_base_url is not None:
         row["invocation_base_url"] = scrub_url(agent.invocation_base_url)
+    if agent.mcp_url is not None:
+        row["mcp_url"] = scrub_url(agent.mcp_url)
+    if agent.mcp_headers:
+        row["mcp_headers"] = dict(sorted(agent.mcp_headers.items()))  # references, never values
+    if agent.a2a_url is not None:
+        row["a2a_url"] = scrub_url(agent.a2a_url)
+    if agent.a2a_headers:
+        row["a2a_headers"] = dict(sorted(agent.a2a_headers.items()))  # references, never values
     if agent.handler is not None:
         row["handler"] = agent.handler
     row["tools"] = [tool.model_dump(mode="json", exclude_none=True) for tool in agent.tools]

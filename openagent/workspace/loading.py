@@ -9,7 +9,7 @@ the field and its line. The built-in query client (``query-client``) is injected
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from pydantic import ValidationError
@@ -20,11 +20,11 @@ from openagent.workspace.schema import (
     ALLOWED_HANDLER_FOLDERS,
     ORCHESTRATOR_NODE,
     QUERY_CLIENT_ID,
-    SCHEMA_VERSION,
     AgentSpec,
     Layout,
     Link,
     Position,
+    SchemaVersion,
     Workspace,
 )
 
@@ -45,13 +45,13 @@ def load_workspace(text: str | bytes, *, max_bytes: int = MAX_YAML_BYTES) -> Wor
         raise WorkspaceError(
             "invalid", [WorkspaceProblem("a workspace is a mapping (version, master, agents, ...)", line=1)]
         )
-    if "version" in data and data["version"] != SCHEMA_VERSION:
+    if "version" in data and data["version"] not in get_args(SchemaVersion):
         raise WorkspaceError(
             "invalid",
             [
                 WorkspaceProblem(
-                    f"unsupported workspace version {data['version']!r}; this OpenAgent reads version "
-                    f"{SCHEMA_VERSION}",
+                    f"unsupported workspace version {data['version']!r}; this OpenAgent reads versions "
+                    f"{', '.join(str(v) for v in get_args(SchemaVersion))}",
                     line=line_of(node, ("version",)),
                     field="version",
                 )

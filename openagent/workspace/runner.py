@@ -52,7 +52,7 @@ def skip_reason(spec: AgentSpec) -> str | None:
     if spec.role != "action":
         return "query agents are not run by the YAML runner"
     if spec.transport != "websocket":
-        return "invocation agents serve HTTP themselves; restore registers them"
+        return f"{spec.transport} agents serve themselves; restore registers them"
     if spec.handler is None:
         return "no handler module to run"
     return None

@@ -1,8 +1,10 @@
-"""The workspace schema (version 1): what the UI exports and uploads, and what the master restores.
+"""The workspace schema (version 2): what the UI exports and uploads, and what the master restores.
 
-A workspace is the master's URLs, the agents (id, transport, invocation base URL, tools,
-handler module, metadata), the links between agents and the orchestrator, and the canvas
-layout. Every model forbids unknown fields, so a typo is an error naming the field rather
+A workspace is the master's URLs, the agents (id, transport, invocation base URL or MCP
+server or A2A agent URL, tools, handler module, metadata), the links between agents and the
+orchestrator, and the canvas layout. Version 2 added MCP servers (``transport: mcp``) and A2A
+agents (``transport: a2a``); a version 1 file is
+read as it always was. Every model forbids unknown fields, so a typo is an error naming the field rather
 than a silent drop. The JSON Schema published in ``docs/workspace.schema.json`` is
 ``Workspace.model_json_schema()`` (:func:`json_schema_text`; regenerate the file with
 ``python -m openagent.workspace schema > docs/workspace.schema.json``).
@@ -11,14 +13,17 @@ than a silent drop. The JSON Schema published in ``docs/workspace.schema.json`` 
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from protocol import AGENT_ID_PATTERN
 
-SCHEMA_VERSION: Literal[1] = 1
-"""The workspace schema version this SDK reads and writes."""
+SCHEMA_VERSION: Literal[2] = 2
+"""The workspace schema version this SDK writes; it reads this one and every earlier one."""
+SchemaVersion = Literal[1, 2]
+"""The versions this SDK reads."""
 ORCHESTRATOR_NODE = "orchestrator"
 """The id of the orchestrator node in ``links`` and ``layout``."""
 QUERY_CLIENT_ID = "query-client"
@@ -31,6 +36,35 @@ HANDLER_PATTERN = (
 """``folder.module`` or ``folder.module:function``, the folder one of :data:`ALLOWED_HANDLER_FOLDERS`."""
 
 NodeId = Annotated[str, Field(pattern=AGENT_ID_PATTERN)]
+HEADER_NAME_PATTERN = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$"
+"""An HTTP header name (an RFC 9110 token)."""
+SECRET_REFERENCE_PATTERN = r"^([A-Za-z][A-Za-z0-9-]{0,31} )?\$\{[A-Za-z_][A-Za-z0-9_]{0,127}\}$"
+"""A header value in a workspace: a reference to an environment variable, ``${MCP_TOKEN}``,
+optionally after an authentication scheme, ``Bearer ${MCP_TOKEN}``. Never the secret itself."""
+SECRET_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
+"""Finds the variable name of a :data:`SECRET_REFERENCE_PATTERN` value."""
+
+
+def _secret_reference(value: str) -> str:
+    # The message never repeats the value: it may be the very secret that must not be here.
+    if not re.fullmatch(SECRET_REFERENCE_PATTERN, value):
+        raise ValueError(
+            "must refer to an environment variable, e.g. '${MCP_TOKEN}' or 'Bearer ${MCP_TOKEN}'; "
+            "a workspace never holds the secret itself"
+        )
+    return value
+
+
+HeaderReferences = dict[
+    Annotated[str, Field(pattern=HEADER_NAME_PATTERN)],
+    Annotated[
+        str,
+        AfterValidator(_secret_reference),
+        WithJsonSchema({"type": "string", "pattern": SECRET_REFERENCE_PATTERN}),
+    ],
+]
+"""Header names and their values as references to environment variables (``mcp_headers``,
+``a2a_headers``)."""
 
 
 class _Strict(BaseModel):
@@ -66,13 +100,27 @@ class AgentSpec(_Strict):
     """Unique id on the master."""
     role: Literal["action", "query"] = "action"
     """``action`` agents expose tools; ``query`` agents ask questions (the built-in query client)."""
-    transport: Literal["websocket", "invocation"] = "websocket"
+    transport: Literal["websocket", "invocation", "mcp", "a2a"] = "websocket"
     """``websocket``: connects to the master (the YAML runner can start it from ``handler``).
-    ``invocation``: an HTTP server at ``invocation_base_url`` the master calls."""
+    ``invocation``: an HTTP server at ``invocation_base_url`` the master calls.
+    ``mcp``: a remote MCP server (Streamable HTTP) at ``mcp_url`` the master calls.
+    ``a2a``: an A2A agent at ``a2a_url`` the master calls (its tools are its card's skills)."""
     invocation_base_url: (
         Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None
     ) = None
     """Base URL of an invocation agent's HTTP server; required for, and only for, ``invocation``."""
+    mcp_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
+    """The MCP server's Streamable-HTTP endpoint, e.g. ``http://127.0.0.1:9000/mcp``; required
+    for, and only for, ``mcp``."""
+    mcp_headers: HeaderReferences = Field(default_factory=dict)
+    """Headers the master sends to the MCP server, each value a reference to an environment
+    variable (``Authorization: Bearer ${MCP_TOKEN}``) resolved when the workspace is restored;
+    a workspace never holds the secret itself."""
+    a2a_url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", max_length=2048)] | None = None
+    """The A2A agent's base URL (its card is at ``{a2a_url}/.well-known/agent-card.json``);
+    required for, and only for, ``a2a``."""
+    a2a_headers: HeaderReferences = Field(default_factory=dict)
+    """Headers the master sends to the A2A agent, references like ``mcp_headers``."""
     handler: Annotated[str, Field(pattern=HANDLER_PATTERN)] | None = None
     """Module of the agent's code, e.g. ``agents.unit_converter`` or ``agents.unit_converter:handle_tool``."""
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -86,10 +134,18 @@ class AgentSpec(_Strict):
     def _transport_fields(self) -> AgentSpec:
         if self.transport == "invocation" and self.invocation_base_url is None:
             raise ValueError(f"agent {self.agent_id!r}: transport 'invocation' needs invocation_base_url")
-        if self.transport == "websocket" and self.invocation_base_url is not None:
+        if self.transport != "invocation" and self.invocation_base_url is not None:
             raise ValueError(
                 f"agent {self.agent_id!r}: invocation_base_url is only for transport 'invocation'"
             )
+        if self.transport == "mcp" and self.mcp_url is None:
+            raise ValueError(f"agent {self.agent_id!r}: transport 'mcp' needs mcp_url")
+        if self.transport != "mcp" and (self.mcp_url is not None or self.mcp_headers):
+            raise ValueError(f"agent {self.agent_id!r}: mcp_url and mcp_headers are only for transport 'mcp'")
+        if self.transport == "a2a" and self.a2a_url is None:
+            raise ValueError(f"agent {self.agent_id!r}: transport 'a2a' needs a2a_url")
+        if self.transport != "a2a" and (self.a2a_url is not None or self.a2a_headers):
+            raise ValueError(f"agent {self.agent_id!r}: a2a_url and a2a_headers are only for transport 'a2a'")
         if self.builtin and self.role != "query":
             raise ValueError(f"agent {self.agent_id!r}: only a query agent can be builtin")
         names = [tool.name for tool in self.tools]
@@ -139,12 +195,12 @@ class Workspace(_Strict):
         frozen=True,
         json_schema_extra={
             "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "https://openagent.dev/schemas/workspace-v1.json",
+            "$id": "https://openagent.dev/schemas/workspace-v2.json",
         },
     )
 
-    version: Literal[1] = SCHEMA_VERSION
-    """Schema version; this SDK reads and writes version 1."""
+    version: SchemaVersion = SCHEMA_VERSION
+    """Schema version: this SDK writes 2 and reads 1 and 2 (2 added ``transport: mcp`` and ``a2a``)."""
     master: MasterUrls = Field(default_factory=MasterUrls)
     """The master's URLs."""
     agents: list[AgentSpec] = Field(default_factory=list)
@@ -168,6 +224,16 @@ class Workspace(_Strict):
                 if end not in known:
                     raise ValueError(f"link {link.source!r} -> {link.target!r} names unknown node {end!r}")
         return self
+
+    def secret_references(self) -> list[str]:
+        """The environment variables the agents' header values refer to, sorted."""
+        names = {
+            match.group(1)
+            for agent in self.agents
+            for value in [*agent.mcp_headers.values(), *agent.a2a_headers.values()]
+            for match in SECRET_REFERENCE.finditer(value)
+        }
+        return sorted(names)
 
     def agent(self, agent_id: str) -> AgentSpec | None:
         """The agent with this id, if any."""

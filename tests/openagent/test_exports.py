@@ -24,6 +24,7 @@ EXPORTED = [
     "ConnectionFailedError",
     "ConnectionLostError",
     "InvocationActionAgent",
+    "McpBridge",
     "OpenAgentError",
     "OrchestratorActionAgent",
     "OrchestratorWebSocketActionAgent",
@@ -98,3 +99,14 @@ def test_missing_invocation_extra_names_the_fix(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delitem(sys.modules, "openagent.invocation", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'openagent\[invocation\]'"):
         openagent.InvocationActionAgent  # noqa: B018
+
+
+def test_the_mcp_bridge_loads_lazily_and_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    code = "import sys, openagent\nassert 'openagent.mcp' not in sys.modules and 'mcp' not in sys.modules\n"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
+    from openagent.mcp import McpBridge
+
+    assert openagent.McpBridge is McpBridge
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the extra were not installed
+    with pytest.raises(openagent.ConfigurationError, match=r"pip install 'openagent\[mcp\]'"):
+        McpBridge("time", ["python", "-m", "mcp_server_time"], config=openagent.ClientConfig())

@@ -34,6 +34,9 @@ def test_query_result_carries_the_query_response_fields() -> None:
         "status",
         "plan",
         "stopped_by",
+        "usage",
+        "tool_calls",
+        "steps",
     }
 
 

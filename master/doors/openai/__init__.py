@@ -1,1 +1,7 @@
-"""The OpenAI-compatible API (``/v1/models``, ``/v1/chat/completions``)."""
+"""The OpenAI-compatible API (``/v1/models``, ``/v1/chat/completions``): any OpenAI client, chat
+UI or agent framework can use the hub as a model (:mod:`~master.doors.openai.door`)."""
+
+from master.doors.openai.door import OpenAIDoor, error_response
+from master.doors.openai.wire import SESSION_HEADER
+
+__all__ = ["SESSION_HEADER", "OpenAIDoor", "error_response"]

@@ -687,6 +687,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Chat Completions
+         * @description Ask the orchestrator, OpenAI-style: the last user message is the question (see the guide
+         *     "Chat with OpenAgent from Open WebUI, LibreChat or any OpenAI client").
+         */
+        post: operations["chat_completions_v1_chat_completions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Models
+         * @description The models a client may name: ``openagent`` (the orchestrator with every agent) and
+         *     ``openagent/<agent_id>`` (scoped to one agent), for every agent with tools in the cluster.
+         */
+        get: operations["list_models_v1_models_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workspace/schema": {
         parameters: {
             query?: never;
@@ -973,6 +1015,51 @@ export interface components {
             running: boolean;
         };
         /**
+         * ChatCompletion
+         * @description ``POST /v1/chat/completions``: a ``chat.completion`` (or, streamed, its chunks).
+         */
+        ChatCompletion: {
+            /** Choices */
+            choices: components["schemas"]["Choice"][];
+            /** Created */
+            created: number;
+            /** Id */
+            id: string;
+            /**
+             * Model
+             * @description The model the request named.
+             */
+            model: string;
+            /**
+             * Object
+             * @default chat.completion
+             * @constant
+             */
+            object?: "chat.completion";
+            openagent: components["schemas"]["OpenAgentExtras"];
+            /** System Fingerprint */
+            system_fingerprint?: string | null;
+            /** @description LLM tokens summed over the orchestrator's rounds. */
+            usage: components["schemas"]["CompletionUsage"];
+        };
+        /** ChatMessageOut */
+        ChatMessageOut: {
+            /** Content */
+            content?: string | null;
+            /** Refusal */
+            refusal?: string | null;
+            /**
+             * Role
+             * @default assistant
+             * @constant
+             */
+            role?: "assistant";
+            /** Tool Calls */
+            tool_calls?: {
+                [key: string]: unknown;
+            }[] | null;
+        };
+        /**
          * Check
          * @description One check of generated code.
          */
@@ -986,6 +1073,19 @@ export interface components {
             name: string;
             /** Passed */
             passed: boolean;
+        };
+        /** Choice */
+        Choice: {
+            /**
+             * Finish Reason
+             * @enum {string}
+             */
+            finish_reason: "stop" | "tool_calls";
+            /** Index */
+            index: number;
+            /** Logprobs */
+            logprobs?: null;
+            message: components["schemas"]["ChatMessageOut"];
         };
         /**
          * CollaborationDocument
@@ -1101,6 +1201,15 @@ export interface components {
              */
             task: string;
         };
+        /** CompletionUsage */
+        CompletionUsage: {
+            /** Completion Tokens */
+            completion_tokens: number;
+            /** Prompt Tokens */
+            prompt_tokens: number;
+            /** Total Tokens */
+            total_tokens: number;
+        };
         /**
          * DiscoveredAgent
          * @description An agent found in a module (read, not imported).
@@ -1173,7 +1282,7 @@ export interface components {
          * @description A stable, machine-readable error code; the message beside it names the offending value.
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
+        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
         /**
          * GenerateAgentBody
          * @description The body of ``POST /generate-agent``.
@@ -1325,6 +1434,74 @@ export interface components {
             /** Mcp Url */
             mcp_url: string;
         };
+        /** Model */
+        Model: {
+            /** Created */
+            created: number;
+            /** Id */
+            id: string;
+            /**
+             * Object
+             * @default model
+             * @constant
+             */
+            object?: "model";
+            /** Owned By */
+            owned_by: string;
+        };
+        /**
+         * ModelList
+         * @description ``GET /v1/models``: ``openagent``, then ``openagent/<agent_id>`` per agent with tools.
+         */
+        ModelList: {
+            /** Data */
+            data: components["schemas"]["Model"][];
+            /**
+             * Object
+             * @default list
+             * @constant
+             */
+            object?: "list";
+        };
+        /**
+         * OpenAgentExtras
+         * @description The hub's own fields of an answer (OpenAI clients ignore them).
+         */
+        OpenAgentExtras: {
+            /** Agents Used */
+            agents_used: {
+                [key: string]: unknown;
+            }[];
+            /** Query Id */
+            query_id: string;
+            /** Session Id */
+            session_id: string | null;
+            /** Status */
+            status?: string | null;
+            /** Steps */
+            steps: number;
+            /** Stopped By */
+            stopped_by?: string | null;
+        };
+        /**
+         * OpenAIError
+         * @description An error of the OpenAI-compatible API, in OpenAI's shape.
+         */
+        OpenAIError: {
+            error: components["schemas"]["OpenAIErrorDetail"];
+            error_code: components["schemas"]["ErrorCode"];
+        };
+        /** OpenAIErrorDetail */
+        OpenAIErrorDetail: {
+            /** Code */
+            code?: string | null;
+            /** Message */
+            message: string;
+            /** Param */
+            param?: string | null;
+            /** Type */
+            type: string;
+        };
         /**
          * OrchestratorModels
          * @description ``GET /query/orchestrator-models``.
@@ -1353,6 +1530,28 @@ export interface components {
              * @description The system prompt profiles a query may ask for (``orchestrator_prompt_profile``).
              */
             prompt_profiles: ("default" | "auto_multi" | "reasoning")[];
+        };
+        /**
+         * PendingToolCall
+         * @description A call of a tool the asker runs itself (a client tool of the OpenAI-compatible API): the run
+         *     waits for its result.
+         */
+        PendingToolCall: {
+            /**
+             * Arguments
+             * @description The arguments as JSON text, as the model wrote them.
+             */
+            arguments: string;
+            /**
+             * Id
+             * @description The call's id; the result is sent back with it.
+             */
+            id: string;
+            /**
+             * Name
+             * @description The function's name, as the asker offered it.
+             */
+            name: string;
         };
         /**
          * Plan
@@ -1510,9 +1709,16 @@ export interface components {
             session_id?: string | null;
             /**
              * Status
-             * @description ``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``; ``stopped``: a budget or the step limit ended the run.
+             * @description ``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``; ``awaiting_tool_results``:
+             *     the run waits for the results of ``tool_calls``; ``stopped``: a budget or the step limit ended the run.
              */
-            status?: ("completed" | "awaiting_approval" | "stopped") | null;
+            status?: ("completed" | "awaiting_approval" | "awaiting_tool_results" | "stopped") | null;
+            /**
+             * Steps
+             * @description Tool rounds the run took.
+             * @default 0
+             */
+            steps?: number;
             /**
              * Stopped By
              * @description What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps``.
@@ -1520,6 +1726,13 @@ export interface components {
             stopped_by?: string | null;
             /** Success */
             success: boolean;
+            /**
+             * Tool Calls
+             * @description The calls the asker must run (``status: awaiting_tool_results``).
+             */
+            tool_calls?: components["schemas"]["PendingToolCall"][] | null;
+            /** @description LLM tokens the run spent (the orchestrator's rounds; context summaries not included). */
+            usage?: components["schemas"]["Usage"] | null;
         };
         /**
          * RagAgents
@@ -1583,10 +1796,19 @@ export interface components {
         RestoreBody: {
             /**
              * Register Http
-             * @description Register the workspace's HTTP invocation agents (health-checked like ``POST /register``).
+             * @description Register the workspace's HTTP invocation agents and MCP servers (like ``POST /register``).
              * @default true
              */
             register_http?: boolean;
+            /**
+             * Secrets
+             * @description Values of the ``${NAME}`` references in MCP agents' ``mcp_headers`` (``openagent workspace
+             *     restore`` sends those set in its environment). Used for the registration only, never shown.
+             * @default {}
+             */
+            secrets?: {
+                [key: string]: string;
+            };
             /**
              * Yaml
              * @description The workspace, as exported (``GET /internal/workspace/export``) or written by hand.
@@ -1989,6 +2211,27 @@ export interface components {
         Unregistration: {
             /** Agent Id */
             agent_id: string;
+        };
+        /**
+         * Usage
+         * @description LLM tokens a query spent, summed over the orchestrator's rounds (as the provider reported them).
+         */
+        Usage: {
+            /**
+             * Completion Tokens
+             * @default 0
+             */
+            completion_tokens?: number;
+            /**
+             * Prompt Tokens
+             * @default 0
+             */
+            prompt_tokens?: number;
+            /**
+             * Total Tokens
+             * @default 0
+             */
+            total_tokens?: number;
         };
         /** ValidationError */
         ValidationError: {
@@ -4159,6 +4402,137 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    chat_completions_v1_chat_completions_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A chat.completion, or with stream: true Server-Sent Events of chat.completion.chunk objects ending with data: [DONE] */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatCompletion"];
+                    "text/event-stream": unknown;
+                };
+            };
+            /** @description A request the API refuses (n > 1, an image part, a bad parameter...), named in param */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Unknown model, or unknown session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Too many queries in flight (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description A bug in the master; see its log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description The LLM provider failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No LLM configured, Redis unavailable, or the master is stopping (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    list_models_v1_models_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelList"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
                 };
             };
         };

@@ -1,4 +1,5 @@
 import { useShallow } from "zustand/react/shallow";
+import { TRANSPORT_LABEL } from "../lib/agents";
 import { hasLink, isAgentNode } from "../lib/graph";
 import { useAppStore } from "../store/context";
 import { SandboxBadge } from "./SandboxBadge";
@@ -51,7 +52,11 @@ export function Details() {
           {entry?.lastError ? ` — ${entry.lastError}` : ""}
         </dd>
         <dt>Transport</dt>
-        <dd>{entry?.transport === "invocation" ? `HTTP ${entry.invocationBaseUrl ?? ""}` : "WebSocket"}</dd>
+        <dd>
+          {TRANSPORT_LABEL[entry?.transport ?? "websocket"]}
+          {entry?.transport === "invocation" && entry.invocationBaseUrl ? ` ${entry.invocationBaseUrl}` : ""}
+          {entry?.remoteUrl ? ` ${entry.remoteUrl}` : ""}
+        </dd>
         {entry?.module ? (
           <>
             <dt>Module</dt>

@@ -2,6 +2,7 @@ import { useRef, useState, type FormEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
 import { isAgentNode, linkedAgentIds } from "../lib/graph";
 import { useAppStore, useAppStoreApi } from "../store/context";
+import { McpClientDialog } from "./McpClientDialog";
 import { useFitSoon } from "./useFitSoon";
 
 /** Connection form, health, and the workspace and history commands. */
@@ -32,6 +33,7 @@ export function Header() {
   );
   const [url, setUrl] = useState(s.baseUrl || window.location.origin);
   const [key, setKey] = useState(s.apiKey);
+  const [mcpOpen, setMcpOpen] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
   const fitSoon = useFitSoon();
   const store = useAppStoreApi();
@@ -130,6 +132,9 @@ export function Header() {
         <button type="button" onClick={() => void s.openBuilder()} title="Generate an agent with the master's LLM">
           Agent builder
         </button>
+        <button type="button" onClick={() => setMcpOpen(true)} title="The master's /mcp URL and client configuration snippets">
+          Connect an MCP client
+        </button>
         <label className="button">
           Import YAML
           <input
@@ -141,6 +146,12 @@ export function Header() {
           />
         </label>
       </div>
+      <McpClientDialog
+        open={mcpOpen}
+        onClose={() => setMcpOpen(false)}
+        baseUrl={s.baseUrl || url}
+        withKey={Boolean(s.apiKey || key)}
+      />
     </header>
   );
 }

@@ -1,6 +1,6 @@
 import { memo, type DragEvent } from "react";
 import { useShallow } from "zustand/react/shallow";
-import { filterCatalog, type CatalogEntry } from "../lib/agents";
+import { TRANSPORT_LABEL, filterCatalog, type CatalogEntry } from "../lib/agents";
 import { agentNodeId } from "../lib/graph";
 import { deployAction } from "../lib/sandbox";
 import { useAppStore } from "../store/context";
@@ -71,7 +71,10 @@ const Row = memo(function Row({ entry, onCanvas, sandbox }: { entry: CatalogEntr
         <span className={`status status-${entry.status}`}>{entry.status === "online" ? "connected" : entry.status}</span>
       </div>
       <div className="agent-row-meta">
-        {entry.transport === "invocation" ? "HTTP" : "WebSocket"} ·{" "}
+        <span className={`transport transport-${entry.transport}`} title={`transport: ${entry.transport}`}>
+          {TRANSPORT_LABEL[entry.transport]}
+        </span>{" "}
+        ·{" "}
         {entry.sandbox && entry.status === "offline" ? "deployed, not connected" : SOURCE_LABEL[entry.source]}
         {entry.tools.length ? ` · ${entry.tools.map((t) => t.name).join(", ")}` : ""}
       </div>

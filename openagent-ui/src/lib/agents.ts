@@ -7,7 +7,22 @@
 import type { AgentRow, DiscoveredAgent, SandboxField, ToolSchema } from "../api/types";
 import { sandboxFieldOf } from "./sandbox";
 
-export type Transport = "websocket" | "invocation";
+export type Transport = "websocket" | "invocation" | "mcp" | "a2a";
+
+/** How each transport is named in the agent list, the details panel and on canvas nodes. */
+export const TRANSPORT_LABEL: Record<Transport, string> = {
+  websocket: "WebSocket",
+  invocation: "HTTP",
+  mcp: "MCP",
+  a2a: "A2A",
+};
+
+const TRANSPORTS = new Set<string>(Object.keys(TRANSPORT_LABEL));
+
+/** The transport of a `GET /agents` row's `connection_type` (a sandbox row is a WebSocket agent not yet connected). */
+export function transportOf(connectionType: string | null | undefined): Transport {
+  return connectionType && TRANSPORTS.has(connectionType) ? (connectionType as Transport) : "websocket";
+}
 /** `online`: a connected WebSocket agent; UP/DOWN/UNKNOWN: an HTTP agent's last health check; `offline`: known but not running. */
 export type AgentStatus = "online" | "UP" | "DOWN" | "UNKNOWN" | "offline";
 
@@ -33,6 +48,12 @@ export interface CatalogEntry {
   /** `module` or `module:function`, as the workspace schema's `handler`. */
   handler?: string;
   invocationBaseUrl?: string;
+  /** An MCP server's endpoint (`mcp_url`) or an A2A agent's card URL (`a2a_url`). */
+  remoteUrl?: string;
+  /** An MCP agent's headers from a workspace: references such as `Bearer ${MCP_TOKEN}`, never values. */
+  mcpHeaders?: Record<string, string>;
+  /** An A2A agent's headers from a workspace: references, never values. */
+  a2aHeaders?: Record<string, string>;
   lastCheck?: number | null;
   lastError?: string | null;
   metadata?: Record<string, unknown>;
@@ -82,7 +103,7 @@ export function fromAgentRow(row: AgentRow): CatalogEntry {
   const entry: CatalogEntry = {
     agentId: row.agent_id,
     label: row.agent_id,
-    transport: row.connection_type === "invocation" ? "invocation" : "websocket",
+    transport: transportOf(row.connection_type),
     role: row.role === "query" ? "query" : "action",
     source: "master",
     status: liveStatus(row),
@@ -92,6 +113,8 @@ export function fromAgentRow(row: AgentRow): CatalogEntry {
     metadata: row.metadata ?? {},
   };
   if (row.invocation_base_url) entry.invocationBaseUrl = row.invocation_base_url;
+  const remoteUrl = row.mcp_url ?? row.a2a_url;
+  if (remoteUrl) entry.remoteUrl = remoteUrl;
   const sandbox = sandboxFieldOf(row.sandbox);
   if (sandbox) entry.sandbox = sandbox;
   return entry;

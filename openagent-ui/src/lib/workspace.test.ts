@@ -50,7 +50,7 @@ describe("export", () => {
     shuffled.edges.reverse();
     expect(exportWorkspace(canvasToWorkspace(shuffled, entries, master))).toBe(a);
     expect(a).not.toMatch(/sk-|api_key|token|user:pw/);
-    expect(a).toMatch(/^# OpenAgent workspace, schema version 1/);
+    expect(a).toMatch(/^# OpenAgent workspace, schema version 2/);
     expect(a).toContain("invocation_base_url: http://127.0.0.1:9000");
     expect(a).not.toContain("query-client");
     expect(a).toContain("x: 300.123");
@@ -78,13 +78,13 @@ describe("import", () => {
   });
 
   it("refuses another version, bad links and invocation agents without a URL", () => {
-    const bad = "version: 2\nagents:\n- agent_id: a\n  transport: invocation\nlinks:\n- source: ghost\n";
+    const bad = "version: 3\nagents:\n- agent_id: a\n  transport: invocation\nlinks:\n- source: ghost\n";
     try {
       parseWorkspace(bad);
       expect.unreachable();
     } catch (error) {
       const message = (error as WorkspaceError).message;
-      expect(message).toContain("unsupported workspace version 2");
+      expect(message).toContain("unsupported workspace version 3; this UI reads versions 1, 2");
       expect(message).toContain("needs invocation_base_url");
       expect(message).toContain("names unknown node 'ghost'");
     }

@@ -1,5 +1,5 @@
 /**
- * Workspace YAML, schema version 1: the shape of `openagent/workspace/`
+ * Workspace YAML, schema version 2 (version 1 files load too): the shape of `openagent/workspace/`
  * (`docs/workspace.schema.json`), so the UI's exports restore on a master and the master's
  * exports load here.
  *
@@ -25,11 +25,17 @@ import {
   type AppNode,
 } from "./graph";
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+/** The versions this UI reads (2 added MCP servers and A2A agents, `transport: mcp` and `a2a`). */
+export const READ_VERSIONS: readonly number[] = [1, 2];
 export const HEADER = `# OpenAgent workspace, schema version ${SCHEMA_VERSION} (docs/workspace.schema.json)\n`;
 export const MAX_YAML_BYTES = 1024 * 1024;
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const URL_PATTERN = /^https?:\/\/[^\s/]+(\/\S*)?$/;
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
+/** A header value in a workspace: a reference to an environment variable, never the secret. */
+export const SECRET_REFERENCE = /^([A-Za-z][A-Za-z0-9-]{0,31} )?\$\{[A-Za-z_][A-Za-z0-9_]{0,127}\}$/;
 const HANDLER = /^(agents|system_agents|sample_agents)(\.[A-Za-z_][A-Za-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?$/;
 
 export interface ToolSpec {
@@ -42,15 +48,21 @@ export interface ToolSpec {
 export interface AgentSpec {
   agent_id: string;
   role?: "action" | "query";
-  transport: "websocket" | "invocation";
+  transport: "websocket" | "invocation" | "mcp" | "a2a";
   invocation_base_url?: string;
+  mcp_url?: string;
+  /** Header name → `${VAR}` reference (optionally after a scheme: `Bearer ${VAR}`). */
+  mcp_headers?: Record<string, string>;
+  a2a_url?: string;
+  /** As `mcp_headers`, for an A2A agent. */
+  a2a_headers?: Record<string, string>;
   handler?: string;
   tools: ToolSpec[];
   metadata?: Record<string, unknown>;
 }
 
 export interface Workspace {
-  version: 1;
+  version: typeof SCHEMA_VERSION;
   master: { base_url: string; ws_url: string };
   agents: AgentSpec[];
   links: { source: string; target: string }[];
@@ -125,12 +137,24 @@ function toolSpec(tool: ToolInfo): ToolSpec {
   return spec;
 }
 
+/** Only references are ever kept (GET /agents never shows header values; imports refuse values). */
+function headerReferences(headers: Record<string, string> | undefined): Record<string, string> | undefined {
+  const kept = Object.entries(headers ?? {}).filter(([, value]) => SECRET_REFERENCE.test(value));
+  return kept.length > 0 ? Object.fromEntries(kept.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : undefined;
+}
+
 export function agentSpec(entry: CatalogEntry): AgentSpec {
   // Key order as openagent/workspace/export.py writes it, so both exports are byte-identical.
   const spec = { agent_id: entry.agentId } as AgentSpec;
   if (entry.role === "query") spec.role = "query";
   spec.transport = entry.transport;
   if (entry.transport === "invocation" && entry.invocationBaseUrl) spec.invocation_base_url = scrubUrl(entry.invocationBaseUrl);
+  if (entry.transport === "mcp" && entry.remoteUrl) spec.mcp_url = scrubUrl(entry.remoteUrl);
+  const mcpHeaders = headerReferences(entry.mcpHeaders);
+  if (entry.transport === "mcp" && mcpHeaders) spec.mcp_headers = mcpHeaders;
+  if (entry.transport === "a2a" && entry.remoteUrl) spec.a2a_url = scrubUrl(entry.remoteUrl);
+  const a2aHeaders = headerReferences(entry.a2aHeaders);
+  if (entry.transport === "a2a" && a2aHeaders) spec.a2a_headers = a2aHeaders;
   const handler = entry.handler ?? entry.module;
   if (handler && HANDLER.test(handler)) spec.handler = handler;
   spec.tools = entry.tools.map(toolSpec);
@@ -162,7 +186,7 @@ export function canvasToWorkspace(
   layoutIds.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   for (const [id, position] of layoutIds) nodes[id] = { x: num(position.x), y: num(position.y) };
   const workspace: Workspace = {
-    version: 1,
+    version: SCHEMA_VERSION,
     master: { base_url: scrubUrl(master.baseUrl), ws_url: scrubUrl(master.wsUrl) },
     agents,
     links: linkedAgentIds(canvas.edges).map((agentId) => ({ source: agentId, target: ORCHESTRATOR_ID })),
@@ -182,7 +206,7 @@ export function startWorkspace(entry: CatalogEntry, master: { baseUrl: string; w
   const spec = agentSpec(entry);
   if (spec.transport !== "websocket" || spec.role === "query" || !spec.handler) return null;
   return {
-    version: 1,
+    version: SCHEMA_VERSION,
     master: { base_url: scrubUrl(master.baseUrl), ws_url: scrubUrl(master.wsUrl) },
     agents: [spec],
     links: [{ source: spec.agent_id, target: ORCHESTRATOR_ID }],
@@ -273,8 +297,8 @@ class Checker {
 
 function checkWorkspace(data: unknown, c: Checker): void {
   if (!c.object(data, [], ["version", "master", "agents", "links", "layout"])) return;
-  if (data.version !== undefined && data.version !== SCHEMA_VERSION) {
-    c.fail(["version"], `unsupported workspace version ${JSON.stringify(data.version)}; this UI reads version ${SCHEMA_VERSION}`);
+  if (data.version !== undefined && !READ_VERSIONS.includes(data.version as number)) {
+    c.fail(["version"], `unsupported workspace version ${JSON.stringify(data.version)}; this UI reads versions ${READ_VERSIONS.join(", ")}`);
   }
   if (data.master !== undefined && c.object(data.master, ["master"], ["base_url", "ws_url"])) {
     if (data.master.base_url !== undefined) c.string(data.master.base_url, ["master", "base_url"], /^https?:\/\/\S+$/);
@@ -286,7 +310,7 @@ function checkWorkspace(data: unknown, c: Checker): void {
     else
       data.agents.forEach((agent: unknown, i: number) => {
         const path = ["agents", i];
-        if (!c.object(agent, path, ["agent_id", "role", "transport", "invocation_base_url", "handler", "tools", "metadata", "builtin"])) return;
+        if (!c.object(agent, path, ["agent_id", "role", "transport", "invocation_base_url", "mcp_url", "mcp_headers", "a2a_url", "a2a_headers", "handler", "tools", "metadata", "builtin"])) return;
         if (c.string(agent.agent_id, [...path, "agent_id"], AGENT_ID)) {
           if (ids.includes(agent.agent_id)) c.fail([...path, "agent_id"], `duplicate agent id '${agent.agent_id}'`);
           if (agent.agent_id === ORCHESTRATOR_ID) c.fail([...path, "agent_id"], "'orchestrator' is the orchestrator's node id; rename the agent");
@@ -294,10 +318,27 @@ function checkWorkspace(data: unknown, c: Checker): void {
         }
         if (agent.role !== undefined && agent.role !== "action" && agent.role !== "query") c.fail([...path, "role"], "must be 'action' or 'query'");
         const transport = agent.transport ?? "websocket";
-        if (transport !== "websocket" && transport !== "invocation") c.fail([...path, "transport"], "must be 'websocket' or 'invocation'");
-        if (agent.invocation_base_url !== undefined) c.string(agent.invocation_base_url, [...path, "invocation_base_url"], /^https?:\/\/[^\s/]+(\/\S*)?$/);
+        if (!["websocket", "invocation", "mcp", "a2a"].includes(transport as string)) c.fail([...path, "transport"], "must be 'websocket', 'invocation', 'mcp' or 'a2a'");
+        if (agent.invocation_base_url !== undefined) c.string(agent.invocation_base_url, [...path, "invocation_base_url"], URL_PATTERN);
         if (transport === "invocation" && agent.invocation_base_url === undefined) c.fail(path, "transport 'invocation' needs invocation_base_url");
-        if (transport === "websocket" && agent.invocation_base_url !== undefined) c.fail([...path, "invocation_base_url"], "is only for transport 'invocation'");
+        if (transport !== "invocation" && agent.invocation_base_url !== undefined) c.fail([...path, "invocation_base_url"], "is only for transport 'invocation'");
+        for (const remote of ["mcp", "a2a"] as const) {
+          const url = agent[`${remote}_url`];
+          const headers = agent[`${remote}_headers`];
+          if (url !== undefined) c.string(url, [...path, `${remote}_url`], URL_PATTERN);
+          if (transport === remote && url === undefined) c.fail(path, `transport '${remote}' needs ${remote}_url`);
+          if (transport !== remote && (url !== undefined || headers !== undefined)) c.fail(path, `${remote}_url and ${remote}_headers are only for transport '${remote}'`);
+          if (headers !== undefined && c.object(headers, [...path, `${remote}_headers`], Object.keys(headers ?? {}))) {
+            for (const [name, value] of Object.entries(headers as Record<string, unknown>)) {
+              const hpath = [...path, `${remote}_headers`, name];
+              if (!HEADER_NAME.test(name)) c.fail(hpath, "is not a header name");
+              // Never repeat the value: it may be the very secret that must not be here.
+              else if (typeof value !== "string" || !SECRET_REFERENCE.test(value)) {
+                c.fail(hpath, "must refer to an environment variable, e.g. '${MCP_TOKEN}' or 'Bearer ${MCP_TOKEN}'; a workspace never holds the secret itself");
+              }
+            }
+          }
+        }
         if (agent.handler !== undefined && agent.handler !== null) c.string(agent.handler, [...path, "handler"], HANDLER);
         if (agent.metadata !== undefined) c.object(agent.metadata, [...path, "metadata"], Object.keys(agent.metadata ?? {}));
         if (agent.tools !== undefined) {
@@ -365,7 +406,7 @@ export function parseWorkspace(text: string): Workspace {
   if (checker.problems.length > 0) throw new WorkspaceError(checker.problems);
   const raw = data as Omit<Partial<Workspace>, "agents"> & { agents?: (AgentSpec & { builtin?: boolean })[] };
   return {
-    version: 1,
+    version: SCHEMA_VERSION,
     master: { base_url: raw.master?.base_url ?? "http://127.0.0.1:8000", ws_url: raw.master?.ws_url ?? "ws://127.0.0.1:8000/ws" },
     agents: (raw.agents ?? [])
       .filter((a) => !a.builtin && a.agent_id !== QUERY_CLIENT_ID)
@@ -389,6 +430,10 @@ export function workspaceEntries(workspace: Workspace): CatalogEntry[] {
       metadata: agent.metadata ?? {},
     };
     if (agent.invocation_base_url) entry.invocationBaseUrl = agent.invocation_base_url;
+    if (agent.mcp_url) entry.remoteUrl = agent.mcp_url;
+    if (agent.mcp_headers) entry.mcpHeaders = { ...agent.mcp_headers };
+    if (agent.a2a_url) entry.remoteUrl = agent.a2a_url;
+    if (agent.a2a_headers) entry.a2aHeaders = { ...agent.a2a_headers };
     if (agent.handler) {
       entry.handler = agent.handler;
       entry.module = agent.handler.split(":")[0] ?? agent.handler;

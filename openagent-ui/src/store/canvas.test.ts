@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { base, fakeMaster } from "./fakes";
+import { base, fakeMaster, json } from "./fakes";
 import { createAppStore } from "./store";
 
 describe("store: canvas", () => {
@@ -96,5 +96,23 @@ describe("store: Start in master", () => {
     await other.getState().startInMaster(INDEXER);
     expect(other.getState().linkNotes[INDEXER]?.text).toMatch(/^403 Forbidden.*OPENAGENT_YAML_RUNNER=0/);
     expect(other.getState().notices.at(-1)?.text).toContain("OPENAGENT_YAML_RUNNER=0");
+  });
+  it("links an MCP agent that is UP and says how to register one that is DOWN, without starting anything", async () => {
+    const master = fakeMaster();
+    const rows = [
+      { agent_id: "gh", role: "action", connection_type: "mcp", status: "UP", mcp_url: "http://x:9/mcp", tools: [{ name: "search" }] },
+      { agent_id: "gone", role: "action", connection_type: "mcp", status: "DOWN", mcp_url: "http://y:9/mcp", tools: [{ name: "t" }] },
+    ];
+    const fetch = async (url: string, init?: RequestInit) =>
+      new URL(url).pathname === "/agents" ? json({ agents: rows }) : master.fetch(url, init);
+    const store = createAppStore({ ...base, fetch });
+    await store.getState().connect("http://m", "");
+    expect(store.getState().catalogById.gh?.transport).toBe("mcp");
+    const before = master.calls.length;
+    await store.getState().link("gh");
+    expect(store.getState().linkNotes.gh).toBeUndefined();
+    await store.getState().link("gone");
+    expect(store.getState().linkNotes.gone?.text).toContain("register it with POST /register (mcp_url, mcp_headers)");
+    expect(master.calls.slice(before).filter((c) => c.method === "POST")).toEqual([]);
   });
 });

@@ -147,6 +147,15 @@ export const createCanvasSlice: SliceCreator<CanvasSlice> = (set, get) => {
       if (!entry) return;
       if (entry.transport === "invocation") return register(agentId);
       if (isRunning(entry.status)) return;
+      if (entry.transport === "mcp" || entry.transport === "a2a") {
+        // The master calls these: they are registered (POST /register), not started.
+        const how =
+          entry.transport === "mcp"
+            ? "register it with POST /register (mcp_url, mcp_headers), or restore the workspace with openagent workspace restore and its header variables set"
+            : "register it with POST /register (a2a_url)";
+        get().setLinkNote(agentId, { kind: "error", text: `Not reachable by the master: ${how}` });
+        return;
+      }
       if (get().sandboxEnabled && api && deployableModule(entry)) {
         // With the sandbox on, linking a stopped agent deploys it: the same path as the sidebar's Deploy.
         // One already deployed (its Pod starting or failing) is left alone: Deploy replaces it on purpose.

@@ -92,3 +92,27 @@ def test_unanswered_query_has_no_assistant_message() -> None:
     assert history_messages([{"query_id": "q", "query": "hm", "decision": "plan"}]) == [
         {"role": "user", "content": "hm"}
     ]
+
+
+def test_a_stateless_clients_messages_become_turns_replayed_as_they_were() -> None:
+    from master.conversation.history import turns_from_messages
+
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Time in Paris?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "function": {"name": "local_time", "arguments": '{"city":"Paris"}'}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "10:30"},
+        {"role": "assistant", "content": "10:30."},
+    ]
+    turns = turns_from_messages(messages)
+    assert turns[0] == {"decision": "instructions", "content": "Be brief."}
+    assert turns[2]["tool_agent_id"] == "client" and turns[2]["tool_name"] == "local_time"
+    replayed = history_messages(turns)
+    assert replayed[0] == {"role": "system", "content": "Be brief."}
+    assert replayed[1] == {"role": "user", "content": "Time in Paris?"}
+    assert replayed[2]["role"] == "assistant"
+    assert "[called client.local_time" in replayed[2]["content"] and replayed[2]["content"].endswith("10:30.")

@@ -126,3 +126,18 @@ async def test_the_session_cache_is_bounded_by_bytes(redis_client: aioredis.Redi
     assert store._cache.size <= store_module.SESSION_CACHE_BYTES
     assert await store.load(ids[0]) == [{"text": big}]  # evicted ones are read again
     await redis_client.delete(*(f"session:{sid}" for sid in ids))
+
+
+async def test_a_paused_run_is_found_by_its_calls_and_taken_once(redis_client: aioredis.Redis) -> None:
+    store = SessionStore(redis_client, ttl_seconds=100)
+    sid = store.new_session_id()
+    state = {"query": "q", "query_id": "q1", "messages": [{"role": "user", "content": "q"}], "steps": 1}
+    await store.pause(sid, state, ["call_a", "call_b"])
+    assert await store.paused_session("call_b") == sid
+    assert await store.paused_session("call_unknown") is None
+    assert await store.paused(sid) == state
+    assert 0 < await redis_client.ttl(f"paused_run:{sid}") <= 100
+    assert 0 < await redis_client.ttl("paused_call:call_a") <= 100
+    taken = await asyncio.gather(*(store.take_paused(sid) for _ in range(5)))
+    assert taken.count(state) == 1 and taken.count(None) == 4  # of concurrent continuations, one
+    assert await store.paused(sid) is None

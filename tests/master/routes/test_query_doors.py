@@ -1,8 +1,10 @@
 """Every door onto the query entry gives the same outcome for the same case.
 
 The doors are listed in ``DOORS``: ``POST /query`` as JSON, as Server-Sent Events, the
-WebSocket ``query`` frame, and the ``ask`` tool of the MCP server (``/mcp``). A new door (MCP, A2A, the OpenAI-compatible API...) is one more
-:class:`Door` here, and then meets every case. Each case runs on its own in-process master
+WebSocket ``query`` frame, the OpenAI-compatible ``POST /v1/chat/completions`` and the ``ask``
+tool of the MCP server (``/mcp``). A new door (A2A...) is one more :class:`Door` here, and then
+meets every case. A door whose protocol names a case its own way says so in ``renamed`` (the
+OpenAI API: an unknown agent is an unknown model, ``openagent/<agent_id>``). Each case runs on its own in-process master
 (real lifespan, Redis, uvicorn on loopback, a function for the LLM).
 
 A door reports ``(error_code, status)``. The status is the HTTP status where the door has one:
@@ -39,6 +41,8 @@ class Door:
     ask: Callable[[InProcessMaster, dict[str, Any]], Awaitable[Outcome]]
     status_after_admission: bool
     """Whether the door's status still says the outcome once the query was admitted."""
+    renamed: dict[str, Outcome] | None = None
+    """Case name → the outcome this door gives instead."""
 
 
 async def _http(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
@@ -84,10 +88,34 @@ async def _mcp(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
     return code, None
 
 
+async def _openai(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
+    allowed = body.get("allowed_agent_ids")
+    request = {
+        "model": f"openagent/{allowed[0]}" if allowed else "openagent",
+        "messages": [{"role": "user", "content": body["query"]}],
+    }
+    headers = {"X-OpenAgent-Session-Id": body["session_id"]} if "session_id" in body else {}
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+        response = await http.post("/v1/chat/completions", json=request, headers=headers)
+    assert response.headers["content-type"] == "application/json"
+    answer = response.json()
+    if response.status_code == 200:
+        assert answer["object"] == "chat.completion"
+        return None, 200
+    assert set(answer["error"]) == {"message", "type", "param", "code"}, answer
+    return answer["error"]["code"], response.status_code
+
+
 DOORS = [
     Door("http", _http, status_after_admission=True),
     Door("sse", _sse, status_after_admission=False),
     Door("websocket", _websocket, status_after_admission=False),
+    Door(
+        "openai",
+        _openai,
+        status_after_admission=True,
+        renamed={"unknown agent": ("unknown_model", 404)},
+    ),
     Door("mcp", _mcp, status_after_admission=False),
 ]
 
@@ -172,7 +200,10 @@ async def test_every_door_gives_the_same_outcome(
     finally:
         asked.cancel()
     expected_status = case.status if door.status_after_admission or case.refused else 200
-    assert code == case.code, door.name
+    expected_code = case.code
+    if door.renamed and case.name in door.renamed:
+        expected_code, expected_status = door.renamed[case.name]
+    assert code == expected_code, door.name
     if status is not None:
         assert status == expected_status, door.name
     if case.name == "internal error":

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from openagent.errors import WorkspaceError
 from openagent.workspace import QUERY_CLIENT_ID, export_workspace, load_workspace
 from tests.openagent.workspace.samples import EXAMPLE, MINIMAL
 
@@ -75,3 +78,49 @@ agents:
     assert "max_tokens: 512" in exported
     assert "lang=en" in exported
     assert "description: Charges cards" in exported
+
+
+MCP_AGENT = """\
+version: 2
+agents:
+  - agent_id: github
+    transport: mcp
+    mcp_url: https://mcp.example.com/mcp
+    mcp_headers:
+      X-Team: ${TEAM_ID}
+      Authorization: Bearer ${MCP_TOKEN}
+    tools: [{name: search_issues}]
+links:
+  - source: github
+"""
+
+
+def test_mcp_agents_keep_their_url_and_header_references() -> None:
+    workspace = load_workspace(MCP_AGENT)
+    agent = workspace.agent("github")
+    assert agent is not None and agent.transport == "mcp" and agent.mcp_url == "https://mcp.example.com/mcp"
+    assert workspace.secret_references() == ["MCP_TOKEN", "TEAM_ID"]
+    exported = export_workspace(workspace)
+    assert "mcp_url: https://mcp.example.com/mcp" in exported
+    assert "Authorization: Bearer ${MCP_TOKEN}" in exported
+    assert exported.index("Authorization:") < exported.index("X-Team:")  # sorted: stable bytes
+    assert export_workspace(load_workspace(exported)) == exported
+
+
+@pytest.mark.parametrize(
+    "value", ["Bearer ghp_literal_token_value", "s3cr3t", "${MCP_TOKEN} trailing", "$MCP_TOKEN"]
+)
+def test_a_literal_header_value_is_refused_without_repeating_it(value: str) -> None:
+    text = MCP_AGENT.replace("Bearer ${MCP_TOKEN}", value)
+    with pytest.raises(WorkspaceError) as refused:
+        load_workspace(text)
+    message = str(refused.value)
+    assert "agents[0].mcp_headers.Authorization: must refer to an environment variable" in message
+    assert value not in message
+
+
+def test_mcp_fields_belong_to_mcp_agents() -> None:
+    with pytest.raises(WorkspaceError, match="transport 'mcp' needs mcp_url"):
+        load_workspace(MCP_AGENT.replace("    mcp_url: https://mcp.example.com/mcp\n", ""))
+    with pytest.raises(WorkspaceError, match="only for transport 'mcp'"):
+        load_workspace(MCP_AGENT.replace("transport: mcp", "transport: websocket"))

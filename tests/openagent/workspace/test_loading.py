@@ -7,7 +7,7 @@ import json
 import pytest
 
 from openagent.errors import WorkspaceError
-from openagent.workspace import load_workspace
+from openagent.workspace import export_workspace, load_workspace
 from tests.openagent.workspace.samples import MINIMAL
 
 
@@ -45,7 +45,14 @@ def test_a_bad_value_names_its_line() -> None:
 
 
 def test_an_unsupported_version_is_named() -> None:
-    assert "unsupported workspace version 2" in str(problems("version: 2\n"))
+    assert "unsupported workspace version 3; this OpenAgent reads versions 1, 2" in str(
+        problems("version: 3\n")
+    )
+
+
+def test_version_1_files_still_load() -> None:
+    assert load_workspace(MINIMAL).version == 1
+    assert "version: 2" in export_workspace(load_workspace(MINIMAL))
 
 
 @pytest.mark.parametrize(

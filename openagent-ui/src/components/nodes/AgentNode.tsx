@@ -1,6 +1,7 @@
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
 import { useShallow } from "zustand/react/shallow";
+import { TRANSPORT_LABEL } from "../../lib/agents";
 import type { AgentNode } from "../../lib/graph";
 import { hasLink } from "../../lib/graph";
 import { useAppStore } from "../../store/context";
@@ -27,7 +28,7 @@ export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps
       <div className="node-title">{entry?.label ?? data.agentId}</div>
       <div className="node-meta">
         <span className={`status status-${status}`}>{status === "online" ? "connected" : status}</span>{" "}
-        {entry?.transport === "invocation" ? "HTTP" : "WebSocket"}
+        {TRANSPORT_LABEL[entry?.transport ?? "websocket"]}
         {lastCheck ? ` · checked ${lastCheck}` : ""}
       </div>
       {entry?.lastError && status === "DOWN" ? <div className="node-error">{entry.lastError}</div> : null}

@@ -1,0 +1,39 @@
+"""What a door may add to a :class:`protocol.QueryRequest` beyond the protocol's fields.
+
+The OpenAI-compatible API (:mod:`master.doors.openai`) brings a stateless asker's earlier
+messages, function tools the asker runs itself, the results of those tools for a run that waits
+for them, and sampling parameters for the LLM. Other doors pass none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from master.llm.model import ChatMessage
+
+
+@dataclass(frozen=True)
+class RunExtras:
+    """Door-only inputs of one query (see the module docstring)."""
+
+    history: Sequence[ChatMessage] = ()
+    """Earlier messages of an asker that keeps no session (OpenAI's format, text content): the
+    context of the new session, stored as its first turns. Ignored with a ``session_id``."""
+    client_tools: Sequence[dict[str, Any]] = ()
+    """Function tools (OpenAI's ``tools`` entries) the asker runs itself, offered beside the
+    agents': a round that calls one pauses the run (``status: awaiting_tool_results``)."""
+    tool_results: Mapping[str, str] | None = None
+    """Results of a paused run's calls (call id → content): the query continues that run (its
+    session is found from the call ids when ``session_id`` is not given)."""
+    llm_options: Mapping[str, Any] = field(default_factory=dict)
+    """Sampling parameters for every LLM round (:data:`master.llm.model.LLMOptions`)."""
+    offer_tools: bool = True
+    """False: the model is offered no tool (OpenAI's ``tool_choice: "none"``)."""
+    new_session_id: str | None = None
+    """The id of the session a query without ``session_id`` starts (a door that must name it
+    before the run ends, in a streamed answer's headers); a new random one when ``None``."""
+
+
+NO_EXTRAS = RunExtras()

@@ -1,0 +1,188 @@
+"""The OpenAI-compatible API under ``/v1`` (:mod:`master.doors.openai` answers it).
+
+Its errors have OpenAI's body (``{"error": {"message", "type", "param", "code"}}``, with the
+master's ``error_code`` beside it), a 401 included (:func:`unauthorized`, used by
+:class:`master.auth.EarlyAuthMiddleware`), so that OpenAI clients raise their usual exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict
+from starlette.types import Scope, Send
+
+from master.asgi import LeanRequest, send_response
+from master.auth import UNAUTHORIZED_DETAIL
+from master.deps import Services, ServicesDep
+from master.doors.openai import SESSION_HEADER, error_response
+from protocol import ErrorCode
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+
+PREFIX = "/v1/"
+
+
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class OpenAIError(BaseModel):
+    """An error of the OpenAI-compatible API, in OpenAI's shape."""
+
+    error: OpenAIErrorDetail
+    error_code: ErrorCode
+    """The master's error code (also in ``error.code``)."""
+
+
+class Model(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    """``GET /v1/models``: ``openagent``, then ``openagent/<agent_id>`` per agent with tools."""
+
+    object: Literal["list"] = "list"
+    data: list[Model]
+
+
+class ChatMessageOut(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    refusal: str | None = None
+
+
+class Choice(BaseModel):
+    index: int
+    message: ChatMessageOut
+    finish_reason: Literal["stop", "tool_calls"]
+    logprobs: None = None
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class OpenAgentExtras(BaseModel):
+    """The hub's own fields of an answer (OpenAI clients ignore them)."""
+
+    session_id: str | None
+    query_id: str
+    agents_used: list[dict[str, Any]]
+    steps: int
+    status: str | None = None
+    stopped_by: str | None = None
+
+
+class ChatCompletion(BaseModel):
+    """``POST /v1/chat/completions``: a ``chat.completion`` (or, streamed, its chunks)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    """The model the request named."""
+    choices: list[Choice]
+    usage: CompletionUsage
+    """LLM tokens summed over the orchestrator's rounds."""
+    system_fingerprint: str | None = None
+    openagent: OpenAgentExtras
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": OpenAIError, "description": description}
+
+
+def unauthorized(scope: Scope) -> Response | None:
+    """The 401 of a ``/v1`` path, in OpenAI's shape (``None``: another path, the usual 401)."""
+    if not str(scope.get("path", "")).startswith(PREFIX):
+        return None
+    response = error_response(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_DETAIL, 401)
+    response.headers["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+def _disabled() -> Response:
+    return error_response(
+        ErrorCode.FEATURE_DISABLED, "the OpenAI-compatible API is disabled (OPENAGENT_OPENAI_API=0)", 403
+    )
+
+
+@router.get(
+    "/models",
+    response_model=ModelList,
+    responses={401: _error("Missing or wrong API key"), 403: _error("OPENAGENT_OPENAI_API=0")},
+)
+async def list_models(services: ServicesDep) -> Any:
+    """The models a client may name: ``openagent`` (the orchestrator with every agent) and
+    ``openagent/<agent_id>`` (scoped to one agent), for every agent with tools in the cluster."""
+    door = services.openai
+    if door is None or not door.enabled:
+        return _disabled()
+    return door.models()
+
+
+@router.post(
+    "/chat/completions",
+    response_model=ChatCompletion,
+    responses={
+        200: {
+            "description": "A chat.completion, or with stream: true Server-Sent Events of "
+            "chat.completion.chunk objects ending with data: [DONE]",
+            "content": {"text/event-stream": {"schema": {}}},
+        },
+        400: _error("A request the API refuses (n > 1, an image part, a bad parameter...), named in param"),
+        401: _error("Missing or wrong API key"),
+        403: _error("OPENAGENT_OPENAI_API=0"),
+        404: _error("Unknown model, or unknown session"),
+        429: _error("Too many queries in flight (Retry-After)"),
+        500: _error("A bug in the master; see its log"),
+        502: _error("The LLM provider failed"),
+        503: _error("No LLM configured, Redis unavailable, or the master is stopping (Retry-After)"),
+    },
+)
+async def chat_completions(request: Request, services: ServicesDep) -> Response:
+    """Ask the orchestrator, OpenAI-style: the last user message is the question (see the guide
+    "Chat with OpenAgent from Open WebUI, LibreChat or any OpenAI client")."""
+    door = services.openai
+    if door is None or not door.enabled:
+        return _disabled()
+    return await door.chat(await request.body(), request.headers.get(SESSION_HEADER))
+
+
+async def lean_chat_completions(services: Services, request: LeanRequest, send: Send) -> bool:
+    """:func:`chat_completions` without FastAPI's layers (:class:`master.asgi.LeanRoutes`) for the
+    plain case, a JSON answer; a stream (or the API turned off) goes to the route."""
+    door = services.openai
+    if door is None or not door.enabled:
+        return False
+    read = door.read(request.body, _session_header(request.scope))
+    if not isinstance(read, Response):
+        if read.stream:
+            return False  # the route streams it (and reads it again)
+        read = await door.answer(read)
+    await send_response(send, read)
+    return True
+
+
+_SESSION_HEADER = SESSION_HEADER.lower().encode("latin-1")
+
+
+def _session_header(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == _SESSION_HEADER:  # the first one, as Starlette's Headers.get
+            return str(value.decode("latin-1"))
+    return None
