@@ -34,6 +34,7 @@ from master.agents.toolbox import function_name
 from openagent import ClientConfig, OrchestratorActionAgent, ToolError
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import InProcessMaster, in_process_master, master_settings, serve_app
+from tests.master.agents.mcp_servers import TestMcpServer, serve_mcp
 
 ERAS = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 """Protocol revision → the client's ``mode`` that speaks it."""
@@ -452,3 +453,40 @@ async def test_clients_hear_of_an_http_agent_registered_and_removed(calc_hub: Hu
         await heard(True)
         assert (await http.post("/unregister", json={"agent_id": "http-lookup"})).status_code == 200
         await heard(False)
+
+
+async def test_an_attached_mcp_server_is_served_again_at_mcp(calc_hub: Hub) -> None:
+    """MCP in, MCP out: a server attached with ``POST /register`` is listed at ``/mcp`` under the
+    hub's name for it, called with its progress relayed, and a cancelled call reaches it."""
+    server = TestMcpServer()
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with (
+        serve_mcp(server) as url,
+        httpx.AsyncClient(base_url=calc_hub.master.base_url, headers=headers, timeout=DEADLINE) as http,
+    ):
+        registered = await http.post("/register", json={"agent_id": "remote-adder", "mcp_url": url})
+        assert registered.status_code == 200, registered.text
+        async with calc_hub.client("2026-07-28") as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            add = listed["remote-adder__add"]
+            assert add.annotations is not None and add.annotations.read_only_hint is True
+            progress: list[str | None] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append(message)
+
+            result = await client.call_tool(
+                "remote-adder__add", {"a": 2, "b": 40}, progress_callback=on_progress
+            )
+            assert result.is_error is False and result.structured_content == {"result": 42}
+            assert progress == ["adding"]
+
+            call = asyncio.create_task(client.call_tool("remote-adder__slow", {}))
+            async with asyncio.timeout(DEADLINE):
+                await server.slow_started.wait()
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            async with asyncio.timeout(DEADLINE):
+                await server.slow_cancelled.wait()
+        await http.post("/unregister", json={"agent_id": "remote-adder"})
