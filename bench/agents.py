@@ -12,6 +12,10 @@
 - ``http-aiohttp``: the same wire contract on aiohttp, server and client: answers ``202`` and
   POSTs the result to ``callback_url`` from a pooled ``aiohttp.ClientSession``. With
   ``--master`` it registers there (``POST /register``); without, it only serves (baseline (b)).
+- ``a2a``: ``echo`` served directly by an ``a2a-sdk`` server (JSON-RPC at ``/``, the SDK's
+  default request handler and in-memory task store, uvicorn), the baseline of the A2A cases: a
+  message with the data part ``{"tool": "echo", "arguments": {...}}`` gets a task with the
+  result as an artifact, as the hub's A2A door answers it.
 
 Each prints ``{"event": "ready"}`` once it can take calls, and stops on SIGTERM.
 """
@@ -121,6 +125,70 @@ async def _http_aiohttp_agent(args: argparse.Namespace) -> None:
             await runner.cleanup()
 
 
+async def _a2a_agent(args: argparse.Namespace) -> None:
+    import uvicorn
+    from a2a.helpers import get_data_parts, new_data_part, new_task
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+    from starlette.applications import Starlette
+
+    class EchoExecutor(AgentExecutor):
+        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+            task_id, context_id = context.task_id or "", context.context_id or ""
+            call = get_data_parts(context.message.parts)[0] if context.message else {}
+            await event_queue.enqueue_event(
+                new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
+            )
+            updater = TaskUpdater(event_queue, task_id, context_id)
+            await updater.start_work()
+            result = await echo(call["tool"], call.get("arguments") or {})
+            await updater.add_artifact([new_data_part(result)], name="result")
+            await updater.complete()
+
+        async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+            raise NotImplementedError
+
+    url = f"http://127.0.0.1:{args.port}"
+    card = AgentCard(
+        name="bench-a2a",
+        description="echo, served by the a2a-sdk",
+        version="1",
+        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["application/json"],
+        default_output_modes=["application/json"],
+        skills=[AgentSkill(id=TOOL_NAME, name=TOOL_NAME, description="Echo the text back", tags=["tool"])],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    app = Starlette(
+        routes=[
+            *create_agent_card_routes(card),
+            *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
+        ]
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False, lifespan="off"
+        )
+    )
+    serving = asyncio.create_task(server.serve())
+    async with asyncio.timeout(60):
+        while not server.started:  # noqa: ASYNC110 - uvicorn's flag, no event to wait on
+            await asyncio.sleep(0.01)
+    emit("ready")
+    try:
+        await until_terminated()
+    finally:
+        server.should_exit = True
+        await serving
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.agents")
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -135,8 +203,15 @@ def main() -> None:
     aio.add_argument("--master")
     aio.add_argument("--port", type=int, required=True)
     aio.add_argument("--agent-id", default="bench-http-aiohttp")
+    a2a = sub.add_parser("a2a")
+    a2a.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    entry = {"ws": _ws_agent, "http-sdk": _http_sdk_agent, "http-aiohttp": _http_aiohttp_agent}[args.kind]
+    entry = {
+        "ws": _ws_agent,
+        "http-sdk": _http_sdk_agent,
+        "http-aiohttp": _http_aiohttp_agent,
+        "a2a": _a2a_agent,
+    }[args.kind]
     run(entry(args))
 
 

@@ -35,6 +35,50 @@ def _chat(agent_id: str) -> dict[str, object]:
 
 OPENAI_PATH = "/v1/chat/completions"
 
+
+A2A_CALL: dict[str, object] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "SendMessage",
+    "params": {
+        "message": {
+            "role": "ROLE_USER",
+            "messageId": "replaced-per-request",
+            "parts": [{"data": {"tool": "echo", "arguments": {"text": "hello"}}}],
+        }
+    },
+}
+"""A direct tool call over A2A: ``SendMessage`` with the data part (the same body to both systems)."""
+A2A_CONCURRENCY = (1, 16)
+
+
+def _a2a_cases() -> list[tuple[str, LoadCase]]:
+    cases: list[tuple[str, LoadCase]] = []
+    for conc in A2A_CONCURRENCY:
+        cases.append(
+            (
+                "a2a_direct",
+                LoadCase(
+                    f"a2a_direct_c{conc}", "baseline: echo on an a2a-sdk server", "/", conc, A2A_CALL, "a2a"
+                ),
+            )
+        )
+        cases.append(
+            (
+                "master",
+                LoadCase(
+                    f"a2a_hub_c{conc}",
+                    "master: A2A direct tool call to a WS agent",
+                    f"/a2a/agents/{WS_AGENT}",
+                    conc,
+                    A2A_CALL,
+                    "a2a",
+                ),
+            )
+        )
+    return cases
+
+
 ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
     case.name: (setup, case)
     for setup, case in [
@@ -136,6 +180,7 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
             )
             for n in (1, 16)
         ),
+        *_a2a_cases(),
         (
             "scripted",
             LoadCase(
@@ -190,6 +235,7 @@ GROUPS: dict[str, list[str]] = {
     "cluster": ["ws_c1", "ws_c32", "cluster_c1", "cluster_c32"],
     "sessions": [SESSION_GROWTH, SCRIPTED_SESSION_GROWTH],
     "redis": [REDIS_TRIPS],
+    "a2a": [f"a2a_{system}_c{conc}" for conc in A2A_CONCURRENCY for system in ("direct", "hub")],
     "workers": [
         "ws_c32",
         "http_sdk_c32",

@@ -31,6 +31,7 @@ from bench.report import machine, render, write_json
 from bench.session_growth import session_growth_case
 from bench.setups import (
     Running,
+    a2a_direct_setup,
     cluster_setup,
     flush_bench_db,
     master_setup,
@@ -166,6 +167,10 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         async with mcp_direct_setup() as running:
             await round_trips("mcp_direct", running)
 
+    async def a2a_direct() -> None:
+        async with a2a_direct_setup() as running:
+            await round_trips("a2a_direct", running)
+
     async def relay_http() -> None:
         async with relay_http_setup() as running:
             await round_trips("relay_http", running)
@@ -239,6 +244,8 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         jobs.append(relay_http)
     if chosen("mcp_direct"):
         jobs.append(mcp_direct)
+    if chosen("a2a_direct"):
+        jobs.append(a2a_direct)
     if chosen("scripted"):
         jobs.append(scripted)
     if case_list.SCRIPTED_SESSION_GROWTH in selected:

@@ -19,7 +19,9 @@
   (see :func:`_soak`).
 
 In the closed mode, ``urls`` (instead of ``url``) spreads the workers' connections over several
-masters, and ``bodies`` (instead of ``body``) makes each worker take them in turn.
+masters, and ``bodies`` (instead of ``body``) makes each worker take them in turn. With
+``"protocol": "a2a"`` the body is an A2A JSON-RPC ``SendMessage`` (``A2A-Version: 1.0``), each
+request with a new ``messageId``, and a reply counts when its task is ``TASK_STATE_COMPLETED``.
 
 Events on stdout: ``ready``, then per window ``start`` and ``end`` (``ops``, ``errors``,
 ``seconds``, ``ops_per_s``, ``p50_ms``, ``p99_ms``, ``max_ms``, ``first_error``), then ``done``.
@@ -32,6 +34,7 @@ import asyncio
 import json
 import sys
 import time
+import uuid
 from typing import Any
 
 import aiohttp
@@ -82,6 +85,31 @@ async def _ask(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -
     return latency, error
 
 
+A2A_HEADERS = {"A2A-Version": "1.0"}
+
+
+async def _ask_a2a(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any]
+) -> tuple[float, str | None]:
+    """One A2A ``SendMessage`` (JSON-RPC): a success when the task it returns is completed."""
+    params = body["params"]
+    body = {**body, "params": {**params, "message": {**params["message"], "messageId": uuid.uuid4().hex}}}
+    started = time.perf_counter()
+    try:
+        async with session.post(url, json=body, headers=A2A_HEADERS) as response:
+            raw = await response.read()
+            latency = time.perf_counter() - started
+            if response.status != 200:
+                return latency, f"HTTP {response.status}: {raw[:200]!r}"
+            reply = json.loads(raw)
+            state = reply.get("result", {}).get("task", {}).get("status", {}).get("state")
+            if state != "TASK_STATE_COMPLETED":
+                return latency, f"not completed: {str(reply)[:200]}"
+            return latency, None
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        return time.perf_counter() - started, f"{type(exc).__name__}: {exc}"
+
+
 async def _ask_reply(
     session: aiohttp.ClientSession, url: str, body: dict[str, Any]
 ) -> tuple[float, str | None, dict[str, Any]]:
@@ -106,12 +134,13 @@ async def _closed(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
     bodies: list[dict[str, Any]] = cfg.get("bodies") or [cfg["body"]]
     window = _Window()
     stop_at = time.monotonic() + cfg["warmup"] + cfg["repeat"] * cfg["duration"] + 0.5
+    ask = _ask_a2a if cfg.get("protocol") == "a2a" else _ask
 
     async def worker(number: int) -> None:
         url = urls[number % len(urls)]  # connections spread evenly over the masters
         turn = number
         while time.monotonic() < stop_at:  # bounded by the run's length
-            latency, error = await _ask(session, url, bodies[turn % len(bodies)])
+            latency, error = await ask(session, url, bodies[turn % len(bodies)])
             window.record(latency, error)
             turn += 1
 

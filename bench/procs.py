@@ -36,10 +36,27 @@ class ChildFailed(RuntimeError):
     """A child exited, or did not get ready in time."""
 
 
+_taken: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free loopback port: any (the OS picks), or within ``OPENAGENT_BENCH_PORTS=<low>-<high>``
+    when set (a machine shared with other work), never the same one twice in a run."""
+    span = os.environ.get("OPENAGENT_BENCH_PORTS", "")
+    candidates = [0]
+    if span:
+        low, _, high = span.partition("-")
+        candidates = [port for port in range(int(low), int(high) + 1) if port not in _taken]
+    for candidate in candidates:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            port = int(sock.getsockname()[1])
+            _taken.add(port)
+            return port
+    raise RuntimeError(f"no free port in OPENAGENT_BENCH_PORTS={span}")
 
 
 def set_results_dir(path: Path) -> None:

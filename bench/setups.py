@@ -13,6 +13,8 @@
 - :func:`relay_ws_setup`, :func:`relay_http_setup`: baselines (a) and (b) with their agents.
 - :func:`mcp_direct_setup`: the ``echo`` tool served directly by an MCP server built with the
   same SDK as the master's ``/mcp`` (:mod:`bench.mcp_direct`), the baseline of the ``mcp_*`` cases.
+- :func:`a2a_direct_setup`: ``echo`` served directly by an ``a2a-sdk`` server, the baseline of
+  the A2A cases (the master's side is :func:`master_setup`'s ``bench-ws`` at ``/a2a/agents/bench-ws``).
 
 The masters share the bench's Redis database, which the runner empties before and after
 the run only. Invocation agents (stored in Redis) have an id per system, and queries
@@ -302,3 +304,13 @@ async def mcp_direct_setup() -> AsyncIterator[Running]:
         url = f"http://127.0.0.1:{port}"
         await server.wait_http(f"{url}/health", READY_WITHIN)
         yield Running(server, url)
+
+
+@asynccontextmanager
+async def a2a_direct_setup() -> AsyncIterator[Running]:
+    """``echo`` served directly by an ``a2a-sdk`` server (JSON-RPC at ``/``): its process is the hub."""
+    async with Group() as group:
+        port = free_port()
+        server = await group.start(Child("a2a-direct", "bench.agents", "a2a", "--port", str(port)))
+        await _ready(server)
+        yield Running(server, f"http://127.0.0.1:{port}")

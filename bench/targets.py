@@ -97,6 +97,28 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
             at_most=False,
         ),
     ]
+    verdicts += [
+        _ratio(
+            cases,
+            "A2A direct tool call, c1: latency",
+            "a2a_hub_c1",
+            "a2a_direct_c1",
+            "p50_ms",
+            "ms",
+            1.5,
+            at_most=True,
+        ),
+        _ratio(
+            cases,
+            "A2A direct tool call, c16: throughput",
+            "a2a_hub_c16",
+            "a2a_direct_c16",
+            "ops_per_s",
+            "ops/s",
+            0.7,
+            at_most=False,
+        ),
+    ]
     aiohttp_agent = _ratio(
         cases,
         "HTTP invocation, c32, aiohttp agent",

@@ -48,6 +48,8 @@ class LoadCase:
     mode: str = "closed"
     """The load client's mode (:mod:`bench.load`): ``closed`` POSTs ``body``; ``mcp`` calls the
     tool ``body["tool"]`` with ``body["arguments"]`` through the official MCP client."""
+    protocol: str = "query"
+    """``query`` (``POST /query`` bodies) or ``a2a`` (A2A JSON-RPC ``SendMessage``, see :mod:`bench.load`)."""
 
 
 def machine_busy_seconds() -> float:
@@ -163,6 +165,7 @@ async def measure(
         "bodies": [{**case.body, "allowed_agent_ids": [agent]} for agent in spread] or [case.body],
         "concurrency": case.concurrency,
         "mode": case.mode,
+        "protocol": case.protocol,
         "warmup": timing.warmup,
         "duration": timing.duration,
         "repeat": timing.repeat,

@@ -18,6 +18,7 @@ from master.lifespan import lifespan
 from master.llm.model import ChatModel
 from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.routes import (
+    a2a,
     agents,
     attachments,
     builder,
@@ -72,6 +73,10 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
     app.include_router(ws.router)
+    # The A2A JSON-RPC endpoints first: a request walks the route table (master/routes/a2a.py).
+    a2a_first, a2a_rest = a2a.routes(public_cards=settings.openagent_a2a_public_cards)
+    app.router.routes[0:0] = a2a_first
+    app.router.routes.extend(a2a_rest)
     mcp_route.install(app)
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:

@@ -21,6 +21,7 @@ from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
+from master.doors.a2a import A2ADoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.drain import Drain
@@ -55,6 +56,8 @@ class Services:
     """Every agent the master can reach (registry, invocation agents, other masters')."""
     mcp: McpDoor
     """The MCP server at ``/mcp``."""
+    a2a: A2ADoor
+    """The hub and its agents as A2A agents (``/a2a``)."""
     attachments: AttachmentStore | None = None
     metrics: Metrics = field(default_factory=Metrics)
     cluster: ClusterDirectory | None = None
@@ -99,7 +102,10 @@ async def require_api_key(
 
 
 def needs_api_key(route: RouteContext) -> bool:
-    """Whether ``route`` (from :func:`fastapi.routing.iter_route_contexts`) depends on :func:`require_api_key`."""
+    """Whether ``route`` (from :func:`fastapi.routing.iter_route_contexts`) depends on :func:`require_api_key`,
+    or is a plain Starlette route marked ``needs_api_key`` (the A2A door's, :mod:`master.routes.a2a`)."""
+    if getattr(route, "needs_api_key", False) is True:
+        return True
     return any(getattr(d, "dependency", None) is require_api_key for d in getattr(route, "dependencies", ()))
 
 

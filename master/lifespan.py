@@ -43,6 +43,7 @@ from master.collaboration import CollaborationManager, CollabStore
 from master.collaboration.remote import RemoteMembersFactory
 from master.conversation.store import SessionStore
 from master.deps import Services
+from master.doors.a2a import A2ADoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.drain import Drain, hook_sigterm
@@ -323,9 +324,17 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         max_queries_per_connection=settings.openagent_ws_max_queries_per_connection,
         catalog=tool_catalog,
     )
+    # The A2A door's own client: its tasks are binary protobuf (bytes), its pool apart from the queries'.
+    a2a_redis = create_redis(settings.redis_url, decode_responses=False)
+    stack.push_async_callback(a2a_redis.aclose)
+    count_redis_errors(a2a_redis, metrics.redis_errors)
+    a2a = A2ADoor(entry, agents, a2a_redis, ttl_seconds=settings.redis_session_ttl_seconds)
     warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
     stack.push_async_callback(_settle, warm_up)
     stack.push_async_callback(entry.aclose)  # cancels the runs every door started
+    # Closed before the entry: the A2A tasks still running end (their runs cancelled) first.
+    stack.push_async_callback(a2a.aclose)
+    a2a.start()
     # Entered after the query entry, so closed before it: running sessions end with
     # "shutdown" while the queries that started them are still there to hear it.
     stack.push_async_callback(collab.aclose)
@@ -364,6 +373,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         sandbox=sandbox,
         agents=agents,
         mcp=mcp,
+        a2a=a2a,
         attachments=attachment_store,
         tool_catalog=tool_catalog,
         metrics=metrics,

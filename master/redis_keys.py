@@ -160,3 +160,31 @@ def master_inbox_key(master_id: str) -> str:
     """``cluster:inbox:{master_id}`` → STREAM of the calls and results other masters send this one
     (trimmed to about 10,000 entries; expires with the master's lease, times 3)."""
     return f"{CLUSTER_PREFIX}inbox:{master_id}"
+
+
+A2A_PREFIX = "a2a:"
+"""Keys of the A2A door (:mod:`master.doors.a2a.store`), all with the TTL ``REDIS_SESSION_TTL_SECONDS``."""
+
+A2A_CANCELED_CHANNEL = "a2a:canceled"
+"""Pub/sub channel: the id of each A2A task some master marked ``CANCELED`` (every master listens)."""
+
+
+def a2a_task_key(task_id: str) -> str:
+    """``a2a:task:{task_id}`` → HASH ``task`` (binary protobuf), ``version`` (counter), ``state``
+    (the state's number), ``scope`` (agent id, ``""`` for the hub's endpoint), ``updated`` (ms)."""
+    return f"{A2A_PREFIX}task:{task_id}"
+
+
+def a2a_index_key(scope: str) -> str:
+    """``a2a:tasks:{scope}`` → ZSET of an endpoint's task ids by last update (``ListTasks``)."""
+    return f"{A2A_PREFIX}tasks:{scope}"
+
+
+def a2a_context_key(context_id: str) -> str:
+    """``a2a:context:{context_id}`` → the hub ``session_id`` that holds the A2A context's turns."""
+    return f"{A2A_PREFIX}context:{context_id}"
+
+
+def a2a_events_channel(task_id: str) -> str:
+    """Pub/sub channel ``a2a:events:{task_id}``: ``<version>:<task>`` after each write of the task."""
+    return f"{A2A_PREFIX}events:{task_id}"

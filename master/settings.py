@@ -117,6 +117,9 @@ class Settings(BaseSettings):
     # Admission control (queries in flight)
     openagent_max_queries_in_flight: int = Field(default=256, gt=0)
     """Queries the master runs at once, over every entry point; more get ``too_many_queries`` (HTTP 429)."""
+    openagent_a2a_public_cards: bool = False
+    """Serve the A2A agent cards (``/.well-known/agent-card.json``, ``/a2a/agents/{id}/.well-known/agent-card.json``)
+    without the API key, for directories that crawl them; the A2A endpoints still need it."""
     openagent_ws_max_queries_per_connection: int = Field(default=16, gt=0)
     """Queries one WebSocket connection may have in flight; more get an ``error`` ``too_many_queries``."""
 

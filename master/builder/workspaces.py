@@ -245,23 +245,18 @@ class Workspaces:
                     tools=[_tool(tool.schema) for tool in agent.tools.values()],
                     metadata=agent.metadata,
                 )
-            elif agent.transport == "mcp":
+            elif agent.transport in ("mcp", "a2a"):
                 agents[agent.agent_id] = AgentSpec(
                     agent_id=agent.agent_id,
-                    transport="mcp",
-                    mcp_url=agent.base_url,
-                    mcp_headers=secret_references(agent.agent_id, agent.headers),
+                    transport=agent.transport,
                     tools=[_tool(tool.schema) for tool in agent.tools.values()],
                     metadata=agent.metadata,
-                )
-            elif agent.transport == "a2a":
-                agents[agent.agent_id] = AgentSpec(
-                    agent_id=agent.agent_id,
-                    transport="a2a",
-                    a2a_url=agent.base_url,
-                    a2a_headers=secret_references(agent.agent_id, agent.headers, "A2A"),
-                    tools=[_tool(tool.schema) for tool in agent.tools.values()],
-                    metadata=agent.metadata,
+                    **{
+                        f"{agent.transport}_url": agent.base_url,
+                        f"{agent.transport}_headers": secret_references(
+                            agent.agent_id, agent.headers, agent.transport.upper()
+                        ),
+                    },
                 )
             elif agent.transport == "invocation":
                 agents[agent.agent_id] = AgentSpec(

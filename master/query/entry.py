@@ -98,6 +98,12 @@ class QueryRun:
             if isinstance(event, Finished):
                 return
 
+    def cancel(self) -> None:
+        """Stop the run (a door's client cancelled it): the orchestrator stops where it is, its tool
+        calls are abandoned (a result that still comes is discarded) and the turn is not stored."""
+        if self._task is not None:
+            self._task.cancel()
+
     def on_done(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the run has ended (delivered, failed or cancelled)."""
         assert self._task is not None

@@ -71,7 +71,9 @@ async def test_a_cluster_that_cannot_start_leaves_no_client_open(monkeypatch: py
         async with app.router.lifespan_context(app):
             pytest.fail("the lifespan started although the cluster did not")
 
-    assert len(opened.redis) == 2, "the session Redis client and the attachments' blob client"
+    assert len(opened.redis) == 3, (
+        "the session Redis client, the attachments' blob client, the A2A tasks' client"
+    )
     assert opened.redis_closed == list(reversed(opened.redis)), "each Redis pool closed once, in reverse"
     assert [session.closed for session in opened.sessions] == [True], "the aiohttp session of the agent calls"
     assert [client.is_closed for client in opened.clients] == [True], "the sandbox's httpx client"

@@ -330,6 +330,7 @@ async def test_raw_peers_messages_are_stamped_recorded_and_refused_outside_the_s
                         "description": "",
                         "parameters": {"type": "object", "properties": {}},
                         "endpoint": None,
+                        "annotations": None,
                     }
                 ],
             }

@@ -1,0 +1,232 @@
+"""The A2A door: the hub and each of its agents as A2A agents, with the official ``a2a-sdk`` server.
+
+One :class:`~a2a.server.request_handlers.DefaultRequestHandler` serves every endpoint; the
+endpoint's scope (an agent id, or ``""`` for the hub) rides in the call context
+(:data:`~master.doors.a2a.store.SCOPE_KEY`), so that the executor offers that agent only and the
+task store keeps each endpoint's tasks apart. The SDK's JSON-RPC and HTTP+JSON (REST) routes are
+made twice, under ``/a2a`` and under ``/a2a/agents/{agent_id}``, with its 0.3 compatibility on
+(a request without the ``A2A-Version`` header is 0.3; 0.3 method names and ``/v1/`` REST paths
+are served too).
+
+The app declares the routes when it is created (:func:`route_specs`, the SDK's own table) and
+this door, built in the lifespan, answers them (:meth:`A2ADoor.endpoint`). Auth is the master's:
+the routes are protected like every other (the early auth middleware), the cards too unless
+``OPENAGENT_A2A_PUBLIC_CARDS`` is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, cast
+
+import redis.asyncio as aioredis
+from a2a.server.agent_execution import SimpleRequestContextBuilder
+from a2a.server.context import ServerCallContext
+from a2a.server.id_generator import IDGenerator, IDGeneratorContext
+from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
+from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task
+from a2a.utils.error_handlers import build_rest_error_payload
+from a2a.utils.errors import InvalidParamsError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from master.agents.directory import AgentDirectory
+from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
+from master.doors.a2a.executor import HubExecutor
+from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisEventStream, RedisTaskStore, scope_of
+from master.query.entry import OfferedTool, QueryEntry
+from protocol import ErrorCode
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+PREFIXES = (HUB_PATH, f"{AGENTS_PATH}/{{agent_id}}")
+"""The hub's endpoint, then every agent's."""
+CARD_ROUTES = (CARD_PATH, f"{AGENTS_PATH}/{{agent_id}}{CARD_PATH}")
+"""The hub's card, then every agent's."""
+
+
+class _ScopedContext(DefaultServerCallContextBuilder):
+    """The SDK's call context, plus the endpoint's scope (its ``{agent_id}``, or the hub)."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[SCOPE_KEY] = request.path_params.get("agent_id", "")
+        return context
+
+
+class _NewTaskIds(IDGenerator):
+    """The SDK's task ids (UUIDs), each announced to the store as new (one Redis read instead of three)."""
+
+    def __init__(self, store: RedisTaskStore) -> None:
+        self._store = store
+
+    def generate(self, context: IDGeneratorContext) -> str:
+        task_id = str(uuid.uuid4())
+        self._store.expect_new(task_id)
+        return task_id
+
+
+class _ScopedHandler(DefaultRequestHandler):
+    """The SDK's handler, refusing a message to an agent the hub does not know."""
+
+    def __init__(self, agents: AgentDirectory, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._agents = agents
+
+    def _check(self, context: ServerCallContext) -> None:
+        scope = scope_of(context)
+        if scope and not self._agents.known_ids([scope]):
+            raise InvalidParamsError(
+                message=f"unknown agent {scope!r}: no agent with that id is connected to the hub",
+                data={"error_code": ErrorCode.UNKNOWN_AGENT.value},
+            )
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        self._check(context)
+        context.state[STREAMING_KEY] = False
+        result: Message | Task = await super().on_message_send(params, context)
+        return result
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any, None]:
+        self._check(context)
+        context.state[STREAMING_KEY] = True
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+
+def _sdk_routes(handler: RequestHandler) -> list[Route]:
+    """The SDK's routes under both prefixes: JSON-RPC, HTTP+JSON, both with the 0.3 compatibility."""
+    builder = _ScopedContext()
+    routes: list[Route] = []
+    for prefix in PREFIXES:
+        routes += create_jsonrpc_routes(handler, prefix, context_builder=builder, enable_v0_3_compat=True)
+        # The SDK also mounts its routes under /{tenant}; the hub has no tenants.
+        routes += [
+            route
+            for route in create_rest_routes(
+                handler, context_builder=builder, enable_v0_3_compat=True, path_prefix=prefix
+            )
+            if isinstance(route, Route)
+        ]
+    return routes
+
+
+def route_specs() -> list[tuple[str, frozenset[str]]]:
+    """``(path, methods)`` of every A2A route but the cards, in the SDK's order (the app declares them)."""
+    unbuilt = cast(RequestHandler, object())  # the routes' paths only: no request reaches it
+    return [(route.path, frozenset(route.methods or ())) for route in _sdk_routes(unbuilt)]
+
+
+class A2ADoor:
+    """The hub's A2A endpoints and cards (module docstring)."""
+
+    def __init__(
+        self, entry: QueryEntry, agents: AgentDirectory, redis: aioredis.Redis, *, ttl_seconds: int
+    ) -> None:
+        """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``)."""
+        self.entry = entry
+        self.agents = agents
+        self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds)
+        self.events = RedisEventStream(redis, self.store)
+        self.executor = HubExecutor(entry, self.store)
+        self.handler = _ScopedHandler(
+            agents,
+            agent_executor=self.executor,
+            task_store=self.store,
+            event_stream=self.events,
+            request_context_builder=SimpleRequestContextBuilder(task_id_generator=_NewTaskIds(self.store)),
+            agent_card=hub_card("http://localhost"),  # the handler reads its capabilities only
+        )
+        self._watch: asyncio.Task[None] | None = None
+        self._endpoints: dict[tuple[str, str], Endpoint] = {}
+        for route in _sdk_routes(self.handler):
+            endpoint = route.endpoint
+            if route.path.endswith(_V03_STREAMS):
+                endpoint = _eager(endpoint)
+            for method in route.methods or ():
+                self._endpoints[(route.path, method)] = endpoint
+
+    def endpoint(self, path: str, method: str) -> Endpoint:
+        """The SDK endpoint of the route declared as ``path`` (see :func:`route_specs`)."""
+        return self._endpoints[(path, method)]
+
+    def tools(self, agent_id: str) -> list[OfferedTool] | None:
+        """The tools of ``agent_id`` wherever it is connected; ``None`` when the hub does not know it."""
+        if not self.agents.known_ids([agent_id]):
+            return None
+        return self.entry.offered_tools([agent_id])
+
+    async def card(self, request: Request) -> Response:
+        """``GET`` a card: the hub's, or ``{agent_id}``'s (404 when the hub does not know it)."""
+        base = str(request.base_url)
+        agent_id = request.path_params.get("agent_id")
+        if agent_id is None:
+            return _card_response(hub_card(base))
+        tools = self.tools(agent_id)
+        if tools is None:
+            return JSONResponse(
+                {
+                    "detail": f"unknown agent {agent_id!r}: no agent with that id is connected to the hub",
+                    "error_code": ErrorCode.UNKNOWN_AGENT.value,
+                },
+                status_code=404,
+            )
+        return _card_response(agent_card(base, agent_id, tools))
+
+    def start(self) -> None:
+        """Follow the cancellations other masters write (:meth:`RedisEventStream.watch_cancels`)."""
+        self._watch = asyncio.create_task(
+            self.events.watch_cancels(self.executor.abandon), name="a2a-cancels"
+        )
+
+    async def aclose(self) -> None:
+        """Stop following cancellations and the tasks still running (the master stops)."""
+        if self._watch is not None:
+            self._watch.cancel()
+            await asyncio.gather(self._watch, return_exceptions=True)
+        await self.handler.aclose()
+
+
+_V03_STREAMS = ("/v1/message:stream", "/v1/tasks/{id}:subscribe")
+"""The SDK's 0.3 REST streams, which start their SSE response before the handler has run."""
+
+
+def _eager(endpoint: Endpoint) -> Endpoint:
+    """Run a 0.3 REST stream up to its first event before answering, so that a refused request
+    (invalid params, unknown task...) gets its JSON error, not a broken stream (as the SDK's
+    1.0 REST streams do)."""
+
+    async def eager(request: Request) -> Response:
+        response = await endpoint(request)
+        body = getattr(response, "body_iterator", None)
+        if body is None or not inspect.isasyncgen(body):
+            return response
+        try:
+            first = await anext(body)
+        except StopAsyncIteration:
+            return response
+        except Exception as exc:  # the SDK's own mapping of its errors (A2AError: 4xx; else 500)
+            payload = build_rest_error_payload(exc)
+            return JSONResponse(payload, status_code=int(payload["error"]["code"]))
+
+        async def chained() -> AsyncGenerator[Any, None]:
+            yield first
+            async for item in body:
+                yield item
+
+        response.body_iterator = chained()  # type: ignore[attr-defined]
+        return response
+
+    return eager
+
+
+def _card_response(card: AgentCard) -> JSONResponse:
+    return JSONResponse(agent_card_to_dict(card))

@@ -1,0 +1,364 @@
+"""The A2A ``AgentExecutor`` of the hub: a message becomes a query or one direct tool call.
+
+- **Text** (every text part, joined): a query through :meth:`QueryEntry.submit` (``door="a2a"``,
+  streamed), limited to the endpoint's agent (``allowed_agent_ids=[agent_id]``; the hub's
+  endpoint offers every agent). The task's ``contextId`` maps to a hub session
+  (:meth:`RedisTaskStore.session_of`): a new context starts one, a known one continues it.
+- **A data part** ``{"tool": name, "arguments": {...}}`` (on the hub's endpoint also
+  ``"agent_id"``): :meth:`QueryEntry.call_tool`, without the LLM, the arguments validated
+  against the tool's schema.
+
+Each step becomes a ``WORKING`` status update (a text part saying what happens and a data part
+``{"event": "tool_call" | "tool_progress" | "tool_result" | "step", ...}``), the answer an
+artifact, then a terminal state (a blocking ``SendMessage`` of a new task, whose steps no one can
+see, gets its task written once, finished: :class:`_Updater`): ``COMPLETED``, or ``FAILED`` with the error (the failed tool's
+or the query's, its ``error_code`` in the status message's data part). A query the master did
+not admit (``too_many_queries``, ``draining``) and a direct call it refused are A2A errors
+(:func:`unavailable`, ``InvalidParamsError``): no run started.
+
+``CancelTask`` cancels the run (or the call) of a task this master runs: the orchestrator stops,
+its tool calls are abandoned (their results, if any come, are discarded), nothing is stored in
+the session for that turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from a2a.helpers import new_data_part, new_task, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types.a2a_pb2 import Artifact, Message, Part, TaskState
+from a2a.utils.errors import InternalError, InvalidParamsError
+from google.protobuf import json_format
+from pydantic import ValidationError
+
+from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore
+from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
+from master.query.events import Finished, Progress
+from protocol import QueryRequest, QueryResponse, ToolProgress
+
+logger = logging.getLogger("master.doors.a2a")
+
+
+class ServerUnavailableError(InternalError):
+    """The master did not admit the work (``too_many_queries`` or ``draining``): retry later.
+
+    A2A defines no "unavailable" error: this is ``InternalError`` (JSON-RPC -32603, HTTP 500)
+    whose message and data (``error_code``, ``retry: true``) say so."""
+
+
+def unavailable(exc: QueryRefused) -> ServerUnavailableError:
+    return ServerUnavailableError(
+        message=f"{exc.code}: {exc.message} (retry later)",
+        data={"error_code": str(exc.code), "retry": True},
+    )
+
+
+def _whole(value: Any) -> Any:
+    """JSON numbers from a ``google.protobuf.Value`` come back as floats: 2.0 becomes 2 again."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    return value
+
+
+def _parts(message: Message | None) -> tuple[str, list[Any]]:
+    """The text (text parts joined) and the data of ``message``'s parts."""
+    if message is None:
+        return "", []
+    texts: list[str] = []
+    data: list[Any] = []
+    for part in message.parts:
+        if part.HasField("text"):
+            texts.append(part.text)
+        elif part.HasField("data"):
+            data.append(_whole(json_format.MessageToDict(part.data)))
+    return "\n".join(texts).strip(), data
+
+
+def _status(text: str, data: dict[str, Any]) -> list[Part]:
+    return [new_text_part(text), new_data_part(data)]
+
+
+def _describe(event: Progress) -> str:
+    data = event.data
+    target = (
+        f"{data.get('agent_id')}.{data.get('tool_name')}" if data.get("agent_id") else data.get("tool_name")
+    )
+    if event.event == "tool_call":
+        return f"calling {target}"
+    if event.event == "tool_progress":
+        message = data.get("message") or "working"
+        progress = data.get("progress")
+        return f"{target}: {message}" + (f" ({progress:.0%})" if isinstance(progress, float) else "")
+    if event.event == "tool_result":
+        return f"{target} returned" if data.get("success") else f"{target} failed: {data.get('error')}"
+    return f"step {data.get('step')}: {', '.join(data.get('tool_calls') or [])}"
+
+
+def _result_parts(result: Any) -> list[Part]:
+    if isinstance(result, str):
+        return [new_text_part(result)]
+    return [new_data_part(result)]
+
+
+class _Updater(TaskUpdater):
+    """The SDK's updater, writing as few events as a client can tell apart.
+
+    The first ``WORKING`` creates the task. A blocking ``SendMessage`` of a new task (``quiet``)
+    shows no step to anyone (the client learns the task's id from the answer), so its task is
+    written once, finished: one store write, not three."""
+
+    first: list[Message] | None = None
+    """The new task's history, until the task exists (``None``: it does)."""
+    quiet: bool = False
+
+    async def working(self, message: Message | None) -> None:
+        if self.quiet:
+            return
+        if self.first is None:
+            await self.update_status(TaskState.TASK_STATE_WORKING, message)
+            return
+        task = new_task(self.task_id, self.context_id, TaskState.TASK_STATE_WORKING, history=self.first)
+        self.first = None
+        task.status.timestamp.GetCurrentTime()
+        if message is not None:
+            task.status.message.CopyFrom(message)
+        await self.event_queue.enqueue_event(task)
+
+    async def finish(
+        self,
+        state: TaskState,
+        message: Message | None = None,
+        *,
+        parts: list[Part] | None = None,
+        name: str = "",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """End the task in ``state``, with an artifact of ``parts`` when given."""
+        if self.first is None:
+            if parts is not None:
+                await self.add_artifact(parts, name=name, metadata=metadata)
+            await self.update_status(state, message)
+            return
+        artifacts = None
+        if parts is not None:
+            artifact = Artifact(artifact_id=str(uuid.uuid4()), name=name, parts=parts)
+            if metadata:
+                artifact.metadata.update(metadata)
+            artifacts = [artifact]
+        task = new_task(self.task_id, self.context_id, state, artifacts=artifacts, history=self.first)
+        self.first = None
+        task.status.timestamp.GetCurrentTime()
+        if message is not None:
+            task.status.message.CopyFrom(message)
+        await self.event_queue.enqueue_event(task)
+
+
+class HubExecutor(AgentExecutor):
+    """Runs A2A messages as queries or direct tool calls (module docstring)."""
+
+    def __init__(self, entry: QueryEntry, store: RedisTaskStore) -> None:
+        self._entry = entry
+        self._store = store
+        self._running: dict[str, asyncio.Task[Any] | QueryRun] = {}
+        self._abandoned: set[str] = set()
+
+    def abandon(self, task_id: str) -> None:
+        """Another master marked ``task_id`` ``CANCELED``: stop its run here, if it runs here."""
+        running = self._running.pop(task_id, None)
+        if running is not None:
+            self._abandoned.add(task_id)
+            running.cancel()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        scope = context.call_context.state.get(SCOPE_KEY, "") if context.call_context else ""
+        text, data = _parts(context.message)
+        calls = [item for item in data if isinstance(item, dict) and "tool" in item]
+        if not calls and not text:
+            raise InvalidParamsError(
+                message='send a text part (a question) or a data part {"tool": name, "arguments": {...}}'
+            )
+        updater = _Updater(event_queue, task_id, context_id)
+        if context.current_task is None:  # the first event creates the task, already WORKING
+            updater.first = [context.message] if context.message is not None else []
+            configuration = context.configuration
+            updater.quiet = not context.call_context.state.get(STREAMING_KEY, True) and not (
+                configuration is not None and configuration.return_immediately
+            )
+        if calls:
+            await self._call(scope, calls[0], updater)
+        else:
+            await self._ask(scope, text, context_id, updater)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        running = self._running.pop(context.task_id or "", None)
+        if running is not None:
+            running.cancel()
+        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        await updater.cancel(updater.new_agent_message([new_text_part("canceled by the client")]))
+
+    # A text message: a query.
+
+    async def _ask(self, scope: str, text: str, context_id: str, updater: _Updater) -> None:
+        session_id = await self._store.session_of(context_id) if context_id else None
+        try:
+            request = QueryRequest(
+                query=text, session_id=session_id, allowed_agent_ids=[scope] if scope else None
+            )
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise InvalidParamsError(message=f"the message is not a valid query: {problems}") from None
+        try:
+            run = self._entry.submit(request, door="a2a", stream=True)
+        except QueryRefused as exc:
+            raise unavailable(exc) from None
+        self._running[updater.task_id] = run
+        try:
+            await updater.working(None)
+            response: QueryResponse | None = None
+            async for event in run.events():
+                if isinstance(event, Finished):
+                    response = event.response
+                elif event.event != "token" and not updater.quiet:
+                    await updater.working(
+                        updater.new_agent_message(
+                            _status(_describe(event), {"event": event.event, **event.data})
+                        ),
+                    )
+        except asyncio.CancelledError:
+            run.cancel()
+            raise
+        finally:
+            self._running.pop(updater.task_id, None)
+        if response is None and self._abandoned_now(updater.task_id):
+            await self._canceled(updater)
+            return
+        if response is None:  # the master stopped under the run
+            raise InternalError(message="the master stopped before the query ended")
+        if response.session_id and response.success:
+            await self._store.remember_session(context_id, response.session_id)
+        await self._finish_query(response, updater)
+
+    async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
+        details = {
+            "query_id": response.query_id,
+            "session_id": response.session_id,
+            "agents_used": [used.model_dump() for used in response.agents_used],
+        }
+        if not response.success:
+            details["error_code"] = str(response.error_code) if response.error_code else None
+            await updater.finish(
+                TaskState.TASK_STATE_FAILED,
+                updater.new_agent_message(_status(response.error or "the query failed", details)),
+            )
+            return
+        await updater.finish(
+            TaskState.TASK_STATE_COMPLETED,
+            parts=[new_text_part(response.answer or "")],
+            name="answer",
+            metadata=details,
+        )
+
+    # A data part: one direct tool call.
+
+    async def _call(self, scope: str, call: dict[str, Any], updater: _Updater) -> None:
+        agent_id = scope or call.get("agent_id")
+        tool, arguments = call.get("tool"), call.get("arguments", {})
+        if not isinstance(agent_id, str) or not agent_id:
+            raise InvalidParamsError(
+                message='on the hub\'s endpoint a direct call names its agent: {"agent_id": ..., "tool": ..., "arguments": {...}}'
+            )
+        if not isinstance(tool, str) or not tool:
+            raise InvalidParamsError(message="'tool' must be the name of one of the agent's tools (a string)")
+        if not isinstance(arguments, dict):
+            raise InvalidParamsError(message="'arguments' must be an object")
+        label = f"{agent_id}.{tool}"
+        progress: asyncio.Queue[ToolProgress] = asyncio.Queue()
+        await updater.working(
+            updater.new_agent_message(
+                _status(
+                    f"calling {label}",
+                    {"event": "tool_call", "agent_id": agent_id, "tool_name": tool, "arguments": arguments},
+                )
+            )
+        )
+        pending = asyncio.create_task(
+            self._entry.call_tool(agent_id, tool, arguments, door="a2a", on_progress=progress.put_nowait),
+            name=f"a2a call {label}",
+        )
+        self._running[updater.task_id] = pending
+        getter: asyncio.Task[ToolProgress] | None = None
+        try:
+            while True:
+                getter = asyncio.create_task(progress.get())
+                done, _ = await asyncio.wait({pending, getter}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    break
+                await self._progress(updater, agent_id, tool, getter.result())
+            getter.cancel()
+            if pending.cancelled() and self._abandoned_now(updater.task_id):
+                await self._canceled(updater)
+                return
+            while not progress.empty():
+                await self._progress(updater, agent_id, tool, progress.get_nowait())
+            try:
+                run = pending.result()
+            except QueryRefused as exc:
+                raise unavailable(exc) from None
+            except ToolRefused as exc:
+                raise InvalidParamsError(message=exc.message, data={"error_code": str(exc.code)}) from None
+        except asyncio.CancelledError:
+            pending.cancel()
+            if getter is not None:
+                getter.cancel()
+            raise
+        finally:
+            self._running.pop(updater.task_id, None)
+        details = {"event": "tool_result", "agent_id": agent_id, "tool_name": tool, "success": run.success}
+        if not run.success:
+            await updater.finish(
+                TaskState.TASK_STATE_FAILED,
+                updater.new_agent_message(
+                    _status(f"{label} failed: {run.error}", {**details, "error": run.error})
+                ),
+            )
+            return
+        await updater.finish(
+            TaskState.TASK_STATE_COMPLETED, parts=_result_parts(run.result), name="result", metadata=details
+        )
+
+    @staticmethod
+    async def _canceled(updater: _Updater) -> None:
+        """End a run another master canceled: the store already says ``CANCELED`` (this write
+        loses to it, and the SDK hands that state to this master's subscribers)."""
+        await updater.cancel(updater.new_agent_message([new_text_part("canceled by the client")]))
+
+    def _abandoned_now(self, task_id: str) -> bool:
+        if task_id in self._abandoned:
+            self._abandoned.discard(task_id)
+            return True
+        return False
+
+    @staticmethod
+    async def _progress(updater: _Updater, agent_id: str, tool: str, progress: ToolProgress) -> None:
+        if updater.quiet:
+            return
+        data = {"event": "tool_progress", **progress.model_dump(exclude={"type"}), "agent_id": agent_id}
+        await updater.working(
+            updater.new_agent_message(
+                _status(f"{agent_id}.{tool}: {progress.message or 'working'}", {**data, "tool_name": tool})
+            ),
+        )
+
+
+__all__ = ["HubExecutor", "ServerUnavailableError", "unavailable"]
