@@ -34,6 +34,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.agents.tool_calls import ToolCaller
+from master.agents.url_policy import AgentUrlPolicy
 from master.attachments import AttachmentStore, RagLink
 from master.builder.service import AgentBuilder
 from master.cluster.collaboration import ClusterCollaborations
@@ -189,7 +190,14 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     elif llm is None and isinstance(chat_model, OpenAIChatModel):
         stack.push_async_callback(chat_model.aclose)
     # aiohttp: on the invocation path it costs the master a fraction of httpx's CPU per call (bench/).
-    http = ClientSession(connector=TCPConnector(limit=256), raise_for_status=False)
+    # Every connection it makes passes the agent URL policy: names through its resolver, IP
+    # literals (which aiohttp never resolves) and redirects through its trace.
+    url_policy = AgentUrlPolicy.from_settings(settings)
+    http = ClientSession(
+        connector=TCPConnector(limit=256, resolver=url_policy.aiohttp_resolver()),
+        trace_configs=[url_policy.aiohttp_trace()],
+        raise_for_status=False,
+    )
     stack.push_async_callback(http.close)
 
     registry = Registry()
@@ -199,6 +207,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         ttl_seconds=settings.redis_agent_ttl_seconds,
         health_timeout=settings.health_check_timeout,
         settings=settings,
+        url_policy=url_policy,
     )
     stack.push_async_callback(invocation.aclose)  # the MCP and A2A connectors
     master_id = settings.openagent_master_id or _new_master_id()

@@ -8,12 +8,12 @@ master does not keep.
 
 from __future__ import annotations
 
-from ipaddress import ip_address
+from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -99,6 +99,10 @@ class Settings(BaseSettings):
     """Seconds for the master's POST to an invocation agent's tool endpoint."""
     openagent_remote_discovery_timeout: float = Field(default=10.0, gt=0)
     """Seconds ``POST /register`` waits for an MCP server or A2A agent to list its tools (card)."""
+    openagent_agent_url_allow: str = ""
+    """Comma-separated host names and addresses/CIDRs the master may call for agents even where the agent URL policy refuses them by default (link-local, cloud metadata, multicast, unspecified, broadcast), e.g. ``169.254.10.0/24``. Loopback and private ranges are allowed without it."""
+    openagent_agent_url_deny: str = ""
+    """Comma-separated host names and addresses/CIDRs the master never calls for agents (registration is refused with 422, connections fail), e.g. ``10.0.0.0/8,db.internal``; wins over ``OPENAGENT_AGENT_URL_ALLOW``."""
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
@@ -256,6 +260,22 @@ class Settings(BaseSettings):
     """``runtimeClassName`` of agent Pods, e.g. ``gvisor``; unset: the cluster's default runtime."""
     openagent_k8s_api_timeout: float = Field(default=10.0, gt=0)
     """Seconds per Kubernetes API or pool runner request."""
+
+    @field_validator("openagent_agent_url_allow", "openagent_agent_url_deny")
+    @classmethod
+    def _url_policy_entries(cls, value: str) -> str:
+        """Each entry a host name or an address/CIDR (the agent URL policy parses them again)."""
+        for raw in value.split(","):
+            entry = raw.strip().strip("[]")
+            if not entry:
+                continue
+            try:
+                ip_network(entry, strict=False)
+            except ValueError:
+                name = entry.rstrip(".")
+                if not name or any(not (c.isalnum() or c in ".-_") for c in name):
+                    raise ValueError(f"{raw.strip()!r} is neither a host name nor an address/CIDR") from None
+        return value
 
     @model_validator(mode="after")
     def _derive_master_base_url(self) -> Settings:

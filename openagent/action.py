@@ -145,6 +145,12 @@ class OrchestratorWebSocketActionAgent:
         """The validated tools, as registered."""
         return list(self._register.tools)
 
+    async def calls_done(self) -> None:
+        """Return once the tool calls running now have ended and their results were sent
+        (cancelling the wait leaves the calls running)."""
+        if self._calls:
+            await asyncio.wait(set(self._calls))
+
     @property
     def registered(self) -> bool:
         """Whether the agent is connected and registered right now (false while reconnecting)."""

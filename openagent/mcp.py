@@ -14,7 +14,8 @@ Each ``tool_call`` becomes an MCP ``tools/call``; the server's progress notifica
 ``tool_progress`` frames, a result with ``isError`` a failed call carrying the server's text.
 When the child exits, the agent leaves the hub (its WebSocket closes, so its tools stop
 being offered) and the bridge starts the child again after a backoff delay, saying so in its
-log; a child that ran for a while restarts after the shortest delay again.
+log; a child that ran for a while restarts after the shortest delay again. When the server says
+its tools changed, the calls in flight finish and the agent registers again with the new list.
 
 The helpers :func:`tool_schema` and :func:`tool_result` translate MCP tools and results to the
 hub's shapes; the master uses the same ones for remote (Streamable HTTP) MCP servers.
@@ -295,60 +296,111 @@ class McpBridge:
     async def _serve_child(self) -> None:
         from mcp import Client, StdioServerParameters
         from mcp.client.stdio import stdio_client
+        from mcp_types import ToolListChangedNotification
 
         params = StdioServerParameters(
             command=self.command[0], args=self.command[1:], env=self.env or None, cwd=self.cwd
         )
-        ended = asyncio.Event()
+        ended, changed = asyncio.Event(), asyncio.Event()
+
+        async def on_message(message: Any) -> None:  # servers of the 2025 revisions announce changes
+            if isinstance(message, ToolListChangedNotification):
+                changed.set()
+
         self.starts += 1
         logger.info("starting MCP server for agent %s: %s", self.agent_id, " ".join(self.command))
+        client = Client(watched(stdio_client(params), ended), cache=None, message_handler=on_message)
         try:
-            await self._serve(Client(watched(stdio_client(params), ended), cache=None), ended)
+            await self._serve(client, ended, changed)
         except Exception as exc:
             # The SDK reports a vanished child as whatever its streams raised (an exception group).
             if ended.is_set() and not self._stopping.is_set() and not isinstance(exc, McpServerExited):
                 raise McpServerExited(f"the MCP server ({self.command[0]}) exited") from exc
             raise
 
-    async def _serve(self, mcp_client: Client, ended: asyncio.Event) -> None:
+    async def _serve(self, mcp_client: Client, ended: asyncio.Event, changed: asyncio.Event) -> None:
         async with mcp_client as client:
-            async with asyncio.timeout(self.start_timeout):
-                tools = await _list_tools(client)
-            schemas, skipped = tool_schemas(tools)
-            if skipped:
-                logger.warning(
-                    "agent %s: skipped MCP tools whose names the hub cannot use: %s",
-                    self.agent_id,
-                    ", ".join(skipped),
-                )
-            info = client.server_info
-            metadata: dict[str, Any] = {
-                "mcp": {"transport": "stdio", "protocol_version": client.protocol_version}
-            }
-            if info is not None:
-                metadata["mcp"].update(server=info.name, version=info.version)
-            agent = OrchestratorActionAgent(
-                self.agent_id, schemas, _handler(client), metadata=metadata, config=self.config
-            )
-            await agent.start()
-            self.agent = agent
-            self.serving.set()
-            serving = asyncio.create_task(agent.run(), name=f"mcp-bridge-{self.agent_id}")
-            died = asyncio.create_task(ended.wait(), name=f"mcp-child-{self.agent_id}")
-            stopping = asyncio.create_task(self._stopping.wait(), name=f"mcp-stop-{self.agent_id}")
+            listener = None
+            if client.session.discover_result is not None:  # 2026-07-28: subscribe to changes
+                listener = asyncio.create_task(_listen(client, changed), name=f"mcp-listen-{self.agent_id}")
             try:
-                await asyncio.wait({serving, died, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                while not await self._serve_tools(client, ended, changed):
+                    changed.clear()
+                    logger.info(
+                        "agent %s: the MCP server's tools changed; registering them again", self.agent_id
+                    )
             finally:
-                self.serving.clear()
-                self.agent = None
-                for task in (died, stopping):
-                    task.cancel()
-                await agent.stop()  # the agent leaves the hub before the child is stopped
-                await asyncio.gather(serving, died, stopping, return_exceptions=True)
-            if serving.done() and not serving.cancelled() and serving.exception() is not None:
-                raise serving.exception()  # type: ignore[misc]
-            if died.done() and not died.cancelled() and not self._stopping.is_set():
-                raise McpServerExited(f"the MCP server ({self.command[0]}) exited")
+                if listener is not None:
+                    listener.cancel()
+                    await asyncio.gather(listener, return_exceptions=True)
+
+    async def _serve_tools(self, client: Client, ended: asyncio.Event, changed: asyncio.Event) -> bool:
+        """Serve the server's current tools as the agent until the child exits or the bridge stops
+        (True), or until the server says its tools changed (False: serve them again)."""
+        async with asyncio.timeout(self.start_timeout):
+            tools = await _list_tools(client)
+        schemas, skipped = tool_schemas(tools)
+        if skipped:
+            logger.warning(
+                "agent %s: skipped MCP tools whose names the hub cannot use: %s",
+                self.agent_id,
+                ", ".join(skipped),
+            )
+        info = client.server_info
+        metadata: dict[str, Any] = {
+            "mcp": {"transport": "stdio", "protocol_version": client.protocol_version}
+        }
+        if info is not None:
+            metadata["mcp"].update(server=info.name, version=info.version)
+        agent = OrchestratorActionAgent(
+            self.agent_id, schemas, _handler(client), metadata=metadata, config=self.config
+        )
+        await agent.start()
+        self.agent = agent
+        self.serving.set()
+        serving = asyncio.create_task(agent.run(), name=f"mcp-bridge-{self.agent_id}")
+        died = asyncio.create_task(ended.wait(), name=f"mcp-child-{self.agent_id}")
+        stopping = asyncio.create_task(self._stopping.wait(), name=f"mcp-stop-{self.agent_id}")
+        change = asyncio.create_task(changed.wait(), name=f"mcp-change-{self.agent_id}")
+        try:
+            await asyncio.wait({serving, died, stopping, change}, return_when=asyncio.FIRST_COMPLETED)
+            if change.done() and not (serving.done() or died.done() or stopping.done()):
+                await _calls_done(agent, self.start_timeout)  # e.g. the call that changed the tools
+        finally:
+            self.serving.clear()
+            self.agent = None
+            for task in (died, stopping, change):
+                task.cancel()
+            await agent.stop()  # the agent leaves the hub before the child is stopped or re-listed
+            await asyncio.gather(serving, died, stopping, change, return_exceptions=True)
+        if serving.done() and not serving.cancelled() and serving.exception() is not None:
+            raise serving.exception()  # type: ignore[misc]
+        if died.done() and not died.cancelled() and not self._stopping.is_set():
+            raise McpServerExited(f"the MCP server ({self.command[0]}) exited")
+        return not (change.done() and not change.cancelled()) or self._stopping.is_set()
+
+
+async def _calls_done(agent: OrchestratorActionAgent, wait_seconds: float) -> None:
+    """Wait (at most ``wait_seconds``) for the agent's calls in flight to end."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(wait_seconds):
+            await agent.calls_done()
+
+
+async def _listen(client: Client, changed: asyncio.Event) -> None:
+    """Set ``changed`` at each tool-list change a 2026-07-28 server announces."""
+    from mcp.client.subscriptions import ListenNotSupportedError
+
+    while True:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    changed.set()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:
+            logger.info("listening for tool changes failed (%s); again in 5 s", exc)
+        await asyncio.sleep(5.0)
 
 
 async def _list_tools(client: Client) -> list[Any]:

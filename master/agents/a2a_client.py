@@ -60,6 +60,7 @@ from a2a.utils.errors import A2AError
 
 from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ToolsChanged
 from master.agents.invocation import InvocationAgent
+from master.agents.url_policy import AgentUrlPolicy, UrlRefused
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
@@ -359,12 +360,24 @@ class A2AConnector:
 
     transport = "a2a"
 
-    def __init__(self, tools_changed: ToolsChanged | None = None) -> None:
+    def __init__(
+        self, tools_changed: ToolsChanged | None = None, url_policy: AgentUrlPolicy | None = None
+    ) -> None:
         self._tools_changed = tools_changed
+        self._url_policy = url_policy or AgentUrlPolicy()
         self._links: dict[str, _Link] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._cancels: set[asyncio.Task[None]] = set()
         """``CancelTask`` requests in flight (owned here: awaited or cancelled by :meth:`aclose`)."""
+
+    def _http(self, headers: Mapping[str, str]) -> httpx.AsyncClient:
+        """A client sending ``headers``, following no redirect, checking each request against the
+        agent URL policy (the card's endpoints too)."""
+        return httpx.AsyncClient(
+            headers=dict(headers),
+            follow_redirects=False,
+            event_hooks={"request": [self._url_policy.httpx_hook(httpx.ConnectError)]},
+        )
 
     # ------------------------------------------------------------------ discovery and health
 
@@ -389,10 +402,17 @@ class A2AConnector:
         raise ConnectorError(scrub(f"could not read the agent card at {where}: {why}", headers))
 
     async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
-        """Read the card: its skills as tools, a summary as metadata, an agent id from its name."""
-        async with httpx.AsyncClient(headers=dict(headers), follow_redirects=False) as http:
+        """Read the card: its skills as tools, a summary as metadata, an agent id from its name;
+        :class:`UrlRefused` when the card's endpoint is at an address the agent URL policy refuses."""
+        async with self._http(headers) as http:
             card = await self._card(http, url, headers, wait_seconds)
         interface = pick_interface(card, url, headers)
+        try:  # the endpoint the hub will call, which may be on another host than the card
+            await self._url_policy.check_url(interface.url, "a2a_url")
+        except UrlRefused as exc:
+            raise UrlRefused(
+                "a2a_url", f"the agent card at {url} lists its endpoint at {interface.url}: {exc.reason}"
+            ) from None
         tools, skills = card_tools(card)
         if not tools:
             raise ConnectorError(
@@ -407,7 +427,7 @@ class A2AConnector:
         if link is not None and link.key == _key(agent):
             http, own = link.http, False
         else:
-            http, own = httpx.AsyncClient(headers=agent.headers, follow_redirects=False), True
+            http, own = self._http(agent.headers), True
         try:
             card = await self._card(http, agent.base_url, agent.headers, wait_seconds)
             interface = pick_interface(card, agent.base_url, agent.headers)
@@ -434,7 +454,7 @@ class A2AConnector:
             if link is not None and link.key == _key(agent):
                 return link
             await self._drop(agent.agent_id)
-            http = httpx.AsyncClient(headers=agent.headers, follow_redirects=False)
+            http = self._http(agent.headers)
             try:
                 card = await self._card(http, agent.base_url, agent.headers, seconds)
                 interface = pick_interface(card, agent.base_url, agent.headers)
@@ -550,4 +570,4 @@ class A2AConnector:
 
 def connector(context: ConnectorContext) -> A2AConnector:
     """The ``a2a`` entry of :data:`master.agents.connectors.CONNECTORS`."""
-    return A2AConnector(tools_changed=context.tools_changed)
+    return A2AConnector(tools_changed=context.tools_changed, url_policy=context.url_policy)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 
+from master.agents.url_policy import AgentUrlPolicy
 from master.errors import MasterError
 from master.settings import Settings
 from protocol import ToolSchema
@@ -89,6 +90,8 @@ class ConnectorContext:
     http: aiohttp.ClientSession
     """The master's shared aiohttp session (a connector may keep its own protocol client instead)."""
     tools_changed: ToolsChanged
+    url_policy: AgentUrlPolicy = field(default_factory=AgentUrlPolicy)
+    """The agent URL policy: a connector's HTTP clients check every request against it."""
 
 
 ConnectorFactory = Callable[[ConnectorContext], Connector]

@@ -40,6 +40,7 @@ from master.agents.connectors import (
     Discovered,
 )
 from master.agents.registry import AgentTool, compile_tools
+from master.agents.url_policy import AgentUrlPolicy
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.redis_keys import AGENT_INDEX, AGENT_INDEX_VERSION, agent_key, quarantined_agent_key
 from master.settings import Settings
@@ -278,6 +279,9 @@ class InvocationAgents:
     health_timeout: float
     settings: Settings | None = None
     """Given to the connectors (``None``: no connectors, HTTP invocation agents only)."""
+    url_policy: AgentUrlPolicy = field(default_factory=AgentUrlPolicy)
+    """Checks every registered URL (``UrlRefused``: 422); the connectors' clients check each request.
+    ``http`` should be the lifespan's session, whose resolver and trace apply the same policy."""
     connector_factories: dict[str, ConnectorFactory] = field(default_factory=lambda: dict(CONNECTORS))
     connectors: dict[str, Connector] = field(init=False, default_factory=dict)
     """Transport → the connector that reaches its agents (:mod:`master.agents.connectors`)."""
@@ -288,7 +292,7 @@ class InvocationAgents:
 
     def __post_init__(self) -> None:
         if self.settings is not None:
-            context = ConnectorContext(self.settings, self.http, self.set_tools)
+            context = ConnectorContext(self.settings, self.http, self.set_tools, self.url_policy)
             self.connectors = {name: make(context) for name, make in self.connector_factories.items()}
 
     async def aclose(self) -> None:
@@ -310,14 +314,18 @@ class InvocationAgents:
         return [agent for agent in self._agents.values() if agent.status != "DOWN"]
 
     async def register(self, reg: InvocationRegistration) -> InvocationAgent:
-        """Store the agent in Redis (atomically with the index) and check its health once."""
+        """Store the agent in Redis (atomically with the index) and check its health once; raises
+        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses its base URL."""
+        await self.url_policy.check_url(reg.invocation_base_url, "invocation_base_url")
         return await self._store(InvocationAgent.from_registration(reg))
 
     async def discover(
         self, transport: Transport, url: str, headers: dict[str, str], wait_seconds: float
     ) -> Discovered:
         """Ask a remote agent for its tools through its transport's connector; raises
-        :class:`RegistrationRefused` (``invalid_request``, never naming a header value)."""
+        :class:`RegistrationRefused` (``invalid_request``, never naming a header value), and
+        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses ``url``."""
+        await self.url_policy.check_url(url, f"{transport}_url")
         connector = self.connectors.get(transport)
         if connector is None:
             raise RegistrationRefused(

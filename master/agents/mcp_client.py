@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ProgressSink
+from master.agents.url_policy import AgentUrlPolicy
 from master.errors import AgentUnavailable, ToolFailed
 from master.observability.redaction import cap
 from openagent.errors import ToolError
@@ -84,10 +85,16 @@ def describe_error(exc: BaseException, headers: Mapping[str, str]) -> str:
 
 
 def _open_client(
-    url: str, headers: Mapping[str, str], message_handler: Any = None, refusals: list[int] | None = None
+    url: str,
+    headers: Mapping[str, str],
+    message_handler: Any = None,
+    refusals: list[int] | None = None,
+    *,
+    policy: AgentUrlPolicy,
 ) -> Client:
     """An SDK client of the server at ``url`` sending ``headers``; the HTTP statuses of 400 and
-    above it gets are appended to ``refusals`` (the SDK's error says only that the server refused)."""
+    above it gets are appended to ``refusals`` (the SDK's error says only that the server refused).
+    Every request is checked against the agent URL ``policy`` first."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -100,7 +107,7 @@ def _open_client(
     http = httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-        event_hooks={"response": [note]},
+        event_hooks={"request": [policy.httpx_hook(httpx2.ConnectError)], "response": [note]},
     )
     return Client(
         _owned(streamable_http_client(url, http_client=http), http),
@@ -154,6 +161,7 @@ class _Session:
     url: str
     headers: dict[str, str] = field(repr=False)
     on_tools: Callable[[str, list[ToolSchema]], Any]
+    policy: AgentUrlPolicy
     client: Client | None = None
     ready: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     closing: asyncio.Event = field(default_factory=asyncio.Event)
@@ -175,7 +183,7 @@ class _Session:
 
     async def _own(self) -> None:
         try:
-            async with _open_client(self.url, self.headers, self._on_message) as client:
+            async with _open_client(self.url, self.headers, self._on_message, policy=self.policy) as client:
                 self.client = client
                 listener = None
                 if client.session.discover_result is not None:  # 2026-07-28: listen for changes
@@ -288,7 +296,9 @@ class McpConnector:
         refusals: list[int] = []
         try:
             async with asyncio.timeout(wait_seconds):
-                async with _open_client(url, headers, refusals=refusals) as client:
+                async with _open_client(
+                    url, headers, refusals=refusals, policy=self._context.url_policy
+                ) as client:
                     tools, skipped = tool_schemas(await _list_tools(client))
                     metadata = _metadata(client, skipped)
         except TimeoutError:
@@ -398,7 +408,13 @@ class McpConnector:
                 await self._drop(agent.agent_id, session)
                 session = None
             if session is None:
-                session = _Session(agent.agent_id, agent.base_url, headers, self._context.tools_changed)
+                session = _Session(
+                    agent.agent_id,
+                    agent.base_url,
+                    headers,
+                    self._context.tools_changed,
+                    self._context.url_policy,
+                )
                 session.start()
                 self._sessions[agent.agent_id] = session
             try:

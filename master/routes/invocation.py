@@ -22,6 +22,7 @@ from master.agents.invocation import (
     InvocationRegistration,
     McpRegistration,
 )
+from master.agents.url_policy import UrlRefused
 from master.deps import ServicesDep, require_api_key
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
@@ -170,7 +171,10 @@ class Registration(
 )
 async def register(registration: Registration, services: ServicesDep) -> dict[str, Any]:
     """Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
-    Redis and health-check it once. An MCP server or A2A agent is asked for its tools first."""
+    Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
+
+    A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
+    one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule."""
     body = registration.root
     try:
         if isinstance(body, InvocationRegistration):
@@ -178,6 +182,10 @@ async def register(registration: Registration, services: ServicesDep) -> dict[st
             agent = await services.invocation.register(body)
         else:
             agent = await _register_remote(body, services)
+    except UrlRefused as exc:
+        raise ApiError(
+            exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
+        ) from None
     except RegistrationRefused as exc:
         if exc.code in (ErrorCode.AGENT_CONFLICT, ErrorCode.INVALID_REQUEST):
             raise ApiError(exc.code, exc.message) from None

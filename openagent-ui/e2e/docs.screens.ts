@@ -35,3 +35,11 @@ test("agent builder", async ({ app, page }) => {
   await expect(builder.getByRole("status", { name: "Check verdict" })).toContainText("checks passed", { timeout: 60_000 });
   await page.screenshot({ path: path.join(docs, "ui-builder.png") });
 });
+
+test("connect an MCP client", async ({ app, page }) => {
+  await app.openConnected();
+  await page.getByRole("button", { name: "Connect an MCP client" }).click();
+  const dialog = page.getByRole("dialog", { name: "Connect an MCP client" });
+  await expect(dialog.getByLabel("MCP endpoint URL", { exact: true })).toBeVisible();
+  await dialog.screenshot({ path: path.join(docs, "ui-mcp-client.png") });
+});

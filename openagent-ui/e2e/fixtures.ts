@@ -39,7 +39,7 @@ export class App {
   async connect(key = this.stack.api_key): Promise<void> {
     await this.page.getByLabel("Master URL").fill(this.stack.master);
     await this.page.getByLabel("API key").fill(key);
-    await this.page.getByRole("button", { name: "Connect" }).click();
+    await this.page.getByRole("button", { name: "Connect", exact: true }).click();
   }
 
   async openConnected(): Promise<void> {

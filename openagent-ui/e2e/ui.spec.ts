@@ -166,3 +166,15 @@ test("the page has no serious accessibility violations", async ({ app, page }) =
   const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   expect(serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)).toEqual([]);
 });
+
+test("Connect an MCP client shows the master's /mcp URL and each client's snippet, never the key", async ({ app, page }) => {
+  await app.openConnected();
+  await expect(app.sidebarRow(AGENT)).toContainText("HTTP");
+  await page.getByRole("button", { name: "Connect an MCP client" }).click();
+  const dialog = page.getByRole("dialog", { name: "Connect an MCP client" });
+  await expect(dialog.getByLabel("MCP endpoint URL", { exact: true })).toHaveText(`${app.stack.master}/mcp`);
+  for (const client of ["Claude Desktop", "Cursor", "VS Code"]) {
+    await expect(dialog.getByLabel(`${client} JSON`, { exact: true })).toContainText("/mcp");
+    await expect(dialog.getByLabel(`${client} JSON`, { exact: true })).not.toContainText(app.stack.api_key);
+  }
+});

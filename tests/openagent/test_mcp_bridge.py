@@ -229,6 +229,19 @@ def trip(reason: str) -> str:
     raise ToolError(f"tripped over {reason}")
 
 
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool leap and announces the change."""
+
+    def leap() -> str:
+        """Added at run time."""
+        return "leapt"
+
+    server.add_tool(leap, name="leap")
+    await ctx.notify_tools_changed()
+    return "grown"
+
+
 server.run()
 '''
 
@@ -266,3 +279,21 @@ async def test_progress_and_tool_errors_cross_the_bridge(llm: ScriptedOpenAIServ
             await ask(master, "steps")
             error = json.loads(llm.requests[-1]["messages"][-1]["content"])["error"]
             assert error.endswith("tripped over a cable"), error
+
+            # The server adds a tool: the bridge registers the agent again with it.
+            llm.add_tool_call("steps__grow", {})
+            llm.add_text("Grown.")
+            await ask(master, "steps")
+            # The call that changed the tools ended before the agent registered again.
+            assert json.loads(llm.requests[-1]["messages"][-1]["content"]) == {"result": {"result": "grown"}}
+            await wait_for(lambda: _has_tool(master, "steps", "leap"), "the new tool to be registered")
+            llm.add_tool_call("steps__leap", {})
+            llm.add_text("Leapt.")
+            body = await ask(master, "steps")
+            assert body["agents_used"] == [{"agent_id": "steps", "tool_name": "leap"}], body
+            assert bridge.starts == 1  # the same child: only the registration was renewed
+
+
+async def _has_tool(master: InProcessMaster, agent_id: str, tool: str) -> bool:
+    row = _row(await agent_rows(master.base_url), agent_id)
+    return row is not None and tool in {t["name"] for t in row["tools"]}

@@ -6,12 +6,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 import pytest
 
 from master.agents import mcp_client
 from master.agents.connectors import CONNECTORS, ConnectorContext, ConnectorError
+from master.agents.invocation import InvocationAgents
 from master.agents.mcp_client import McpConnector, scrub
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import ToolSchema
@@ -234,3 +236,34 @@ async def test_a_2025_revision_server_that_restarted_is_reached_again(
             "result": 4
         }
     await connector.aclose()
+
+
+async def test_a_second_master_reaches_the_server_with_the_stored_headers(redis_client: Any) -> None:
+    """Two masters' views on one Redis: the record carries the headers, the other master's
+    connector opens its own session with them, and a tool change made through one reaches both."""
+    async with serve_mcp(TestMcpServer(token=SECRET)) as url, aiohttp.ClientSession() as http:
+        settings = master_settings()
+        a = InvocationAgents(redis_client, http, ttl_seconds=60, health_timeout=WAIT, settings=settings)
+        b = InvocationAgents(redis_client, http, ttl_seconds=60, health_timeout=WAIT, settings=settings)
+        headers = {"Authorization": f"Bearer {SECRET}"}
+        try:
+            await a.reload()
+            await b.reload()
+            found = await a.discover("mcp", url, headers, WAIT)
+            registered = await a.register_remote("mcp", "shared-mcp", url, headers, found)
+            assert registered.status == "UP"
+            assert await b.sync() is True
+            other = b.get("shared-mcp")
+            assert other is not None and other.transport == "mcp" and other.headers == headers
+            assert await b.check(other) == "UP"
+            connector = a.connectors["mcp"]
+            assert await connector.call(registered, "grow", {}, wait_seconds=WAIT, on_progress=print)
+            async with asyncio.timeout(WAIT):
+                while "shrink" not in registered.tools:  # a's connector saw the change and stored it
+                    await asyncio.sleep(0.05)
+            assert await b.sync() is True
+            assert "shrink" in b.get("shared-mcp").tools  # type: ignore[union-attr]
+        finally:
+            await a.unregister("shared-mcp")
+            await a.aclose()
+            await b.aclose()

@@ -1,0 +1,350 @@
+"""The agent URL policy: which addresses the master may call for an agent.
+
+The master calls the URLs agents register (an invocation agent's ``invocation_base_url``, an MCP
+server's ``mcp_url``, an A2A agent's ``a2a_url`` and the endpoints its card lists). Anyone with a
+key that may register could otherwise point the master at an address inside its own network
+that nobody meant to expose, above all a cloud provider's metadata service. One
+:class:`AgentUrlPolicy`, built by the lifespan from the settings, decides:
+
+- refused by default: link-local addresses (``169.254.0.0/16``, ``fe80::/10``), the cloud metadata
+  addresses (``169.254.169.254``, ``fd00:ec2::254``, ``100.100.100.200``, the name
+  ``metadata.google.internal``), multicast, unspecified (``0.0.0.0``, ``::``) and broadcast
+  (``255.255.255.255``); an IPv4 address written as IPv6 (``::ffff:a.b.c.d``) is judged as IPv4;
+- loopback and private ranges stay allowed: agents run on loopback in development and on
+  private addresses inside a cluster;
+- ``OPENAGENT_AGENT_URL_ALLOW`` (host names and CIDRs) re-opens what the defaults refuse,
+  ``OPENAGENT_AGENT_URL_DENY`` refuses more; an address or name both lists match is refused.
+
+A host name is judged by the addresses it resolves to (every one must be allowed), and so is
+every redirect. It is checked three times: at registration (``POST /register``, a workspace
+restore: a 422 naming the rule), when the master's aiohttp session connects (its resolver is
+:meth:`AgentUrlPolicy.aiohttp_resolver`, and a trace refuses IP literals, which aiohttp never
+resolves), and before each request of the MCP and A2A connectors' httpx clients
+(:meth:`AgentUrlPolicy.httpx_hook`). Resolution runs off the event loop
+(``loop.getaddrinfo``) within :data:`RESOLVE_TIMEOUT`; :attr:`AgentUrlPolicy.resolver` is the seam
+tests point at a fake mapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import yarl
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from master.errors import RegistrationRefused
+from protocol import ErrorCode
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+"""``(host, port)`` → the addresses the name resolves to (an ``OSError`` when it does not)."""
+
+RESOLVE_TIMEOUT = 5.0
+"""Seconds a name may take to resolve before the request (or the registration check) gives up."""
+
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
+)
+"""AWS/GCP/Azure/OpenStack (169.254.169.254), AWS over IPv6, Alibaba Cloud."""
+METADATA_NAMES = frozenset({"metadata.google.internal"})
+"""Names of metadata services refused whatever they resolve to."""
+
+_BROADCAST = ipaddress.ip_address("255.255.255.255")
+
+
+class AddressRefused(aiohttp.ClientConnectionError, OSError):
+    """A connection the policy refused (at call time). An ``OSError`` so that aiohttp's connector
+    reports it from its resolver as a connection error, a ``ClientConnectionError`` so that a
+    refusal raised by the trace is one too; the message names the rule."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(errno.EACCES, reason)  # aiohttp shows an OSError's strerror
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class ResolveTimeout(AddressRefused):
+    """A name took longer than the policy's timeout to resolve."""
+
+
+class UrlRefused(RegistrationRefused):
+    """A registered URL the policy refuses: ``field`` is the body's field, the message names the rule."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(ErrorCode.VALIDATION_ERROR, f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
+def parse_entries(value: str | Iterable[str], setting: str) -> tuple[frozenset[str], tuple[Network, ...]]:
+    """Split ``host,10.0.0.0/8,fe80::1`` into host names and networks; ``ValueError`` names a bad entry."""
+    entries = value.split(",") if isinstance(value, str) else list(value)
+    hosts: set[str] = set()
+    networks: list[Network] = []
+    for raw in entries:
+        entry = raw.strip().lower().strip("[]")
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+            continue
+        except ValueError:
+            pass
+        name = entry.rstrip(".")
+        if not name or "/" in name or any(not (c.isalnum() or c in ".-_") for c in name):
+            raise ValueError(f"{setting}: {raw.strip()!r} is neither a host name nor an address/CIDR")
+        hosts.add(name)
+    return frozenset(hosts), tuple(networks)
+
+
+def _address(host: str) -> Address | None:
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+async def resolve_with_loop(host: str, port: int) -> list[str]:
+    """The addresses of ``host`` by ``loop.getaddrinfo`` (the system resolver, in a thread)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+    )
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class AgentUrlPolicy:
+    """Which hosts and addresses the master may call for agents (see the module docstring)."""
+
+    def __init__(
+        self,
+        allow: str | Iterable[str] = "",
+        deny: str | Iterable[str] = "",
+        *,
+        resolver: Resolver = resolve_with_loop,
+        resolve_timeout: float = RESOLVE_TIMEOUT,
+    ) -> None:
+        self.allow_hosts, self.allow_networks = parse_entries(allow, "OPENAGENT_AGENT_URL_ALLOW")
+        self.deny_hosts, self.deny_networks = parse_entries(deny, "OPENAGENT_AGENT_URL_DENY")
+        self.resolver = resolver
+        """How names are resolved: the seam a test points at a fake mapping."""
+        self.resolve_timeout = resolve_timeout
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> AgentUrlPolicy:
+        """The policy of ``OPENAGENT_AGENT_URL_ALLOW`` and ``OPENAGENT_AGENT_URL_DENY``."""
+        return cls(settings.openagent_agent_url_allow, settings.openagent_agent_url_deny)
+
+    # ------------------------------------------------------------------ the rules
+
+    def host_refusal(self, host: str) -> str | None:
+        """Why a host name (or literal) is refused by name alone, or ``None``."""
+        name = host.strip("[]").lower().rstrip(".")
+        address = _address(name)
+        if address is not None:
+            return self.address_refusal(address)
+        if name in self.deny_hosts:
+            return f"{name} is denied by OPENAGENT_AGENT_URL_DENY"
+        if name in METADATA_NAMES and name not in self.allow_hosts:
+            return (
+                f"{name} is a cloud-metadata host, refused by the agent URL policy "
+                "(OPENAGENT_AGENT_URL_ALLOW to allow)"
+            )
+        return None
+
+    def address_refusal(self, address: Address | str, host: str | None = None) -> str | None:
+        """Why the master may not connect to ``address`` (resolved from ``host``), or ``None``."""
+        parsed = _address(address) if isinstance(address, str) else address
+        if parsed is None:
+            return f"{address} is not an IP address"
+        if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+            parsed = parsed.ipv4_mapped
+        subject = f"{host} resolves to {parsed}, which" if host else str(parsed)
+        for network in self.deny_networks:
+            if parsed.version == network.version and parsed in network:
+                return f"{subject} is denied by OPENAGENT_AGENT_URL_DENY ({network})"
+        if host is not None and host.lower().rstrip(".") in self.allow_hosts:
+            return None
+        if any(parsed.version == n.version and parsed in n for n in self.allow_networks):
+            return None
+        kind = (
+            "a link-local/cloud-metadata address"
+            if parsed in METADATA_ADDRESSES
+            else "a link-local address"
+            if parsed.is_link_local
+            else "a multicast address"
+            if parsed.is_multicast
+            else "an unspecified address"
+            if parsed.is_unspecified
+            else "the broadcast address"
+            if parsed == _BROADCAST
+            else None
+        )
+        if kind is None:
+            return None
+        return f"{subject} is {kind}, refused by the agent URL policy (OPENAGENT_AGENT_URL_ALLOW to allow)"
+
+    # ------------------------------------------------------------------ resolution
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        """The addresses of ``host`` within :attr:`resolve_timeout` (``OSError`` when it does not
+        resolve, ``TimeoutError`` when it takes too long)."""
+        async with asyncio.timeout(self.resolve_timeout):
+            addresses = await self.resolver(host, port)
+        if not addresses:
+            raise OSError(f"{host} resolves to no address")
+        return addresses
+
+    async def allowed_addresses(self, host: str, port: int) -> list[str]:
+        """The addresses of ``host`` the master may connect to; :class:`AddressRefused` naming the
+        rule when the name or any of its addresses is refused."""
+        why = self.host_refusal(host)
+        if why is not None:
+            raise AddressRefused(why)
+        literal = _address(host)
+        if literal is not None:
+            return [str(literal)]
+        try:
+            addresses = await self.resolve(host, port)
+        except TimeoutError:
+            raise ResolveTimeout(f"{host} did not resolve within {self.resolve_timeout:g} s") from None
+        for address in addresses:
+            why = self.address_refusal(address, host)
+            if why is not None:
+                raise AddressRefused(why)
+        return addresses
+
+    async def check_url(self, url: str, field: str) -> None:
+        """Registration: :class:`UrlRefused` (422, naming ``field`` and the rule) when the URL's host
+        or an address it resolves to is refused. A name that does not resolve (yet) passes: the
+        connection is checked again when it is made."""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            port = 80
+        try:
+            await self.allowed_addresses(host, port)
+        except ResolveTimeout:
+            return
+        except AddressRefused as exc:
+            raise UrlRefused(field, str(exc)) from None
+        except OSError:
+            return
+
+    async def check_request_url(self, url: str) -> None:
+        """Call time: :class:`AddressRefused` when the URL's host may not be called."""
+        parts = urlsplit(url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            port = 80
+        try:
+            await self.allowed_addresses(parts.hostname or "", port)
+        except AddressRefused:
+            raise
+        except OSError:
+            return  # does not resolve: the client's own connect attempt reports it
+
+    # ------------------------------------------------------------------ the HTTP clients
+
+    def aiohttp_resolver(self) -> AbstractResolver:
+        """For ``TCPConnector(resolver=...)``: resolves through the policy, refuses denied addresses."""
+        return _PolicyResolver(self)
+
+    def aiohttp_trace(self) -> aiohttp.TraceConfig:
+        """For ``ClientSession(trace_configs=[...])``: aiohttp's connector never resolves an IP
+        literal (so never asks the resolver); this refuses a refused literal (or name) before the
+        first request and before following each redirect (``on_request_start`` runs once,
+        ``on_request_redirect`` once per hop)."""
+
+        async def on_start(
+            session: aiohttp.ClientSession, context: SimpleNamespace, params: aiohttp.TraceRequestStartParams
+        ) -> None:
+            why = self.host_refusal(params.url.host or "")
+            if why is not None:
+                raise AddressRefused(why)
+
+        async def on_redirect(
+            session: aiohttp.ClientSession,
+            context: SimpleNamespace,
+            params: aiohttp.TraceRequestRedirectParams,
+        ) -> None:
+            location = params.response.headers.get("Location") or params.response.headers.get("URI")
+            if location is None:
+                return
+            try:
+                target = params.response.url.join(yarl.URL(location))
+            except ValueError:
+                return  # aiohttp refuses it itself
+            why = self.host_refusal(target.host or "")
+            if why is not None:
+                params.response.release()
+                raise AddressRefused(f"redirect to {target.host}: {why}")
+
+        trace = aiohttp.TraceConfig()
+        trace.on_request_start.append(on_start)
+        trace.on_request_redirect.append(on_redirect)
+        return trace
+
+    def httpx_hook(self, error: Callable[..., BaseException]) -> Callable[[Any], Awaitable[None]]:
+        """An httpx ``event_hooks["request"]`` entry: every request (each redirect too) is checked;
+        a refusal raises ``error(message, request=request)`` (the client's ``ConnectError``)."""
+
+        async def check(request: Any) -> None:
+            try:
+                await self.check_request_url(str(request.url))
+            except AddressRefused as exc:
+                raise error(str(exc), request=request) from None
+
+        return check
+
+
+class _PolicyResolver(AbstractResolver):
+    def __init__(self, policy: AgentUrlPolicy) -> None:
+        self._policy = policy
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        addresses = await self._policy.allowed_addresses(host, port)
+        results: list[ResolveResult] = []
+        for address in addresses:
+            parsed = ipaddress.ip_address(address.split("%", 1)[0])
+            if (
+                family == socket.AF_INET
+                and parsed.version != 4
+                or family == socket.AF_INET6
+                and parsed.version != 6
+            ):
+                continue
+            results.append(
+                ResolveResult(
+                    hostname=host,
+                    host=address,
+                    port=port,
+                    family=socket.AF_INET6 if parsed.version == 6 else socket.AF_INET,
+                    proto=0,
+                    flags=socket.AI_NUMERICHOST,
+                )
+            )
+        if not results:
+            raise OSError(f"{host} has no address of the family asked for")
+        return results
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,314 @@
+"""The agent URL policy: refused addresses at registration, after resolution and on redirects."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import httpx
+import httpx2
+import pytest
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from master.agents.a2a_client import A2AConnector
+from master.agents.url_policy import AddressRefused, AgentUrlPolicy, UrlRefused
+from master.errors import AgentUnavailable
+from master.settings import Settings
+from tests.factories import InProcessMaster, in_process_master, serve_app
+
+TOOL = {
+    "name": "echo",
+    "description": "Echo text",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+    "endpoint": "/run",
+}
+METADATA = "169.254.169.254"
+
+
+def fake_resolver(mapping: dict[str, list[str]]) -> Any:
+    """A resolver answering from ``mapping`` (a name not in it does not resolve)."""
+
+    async def resolve(host: str, port: int) -> list[str]:
+        if host not in mapping:
+            raise OSError(f"{host}: no such name (fake resolver)")
+        return mapping[host]
+
+    return resolve
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        METADATA,
+        "169.254.1.2",
+        "fe80::1",
+        "fd00:ec2::254",
+        "100.100.100.200",
+        "224.0.0.1",
+        "ff02::1",
+        "0.0.0.0",
+        "::",
+        "255.255.255.255",
+        "::ffff:169.254.169.254",
+        "metadata.google.internal",
+        "METADATA.GOOGLE.INTERNAL.",
+    ],
+)
+def test_default_refusals(host: str) -> None:
+    why = AgentUrlPolicy().host_refusal(host)
+    assert why is not None and "agent URL policy" in why and "OPENAGENT_AGENT_URL_ALLOW" in why
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "10.1.2.3", "192.168.0.10", "172.16.0.1", "localhost"])
+def test_loopback_and_private_stay_allowed(host: str) -> None:
+    assert AgentUrlPolicy().host_refusal(host) is None
+
+
+def test_metadata_rule_is_named() -> None:
+    why = AgentUrlPolicy().host_refusal(METADATA)
+    assert why == (
+        "169.254.169.254 is a link-local/cloud-metadata address, refused by the agent URL policy "
+        "(OPENAGENT_AGENT_URL_ALLOW to allow)"
+    )
+
+
+def test_allow_reopens_and_deny_wins() -> None:
+    policy = AgentUrlPolicy(
+        allow="169.254.10.0/24, metadata.google.internal, 127.0.0.0/8",
+        deny="127.0.0.2, 10.0.0.0/8, db.internal",
+    )
+    assert policy.host_refusal("169.254.10.7") is None  # re-opened
+    assert policy.host_refusal(METADATA) is not None  # outside the allowed /24
+    assert policy.host_refusal("metadata.google.internal") is None
+    assert policy.host_refusal("127.0.0.1") is None
+    denied = policy.host_refusal("127.0.0.2")  # allowed and denied: denied
+    assert denied is not None and "OPENAGENT_AGENT_URL_DENY (127.0.0.2/32)" in denied
+    assert "OPENAGENT_AGENT_URL_DENY" in (policy.host_refusal("10.9.8.7") or "")
+    assert "OPENAGENT_AGENT_URL_DENY" in (policy.host_refusal("DB.internal") or "")
+    both = AgentUrlPolicy(allow="169.254.0.0/16", deny="169.254.169.254")
+    assert both.host_refusal("169.254.1.1") is None and both.host_refusal(METADATA) is not None
+
+
+def test_bad_entries_are_refused_naming_them() -> None:
+    with pytest.raises(ValueError, match="OPENAGENT_AGENT_URL_DENY: 'not a host'"):
+        AgentUrlPolicy(deny="10.0.0.0/8, not a host")
+    with pytest.raises(ValidationError, match="'10.0.0.0/99' is neither"):
+        Settings(_env_file=None, openagent_agent_url_allow="10.0.0.0/99")  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, openagent_agent_url_deny="10.0.0.0/8,db.internal")  # type: ignore[call-arg]
+    assert AgentUrlPolicy.from_settings(settings).host_refusal("10.0.0.1") is not None
+
+
+async def test_a_name_is_judged_by_every_address_it_resolves_to() -> None:
+    policy = AgentUrlPolicy(
+        resolver=fake_resolver(
+            {"meta.test": [METADATA], "mixed.test": ["10.0.0.1", "fe80::1"], "ok.test": ["10.0.0.1"]}
+        )
+    )
+    assert await policy.allowed_addresses("ok.test", 80) == ["10.0.0.1"]
+    with pytest.raises(AddressRefused, match="meta.test resolves to 169.254.169.254, which is a link-local"):
+        await policy.allowed_addresses("meta.test", 80)
+    with pytest.raises(AddressRefused, match="mixed.test resolves to fe80::1"):
+        await policy.allowed_addresses("mixed.test", 80)
+    with pytest.raises(UrlRefused, match="^mcp_url: meta.test resolves to 169.254.169.254") as refused:
+        await policy.check_url("http://meta.test:9000/mcp", "mcp_url")
+    assert refused.value.field == "mcp_url"
+    await policy.check_url(
+        "http://unknown.test/", "a2a_url"
+    )  # does not resolve (yet): checked at connect time
+
+
+# --------------------------------------------------------------------------- registration
+
+
+@pytest.fixture
+async def master() -> AsyncIterator[InProcessMaster]:
+    async with in_process_master() as running:
+        yield running
+
+
+async def post_register(master: InProcessMaster, body: dict[str, Any]) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+        return await http.post("/register", json=body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"agent_id": "meta-inv", "invocation_base_url": f"http://{METADATA}/latest", "tools": [TOOL]},
+        {"agent_id": "meta-mcp", "mcp_url": f"http://{METADATA}/mcp"},
+        {"agent_id": "meta-a2a", "a2a_url": f"http://{METADATA}"},
+    ],
+    ids=["invocation_base_url", "mcp_url", "a2a_url"],
+)
+async def test_metadata_address_is_refused_at_register(master: InProcessMaster, body: dict[str, Any]) -> None:
+    field = next(key for key in body if key.endswith("url"))
+    response = await post_register(master, body)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert detail[0]["loc"] == ["body", field]
+    assert detail[0]["msg"] == (
+        f"{field}: 169.254.169.254 is a link-local/cloud-metadata address, refused by the agent URL "
+        "policy (OPENAGENT_AGENT_URL_ALLOW to allow)"
+    )
+    assert master.services.invocation.get(body["agent_id"]) is None
+
+
+def _agent_app(redirect_to: str) -> Starlette:
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def run(request: Request) -> Response:
+        return RedirectResponse(redirect_to, status_code=307)
+
+    return Starlette(routes=[Route("/health", health), Route("/run", run, methods=["POST"])])
+
+
+async def test_a_name_resolving_to_metadata_is_refused_and_one_resolving_to_loopback_works(
+    master: InProcessMaster,
+) -> None:
+    policy = master.services.invocation.url_policy
+    policy.resolver = fake_resolver({"meta.test": [METADATA], "agent.test": ["127.0.0.1"]})
+    response = await post_register(
+        master, {"agent_id": "meta-name", "invocation_base_url": "http://meta.test:8080", "tools": [TOOL]}
+    )
+    assert response.status_code == 422, response.text
+    assert (
+        "meta.test resolves to 169.254.169.254, which is a link-local/cloud-metadata address" in response.text
+    )
+    async with serve_app(_agent_app("/elsewhere")) as url:
+        port = url.rsplit(":", 1)[1]
+        response = await post_register(
+            master, {"agent_id": "named", "invocation_base_url": f"http://agent.test:{port}", "tools": [TOOL]}
+        )
+        # the master's session resolved agent.test through the policy (the fake mapping) and got UP
+        assert response.status_code == 200 and response.json()["status"] == "UP", response.text
+        await master.services.invocation.unregister("named")
+
+
+@pytest.mark.parametrize("target", [f"http://{METADATA}/latest/meta-data", "http://meta.test/latest"])
+async def test_a_redirect_to_a_refused_address_is_refused_at_call_time(
+    master: InProcessMaster, target: str
+) -> None:
+    master.services.invocation.url_policy.resolver = fake_resolver({"meta.test": [METADATA]})
+    async with serve_app(_agent_app(target)) as url:
+        response = await post_register(
+            master, {"agent_id": "redirector", "invocation_base_url": url, "tools": [TOOL]}
+        )
+        assert response.status_code == 200 and response.json()["status"] == "UP", response.text
+        agent = master.services.invocation.get("redirector")
+        assert agent is not None
+        try:
+            with pytest.raises(AgentUnavailable):
+                await master.services.dispatcher.call(agent, "echo", {"text": "x"}, wait_seconds=30)
+            assert "agent URL policy" in (agent.last_error or ""), agent.last_error
+            assert "169.254.169.254" in (agent.last_error or "")
+        finally:
+            await master.services.invocation.unregister("redirector")
+
+
+async def test_deny_setting_refuses_loopback_at_register() -> None:
+    async with in_process_master(openagent_agent_url_deny="127.0.0.0/8") as master:
+        response = await post_register(
+            master, {"agent_id": "denied", "invocation_base_url": "http://127.0.0.1:9", "tools": [TOOL]}
+        )
+    assert response.status_code == 422
+    assert "127.0.0.1 is denied by OPENAGENT_AGENT_URL_DENY (127.0.0.0/8)" in response.text
+
+
+async def test_allow_setting_reopens_a_refused_range() -> None:
+    async with in_process_master(openagent_agent_url_allow="169.254.0.0/16") as master:
+        policy = master.services.invocation.url_policy
+        assert policy.host_refusal(METADATA) is None
+        await policy.check_url(f"http://{METADATA}/", "invocation_base_url")  # no refusal
+
+
+# --------------------------------------------------------------------------- the httpx clients
+
+
+async def test_the_connectors_httpx_clients_refuse_refused_addresses_and_redirects() -> None:
+    policy = AgentUrlPolicy(resolver=fake_resolver({"meta.test": [METADATA]}))
+    connector = A2AConnector(url_policy=policy)
+    async with connector._http({}) as http:
+        with pytest.raises(httpx.ConnectError, match="link-local/cloud-metadata address"):
+            await http.get(f"http://{METADATA}/.well-known/agent-card.json")
+        with pytest.raises(httpx.ConnectError, match="meta.test resolves to 169.254.169.254"):
+            await http.get("http://meta.test/.well-known/agent-card.json")
+    # The MCP client is an httpx2 client with the same hook; a followed redirect is checked too.
+    async with serve_app(_agent_app(f"http://{METADATA}/latest")) as url:
+        hook = policy.httpx_hook(httpx2.ConnectError)
+        async with httpx2.AsyncClient(event_hooks={"request": [hook]}, follow_redirects=True) as http2:
+            with pytest.raises(httpx2.ConnectError, match="169.254.169.254 is a link-local"):
+                await http2.post(f"{url}/run", json={})
+            assert (await http2.get(f"{url}/health")).status_code == 200  # loopback still works
+
+
+async def test_restore_refuses_each_agent_at_a_refused_address(master: InProcessMaster) -> None:
+    text = f"""\
+version: 2
+agents:
+  - agent_id: restore-meta-inv
+    transport: invocation
+    invocation_base_url: http://{METADATA}/latest
+    tools: [{{name: ping, description: Ping}}]
+  - agent_id: restore-meta-mcp
+    transport: mcp
+    mcp_url: http://{METADATA}/mcp
+  - agent_id: restore-meta-a2a
+    transport: a2a
+    a2a_url: http://[::ffff:{METADATA}]
+"""
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+        response = await http.post("/internal/workspace/restore", json={"yaml": text})
+    assert response.status_code == 200, response.text
+    rows = {row["agent_id"]: row for row in response.json()["agents"]}
+    for agent_id, field in [
+        ("restore-meta-inv", "invocation_base_url"),
+        ("restore-meta-mcp", "mcp_url"),
+        ("restore-meta-a2a", "a2a_url"),
+    ]:
+        assert rows[agent_id]["status"] == "invalid", rows[agent_id]
+        assert rows[agent_id]["reason"] == (
+            f"{field}: 169.254.169.254 is a link-local/cloud-metadata address, refused by the agent URL "
+            "policy (OPENAGENT_AGENT_URL_ALLOW to allow)"
+        )
+        assert master.services.invocation.get(agent_id) is None
+
+
+async def test_an_a2a_card_whose_endpoint_is_refused_is_refused_at_discovery(monkeypatch: Any) -> None:
+    from a2a.types.a2a_pb2 import AgentCard, AgentInterface
+
+    card = AgentCard(
+        name="x",
+        supported_interfaces=[AgentInterface(url=f"http://{METADATA}/rpc", protocol_binding="JSONRPC")],
+    )
+    connector = A2AConnector(url_policy=AgentUrlPolicy())
+
+    async def read_card(*args: Any) -> AgentCard:
+        return card
+
+    monkeypatch.setattr(connector, "_card", read_card)
+    with pytest.raises(
+        UrlRefused, match="lists its endpoint at http://169.254.169.254/rpc: 169.254.169.254 is"
+    ):
+        await connector.discover("http://127.0.0.1:9", {}, 5)
+
+
+async def test_the_masters_session_refuses_literals_before_connecting(master: InProcessMaster) -> None:
+    """aiohttp never resolves an IP literal: the trace refuses it (an agent stored before the policy,
+    say, is marked DOWN naming the rule)."""
+    http = master.services.invocation.http
+    with pytest.raises(AddressRefused, match="link-local/cloud-metadata"):
+        async with http.get(f"http://{METADATA}/latest/meta-data"):
+            pass
+    with pytest.raises(aiohttp.ClientConnectorError, match="meta.test resolves to 169.254.169.254"):
+        master.services.invocation.url_policy.resolver = fake_resolver({"meta.test": [METADATA]})
+        async with http.get("http://meta.test/latest/meta-data"):
+            pass
