@@ -362,10 +362,6 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         check_interval=settings.openagent_mcp_tools_check_seconds,
         allowed_hosts=settings.mcp_allowed_hosts,
     )
-    # Closed before the query entry: MCP requests still running are cancelled (their clients
-    # see the stream end) while the entry is there to end their runs.
-    stack.push_async_callback(mcp.aclose)
-    await mcp.start()
     registry.listeners.append(mcp.tools_changed)  # an agent joined or left this master
     services = Services(
         settings,
@@ -419,6 +415,10 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         logger.info("SIGTERM is not uvicorn's to handle here: the master will stop without draining")
     else:
         stack.callback(unhook_sigterm)
+    # Started last, when everything it calls is up; closed first: MCP requests still running are
+    # cancelled (their clients see the stream end) while the entry is there to end their runs.
+    stack.push_async_callback(mcp.aclose)
+    await mcp.start()
     logger.info(
         "master ready (auth %s, models %s)", "on" if settings.api_key else "OFF", catalog.allowed_models
     )
