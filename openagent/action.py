@@ -149,7 +149,7 @@ class OrchestratorWebSocketActionAgent:
         """Return once the tool calls running now have ended and their results were sent
         (cancelling the wait leaves the calls running)."""
         if self._calls:
-            await asyncio.wait(set(self._calls))
+            await asyncio.wait(set(self._calls.values()))
 
     @property
     def registered(self) -> bool:
