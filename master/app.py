@@ -20,6 +20,7 @@ from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.routes import (
     a2a,
     agents,
+    approvals,
     attachments,
     builder,
     collaboration,
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(builder.router, dependencies=protected)
     app.include_router(workspace.router, dependencies=protected)
     app.include_router(session_routes.router, dependencies=protected)
+    app.include_router(approvals.router, dependencies=protected)
     app.include_router(sandbox_routes.router, dependencies=protected)
     app.include_router(metrics_route.router, dependencies=protected)
     app.include_router(invocation.router)

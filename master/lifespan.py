@@ -42,6 +42,7 @@ from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterOutbox, ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.collaboration.remote import RemoteMembersFactory
+from master.conversation.approvals import ApprovalStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor
@@ -320,6 +321,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             else None
         ),
         metrics=metrics,
+        approvals=ApprovalStore(
+            redis,
+            ttl_seconds=settings.openagent_approval_ttl_seconds,
+            timeout_seconds=settings.redis_query_timeout_seconds,
+        ),
     )
     admission = Admission(settings.openagent_max_queries_in_flight)
     entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics))

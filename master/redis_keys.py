@@ -45,6 +45,27 @@ def paused_call_key(call_id: str) -> str:
     return f"{PAUSED_CALL_PREFIX}{call_id}"
 
 
+APPROVAL_PREFIX = "approval:"
+"""``approval:{approval_id}`` → JSON of a tool call waiting for a person (:class:`protocol.Approval`
+less its decision; TTL twice ``OPENAGENT_APPROVAL_TTL_SECONDS``, so an expired one still answers)."""
+APPROVAL_DECISION_PREFIX = "approval_decision:"
+"""``approval_decision:{approval_id}`` → JSON of its decision, set once (SET NX: one decider wins)."""
+SESSION_APPROVALS_PREFIX = "session_approvals:"
+"""``session_approvals:{session_id}`` → set of the approval ids of the session's paused runs."""
+
+
+def approval_key(approval_id: str) -> str:
+    return f"{APPROVAL_PREFIX}{approval_id}"
+
+
+def approval_decision_key(approval_id: str) -> str:
+    return f"{APPROVAL_DECISION_PREFIX}{approval_id}"
+
+
+def session_approvals_key(session_id: str) -> str:
+    return f"{SESSION_APPROVALS_PREFIX}{session_id}"
+
+
 AGENT_PREFIX = "agent:"
 """``agent:{agent_id}`` → JSON record of an HTTP invocation agent (TTL ``REDIS_AGENT_TTL_SECONDS``)."""
 

@@ -127,6 +127,16 @@ class Settings(BaseSettings):
     openagent_ws_max_queries_per_connection: int = Field(default=16, gt=0)
     """Queries one WebSocket connection may have in flight; more get an ``error`` ``too_many_queries``."""
 
+    # Human approval of tool calls
+    openagent_approval_tools: str = ""
+    """Comma-separated patterns (fnmatch) over ``<agent_id>__<tool>`` whose calls wait for a person's
+    approval, besides the tools whose schema has ``requires_approval`` (e.g. ``payments__*,*__delete_*``)."""
+    openagent_approval_exempt: str = ""
+    """Comma-separated patterns (fnmatch) over ``<agent_id>__<tool>`` lifted from
+    ``OPENAGENT_APPROVAL_TOOLS`` and from the tools' own ``requires_approval`` (the exemption wins)."""
+    openagent_approval_ttl_seconds: int = Field(default=86400, gt=0)
+    """How long a paused run waits for its approvals; an undecided one is then ``expired``."""
+
     # Feature toggles
     openagent_http_query: bool = True
     """``POST /query``; 0 gives 403."""

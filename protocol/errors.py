@@ -124,6 +124,12 @@ class ErrorCode(StrEnum):
     NOT_IN_SESSION = "not_in_session", 403, "The agent is not a member of that collaboration session."
     UNKNOWN_PLAN = "unknown_plan", 404, "The session holds no plan with that id."
     PLAN_ALREADY_EXECUTED = "plan_already_executed", 409, "The plan was already executed."
+    UNKNOWN_APPROVAL = "unknown_approval", 404, "No approval with that id (never made, or gone with its TTL)."
+    APPROVAL_DECIDED = (
+        "approval_decided",
+        409,
+        "The approval was already decided (the body names the decision that won) or has expired.",
+    )
     TOO_MANY_QUERIES = "too_many_queries", 429, "Too many queries are in flight on this master; retry later."
     DRAINING = "draining", 503, "The master is stopping; retry on another master (see `Retry-After`)."
     SESSION_STORE_UNAVAILABLE = "session_store_unavailable", 503, "Redis did not answer; nothing was stored."

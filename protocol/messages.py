@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from protocol.errors import ErrorCode
 
@@ -98,6 +98,15 @@ class ToolSchema(_Model):
     annotations: dict[str, Any] | None = None
     """Hints about the tool's behaviour, as MCP tool annotations (``readOnlyHint``,
     ``destructiveHint``, ``idempotentHint``, ``openWorldHint``): shown in ``GET /agents``."""
+    requires_approval: bool = False
+    """A person must approve each call the orchestrator makes (``POST /approvals/{approval_id}``)
+    before it runs; a query with ``approval: "never"`` gets an error for it instead."""
+
+    @field_validator("requires_approval", mode="before")
+    @classmethod
+    def _null_is_false(cls, value: Any) -> Any:
+        """``null`` (a workspace's tool that does not say) is ``false``."""
+        return False if value is None else value
 
 
 class AgentUsed(_Model):
@@ -218,6 +227,11 @@ class QueryRequest(_Model):
     """Run this approved plan (needs ``session_id``)."""
     budget: Budget | None = None
     """Limits for this query (tool calls, tokens, seconds)."""
+    approval: Literal["never", "always", "policy"] = "policy"
+    """Which tool calls wait for a person: ``policy`` (the tools whose schema has
+    ``requires_approval``, plus ``OPENAGENT_APPROVAL_TOOLS`` less ``OPENAGENT_APPROVAL_EXEMPT``),
+    ``always`` (every agent tool call) or ``never`` (none: a call of a tool whose schema requires
+    approval is refused with an error the model sees)."""
     stream: bool = False
     """``POST /query`` only: answer with Server-Sent Events."""
 
@@ -242,6 +256,28 @@ class PendingToolCall(_Model):
     """The arguments as JSON text, as the model wrote them."""
 
 
+class Approval(_Model):
+    """A tool call that waits for a person's decision (``GET /approvals``)."""
+
+    approval_id: str
+    session_id: str
+    """The session of the paused run."""
+    agent_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    """The arguments as the model wrote them."""
+    created_at: float
+    """Unix time the run paused."""
+    expires_at: float
+    """Unix time after which the call is ``expired`` (``OPENAGENT_APPROVAL_TTL_SECONDS``)."""
+    status: Literal["pending", "approved", "rejected", "expired"] = "pending"
+    edited_arguments: dict[str, Any] | None = None
+    """The arguments the approver sent instead (when edited)."""
+    message: str | None = None
+    """The approver's reason (a rejection's is told to the model)."""
+    decided_at: float | None = None
+
+
 class QueryResponse(_Model):
     """The answer to a query: the body of ``POST /query``'s response."""
 
@@ -257,7 +293,8 @@ class QueryResponse(_Model):
     agents_used: list[AgentUsed] = Field(default_factory=list)
     """Tools called to answer; empty when the orchestrator answered directly."""
     status: Literal["completed", "awaiting_approval", "awaiting_tool_results", "stopped"] | None = None
-    """``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``; ``awaiting_tool_results``:
+    """``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``, or ``approvals`` wait for a
+    person; ``awaiting_tool_results``:
     the run waits for the results of ``tool_calls``; ``stopped``: a budget or the step limit ended the run."""
     plan: Plan | None = None
     """The proposed plan (when ``status`` is ``awaiting_approval``)."""
@@ -269,6 +306,9 @@ class QueryResponse(_Model):
     """The calls the asker must run (``status: awaiting_tool_results``)."""
     steps: int = 0
     """Tool rounds the run took."""
+    approvals: list[Approval] | None = None
+    """The calls waiting for a person (``status: awaiting_approval`` without ``plan``): decide
+    each with ``POST /approvals/{approval_id}``."""
 
 
 class Query(QueryRequest):

@@ -21,3 +21,5 @@ class Outcome:
     steps: int = 0
     pending: list[PendingToolCall] = field(default_factory=list)
     """The calls a paused run waits for (``awaiting_tool_results``): tools the asker runs itself."""
+    held: list[PendingToolCall] = field(default_factory=list)
+    """The calls a paused run holds for a person's approval (``awaiting_approval``)."""

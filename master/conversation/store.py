@@ -294,15 +294,19 @@ class SessionStore:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         return bool(claimed)
 
-    async def pause(self, session_id: str, state: dict[str, Any], call_ids: Sequence[str]) -> None:
+    async def pause(
+        self, session_id: str, state: dict[str, Any], call_ids: Sequence[str], *, ttl: int | None = None
+    ) -> None:
         """Keep the state of the session's run that waits for the results of ``call_ids`` (from its
-        asker), and which session each call belongs to; both expire with the session."""
+        asker), and which session each call belongs to; both expire with the session, or after
+        ``ttl`` seconds when given (a run waiting for approvals)."""
         payload = json.dumps(state, separators=(",", ":"), default=str)
+        ex = ttl if ttl is not None else self._ttl
         async with self._step():
             async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.set(paused_run_key(session_id), payload, ex=self._ttl)
+                pipe.set(paused_run_key(session_id), payload, ex=ex)
                 for call_id in call_ids:
-                    pipe.set(paused_call_key(call_id), session_id, ex=self._ttl)
+                    pipe.set(paused_call_key(call_id), session_id, ex=ex)
                 await pipe.execute()
         self._answered_at = time.monotonic()
 

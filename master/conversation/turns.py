@@ -93,6 +93,9 @@ class TurnRecorder:
         if outcome.status == "awaiting_tool_results":  # the answer comes when the run goes on
             calls = [call.model_dump() for call in outcome.pending]
             self._pending.append(self._stamp({"decision": "awaiting_tool_results", "calls": calls}))
+        elif outcome.status == "awaiting_approval" and outcome.held:  # a person decides first
+            calls = [call.model_dump() for call in outcome.held]
+            self._pending.append(self._stamp({"decision": "awaiting_approval", "calls": calls}))
         elif outcome.plan is not None:
             self._pending.append(
                 self._stamp(

@@ -104,6 +104,12 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.queries = _Counter("openagent_queries", "Queries by outcome.", ["outcome"], registry=r)
+        self.approvals = _Counter(
+            "openagent_approvals",
+            "Decided tool-call approvals by outcome (approved, edited, rejected, expired).",
+            ["outcome"],
+            registry=r,
+        )
         self.query_seconds = _Histogram(
             "openagent_query_duration_seconds",
             "Query duration by outcome.",

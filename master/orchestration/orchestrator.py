@@ -17,6 +17,11 @@ model, and it writes the answer. A failing tool never fails the query.
   then pauses: the outcome is ``awaiting_tool_results`` with the calls in ``pending`` and the
   messages so far, and :meth:`Orchestrator.run` continues the run once the results are appended
   (``steps_done`` says how many rounds it had). Any pause for results from outside can use this.
+- A call that needs a person's approval (:attr:`RunHooks.approval` says ``hold``) does not run:
+  the other calls of its round run, then the run pauses the same way, with the held calls in
+  ``held`` and the status ``awaiting_approval``; once decided, :meth:`Orchestrator.run_held` runs
+  the approved ones and :meth:`Orchestrator.run` continues. ``refuse`` answers the call with an
+  error instead (a query that asked for no approval, for a tool that requires it).
 - In auto mode with the Kubernetes sandbox on, ``spawn_agent`` deploys a saved agent that is
   not running and waits for it to register; its tools join the offer for the next rounds.
 """
@@ -28,10 +33,11 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from master.agents.calls import CallOptions, ToolRun
 from master.agents.dispatch import Dispatcher, Target
+from master.agents.registry import AgentTool
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox, function_name
 from master.conversation.outcome import Outcome
@@ -47,6 +53,9 @@ from master.orchestration.budgets import BudgetTracker
 from protocol import PendingToolCall, ToolProgress
 
 logger = logging.getLogger("master.orchestration.orchestrator")
+
+Verdict = Literal["run", "hold", "refuse"]
+"""What :attr:`RunHooks.approval` says of a call: run it, hold it for a person, or refuse it."""
 
 EventSink = Callable[[str, dict[str, Any]], None]
 """Receives ``(event, data)`` as a run progresses (``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``)."""
@@ -79,6 +88,8 @@ class RunHooks:
     """Function names of the tools the asker runs itself: a round that calls one pauses the run."""
     llm_options: LLMOptions | None = None
     """Sampling parameters for every round (:data:`master.llm.model.LLMOptions`)."""
+    approval: Callable[[str, Target, AgentTool], Verdict] | None = None
+    """Whether a valid call ``(function name, agent, tool)`` runs, waits for a person or is refused."""
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         if self.events is not None:
@@ -133,6 +144,9 @@ class Orchestrator:
                     await self._round(
                         reply.content, reply.tool_calls, messages, toolbox, budget, hooks, outcome, tools
                     )
+                    if outcome.held:
+                        outcome.answer, outcome.status = reply.content or "", "awaiting_approval"
+                        break
                     if outcome.pending:
                         outcome.answer, outcome.status = reply.content or "", "awaiting_tool_results"
                         break
@@ -213,16 +227,26 @@ class Orchestrator:
         hooks.emit("step", {"step": outcome.steps + 1, "tool_calls": [call.name for call in calls]})
         taken = calls[:allowed]
         ours = [call for call in taken if call.name not in hooks.external] if hooks.external else taken
-        if len(ours) == 1:  # the common case, without gather's tasks
-            runs = [await self._run_tool(toolbox, ours[0], hooks, tools)]
+        verdicts = {call.id: self._verdict(toolbox, call, hooks) for call in ours} if hooks.approval else {}
+        held = [call for call in ours if verdicts.get(call.id) == "hold"]
+        now = [call for call in ours if verdicts.get(call.id) != "hold"]
+        if len(now) == 1:  # the common case, without gather's tasks
+            runs = [await self._run_or_refuse(toolbox, now[0], hooks, tools, verdicts)]
         else:
-            runs = list(await asyncio.gather(*(self._run_tool(toolbox, call, hooks, tools) for call in ours)))
+            runs = list(
+                await asyncio.gather(
+                    *(self._run_or_refuse(toolbox, call, hooks, tools, verdicts) for call in now)
+                )
+            )
         outcome.steps += 1
         outcome.tool_runs.extend(runs)
         messages.append(_assistant_calls(content, [(c.id, c.name, c.arguments) for c in taken]))
-        messages.extend(run.as_tool_message(call.id) for run, call in zip(runs, ours, strict=True))
+        messages.extend(run.as_tool_message(call.id) for run, call in zip(runs, now, strict=True))
         if hooks.on_step is not None and runs:
             await hooks.on_step(runs)
+        if held:  # a person decides these: pause (the asker's own calls, if any, wait with them)
+            outcome.held = [PendingToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in held]
+            return
         if len(ours) < len(taken):  # the asker runs the others: pause for their results
             outcome.pending = [
                 PendingToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in taken if c not in ours
@@ -230,6 +254,49 @@ class Orchestrator:
             return
         if allowed < len(calls):
             raise BudgetExceeded("max_tool_calls", budget.max_tool_calls)
+
+    def _verdict(self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks) -> Verdict:
+        """``hooks.approval``'s word on a call; a call that cannot run anyway (unknown tool,
+        invalid arguments) runs, to get its error."""
+        assert hooks.approval is not None
+        target = toolbox.resolve(call.name)
+        if target is None:
+            return "run"
+        agent, tool = target
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError:
+            return "run"
+        if not isinstance(arguments, dict) or tool.validate(arguments):
+            return "run"
+        return hooks.approval(call.name, agent, tool)
+
+    async def _run_or_refuse(
+        self,
+        toolbox: Toolbox,
+        call: ToolCallRequest,
+        hooks: RunHooks,
+        tools: list[dict[str, Any]],
+        verdicts: dict[str, Verdict],
+    ) -> ToolRun:
+        if verdicts.get(call.id) == "refuse":
+            target = toolbox.resolve(call.name)
+            assert target is not None
+            agent, tool = target
+            error = (
+                f"{call.name!r} requires a person's approval, and this query asked for no approval "
+                '(approval: "never"); it was not run'
+            )
+            return self._refused(
+                call, agent, tool.schema.name, json.loads(call.arguments or "{}"), error, hooks
+            )
+        return await self._run_tool(toolbox, call, hooks, tools)
+
+    async def run_held(
+        self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks, tools: list[dict[str, Any]]
+    ) -> ToolRun:
+        """Run a call a person approved (``call.arguments`` as decided), checked like any call."""
+        return await self._run_tool(toolbox, call, hooks, tools)
 
     async def _run_tool(
         self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks, tools: list[dict[str, Any]]

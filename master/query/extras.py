@@ -31,6 +31,9 @@ class RunExtras:
     """Sampling parameters for every LLM round (:data:`master.llm.model.LLMOptions`)."""
     offer_tools: bool = True
     """False: the model is offered no tool (OpenAI's ``tool_choice: "none"``)."""
+    resume_approvals: bool = False
+    """Continue the session's run paused for approvals, every one of them decided (``POST
+    /approvals/{approval_id}`` submits it once the last is)."""
     new_session_id: str | None = None
     """The id of the session a query without ``session_id`` starts (a door that must name it
     before the run ends, in a streamed answer's headers); a new random one when ``None``."""

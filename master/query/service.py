@@ -9,24 +9,30 @@ It raises :class:`QueryRejected` (with a stable code) for requests it cannot run
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Target
+from master.agents.registry import AgentTool
 from master.agents.toolbox import Toolbox
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
 from master.collaboration import CollaborationManager
+from master.conversation.approvals import ApprovalStore
 from master.conversation.context import Context, ContextBuilder
 from master.conversation.history import CLIENT, turns_from_messages
 from master.conversation.outcome import Outcome
 from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
+from master.llm.model import ToolCallRequest
 from master.llm.tokens import count_tool
 from master.observability import logs, tracing
 from master.observability.metrics import Metrics
@@ -36,6 +42,7 @@ from master.orchestration.orchestrator import (
     EventSink,
     Orchestrator,
     RunHooks,
+    Verdict,
     collaboration_tool,
     spawn_tool,
 )
@@ -51,7 +58,7 @@ from master.orchestration.prompts import system_prompt
 from master.query.extras import NO_EXTRAS, RunExtras
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
-from protocol import AgentUsed, QueryRequest, QueryResponse, Usage
+from protocol import AgentUsed, Approval, QueryRequest, QueryResponse, Usage
 
 logger = logging.getLogger("master.query.service")
 
@@ -99,8 +106,10 @@ class QueryService:
         rag: RagLink | None = None,
         spawner: Spawner | None = None,
         metrics: Metrics | None = None,
+        approvals: ApprovalStore | None = None,
     ) -> None:
         self._metrics = metrics
+        self.approvals = approvals
         self._settings = settings
         self._agents = agents
         self._sessions = sessions
@@ -168,6 +177,8 @@ class QueryService:
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
         paused = await self._paused(session_id, results) if results is not None else None
+        if extras.resume_approvals:
+            paused = await self._held_state(session_id)
         if extras.history and session_hint is None:
             turns = await self._store_history(session_id, extras.history)
         toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids))
@@ -187,6 +198,7 @@ class QueryService:
             flush_each_step=request.auto_mode,
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
+        hooks.approval = self._approval_hook(request)
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
         rag = await self._rag_query(
             session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
@@ -200,7 +212,9 @@ class QueryService:
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
         try:
-            if paused is not None and results is not None:
+            if paused is not None and extras.resume_approvals:
+                outcome = await self._resume_held(run, extra_tools, paused)
+            elif paused is not None and results is not None:
                 outcome = await self._continue(run, extra_tools, paused, results)
             elif request.auto_require_plan_approval and request.auto_plan_execute is None:
                 outcome = await self._propose_plan(run)
@@ -208,6 +222,11 @@ class QueryService:
                 outcome = await self._execute(run, extra_tools)
             if outcome.status == "awaiting_tool_results":
                 await self._pause(run, outcome)
+            approvals = await self._hold(run, outcome) if outcome.held else None
+            if approvals and not outcome.answer:
+                outcome.answer = "Waiting for a person to decide: " + ", ".join(
+                    f"{a.agent_id}.{a.tool_name} (approval {a.approval_id})" for a in approvals
+                )
             notice = rag.notice() if rag is not None else None
             if notice:
                 outcome.answer = f"{notice}\n\n{outcome.answer}".strip()
@@ -246,7 +265,179 @@ class QueryService:
             ),
             tool_calls=outcome.pending or None,
             steps=outcome.steps,
+            approvals=approvals,
         )
+
+    def _approval_hook(self, request: QueryRequest) -> Callable[[str, Target, AgentTool], Verdict]:
+        """Which calls wait for a person: the request's ``approval`` over the tools' own
+        ``requires_approval`` and the operator's patterns (the exemption wins)."""
+        settings = self._settings
+        wanted = _patterns(settings.openagent_approval_tools)
+        exempt = _patterns(settings.openagent_approval_exempt)
+        mode = request.approval
+
+        def verdict(name: str, agent: Target, tool: AgentTool) -> Verdict:
+            if self.approvals is None:  # no store to keep a paused run: nothing can wait
+                return "run"
+            if any(fnmatch.fnmatchcase(name, p) for p in exempt):
+                return "run"
+            if mode == "always":
+                return "hold"
+            if tool.schema.requires_approval:
+                return "refuse" if mode == "never" else "hold"
+            if mode == "policy" and any(fnmatch.fnmatchcase(name, p) for p in wanted):
+                return "hold"
+            return "run"
+
+        return verdict
+
+    async def _hold(self, run: _Run, outcome: Outcome) -> list[Approval]:
+        """Pause a run whose calls wait for a person: one approval per held call, and the run's
+        state (as a paused run of its session) to resume once every one is decided."""
+        store = self.approvals
+        assert store is not None
+        recorder = run.recorder
+        now = time.time()
+        approvals: list[Approval] = []
+        extra: dict[str, dict[str, Any]] = {}
+        held: list[dict[str, Any]] = []
+        for call in outcome.held:
+            target = run.toolbox.resolve(call.name)
+            assert target is not None  # held calls were resolved and validated
+            agent, tool = target
+            approval = Approval(
+                approval_id=f"appr-{uuid.uuid4().hex}",
+                session_id=recorder.session_id,
+                agent_id=agent.agent_id,
+                tool_name=tool.schema.name,
+                arguments=json.loads(call.arguments or "{}"),
+                created_at=now,
+                expires_at=now + store.ttl_seconds,
+            )
+            approvals.append(approval)
+            extra[approval.approval_id] = {"call_id": call.id, "parameters": tool.schema.parameters}
+            held.append({**call.model_dump(), "approval_id": approval.approval_id})
+        state = {
+            "kind": "approval",
+            "query": recorder.query,
+            "query_id": recorder.query_id,
+            "messages": run.messages or [],
+            "steps": outcome.steps,
+            "held": held,
+            "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+        }
+        try:
+            await store.create(approvals, extra)
+            await self._sessions.pause(recorder.session_id, state, [], ttl=store.keep_seconds)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        for approval in approvals:
+            run.hooks.emit("approval_required", approval.model_dump(mode="json"))
+        return approvals
+
+    async def held_run(self, session_id: str) -> tuple[dict[str, Any] | None, list[Approval]]:
+        """The session's run paused for approvals (``None`` when there is none) and the approvals
+        of its round as they stand. Raises :class:`SessionStoreUnavailable`."""
+        state = await self._sessions.paused(session_id)
+        if state is None or state.get("kind") != "approval" or self.approvals is None:
+            return None, []
+        found = [await self.approvals.get(str(call["approval_id"])) for call in state.get("held", ())]
+        return state, [a for a in found if a is not None]
+
+    async def _held_state(self, session_id: str) -> dict[str, Any]:
+        try:
+            state, approvals = await self.held_run(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if state is None:
+            raise QueryRejected(
+                "invalid_query", f"no run of session {session_id!r} waits for approvals (resumed already?)"
+            )
+        waiting = [a.approval_id for a in approvals if a.status == "pending"]
+        if waiting:
+            raise QueryRejected(
+                "invalid_query", f"approvals {', '.join(map(repr, waiting))} are not decided yet"
+            )
+        return state
+
+    async def _resume_held(self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any]) -> Outcome:
+        """Go on with a run paused for approvals: the approved calls run (with the edited
+        arguments), the model is told of refusals and expiries, then the next rounds. The paused
+        state is taken first (of two resumes, one runs the calls) and put back, with the calls
+        done so far, if the resume fails: a decision is never lost to a failure."""
+        store = self.approvals
+        assert store is not None
+        session_id = run.recorder.session_id
+        try:
+            if await self._sessions.take_paused(session_id) is None:
+                raise QueryRejected("invalid_query", "the paused run was resumed already")
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        messages: list[Any] = list(state.get("messages") or [])
+        remaining: list[dict[str, Any]] = list(state.get("held") or [])
+        decided_runs: list[ToolRun] = []
+        offered = [*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else []
+        try:
+            while remaining:
+                held = remaining[0]
+                record = await store.record(str(held["approval_id"])) or {"status": "expired"}
+                messages.append(await self._decided_message(run, held, record, offered, decided_runs))
+                remaining.pop(0)
+            run.messages = messages
+            outcome = await run.orchestrator.run(
+                messages=messages,
+                tools=offered,
+                toolbox=run.toolbox,
+                model=run.model,
+                auto_mode=run.request.auto_mode,
+                budget=run.budget,
+                hooks=run.hooks,
+                steps_done=int(state.get("steps") or 0),
+            )
+            outcome.tool_runs[:0] = decided_runs
+            return outcome
+        except BaseException:
+            restored = {**state, "messages": messages, "held": remaining}
+            try:
+                await self._sessions.pause(session_id, restored, [], ttl=store.keep_seconds)
+            except SessionStoreUnavailable as exc:
+                logger.error("could not keep the paused run of session %s: %s", session_id, exc)
+            raise
+
+    async def _decided_message(
+        self,
+        run: _Run,
+        held: dict[str, Any],
+        record: dict[str, Any],
+        tools: list[dict[str, Any]],
+        done: list[ToolRun],
+    ) -> dict[str, Any]:
+        """The tool message that answers a held call, as a person decided it."""
+        status = record.get("status")
+        call_id = str(held["id"])
+        if status == "approved":
+            edited = record.get("edited_arguments")
+            arguments = json.dumps(edited) if edited is not None else str(held["arguments"])
+            call = ToolCallRequest(call_id, str(held["name"]), arguments)
+            tool_run = await run.orchestrator.run_held(run.toolbox, call, run.hooks, tools)
+            await run.recorder.steps([tool_run])
+            done.append(tool_run)
+            message = dict(tool_run.as_tool_message(call_id))
+            if edited is not None:
+                message["content"] = (
+                    f"A person approved this call with edited arguments {arguments} "
+                    f"(you asked for {held['arguments']}). Result: {message['content']}"
+                )
+            return message
+        if status == "rejected":
+            reason = record.get("message") or "no reason given"
+            content = f"A person refused this call; it was not run. Their reason: {reason}"
+        else:
+            content = (
+                "No one decided on this call in time (its approval expired); it was not run. "
+                "Say so in your answer."
+            )
+        return {"role": "tool", "tool_call_id": call_id, "content": content}
 
     def _client_tools(
         self,
@@ -598,6 +789,10 @@ class QueryService:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
         WebSocket agent shadows an invocation agent with the same id)."""
         return self._agents.tool_targets(allowed)
+
+
+def _patterns(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
 
 
 def _with_note(system: str, note: str) -> str:

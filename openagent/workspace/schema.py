@@ -91,6 +91,9 @@ class ToolSpec(_Strict):
     """JSON Schema of the arguments object."""
     endpoint: str | None = None
     """HTTP path of the tool on an invocation agent (e.g. ``/run``); ``/invoke`` when omitted."""
+    requires_approval: bool | None = None
+    """``true``: each call the orchestrator makes waits for a person's approval
+    (``POST /approvals/{approval_id}``)."""
 
 
 class AgentSpec(_Strict):

@@ -37,6 +37,7 @@ def test_query_result_carries_the_query_response_fields() -> None:
         "usage",
         "tool_calls",
         "steps",
+        "approvals",
     }
 
 

@@ -68,6 +68,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Approvals
+         * @description The session's approvals (pending, approved, rejected or expired), oldest first.
+         */
+        get: operations["list_approvals_approvals_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/approvals/{approval_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Approval
+         * @description One approval, with its decision once made.
+         */
+        get: operations["read_approval_approvals__approval_id__get"];
+        put?: never;
+        /**
+         * Decide Approval
+         * @description Approve (optionally with edited arguments) or reject one call. Once every call of the
+         *     paused round is decided, the run resumes and the answer is its result (a ``QueryResponse``);
+         *     before that, the answer lists the round's approvals (``status: "awaiting_approval"``).
+         */
+        post: operations["decide_approval_approvals__approval_id__post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/approvals/{approval_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume Approval
+         * @description Resume the run of a decided approval again, after a resume that failed (an agent gone,
+         *     the LLM down): the decisions stand and the calls already run are not run again.
+         */
+        post: operations["resume_approval_approvals__approval_id__resume_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/attachments/{ref}": {
         parameters: {
             query?: never;
@@ -551,6 +618,9 @@ export interface paths {
          * Register
          * @description Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
          *     Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
+         *
+         *     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
+         *     one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
          */
         post: operations["register_register_post"];
         delete?: never;
@@ -920,6 +990,92 @@ export interface components {
             tool_name: string;
         };
         /**
+         * Approval
+         * @description A tool call that waits for a person's decision (``GET /approvals``).
+         */
+        Approval: {
+            /** Agent Id */
+            agent_id: string;
+            /** Approval Id */
+            approval_id: string;
+            /**
+             * Arguments
+             * @description The arguments as the model wrote them.
+             */
+            arguments: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created At
+             * @description Unix time the run paused.
+             */
+            created_at: number;
+            /** Decided At */
+            decided_at?: number | null;
+            /**
+             * Edited Arguments
+             * @description The arguments the approver sent instead (when edited).
+             */
+            edited_arguments?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Expires At
+             * @description Unix time after which the call is ``expired`` (``OPENAGENT_APPROVAL_TTL_SECONDS``).
+             */
+            expires_at: number;
+            /**
+             * Message
+             * @description The approver's reason (a rejection's is told to the model).
+             */
+            message?: string | null;
+            /**
+             * Session Id
+             * @description The session of the paused run.
+             */
+            session_id: string;
+            /**
+             * Status
+             * @default pending
+             * @enum {string}
+             */
+            status?: "pending" | "approved" | "rejected" | "expired";
+            /** Tool Name */
+            tool_name: string;
+        };
+        /**
+         * ApprovalDecision
+         * @description The body of ``POST /approvals/{approval_id}``.
+         */
+        ApprovalDecision: {
+            /**
+             * Arguments
+             * @description Approve with these arguments instead of the model's (checked against the tool's schema:
+             *     422 naming each offending field).
+             */
+            arguments?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Decision
+             * @enum {string}
+             */
+            decision: "approve" | "reject";
+            /**
+             * Message
+             * @description Why (a rejection's reason is told to the model).
+             */
+            message?: string | null;
+        };
+        /**
+         * ApprovalList
+         * @description ``GET /approvals``: a session's approvals, oldest first.
+         */
+        ApprovalList: {
+            /** Approvals */
+            approvals: components["schemas"]["Approval"][];
+        };
+        /**
          * Attachment
          * @description A file sent with a query (base64-encoded).
          */
@@ -1282,7 +1438,7 @@ export interface components {
          * @description A stable, machine-readable error code; the message beside it names the offending value.
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
+        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "unknown_approval" | "approval_decided" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
         /**
          * GenerateAgentBody
          * @description The body of ``POST /generate-agent``.
@@ -1630,6 +1786,16 @@ export interface components {
              */
             allowed_agent_ids?: string[] | null;
             /**
+             * Approval
+             * @description Which tool calls wait for a person: ``policy`` (the tools whose schema has
+             *     ``requires_approval``, plus ``OPENAGENT_APPROVAL_TOOLS`` less ``OPENAGENT_APPROVAL_EXEMPT``),
+             *     ``always`` (every agent tool call) or ``never`` (none: a call of a tool whose schema requires
+             *     approval is refused with an error the model sees).
+             * @default policy
+             * @enum {string}
+             */
+            approval?: "never" | "always" | "policy";
+            /**
              * Attachments
              * @description Files for the RAG agents.
              */
@@ -1692,6 +1858,12 @@ export interface components {
             /** Answer */
             answer?: string | null;
             /**
+             * Approvals
+             * @description The calls waiting for a person (``status: awaiting_approval`` without ``plan``): decide
+             *     each with ``POST /approvals/{approval_id}``.
+             */
+            approvals?: components["schemas"]["Approval"][] | null;
+            /**
              * Error
              * @description Why the query failed (when ``success`` is false).
              */
@@ -1709,7 +1881,8 @@ export interface components {
             session_id?: string | null;
             /**
              * Status
-             * @description ``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``; ``awaiting_tool_results``:
+             * @description ``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``, or ``approvals`` wait for a
+             *     person; ``awaiting_tool_results``:
              *     the run waits for the results of ``tool_calls``; ``stopped``: a budget or the step limit ended the run.
              */
             status?: ("completed" | "awaiting_approval" | "awaiting_tool_results" | "stopped") | null;
@@ -2196,6 +2369,13 @@ export interface components {
             parameters?: {
                 [key: string]: unknown;
             };
+            /**
+             * Requires Approval
+             * @description A person must approve each call the orchestrator makes (``POST /approvals/{approval_id}``)
+             *     before it runs; a query with ``approval: "never"`` gets an error for it instead.
+             * @default false
+             */
+            requires_approval?: boolean;
         };
         /**
          * Unregistered
@@ -2390,6 +2570,264 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_approvals_approvals_get: {
+        parameters: {
+            query: {
+                /** @description The session */
+                session_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalList"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    read_approval_approvals__approval_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An approval_id from a query */
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Approval"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such approval (unknown_approval) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    decide_approval_approvals__approval_id__post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An approval_id from a query */
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApprovalDecision"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryResponse"];
+                };
+            };
+            /** @description The body is not JSON, or nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such approval (unknown_approval) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Decided already, or expired (approval_decided): the detail has the decision that stands */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Edited arguments that do not fit the tool's schema (validation_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resume_approval_approvals__approval_id__resume_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An approval_id from a query */
+                approval_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryResponse"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such approval (unknown_approval) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,114 @@
+"""Tool calls waiting for a person: stored in Redis, decided exactly once.
+
+A run that wants a call needing approval pauses (its state is the session's paused run,
+:meth:`master.conversation.store.SessionStore.pause`); each held call becomes an approval here:
+``approval:{id}`` (what the call is, when it expires), ``approval_decision:{id}`` (set once with
+SET NX, so of two deciders exactly one wins) and the session's set of approval ids. Records live
+twice the approval TTL, so an expired approval still answers ``expired`` for a while.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from master.errors import SessionStoreUnavailable
+from master.redis_keys import approval_decision_key, approval_key, session_approvals_key
+from protocol import Approval
+
+Decision = Literal["approved", "rejected", "expired"]
+
+
+class ApprovalStore:
+    """The approvals of paused runs (see the module docstring)."""
+
+    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int, timeout_seconds: float = 5.0) -> None:
+        self._redis = redis
+        self.ttl_seconds = ttl_seconds
+        self._timeout = timeout_seconds
+        self.clock = time.time
+        """Unix time now (a test moves it)."""
+
+    @property
+    def keep_seconds(self) -> int:
+        """How long the records live: twice the TTL (an expired approval still answers)."""
+        return 2 * self.ttl_seconds
+
+    async def create(self, approvals: Sequence[Approval], extra: dict[str, dict[str, Any]]) -> None:
+        """Store new pending approvals; ``extra[approval_id]`` is kept beside each (call id, schema)."""
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                for approval in approvals:
+                    record = {**approval.model_dump(mode="json"), **extra.get(approval.approval_id, {})}
+                    pipe.set(approval_key(approval.approval_id), json.dumps(record), ex=self.keep_seconds)
+                    key = session_approvals_key(approval.session_id)
+                    pipe.sadd(key, approval.approval_id)
+                    pipe.expire(key, self.keep_seconds)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    async def record(self, approval_id: str) -> dict[str, Any] | None:
+        """The stored approval with its decision (``status`` as it stands now), or ``None``."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                raw, decision = await self._redis.mget(
+                    approval_key(approval_id), approval_decision_key(approval_id)
+                )
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        if raw is None:
+            return None
+        record: dict[str, Any] = json.loads(raw)
+        if decision is not None:
+            record.update(json.loads(decision))
+        elif record["expires_at"] <= self.clock():
+            record["status"] = "expired"
+        return record
+
+    async def get(self, approval_id: str) -> Approval | None:
+        record = await self.record(approval_id)
+        return Approval.model_validate(record) if record is not None else None
+
+    async def of_session(self, session_id: str) -> list[Approval]:
+        """The session's approvals, oldest first."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                ids = await self._redis.smembers(session_approvals_key(session_id))
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        found = [await self.get(i.decode() if isinstance(i, bytes) else str(i)) for i in ids]
+        return sorted((a for a in found if a is not None), key=lambda a: (a.created_at, a.approval_id))
+
+    async def decide(
+        self,
+        approval_id: str,
+        status: Decision,
+        *,
+        message: str | None = None,
+        arguments: dict[str, Any] | None = None,
+    ) -> tuple[bool, dict[str, Any]]:
+        """Record the decision once (SET NX). Returns ``(won, decision)``: the decision that stands,
+        this one when ``won``, else the one that came first."""
+        decision = {
+            "status": status,
+            "message": message,
+            "edited_arguments": arguments,
+            "decided_at": self.clock(),
+        }
+        key = approval_decision_key(approval_id)
+        try:
+            async with asyncio.timeout(self._timeout):
+                won = await self._redis.set(key, json.dumps(decision), nx=True, ex=self.keep_seconds)
+                if won:
+                    return True, decision
+                raw = await self._redis.get(key)
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return False, json.loads(raw) if raw is not None else decision

@@ -1,0 +1,325 @@
+"""Human approval of tool calls, through the real app: a real master (lifespan, Redis, uvicorn on
+loopback), the scripted LLM, an SDK WebSocket agent with a ``transfer`` tool that requires
+approval and a harmless ``balance`` tool, and ``httpx`` as the person deciding."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from openagent import OrchestratorActionAgent, ToolSchema
+from openagent.config import ClientConfig
+from openagent.testing import ScriptedOpenAIServer
+from tests.factories import InProcessMaster, free_port, in_process_master
+
+KEY = "approvals-key"
+HEADERS = {"Authorization": f"Bearer {KEY}"}
+
+TRANSFER = ToolSchema(
+    name="transfer",
+    description="Move money",
+    parameters={
+        "type": "object",
+        "properties": {"to": {"type": "string"}, "amount": {"type": "number", "minimum": 0}},
+        "required": ["to", "amount"],
+    },
+    requires_approval=True,
+)
+BALANCE = ToolSchema(
+    name="balance",
+    description="Read the balance",
+    parameters={"type": "object", "properties": {}},
+)
+DELETE = ToolSchema(
+    name="delete_account", description="Close an account", parameters={"type": "object", "properties": {}}
+)
+
+
+@dataclass
+class Bank:
+    master: InProcessMaster
+    llm: ScriptedOpenAIServer
+    calls: list[tuple[str, dict[str, Any]]]
+    http: httpx.AsyncClient
+
+    async def query(self, **body: Any) -> dict[str, Any]:
+        response = await self.http.post("/query", json={"query": "pay Bob", **body})
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    async def decide(self, approval_id: str, **body: Any) -> httpx.Response:
+        return await self.http.post(f"/approvals/{approval_id}", json=body)
+
+
+@asynccontextmanager
+async def bank(llm: ScriptedOpenAIServer, *, port: int | None = None, **settings: Any) -> AsyncIterator[Bank]:
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> dict[str, Any]:
+        calls.append((tool_name, arguments))
+        return {"done": tool_name, "arguments": arguments}
+
+    async with in_process_master(
+        port=port, openai_base_url=llm.base_url, openai_api_key="scripted", openagent_api_key=KEY, **settings
+    ) as master:
+        config = ClientConfig(master_ws=master.ws_url, api_key=KEY)
+        async with OrchestratorActionAgent("bank", [TRANSFER, BALANCE, DELETE], handler, config=config):
+            async with asyncio.timeout(30):
+                while "bank" not in master.services.agents.known_ids():
+                    await asyncio.sleep(0.01)
+            async with httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=60) as http:
+                yield Bank(master, llm, calls, http)
+
+
+@pytest.fixture
+async def hub(llm: ScriptedOpenAIServer) -> AsyncIterator[Bank]:
+    async with bank(llm) as b:
+        yield b
+
+
+def _pay_and_read(llm: ScriptedOpenAIServer) -> None:
+    llm.add_tool_calls([("bank__transfer", {"to": "bob", "amount": 10}), ("bank__balance", {})])
+
+
+def _tool_messages(request: dict[str, Any]) -> dict[str, str]:
+    names = {
+        call["id"]: call["function"]["name"]
+        for message in request["messages"]
+        for call in message.get("tool_calls") or []
+    }
+    return {names[m["tool_call_id"]]: m["content"] for m in request["messages"] if m.get("role") == "tool"}
+
+
+async def _paused(hub: Bank) -> dict[str, Any]:
+    _pay_and_read(hub.llm)
+    paused = await hub.query()
+    assert paused["status"] == "awaiting_approval" and paused["success"] is True
+    return paused
+
+
+async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Bank) -> None:
+    paused = await _paused(hub)
+    assert hub.calls == [("balance", {})]  # the transfer did not run
+    [approval] = paused["approvals"]
+    assert approval["approval_id"] in paused["answer"]  # the answer says what waits
+    assert approval["agent_id"] == "bank" and approval["tool_name"] == "transfer"
+    assert approval["arguments"] == {"to": "bob", "amount": 10} and approval["status"] == "pending"
+    assert approval["expires_at"] - approval["created_at"] == pytest.approx(86400)
+    listed = (await hub.http.get("/approvals", params={"session_id": paused["session_id"]})).json()
+    assert [a["approval_id"] for a in listed["approvals"]] == [approval["approval_id"]]
+    one = (await hub.http.get(f"/approvals/{approval['approval_id']}")).json()
+    assert one["status"] == "pending"
+
+    hub.llm.add_text("Paid Bob 10.")
+    decided = await hub.decide(approval["approval_id"], decision="approve")
+    assert decided.status_code == 200, decided.text
+    result = decided.json()
+    assert result["status"] == "completed" and result["answer"] == "Paid Bob 10."
+    assert result["agents_used"] == [{"agent_id": "bank", "tool_name": "transfer"}]
+    assert result["session_id"] == paused["session_id"]
+    assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]
+    told = _tool_messages(hub.llm.requests[-1])
+    assert '"done": "transfer"' in told["bank__transfer"] and '"done": "balance"' in told["bank__balance"]
+    after = (await hub.http.get(f"/approvals/{approval['approval_id']}")).json()
+    assert after["status"] == "approved" and after["decided_at"] is not None
+    metrics = (await hub.http.get("/metrics")).text
+    assert 'openagent_approvals_total{outcome="approved"} 1.0' in metrics
+
+
+async def test_a_rejected_call_is_not_run_and_the_model_hears_why(hub: Bank) -> None:
+    paused = await _paused(hub)
+    hub.llm.add_text("I did not pay Bob.")
+    decided = await hub.decide(paused["approvals"][0]["approval_id"], decision="reject", message="too much")
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["answer"] == "I did not pay Bob."
+    assert hub.calls == [("balance", {})]
+    told = _tool_messages(hub.llm.requests[-1])["bank__transfer"]
+    assert "refused" in told and "too much" in told
+
+
+async def test_edited_arguments_run_and_the_model_is_told(hub: Bank) -> None:
+    paused = await _paused(hub)
+    hub.llm.add_text("Paid Bob 5.")
+    decided = await hub.decide(
+        paused["approvals"][0]["approval_id"], decision="approve", arguments={"to": "bob", "amount": 5}
+    )
+    assert decided.status_code == 200, decided.text
+    assert hub.calls[-1] == ("transfer", {"to": "bob", "amount": 5})
+    told = _tool_messages(hub.llm.requests[-1])["bank__transfer"]
+    assert "edited arguments" in told and '"amount": 5' in told
+    approval = (await hub.http.get(f"/approvals/{paused['approvals'][0]['approval_id']}")).json()
+    assert approval["status"] == "approved" and approval["edited_arguments"] == {"to": "bob", "amount": 5}
+
+
+async def test_an_invalid_edit_is_refused_naming_the_field_and_nothing_is_decided(hub: Bank) -> None:
+    paused = await _paused(hub)
+    approval_id = paused["approvals"][0]["approval_id"]
+    refused = await hub.decide(approval_id, decision="approve", arguments={"to": "bob", "amount": -3})
+    assert refused.status_code == 422
+    assert refused.json()["error_code"] == "validation_error" and "amount" in refused.json()["detail"]
+    assert (await hub.http.get(f"/approvals/{approval_id}")).json()["status"] == "pending"
+    assert hub.calls == [("balance", {})]
+
+
+async def test_two_deciders_racing_one_wins_the_other_gets_409(hub: Bank) -> None:
+    paused = await _paused(hub)
+    approval_id = paused["approvals"][0]["approval_id"]
+    hub.llm.add_text("Done.")
+    hub.llm.add_text("Done again (must not be asked).")
+    first, second = await asyncio.gather(
+        hub.decide(approval_id, decision="approve"), hub.decide(approval_id, decision="reject")
+    )
+    statuses = sorted([first.status_code, second.status_code])
+    assert statuses == [200, 409], (first.text, second.text)
+    loser = first if first.status_code == 409 else second
+    won = (await hub.http.get(f"/approvals/{approval_id}")).json()["status"]
+    assert loser.json()["error_code"] == "approval_decided"
+    assert loser.json()["detail"]["approval"]["status"] == won
+    transfers = [call for call in hub.calls if call[0] == "transfer"]
+    assert len(transfers) == (1 if won == "approved" else 0)
+
+
+async def test_an_approval_is_decided_on_a_fresh_master_after_the_first_stopped(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    port = free_port()
+    async with bank(llm, port=port) as first:
+        paused = await _paused(first)
+    llm.add_text("Paid Bob 10, later.")
+    async with bank(llm, port=port) as second:
+        decided = await second.decide(paused["approvals"][0]["approval_id"], decision="approve")
+        assert decided.status_code == 200, decided.text
+        assert decided.json()["answer"] == "Paid Bob 10, later."
+        assert second.calls == [("transfer", {"to": "bob", "amount": 10})]
+
+
+async def test_policy_settings_hold_and_exempt_tools(llm: ScriptedOpenAIServer) -> None:
+    async with bank(
+        llm, openagent_approval_tools="bank__*", openagent_approval_exempt="bank__balance,bank__transfer"
+    ) as b:
+        llm.add_tool_calls(
+            [
+                ("bank__delete_account", {}),
+                ("bank__balance", {}),
+                ("bank__transfer", {"to": "x", "amount": 1}),
+            ]
+        )
+        paused = await b.query()
+        assert paused["status"] == "awaiting_approval"
+        assert [a["tool_name"] for a in paused["approvals"]] == ["delete_account"]
+        assert sorted(name for name, _ in b.calls) == ["balance", "transfer"]
+
+
+async def test_approval_never_refuses_a_tool_that_requires_it(hub: Bank) -> None:
+    _pay_and_read(hub.llm)
+    hub.llm.add_text("I could not pay Bob.")
+    result = await hub.query(approval="never")
+    assert result["status"] == "completed" and result["answer"] == "I could not pay Bob."
+    assert hub.calls == [("balance", {})]
+    told = _tool_messages(hub.llm.requests[-1])["bank__transfer"]
+    assert "requires a person's approval" in told
+
+
+async def test_approval_always_holds_every_call(hub: Bank) -> None:
+    hub.llm.add_tool_call("bank__balance", {})
+    paused = await hub.query(approval="always")
+    assert [a["tool_name"] for a in paused["approvals"]] == ["balance"] and hub.calls == []
+
+
+async def test_a_round_of_two_approvals_resumes_after_the_last(hub: Bank) -> None:
+    hub.llm.add_tool_calls(
+        [("bank__transfer", {"to": "a", "amount": 1}), ("bank__transfer", {"to": "b", "amount": 2})]
+    )
+    paused = await hub.query()
+    first, second = (a["approval_id"] for a in paused["approvals"])
+    waiting = await hub.decide(first, decision="approve")
+    assert waiting.status_code == 200 and waiting.json()["status"] == "awaiting_approval"
+    assert [a["status"] for a in waiting.json()["approvals"]] == ["approved", "pending"]
+    assert hub.calls == []
+    hub.llm.add_text("Paid a, not b.")
+    done = await hub.decide(second, decision="reject")
+    assert done.json()["answer"] == "Paid a, not b." and hub.calls == [("transfer", {"to": "a", "amount": 1})]
+
+
+async def test_sse_sends_approval_required(hub: Bank) -> None:
+    _pay_and_read(hub.llm)
+    events: list[tuple[str, Any]] = []
+    async with hub.http.stream("POST", "/query", json={"query": "pay Bob", "stream": True}) as response:
+        event = ""
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                events.append((event, json.loads(line[6:])))
+    names = [name for name, _ in events]
+    assert "approval_required" in names and names[-1] == "query_result"
+    required = dict(events)["approval_required"]
+    assert required["tool_name"] == "transfer" and required["status"] == "pending"
+    assert dict(events)["query_result"]["approvals"][0]["approval_id"] == required["approval_id"]
+
+
+async def test_an_expired_approval_is_expired_not_rejected(
+    llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bank(llm) as b:
+        paused = await _paused(b)
+        approval_id = paused["approvals"][0]["approval_id"]
+        store = b.master.services.queries.approvals
+        assert store is not None
+        real = store.clock
+        later: Callable[[], float] = lambda: real() + 86400 + 60  # noqa: E731
+        monkeypatch.setattr(store, "clock", later)
+        llm.add_text("No one approved the transfer in time.")
+        refused = await b.decide(approval_id, decision="approve")
+        assert refused.status_code == 409
+        assert refused.json()["detail"]["approval"]["status"] == "expired"
+        assert (await b.http.get(f"/approvals/{approval_id}")).json()["status"] == "expired"
+        told = _tool_messages(llm.requests[-1])["bank__transfer"]
+        assert "No one decided" in told
+        assert b.calls == [("balance", {})]
+        assert 'openagent_approvals_total{outcome="expired"} 1.0' in (await b.http.get("/metrics")).text
+
+
+async def test_a_failed_resume_keeps_the_decision_and_resumes_again_without_rerunning(hub: Bank) -> None:
+    paused = await _paused(hub)
+    approval_id = paused["approvals"][0]["approval_id"]
+    hub.llm.add_error(400, "the provider is down")
+    failed = await hub.decide(approval_id, decision="approve")
+    assert failed.status_code >= 400 and failed.json()["success"] is False, failed.text
+    assert (await hub.http.get(f"/approvals/{approval_id}")).json()["status"] == "approved"
+    assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]
+    again = await hub.decide(approval_id, decision="approve")
+    assert again.status_code == 409  # decided already: resume instead
+    hub.llm.add_text("Paid Bob 10.")
+    resumed = await hub.http.post(f"/approvals/{approval_id}/resume")
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["answer"] == "Paid Bob 10."
+    assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]  # not run again
+    told = _tool_messages(hub.llm.requests[-1])["bank__transfer"]
+    assert '"done": "transfer"' in told
+
+
+async def test_the_last_two_decisions_racing_resume_the_run_once(hub: Bank) -> None:
+    hub.llm.add_tool_calls(
+        [("bank__transfer", {"to": "a", "amount": 1}), ("bank__transfer", {"to": "b", "amount": 2})]
+    )
+    paused = await hub.query()
+    first, second = (a["approval_id"] for a in paused["approvals"])
+    hub.llm.add_text("Paid a and b.")
+    answers = await asyncio.gather(
+        hub.decide(first, decision="approve"), hub.decide(second, decision="approve")
+    )
+    assert any(a.status_code == 200 and a.json().get("answer") == "Paid a and b." for a in answers), [
+        a.text for a in answers
+    ]
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    assert sorted(args["to"] for name, args in hub.calls if name == "transfer") == ["a", "b"]
+    statuses = [(await hub.http.get(f"/approvals/{i}")).json()["status"] for i in (first, second)]
+    assert statuses == ["approved", "approved"]
