@@ -6,6 +6,7 @@ Round-trip cases POST to ``/query`` of a hub; the master's cases pick their agen
 
 from __future__ import annotations
 
+from bench.echo_tool import TOOL_NAME
 from bench.setups import HTTP_AIOHTTP_AGENT, HTTP_SDK_AGENT, WS_AGENT
 from bench.throughput import LoadCase
 
@@ -15,6 +16,16 @@ WORKERS = (1, 2, 4)
 
 def _ask(agent_id: str) -> dict[str, object]:
     return {"query": "hello", "allowed_agent_ids": [agent_id]}
+
+
+def _mcp_call(tool: str) -> dict[str, object]:
+    return {"tool": tool, "arguments": {"text": "hello"}}
+
+
+MCP_DIRECT = _mcp_call(TOOL_NAME)
+MCP_HUB = _mcp_call(f"{WS_AGENT}__{TOOL_NAME}")
+"""``tools/call`` of ``echo``: served by the MCP server itself, or by the hub's ``/mcp`` through
+the WebSocket agent ``bench-ws`` (the orchestrator's name of its tool)."""
 
 
 def _chat(agent_id: str) -> dict[str, object]:
@@ -148,6 +159,27 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
             )
             for n in WORKERS
         ),
+        *(
+            (
+                "mcp_direct",
+                LoadCase(
+                    f"mcp_direct_c{n}",
+                    "MCP server: tools/call, function in process",
+                    "/mcp",
+                    n,
+                    MCP_DIRECT,
+                    "mcp",
+                ),
+            )
+            for n in (1, 16)
+        ),
+        *(
+            (
+                "master",
+                LoadCase(f"mcp_hub_c{n}", "master /mcp: tools/call to a WS agent", "/mcp", n, MCP_HUB, "mcp"),
+            )
+            for n in (1, 16)
+        ),
         *_a2a_cases(),
         (
             "scripted",
@@ -198,6 +230,7 @@ GROUPS: dict[str, list[str]] = {
     "openai": ["ws_c1", "ws_c32", "openai_c1", "openai_c32"],
     "http": ["baseline_b_c32", "baseline_b_httpx_c32", "http_sdk_c32", "http_aiohttp_c32"],
     "scripted": ["scripted_c1", "scripted_c32", SCRIPTED_SESSION_GROWTH],
+    "mcp": ["mcp_direct_c1", "mcp_direct_c16", "mcp_hub_c1", "mcp_hub_c16"],
     "connections": [CONNECTIONS_BASELINE, CONNECTIONS_MASTER],
     "cluster": ["ws_c1", "ws_c32", "cluster_c1", "cluster_c32"],
     "sessions": [SESSION_GROWTH, SCRIPTED_SESSION_GROWTH],

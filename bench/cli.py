@@ -35,6 +35,7 @@ from bench.setups import (
     cluster_setup,
     flush_bench_db,
     master_setup,
+    mcp_direct_setup,
     relay_http_setup,
     relay_ws_setup,
     scripted_setup,
@@ -162,6 +163,10 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
                     profile=case_list.SESSION_GROWTH in profile,
                 )
 
+    async def mcp_direct() -> None:
+        async with mcp_direct_setup() as running:
+            await round_trips("mcp_direct", running)
+
     async def a2a_direct() -> None:
         async with a2a_direct_setup() as running:
             await round_trips("a2a_direct", running)
@@ -237,6 +242,8 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         jobs.append(master)
     if chosen("relay_http"):
         jobs.append(relay_http)
+    if chosen("mcp_direct"):
+        jobs.append(mcp_direct)
     if chosen("a2a_direct"):
         jobs.append(a2a_direct)
     if chosen("scripted"):

@@ -10,6 +10,10 @@
   then for each window in ``sessions`` one query in each of its session ids. With
   ``"prime": true`` each session first gets one query outside the window, reported
   apart as ``first_query``.
+- ``"mode": "mcp"``: like ``closed``, but each worker holds its own official MCP client
+  (``mcp.Client``, revision 2026-07-28, its own HTTP connection) and calls the tool
+  ``body["tool"]`` with ``body["arguments"]`` at ``url`` (an MCP endpoint); a call counts when
+  its result is not ``isError``.
 - ``"mode": "soak"``: paced queries (``rate`` per second over ``concurrency`` workers), a mix of
   agents and of new and existing sessions, with a ``tick`` event every ``interval`` seconds
   (see :func:`_soak`).
@@ -156,6 +160,57 @@ async def _closed(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
         await asyncio.gather(*workers, return_exceptions=True)
 
 
+async def _mcp_call(client: Any, tool: str, arguments: dict[str, Any]) -> tuple[float, str | None]:
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(REQUEST_TIMEOUT):
+            result = await client.call_tool(tool, arguments)
+    except Exception as exc:  # any failure of the call is one error of the window
+        return time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:300]
+    latency = time.perf_counter() - started
+    if result.is_error:
+        return latency, f"isError: {str(result.content)[:200]}"
+    return latency, None
+
+
+async def _mcp(cfg: dict[str, Any]) -> None:
+    """The ``mcp`` mode: the closed loop of :func:`_closed` through ``mcp.Client`` (one per worker)."""
+    from mcp import Client
+
+    url = (cfg.get("urls") or [cfg["url"]])[0]
+    body = (cfg.get("bodies") or [cfg["body"]])[0]
+    tool, arguments = body["tool"], body["arguments"]
+    window = _Window()
+    stop_at = time.monotonic() + cfg["warmup"] + cfg["repeat"] * cfg["duration"] + 0.5
+    connected = asyncio.Barrier(cfg["concurrency"] + 1)
+
+    async def worker() -> None:
+        async with Client(url, mode="2026-07-28") as client:
+            await client.list_tools()  # what a client does first (the tool's schema for its checks)
+            await connected.wait()
+            while time.monotonic() < stop_at:  # bounded by the run's length
+                latency, error = await _mcp_call(client, tool, arguments)
+                window.record(latency, error)
+
+    workers = [asyncio.create_task(worker()) for _ in range(cfg["concurrency"])]
+    try:
+        async with asyncio.timeout(REQUEST_TIMEOUT):
+            await connected.wait()
+        emit("ready")
+        await asyncio.sleep(cfg["warmup"])
+        for rep in range(cfg["repeat"]):
+            window.reopen()
+            started = time.perf_counter()
+            emit("start", rep=rep)
+            await asyncio.sleep(cfg["duration"])
+            window.open = False
+            emit("end", rep=rep, **window.report(time.perf_counter() - started))
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
 async def _sessions(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
     url, body = cfg["url"], cfg["body"]
     for _ in range(cfg.get("warmup_queries", 0)):
@@ -236,6 +291,10 @@ async def _soak(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
 
 
 async def main(cfg: dict[str, Any]) -> None:
+    if cfg.get("mode") == "mcp":
+        await _mcp(cfg)
+        emit("done")
+        return
     concurrency = int(cfg.get("concurrency", 1))
     connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=0, force_close=False)
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)

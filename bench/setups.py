@@ -11,6 +11,8 @@
   one, queries to the other: every call crosses masters through Redis.
 - :func:`workers_setup`: 1, 2 or 4 masters on one Redis, the load and the agents spread over them.
 - :func:`relay_ws_setup`, :func:`relay_http_setup`: baselines (a) and (b) with their agents.
+- :func:`mcp_direct_setup`: the ``echo`` tool served directly by an MCP server built with the
+  same SDK as the master's ``/mcp`` (:mod:`bench.mcp_direct`), the baseline of the ``mcp_*`` cases.
 - :func:`a2a_direct_setup`: ``echo`` served directly by an ``a2a-sdk`` server, the baseline of
   the A2A cases (the master's side is :func:`master_setup`'s ``bench-ws`` at ``/a2a/agents/bench-ws``).
 
@@ -292,6 +294,16 @@ async def relay_http_setup() -> AsyncIterator[Running]:
         await _ready(agent)
         await relay.wait_http(f"{url}/health", READY_WITHIN)
         yield Running(relay, url, {HTTP_AIOHTTP_AGENT: agent})
+
+
+@asynccontextmanager
+async def mcp_direct_setup() -> AsyncIterator[Running]:
+    async with Group() as group:
+        port = free_port()
+        server = await group.start(Child("mcp-direct", "bench.mcp_direct", "--port", str(port)))
+        url = f"http://127.0.0.1:{port}"
+        await server.wait_http(f"{url}/health", READY_WITHIN)
+        yield Running(server, url)
 
 
 @asynccontextmanager

@@ -191,6 +191,42 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
         verdicts.append(crossing)
     verdicts += [_workers(cases, kind) for kind in ("", "_http")]
     verdicts.append(_soak(cases.get(SOAK)))
+    verdicts += [
+        _ratio(
+            cases,
+            "MCP tools/call via the hub, c1: latency",
+            "mcp_hub_c1",
+            "mcp_direct_c1",
+            "p50_ms",
+            "ms",
+            1.5,
+            at_most=True,
+        ),
+        _ratio(
+            cases,
+            "MCP tools/call via the hub, c16: throughput",
+            "mcp_hub_c16",
+            "mcp_direct_c16",
+            "ops_per_s",
+            "ops/s",
+            0.7,
+            at_most=False,
+        ),
+    ]
+    cpu = _ratio(
+        cases,
+        "MCP tools/call via the hub, c16: CPU per call",
+        "mcp_hub_c16",
+        "mcp_direct_c16",
+        "server_cpu_ms_per_op",
+        "ms",
+        1.0,
+        at_most=True,
+    )
+    if cpu.verdict != "n/a":
+        cpu.verdict = "info"
+        cpu.note = "no target: the master's CPU per call against the direct server's"
+    verdicts.append(cpu)
     return [asdict(v) for v in verdicts]
 
 

@@ -45,6 +45,9 @@ class LoadCase:
     path: str
     concurrency: int
     body: dict[str, Any] = field(default_factory=lambda: {"query": "hello"})
+    mode: str = "closed"
+    """The load client's mode (:mod:`bench.load`): ``closed`` POSTs ``body``; ``mcp`` calls the
+    tool ``body["tool"]`` with ``body["arguments"]`` through the official MCP client."""
     protocol: str = "query"
     """``query`` (``POST /query`` bodies) or ``a2a`` (A2A JSON-RPC ``SendMessage``, see :mod:`bench.load`)."""
 
@@ -161,6 +164,7 @@ async def measure(
         "urls": [url + case.path for url in running.urls()],
         "bodies": [{**case.body, "allowed_agent_ids": [agent]} for agent in spread] or [case.body],
         "concurrency": case.concurrency,
+        "mode": case.mode,
         "protocol": case.protocol,
         "warmup": timing.warmup,
         "duration": timing.duration,

@@ -33,6 +33,7 @@ from master.routes import (
     workspace,
     ws,
 )
+from master.routes import mcp as mcp_route
 from master.routes import metrics as metrics_route
 from master.routes import sandbox as sandbox_routes
 from master.routes import sessions as session_routes
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     a2a_first, a2a_rest = a2a.routes(public_cards=settings.openagent_a2a_public_cards)
     app.router.routes[0:0] = a2a_first
     app.router.routes.extend(a2a_rest)
+    mcp_route.install(app)
     ui_dist = ui.ui_directory(settings.openagent_ui_dir)
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)

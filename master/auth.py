@@ -59,6 +59,15 @@ def key_matches(expected: str | None, presented: str | None) -> bool:
 UNAUTHORIZED_DETAIL = "missing or invalid API key: send 'Authorization: Bearer <OPENAGENT_API_KEY>'"
 
 
+def unauthorized() -> JSONResponse:
+    """The 401 of every HTTP route without the key (the body of :class:`protocol.ErrorResponse`)."""
+    return JSONResponse(
+        {"detail": UNAUTHORIZED_DETAIL, "error_code": ErrorCode.UNAUTHORIZED.value},
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
 class EarlyAuthMiddleware:
     """401 for a protected route before anything reads the request body.
 
@@ -93,12 +102,7 @@ class EarlyAuthMiddleware:
                 if own is not None:  # a door with its protocol's error body (the OpenAI API's)
                     await own(scope, receive, send)
                     return
-                response = JSONResponse(
-                    {"detail": UNAUTHORIZED_DETAIL, "error_code": ErrorCode.UNAUTHORIZED.value},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
+                await unauthorized()(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

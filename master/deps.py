@@ -22,6 +22,7 @@ from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.doors.a2a import A2ADoor
+from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.drain import Drain
 from master.gateway.hub import Hub
@@ -53,6 +54,8 @@ class Services:
     sandbox: Sandbox
     agents: AgentDirectory
     """Every agent the master can reach (registry, invocation agents, other masters')."""
+    mcp: McpDoor
+    """The MCP server at ``/mcp``."""
     a2a: A2ADoor
     """The hub and its agents as A2A agents (``/a2a``)."""
     attachments: AttachmentStore | None = None

@@ -46,6 +46,7 @@ from master.conversation.approvals import ApprovalStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor
+from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
@@ -359,6 +360,15 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         hub=hub,
         name=f"master {cluster.master_id!r}" if cluster is not None else "the master",
     )
+    mcp = McpDoor(
+        entry,
+        max_body_bytes=settings.openagent_http_max_body_bytes,
+        max_sessions=settings.openagent_mcp_max_sessions,
+        session_idle_seconds=settings.openagent_mcp_session_idle_seconds,
+        check_interval=settings.openagent_mcp_tools_check_seconds,
+        allowed_hosts=settings.mcp_allowed_hosts,
+    )
+    registry.listeners.append(mcp.tools_changed)  # an agent joined or left this master
     services = Services(
         settings,
         catalog,
@@ -373,6 +383,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         builder=agent_builder,
         sandbox=sandbox,
         agents=agents,
+        mcp=mcp,
         a2a=a2a,
         attachments=attachment_store,
         tool_catalog=tool_catalog,
@@ -389,6 +400,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         await cluster.start()
         stack.push_async_callback(router.aclose)
         await router.start()
+        cluster.on_tick.append(mcp.tools_changed)  # the other masters' agents, re-read
         if cluster_collab is not None:
             stack.push_async_callback(cluster_collab.aclose)
             cluster_collab.start()
@@ -409,6 +421,10 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         logger.info("SIGTERM is not uvicorn's to handle here: the master will stop without draining")
     else:
         stack.callback(unhook_sigterm)
+    # Started last, when everything it calls is up; closed first: MCP requests still running are
+    # cancelled (their clients see the stream end) while the entry is there to end their runs.
+    stack.push_async_callback(mcp.aclose)
+    await mcp.start()
     logger.info(
         "master ready (auth %s, models %s)", "on" if settings.api_key else "OFF", catalog.allowed_models
     )

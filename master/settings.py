@@ -177,6 +177,25 @@ class Settings(BaseSettings):
     openagent_ui_dir: str | None = None
     """The built UI served at ``/ui``; default ``openagent-ui/dist`` of the repository, when built."""
 
+    # The MCP server at /mcp (master/doors/mcp/, docs/guides/mcp-clients.md)
+    openagent_mcp_max_sessions: int = Field(default=1000, gt=0)
+    """MCP clients of the 2025 revisions with a session open at once; one more gets 503 until one
+    ends (2026-07-28 clients keep no session)."""
+    openagent_mcp_session_idle_seconds: float = Field(default=1800.0, gt=0)
+    """A 2025 MCP session with no request and no open stream for this long is closed (its client
+    starts a new one)."""
+    openagent_mcp_allowed_hosts: str = ""
+    """``Host`` values ``/mcp`` accepts, comma-separated (``name:port``, or ``name:*`` for any
+    port): the MCP transport's defence against DNS rebinding (a web page that makes the browser
+    call a master on the user's machine; a request whose ``Origin`` is not one of these hosts is
+    refused too). Empty: the loopback names (``127.0.0.1``, ``localhost``, ``[::1]``, any port)
+    when ``MASTER_HOST`` is a loopback address, no check otherwise. Behind a proxy that keeps
+    the public ``Host``, list it here."""
+    openagent_mcp_tools_check_seconds: float = Field(default=2.0, gt=0)
+    """How often the MCP server compares the tool list with the one its clients saw, to send
+    ``notifications/tools/list_changed`` (a WebSocket agent joining or leaving this master, and a
+    cluster heartbeat, are told at once)."""
+
     # Several masters on one Redis (master/cluster/, docs/scale-out.md)
     openagent_cluster: bool = False
     """Share WebSocket agents with the other masters on this Redis (off: a master serves only its own)."""
@@ -291,6 +310,19 @@ class Settings(BaseSettings):
         if self.openagent_api_key is None:
             return None
         return self.openagent_api_key.get_secret_value() or None
+
+    @property
+    def mcp_allowed_hosts(self) -> list[str] | None:
+        """The ``Host`` values ``/mcp`` accepts, or ``None`` for any (``OPENAGENT_MCP_ALLOWED_HOSTS``)."""
+        listed = [host.strip() for host in self.openagent_mcp_allowed_hosts.split(",") if host.strip()]
+        if listed:
+            return listed
+        host = self.master_host
+        try:
+            loopback = host == "localhost" or ip_address(host.strip("[]")).is_loopback
+        except ValueError:
+            loopback = False
+        return ["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else None
 
     @property
     def llm_endpoint_is_loopback(self) -> bool:

@@ -23,7 +23,10 @@ Every ``tool_call`` runs in its own task, so calls run concurrently. What the ha
 returns becomes the ``result`` of a successful ``tool_result``; what it raises
 becomes a failed one: a :class:`~openagent.errors.ToolError`'s message as is, any
 other exception as ``"<ExceptionType>: <message>"`` (logged with its traceback).
-The agent keeps serving either way.
+The agent keeps serving either way. When the master sends ``tool_cancel`` for a call (its
+caller cancelled it: an MCP client, a stopped query), the call's task is cancelled: the handler
+gets :class:`asyncio.CancelledError` at its next ``await`` (clean up in ``finally``), and no
+result is sent.
 
 When the connection drops, the agent reconnects and registers again on its own.
 Calls in flight keep running; a result that is ready once the agent is back is sent
@@ -67,6 +70,7 @@ from protocol import (
     PeerMessage,
     Register,
     ToolCall,
+    ToolCancel,
     ToolProgress,
     ToolResult,
     ToolSchema,
@@ -128,7 +132,7 @@ class OrchestratorWebSocketActionAgent:
         self.config = config if config is not None else ClientConfig.from_env()
         self._tool_names = frozenset(tool.name for tool in schemas)
         self._client: AgentClient | None = None
-        self._calls: set[asyncio.Task[None]] = set()
+        self._calls: dict[str, asyncio.Task[None]] = {}
         self._collaborations = CollaborationSessions(agent_id, self._send_frame)
 
     @property
@@ -145,7 +149,7 @@ class OrchestratorWebSocketActionAgent:
         """Return once the tool calls running now have ended and their results were sent
         (cancelling the wait leaves the calls running)."""
         if self._calls:
-            await asyncio.wait(set(self._calls))
+            await asyncio.wait(set(self._calls.values()))
 
     @property
     def registered(self) -> bool:
@@ -209,7 +213,7 @@ class OrchestratorWebSocketActionAgent:
         if client is not None:
             await client.close()  # first, so that no new call starts while the others are cancelled
         await self._collaborations.aclose()
-        calls = list(self._calls)
+        calls = list(self._calls.values())
         for task in calls:
             task.cancel()
         await asyncio.gather(*calls, return_exceptions=True)
@@ -231,9 +235,20 @@ class OrchestratorWebSocketActionAgent:
         if isinstance(message, ToolCall):
             assert self._client is not None  # frames arrive only between start() and stop()
             serve = self._serve_call(message, self._client)
-            task = asyncio.create_task(serve, name=f"openagent-call-{message.call_id}")
-            self._calls.add(task)
-            task.add_done_callback(self._calls.discard)
+            call_id = message.call_id
+            task = asyncio.create_task(serve, name=f"openagent-call-{call_id}")
+            self._calls[call_id] = task
+            task.add_done_callback(lambda done: self._forget_call(call_id, done))
+        elif isinstance(message, ToolCancel):
+            running = self._calls.get(message.call_id)
+            if running is not None:
+                logger.info(
+                    "agent %s cancels call %s: %s",
+                    self.agent_id,
+                    message.call_id,
+                    message.reason or "cancelled",
+                )
+                running.cancel()
         elif isinstance(message, ErrorMessage):
             self._collaborations.note_error(message)
             logger.warning(
@@ -247,6 +262,10 @@ class OrchestratorWebSocketActionAgent:
             self._collaborations.dispatch(message, self.collaboration_handler)
         else:
             logger.debug("agent %s ignores %s frame", self.agent_id, message.type)
+
+    def _forget_call(self, call_id: str, task: asyncio.Task[None]) -> None:
+        if self._calls.get(call_id) is task:
+            del self._calls[call_id]
 
     async def _on_disconnect(self, error: OpenAgentError) -> None:
         self._collaborations.connection_lost(error)

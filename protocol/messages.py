@@ -55,6 +55,7 @@ __all__ = [
     "Registered",
     "Role",
     "ToolCall",
+    "ToolCancel",
     "ToolProgress",
     "ToolResult",
     "ToolSchema",
@@ -361,6 +362,17 @@ class ToolProgress(_Model):
     """Fraction done, 0..1, when known."""
 
 
+class ToolCancel(_Model):
+    """The master no longer waits for a call's result: its caller cancelled it (an MCP client that
+    cancelled ``tools/call``, a query that was stopped). The agent should stop the work; a
+    ``tool_result`` sent anyway is refused like any late result."""
+
+    type: Literal["tool_cancel"] = "tool_cancel"
+    call_id: str
+    reason: str = ""
+    """Why, for the agent's log."""
+
+
 # --------------------------------------------------------------------------- collaboration
 
 
@@ -444,6 +456,7 @@ Message: TypeAlias = Annotated[
     | Query
     | QueryResult
     | ToolCall
+    | ToolCancel
     | ToolResult
     | ToolProgress
     | CollaborationStart

@@ -257,6 +257,25 @@ llm_configured() {
   [[ -n ${OPENAI_API_KEY:-} || -n ${OPENAI_BASE_URL:-} ]]
 }
 
+# ---------------------------------------------------------------- MCP conformance suite
+#   conformance_deps      npm ci in tests/mcp_conformance (the pinned @modelcontextprotocol/conformance)
+#                         when node_modules is missing or older than package-lock.json; a warning
+#                         without npm (tests/master/doors/test_mcp_conformance.py then skips)
+CONFORMANCE_DIR="$ROOT/tests/mcp_conformance"
+
+conformance_deps() {
+  if ! command -v npm >/dev/null 2>&1; then
+    warn "npm not found: the MCP conformance test will be skipped (apt-get install nodejs npm)"
+    return 0
+  fi
+  local lock="$CONFORMANCE_DIR/package-lock.json" stamp="$CONFORMANCE_DIR/node_modules/.package-lock.json"
+  if [[ ! -f $stamp || $lock -nt $stamp ]]; then
+    log "installing the MCP conformance suite: npm ci (tests/mcp_conformance)"
+    (cd "$CONFORMANCE_DIR" && npm ci --no-audit --no-fund --loglevel=error </dev/null) ||
+      die "npm ci failed in tests/mcp_conformance (output above)"
+  fi
+}
+
 # ---------------------------------------------------------------- web UI (openagent-ui/)
 #   ui_deps               npm ci in openagent-ui when node_modules is missing or older than package-lock.json
 #   ui_build_if_stale     npm run build when openagent-ui/dist is missing or older than its sources

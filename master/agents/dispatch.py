@@ -42,7 +42,7 @@ from master.agents.remote import RemoteAgent
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.observability import tracing
 from master.observability.redaction import cap
-from protocol import ToolCall, ToolProgress, ToolResult
+from protocol import ToolCall, ToolCancel, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
 
@@ -138,6 +138,8 @@ class Dispatcher:
         self._health_interval = inflight_health_interval
         self._clock = clock
         self._watchers: dict[str, asyncio.Task[None]] = {}
+        self._cancels: set[asyncio.Task[None]] = set()
+        """``tool_cancel`` frames being sent."""
         """Per invocation agent with calls in flight: the task that health-checks it."""
         self._remote = remote
         """How calls reach the agents of other masters (``OPENAGENT_CLUSTER``), or ``None``."""
@@ -148,8 +150,23 @@ class Dispatcher:
         """Why new calls fail at once (the master has drained: :meth:`stop`), or ``None``."""
         self._released: set[str] = set()
 
+    def _tell_cancelled(self, agent: LiveAgent, call_id: str) -> None:
+        """Send a WebSocket agent ``tool_cancel`` for a call whose caller was cancelled (best effort)."""
+
+        async def send() -> None:
+            frame = ToolCancel(call_id=call_id, reason="the caller cancelled the call")
+            try:
+                await agent.send(frame.model_dump_json())
+            except Exception as exc:  # gone, or going: nothing left to stop
+                logger.debug("tool_cancel of call %s not sent to %s: %s", call_id, agent.agent_id, exc)
+
+        task = asyncio.create_task(send(), name=f"tool_cancel {call_id}")
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
     async def aclose(self) -> None:
         """Stop the health watchers (master shutdown)."""
+        await asyncio.gather(*self._cancels, return_exceptions=True)
         watchers = list(self._watchers.values())
         for task in watchers:
             task.cancel()
@@ -228,6 +245,11 @@ class Dispatcher:
             raise ToolTimeout(
                 f"tool {tool_name!r} on agent {target.agent_id!r} gave no result within {timeout:g} s"
             ) from None
+        except asyncio.CancelledError:
+            answered = pending.future.done() and not pending.future.cancelled()  # (awaiting it cancels it)
+            if isinstance(target, LiveAgent) and not answered:
+                self._tell_cancelled(target, call_id)  # the agent can stop the work nobody waits for
+            raise
         finally:
             if remote is not None and not remote.done():
                 remote.cancel()  # the connector cancels the remote work it started

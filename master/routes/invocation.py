@@ -194,6 +194,7 @@ async def register(registration: Registration, services: ServicesDep) -> dict[st
         raise _invalid_tools(ErrorCode.VALIDATION_ERROR, str(exc)) from None
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+    services.mcp.tools_changed()  # MCP clients hear of its tools now, not at the next check
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
 
 
@@ -233,6 +234,7 @@ async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, A
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not removed:
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}")
+    services.mcp.tools_changed()
     return {"unregistered": True, "agent_id": body.agent_id}
 
 

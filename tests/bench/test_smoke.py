@@ -70,7 +70,9 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
     assert all(sample["master_fds"] > 0 and sample["master_rss_mib"] > 0 for sample in soak["samples"])
     assert soak["samples"][-1]["redis_keys_by_prefix"].get("session", 0) > 0, soak["samples"][-1]
     verdicts = {target["target"]: target["verdict"] for target in results["targets"]}
-    assert len(verdicts) == 19  # 15 + the OpenAI door and the A2A door, each at two concurrencies
+    assert (
+        len(verdicts) == 22
+    )  # 15 + the OpenAI door and the A2A door, each at two concurrencies + the MCP case's 3
     # "n/a" is what a target says when a tiny window measured nothing: allowed here.
     assert set(verdicts.values()) <= {"PASS", "FAIL", "info", "n/a"}, verdicts
     assert "| target" in run.stdout and "ws_c32" in run.stdout

@@ -1,17 +1,18 @@
 """Every door onto the query entry gives the same outcome for the same case.
 
 The doors are listed in ``DOORS``: ``POST /query`` as JSON, as Server-Sent Events, the
-WebSocket ``query`` frame and the OpenAI-compatible ``POST /v1/chat/completions``. A new door
-(MCP, A2A...) is one more :class:`Door` here, and then meets every case. A door whose protocol
-names a case its own way says so in ``renamed`` (the OpenAI API: an unknown agent is an unknown
-model, ``openagent/<agent_id>``). Each case runs on its own in-process master
+WebSocket ``query`` frame, the OpenAI-compatible ``POST /v1/chat/completions`` and the ``ask``
+tool of the MCP server (``/mcp``). A new door (A2A...) is one more :class:`Door` here, and then
+meets every case. A door whose protocol names a case its own way says so in ``renamed`` (the
+OpenAI API: an unknown agent is an unknown model, ``openagent/<agent_id>``). Each case runs on its own in-process master
 (real lifespan, Redis, uvicorn on loopback, a function for the LLM).
 
 A door reports ``(error_code, status)``. The status is the HTTP status where the door has one:
 the JSON answer always; the SSE door only for a refusal before the run (``too_many_queries``,
 ``draining``): once a query is admitted, the stream has begun with 200 and the outcome comes in
 its last event. The WebSocket door has no status: a refusal is an ``error`` frame, an outcome a
-``query_result``, both carrying the code.
+``query_result``, both carrying the code. Nor has the MCP door: the code is in the ``ask``
+result's structured content (``isError`` when there is one).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
 
 from master.llm.model import ChatMessage, ChatResult, FunctionChatModel, ToolCallRequest
 from tests.factories import WEATHER_TOOL, InProcessMaster, RawPeer, in_process_master
@@ -76,6 +78,16 @@ async def _websocket(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
     return reply["error_code"], None
 
 
+async def _mcp(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
+    """The ``ask`` tool of ``/mcp`` (the official client, 2026-07-28): the code in its structured content."""
+    async with Client(f"{master.base_url}/mcp") as client:
+        result = await client.call_tool("ask", body)
+    assert result.structured_content is not None, result
+    code = result.structured_content["error_code"]
+    assert result.is_error is (code is not None), result
+    return code, None
+
+
 async def _openai(master: InProcessMaster, body: dict[str, Any]) -> Outcome:
     allowed = body.get("allowed_agent_ids")
     request = {
@@ -104,6 +116,7 @@ DOORS = [
         status_after_admission=True,
         renamed={"unknown agent": ("unknown_model", 404)},
     ),
+    Door("mcp", _mcp, status_after_admission=False),
 ]
 
 
