@@ -262,6 +262,21 @@ class HubExecutor(AgentExecutor):
                 updater.new_agent_message(_status(response.error or "the query failed", details)),
             )
             return
+        if response.status == "awaiting_approval":
+            # The run waits for a person: INPUT_REQUIRED, naming each call that waits and where it
+            # is decided (POST /approvals/{approval_id} on any master; the answer is the run's).
+            approvals = [approval.model_dump(mode="json") for approval in response.approvals or []]
+            waiting = ", ".join(f"{a['agent_id']}.{a['tool_name']} ({a['approval_id']})" for a in approvals)
+            await updater.finish(
+                TaskState.TASK_STATE_INPUT_REQUIRED,
+                updater.new_agent_message(
+                    _status(
+                        f"waiting for a person to approve: {waiting}; decide with POST /approvals/{{approval_id}}",
+                        {**details, "approvals": approvals},
+                    )
+                ),
+            )
+            return
         await updater.finish(
             TaskState.TASK_STATE_COMPLETED,
             parts=[new_text_part(response.answer or "")],

@@ -228,6 +228,27 @@ async def test_streaming_sends_the_task_each_step_the_answer_and_the_end(llm: Sc
     )
 
 
+async def test_a_run_waiting_for_approval_is_input_required(llm: ScriptedOpenAIServer) -> None:
+    """The operator's policy holds ``add``: the task is INPUT_REQUIRED, naming the approval, which
+    is decided where every approval is (``POST /approvals/{id}``); the tool has not run before."""
+    async with (
+        hub(llm, openagent_approval_tools=f"{AGENT}__add") as (master, calculator),
+        a2a_client(agent_url(master)) as client,
+        httpx.AsyncClient(base_url=master.base_url, headers={"Authorization": f"Bearer {KEY}"}) as http,
+    ):
+        llm.add_tool_call(f"{AGENT}__add", {"a": 2, "b": 3})
+        llm.add_text("2 + 3 = 5")
+        task = final_task(await send(client, text_message("What is 2 + 3?")))
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, task
+        [text, data] = task.status.message.parts
+        [approval] = data_of(data)["approvals"]
+        assert approval["tool_name"] == "add" and approval["approval_id"] in text.text
+        assert calculator.calls == []
+        decided = await http.post(f"/approvals/{approval['approval_id']}", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        assert calculator.calls == [("add", {"a": 2, "b": 3})]
+
+
 async def test_a_data_part_calls_the_tool_directly(llm: ScriptedOpenAIServer) -> None:
     async with hub(llm) as (master, calculator), a2a_client(agent_url(master)) as client:
         task = final_task(await send(client, call_message("add", {"a": 2, "b": 3})))
