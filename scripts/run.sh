@@ -187,6 +187,8 @@ OpenAgent is running:
   web UI            $base_url/ui/   (API key: ${api_key:-none, auth is off})
   master            $base_url   (pid $master_pid, log .run/master.log)   WebSocket: $ws_url
   MCP server        $base_url/mcp   (for MCP clients: docs/guides/mcp-clients.md)
+  A2A agents        $base_url/a2a, $base_url/a2a/agents/<agent_id>   (docs/guides/a2a-clients.md)
+  OpenAI API        $base_url/v1   (model "openagent"; docs/guides/openai-clients.md)
   weather-agent     sample_agents/action_weather.py   (pid ${agent_pids[0]}, log .run/weather-agent.log; needs the internet)
   calculator-agent  sample_agents/calculator.py   (pid ${agent_pids[1]}, log .run/calculator-agent.log; offline)
   RAG agents        system_agents/rag_stack_ws.py: document-extractor-agent + document-indexer-agent
