@@ -560,6 +560,10 @@ class A2AConnector:
         if link is not None:
             await link.http.aclose()
 
+    async def forget(self, agent_id: str) -> None:
+        """Close the clients of an agent that was unregistered."""
+        await self._drop(agent_id)
+
     async def aclose(self) -> None:
         """Let the ``CancelTask`` requests in flight finish (each has its timeout), close the clients."""
         if self._cancels:

@@ -73,6 +73,10 @@ class Connector(Protocol):
         """``None`` when the agent answers, else why not."""
         ...
 
+    async def forget(self, agent_id: str) -> None:
+        """Close what the connector holds for ``agent_id`` (unregistered, here or on another master)."""
+        ...
+
     async def aclose(self) -> None:
         """Close what the connector holds (the master stops)."""
         ...

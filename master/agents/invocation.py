@@ -401,8 +401,20 @@ class InvocationAgents:
                 deleted, _, _ = await pipe.execute()
         except RedisError as exc:
             raise SessionStoreUnavailable(f"agent store unavailable (Redis): {exc}") from exc
-        known = self._agents.pop(agent_id, None) is not None
-        return bool(deleted) or known
+        agent = self._agents.pop(agent_id, None)
+        if agent is not None:
+            await self._forget(agent)
+        return bool(deleted) or agent is not None
+
+    async def _forget(self, agent: InvocationAgent) -> None:
+        """Let the agent's connector close what it holds for it (an MCP session, A2A clients)."""
+        connector = self.connectors.get(agent.transport)
+        if connector is None:
+            return
+        try:
+            await connector.forget(agent.agent_id)
+        except Exception:  # closing a link must never fail an unregistration
+            logger.exception("could not close the %s link of agent %s", agent.transport, agent.agent_id)
 
     async def reload(self) -> None:
         """Re-read every record from Redis (start-up, ``/refresh``); expired ones are pruned."""
@@ -439,7 +451,10 @@ class InvocationAgents:
             loaded[agent_id] = agent
         if expired:
             await self.redis.srem(AGENT_INDEX, *expired)
+        gone = [agent for agent_id, agent in self._agents.items() if agent_id not in loaded]
         self._agents = loaded
+        for agent in gone:  # unregistered by another master, or expired
+            await self._forget(agent)
         self._version, self._loaded = None if version is None else str(version), True
 
     async def sync(self) -> bool:

@@ -391,6 +391,13 @@ class McpConnector:
                 await self._drop(agent.agent_id, stale)
         return error
 
+    async def forget(self, agent_id: str) -> None:
+        """Close the session of an agent that was unregistered."""
+        session = self._sessions.get(agent_id)
+        if session is not None:
+            await self._drop(agent_id, session)
+        self._locks.pop(agent_id, None)
+
     async def aclose(self) -> None:
         sessions = list(self._sessions.values())
         self._sessions.clear()

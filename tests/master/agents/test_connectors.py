@@ -43,6 +43,7 @@ class FakeConnector:
         self.healthy = True
         self.release = asyncio.Event()
         self.cancelled = asyncio.Event()
+        self.forgotten: list[str] = []
 
     async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
         self.headers_seen.append(dict(headers))
@@ -75,6 +76,9 @@ class FakeConnector:
 
     async def check(self, agent: InvocationAgent, wait_seconds: float) -> str | None:
         return None if self.healthy else "the server did not answer ping"
+
+    async def forget(self, agent_id: str) -> None:
+        self.forgotten.append(agent_id)
 
     async def aclose(self) -> None:
         return None
@@ -136,6 +140,7 @@ async def test_a_registered_remote_agent_is_stored_listed_called_and_survives_a_
         run = await master.services.entry.call_tool(agent_id, "add", {"a": 1, "b": 1}, door="a2a")
         assert run.result == 2 and fake_mcp[-1].headers_seen[-1] == {"Authorization": SECRET}
         assert (await client.post("/unregister", json={"agent_id": agent_id})).status_code == 200
+        assert fake_mcp[-1].forgotten == [agent_id]
 
 
 async def test_a_cancelled_call_cancels_the_connector_call(fake_mcp: list[FakeConnector]) -> None:
