@@ -59,7 +59,12 @@ def _a2a_cases() -> list[tuple[str, LoadCase]]:
             (
                 "a2a_direct",
                 LoadCase(
-                    f"a2a_direct_c{conc}", "baseline: echo on an a2a-sdk server", "/", conc, A2A_CALL, "a2a"
+                    f"a2a_direct_c{conc}",
+                    "baseline: echo on an a2a-sdk server",
+                    "/",
+                    conc,
+                    A2A_CALL,
+                    protocol="a2a",
                 ),
             )
         )
@@ -72,7 +77,7 @@ def _a2a_cases() -> list[tuple[str, LoadCase]]:
                     f"/a2a/agents/{WS_AGENT}",
                     conc,
                     A2A_CALL,
-                    "a2a",
+                    protocol="a2a",
                 ),
             )
         )

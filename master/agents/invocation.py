@@ -139,9 +139,11 @@ shown in ``GET /agents``, never logged, never echoed in an error."""
 
 
 def _no_line_breaks(headers: dict[str, str]) -> dict[str, str]:
+    """Header values as HTTP sends them: printable ASCII (and tabs) only, so no header can be
+    smuggled in with a line break and the HTTP clients can encode every one (never echoed)."""
     for name, value in headers.items():
-        if "\r" in value or "\n" in value or "\0" in value:
-            raise ValueError(f"header {name!r}: its value must not hold line breaks or NUL")
+        if not all(" " <= char <= "~" or char == "\t" for char in value):
+            raise ValueError(f"header {name!r}: its value must be printable ASCII (no line breaks or NUL)")
     return headers
 
 

@@ -82,8 +82,12 @@ def test_system_agent_modules_spell_out_the_sdk_tools() -> None:
     """The modules' literal TOOLS (read by GET /agents/discover without importing) are the SDK's."""
     from system_agents import document_extractor_agent, document_indexer_agent
 
-    assert document_extractor_agent.TOOLS == [t.model_dump(exclude_none=True) for t in EXTRACTOR_TOOLS]
-    assert document_indexer_agent.TOOLS == [t.model_dump(exclude_none=True) for t in INDEXER_TOOLS]
+    assert document_extractor_agent.TOOLS == [
+        t.model_dump(exclude_none=True, exclude_defaults=True) for t in EXTRACTOR_TOOLS
+    ]
+    assert document_indexer_agent.TOOLS == [
+        t.model_dump(exclude_none=True, exclude_defaults=True) for t in INDEXER_TOOLS
+    ]
     assert (document_extractor_agent.AGENT_ID, document_indexer_agent.AGENT_ID) == (
         "document-extractor-agent",
         "document-indexer-agent",

@@ -280,7 +280,7 @@ def _tools(raw: Any) -> list[dict[str, Any]]:
                 f"{where}: only function tools are supported ({{'type': 'function', ...}})", "tools"
             )
         name = function.get("name")
-        if not isinstance(name, str) or not FUNCTION_NAME.match(name):
+        if not isinstance(name, str) or not FUNCTION_NAME.fullmatch(name):
             raise _invalid(
                 f"{where}.function.name must match ^[a-zA-Z0-9_-]{{1,64}}$ (got {name!r})", "tools"
             )
