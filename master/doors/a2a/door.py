@@ -190,7 +190,11 @@ class A2ADoor:
     async def aclose(self) -> None:
         """Stop following cancellations and the tasks still running (the master stops)."""
         if self._watch is not None:
-            self._watch.cancel()
+            # Cancelled until it is done: redis-py can swallow a cancellation that lands while its
+            # pubsub connection is being set up, which would leave a single cancel() waiting forever.
+            while not self._watch.done():
+                self._watch.cancel()
+                await asyncio.wait({self._watch}, timeout=0.5)
             await asyncio.gather(self._watch, return_exceptions=True)
         await self.handler.aclose()
 

@@ -343,7 +343,7 @@ class RedisEventStream(TaskEventStream):
             try:
                 await pubsub.subscribe(CANCELED_CHANNEL)
                 while True:
-                    message = await pubsub.get_message(timeout=None)
+                    message = await pubsub.get_message(timeout=RECHECK_SECONDS)
                     if message is not None:
                         on_cancel(message["data"].decode())
             except RedisError as exc:
