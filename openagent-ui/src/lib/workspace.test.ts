@@ -77,6 +77,14 @@ describe("import", () => {
     expect(() => parseWorkspace(text)).toThrowError(/line 4: agents\[0\]\.transprt: unknown field 'transprt'/);
   });
 
+  it("accepts a tool's requires_approval (as GET /agents lists it) and refuses one that is not a boolean", () => {
+    const tool = (value: string) =>
+      `version: 1\nagents:\n- agent_id: a\n  transport: websocket\n  tools:\n  - name: pay\n    requires_approval: ${value}\n`;
+    expect(parseWorkspace(tool("true")).agents[0]?.tools?.[0]?.name).toBe("pay");
+    expect(parseWorkspace(tool("null")).agents[0]?.tools?.[0]?.name).toBe("pay");
+    expect(() => parseWorkspace(tool("yes please"))).toThrowError(/tools\[0\]\.requires_approval: must be true or false/);
+  });
+
   it("refuses another version, bad links and invocation agents without a URL", () => {
     const bad = "version: 3\nagents:\n- agent_id: a\n  transport: invocation\nlinks:\n- source: ghost\n";
     try {

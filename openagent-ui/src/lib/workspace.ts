@@ -346,11 +346,13 @@ function checkWorkspace(data: unknown, c: Checker): void {
           else
             agent.tools.forEach((tool: unknown, j: number) => {
               const tpath = [...path, "tools", j];
-              if (!c.object(tool, tpath, ["name", "description", "parameters", "endpoint"])) return;
+              if (!c.object(tool, tpath, ["name", "description", "parameters", "endpoint", "requires_approval"])) return;
               c.string(tool.name, [...tpath, "name"], TOOL_NAME);
               if (tool.description !== undefined) c.string(tool.description, [...tpath, "description"]);
               if (tool.parameters !== undefined) c.object(tool.parameters, [...tpath, "parameters"], Object.keys(tool.parameters ?? {}));
               if (tool.endpoint !== undefined && tool.endpoint !== null) c.string(tool.endpoint, [...tpath, "endpoint"]);
+              if (tool.requires_approval !== undefined && tool.requires_approval !== null && typeof tool.requires_approval !== "boolean")
+                c.fail([...tpath, "requires_approval"], "must be true or false");
             });
         }
       });
