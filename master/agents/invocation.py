@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import redis.asyncio as aioredis
 import yarl
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 from redis.exceptions import RedisError
 
 from master.agents.connectors import (
@@ -130,15 +130,8 @@ class InvocationRegistration(BaseModel):
 
 _HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$"
 
-Headers = Annotated[
-    dict[Annotated[str, Field(pattern=_HEADER_NAME)], Annotated[str, Field(max_length=8192)]],
-    Field(max_length=32),
-]
-"""Headers sent with every request to a remote agent (e.g. ``Authorization``): secrets, never
-shown in ``GET /agents``, never logged, never echoed in an error."""
 
-
-def _no_line_breaks(headers: dict[str, str]) -> dict[str, str]:
+def _printable_headers(headers: dict[str, str]) -> dict[str, str]:
     """Header values as HTTP sends them: printable ASCII (and tabs) only, so no header can be
     smuggled in with a line break and the HTTP clients can encode every one (never echoed)."""
     for name, value in headers.items():
@@ -147,24 +140,35 @@ def _no_line_breaks(headers: dict[str, str]) -> dict[str, str]:
     return headers
 
 
+def _checked_url(url: str) -> str:
+    check_base_url(url)
+    if not re.fullmatch(_URL_PATTERN, url):
+        raise ValueError("must be http(s)://host[:port][/path], e.g. http://127.0.0.1:9000/mcp")
+    return url
+
+
+Headers = Annotated[
+    dict[Annotated[str, Field(pattern=_HEADER_NAME)], Annotated[str, Field(max_length=8192)]],
+    Field(max_length=32),
+    AfterValidator(_printable_headers),
+]
+"""Headers sent with every request to a remote agent (e.g. ``Authorization``): secrets, never
+shown in ``GET /agents``, never logged, never echoed in an error."""
+
+RemoteUrl = Annotated[
+    str, Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN}), AfterValidator(_checked_url)
+]
+"""An MCP server's or A2A agent's URL: ``http(s)://host[:port][/path]``, ASCII, no user info."""
+
+
 class McpRegistration(BaseModel):
     """Body of ``POST /register`` for an MCP server (Streamable HTTP)."""
 
     agent_id: str = Field(pattern=AGENT_ID_PATTERN)
-    mcp_url: str = Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN})
+    mcp_url: RemoteUrl
     """The server's MCP endpoint, e.g. ``http://127.0.0.1:9000/mcp``."""
     mcp_headers: Headers = Field(default_factory=dict)
     """Sent with every request (e.g. ``{"Authorization": "Bearer ..."}``); secrets."""
-
-    @field_validator("mcp_url")
-    @classmethod
-    def _usable_url(cls, url: str) -> str:
-        return _checked_url(url)
-
-    @field_validator("mcp_headers")
-    @classmethod
-    def _usable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        return _no_line_breaks(headers)
 
 
 class A2ARegistration(BaseModel):
@@ -172,27 +176,10 @@ class A2ARegistration(BaseModel):
 
     agent_id: str | None = Field(default=None, pattern=AGENT_ID_PATTERN)
     """Defaults to a name taken from the agent's card."""
-    a2a_url: str = Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN})
+    a2a_url: RemoteUrl
     """Where the agent's card is: ``{a2a_url}/.well-known/agent-card.json``."""
     a2a_headers: Headers = Field(default_factory=dict)
     """Sent with every request, the card's included; secrets."""
-
-    @field_validator("a2a_url")
-    @classmethod
-    def _usable_url(cls, url: str) -> str:
-        return _checked_url(url)
-
-    @field_validator("a2a_headers")
-    @classmethod
-    def _usable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        return _no_line_breaks(headers)
-
-
-def _checked_url(url: str) -> str:
-    check_base_url(url)
-    if not re.fullmatch(_URL_PATTERN, url):
-        raise ValueError("must be http(s)://host[:port][/path], e.g. http://127.0.0.1:9000/mcp")
-    return url
 
 
 class StoredAgent(InvocationRegistration):
