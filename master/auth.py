@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from starlette.datastructures import QueryParams
@@ -18,6 +20,60 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from protocol.errors import ErrorCode
+
+
+class Role(StrEnum):
+    """What a key may do (the roles table of the docs' Security page is generated from the routes)."""
+
+    ADMIN = "admin"
+    CLIENT = "client"
+    AGENT = "agent"
+    VIEWER = "viewer"
+
+
+DEFAULT_TENANT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who made a request: the key (or JWT) it presented, its role and its tenant.
+
+    Resolved once per request or WebSocket and kept in ``scope["state"]["principal"]``
+    (:func:`principal_of`). Objects a principal creates (sessions, runs, approvals, attachments,
+    tasks) are owned by its ``tenant``; :meth:`sees` says whether it may read one.
+    """
+
+    key_id: str
+    name: str
+    role: Role
+    tenant: str = DEFAULT_TENANT
+    agent_ids: tuple[str, ...] = ()
+    """For the ``agent`` role: fnmatch patterns of the agent ids it may register or connect as."""
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role is Role.ADMIN
+
+    def sees(self, owner_tenant: str | None) -> bool:
+        """Whether an object owned by ``owner_tenant`` (``None``: made before tenants) is visible."""
+        return self.is_admin or (owner_tenant or DEFAULT_TENANT) == self.tenant
+
+
+BOOTSTRAP_ADMIN = Principal(key_id="bootstrap", name="OPENAGENT_API_KEY", role=Role.ADMIN)
+"""The holder of ``OPENAGENT_API_KEY``, and everyone when no key is set (auth off)."""
+
+
+def principal_of(scope: Scope) -> Principal:
+    """The principal resolved for ``scope`` by the auth middleware (the bootstrap admin when auth is
+    off or nothing was resolved, e.g. in-process callers)."""
+    state = scope.get("state")
+    found = state.get("principal") if isinstance(state, dict) else None
+    return found if isinstance(found, Principal) else BOOTSTRAP_ADMIN
+
+
+def set_principal(scope: Scope, principal: Principal) -> None:
+    """Attach ``principal`` to ``scope`` (and so to ``request.state.principal``)."""
+    scope.setdefault("state", {})["principal"] = principal
 
 
 def authorized(scope: Scope, api_key: str | None) -> bool:
