@@ -35,7 +35,7 @@ _STORE_DOWN = error("Redis unavailable (session_store_unavailable)")
 
 
 class ApprovalList(BaseModel):
-    """``GET /approvals``: a session's approvals, oldest first."""
+    """``GET /approvals``: a session's approvals, or the pending ones of every session, oldest first."""
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
@@ -58,13 +58,22 @@ class ApprovalDecision(BaseModel):
 @router.get("/approvals", response_model=ApprovalList, responses={503: _STORE_DOWN})
 async def list_approvals(
     services: ServicesDep,
-    session_id: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="The session")],
+    session_id: Annotated[
+        str | None,
+        Query(
+            pattern=r"^[A-Za-z0-9_-]{1,128}$",
+            description="The session; without it, the pending approvals of every session",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
-    """The session's approvals (pending, approved, rejected or expired), oldest first."""
+    """The session's approvals (pending, approved, rejected or expired), oldest first; without
+    ``session_id``, the approvals of every session still waiting for a decision."""
     store = services.queries.approvals
     if store is None:
         return {"approvals": []}
     try:
+        if session_id is None:
+            return {"approvals": await store.pending()}
         return {"approvals": await store.of_session(session_id)}
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
