@@ -11,6 +11,9 @@
     openagent workspace export > ws.yaml   # workspaces and the agent builder: see openagent.workspace.cli
     openagent workspace restore ws.yaml
     openagent generate "converts km to miles" --save
+    openagent approvals                    # tool calls waiting for a person: see openagent.approvals_cli
+    openagent approve ID --edit '{"amount": 200}'
+    openagent reject ID --reason "not today"
 
 Every command reads the environment and ``.env`` in the current directory as the SDK does
 (:mod:`openagent.config`): ``MASTER_BASE_URL`` (or ``MASTER_HOST``/``MASTER_PORT``) says
@@ -38,6 +41,7 @@ from typing import Any, NoReturn
 
 import httpx
 
+from openagent.approvals_cli import add_subcommands as add_approval_commands
 from openagent.config import ClientConfig, RegistrationConfig, _client_host, _environ, _master_host, _port
 from openagent.errors import ConfigurationError, OpenAgentError
 from openagent.workspace.cli import add_subcommands as add_workspace_commands
@@ -368,6 +372,7 @@ def _parser() -> argparse.ArgumentParser:
     bridge.set_defaults(handler=_mcp_bridge)
 
     add_workspace_commands(commands)  # workspace export|restore|start|stop|check, generate
+    add_approval_commands(commands)  # approvals, approve, reject
     return parser
 
 
