@@ -90,12 +90,13 @@ def _refusal(status: int, payload: Any, text: str) -> str:
         return "401: set OPENAGENT_API_KEY (environment or .env) to the master's key"
     if isinstance(detail, dict) and isinstance(detail.get("approval"), dict):
         approval = detail["approval"]
-        stands = [f"status {approval.get('status')}"]
+        stands = []
         if approval.get("edited_arguments") is not None:
             stands.append(f"with arguments {json.dumps(approval['edited_arguments'], ensure_ascii=False)}")
         if approval.get("message"):
             stands.append(f"reason {approval['message']!r}")
-        return f"{status} {code}: {detail.get('message')} ({', '.join(stands)})"
+        more = f" ({', '.join(stands)})" if stands else ""
+        return f"{status} {code}: {detail.get('message')}{more}"
     if isinstance(detail, list):  # FastAPI's own validation errors
         detail = "; ".join(
             f"{'.'.join(str(p) for p in item.get('loc', []) if p != 'body')}: {item.get('msg')}"

@@ -103,6 +103,12 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"openagent ask: failed{code}: {result.get('error') or result.get('answer')}", file=sys.stderr)
     used = [f"{row.get('agent_id')} ({row.get('tool_name')})" for row in result.get("agents_used") or []]
     print()
+    for approval in result.get("approvals") or [] if result.get("status") == "awaiting_approval" else []:
+        arguments = json.dumps(approval.get("arguments"), ensure_ascii=False)
+        print(f"waiting for approval: {approval.get('agent_id')}.{approval.get('tool_name')} {arguments}")
+        print(
+            f"  decide: openagent approve {approval.get('approval_id')} [--edit JSON]  |  reject ... --reason TEXT"
+        )
     print(f"agents used: {', '.join(used) if used else 'none'}")
     session = result.get("session_id")
     print(f'session: {session}   (continue it: openagent ask --session {session} "...")')

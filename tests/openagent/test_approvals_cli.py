@@ -19,7 +19,7 @@ from openagent import cli
 from openagent.approvals_cli import time_left
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import serve_app
-from tests.master.query.test_approvals import KEY, Bank, _paused, bank
+from tests.master.query.test_approvals import KEY, Bank, _paused, _pay_and_read, bank
 
 
 @pytest.fixture
@@ -52,6 +52,17 @@ async def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, 
         status = int(exc.code or 0)
     out, err = capsys.readouterr()
     return status, out, err
+
+
+async def test_ask_says_which_calls_wait_and_how_to_decide_them(
+    hub: Bank, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _pay_and_read(hub.llm)
+    status, out, err = await run_cli(capsys, "ask", "pay Bob")
+    assert status == 0, err
+    [approval] = (await hub.http.get("/approvals")).json()["approvals"][-1:]
+    assert 'waiting for approval: bank.transfer {"to": "bob", "amount": 10}' in out
+    assert f"decide: openagent approve {approval['approval_id']} [--edit JSON]" in out
 
 
 async def test_approvals_lists_the_pending_calls_as_a_table(
