@@ -115,7 +115,7 @@ export function ApprovalCard({ approvalId, showSession = false }: { approvalId: 
           </span>
         ) : (
           <span className={`approval-status approval-${status}`} role="status" aria-label="Decision">
-            {phase === "sending" ? "Sending…" : DECIDED_LABEL[status] ?? status}
+            {phase === "sending" ? "Sending…" : DECIDED_LABEL[status === "pending" && left === "expired" ? "expired" : status] ?? status}
           </span>
         )}
       </div>
