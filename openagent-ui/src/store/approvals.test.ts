@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { awaitingTools } from "../lib/approvals";
 import { connected, json, type Route } from "./fakes";
 
@@ -78,9 +78,10 @@ describe("store: approvals", () => {
     expect(store.getState().transcript).toHaveLength(2); // no answer added
   });
 
-  it("lists the pending approvals of every session for the panel", async () => {
+  it("lists the pending approvals of every session for the panel, from the moment it connects", async () => {
     const other = { ...APPROVAL, approval_id: "appr-9", session_id: "s9" };
     const { master, store } = await connected([(c) => (c.path === "/approvals" ? json({ approvals: [other] }) : undefined)]);
+    await vi.waitFor(() => expect(store.getState().pendingApprovals).toEqual([other]));
     store.getState().setApprovalsPanelOpen(true);
     await store.getState().loadPendingApprovals();
     expect(store.getState().pendingApprovals).toEqual([other]);
