@@ -54,6 +54,19 @@ SESSION_APPROVALS_PREFIX = "session_approvals:"
 """``session_approvals:{session_id}`` → set of the approval ids of the session's paused runs."""
 
 
+APPROVALS_EXPIRING_KEY = "approvals:expiring"
+"""ZSET of the pending approval ids by ``expires_at``: the expiry sweep reads those whose time has
+passed (an id leaves it once decided or expired)."""
+SESSION_APPROVED_TOOLS_PREFIX = "session_approved_tools:"
+"""``session_approved_tools:{session_id}`` → SET of the tools (``<agent_id>__<tool>``) a person
+approved for the rest of the session (``"remember": "session"``; TTL ``REDIS_SESSION_TTL_SECONDS``,
+refreshed when read)."""
+
+
+def session_approved_tools_key(session_id: str) -> str:
+    return f"{SESSION_APPROVED_TOOLS_PREFIX}{session_id}"
+
+
 def approval_key(approval_id: str) -> str:
     return f"{APPROVAL_PREFIX}{approval_id}"
 
@@ -204,6 +217,12 @@ def a2a_index_key(scope: str) -> str:
 def a2a_context_key(context_id: str) -> str:
     """``a2a:context:{context_id}`` → the hub ``session_id`` that holds the A2A context's turns."""
     return f"{A2A_PREFIX}context:{context_id}"
+
+
+def a2a_waiting_key(session_id: str) -> str:
+    """``a2a:waiting:{session_id}`` → the id of the A2A task that is ``INPUT_REQUIRED`` while the
+    session's run waits for approvals: the door moves it on when the run resumes, wherever it does."""
+    return f"{A2A_PREFIX}waiting:{session_id}"
 
 
 def a2a_events_channel(task_id: str) -> str:

@@ -40,6 +40,7 @@ from master.agents.directory import AgentDirectory
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor
 from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisEventStream, RedisTaskStore, scope_of
+from master.query.approvals import ApprovalDesk
 from master.query.entry import OfferedTool, QueryEntry
 from protocol import ErrorCode
 
@@ -129,14 +130,24 @@ class A2ADoor:
     """The hub's A2A endpoints and cards (module docstring)."""
 
     def __init__(
-        self, entry: QueryEntry, agents: AgentDirectory, redis: aioredis.Redis, *, ttl_seconds: int
+        self,
+        entry: QueryEntry,
+        agents: AgentDirectory,
+        redis: aioredis.Redis,
+        *,
+        ttl_seconds: int,
+        approvals: ApprovalDesk | None = None,
     ) -> None:
-        """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``)."""
+        """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``);
+        ``approvals``: where a message on a task that waits for approvals decides them (and whose
+        resumed runs move such a task on)."""
         self.entry = entry
         self.agents = agents
         self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds)
         self.events = RedisEventStream(redis, self.store)
-        self.executor = HubExecutor(entry, self.store)
+        self.executor = HubExecutor(entry, self.store, approvals)
+        if approvals is not None:
+            approvals.listeners.append(self.executor.run_resumed)
         self.handler = _ScopedHandler(
             agents,
             agent_executor=self.executor,
