@@ -124,7 +124,7 @@ class ApprovalDesk:
         if record["status"] != "pending":
             raise ApprovalRefused(ErrorCode.APPROVAL_DECIDED, _decided(approval_id, record))
         if arguments is not None and decision == "approve":
-            _check_arguments(record, arguments)
+            check_arguments(record, arguments)
         status: Literal["approved", "rejected"] = "approved" if decision == "approve" else "rejected"
         edited = arguments if status == "approved" else None
         outcome = await self._decide(store, approval_id, record, status, message=message, arguments=edited)
@@ -324,7 +324,7 @@ def _decided(approval_id: str, record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _check_arguments(record: dict[str, Any], arguments: dict[str, Any]) -> None:
+def check_arguments(record: dict[str, Any], arguments: dict[str, Any]) -> None:
     """Edited arguments must fit the tool's schema (as it was when the run paused)."""
     try:
         tool = AgentTool.compile(
@@ -341,4 +341,4 @@ def _check_arguments(record: dict[str, Any], arguments: dict[str, Any]) -> None:
         )
 
 
-__all__ = ["ApprovalDesk", "ApprovalRefused", "Outcome", "Resumed", "settled"]
+__all__ = ["ApprovalDesk", "ApprovalRefused", "Outcome", "Resumed", "check_arguments", "settled"]

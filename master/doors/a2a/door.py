@@ -74,11 +74,13 @@ class _NewTaskIds(IDGenerator):
 
 
 class _ScopedHandler(DefaultRequestHandler):
-    """The SDK's handler, refusing a message to an agent the hub does not know."""
+    """The SDK's handler, refusing a message to an agent the hub does not know, and decisions on a
+    task that waits for approvals that cannot be taken (before the task runs: it stays as it is)."""
 
-    def __init__(self, agents: AgentDirectory, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, agents: AgentDirectory, executor: HubExecutor, **kwargs: Any) -> None:
+        super().__init__(agent_executor=executor, **kwargs)
         self._agents = agents
+        self._executor = executor
 
     def _check(self, context: ServerCallContext) -> None:
         scope = scope_of(context)
@@ -90,6 +92,7 @@ class _ScopedHandler(DefaultRequestHandler):
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         self._check(context)
+        await self._executor.check_decisions(params.message, context)
         context.state[STREAMING_KEY] = False
         result: Message | Task = await super().on_message_send(params, context)
         return result
@@ -98,6 +101,7 @@ class _ScopedHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
         self._check(context)
+        await self._executor.check_decisions(params.message, context)
         context.state[STREAMING_KEY] = True
         async for event in super().on_message_send_stream(params, context):
             yield event
@@ -150,7 +154,7 @@ class A2ADoor:
             approvals.listeners.append(self.executor.run_resumed)
         self.handler = _ScopedHandler(
             agents,
-            agent_executor=self.executor,
+            self.executor,
             task_store=self.store,
             event_stream=self.events,
             request_context_builder=SimpleRequestContextBuilder(task_id_generator=_NewTaskIds(self.store)),

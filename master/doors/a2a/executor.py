@@ -38,6 +38,7 @@ from typing import Any
 
 from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Artifact, Message, Part, Role, Task, TaskState
@@ -46,7 +47,7 @@ from google.protobuf import json_format
 from pydantic import ValidationError
 
 from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore
-from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
+from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
 from protocol import Approval, QueryRequest, QueryResponse, ToolProgress
@@ -197,7 +198,7 @@ class HubExecutor(AgentExecutor):
         text, data = _parts(context.message)
         current = context.current_task
         if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await self._decide(text, data, context_id, _Updater(event_queue, task_id, context_id))
+            await self._decide(context.message, context_id, _Updater(event_queue, task_id, context_id))
             return
         calls = [item for item in data if isinstance(item, dict) and "tool" in item]
         if not calls and not text:
@@ -282,18 +283,46 @@ class HubExecutor(AgentExecutor):
 
     # A message on a task that waits for approvals: decisions.
 
-    async def _decide(self, text: str, data: list[Any], context_id: str, updater: _Updater) -> None:
+    async def check_decisions(self, message: Message, context: ServerCallContext) -> None:
+        """Before the SDK runs a message on a task that waits for approvals: refuse the decisions
+        that cannot be taken (``InvalidParamsError``), so that the task stays as it is (an error
+        raised once the task runs would fail it)."""
+        if not message.task_id or self._approvals is None:
+            return
+        stored = await self._store.get(message.task_id, context)
+        if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await self._decisions_of(message, stored.task.context_id)
+
+    async def _decisions_of(
+        self, message: Message | None, context_id: str
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """The session of a waiting task and the decisions ``message`` carries, checked."""
         desk = self._approvals
+        assert desk is not None
         session_id = await self._store.session_of(context_id) if context_id else None
         try:
-            pending = await desk.pending(session_id) if desk is not None and session_id else []
-        except ApprovalRefused as exc:
-            raise InvalidParamsError(message=str(exc), data={"error_code": str(exc.code)}) from None
-        if desk is None or session_id is None or not pending:
-            raise InvalidParamsError(message="no approval of this task waits for a decision any more")
-        decisions = _decisions(text, data, pending)
-        try:
+            pending = await desk.pending(session_id) if session_id else []
+            if session_id is None or not pending:
+                raise InvalidParamsError(message="no approval of this task waits for a decision any more")
+            text, data = _parts(message)
+            decisions = _decisions(text, data, pending)
             for decision in decisions:
+                if decision["decision"] == "approve" and decision.get("arguments") is not None:
+                    check_arguments(await desk.record(decision["approval_id"]), decision["arguments"])
+        except ApprovalRefused as exc:
+            detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
+            raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
+        return session_id, decisions
+
+    async def _decide(self, message: Message | None, context_id: str, updater: _Updater) -> None:
+        """Take the decisions of a message on a waiting task (checked already:
+        :meth:`check_decisions`), then go on with the run if none waits any more."""
+        desk = self._approvals
+        if desk is None:
+            raise InvalidParamsError(message="approvals are not kept on this master")
+        session_id, decisions = await self._decisions_of(message, context_id)
+        for decision in decisions:
+            try:
                 await desk.decide(
                     decision["approval_id"],
                     decision["decision"],
@@ -301,14 +330,13 @@ class HubExecutor(AgentExecutor):
                     arguments=decision.get("arguments"),
                     remember=decision.get("remember"),
                 )
-        except ApprovalRefused as exc:
-            detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
-            raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
+            except ApprovalRefused as exc:  # decided meanwhile elsewhere: that decision stands
+                logger.info("A2A decision on %s not taken: %s", decision["approval_id"], exc)
         await self._store.claim_waiting(session_id)  # this task goes on here, not in run_resumed
         try:
             started = await desk.start_resume(session_id, door="a2a", stream=True, tell=False)
         except ApprovalRefused as exc:
-            raise InvalidParamsError(message=str(exc), data={"error_code": str(exc.code)}) from None
+            raise InternalError(message=str(exc), data={"error_code": str(exc.code)}) from None
         except QueryRefused as exc:
             raise unavailable(exc) from None
         if isinstance(started, QueryResponse):  # approvals still wait, or another decision resumed it
