@@ -375,6 +375,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         session_idle_seconds=settings.openagent_mcp_session_idle_seconds,
         check_interval=settings.openagent_mcp_tools_check_seconds,
         allowed_hosts=settings.mcp_allowed_hosts,
+        approvals=approvals,
     )
     registry.listeners.append(mcp.tools_changed)  # an agent joined or left this master
     services = Services(
