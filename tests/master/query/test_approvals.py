@@ -415,3 +415,36 @@ async def test_the_expiry_sweep_ends_the_run_without_anyone_reading(llm: Scripte
         assert _sample(metrics, "openagent_approval_decision_seconds_count", "expired") == 1.0
         late = await b.decide(approval_id, decision="approve")
         assert late.status_code == 409 and late.json()["detail"]["approval"]["status"] == "expired"
+
+
+async def test_two_masters_sweeping_expire_an_approval_once(llm: ScriptedOpenAIServer) -> None:
+    """Both masters of one Redis sweep; one wins the approval (SET NX), so it is counted and its
+    run resumed once."""
+    quick = {"openagent_approval_ttl_seconds": 1, "openagent_approval_sweep_seconds": 0.02}
+    async with (
+        bank(llm, **quick) as a,
+        in_process_master(
+            openai_base_url=llm.base_url, openai_api_key="scripted", openagent_api_key=KEY, **quick
+        ) as b,
+    ):
+        llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
+        llm.add_text("No one approved the transfer in time.")
+        paused = await a.query()
+        approval_id = paused["approvals"][0]["approval_id"]
+        store = a.master.services.queries.approvals
+        assert store is not None
+        async with asyncio.timeout(30):  # decided, off the sweep's list, its run resumed
+            while (
+                len(llm.requests) < 2
+                or approval_id in await store.overdue()
+                or (await store.record(approval_id) or {}).get("decided_at") is None
+                or await a.master.services.queries.held_run(paused["session_id"]) != (None, [])
+            ):
+                await asyncio.sleep(0.02)
+        async with httpx.AsyncClient(base_url=b.base_url, headers=HEADERS) as other:
+            counts = [
+                _sample((await client.get("/metrics")).text, "openagent_approvals_total", "expired")
+                for client in (a.http, other)
+            ]
+        assert sorted(counts) == [0.0, 1.0]
+        assert len(llm.requests) == 2 and a.calls == []
