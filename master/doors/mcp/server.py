@@ -19,8 +19,8 @@ self-contained POST (``server/discover``, no session), anything else takes the 2
 - approvals: when an ``ask`` run waits for a person (:mod:`master.query.approvals`), a
   2026-07-28 client that declares elicitation gets an ``InputRequiredResult``, one elicitation
   per held call keyed by its ``approval_id``; it retries ``ask`` with the answers (accept with
-  ``decision`` approve or reject, decline rejects, cancel leaves the call waiting) and gets the
-  run's answer. A 2025 client that declares elicitation is asked within the call
+  ``decision`` approve or reject, and ``remember`` to approve the tool for the rest of the
+  session; decline rejects; cancel leaves the call waiting) and gets the run's answer. A 2025 client that declares elicitation is asked within the call
   (``elicitation/create``, one call at a time). Any other client gets the answer that names what
   waits and how to decide (``POST /approvals/{approval_id}``), with the approvals as structured
   content.
@@ -387,8 +387,11 @@ class McpDoor:
         message = reason if isinstance(reason, str) and reason else None
         if answer.action == "decline" and message is None:
             message = "declined through the MCP client"
+        remember: Literal["session"] | None = (
+            "session" if decision == "approve" and content.get("remember") is True else None
+        )
         try:
-            await self._approvals.decide(approval_id, decision, message=message)
+            await self._approvals.decide(approval_id, decision, message=message, remember=remember)
         except ApprovalRefused as exc:  # decided meanwhile, or expired: that stands
             logger.info("MCP decision on %s not taken: %s", approval_id, exc)
         return True

@@ -88,6 +88,11 @@ DECISION_SCHEMA: dict[str, Any] = {
             "default": "approve",
         },
         "message": {"type": "string", "title": "Reason (told to the orchestrator)"},
+        "remember": {
+            "type": "boolean",
+            "title": "Approve this tool for the rest of the session",
+            "default": False,
+        },
     },
     "required": ["decision"],
 }

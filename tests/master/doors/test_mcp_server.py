@@ -341,7 +341,7 @@ async def test_ask_asks_the_clients_user_to_approve_a_held_call(
         asked.append(params)
         if action == "decline":
             return types.ElicitResult(action="decline")
-        return types.ElicitResult(action="accept", content={"decision": "approve"})
+        return types.ElicitResult(action="accept", content={"decision": "approve", "remember": True})
 
     async with hub(
         openai_base_url=llm.base_url, openai_api_key="sk-test", openagent_approval_tools="calc__add"
@@ -356,6 +356,16 @@ async def test_ask_asks_the_clients_user_to_approve_a_held_call(
         if action == "accept":
             assert result.content[0].text == "The sum is 5."
             assert running.calculator.calls == ["add"]
+            assert result.structured_content is not None
+            session_id = result.structured_content["session_id"]
+            llm.add_tool_call("calc__add", {"a": 1, "b": 1})
+            llm.add_text("The sum is 2.")
+            async with running.client(revision, elicitation_callback=answer) as client:
+                again = await client.call_tool("ask", {"query": "and 1 + 1?", "session_id": session_id})
+            assert (
+                isinstance(again.content[0], types.TextContent) and again.content[0].text == "The sum is 2."
+            )
+            assert len(asked) == 1  # approved for the rest of the session: not asked again
         else:
             assert result.content[0].text == "I was not allowed to add."
             assert running.calculator.calls == []
