@@ -93,6 +93,14 @@ class ApprovalDesk:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         return [a for a in approvals if a.status == "pending"]
 
+    async def paused(self, session_id: str) -> bool:
+        """Whether the session has a run paused for approvals (decided or not)."""
+        try:
+            state, _ = await self._entry.queries.held_run(session_id)
+        except SessionStoreUnavailable as exc:
+            raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+        return state is not None
+
     # Deciding.
 
     async def decide(

@@ -22,7 +22,9 @@ a data part ``{"approval_id": ..., "decision": "approve" | "reject", "message"?,
 "remember"?}`` per approval, or, when a single one waits, the text ``approve`` or ``reject`` (``reject:
 reason``). Once none waits the run resumes on the same task (``WORKING``, then its end); a
 decision taken elsewhere (``POST /approvals/{approval_id}``, the expiry sweep) moves the task on
-too (:meth:`HubExecutor.run_resumed`), whichever master resumes the run.
+too (:meth:`HubExecutor.run_resumed`), whichever master resumes the run. A resume that fails (the
+LLM or an agent down) leaves the task ``INPUT_REQUIRED``, the decisions kept: any message on it
+tries again.
 
 ``CancelTask`` cancels the run (or the call) of a task this master runs: the orchestrator stops,
 its tool calls are abandoned (their results, if any come, are discarded), nothing is stored in
@@ -271,8 +273,8 @@ class HubExecutor(AgentExecutor):
         await self._finish_query(response, updater)
 
     async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
-        state, status, details = _ending(response)
-        if response.status == "awaiting_approval" and response.session_id:
+        state, status, details = _ending(response, paused=await self._still_paused(response))
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED and response.session_id:
             await self._store.wait_for_approvals(response.session_id, updater.task_id)
         if state != TaskState.TASK_STATE_COMPLETED:
             await updater.finish(state, updater.new_agent_message(status))
@@ -302,6 +304,8 @@ class HubExecutor(AgentExecutor):
         session_id = await self._store.session_of(context_id) if context_id else None
         try:
             pending = await desk.pending(session_id) if session_id else []
+            if session_id is not None and not pending and await desk.paused(session_id):
+                return session_id, []  # every call decided, the resume failed: try again
             if session_id is None or not pending:
                 raise InvalidParamsError(message="no approval of this task waits for a decision any more")
             text, data = _parts(message)
@@ -344,6 +348,16 @@ class HubExecutor(AgentExecutor):
             return
         await self._follow(started, updater, context_id)
 
+    async def _still_paused(self, response: QueryResponse) -> bool:
+        """A failed run whose decisions stand and which can be resumed (its resume failed: the
+        LLM or an agent was down), rather than a run that ended."""
+        if response.success or not response.session_id or self._approvals is None:
+            return False
+        try:
+            return await self._approvals.paused(response.session_id)
+        except ApprovalRefused:
+            return False
+
     async def run_resumed(self, session_id: str, response: QueryResponse) -> None:
         """A run resumed by a decision taken elsewhere ended (:attr:`ApprovalDesk.listeners`):
         the task that waited on it ends as the run did (or waits again, for its next approvals)."""
@@ -351,8 +365,8 @@ class HubExecutor(AgentExecutor):
         if task_id is None:
             return
         response = settled(session_id, response)
-        state, status, details = _ending(response)
-        if response.status == "awaiting_approval":
+        state, status, details = _ending(response, paused=await self._still_paused(response))
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             await self._store.wait_for_approvals(session_id, task_id)
 
         def change(task: Task) -> None:
@@ -467,14 +481,22 @@ class HubExecutor(AgentExecutor):
         )
 
 
-def _ending(response: QueryResponse) -> tuple[TaskState, list[Part], dict[str, Any]]:
+def _ending(response: QueryResponse, *, paused: bool = False) -> tuple[TaskState, list[Part], dict[str, Any]]:
     """How a task ends with ``response``: its state, its status message's parts and the details
-    (the answer's artifact metadata when completed)."""
+    (the answer's artifact metadata when completed). ``paused``: the run failed to resume but
+    can be resumed again (the task waits)."""
     details: dict[str, Any] = {
         "query_id": response.query_id,
         "session_id": response.session_id,
         "agents_used": [used.model_dump() for used in response.agents_used],
     }
+    if not response.success and paused:
+        details["error_code"] = str(response.error_code) if response.error_code else None
+        text = (
+            f"the run could not go on ({response.error or 'it failed'}); its decisions stand: send a "
+            "message on this task to try again"
+        )
+        return TaskState.TASK_STATE_INPUT_REQUIRED, _status(text, details), details
     if not response.success:
         details["error_code"] = str(response.error_code) if response.error_code else None
         return TaskState.TASK_STATE_FAILED, _status(response.error or "the query failed", details), details

@@ -328,6 +328,27 @@ async def test_a_reason_rejects_and_data_parts_decide_each_approval(llm: Scripte
         assert any("too big" in content for content in told)
 
 
+async def test_a_failed_resume_leaves_the_task_waiting_and_a_message_tries_again(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    async with (
+        hub(llm, openagent_approval_tools=f"{AGENT}__add") as (master, calculator),
+        a2a_client(agent_url(master)) as client,
+    ):
+        llm.add_tool_call(f"{AGENT}__add", {"a": 2, "b": 3})
+        task = final_task(await send(client, text_message("What is 2 + 3?")))
+        llm.add_error(400, "the provider is down")
+        await send(client, reply(task, new_text_part("approve")))
+        waiting = await wait_for_state(client, task.id, TaskState.TASK_STATE_INPUT_REQUIRED)
+        assert "could not go on" in waiting.status.message.parts[0].text
+        assert calculator.calls == [("add", {"a": 2, "b": 3})]  # decided and run: kept
+        llm.add_text("2 + 3 = 5")
+        await send(client, reply(task, new_text_part("try again")))
+        ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
+        assert artifact_text(ended) == "2 + 3 = 5"
+        assert calculator.calls == [("add", {"a": 2, "b": 3})]  # not run again
+
+
 async def test_an_expired_approval_ends_the_waiting_task(llm: ScriptedOpenAIServer) -> None:
     async with (
         hub(
