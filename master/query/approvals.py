@@ -42,6 +42,9 @@ Outcome = Literal["approved", "edited", "rejected", "expired"]
 Resumed = Callable[[str, QueryResponse], Awaitable[None]]
 """Hears the end of a run a decision resumed: ``(session_id, response)``."""
 
+_TRY_AGAIN = frozenset({ErrorCode.TOO_MANY_QUERIES, ErrorCode.DRAINING})
+"""Refusals of a resume the sweep tries again at its next pass."""
+
 RESUMED_ELSEWHERE = "the run was resumed by another decision of its round; read the session for its answer"
 
 
@@ -65,6 +68,9 @@ class ApprovalDesk:
         """Called with each resumed run's outcome (a failing listener is logged, not raised)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._sweeping: asyncio.Task[None] | None = None
+        self._unresumed: set[str] = set()
+        """Sessions whose approvals this master's sweep expired but whose run it could not resume
+        yet (the master was full or draining)."""
 
     @property
     def store(self) -> ApprovalStore | None:
@@ -279,7 +285,12 @@ class ApprovalDesk:
                 sessions.append(str(record["session_id"]))
         for session_id in sessions:
             logger.info("approvals of session %s expired: its run resumes without them", session_id)
-            await self.start_resume(session_id)
+        for session_id in [*sessions, *(s for s in self._unresumed if s not in sessions)]:
+            started = await self.start_resume(session_id)
+            if isinstance(started, QueryResponse) and started.error_code in _TRY_AGAIN:
+                self._unresumed.add(session_id)  # not admitted now: the next pass tries again
+            else:
+                self._unresumed.discard(session_id)
         return expired
 
     def start(self, interval_seconds: float) -> None:

@@ -448,3 +448,32 @@ async def test_two_masters_sweeping_expire_an_approval_once(llm: ScriptedOpenAIS
             ]
         assert sorted(counts) == [0.0, 1.0]
         assert len(llm.requests) == 2 and a.calls == []
+
+
+async def test_the_sweep_resumes_a_run_it_could_not_admit_at_its_next_pass(llm: ScriptedOpenAIServer) -> None:
+    async with bank(
+        llm,
+        openagent_approval_ttl_seconds=1,
+        openagent_approval_sweep_seconds=0.02,
+        openagent_max_queries_in_flight=1,
+    ) as b:
+        llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
+        llm.add_text("No one approved the transfer in time.")
+        paused = await b.query()
+        store = b.master.services.queries.approvals
+        assert store is not None
+        admission = b.master.services.entry.admission
+        admission.enter()  # the master is full: the sweep's resume is not admitted
+        try:
+            async with asyncio.timeout(30):
+                while (await store.record(paused["approvals"][0]["approval_id"]) or {}).get(
+                    "decided_at"
+                ) is None:
+                    await asyncio.sleep(0.02)
+            assert len(llm.requests) == 1
+        finally:
+            admission.leave()
+        async with asyncio.timeout(30):  # room again: a later pass resumes it
+            while len(llm.requests) < 2:
+                await asyncio.sleep(0.02)
+        assert "No one decided" in _tool_messages(llm.requests[-1])["bank__transfer"]
