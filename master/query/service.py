@@ -198,7 +198,7 @@ class QueryService:
             flush_each_step=request.auto_mode,
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
-        hooks.approval = self._approval_hook(request)
+        hooks.approval = await self._approval_hook_of(request, session_id, toolbox)
         extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
         rag = await self._rag_query(
             session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
@@ -268,9 +268,26 @@ class QueryService:
             approvals=approvals,
         )
 
-    def _approval_hook(self, request: QueryRequest) -> Callable[[str, Target, AgentTool], Verdict]:
+    async def _approval_hook_of(
+        self, request: QueryRequest, session_id: str, toolbox: Toolbox
+    ) -> Callable[[str, Target, AgentTool], Verdict]:
+        """:meth:`_approval_hook`, with the tools a person approved for the rest of the session
+        (read only when one of the offered tools could wait at all: most queries need no read)."""
+        hook = self._approval_hook(request)
+        if self.approvals is None or all(hook(n, a, t) == "run" for n, (a, t) in toolbox.named()):
+            return hook
+        try:
+            remembered = await self.approvals.remembered(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        return self._approval_hook(request, remembered) if remembered else hook
+
+    def _approval_hook(
+        self, request: QueryRequest, remembered: frozenset[tuple[str, str]] = frozenset()
+    ) -> Callable[[str, Target, AgentTool], Verdict]:
         """Which calls wait for a person: the request's ``approval`` over the tools' own
-        ``requires_approval`` and the operator's patterns (the exemption wins)."""
+        ``requires_approval`` and the operator's patterns (the exemption wins), unless a person
+        approved the tool for the rest of the session (``remembered``: agent id, tool name)."""
         settings = self._settings
         wanted = _patterns(settings.openagent_approval_tools)
         exempt = _patterns(settings.openagent_approval_exempt)
@@ -280,6 +297,8 @@ class QueryService:
             if self.approvals is None:  # no store to keep a paused run: nothing can wait
                 return "run"
             if any(fnmatch.fnmatchcase(name, p) for p in exempt):
+                return "run"
+            if (agent.agent_id, tool.schema.name) in remembered:
                 return "run"
             if mode == "always":
                 return "hold"
