@@ -12,8 +12,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from master.access import Permission
 from master.builder.generator import GenerationRequest
-from master.deps import ServicesDep
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import AgentFileNotFound, AgentFileRefused, GenerationFailed, LLMError
 from master.openapi import error
@@ -157,6 +158,7 @@ def _refused(exc: AgentFileRefused | AgentFileNotFound) -> ApiError:
 
 @router.get(
     "/generate-agent/models",
+    dependencies=needs(Permission.ADMIN),
     response_model=GeneratorModels,
     responses={403: error("OPENAGENT_AGENT_GENERATOR=0 (feature_disabled)")},
 )
@@ -172,6 +174,7 @@ async def generator_models(services: ServicesDep) -> dict[str, Any]:
 
 @router.post(
     "/generate-agent",
+    dependencies=needs(Permission.ADMIN),
     response_model=GeneratedAgent,
     response_model_exclude_unset=True,
     responses={
@@ -239,6 +242,7 @@ async def generate_agent(body: GenerateAgentBody, services: ServicesDep) -> dict
 
 @router.post(
     "/save-agent",
+    dependencies=needs(Permission.ADMIN),
     response_model=SavedAgent,
     responses={
         400: error("invalid_module, path_refused or file_exists"),
@@ -263,6 +267,7 @@ async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, An
 
 @router.get(
     "/agent-source",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentSource,
     responses={
         400: error("The handler names a path outside the agent folders (path_refused)"),
@@ -286,7 +291,12 @@ async def agent_source(
     }
 
 
-@router.get("/agents/discover", response_model=Discovery, response_model_exclude_unset=True)
+@router.get(
+    "/agents/discover",
+    dependencies=needs(Permission.READ),
+    response_model=Discovery,
+    response_model_exclude_unset=True,
+)
 async def discover_agents(services: ServicesDep) -> dict[str, Any]:
     """``system_agents/*.py`` then ``agents/*.py``, read without importing; per-file errors listed."""
     found = await asyncio.to_thread(services.builder.discovery.discover)

@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.deps import ServicesDep
+from master.access import Permission
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import (
     SandboxDisabled,
@@ -137,7 +138,12 @@ class SandboxStopRequest(BaseModel):
     agent_id: str = Field(min_length=1, max_length=128)
 
 
-@router.get("/internal/sandbox/status", response_model=SandboxStatus, response_model_exclude_unset=True)
+@router.get(
+    "/internal/sandbox/status",
+    dependencies=needs(Permission.READ),
+    response_model=SandboxStatus,
+    response_model_exclude_unset=True,
+)
 async def sandbox_status(services: ServicesDep) -> dict[str, Any]:
     """Whether the sandbox is on, its namespace, whether the cluster answers (and why not), images."""
     return await services.sandbox.status()
@@ -145,6 +151,7 @@ async def sandbox_status(services: ServicesDep) -> dict[str, Any]:
 
 @router.post(
     "/internal/sandbox-agent/start",
+    dependencies=needs(Permission.ADMIN),
     status_code=201,
     response_model=SandboxStarted,
     response_model_exclude_unset=True,
@@ -168,6 +175,7 @@ async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[
 
 @router.post(
     "/internal/sandbox-agent/stop",
+    dependencies=needs(Permission.ADMIN),
     response_model=SandboxStopped,
     response_model_exclude_unset=True,
     responses=_RESPONSES,
@@ -182,6 +190,7 @@ async def stop_agent(body: SandboxStopRequest, services: ServicesDep) -> dict[st
 
 @router.get(
     "/internal/sandbox-agent/logs",
+    dependencies=needs(Permission.ADMIN),
     response_model=SandboxLogs,
     response_model_exclude_unset=True,
     responses=_RESPONSES,
@@ -198,7 +207,12 @@ async def agent_logs(
         raise _http_error(exc) from exc
 
 
-@router.get("/internal/k8s/pools", response_model=SandboxPools, responses=_RESPONSES)
+@router.get(
+    "/internal/k8s/pools",
+    dependencies=needs(Permission.ADMIN),
+    response_model=SandboxPools,
+    responses=_RESPONSES,
+)
 async def pools(services: ServicesDep) -> dict[str, Any]:
     """Pool runner Pods and the agents each runs."""
     try:
@@ -209,6 +223,7 @@ async def pools(services: ServicesDep) -> dict[str, Any]:
 
 @router.get(
     "/internal/k8s/workloads",
+    dependencies=needs(Permission.ADMIN),
     response_model=SandboxWorkloads,
     response_model_exclude_unset=True,
     responses=_RESPONSES,

@@ -14,7 +14,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.deps import ServicesDep
+from master.access import Permission
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
@@ -138,6 +139,7 @@ async def _load(text: str) -> Workspace:
 
 @router.post(
     "/internal/yaml-agents/start",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentOutcomes,
     response_model_exclude_unset=True,
     responses=_YAML_ERRORS,
@@ -154,6 +156,7 @@ async def start_yaml_agents(body: YamlBody, request: Request, services: Services
 
 @router.post(
     "/internal/yaml-agents/stop",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentOutcomes,
     response_model_exclude_unset=True,
     responses={403: _YAML_ERRORS[403]},
@@ -165,7 +168,7 @@ async def stop_yaml_agents(body: StopBody, services: ServicesDep) -> dict[str, A
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
-@router.get("/internal/yaml-agents", response_model=RunningYamlAgents)
+@router.get("/internal/yaml-agents", dependencies=needs(Permission.READ), response_model=RunningYamlAgents)
 async def yaml_agents(services: ServicesDep) -> dict[str, Any]:
     """The agents the YAML runner runs, with their handler modules."""
     running = services.builder.workspaces.runner.running()
@@ -174,6 +177,7 @@ async def yaml_agents(services: ServicesDep) -> dict[str, Any]:
 
 @router.post(
     "/internal/workspace/restore",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentOutcomes,
     response_model_exclude_unset=True,
     responses={**_YAML_ERRORS, 503: error("Redis unavailable (session_store_unavailable)")},
@@ -195,6 +199,7 @@ async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[st
 
 @router.get(
     "/internal/workspace/export",
+    dependencies=needs(Permission.ADMIN),
     response_class=Response,
     responses={
         200: {
@@ -213,7 +218,12 @@ async def export_workspace(services: ServicesDep) -> Response:
     )
 
 
-@router.get("/workspace/schema", response_model=WorkspaceSchema, response_model_exclude_unset=True)
+@router.get(
+    "/workspace/schema",
+    dependencies=needs(Permission.READ),
+    response_model=WorkspaceSchema,
+    response_model_exclude_unset=True,
+)
 async def workspace_schema() -> dict[str, Any]:
     """The workspace's JSON Schema (also ``docs/workspace.schema.json``)."""
     return json_schema()
