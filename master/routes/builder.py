@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.access import Permission
+from master.access import AuditAction, Permission, audit
+from master.auth import principal_of
 from master.builder.generator import GenerationRequest
 from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
@@ -249,7 +250,7 @@ async def generate_agent(body: GenerateAgentBody, services: ServicesDep) -> dict
         413: error("The source is over its size cap (too_large)"),
     },
 )
-async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, Any]:
+async def save_agent(body: SaveAgentBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Write ``agents/<module>.py``. Never restarts the master."""
     try:
         path = await asyncio.to_thread(
@@ -257,6 +258,7 @@ async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, An
         )
     except AgentFileRefused as exc:
         raise _refused(exc) from None
+    audit(services.metrics, principal_of(request.scope), AuditAction.MODULE_SAVED, module=body.module)
     return {
         "saved": True,
         "module": body.module,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.access import Permission
+from master.access import AuditAction, Permission, audit
+from master.auth import principal_of
 from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import (
@@ -157,10 +158,10 @@ async def sandbox_status(services: ServicesDep) -> dict[str, Any]:
     response_model_exclude_unset=True,
     responses=_RESPONSES,
 )
-async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[str, Any]:
+async def start_agent(body: SandboxStartRequest, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Deploy agent code in a Pod of its own (``new_pod``) or in a pool runner (``pool``); replaces a deployed one."""
     try:
-        return await services.sandbox.start(
+        started = await services.sandbox.start(
             body.agent_id,
             placement=body.placement,
             module=body.module,
@@ -171,6 +172,14 @@ async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[
         )
     except (SandboxError, SessionStoreUnavailable) as exc:
         raise _http_error(exc) from exc
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.POD_DEPLOYED,
+        agent_id=body.agent_id,
+        placement=body.placement,
+    )
+    return started
 
 
 @router.post(
@@ -180,12 +189,14 @@ async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[
     response_model_exclude_unset=True,
     responses=_RESPONSES,
 )
-async def stop_agent(body: SandboxStopRequest, services: ServicesDep) -> dict[str, Any]:
+async def stop_agent(body: SandboxStopRequest, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Tear down the agent's Pod and ConfigMap, or stop it in its pool runner."""
     try:
-        return await services.sandbox.stop(body.agent_id)
+        stopped = await services.sandbox.stop(body.agent_id)
     except (SandboxError, SessionStoreUnavailable) as exc:
         raise _http_error(exc) from exc
+    audit(services.metrics, principal_of(request.scope), AuditAction.POD_STOPPED, agent_id=body.agent_id)
+    return stopped
 
 
 @router.get(

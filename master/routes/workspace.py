@@ -14,7 +14,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.access import Permission
+from master.access import AuditAction, Permission, audit
+from master.auth import principal_of
 from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
@@ -151,6 +152,12 @@ async def start_yaml_agents(body: YamlBody, request: Request, services: Services
     server = request.scope.get("server")
     port = int(server[1]) if server and server[1] else None
     outcomes = await services.builder.workspaces.start(workspace, port)
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.YAML_AGENTS_STARTED,
+        agents=[outcome.agent_id for outcome in outcomes],
+    )
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
@@ -161,10 +168,16 @@ async def start_yaml_agents(body: YamlBody, request: Request, services: Services
     response_model_exclude_unset=True,
     responses={403: _YAML_ERRORS[403]},
 )
-async def stop_yaml_agents(body: StopBody, services: ServicesDep) -> dict[str, Any]:
+async def stop_yaml_agents(body: StopBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Stop agents the YAML runner started."""
     _require(services.settings.openagent_yaml_runner, "the YAML agent runner", "OPENAGENT_YAML_RUNNER")
     outcomes = await services.builder.workspaces.stop(body.agent_ids)
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.YAML_AGENTS_STOPPED,
+        agents=[outcome.agent_id for outcome in outcomes],
+    )
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
@@ -182,7 +195,7 @@ async def yaml_agents(services: ServicesDep) -> dict[str, Any]:
     response_model_exclude_unset=True,
     responses={**_YAML_ERRORS, 503: error("Redis unavailable (session_store_unavailable)")},
 )
-async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[str, Any]:
+async def restore_workspace(body: RestoreBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Re-register the YAML's HTTP invocation agents; per agent registered, unreachable, invalid or skipped."""
     _require(
         services.settings.openagent_workspace_restore, "workspace restore", "OPENAGENT_WORKSPACE_RESTORE"
@@ -194,6 +207,12 @@ async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[st
         )
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.WORKSPACE_RESTORED,
+        agents=[outcome.agent_id for outcome in outcomes],
+    )
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
