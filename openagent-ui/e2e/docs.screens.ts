@@ -1,4 +1,4 @@
-/** Screenshots for the README (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png): `npm run screenshots`. */
+/** Screenshots for the README and docs (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png, docs/ui-keys.png): `npm run screenshots`. */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { AGENT, expect, test } from "./fixtures";
@@ -42,4 +42,21 @@ test("connect an MCP client", async ({ app, page }) => {
   const dialog = page.getByRole("dialog", { name: "Connect an MCP client" });
   await expect(dialog.getByLabel("MCP endpoint URL", { exact: true })).toBeVisible();
   await dialog.screenshot({ path: path.join(docs, "ui-mcp-client.png") });
+});
+
+test("API keys", async ({ app, page }) => {
+  await app.openConnected();
+  await page.getByRole("button", { name: "API keys" }).click();
+  const dialog = page.getByRole("dialog", { name: "API keys" });
+  for (const [name, role] of [
+    ["wall screen", "viewer"],
+    ["ci-bot", "client"],
+  ] as const) {
+    await dialog.getByLabel("Name").fill(name);
+    await dialog.getByLabel("Role").selectOption(role);
+    await dialog.getByRole("button", { name: "Create key" }).click();
+    await expect(dialog.getByRole("table", { name: "Stored keys" })).toContainText(name);
+  }
+  await expect(dialog.getByRole("status", { name: "New key's secret" })).toContainText("oak_");
+  await page.screenshot({ path: path.join(docs, "ui-keys.png") });
 });

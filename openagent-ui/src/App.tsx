@@ -6,6 +6,7 @@ import { Chat } from "./components/Chat";
 import { Details } from "./components/Details";
 import { Header } from "./components/Header";
 import { Notices } from "./components/Notices";
+import { Keys } from "./components/Keys";
 import { Restore } from "./components/Restore";
 import { SandboxLogs } from "./components/SandboxLogs";
 import { Sidebar } from "./components/Sidebar";
@@ -52,6 +53,7 @@ export function App() {
         <Chat />
         <Builder />
         <Restore />
+        <Keys />
         <SandboxLogs />
       </div>
     </ReactFlowProvider>

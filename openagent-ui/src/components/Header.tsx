@@ -29,6 +29,9 @@ export function Header() {
       openBuilder: st.openBuilder,
       restoreOnMaster: st.restoreOnMaster,
       restoring: st.restore.phase === "running",
+      identity: st.identity,
+      admin: st.isAdmin(),
+      openKeys: st.openKeys,
     })),
   );
   const [url, setUrl] = useState(s.baseUrl || window.location.origin);
@@ -106,6 +109,11 @@ export function Header() {
           <span className="status status-offline">{s.connection === "connecting" ? "Connecting…" : "Not connected"}</span>
         )}
       </div>
+      {connected && s.identity ? (
+        <div className="identity" role="status" aria-label="Signed in as">
+          {s.identity.name} · <strong>{s.identity.role}</strong> · tenant {s.identity.tenant}
+        </div>
+      ) : null}
       {s.connection === "error" && s.connectionError ? (
         <div className="connect-error" role="alert">
           {s.connectionError}
@@ -121,17 +129,26 @@ export function Header() {
         <button type="button" onClick={download}>
           Export YAML
         </button>
-        <button
-          type="button"
-          onClick={() => void s.restoreOnMaster()}
-          disabled={!connected || s.restoring}
-          title="POST /internal/workspace/restore with this canvas's workspace"
-        >
-          Restore on master
-        </button>
-        <button type="button" onClick={() => void s.openBuilder()} title="Generate an agent with the master's LLM">
-          Agent builder
-        </button>
+        {s.admin ? (
+          <>
+            <button
+              type="button"
+              onClick={() => void s.restoreOnMaster()}
+              disabled={!connected || s.restoring}
+              title="POST /internal/workspace/restore with this canvas's workspace"
+            >
+              Restore on master
+            </button>
+            <button type="button" onClick={() => void s.openBuilder()} title="Generate an agent with the master's LLM">
+              Agent builder
+            </button>
+          </>
+        ) : null}
+        {connected && s.admin ? (
+          <button type="button" onClick={() => void s.openKeys()} title="Create, list and revoke API keys">
+            API keys
+          </button>
+        ) : null}
         <button type="button" onClick={() => setMcpOpen(true)} title="The master's /mcp URL and client configuration snippets">
           Connect an MCP client
         </button>

@@ -12,6 +12,7 @@
  * - builder.ts: the agent builder panel
  * - restore.ts: "Restore on master"
  * - sandbox.ts: sandbox deployments and their log dialog
+ * - keys.ts: who the key is (`GET /whoami`) and the administrators' key panel
  * - notices.ts: the page's notices
  */
 import { createStore, type StoreApi } from "zustand";
@@ -21,6 +22,7 @@ import { createCanvasSlice, type CanvasSlice } from "./canvas";
 import { createCatalogSlice, type CatalogSlice } from "./catalog";
 import { createChatSlice, type ChatSlice } from "./chat";
 import { createConnectionSlice, type ConnectionSlice } from "./connection";
+import { createKeysSlice, type KeysSlice } from "./keys";
 import { createNoticesSlice, type NoticesSlice } from "./notices";
 import { createRestoreSlice, type RestoreSlice } from "./restore";
 import { runtimeOf, type StoreOptions } from "./runtime";
@@ -30,6 +32,7 @@ export { CALL_LOG_LIMIT, GLOW_FADE_MS, type CallLogEntry, type Glow } from "./ac
 export type { BuilderState } from "./builder";
 export type { LinkNote } from "./canvas";
 export type { ConnectionState } from "./connection";
+export type { KeysState } from "./keys";
 export { NOTICE_TIMEOUT_MS, type Notice } from "./notices";
 export type { RestoreState } from "./restore";
 export type { StoreOptions } from "./runtime";
@@ -43,6 +46,7 @@ export type AppState = ConnectionSlice &
   BuilderSlice &
   RestoreSlice &
   SandboxSlice &
+  KeysSlice &
   NoticesSlice;
 
 export type AppStore = StoreApi<AppState>;
@@ -58,6 +62,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
     ...createBuilderSlice(...a),
     ...createRestoreSlice(...a),
     ...createSandboxSlice(...a),
+    ...createKeysSlice(...a),
     ...createNoticesSlice(runtime)(...a),
   }));
 }

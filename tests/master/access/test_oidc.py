@@ -69,7 +69,9 @@ async def provider() -> AsyncIterator[tuple[Provider, str]]:
         yield found, f"{url}/jwks"
 
 
-async def test_the_master_accepts_a_valid_token_and_refuses_the_others(provider: tuple[Provider, str]) -> None:
+async def test_the_master_accepts_a_valid_token_and_refuses_the_others(
+    provider: tuple[Provider, str],
+) -> None:
     idp, jwks_url = provider
     settings = {
         "openagent_api_key": KEY,
@@ -84,7 +86,11 @@ async def test_the_master_accepts_a_valid_token_and_refuses_the_others(provider:
 
         me = await whoami(idp.token())
         assert me.status_code == 200, me.text
-        assert (me.json()["role"], me.json()["tenant"], me.json()["name"]) == ("client", "team-a", "ada@example.test")
+        assert (me.json()["role"], me.json()["tenant"], me.json()["name"]) == (
+            "client",
+            "team-a",
+            "ada@example.test",
+        )
         # The role holds: a client token may not list keys.
         listed = await http.get("/keys", headers={"Authorization": f"Bearer {idp.token()}"})
         assert listed.status_code == 403 and "'admin'" in listed.text
@@ -109,7 +115,9 @@ async def test_the_master_accepts_a_valid_token_and_refuses_the_others(provider:
             assert response.json()["error_code"] == "unauthorized"
 
 
-async def test_the_jwks_is_cached_and_fetched_again_for_an_unknown_key_id(provider: tuple[Provider, str]) -> None:
+async def test_the_jwks_is_cached_and_fetched_again_for_an_unknown_key_id(
+    provider: tuple[Provider, str],
+) -> None:
     idp, jwks_url = provider
     async with httpx.AsyncClient() as http:
         verifier = JwtVerifier(
@@ -126,7 +134,9 @@ async def test_the_jwks_is_cached_and_fetched_again_for_an_unknown_key_id(provid
         assert idp.fetches == 3
 
 
-async def test_an_unknown_key_id_does_not_refetch_within_the_minimum_interval(provider: tuple[Provider, str]) -> None:
+async def test_an_unknown_key_id_does_not_refetch_within_the_minimum_interval(
+    provider: tuple[Provider, str],
+) -> None:
     idp, jwks_url = provider
     async with httpx.AsyncClient() as http:
         verifier = JwtVerifier(
