@@ -46,8 +46,8 @@ test("connect an MCP client", async ({ app, page }) => {
 
 test("API keys", async ({ app, page }) => {
   await app.openConnected();
-  await page.getByRole("button", { name: "API keys" }).click();
-  const dialog = page.getByRole("dialog", { name: "API keys" });
+  await page.getByRole("button", { name: "Keys", exact: true }).click();
+  const dialog = page.getByRole("dialog", { name: "Access keys" });
   for (const [name, role] of [
     ["wall screen", "viewer"],
     ["ci-bot", "client"],

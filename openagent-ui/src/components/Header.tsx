@@ -83,12 +83,13 @@ export function Header() {
             autoComplete="off"
           />
         </label>
+        {/* Distinct keys: reusing one <button> would turn the Disconnect click into a submit (reconnect). */}
         {connected ? (
-          <button type="button" onClick={() => s.disconnect()}>
+          <button key="disconnect" type="button" onClick={() => s.disconnect()}>
             Disconnect
           </button>
         ) : (
-          <button type="submit" disabled={s.connection === "connecting"}>
+          <button key="connect" type="submit" disabled={s.connection === "connecting"}>
             {s.connection === "connecting" ? "Connecting…" : "Connect"}
           </button>
         )}
@@ -146,7 +147,7 @@ export function Header() {
         ) : null}
         {connected && s.admin ? (
           <button type="button" onClick={() => void s.openKeys()} title="Create, list and revoke API keys">
-            API keys
+            Keys
           </button>
         ) : null}
         <button type="button" onClick={() => setMcpOpen(true)} title="The master's /mcp URL and client configuration snippets">

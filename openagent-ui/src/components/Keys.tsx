@@ -27,7 +27,7 @@ export function Keys() {
   };
 
   return (
-    <Dialog open={keys.open} title="API keys" onClose={close} className="keys">
+    <Dialog open={keys.open} title="Access keys" onClose={close} className="keys">
       <form className="key-form" onSubmit={(e) => void submit(e)} aria-label="Create a key">
         <label className="field inline">
           <span>Name</span>
