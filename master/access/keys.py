@@ -20,6 +20,7 @@ it adds no round trip to a request.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -160,7 +161,7 @@ class KeyStore:
         for raw in records.values():
             key = StoredKey.from_record(raw)
             at = used.get(key.key_id)
-            keys.append(StoredKey.from_record(raw, float(at) if at is not None else None))
+            keys.append(dataclasses.replace(key, last_used=float(at)) if at is not None else key)
         return sorted(keys, key=lambda k: (k.created, k.key_id))
 
     async def revoke(self, key_id: str) -> StoredKey | None:
