@@ -5,7 +5,8 @@ Every HTTP route declares one permission: a FastAPI route with the dependency :f
 with a ``permission`` attribute (:func:`mark`). :func:`permission_of` reads either;
 :class:`master.access.middleware.AccessMiddleware` enforces it before the body is read, and
 ``scripts/roles_table.py`` writes the roles table of ``docs/operations/security.md`` from it.
-A route without a permission is refused (401), and a test walking the route table fails on it.
+A route that declares none is treated as ``admin`` only, and a test walking the route table fails
+on it.
 """
 
 from __future__ import annotations
