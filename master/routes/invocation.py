@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
+from master.access import Permission
+from master.access.permissions import agent_id_refused, may_act_as
 from master.agents.call_records import DeliveryStatus
 from master.agents.connectors import transport_of
 from master.agents.invocation import (
@@ -23,14 +25,15 @@ from master.agents.invocation import (
     McpRegistration,
 )
 from master.agents.url_policy import UrlRefused
-from master.deps import ServicesDep, require_api_key
+from master.auth import Principal, principal_of
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.openapi import error
 from protocol import AGENT_ID_PATTERN, ErrorCode, ToolProgress, ToolResult
 
-router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])
-callbacks = APIRouter(tags=["invocation callbacks"])
+router = APIRouter(tags=["invocation agents"])
+callbacks = APIRouter(tags=["invocation callbacks"], dependencies=needs(Permission.CALL_TOKEN))
 
 
 class Unregistration(BaseModel):
@@ -160,6 +163,7 @@ class Registration(
 
 @router.post(
     "/register",
+    dependencies=needs(Permission.AGENT),
     response_model=Registered,
     responses={
         400: error(
@@ -169,19 +173,23 @@ class Registration(
         503: error("Redis unavailable"),
     },
 )
-async def register(registration: Registration, services: ServicesDep) -> dict[str, Any]:
+async def register(registration: Registration, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
     Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
 
     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
-    one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule."""
+    one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
+    An ``agent`` key may register only the agent ids its ``agent_ids`` patterns match (403)."""
     body = registration.root
+    principal = principal_of(request.scope)
+    if body.agent_id is not None:
+        _check_agent_id(principal, body.agent_id)
     try:
         if isinstance(body, InvocationRegistration):
             services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
             agent = await services.invocation.register(body)
         else:
-            agent = await _register_remote(body, services)
+            agent = await _register_remote(body, services, principal)
     except UrlRefused as exc:
         raise ApiError(
             exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
@@ -198,7 +206,14 @@ async def register(registration: Registration, services: ServicesDep) -> dict[st
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
 
 
-async def _register_remote(body: McpRegistration | A2ARegistration, services: Any) -> InvocationAgent:
+def _check_agent_id(principal: Principal, agent_id: str) -> None:
+    if not may_act_as(principal, agent_id):
+        raise ApiError(ErrorCode.FORBIDDEN, agent_id_refused(principal, agent_id))
+
+
+async def _register_remote(
+    body: McpRegistration | A2ARegistration, services: Any, principal: Principal
+) -> InvocationAgent:
     """List a remote agent's tools through its connector, check them like any agent's, store it."""
     agent_id: str | None
     if isinstance(body, McpRegistration):
@@ -214,6 +229,7 @@ async def _register_remote(body: McpRegistration | A2ARegistration, services: An
         raise RegistrationRefused(
             ErrorCode.INVALID_REQUEST, f"the {transport} agent at {url} gave no usable name: send an agent_id"
         )
+    _check_agent_id(principal, agent_id)  # the name the agent gave, when the body named none
     services.tool_catalog.check(agent_id, found.tools, invocation=True)
     agent: InvocationAgent = await services.invocation.register_remote(
         transport, agent_id, url, headers, found
@@ -223,11 +239,13 @@ async def _register_remote(body: McpRegistration | A2ARegistration, services: An
 
 @router.post(
     "/unregister",
+    dependencies=needs(Permission.AGENT),
     response_model=Unregistered,
     responses={404: error("Unknown invocation agent (not_found)"), 503: error("Redis unavailable")},
 )
-async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, Any]:
-    """Forget a cached HTTP agent."""
+async def unregister(body: Unregistration, request: Request, services: ServicesDep) -> dict[str, Any]:
+    """Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match)."""
+    _check_agent_id(principal_of(request.scope), body.agent_id)
     try:
         removed = await services.invocation.unregister(body.agent_id)
     except SessionStoreUnavailable as exc:
@@ -238,7 +256,12 @@ async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, A
     return {"unregistered": True, "agent_id": body.agent_id}
 
 
-@router.get("/refresh", response_model=Refreshed, responses={503: error("Redis unavailable")})
+@router.get(
+    "/refresh",
+    response_model=Refreshed,
+    responses={503: error("Redis unavailable")},
+    dependencies=needs(Permission.ADMIN),
+)
 async def refresh(services: ServicesDep) -> dict[str, Any]:
     """Re-read the invocation agents from Redis and health-check each one (UP/DOWN)."""
     try:
@@ -259,7 +282,12 @@ async def refresh(services: ServicesDep) -> dict[str, Any]:
     }
 
 
-@router.get("/tool_progress/{call_id}", response_model=CallProgress, responses={404: error("Unknown call")})
+@router.get(
+    "/tool_progress/{call_id}",
+    response_model=CallProgress,
+    responses={404: error("Unknown call")},
+    dependencies=needs(Permission.READ),
+)
 async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
     """The latest progress of a call (WebSocket or HTTP)."""
     known = services.dispatcher.latest_progress(call_id)
