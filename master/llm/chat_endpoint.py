@@ -18,8 +18,8 @@ and 1.8 ms). What the client gave is kept, with the client's rules:
   0.9 ms each);
 - one :class:`master.errors.LLMError` per failure, its ``code`` naming the kind.
 
-Bodies are sent as JSON bytes built by the caller (:func:`encode`), so that parts which
-do not change between rounds can be reused; answers are parsed with :func:`json.loads`
+Bodies are sent as JSON bytes built by the caller (:func:`encode`, orjson), so that parts which
+do not change between rounds can be reused; answers are parsed with :func:`orjson.loads`
 into plain dicts, with no model classes.
 """
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import logging
 import random
 import time
@@ -35,6 +34,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
@@ -66,8 +66,11 @@ class SharedMessage(dict[str, Any]):
 
 
 def encode(value: Any) -> bytes:
-    """JSON bytes as the ``openai`` client sends them (compact, UTF-8)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """JSON bytes as the ``openai`` client sends them (compact, UTF-8), by orjson: a body with 10
+    tools takes about 20 us against 170 us with :func:`json.dumps` (``bench/README.md``). Keys
+    that are not strings become strings, as with :func:`json.dumps`; NaN and infinities become
+    ``null`` (the standard library would write ``NaN``, which JSON does not have)."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
 
 
 def chat_body(
@@ -157,7 +160,7 @@ class ChatEndpoint:
         finally:
             response.release()
         try:
-            data = json.loads(raw)
+            data = orjson.loads(raw)
         except ValueError as exc:
             raise LLMError(
                 f"model {model!r} answered with invalid JSON: {raw[:200]!r}", code="llm_bad_response"
@@ -174,7 +177,7 @@ class ChatEndpoint:
                 if data == b"[DONE]":
                     break
                 try:
-                    chunk = json.loads(data)
+                    chunk = orjson.loads(data)
                 except ValueError as exc:
                     raise LLMError(
                         f"model {model!r} streamed invalid JSON: {data[:200]!r}", code="llm_bad_response"
@@ -294,7 +297,7 @@ def _transport_error(model: str, exc: BaseException) -> LLMError:
 
 def _status_error(model: str, status: int, raw: bytes) -> LLMError:
     try:
-        body: Any = json.loads(raw) if raw else None
+        body: Any = orjson.loads(raw) if raw else None
     except ValueError:
         body = None
     message = _error_message(body, raw.decode("utf-8", "replace")[:500])
