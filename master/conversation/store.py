@@ -43,14 +43,16 @@ class StoredTurn(dict[str, Any]):
     """A turn as this master loaded it: shared by every later query of the session, never changed.
 
     ``replay`` keeps what :mod:`master.conversation.history` derived from it (the chat
-    messages of the query it starts), so a long session is not re-rendered per query.
+    messages of the query it starts), and ``prefix``, on the first turn of a replayed list, the
+    messages of the list's finished queries, so a long session is not re-rendered per query.
     """
 
-    __slots__ = ("replay",)
+    __slots__ = ("prefix", "replay")
 
     def __init__(self, turn: dict[str, Any]) -> None:
         super().__init__(turn)
         self.replay: object = None
+        self.prefix: object = None
 
 
 def _state(raw: Any) -> dict[str, Any] | None:
