@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import logging
+import operator
 import random
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import orjson
@@ -54,15 +56,36 @@ class SharedMessage(dict[str, Any]):
 
     The client keeps its encoded JSON in ``encoded``, and the token counter its count in
     ``tokens`` (:func:`master.llm.tokens.count_messages`), so a long history is
-    encoded and counted once.
+    encoded and counted once. The first message of a run of shared messages (a session's
+    history in a request) also keeps the run's joined JSON in ``run_encoded`` and its token
+    count in ``run_tokens``, each with the messages it covers: the next request whose run starts
+    with the very same messages (the session's next query, or round) reuses them, instead of
+    walking a long history message by message.
     """
 
-    __slots__ = ("encoded", "tokens")
+    __slots__ = ("encoded", "run_encoded", "run_tokens", "tokens")
 
     def __init__(self, **fields: Any) -> None:
         super().__init__(fields)
         self.encoded: bytes | None = None
         self.tokens: int | None = None
+        self.run_encoded: tuple[tuple[SharedMessage, ...], bytes] | None = None
+        self.run_tokens: tuple[tuple[SharedMessage, ...], int] | None = None
+
+
+def shared_run(messages: Sequence[Mapping[str, Any]], start: int) -> int:
+    """The end of the run of :class:`SharedMessage` objects that starts at ``start``."""
+    end = start
+    while end < len(messages) and isinstance(messages[end], SharedMessage):
+        end += 1
+    return end
+
+
+def covers(kept: tuple[SharedMessage, ...], messages: Sequence[Mapping[str, Any]], start: int) -> bool:
+    """Whether ``messages[start:]`` starts with exactly the messages ``kept`` (the same objects)."""
+    return len(kept) <= len(messages) - start and all(
+        map(operator.is_, kept, itertools.islice(messages, start, start + len(kept)))
+    )
 
 
 def encode(value: Any) -> bytes:
@@ -85,17 +108,34 @@ def chat_body(
     are, but ``parallel_tool_calls`` only when tools are offered (providers refuse it alone).
 
     A :class:`SharedMessage` (a session's replayed history) is
-    encoded once and its JSON kept with it, so a long session is not re-encoded on every
-    round of every query.
+    encoded once and its JSON kept with it, and a run of them joined once (``run_encoded``), so
+    a long session is not re-encoded, nor walked message by message, on every round of every
+    query.
     """
     parts: list[bytes] = []
-    for message in messages:
-        if isinstance(message, SharedMessage):
-            if message.encoded is None:
-                message.encoded = encode(message)
-            parts.append(message.encoded)
-        else:
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        if not isinstance(message, SharedMessage):
             parts.append(encode(message))
+            index += 1
+            continue
+        run: list[bytes] = []
+        done = index
+        kept = message.run_encoded
+        if kept is not None and covers(kept[0], messages, index):
+            run.append(kept[1])
+            done += len(kept[0])
+        end = shared_run(messages, done)
+        for shared in cast("Sequence[SharedMessage]", messages[done:end]):
+            if shared.encoded is None:
+                shared.encoded = encode(shared)
+            run.append(shared.encoded)
+        joined = run[0] if len(run) == 1 else b",".join(run)
+        if kept is None or done != end:
+            message.run_encoded = (tuple(cast("Sequence[SharedMessage]", messages[index:end])), joined)
+        parts.append(joined)
+        index = end
     head: dict[str, Any] = {"model": model}
     if tools:
         head["tools"] = tools
