@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +34,7 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
     first = turns[0] if turns else None
     if isinstance(first, StoredTurn) and isinstance(first.prefix, tuple):
         done, rendered = first.prefix
-        if len(done) <= len(turns) and all(map(operator.is_, done, turns)):
+        if len(done) <= len(turns) and tuple(turns[: len(done)]) == done:
             messages.extend(rendered)
             start = len(done)
     settled = start  # turns[:settled] are rendered into messages[:kept] for good

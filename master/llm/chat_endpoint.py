@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import itertools
 import logging
-import operator
 import random
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -82,10 +80,9 @@ def shared_run(messages: Sequence[Mapping[str, Any]], start: int) -> int:
 
 
 def covers(kept: tuple[SharedMessage, ...], messages: Sequence[Mapping[str, Any]], start: int) -> bool:
-    """Whether ``messages[start:]`` starts with exactly the messages ``kept`` (the same objects)."""
-    return len(kept) <= len(messages) - start and all(
-        map(operator.is_, kept, itertools.islice(messages, start, start + len(kept)))
-    )
+    """Whether ``messages[start:]`` starts with the messages ``kept`` (the same objects, compared by
+    identity first, in C: a tuple comparison)."""
+    return len(kept) <= len(messages) - start and tuple(messages[start : start + len(kept)]) == kept
 
 
 def encode(value: Any) -> bytes:
