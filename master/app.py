@@ -29,6 +29,7 @@ from master.routes import (
     lean_callbacks,
     openai,
     query,
+    runs,
     ui,
     workspace,
     ws,
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(workspace.router, dependencies=protected)
     app.include_router(session_routes.router, dependencies=protected)
     app.include_router(approvals.router, dependencies=protected)
+    app.include_router(runs.router, dependencies=protected)
     app.include_router(sandbox_routes.router, dependencies=protected)
     app.include_router(metrics_route.router, dependencies=protected)
     app.include_router(invocation.router)

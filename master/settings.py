@@ -136,6 +136,9 @@ class Settings(BaseSettings):
     ``OPENAGENT_APPROVAL_TOOLS`` and from the tools' own ``requires_approval`` (the exemption wins)."""
     openagent_approval_ttl_seconds: int = Field(default=86400, gt=0)
     """How long a paused run waits for its approvals; an undecided one is then ``expired``."""
+    openagent_run_lease_seconds: float = Field(default=10.0, ge=0.3)
+    """A run whose master has not renewed its holder lease for this long is marked ``failed``
+    (the master is taken for lost) by any live master; the lease is renewed every third of it."""
 
     # Feature toggles
     openagent_http_query: bool = True

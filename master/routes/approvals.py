@@ -209,7 +209,8 @@ async def _resume_if_decided(services: ServicesDep, session_id: str) -> QueryRes
         )
     request = QueryRequest.model_validate({**state["request"], "session_id": session_id})
     try:
-        run = services.entry.submit(request, door="http", extras=RunExtras(resume_approvals=True))
+        extras = RunExtras(resume_approvals=True, run_id=state.get("run_id"))
+        run = services.entry.submit(request, door="http", extras=extras)
     except QueryRefused as exc:
         return rejected_response(request, "", exc)
     response = await run.result()

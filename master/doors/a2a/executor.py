@@ -252,6 +252,7 @@ class HubExecutor(AgentExecutor):
     async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
         details = {
             "query_id": response.query_id,
+            "run_id": response.run_id,
             "session_id": response.session_id,
             "agents_used": [used.model_dump() for used in response.agents_used],
         }

@@ -107,6 +107,10 @@ async def _paused(hub: Bank) -> dict[str, Any]:
 async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Bank) -> None:
     paused = await _paused(hub)
     assert hub.calls == [("balance", {})]  # the transfer did not run
+    waiting = (await hub.http.get(f"/runs/{paused['run_id']}")).json()
+    assert waiting["state"] == "awaiting_approval"
+    resume = await hub.http.post(f"/runs/{paused['run_id']}/resume", json={})
+    assert resume.status_code == 409 and "POST /approvals/" in resume.json()["detail"]
     [approval] = paused["approvals"]
     assert approval["approval_id"] in paused["answer"]  # the answer says what waits
     assert approval["agent_id"] == "bank" and approval["tool_name"] == "transfer"
@@ -127,6 +131,10 @@ async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Ba
     assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]
     told = _tool_messages(hub.llm.requests[-1])
     assert '"done": "transfer"' in told["bank__transfer"] and '"done": "balance"' in told["bank__balance"]
+    assert result["run_id"] == paused["run_id"]  # one run, paused and resumed
+    run = (await hub.http.get(f"/runs/{paused['run_id']}")).json()
+    assert run["state"] == "completed" and run["unknown"] == []
+    assert [call["tool_name"] for call in run["completed"]] == ["balance", "transfer"]
     after = (await hub.http.get(f"/approvals/{approval['approval_id']}")).json()
     assert after["status"] == "approved" and after["decided_at"] is not None
     metrics = (await hub.http.get("/metrics")).text

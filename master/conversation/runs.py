@@ -1,0 +1,422 @@
+"""Runs: every query's run has a record in Redis, and no run is left ``running`` by a lost master.
+
+A run is one answer being worked out: a query, or the continuation of a paused or halted one
+under the same ``run_id``. Its record (``run:{run_id}``, :mod:`master.redis_keys`) says its
+state (``running``, ``awaiting_approval``, ``awaiting_tool_results``, ``stopped``, ``completed``,
+``failed``), which master holds it, its session, the tool calls it completed and the ones in
+flight. Off the hot path as far as it goes:
+
+- a run starts in this master's memory only (:meth:`RunStore.begin`, no round trip);
+- the holder's lease and the records of the runs that have lasted since the last tick are
+  written together, in one pipeline per tick (a third of ``OPENAGENT_RUN_LEASE_SECONDS``), for
+  every run of the master: one lease (``run_lease:{master_id}``, a token new at every start), not
+  one per run;
+- the end is one pipelined write (:meth:`RunStore.end`): the final state, the calls, and the
+  checkpoint of a run that can resume (a budget halt), or its removal.
+
+Before a call that must never run twice is sent (an approved call), :meth:`RunStore.save`
+writes the run's record and checkpoint with that call in flight, awaited. When a master dies,
+its lease expires; any live master (its tick's sweep, or a ``GET /runs/{run_id}``) then marks its
+running runs ``failed`` with a reason naming the lost master, in a script that checks the
+lease it saw is still the record's (cluster-safe: two masters sweeping mark a run once). The
+calls it had in flight become ``unknown``: never run again, reported as such on a resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from master.agents.calls import ToolRun
+from master.errors import SessionStoreUnavailable
+from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key, run_key, run_lease_key
+
+logger = logging.getLogger("master.conversation.runs")
+
+RunState = Literal["running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed"]
+RESUMABLE: tuple[RunState, ...] = ("stopped", "failed")
+"""States ``POST /runs/{run_id}/resume`` takes (a failed run only with a checkpoint)."""
+
+_JSON_FIELDS = ("completed", "in_flight", "unknown")
+
+# Marks a running run failed when its lease is still the one the caller found lost.
+# KEYS: run, running set; ARGV: lease token, reason, now, run id.
+_MARK_LOST = """
+if redis.call('HGET', KEYS[1], 'state') ~= 'running' or redis.call('HGET', KEYS[1], 'lease') ~= ARGV[1] then
+  return 0
+end
+local inflight = redis.call('HGET', KEYS[1], 'in_flight') or '[]'
+local old = redis.call('HGET', KEYS[1], 'unknown') or '[]'
+local unknown = old
+if inflight ~= '[]' then
+  if old ~= '[]' then unknown = string.sub(old, 1, -2) .. ',' .. string.sub(inflight, 2) else unknown = inflight end
+end
+redis.call('HSET', KEYS[1], 'state', 'failed', 'reason', ARGV[2], 'updated_at', ARGV[3],
+  'unknown', unknown, 'in_flight', '[]')
+redis.call('SREM', KEYS[2], ARGV[4])
+return 1
+"""
+
+# Takes a run in one of the given states for a resume: of two resumes, one wins.
+# KEYS: run, running set; ARGV: holder, lease, now, run id, states...
+_CLAIM = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {0, ''} end
+for i = 5, #ARGV do
+  if state == ARGV[i] then
+    redis.call('HSET', KEYS[1], 'state', 'running', 'holder', ARGV[1], 'lease', ARGV[2],
+      'updated_at', ARGV[3], 'reason', '')
+    redis.call('SADD', KEYS[2], ARGV[4])
+    return {1, state}
+  end
+end
+return {0, state}
+"""
+
+
+def call_of(run: ToolRun) -> dict[str, Any]:
+    """A completed call as the record keeps it."""
+    call: dict[str, Any] = {
+        "agent_id": run.agent_id,
+        "tool_name": run.tool_name or run.function_name,
+        "arguments": run.arguments,
+        "success": run.success,
+    }
+    if run.success:
+        call["result"] = run.result
+    else:
+        call["error"] = run.error
+    return call
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """A run this master holds, as it goes (the service and the orchestrator's hooks update it)."""
+
+    run_id: str
+    query_id: str
+    session_id: str | None
+    tenant: str | None = None
+    created_at: float = field(default_factory=time.time)
+    completed: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: list[dict[str, Any]] = field(default_factory=list)
+    """Calls sent and not answered yet: ``{"id", "name", "arguments"}`` as the model asked."""
+    unknown: list[dict[str, Any]] = field(default_factory=list)
+    """Calls whose outcome is unknown (in flight when an earlier part of the run was lost)."""
+    checkpoint: dict[str, Any] | None = None
+    """What the run resumes from, when it ends resumable (set by the query service)."""
+    stopped_by: str | None = None
+    synced: str | None = None
+    """The run id written to Redis as ``running`` (``None``: never written; the id may change
+    when the run turns out to continue a stored one)."""
+    dirty: bool = True
+
+    def sending(self, calls: Iterable[tuple[str, str, Any]]) -> None:
+        """Calls ``(id, function name, arguments)`` about to be sent."""
+        self.in_flight = [{"id": i, "name": n, "arguments": a} for i, n, a in calls]
+        self.dirty = True
+
+    def add_unknown(self, call: dict[str, Any]) -> None:
+        """A call of an earlier part of the run whose outcome is unknown (once per call id)."""
+        if all(known.get("id") != call.get("id") for known in self.unknown):
+            self.unknown.append(
+                {"id": call.get("id"), "name": call.get("name"), "arguments": call.get("arguments")}
+            )
+            self.dirty = True
+
+    def done(self, runs: Iterable[ToolRun]) -> None:
+        """A round's calls came back."""
+        self.completed.extend(call_of(run) for run in runs)
+        self.in_flight = []
+        self.dirty = True
+
+
+class RunStore:
+    """The run records of this master (see the module docstring)."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        master_id: str,
+        lease_seconds: float,
+        keep_seconds: int,
+        timeout_seconds: float = 5.0,
+    ) -> None:
+        self._redis = redis
+        self.master_id = master_id
+        self.lease_seconds = lease_seconds
+        self.keep_seconds = keep_seconds
+        self._timeout = timeout_seconds
+        self.token = uuid.uuid4().hex
+        """This life of the master: a restart under the same ``OPENAGENT_MASTER_ID`` holds a new
+        token, so the runs of its previous life are seen as lost."""
+        self._live: set[LiveRun] = set()
+        self._ended: list[tuple[LiveRun, RunState, str | None]] = []
+        """Ends not written yet (a cancelled run, or a write that failed): the next tick writes them."""
+        self._mark_lost = redis.register_script(_MARK_LOST)
+        self._claim = redis.register_script(_CLAIM)
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ a run's life
+
+    def begin(
+        self, run_id: str, *, query_id: str, session_id: str | None, tenant: str | None = None
+    ) -> LiveRun:
+        """A new run held here: in memory until the next tick or its end."""
+        live = LiveRun(run_id, query_id, session_id, tenant)
+        self._live.add(live)
+        return live
+
+    async def end(self, live: LiveRun, state: RunState, *, reason: str | None = None) -> None:
+        """Write the run's final state (one pipeline). A failing write is retried at the next tick
+        and logged; it never fails the answer."""
+        self._live.discard(live)
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                self._write_end(pipe, live, state, reason)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            logger.warning("run %s: could not record its end (%s); retrying", live.run_id, exc)
+            self._ended.append((live, state, reason))
+
+    def abandon(self, live: LiveRun, reason: str) -> None:
+        """The run stopped without an answer (cancelled): recorded ``failed`` at the next tick."""
+        self._live.discard(live)
+        self._ended.append((live, "failed", reason))
+
+    async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
+        """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
+        call that must not run twice is sent). Raises :class:`SessionStoreUnavailable`."""
+        live.checkpoint = checkpoint
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                self._write_running(pipe, live)
+                pipe.set(run_checkpoint_key(live.run_id), _dumps(checkpoint), ex=self.keep_seconds)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    # ------------------------------------------------------------------ reading and resuming
+
+    async def get(self, run_id: str) -> dict[str, Any] | None:
+        """The run's record, ``None`` when unknown. A ``running`` run whose holder's lease is gone
+        is marked ``failed`` first. Raises :class:`SessionStoreUnavailable`."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                raw: dict[str, Any] = await self._redis.hgetall(run_key(run_id))  # type: ignore[assignment]
+                if not raw:
+                    return None
+                if raw.get("state") == "running" and await self._lost([(run_id, raw)]):
+                    raw = await self._redis.hgetall(run_key(run_id))  # type: ignore[assignment]
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return _record(run_id, raw)
+
+    async def checkpoint(self, run_id: str) -> dict[str, Any] | None:
+        """What the run resumes from, or ``None``. Raises :class:`SessionStoreUnavailable`."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                raw = await self._redis.get(run_checkpoint_key(run_id))
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        state = json.loads(raw) if raw else None
+        return state if isinstance(state, dict) else None
+
+    async def claim(self, run_id: str, states: Sequence[RunState]) -> tuple[bool, str]:
+        """Take the run for this master if it is in one of ``states`` (atomic: of two callers one
+        wins). Returns ``(won, the state it was in)``. Raises :class:`SessionStoreUnavailable`."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                won, state = await self._claim(
+                    keys=[run_key(run_id), RUNS_RUNNING_KEY],
+                    args=[self.master_id, self.token, time.time(), run_id, *states],
+                )
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return bool(won), str(state)
+
+    async def release(self, run_id: str, state: str) -> None:
+        """Give back a run claimed for a resume that did not start (not admitted)."""
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                pipe.hset(run_key(run_id), mapping={"state": state, "updated_at": time.time()})
+                pipe.srem(RUNS_RUNNING_KEY, run_id)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    def claimed(self, live: LiveRun, record: dict[str, Any]) -> None:
+        """``live`` continues the claimed run of ``record`` (same id, its earlier calls kept)."""
+        live.synced = live.run_id
+        live.created_at = float(record.get("created_at") or live.created_at)
+        live.completed[:0] = record.get("completed") or []
+        live.unknown[:0] = record.get("unknown") or []
+        live.tenant = record.get("tenant")
+
+    # ------------------------------------------------------------------ the lease and the sweep
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name=f"runs-lease {self.master_id}")
+
+    async def _loop(self) -> None:
+        interval = self.lease_seconds / 3
+        while True:
+            try:
+                await self.tick()
+            except (RedisError, TimeoutError, SessionStoreUnavailable) as exc:
+                logger.warning("run lease not renewed: %s", exc)
+            except Exception:  # the loop must survive anything
+                logger.exception("run lease tick failed")
+            await asyncio.sleep(interval)
+
+    async def tick(self) -> int:
+        """Renew the lease, write the runs that changed, sweep lost ones (returns how many)."""
+        ended, self._ended = self._ended, []
+        dirty = [live for live in self._live if live.dirty]
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=False) as pipe:
+                pipe.set(run_lease_key(self.master_id), self.token, px=max(1, int(self.lease_seconds * 1000)))
+                for live in dirty:
+                    live.dirty = False
+                    self._write_running(pipe, live)
+                for live, state, reason in ended:
+                    self._write_end(pipe, live, state, reason)
+                pipe.smembers(RUNS_RUNNING_KEY)
+                *_, running = await pipe.execute()
+        except BaseException:
+            for live in dirty:
+                live.dirty = True
+            self._ended[:0] = ended
+            raise
+        return await self._sweep(sorted(running))
+
+    async def _sweep(self, run_ids: Sequence[str]) -> int:
+        if not run_ids:
+            return 0
+        async with asyncio.timeout(self._timeout):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for run_id in run_ids:
+                    pipe.hgetall(run_key(run_id))
+                rows = await pipe.execute()
+            return await self._lost(list(zip(run_ids, rows, strict=True)))
+
+    async def _lost(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Mark failed the running runs among ``rows`` whose holder's lease is not theirs."""
+        running = [(run_id, row) for run_id, row in rows if row.get("state") == "running"]
+        holders = sorted({str(row.get("holder")) for _, row in running})
+        if not holders:
+            return 0
+        leases = dict(zip(holders, await self._redis.mget([run_lease_key(h) for h in holders]), strict=True))
+        marked = 0
+        for run_id, row in running:
+            holder = str(row.get("holder"))
+            if leases[holder] == row.get("lease"):
+                continue
+            reason = (
+                f"master {holder!r} holding the run was lost (its lease of "
+                f"{self.lease_seconds:g} s expired); calls it had in flight are unknown and were not run again"
+            )
+            marked += int(
+                await self._mark_lost(
+                    keys=[run_key(run_id), RUNS_RUNNING_KEY],
+                    args=[str(row.get("lease")), reason, time.time(), run_id],
+                )
+            )
+            logger.warning("run %s failed: %s", run_id, reason)
+        return marked
+
+    async def aclose(self) -> None:
+        """The master stops: the runs it still holds end ``failed`` (their queries were cancelled
+        before this), then the lease goes (no other master waits a lease to learn it)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for live in list(self._live):
+            self.abandon(live, f"master {self.master_id!r} stopped while the run was running")
+        ended, self._ended = self._ended, []
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                for live, state, reason in ended:
+                    self._write_end(pipe, live, state, reason)
+                pipe.delete(run_lease_key(self.master_id))
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            logger.warning("could not record the end of %d run(s): %s", len(ended), exc)
+
+    # ------------------------------------------------------------------ writing
+
+    def _fields(self, live: LiveRun, state: RunState, reason: str | None) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "state": state,
+            "holder": self.master_id,
+            "lease": self.token,
+            "query_id": live.query_id,
+            "session_id": live.session_id or "",
+            "tenant": live.tenant or "",
+            "reason": reason or "",
+            "stopped_by": live.stopped_by or "",
+            "updated_at": time.time(),
+            "completed": _dumps(live.completed),
+            "in_flight": _dumps(live.in_flight),
+            "unknown": _dumps(live.unknown),
+        }
+        return fields
+
+    def _write_running(self, pipe: Any, live: LiveRun) -> None:
+        key = run_key(live.run_id)
+        self._forget_renamed(pipe, live)
+        pipe.hset(key, mapping=self._fields(live, "running", None))
+        pipe.hsetnx(key, "created_at", live.created_at)
+        pipe.expire(key, self.keep_seconds)
+        pipe.sadd(RUNS_RUNNING_KEY, live.run_id)
+        live.synced = live.run_id
+
+    def _write_end(self, pipe: Any, live: LiveRun, state: RunState, reason: str | None) -> None:
+        key = run_key(live.run_id)
+        self._forget_renamed(pipe, live)
+        fields = self._fields(live, state, reason)
+        if live.in_flight:  # sent, never answered: unknown, never run again
+            fields["unknown"] = _dumps([*live.unknown, *live.in_flight])
+            fields["in_flight"] = "[]"
+        pipe.hset(key, mapping=fields)
+        pipe.hsetnx(key, "created_at", live.created_at)
+        pipe.expire(key, self.keep_seconds)
+        if live.synced is not None:
+            pipe.srem(RUNS_RUNNING_KEY, live.run_id)
+        if live.checkpoint is not None:
+            pipe.set(run_checkpoint_key(live.run_id), _dumps(live.checkpoint), ex=self.keep_seconds)
+        elif live.synced is not None:
+            pipe.delete(run_checkpoint_key(live.run_id))
+
+    def _forget_renamed(self, pipe: Any, live: LiveRun) -> None:
+        """A run written under a first id that turned out to continue another: drop the first."""
+        if live.synced is not None and live.synced != live.run_id:
+            pipe.delete(run_key(live.synced))
+            pipe.srem(RUNS_RUNNING_KEY, live.synced)
+            live.synced = None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _record(run_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {"run_id": run_id, **raw}
+    for name in _JSON_FIELDS:
+        record[name] = json.loads(raw.get(name) or "[]")
+    for name in ("session_id", "tenant", "reason", "stopped_by", "holder", "query_id"):
+        record[name] = raw.get(name) or None
+    for name in ("created_at", "updated_at"):
+        record[name] = float(raw[name]) if raw.get(name) else None
+    record.pop("lease", None)
+    return record
