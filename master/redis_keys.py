@@ -67,10 +67,10 @@ def session_approvals_key(session_id: str) -> str:
 
 
 RUN_PREFIX = "run:"
-"""``run:{run_id}`` → HASH of a run's record (:mod:`master.conversation.runs`): ``state``, ``holder``
+"""``run:{run_id}`` → JSON of a run's record (:mod:`master.conversation.runs`): ``state``, ``holder``
 (a master id), ``lease`` (the holder's lease token), ``session_id``, ``tenant``, ``query_id``,
-``reason``, ``stopped_by``, ``created_at``, ``updated_at``, and JSON ``completed``, ``in_flight``,
-``unknown`` (tool calls); TTL ``REDIS_SESSION_TTL_SECONDS``."""
+``reason``, ``stopped_by``, ``created_at``, ``updated_at``, and the tool calls ``completed``,
+``in_flight``, ``unknown``; TTL ``REDIS_SESSION_TTL_SECONDS``. One string: a run's end is one ``SET``."""
 RUN_CHECKPOINT_PREFIX = "run_checkpoint:"
 """``run_checkpoint:{run_id}`` → JSON of what a halted or lost run resumes from (its messages,
 steps, budget spent, the calls it still owes); same TTL as the record."""

@@ -48,52 +48,54 @@ RESUMABLE: tuple[RunState, ...] = ("stopped", "failed")
 
 _JSON_FIELDS = ("completed", "in_flight", "unknown")
 
-# Marks a running run failed when its lease is still the one the caller found lost.
-# KEYS: run, running set; ARGV: lease token, reason, now, run id.
+# Marks a running run failed when its lease is still the one the caller found lost; its calls in
+# flight become unknown. KEYS: run, running set; ARGV: lease token, reason, now, run id.
 _MARK_LOST = """
-if redis.call('HGET', KEYS[1], 'state') ~= 'running' or redis.call('HGET', KEYS[1], 'lease') ~= ARGV[1] then
+local raw = redis.call('GET', KEYS[1])
+if not raw then
+  redis.call('SREM', KEYS[2], ARGV[4])
   return 0
 end
-local inflight = redis.call('HGET', KEYS[1], 'in_flight') or '[]'
-local old = redis.call('HGET', KEYS[1], 'unknown') or '[]'
-local unknown = old
-if inflight ~= '[]' then
-  if old ~= '[]' then unknown = string.sub(old, 1, -2) .. ',' .. string.sub(inflight, 2) else unknown = inflight end
-end
-redis.call('HSET', KEYS[1], 'state', 'failed', 'reason', ARGV[2], 'updated_at', ARGV[3],
-  'unknown', unknown, 'in_flight', '[]')
+local run = cjson.decode(raw)
+if run.state ~= 'running' or run.lease ~= ARGV[1] then return 0 end
+local unknown = {}
+for _, call in ipairs(type(run.unknown) == 'table' and run.unknown or {}) do table.insert(unknown, call) end
+for _, call in ipairs(type(run.in_flight) == 'table' and run.in_flight or {}) do table.insert(unknown, call) end
+run.state, run.reason, run.updated_at = 'failed', ARGV[2], tonumber(ARGV[3])
+run.unknown, run.in_flight = unknown, {}
+redis.call('SET', KEYS[1], cjson.encode(run), 'KEEPTTL')
 redis.call('SREM', KEYS[2], ARGV[4])
 return 1
 """
 
-# Takes a run in one of the given states for a resume: of two resumes, one wins.
+# Takes a run in one of the given states for this master: of two callers, one wins.
 # KEYS: run, running set; ARGV: holder, lease, now, run id, states...
 _CLAIM = """
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then return {0, ''} end
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {0, ''} end
+local run = cjson.decode(raw)
 for i = 5, #ARGV do
-  if state == ARGV[i] then
-    redis.call('HSET', KEYS[1], 'state', 'running', 'holder', ARGV[1], 'lease', ARGV[2],
-      'updated_at', ARGV[3], 'reason', '')
+  if run.state == ARGV[i] then
+    local was = run.state
+    run.state, run.holder, run.lease, run.updated_at, run.reason = 'running', ARGV[1], ARGV[2], tonumber(ARGV[3]), ''
+    redis.call('SET', KEYS[1], cjson.encode(run), 'KEEPTTL')
     redis.call('SADD', KEYS[2], ARGV[4])
-    return {1, state}
+    return {1, was}
   end
 end
-return {0, state}
+return {0, run.state}
 """
 
 
 def call_of(run: ToolRun) -> dict[str, Any]:
-    """A completed call as the record keeps it."""
+    """A completed call as the record keeps it (its result is in the session's turns)."""
     call: dict[str, Any] = {
         "agent_id": run.agent_id,
         "tool_name": run.tool_name or run.function_name,
         "arguments": run.arguments,
         "success": run.success,
     }
-    if run.success:
-        call["result"] = run.result
-    else:
+    if not run.success:
         call["error"] = run.error
     return call
 
@@ -119,6 +121,8 @@ class LiveRun:
     """The run id written to Redis as ``running`` (``None``: never written; the id may change
     when the run turns out to continue a stored one)."""
     dirty: bool = True
+    ended: bool = False
+    """Its final record is written (along with the session's last turns)."""
 
     def sending(self, calls: Iterable[tuple[str, str, Any]]) -> None:
         """Calls ``(id, function name, arguments)`` about to be sent."""
@@ -182,16 +186,38 @@ class RunStore:
         and logged; it never fails the answer."""
         self._live.discard(live)
         try:
-            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
-                self._write_end(pipe, live, state, reason)
-                await pipe.execute()
+            async with asyncio.timeout(self._timeout):
+                if live.synced is None and live.checkpoint is None:  # the common case: one SET
+                    record = self._row_of(live, state, reason)
+                    await self._redis.set(run_key(live.run_id), record, ex=self.keep_seconds)
+                    return
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    self._write_end(pipe, live, state, reason)
+                    await pipe.execute()
         except (RedisError, TimeoutError) as exc:
             logger.warning("run %s: could not record its end (%s); retrying", live.run_id, exc)
             self._ended.append((live, state, reason))
 
+    def final_record(
+        self, live: LiveRun, state: RunState, reason: str | None = None
+    ) -> tuple[str, str, int] | None:
+        """``(key, value, ttl)`` of the run's final record, for a caller that writes it along with
+        its own last write (the session's answer), then calls :meth:`ended`; ``None`` when the end
+        needs more than one key (a run written as running, or one that can resume): :meth:`end`."""
+        if live.synced is not None or live.checkpoint is not None:
+            return None
+        return run_key(live.run_id), self._row_of(live, state, reason), self.keep_seconds
+
+    def ended(self, live: LiveRun) -> None:
+        """The record of :meth:`final_record` was written."""
+        live.ended = True
+        self._live.discard(live)
+
     def abandon(self, live: LiveRun, reason: str) -> None:
         """The run stopped without an answer (cancelled): recorded ``failed`` at the next tick."""
         self._live.discard(live)
+        if live.ended:
+            return
         self._ended.append((live, "failed", reason))
 
     async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
@@ -213,14 +239,14 @@ class RunStore:
         is marked ``failed`` first. Raises :class:`SessionStoreUnavailable`."""
         try:
             async with asyncio.timeout(self._timeout):
-                raw: dict[str, Any] = await self._redis.hgetall(run_key(run_id))  # type: ignore[assignment]
-                if not raw:
+                row = _row(await self._redis.get(run_key(run_id)))
+                if row is None:
                     return None
-                if raw.get("state") == "running" and await self._lost([(run_id, raw)]):
-                    raw = await self._redis.hgetall(run_key(run_id))  # type: ignore[assignment]
+                if row.get("state") == "running" and await self._lost([(run_id, row)]):
+                    row = _row(await self._redis.get(run_key(run_id)))
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        return _record(run_id, raw)
+        return _record(run_id, row) if row is not None else None
 
     async def checkpoint(self, run_id: str) -> dict[str, Any] | None:
         """What the run resumes from, or ``None``. Raises :class:`SessionStoreUnavailable`."""
@@ -248,10 +274,15 @@ class RunStore:
     async def release(self, run_id: str, state: str) -> None:
         """Give back a run claimed for a resume that did not start (not admitted)."""
         try:
-            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
-                pipe.hset(run_key(run_id), mapping={"state": state, "updated_at": time.time()})
-                pipe.srem(RUNS_RUNNING_KEY, run_id)
-                await pipe.execute()
+            async with asyncio.timeout(self._timeout):
+                row = _row(await self._redis.get(run_key(run_id)))
+                if row is None:
+                    return
+                row.update(state=state, updated_at=time.time())
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.set(run_key(run_id), _dumps(row), keepttl=True)
+                    pipe.srem(RUNS_RUNNING_KEY, run_id)
+                    await pipe.execute()
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
@@ -304,11 +335,13 @@ class RunStore:
         if not run_ids:
             return 0
         async with asyncio.timeout(self._timeout):
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for run_id in run_ids:
-                    pipe.hgetall(run_key(run_id))
-                rows = await pipe.execute()
-            return await self._lost(list(zip(run_ids, rows, strict=True)))
+            rows = [_row(raw) for raw in await self._redis.mget([run_key(run_id) for run_id in run_ids])]
+            gone = [run_id for run_id, row in zip(run_ids, rows, strict=True) if row is None]
+            if gone:  # expired with their TTL
+                await self._redis.srem(RUNS_RUNNING_KEY, *gone)
+            return await self._lost(
+                [(run_id, row) for run_id, row in zip(run_ids, rows, strict=True) if row is not None]
+            )
 
     async def _lost(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> int:
         """Mark failed the running runs among ``rows`` whose holder's lease is not theirs."""
@@ -355,42 +388,38 @@ class RunStore:
 
     # ------------------------------------------------------------------ writing
 
-    def _fields(self, live: LiveRun, state: RunState, reason: str | None) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "state": state,
-            "holder": self.master_id,
-            "lease": self.token,
-            "query_id": live.query_id,
-            "session_id": live.session_id or "",
-            "tenant": live.tenant or "",
-            "reason": reason or "",
-            "stopped_by": live.stopped_by or "",
-            "updated_at": time.time(),
-            "completed": _dumps(live.completed),
-            "in_flight": _dumps(live.in_flight),
-            "unknown": _dumps(live.unknown),
-        }
-        return fields
+    def _row_of(self, live: LiveRun, state: RunState, reason: str | None) -> str:
+        """The record as stored: one JSON string (one command to write, one to read)."""
+        in_flight, unknown = live.in_flight, live.unknown
+        if in_flight and state != "running":  # sent, never answered: unknown, never run again
+            in_flight, unknown = [], [*unknown, *in_flight]
+        return _dumps(
+            {
+                "state": state,
+                "holder": self.master_id,
+                "lease": self.token,
+                "query_id": live.query_id,
+                "session_id": live.session_id,
+                "tenant": live.tenant,
+                "reason": reason,
+                "stopped_by": live.stopped_by,
+                "created_at": live.created_at,
+                "updated_at": time.time(),
+                "completed": live.completed,
+                "in_flight": in_flight,
+                "unknown": unknown,
+            }
+        )
 
     def _write_running(self, pipe: Any, live: LiveRun) -> None:
-        key = run_key(live.run_id)
         self._forget_renamed(pipe, live)
-        pipe.hset(key, mapping=self._fields(live, "running", None))
-        pipe.hsetnx(key, "created_at", live.created_at)
-        pipe.expire(key, self.keep_seconds)
+        pipe.set(run_key(live.run_id), self._row_of(live, "running", None), ex=self.keep_seconds)
         pipe.sadd(RUNS_RUNNING_KEY, live.run_id)
         live.synced = live.run_id
 
     def _write_end(self, pipe: Any, live: LiveRun, state: RunState, reason: str | None) -> None:
-        key = run_key(live.run_id)
         self._forget_renamed(pipe, live)
-        fields = self._fields(live, state, reason)
-        if live.in_flight:  # sent, never answered: unknown, never run again
-            fields["unknown"] = _dumps([*live.unknown, *live.in_flight])
-            fields["in_flight"] = "[]"
-        pipe.hset(key, mapping=fields)
-        pipe.hsetnx(key, "created_at", live.created_at)
-        pipe.expire(key, self.keep_seconds)
+        pipe.set(run_key(live.run_id), self._row_of(live, state, reason), ex=self.keep_seconds)
         if live.synced is not None:
             pipe.srem(RUNS_RUNNING_KEY, live.run_id)
         if live.checkpoint is not None:
@@ -410,13 +439,23 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
-def _record(run_id: str, raw: dict[str, Any]) -> dict[str, Any]:
-    record: dict[str, Any] = {"run_id": run_id, **raw}
+def _row(raw: Any) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        row = json.loads(raw)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def _record(run_id: str, row: dict[str, Any]) -> dict[str, Any]:
+    """The record as ``GET /runs/{run_id}`` shows it (an empty list the scripts wrote as ``{}`` is a list)."""
+    record = {name: value for name, value in row.items() if name != "lease"}
+    record["run_id"] = run_id
     for name in _JSON_FIELDS:
-        record[name] = json.loads(raw.get(name) or "[]")
+        value = row.get(name)
+        record[name] = value if isinstance(value, list) else []
     for name in ("session_id", "tenant", "reason", "stopped_by", "holder", "query_id"):
-        record[name] = raw.get(name) or None
-    for name in ("created_at", "updated_at"):
-        record[name] = float(raw[name]) if raw.get(name) else None
-    record.pop("lease", None)
+        record[name] = row.get(name) or None
     return record

@@ -204,7 +204,8 @@ class QueryEntry:
             if live is not None:
                 response.run_id = run.run_id = live.run_id
                 assert self.runs is not None
-                await self.runs.end(live, _state_of(response), reason=_reason_of(response))
+                if not live.ended:  # written with the session's answer, as a rule
+                    await self.runs.end(live, _state_of(response), reason=_reason_of(response))
                 live = None
             else:
                 response.run_id = run.run_id

@@ -204,6 +204,7 @@ class QueryService:
             if paused is not None and extras.resume_run is None:  # the run goes on under its id
                 live.run_id = str(paused.get("run_id") or live.run_id)
                 live.completed[:0] = paused.get("completed") or []
+                live.created_at = float(paused.get("created_at") or live.created_at)
         if extras.history and session_hint is None:
             turns = await self._store_history(session_id, extras.history)
         toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids))
@@ -275,7 +276,10 @@ class QueryService:
             notice = rag.notice() if rag is not None else None
             if notice:
                 outcome.answer = f"{notice}\n\n{outcome.answer}".strip()
-            await recorder.finish(outcome)
+            final = self._final_record(live, outcome)
+            await recorder.finish(outcome, final)
+            if final is not None and live is not None and self.runs is not None:
+                self.runs.ended(live)
         except LLMError as exc:
             logger.warning("query %s failed: %s", query_id, exc)
             await self._store_quietly(recorder)
@@ -312,6 +316,13 @@ class QueryService:
             steps=outcome.steps,
             approvals=approvals,
         )
+
+    def _final_record(self, live: LiveRun | None, outcome: Outcome) -> tuple[str, str, int] | None:
+        """The run's final record, written with the session's answer when it can be."""
+        if live is None or self.runs is None:
+            return None
+        reason = f"stopped by {outcome.stopped_by}" if outcome.status == "stopped" else None
+        return self.runs.final_record(live, outcome.status, reason)
 
     def _approval_hook(self, request: QueryRequest) -> Callable[[str, Target, AgentTool], Verdict]:
         """Which calls wait for a person: the request's ``approval`` over the tools' own
@@ -951,7 +962,7 @@ def _run_part(run: _Run) -> dict[str, Any]:
     live = run.live
     if live is None:
         return {}
-    return {"run_id": live.run_id, "completed": live.completed}
+    return {"run_id": live.run_id, "completed": live.completed, "created_at": live.created_at}
 
 
 def _halt_checkpoint(run: _Run, outcome: Outcome, live: LiveRun) -> dict[str, Any]:
