@@ -220,6 +220,18 @@ class RunStore:
             return
         self._ended.append((live, "failed", reason))
 
+    async def announce(self, live: LiveRun) -> None:
+        """Write the run ``running`` now (a door that names the run before its end: a stream);
+        a Redis failure is logged, the next tick writes it."""
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=False) as pipe:
+                self._write_running(pipe, live)
+                await pipe.execute()
+            live.dirty = False
+        except (RedisError, TimeoutError) as exc:
+            logger.warning("run %s: could not record its start (%s)", live.run_id, exc)
+            live.synced = None
+
     async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
         """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
         call that must not run twice is sent). Raises :class:`SessionStoreUnavailable`."""

@@ -184,6 +184,10 @@ class QueryEntry:
         try:
             try:
                 events = run._emit if run._events is not None else None
+                if events is not None and live is not None and extras is None:
+                    # A stream names its run before the end (SSE header, A2A task): readable now.
+                    assert self.runs is not None
+                    await self.runs.announce(live)
                 more: dict[str, Any] = {}
                 if extras is not None:
                     more["extras"] = extras

@@ -134,7 +134,7 @@ class A2ADoor:
         """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``)."""
         self.entry = entry
         self.agents = agents
-        self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds)
+        self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds, runs=entry.runs)
         self.events = RedisEventStream(redis, self.store)
         self.executor = HubExecutor(entry, self.store)
         self.handler = _ScopedHandler(

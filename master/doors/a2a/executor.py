@@ -37,7 +37,7 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore
+from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
 from protocol import QueryRequest, QueryResponse, ToolProgress
@@ -120,6 +120,8 @@ class _Updater(TaskUpdater):
     first: list[Message] | None = None
     """The new task's history, until the task exists (``None``: it does)."""
     quiet: bool = False
+    run_id: str = ""
+    """The hub run answering the task (kept in the task's metadata)."""
 
     async def working(self, message: Message | None) -> None:
         if self.quiet:
@@ -132,6 +134,8 @@ class _Updater(TaskUpdater):
         task.status.timestamp.GetCurrentTime()
         if message is not None:
             task.status.message.CopyFrom(message)
+        if self.run_id:
+            task.metadata.update({RUN_ID_KEY: self.run_id})
         await self.event_queue.enqueue_event(task)
 
     async def finish(
@@ -160,6 +164,8 @@ class _Updater(TaskUpdater):
         task.status.timestamp.GetCurrentTime()
         if message is not None:
             task.status.message.CopyFrom(message)
+        if self.run_id:
+            task.metadata.update({RUN_ID_KEY: self.run_id})
         await self.event_queue.enqueue_event(task)
 
 
@@ -223,6 +229,7 @@ class HubExecutor(AgentExecutor):
         except QueryRefused as exc:
             raise unavailable(exc) from None
         self._running[updater.task_id] = run
+        updater.run_id = run.run_id
         try:
             await updater.working(None)
             response: QueryResponse | None = None

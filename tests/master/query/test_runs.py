@@ -51,7 +51,7 @@ class Works:
 
 @asynccontextmanager
 async def works_agent(
-    ws_url: str, calls: list[tuple[str, dict[str, Any]]], release: asyncio.Event | None = None
+    ws_url: str, calls: list[tuple[str, dict[str, Any]]], release: asyncio.Event | None = None, key: str = KEY
 ) -> AsyncIterator[asyncio.Event]:
     """The ``works`` agent on ``ws_url``; ``slow`` waits for ``release``. Yields an event set when
     ``slow`` was called."""
@@ -65,7 +65,7 @@ async def works_agent(
             await release.wait()
         return {"done": tool_name, **arguments}
 
-    config = ClientConfig(master_ws=ws_url, api_key=KEY)
+    config = ClientConfig(master_ws=ws_url, api_key=key)
     async with OrchestratorActionAgent("works", [STEP, SLOW], handler, config=config):
         yield started
 
@@ -324,3 +324,56 @@ async def test_an_approved_call_in_flight_when_its_master_dies_is_unknown_on_res
         assert again.status_code == 409
         release.set()
     assert calls == ["pay"]  # sent once, never again
+
+
+async def test_an_a2a_task_whose_run_lost_its_master_reads_failed(llm: ScriptedOpenAIServer) -> None:
+    from a2a.types.a2a_pb2 import GetTaskRequest, SendMessageRequest, TaskState
+
+    from tests.master.doors.test_a2a_server import KEY as A2A_KEY
+    from tests.master.doors.test_a2a_server import a2a_client, text_message
+
+    env = master_env(
+        llm, OPENAGENT_API_KEY=A2A_KEY, OPENAGENT_MASTER_ID="master-a", OPENAGENT_RUN_LEASE_SECONDS="1"
+    )
+    calls: list[tuple[str, dict[str, Any]]] = []
+    release = asyncio.Event()
+    llm.add_tool_call("works__slow", {})
+    async with (
+        MasterProcess(env) as a,
+        in_process_master(
+            openai_base_url=llm.base_url,
+            openai_api_key="scripted",
+            openagent_api_key=A2A_KEY,
+            openagent_master_id="master-b",
+            openagent_run_lease_seconds=1,
+        ) as b,
+        works_agent(a.ws_url, calls, release, key=A2A_KEY) as slow_started,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {A2A_KEY}"}, timeout=30) as http,
+    ):
+        async with asyncio.timeout(60):
+            while (
+                await http.get(f"{a.base_url}/a2a/agents/works/.well-known/agent-card.json")
+            ).status_code != 200:
+                await asyncio.sleep(0.1)
+        async with a2a_client(a.base_url, streaming=True) as on_a:
+            stream = on_a.send_message(SendMessageRequest(message=text_message("slowly")))
+            first = await anext(stream)
+            async with asyncio.timeout(60):
+                await slow_started.wait()
+            task_id = first.task.id
+            assert a.process is not None
+            os.kill(a.process.pid, signal.SIGKILL)
+            a.process.wait(timeout=30)
+            with pytest.raises(Exception):  # noqa: B017 - the stream's master is gone
+                async for _ in stream:
+                    pass
+        async with a2a_client(b.base_url) as on_b, asyncio.timeout(60):
+            while True:
+                task = await on_b.get_task(GetTaskRequest(id=task_id))
+                if task.status.state != TaskState.TASK_STATE_WORKING:
+                    break
+                await asyncio.sleep(0.1)
+        assert task.status.state == TaskState.TASK_STATE_FAILED
+        assert "master-a" in task.status.message.parts[0].text
+        release.set()
+    assert calls == [("slow", {})]
