@@ -301,6 +301,7 @@ class RunStore:
     def claimed(self, live: LiveRun, record: dict[str, Any]) -> None:
         """``live`` continues the claimed run of ``record`` (same id, its earlier calls kept)."""
         live.synced = live.run_id
+        live.query_id = str(record.get("query_id") or live.query_id)
         live.created_at = float(record.get("created_at") or live.created_at)
         live.completed[:0] = record.get("completed") or []
         live.unknown[:0] = record.get("unknown") or []

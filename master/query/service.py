@@ -203,6 +203,7 @@ class QueryService:
             live.session_id = session_id
             if paused is not None and extras.resume_run is None:  # the run goes on under its id
                 live.run_id = str(paused.get("run_id") or live.run_id)
+                live.query_id = str(paused.get("query_id") or live.query_id)
                 live.completed[:0] = paused.get("completed") or []
                 live.created_at = float(paused.get("created_at") or live.created_at)
         if extras.history and session_hint is None:

@@ -331,3 +331,52 @@ async def test_the_last_two_decisions_racing_resume_the_run_once(hub: Bank) -> N
     assert sorted(args["to"] for name, args in hub.calls if name == "transfer") == ["a", "b"]
     statuses = [(await hub.http.get(f"/approvals/{i}")).json()["status"] for i in (first, second)]
     assert statuses == ["approved", "approved"]
+
+
+async def test_an_approved_call_cut_off_in_flight_is_unknown_on_resume_never_rerun(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """The resume stops while the approved call is in flight (its runs cancelled, as when the
+    master stops): the call is recorded unknown, and the next resume does not send it again."""
+    transferring, release = asyncio.Event(), asyncio.Event()
+    calls: list[str] = []
+
+    async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> dict[str, Any]:
+        calls.append(tool_name)
+        if tool_name == "transfer":
+            transferring.set()
+            await release.wait()
+        return {"done": tool_name}
+
+    async with in_process_master(
+        openai_base_url=llm.base_url, openai_api_key="scripted", openagent_api_key=KEY
+    ) as master:
+        config = ClientConfig(master_ws=master.ws_url, api_key=KEY)
+        async with (
+            OrchestratorActionAgent("bank", [TRANSFER, BALANCE], handler, config=config),
+            httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=60) as http,
+        ):
+            async with asyncio.timeout(30):
+                while "bank" not in master.services.agents.known_ids():
+                    await asyncio.sleep(0.01)
+            llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
+            paused = (await http.post("/query", json={"query": "pay Bob"})).json()
+            approval_id = paused["approvals"][0]["approval_id"]
+            deciding = asyncio.create_task(
+                http.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+            )
+            async with asyncio.timeout(60):
+                await transferring.wait()
+            await master.services.entry.aclose()  # the runs in flight are cancelled
+            await asyncio.gather(deciding, return_exceptions=True)
+            release.set()
+            llm.add_text("I do not know whether Bob was paid.")
+            resumed = await http.post(f"/approvals/{approval_id}/resume")
+            assert resumed.status_code == 200, resumed.text
+            assert resumed.json()["answer"] == "I do not know whether Bob was paid."
+            told = _tool_messages(llm.requests[-1])["bank__transfer"]
+            assert "unknown" in told
+            assert calls == ["transfer"]  # sent once
+            record = (await http.get(f"/runs/{paused['run_id']}")).json()
+            assert record["state"] == "completed"
+            assert [call["name"] for call in record["unknown"]] == ["bank__transfer"]
