@@ -25,6 +25,7 @@ calls it had in flight become ``unknown``: never run again, reported as such on 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -170,6 +171,7 @@ class RunStore:
         self._mark_lost = redis.register_script(_MARK_LOST)
         self._claim = redis.register_script(_CLAIM)
         self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
 
     # ------------------------------------------------------------------ a run's life
 
@@ -310,18 +312,21 @@ class RunStore:
     # ------------------------------------------------------------------ the lease and the sweep
 
     def start(self) -> None:
+        self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._loop(), name=f"runs-lease {self.master_id}")
 
     async def _loop(self) -> None:
         interval = self.lease_seconds / 3
-        while True:
+        while not self._stop.is_set():
             try:
                 await self.tick()
             except (RedisError, TimeoutError, SessionStoreUnavailable) as exc:
                 logger.warning("run lease not renewed: %s", exc)
             except Exception:  # the loop must survive anything
                 logger.exception("run lease tick failed")
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval):
+                    await self._stop.wait()
 
     async def tick(self) -> int:
         """Renew the lease, write the runs that changed, sweep lost ones (returns how many)."""
@@ -385,8 +390,11 @@ class RunStore:
         """The master stops: the runs it still holds end ``failed`` (their queries were cancelled
         before this), then the lease goes (no other master waits a lease to learn it)."""
         if self._task is not None:
+            # The flag as well as the cancel: redis-py can swallow a cancel that lands while it
+            # connects, and the loop must end anyway (within one step's deadline).
+            self._stop.set()
             self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await asyncio.wait({self._task}, timeout=self._timeout + 1)
         for live in list(self._live):
             self.abandon(live, f"master {self.master_id!r} stopped while the run was running")
         ended, self._ended = self._ended, []
