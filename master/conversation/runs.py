@@ -208,6 +208,7 @@ class RunStore:
         needs more than one key (a run written as running, or one that can resume): :meth:`end`."""
         if live.synced is not None or live.checkpoint is not None:
             return None
+        self._live.discard(live)  # no tick may write it running after this
         return run_key(live.run_id), self._row_of(live, state, reason), self.keep_seconds
 
     def ended(self, live: LiveRun) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 
 from openagent import OrchestratorActionAgent, QueryClient, ToolSchema
 from openagent.config import ClientConfig
@@ -211,7 +212,9 @@ async def _wait_for(http: httpx.AsyncClient, run_id: str, check: Any) -> dict[st
             await asyncio.sleep(0.1)
 
 
-async def test_a_run_whose_master_is_killed_is_failed_by_another_master(llm: ScriptedOpenAIServer) -> None:
+async def test_a_run_whose_master_is_killed_is_failed_by_another_master(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
     env = master_env(
         llm, OPENAGENT_API_KEY=KEY, OPENAGENT_MASTER_ID="master-a", OPENAGENT_RUN_LEASE_SECONDS="1"
     )
@@ -243,6 +246,10 @@ async def test_a_run_whose_master_is_killed_is_failed_by_another_master(llm: Scr
             assert a.process is not None
             os.kill(a.process.pid, signal.SIGKILL)
             a.process.wait(timeout=30)
+        # B's sweep marks it, with no one asking (the record read from Redis directly).
+        async with asyncio.timeout(60):
+            while json.loads(await redis_client.get(f"run:{run_id}") or "{}").get("state") != "failed":
+                await asyncio.sleep(0.1)
         failed = await _wait_for(on_b, run_id, lambda r: r["state"] == "failed")
         assert "master-a" in failed["reason"] and "lost" in failed["reason"]
         assert [call["name"] for call in failed["unknown"]] == ["works__slow"]
