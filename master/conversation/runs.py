@@ -117,6 +117,9 @@ class LiveRun:
     """Calls whose outcome is unknown (in flight when an earlier part of the run was lost)."""
     checkpoint: dict[str, Any] | None = None
     """What the run resumes from, when it ends resumable (set by the query service)."""
+    checkpoint_calls: int = 0
+    """How many calls were completed when :attr:`checkpoint` was made: a run that completed more
+    since cannot resume from it without repeating them."""
     stopped_by: str | None = None
     synced: str | None = None
     """The run id written to Redis as ``running`` (``None``: never written; the id may change
@@ -238,7 +241,7 @@ class RunStore:
     async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
         """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
         call that must not run twice is sent). Raises :class:`SessionStoreUnavailable`."""
-        live.checkpoint = checkpoint
+        live.checkpoint, live.checkpoint_calls = checkpoint, len(live.completed)
         try:
             async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
                 self._write_running(pipe, live)
@@ -301,14 +304,17 @@ class RunStore:
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
-    def claimed(self, live: LiveRun, record: dict[str, Any]) -> None:
-        """``live`` continues the claimed run of ``record`` (same id, its earlier calls kept)."""
+    def claimed(self, live: LiveRun, record: dict[str, Any], checkpoint: dict[str, Any]) -> None:
+        """``live`` continues the claimed run of ``record`` (same id, its earlier calls kept); if
+        it fails before it gets anywhere, it can resume from ``checkpoint`` again."""
         live.synced = live.run_id
+        live.checkpoint = checkpoint
         live.query_id = str(record.get("query_id") or live.query_id)
         live.created_at = float(record.get("created_at") or live.created_at)
         live.completed[:0] = record.get("completed") or []
         live.unknown[:0] = record.get("unknown") or []
         live.tenant = record.get("tenant")
+        live.checkpoint_calls = len(live.completed)
 
     # ------------------------------------------------------------------ the lease and the sweep
 
@@ -444,8 +450,11 @@ class RunStore:
         pipe.set(run_key(live.run_id), self._row_of(live, state, reason), ex=self.keep_seconds)
         if live.synced is not None:
             pipe.srem(RUNS_RUNNING_KEY, live.run_id)
-        if live.checkpoint is not None:
-            pipe.set(run_checkpoint_key(live.run_id), _dumps(live.checkpoint), ex=self.keep_seconds)
+        checkpoint = live.checkpoint
+        if checkpoint is not None and _past(live, checkpoint):
+            checkpoint = None  # the run went past it: resuming from it would repeat calls
+        if checkpoint is not None:
+            pipe.set(run_checkpoint_key(live.run_id), _dumps(checkpoint), ex=self.keep_seconds)
         elif live.synced is not None:
             pipe.delete(run_checkpoint_key(live.run_id))
 
@@ -455,6 +464,14 @@ class RunStore:
             pipe.delete(run_key(live.synced))
             pipe.srem(RUNS_RUNNING_KEY, live.synced)
             live.synced = None
+
+
+def _past(live: LiveRun, checkpoint: dict[str, Any]) -> bool:
+    """Whether the run completed or sent calls its checkpoint does not know of."""
+    if len(live.completed) > live.checkpoint_calls:
+        return True
+    known = {str(call.get("id")) for call in checkpoint.get("unknown") or ()}
+    return any(str(call.get("id")) not in known for call in live.in_flight)
 
 
 def _dumps(value: Any) -> str:

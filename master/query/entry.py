@@ -230,7 +230,7 @@ class QueryEntry:
             return None
         live = runs.begin(run.run_id, query_id=run.query_id, session_id=request.session_id)
         if extras is not None and extras.resume_run is not None:
-            runs.claimed(live, extras.resume_run["record"])
+            runs.claimed(live, extras.resume_run["record"], dict(extras.resume_run["checkpoint"]))
         return live
 
     def offered_tools(self, allowed: Iterable[str] | None = None) -> list[OfferedTool]:

@@ -269,6 +269,9 @@ class QueryService:
                 live.stopped_by = outcome.stopped_by
                 if outcome.status == "stopped" and recorder.plan_id is None and run.messages is not None:
                     live.checkpoint = _halt_checkpoint(run, outcome, live)
+                    live.checkpoint_calls = len(live.completed)
+                else:  # answered, or paused again (its session keeps it)
+                    live.checkpoint = None
             approvals = await self._hold(run, outcome) if outcome.held else None
             if approvals and not outcome.answer:
                 outcome.answer = "Waiting for a person to decide: " + ", ".join(

@@ -384,3 +384,22 @@ async def test_an_a2a_task_whose_run_lost_its_master_reads_failed(llm: ScriptedO
         assert "master-a" in task.status.message.parts[0].text
         release.set()
     assert calls == [("slow", {})]
+
+
+async def test_a_resume_that_fails_stays_resumable_without_repeating_calls(
+    works: Works, llm: ScriptedOpenAIServer
+) -> None:
+    llm.add_tool_call("works__step", {"n": 1})
+    llm.add_tool_call("works__step", {"n": 2})
+    stopped = await works.query(auto_mode=True, budget={"max_tool_calls": 1})
+    run_id = stopped["run_id"]
+    llm.add_error(400, "the provider is down")
+    failed = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 3}})
+    assert failed.json()["success"] is False and failed.json()["run_id"] == run_id, failed.text
+    record = (await works.http.get(f"/runs/{run_id}")).json()
+    assert record["state"] == "failed" and record["resumable"] is True
+    llm.add_tool_call("works__step", {"n": 2})
+    llm.add_text("Did steps 1 and 2.")
+    resumed = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 3}})
+    assert resumed.status_code == 200 and resumed.json()["answer"] == "Did steps 1 and 2.", resumed.text
+    assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]
