@@ -151,6 +151,9 @@ class Settings(BaseSettings):
     openagent_approval_sweep_seconds: float = Field(default=30.0, ge=0)
     """Seconds between two passes of the expiry sweep, which marks the approvals whose time has passed
     ``expired`` and ends their runs (0 disables it: an expired approval is then found at the next read)."""
+    openagent_run_lease_seconds: float = Field(default=10.0, ge=0.3)
+    """A run whose master has not renewed its holder lease for this long is marked ``failed``
+    (the master is taken for lost) by any live master; the lease is renewed every third of it."""
 
     # Feature toggles
     openagent_http_query: bool = True

@@ -86,7 +86,9 @@ def _dumps(turn: Turn) -> bytes:
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
 # which SETRANGE overwrites in place with ",<turns>]". KEYS[2...] are the records of the HTTP
 # invocation calls whose outcome these turns store: each still pending one becomes 'stored', so
-# a late callback cannot append the result a second time (master.agents.call_records).
+# a late callback cannot append the result a second time (master.agents.call_records). With
+# ARGV[3], the last key is the run's record, set to ARGV[3] with TTL ARGV[4] in the same trip
+# (master.conversation.runs: a run's end costs no round trip of its own).
 _APPEND = """
 local n = redis.call('STRLEN', KEYS[1])
 if n <= 2 then
@@ -95,7 +97,12 @@ else
   redis.call('SETRANGE', KEYS[1], n - 1, ',' .. ARGV[1] .. ']')
   redis.call('EXPIRE', KEYS[1], ARGV[2])
 end
-for i = 2, #KEYS do
+local last = #KEYS
+if ARGV[3] then
+  redis.call('SET', KEYS[last], ARGV[3], 'EX', ARGV[4])
+  last = last - 1
+end
+for i = 2, last do
   if redis.call('HGET', KEYS[i], 'state') == 'pending' then redis.call('HSET', KEYS[i], 'state', 'stored') end
 end
 return 1
@@ -250,19 +257,29 @@ class SessionStore:
         return list(turns)
 
     async def append(
-        self, session_id: str, turns: Sequence[Turn], *, settled_calls: Sequence[str] = ()
+        self,
+        session_id: str,
+        turns: Sequence[Turn],
+        *,
+        settled_calls: Sequence[str] = (),
+        also_set: tuple[str, str, int] | None = None,
     ) -> None:
         """Append ``turns`` atomically and refresh the session's TTL.
 
         ``settled_calls``: the ids of the HTTP invocation calls whose outcome ``turns`` store; their
         records end in the same script (a late callback is then refused, not stored twice).
+        ``also_set``: ``(key, value, ttl)`` set in the same script (a run's record as it ends).
         """
         if not turns:
             return
         payload = b",".join(map(_dumps, turns))
         keys = [session_key(session_id), *(call_record_key(call_id) for call_id in settled_calls)]
+        args: list[Any] = [payload, self._ttl]
+        if also_set is not None:
+            keys.append(also_set[0])
+            args += [also_set[1], also_set[2]]
         async with self._step():
-            await self._append(keys=keys, args=[payload, self._ttl])
+            await self._append(keys=keys, args=args)
         self._answered_at = time.monotonic()
 
     @asynccontextmanager

@@ -48,7 +48,7 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore
+from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
@@ -132,6 +132,8 @@ class _Updater(TaskUpdater):
     first: list[Message] | None = None
     """The new task's history, until the task exists (``None``: it does)."""
     quiet: bool = False
+    run_id: str = ""
+    """The hub run answering the task (kept in the task's metadata)."""
 
     async def working(self, message: Message | None) -> None:
         if self.quiet:
@@ -144,6 +146,8 @@ class _Updater(TaskUpdater):
         task.status.timestamp.GetCurrentTime()
         if message is not None:
             task.status.message.CopyFrom(message)
+        if self.run_id:
+            task.metadata.update({RUN_ID_KEY: self.run_id})
         await self.event_queue.enqueue_event(task)
 
     async def finish(
@@ -172,6 +176,8 @@ class _Updater(TaskUpdater):
         task.status.timestamp.GetCurrentTime()
         if message is not None:
             task.status.message.CopyFrom(message)
+        if self.run_id:
+            task.metadata.update({RUN_ID_KEY: self.run_id})
         await self.event_queue.enqueue_event(task)
 
 
@@ -246,6 +252,7 @@ class HubExecutor(AgentExecutor):
     async def _follow(self, run: QueryRun, updater: _Updater, context_id: str) -> None:
         """Hand the run's steps on as ``WORKING`` updates, then end the task as the run ended."""
         self._running[updater.task_id] = run
+        updater.run_id = run.run_id
         try:
             await updater.working(None)
             response: QueryResponse | None = None
@@ -487,6 +494,7 @@ def _ending(response: QueryResponse, *, paused: bool = False) -> tuple[TaskState
     can be resumed again (the task waits)."""
     details: dict[str, Any] = {
         "query_id": response.query_id,
+        "run_id": response.run_id,
         "session_id": response.session_id,
         "agents_used": [used.model_dump() for used in response.agents_used],
     }
