@@ -83,7 +83,10 @@ def require_mcp() -> None:
 
 def tool_schema(tool: Any) -> ToolSchema | None:
     """An MCP ``Tool`` as the hub's :class:`~protocol.ToolSchema` (with its annotations), or
-    ``None`` when its name is not a valid hub tool name (letters, digits, ``_``, ``-``; 1-64)."""
+    ``None`` when its name is not a valid hub tool name (letters, digits, ``_``, ``-``; 1-64).
+
+    A tool whose annotations say ``destructiveHint: true`` requires a person's approval of each
+    call (``OPENAGENT_APPROVAL_EXEMPT`` on the master lifts it)."""
     if not isinstance(tool.name, str) or not TOOL_NAME.fullmatch(tool.name):
         return None
     annotations = None
@@ -96,6 +99,7 @@ def tool_schema(tool: Any) -> ToolSchema | None:
         description=tool.description or tool.title or "",
         parameters=schema,
         annotations=annotations,
+        requires_approval=bool(annotations and annotations.get("destructiveHint") is True),
     )
 
 

@@ -297,3 +297,20 @@ async def test_progress_and_tool_errors_cross_the_bridge(llm: ScriptedOpenAIServ
 async def _has_tool(master: InProcessMaster, agent_id: str, tool: str) -> bool:
     row = _row(await agent_rows(master.base_url), agent_id)
     return row is not None and tool in {t["name"] for t in row["tools"]}
+
+
+def test_a_destructive_mcp_tool_requires_approval_and_others_do_not() -> None:
+    from mcp import types
+
+    from openagent.mcp import tool_schema
+
+    def tool(name: str, annotations: types.ToolAnnotations | None) -> types.Tool:
+        return types.Tool(name=name, input_schema={"type": "object"}, annotations=annotations)
+
+    destructive = tool_schema(tool("drop", types.ToolAnnotations(destructive_hint=True)))
+    harmless = tool_schema(tool("peek", types.ToolAnnotations(read_only_hint=True, destructive_hint=False)))
+    silent = tool_schema(tool("poke", None))
+    assert destructive is not None and destructive.requires_approval is True
+    assert destructive.annotations == {"destructiveHint": True}
+    assert harmless is not None and harmless.requires_approval is False
+    assert silent is not None and silent.requires_approval is False
