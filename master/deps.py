@@ -15,7 +15,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore
-from master.auth import UNAUTHORIZED_DETAIL, authorized
+from master.auth import UNAUTHORIZED_DETAIL, Principal, authorized, principal_of
 from master.builder.service import AgentBuilder
 from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
@@ -109,5 +109,11 @@ def needs_api_key(route: RouteContext) -> bool:
     return any(getattr(d, "dependency", None) is require_api_key for d in getattr(route, "dependencies", ()))
 
 
+def get_principal(request: Request) -> Principal:
+    """Who asks (:func:`master.auth.principal_of`: the bootstrap admin until keys resolve one)."""
+    return principal_of(request.scope)
+
+
 ServicesDep = Annotated[Services, Depends(get_services)]
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

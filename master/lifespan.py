@@ -327,7 +327,10 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             timeout_seconds=settings.redis_query_timeout_seconds,
         ),
     )
-    admission = Admission(settings.openagent_max_queries_in_flight)
+    admission = Admission(
+        settings.openagent_max_queries_in_flight,
+        tenant_limit=settings.openagent_tenant_max_concurrent_queries,
+    )
     entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics))
     hub = Hub(
         registry,

@@ -4,7 +4,9 @@ A run that wants a call needing approval pauses (its state is the session's paus
 :meth:`master.conversation.store.SessionStore.pause`); each held call becomes an approval here:
 ``approval:{id}`` (what the call is, when it expires), ``approval_decision:{id}`` (set once with
 SET NX, so of two deciders exactly one wins) and the session's set of approval ids. Records live
-twice the approval TTL, so an expired approval still answers ``expired`` for a while.
+twice the approval TTL, so an expired approval still answers ``expired`` for a while. A record
+keeps the tenant of the query that made it (``tenant``; none: ``default``): the reads take the
+asker's tenant (``None``: an administrator) and another tenant's approval does not exist for them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Literal
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.auth import DEFAULT_TENANT
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import approval_decision_key, approval_key, session_approvals_key
 from protocol import Approval
@@ -54,8 +57,9 @@ class ApprovalStore:
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
-    async def record(self, approval_id: str) -> dict[str, Any] | None:
-        """The stored approval with its decision (``status`` as it stands now), or ``None``."""
+    async def record(self, approval_id: str, *, tenant: str | None = None) -> dict[str, Any] | None:
+        """The stored approval with its decision (``status`` as it stands now), or ``None`` (also
+        when ``tenant`` is given and another tenant's query made it)."""
         try:
             async with asyncio.timeout(self._timeout):
                 raw, decision = await self._redis.mget(
@@ -66,24 +70,26 @@ class ApprovalStore:
         if raw is None:
             return None
         record: dict[str, Any] = json.loads(raw)
+        if tenant is not None and (record.get("tenant") or DEFAULT_TENANT) != tenant:
+            return None
         if decision is not None:
             record.update(json.loads(decision))
         elif record["expires_at"] <= self.clock():
             record["status"] = "expired"
         return record
 
-    async def get(self, approval_id: str) -> Approval | None:
-        record = await self.record(approval_id)
+    async def get(self, approval_id: str, *, tenant: str | None = None) -> Approval | None:
+        record = await self.record(approval_id, tenant=tenant)
         return Approval.model_validate(record) if record is not None else None
 
-    async def of_session(self, session_id: str) -> list[Approval]:
-        """The session's approvals, oldest first."""
+    async def of_session(self, session_id: str, *, tenant: str | None = None) -> list[Approval]:
+        """The session's approvals, oldest first (only ``tenant``'s when given)."""
         try:
             async with asyncio.timeout(self._timeout):
                 ids = await self._redis.smembers(session_approvals_key(session_id))
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        found = [await self.get(i.decode() if isinstance(i, bytes) else str(i)) for i in ids]
+        found = [await self.get(i.decode() if isinstance(i, bytes) else str(i), tenant=tenant) for i in ids]
         return sorted((a for a in found if a is not None), key=lambda a: (a.created_at, a.approval_id))
 
     async def decide(

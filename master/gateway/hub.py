@@ -34,6 +34,7 @@ from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
+from master.auth import Principal, principal_of
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.query.entry import QueryEntry
@@ -74,6 +75,18 @@ class _Connection:
         self.queries_in_flight = 0
         self._send_lock = asyncio.Lock()
         self.closed = False
+
+    @property
+    def principal(self) -> Principal:
+        """Who connected (the key of the WebSocket's handshake)."""
+        return principal_of(self.websocket.scope)
+
+    @property
+    def agent_tenant(self) -> str | None:
+        """The tenant an agent registered over this connection serves (``None``: every tenant, an
+        administrator's connection)."""
+        principal = self.principal
+        return None if principal.is_admin else principal.tenant
 
     async def send(self, frame: str) -> None:
         if self.closed:
@@ -291,12 +304,18 @@ class Hub:
             return
         try:
             self._catalog.check(msg.agent_id, msg.tools, invocation=False)
-            agent = LiveAgent.from_register(msg, conn.send, conn.close)
+            agent = LiveAgent.from_register(msg, conn.send, conn.close, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await conn.send_error(exc.code, exc.message, msg.agent_id)
             return
         except InvalidToolSchema as exc:
             await conn.send_error("invalid_message", str(exc), msg.agent_id)
+            return
+        live = self._registry.get(msg.agent_id)
+        if live is not None and live.tenant != agent.tenant and not conn.principal.is_admin:
+            await conn.send_error(  # a tenant's key does not take over another tenant's agent
+                "agent_conflict", f"agent id {msg.agent_id!r} is taken by a connected agent", msg.agent_id
+            )
             return
         previous = self._registry.add(agent)
         conn.agent = agent
@@ -324,7 +343,7 @@ class Hub:
                 agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
             )
             self._catalog.check(msg.agent_id, msg.tools, invocation=True)
-            await self._invocation.register(registration)
+            await self._invocation.register(registration, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)
             return
@@ -346,7 +365,11 @@ class Hub:
             return
         try:
             run = self._queries.submit(
-                msg, door="websocket", query_id=msg.query_id, deliver=partial(self._send_result, conn)
+                msg,
+                door="websocket",
+                query_id=msg.query_id,
+                deliver=partial(self._send_result, conn),
+                principal=conn.principal,
             )
         except QueryRefused as exc:
             await conn.send_error(exc.code, exc.message, msg.query_id)

@@ -24,6 +24,7 @@ from master.agents.dispatch import Target
 from master.agents.registry import AgentTool
 from master.agents.toolbox import Toolbox
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
+from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
 from master.collaboration import CollaborationManager
 from master.conversation.approvals import ApprovalStore
 from master.conversation.context import Context, ContextBuilder
@@ -88,6 +89,8 @@ class _Run:
     extras: RunExtras = NO_EXTRAS
     messages: list[Any] | None = None
     """The run's messages, as the orchestrator leaves them (kept when the run pauses)."""
+    principal: Principal = BOOTSTRAP_ADMIN
+    """Who asked: its tenant owns what the run makes (approvals, collaborations)."""
 
 
 class QueryService:
@@ -126,11 +129,14 @@ class QueryService:
         query_id: str,
         events: EventSink | None = None,
         extras: RunExtras | None = None,
+        principal: Principal = BOOTSTRAP_ADMIN,
     ) -> QueryResponse:
         """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot.
 
         Logs inside carry the query's ids; the query is counted and timed by outcome (``GET
-        /metrics``) and, when tracing, is the root span of its trace.
+        /metrics``) and, when tracing, is the root span of its trace. ``principal`` is who asks:
+        another tenant's session is unknown to it (``unknown_session``), only its tenant's agents
+        and the shared ones are offered, and the session it starts is its tenant's.
         """
         started = time.perf_counter()
         outcome = "internal_error"
@@ -139,7 +145,7 @@ class QueryService:
             tracing.span("query", {"openagent.query_id": query_id}) as span,
         ):
             try:
-                response = await self._run(request, query_id, events, extras or NO_EXTRAS)
+                response = await self._run(request, query_id, events, extras or NO_EXTRAS, principal)
                 outcome = response.status or "completed"
                 return response
             except QueryRejected as exc:
@@ -152,8 +158,14 @@ class QueryService:
                     self._metrics.query_seconds.labels(outcome).observe(time.perf_counter() - started)
 
     async def _run(
-        self, request: QueryRequest, query_id: str, events: EventSink | None, extras: RunExtras
+        self,
+        request: QueryRequest,
+        query_id: str,
+        events: EventSink | None,
+        extras: RunExtras,
+        principal: Principal,
     ) -> QueryResponse:
+        tenant = principal.tenant_filter
         new_files = self._decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
@@ -167,21 +179,21 @@ class QueryService:
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
         if request.allowed_agent_ids:
-            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode)
+            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode, tenant=tenant)
 
         results = extras.tool_results
         session_hint = request.session_id
         if results is not None and session_hint is None:
             session_hint = await self._session_of_calls(results)
-        session_id, turns = await self._load_session(session_hint, extras.new_session_id)
+        session_id, turns = await self._load_session(session_hint, extras.new_session_id, tenant)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
         paused = await self._paused(session_id, results) if results is not None else None
         if extras.resume_approvals:
             paused = await self._held_state(session_id)
         if extras.history and session_hint is None:
-            turns = await self._store_history(session_id, extras.history)
-        toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids))
+            turns = await self._store_history(session_id, extras.history, principal.tenant)
+        toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids, tenant=tenant))
         settings = self._settings
         budget = BudgetTracker.from_request(
             request.budget,
@@ -196,19 +208,31 @@ class QueryService:
             query_id=str(paused["query_id"]) if paused else query_id,
             model=model,
             flush_each_step=request.auto_mode,
+            owner=principal.tenant,
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
         hooks.approval = self._approval_hook(request)
-        extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
+        extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id, principal.tenant)
         rag = await self._rag_query(
             session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
         )
         if rag is not None:
             hooks.call_options = rag.call_options
-        extra_tools += self._spawn_hook(hooks, request)
+        extra_tools += self._spawn_hook(hooks, request, principal)
         extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
         started = time.monotonic()
-        run = _Run(orchestrator, request, turns, toolbox, model, budget, recorder, hooks, extras=extras)
+        run = _Run(
+            orchestrator,
+            request,
+            turns,
+            toolbox,
+            model,
+            budget,
+            recorder,
+            hooks,
+            extras=extras,
+            principal=principal,
+        )
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
         try:
@@ -315,7 +339,11 @@ class QueryService:
                 expires_at=now + store.ttl_seconds,
             )
             approvals.append(approval)
-            extra[approval.approval_id] = {"call_id": call.id, "parameters": tool.schema.parameters}
+            extra[approval.approval_id] = {
+                "call_id": call.id,
+                "parameters": tool.schema.parameters,
+                **({"tenant": run.principal.tenant} if run.principal.tenant != DEFAULT_TENANT else {}),
+            }
             held.append({**call.model_dump(), "approval_id": approval.approval_id})
         state = {
             "kind": "approval",
@@ -496,11 +524,11 @@ class QueryService:
             )
         return state
 
-    async def _store_history(self, session_id: str, history: Sequence[Any]) -> list[Turn]:
+    async def _store_history(self, session_id: str, history: Sequence[Any], owner: str) -> list[Turn]:
         """A stateless asker's earlier messages, stored as the new session's first turns."""
         turns = turns_from_messages(history)
         try:
-            await self._sessions.append(session_id, turns)
+            await self._sessions.append(session_id, turns, owner=owner)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         return turns
@@ -661,7 +689,7 @@ class QueryService:
         return Outcome(answer=describe(plan), status="awaiting_approval", plan=plan)
 
     def _collaboration_hook(
-        self, hooks: RunHooks, toolbox: Toolbox, session_id: str, query_id: str
+        self, hooks: RunHooks, toolbox: Toolbox, session_id: str, query_id: str, tenant: str
     ) -> list[dict[str, Any]]:
         """Offer ``start_collaboration`` when two or more linked agents support it."""
         manager = self._collaboration
@@ -673,7 +701,7 @@ class QueryService:
 
         async def collaborate(agents: list[str], task: str) -> dict[str, Any]:
             outcome = await manager.run(
-                parent_session_id=session_id, agent_ids=agents, task=task, query_id=query_id
+                parent_session_id=session_id, agent_ids=agents, task=task, query_id=query_id, tenant=tenant
             )
             return {
                 "collab_session_id": outcome.collab_session_id,
@@ -726,10 +754,18 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.warning("could not record the indexing state of session %s: %s", rag.session_id, exc)
 
-    def _spawn_hook(self, hooks: RunHooks, request: QueryRequest) -> list[dict[str, Any]]:
-        """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on)."""
+    def _spawn_hook(
+        self, hooks: RunHooks, request: QueryRequest, principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on; an
+        administrator's queries only: the agents it starts are shared with every tenant)."""
         spawner = self._spawner
-        if spawner is None or not request.auto_mode or request.auto_plan_execute is not None:
+        if (
+            spawner is None
+            or not request.auto_mode
+            or request.auto_plan_execute is not None
+            or not principal.is_admin
+        ):
             return []
         candidates = spawner.candidates(request.allowed_agent_ids)
         if not candidates:
@@ -738,16 +774,17 @@ class QueryService:
         return [spawn_tool(candidates)]
 
     async def _load_session(
-        self, session_id: str | None, new_id: str | None = None
+        self, session_id: str | None, new_id: str | None = None, tenant: str | None = None
     ) -> tuple[str, list[Turn]]:
         """The session's turns; either way Redis has answered (for a new session: within
         :data:`CHECK_FRESH_SECONDS`, over a connection still open), so no LLM or tool call runs
-        for an answer that could not be stored (tools may have side effects)."""
+        for an answer that could not be stored (tools may have side effects). Another tenant's
+        session is unknown to ``tenant`` (``None``: an administrator's query)."""
         try:
             if session_id is None:
                 await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
                 return new_id or self._sessions.new_session_id(), []
-            loaded = await self._sessions.load(session_id)
+            loaded = await self._sessions.load(session_id, tenant=tenant)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         if loaded is None:
@@ -764,19 +801,19 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
 
-    def _check_known(self, allowed: list[str], *, auto_mode: bool) -> None:
+    def _check_known(self, allowed: list[str], *, auto_mode: bool, tenant: str | None = None) -> None:
         """Refuse (``unknown_agent``) ``allowed_agent_ids`` naming an agent no source knows: not
         connected here or to another master, not registered for HTTP invocation (down or not), and
         in auto mode not a saved agent that could be started. The refusal names the unknown ids
         and up to :data:`MAX_KNOWN_LISTED` known ones."""
-        found = self._agents.known_ids(allowed)
+        found = self._agents.known_ids(allowed, tenant=tenant)
         unknown = [agent_id for agent_id in dict.fromkeys(allowed) if agent_id not in found]
-        if unknown and auto_mode and self._spawner is not None:
+        if unknown and auto_mode and self._spawner is not None and tenant is None:
             startable = set(self._spawner.candidates(unknown))
             unknown = [agent_id for agent_id in unknown if agent_id not in startable]
         if not unknown:
             return
-        listed = sorted(self._agents.known_ids())
+        listed = sorted(self._agents.known_ids(tenant=tenant))
         some = ", ".join(repr(agent_id) for agent_id in listed[:MAX_KNOWN_LISTED])
         more = f" and {len(listed) - MAX_KNOWN_LISTED} more" if len(listed) > MAX_KNOWN_LISTED else ""
         raise QueryRejected(
@@ -785,10 +822,11 @@ class QueryService:
             + (f"known agents: {some}{more}" if listed else "no agent is connected or registered"),
         )
 
-    def tool_agents(self, allowed: list[str] | None) -> list[Target]:
+    def tool_agents(self, allowed: list[str] | None, *, tenant: str | None = None) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
-        WebSocket agent shadows an invocation agent with the same id)."""
-        return self._agents.tool_targets(allowed)
+        WebSocket agent shadows an invocation agent with the same id); those offered to ``tenant``
+        when given."""
+        return self._agents.tool_targets(allowed, tenant=tenant)
 
 
 def _patterns(text: str) -> list[str]:

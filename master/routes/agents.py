@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
-from master.deps import ServicesDep
+from master.deps import PrincipalDep, ServicesDep
 from protocol import Role, ToolSchema
 
 router = APIRouter(tags=["agents"])
@@ -77,13 +77,14 @@ class AgentList(BaseModel):
 
 
 @router.get("/agents", response_model=AgentList, response_model_exclude_unset=True)
-async def list_agents(services: ServicesDep) -> dict[str, Any]:
+async def list_agents(services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
     """Connected WebSocket agents, then invocation agents from Redis with their last health check.
 
+    A tenant's key sees the agents shared with every tenant and its own tenant's.
     With the sandbox on, every row has a ``sandbox`` field (``null`` for agents not deployed by it),
     and sandboxed agents that are not connected follow as rows of their own.
     """
-    rows = services.agents.rows()
+    rows = services.agents.rows(tenant=principal.tenant_filter)
     if services.sandbox.enabled:
         # Sandbox metadata and live Pod status; deployed agents not (yet) connected get a row too.
         fields = await services.sandbox.agent_fields()

@@ -3,7 +3,8 @@
 A query whose model wants a call needing approval pauses (``status: "awaiting_approval"``, the
 calls in ``approvals``). ``GET /approvals?session_id=`` and ``GET /approvals/{approval_id}`` read
 them; ``POST /approvals/{approval_id}`` decides one, exactly once (a second decider gets 409 with
-the decision that won). When the last pending call of the round is decided, the run resumes
+the decision that won). Another tenant's approvals are unknown (404, and left out of the list)
+to a key that is not an administrator's. When the last pending call of the round is decided, the run resumes
 through the query entry and the POST answers with its result, as ``POST /query`` would.
 """
 
@@ -16,7 +17,8 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.agents.registry import AgentTool
-from master.deps import ServicesDep
+from master.auth import Principal
+from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from master.openapi import error
@@ -58,6 +60,7 @@ class ApprovalDecision(BaseModel):
 @router.get("/approvals", response_model=ApprovalList, responses={503: _STORE_DOWN})
 async def list_approvals(
     services: ServicesDep,
+    principal: PrincipalDep,
     session_id: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="The session")],
 ) -> dict[str, Any]:
     """The session's approvals (pending, approved, rejected or expired), oldest first."""
@@ -65,7 +68,7 @@ async def list_approvals(
     if store is None:
         return {"approvals": []}
     try:
-        return {"approvals": await store.of_session(session_id)}
+        return {"approvals": await store.of_session(session_id, tenant=principal.tenant_filter)}
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
 
@@ -75,9 +78,9 @@ async def list_approvals(
     response_model=Approval,
     responses={404: error("No such approval (unknown_approval)"), 503: _STORE_DOWN},
 )
-async def read_approval(approval_id: ApprovalId, services: ServicesDep) -> Approval:
+async def read_approval(approval_id: ApprovalId, services: ServicesDep, principal: PrincipalDep) -> Approval:
     """One approval, with its decision once made."""
-    return Approval.model_validate(await _record(services, approval_id))
+    return Approval.model_validate(await _record(services, approval_id, principal))
 
 
 @router.post(
@@ -90,15 +93,17 @@ async def read_approval(approval_id: ApprovalId, services: ServicesDep) -> Appro
         503: _STORE_DOWN,
     },
 )
-async def decide_approval(approval_id: ApprovalId, body: ApprovalDecision, services: ServicesDep) -> Response:
+async def decide_approval(
+    approval_id: ApprovalId, body: ApprovalDecision, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """Approve (optionally with edited arguments) or reject one call. Once every call of the
     paused round is decided, the run resumes and the answer is its result (a ``QueryResponse``);
     before that, the answer lists the round's approvals (``status: "awaiting_approval"``)."""
     store = services.queries.approvals
-    record = await _record(services, approval_id)
+    record = await _record(services, approval_id, principal)
     if record["status"] == "expired" and record.get("decided_at") is None:
         await _decide(services, approval_id, "expired", None, None)
-        await _resume_if_decided(services, str(record["session_id"]))
+        await _resume_if_decided(services, str(record["session_id"]), principal)
         record["decided_at"] = record["expires_at"]
         raise ApiError(
             ErrorCode.APPROVAL_DECIDED,
@@ -116,7 +121,7 @@ async def decide_approval(approval_id: ApprovalId, body: ApprovalDecision, servi
     await _decide(
         services, approval_id, status, body.message, body.arguments if status == "approved" else None
     )
-    response = await _resume_if_decided(services, str(record["session_id"]))
+    response = await _resume_if_decided(services, str(record["session_id"]), principal)
     return _json(response)
 
 
@@ -125,17 +130,20 @@ async def decide_approval(approval_id: ApprovalId, body: ApprovalDecision, servi
     response_model=QueryResponse,
     responses={404: error("No such approval (unknown_approval)"), 503: _STORE_DOWN},
 )
-async def resume_approval(approval_id: ApprovalId, services: ServicesDep) -> Response:
+async def resume_approval(
+    approval_id: ApprovalId, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """Resume the run of a decided approval again, after a resume that failed (an agent gone,
     the LLM down): the decisions stand and the calls already run are not run again."""
-    record = await _record(services, approval_id)
-    return _json(await _resume_if_decided(services, str(record["session_id"])))
+    record = await _record(services, approval_id, principal)
+    return _json(await _resume_if_decided(services, str(record["session_id"]), principal))
 
 
-async def _record(services: ServicesDep, approval_id: str) -> dict[str, Any]:
+async def _record(services: ServicesDep, approval_id: str, principal: Principal) -> dict[str, Any]:
     store = services.queries.approvals
+    tenant = principal.tenant_filter
     try:
-        record = await store.record(approval_id) if store is not None else None
+        record = await store.record(approval_id, tenant=tenant) if store is not None else None
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if record is None:
@@ -190,7 +198,7 @@ def _check_arguments(record: dict[str, Any], arguments: dict[str, Any]) -> None:
         )
 
 
-async def _resume_if_decided(services: ServicesDep, session_id: str) -> QueryResponse:
+async def _resume_if_decided(services: ServicesDep, session_id: str, principal: Principal) -> QueryResponse:
     """The run's result when every approval of its round is decided (it resumes now), else the
     round's approvals as they stand."""
     try:
@@ -209,7 +217,9 @@ async def _resume_if_decided(services: ServicesDep, session_id: str) -> QueryRes
         )
     request = QueryRequest.model_validate({**state["request"], "session_id": session_id})
     try:
-        run = services.entry.submit(request, door="http", extras=RunExtras(resume_approvals=True))
+        run = services.entry.submit(
+            request, door="http", extras=RunExtras(resume_approvals=True), principal=principal
+        )
     except QueryRefused as exc:
         return rejected_response(request, "", exc)
     response = await run.result()

@@ -22,8 +22,10 @@ from master.agents.invocation import (
     InvocationRegistration,
     McpRegistration,
 )
+from master.agents.registry import offered_to
 from master.agents.url_policy import UrlRefused
-from master.deps import ServicesDep, require_api_key
+from master.auth import Principal
+from master.deps import PrincipalDep, ServicesDep, require_api_key
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.openapi import error
@@ -169,19 +171,41 @@ class Registration(
         503: error("Redis unavailable"),
     },
 )
-async def register(registration: Registration, services: ServicesDep) -> dict[str, Any]:
+async def register(
+    registration: Registration,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    tenant: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=128,
+            description="Offer the agent to this tenant's queries only (an administrator's "
+            "registration; without it, the agent is shared with every tenant)",
+        ),
+    ] = None,
+) -> dict[str, Any]:
     """Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
     Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
 
     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
-    one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule."""
+    one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
+
+    An agent registered with a tenant's key serves that tenant's queries only; one registered with
+    an administrator's key is shared with every tenant, unless ``?tenant=`` names one."""
     body = registration.root
+    owner = _owner_tenant(principal, tenant)
+    existing = services.invocation.get(body.agent_id) if body.agent_id else None
+    if existing is not None and existing.tenant != owner and not principal.is_admin:
+        raise ApiError(  # a tenant's key does not take over another tenant's (or a shared) agent
+            ErrorCode.AGENT_CONFLICT, f"agent id {body.agent_id!r} is taken by another registration"
+        )
     try:
         if isinstance(body, InvocationRegistration):
             services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
-            agent = await services.invocation.register(body)
+            agent = await services.invocation.register(body, tenant=owner)
         else:
-            agent = await _register_remote(body, services)
+            agent = await _register_remote(body, services, owner)
     except UrlRefused as exc:
         raise ApiError(
             exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
@@ -198,7 +222,28 @@ async def register(registration: Registration, services: ServicesDep) -> dict[st
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
 
 
-async def _register_remote(body: McpRegistration | A2ARegistration, services: Any) -> InvocationAgent:
+def _owner_tenant(principal: Principal, requested: str | None) -> str | None:
+    """The tenant a registration is for: the one an administrator names (``None``: shared), or
+    the registering key's own."""
+    if principal.is_admin:
+        return requested
+    if requested is not None and requested != principal.tenant:
+        raise ApiError(
+            ErrorCode.VALIDATION_ERROR,
+            [
+                {
+                    "loc": ["query", "tenant"],
+                    "msg": f"a key of tenant {principal.tenant!r} registers agents for its own tenant only",
+                    "type": "value_error",
+                }
+            ],
+        )
+    return principal.tenant
+
+
+async def _register_remote(
+    body: McpRegistration | A2ARegistration, services: Any, tenant: str | None
+) -> InvocationAgent:
     """List a remote agent's tools through its connector, check them like any agent's, store it."""
     agent_id: str | None
     if isinstance(body, McpRegistration):
@@ -216,7 +261,7 @@ async def _register_remote(body: McpRegistration | A2ARegistration, services: An
         )
     services.tool_catalog.check(agent_id, found.tools, invocation=True)
     agent: InvocationAgent = await services.invocation.register_remote(
-        transport, agent_id, url, headers, found
+        transport, agent_id, url, headers, found, tenant=tenant
     )
     return agent
 
@@ -226,8 +271,11 @@ async def _register_remote(body: McpRegistration | A2ARegistration, services: An
     response_model=Unregistered,
     responses={404: error("Unknown invocation agent (not_found)"), 503: error("Redis unavailable")},
 )
-async def unregister(body: Unregistration, services: ServicesDep) -> dict[str, Any]:
-    """Forget a cached HTTP agent."""
+async def unregister(body: Unregistration, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+    """Forget a cached HTTP agent (another tenant's is unknown to a tenant's key)."""
+    known = services.invocation.get(body.agent_id)
+    if known is not None and not offered_to(known.tenant, principal.tenant_filter):
+        raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}")
     try:
         removed = await services.invocation.unregister(body.agent_id)
     except SessionStoreUnavailable as exc:

@@ -37,9 +37,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from master.agents.directory import AgentDirectory
+from master.auth import principal_of
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor
-from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisEventStream, RedisTaskStore, scope_of
+from master.doors.a2a.store import (
+    PRINCIPAL_KEY,
+    SCOPE_KEY,
+    STREAMING_KEY,
+    RedisEventStream,
+    RedisTaskStore,
+    principal_of_call,
+    scope_of,
+)
 from master.query.entry import OfferedTool, QueryEntry
 from protocol import ErrorCode
 
@@ -52,11 +61,13 @@ CARD_ROUTES = (CARD_PATH, f"{AGENTS_PATH}/{{agent_id}}{CARD_PATH}")
 
 
 class _ScopedContext(DefaultServerCallContextBuilder):
-    """The SDK's call context, plus the endpoint's scope (its ``{agent_id}``, or the hub)."""
+    """The SDK's call context, plus the endpoint's scope (its ``{agent_id}``, or the hub) and who
+    sent the request (its tenant owns the tasks it creates)."""
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state[SCOPE_KEY] = request.path_params.get("agent_id", "")
+        context.state[PRINCIPAL_KEY] = principal_of(request.scope)
         return context
 
 
@@ -81,7 +92,8 @@ class _ScopedHandler(DefaultRequestHandler):
 
     def _check(self, context: ServerCallContext) -> None:
         scope = scope_of(context)
-        if scope and not self._agents.known_ids([scope]):
+        tenant = principal_of_call(context).tenant_filter
+        if scope and not self._agents.known_ids([scope], tenant=tenant):
             raise InvalidParamsError(
                 message=f"unknown agent {scope!r}: no agent with that id is connected to the hub",
                 data={"error_code": ErrorCode.UNKNOWN_AGENT.value},

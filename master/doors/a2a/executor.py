@@ -37,7 +37,8 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore
+from master.auth import BOOTSTRAP_ADMIN, Principal
+from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
 from protocol import QueryRequest, QueryResponse, ToolProgress
@@ -182,6 +183,7 @@ class HubExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
         scope = context.call_context.state.get(SCOPE_KEY, "") if context.call_context else ""
+        principal = principal_of_call(context.call_context) if context.call_context else BOOTSTRAP_ADMIN
         text, data = _parts(context.message)
         calls = [item for item in data if isinstance(item, dict) and "tool" in item]
         if not calls and not text:
@@ -196,9 +198,9 @@ class HubExecutor(AgentExecutor):
                 configuration is not None and configuration.return_immediately
             )
         if calls:
-            await self._call(scope, calls[0], updater)
+            await self._call(scope, calls[0], updater, principal)
         else:
-            await self._ask(scope, text, context_id, updater)
+            await self._ask(scope, text, context_id, updater, principal)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         running = self._running.pop(context.task_id or "", None)
@@ -209,8 +211,11 @@ class HubExecutor(AgentExecutor):
 
     # A text message: a query.
 
-    async def _ask(self, scope: str, text: str, context_id: str, updater: _Updater) -> None:
-        session_id = await self._store.session_of(context_id) if context_id else None
+    async def _ask(
+        self, scope: str, text: str, context_id: str, updater: _Updater, principal: Principal
+    ) -> None:
+        tenant = principal.tenant
+        session_id = await self._store.session_of(context_id, tenant) if context_id else None
         try:
             request = QueryRequest(
                 query=text, session_id=session_id, allowed_agent_ids=[scope] if scope else None
@@ -219,7 +224,7 @@ class HubExecutor(AgentExecutor):
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise InvalidParamsError(message=f"the message is not a valid query: {problems}") from None
         try:
-            run = self._entry.submit(request, door="a2a", stream=True)
+            run = self._entry.submit(request, door="a2a", stream=True, principal=principal)
         except QueryRefused as exc:
             raise unavailable(exc) from None
         self._running[updater.task_id] = run
@@ -246,7 +251,7 @@ class HubExecutor(AgentExecutor):
         if response is None:  # the master stopped under the run
             raise InternalError(message="the master stopped before the query ended")
         if response.session_id and response.success:
-            await self._store.remember_session(context_id, response.session_id)
+            await self._store.remember_session(context_id, response.session_id, tenant)
         await self._finish_query(response, updater)
 
     async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
@@ -286,7 +291,7 @@ class HubExecutor(AgentExecutor):
 
     # A data part: one direct tool call.
 
-    async def _call(self, scope: str, call: dict[str, Any], updater: _Updater) -> None:
+    async def _call(self, scope: str, call: dict[str, Any], updater: _Updater, principal: Principal) -> None:
         agent_id = scope or call.get("agent_id")
         tool, arguments = call.get("tool"), call.get("arguments", {})
         if not isinstance(agent_id, str) or not agent_id:
@@ -308,7 +313,9 @@ class HubExecutor(AgentExecutor):
             )
         )
         pending = asyncio.create_task(
-            self._entry.call_tool(agent_id, tool, arguments, door="a2a", on_progress=progress.put_nowait),
+            self._entry.call_tool(
+                agent_id, tool, arguments, door="a2a", on_progress=progress.put_nowait, principal=principal
+            ),
             name=f"a2a call {label}",
         )
         self._running[updater.task_id] = pending

@@ -49,6 +49,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
+from master.auth import BOOTSTRAP_ADMIN, Principal, principal_of
 from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
@@ -214,7 +215,9 @@ class McpDoor:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._note_session(ctx)
-        return types.ListToolsResult(tools=[ask_tool(), *(listed(tool) for tool in self._offered())])
+        principal = _principal(ctx)
+        offered = self._offered() if principal.is_admin else self.entry.offered_tools(principal=principal)
+        return types.ListToolsResult(tools=[ask_tool(), *(listed(tool) for tool in offered)])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -233,7 +236,12 @@ class McpDoor:
 
         try:
             run = await self.entry.call_tool(
-                tool.agent_id, tool.tool_name, arguments, door="mcp", on_progress=on_progress
+                tool.agent_id,
+                tool.tool_name,
+                arguments,
+                door="mcp",
+                on_progress=on_progress,
+                principal=_principal(ctx),
             )
         except ToolRefused as exc:
             if exc.code == ErrorCode.INVALID_ARGUMENTS:
@@ -263,7 +271,7 @@ class McpDoor:
                 invalid, f"arguments of tool 'ask' do not fit its schema: {field}: {first['msg']}"
             )
         try:
-            run = self.entry.submit(request, door="mcp", stream=True)
+            run = self.entry.submit(request, door="mcp", stream=True, principal=_principal(ctx))
         except QueryRefused as exc:
             return refused_result(exc.code.value, exc.message)
         relay = ProgressRelay(ctx.session.report_progress, ASK)
@@ -288,6 +296,12 @@ class McpDoor:
             connection = getattr(ctx.session, "_connection", None)
             if isinstance(connection, Connection) and connection.session_id is not None:
                 self.watch.session(connection)
+
+
+def _principal(ctx: ServerRequestContext[Any]) -> Principal:
+    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request)."""
+    scope = getattr(ctx.request, "scope", None)
+    return principal_of(scope) if isinstance(scope, dict) else BOOTSTRAP_ADMIN
 
 
 def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:

@@ -1,0 +1,334 @@
+"""Tenants through the real app: a real master (lifespan, Redis, uvicorn on loopback), the
+scripted LLM, and two tenants, ``a`` and ``b``.
+
+Until keys resolve a principal for every request, :class:`TestPrincipals` (test-only, an ASGI
+middleware around the app) attaches the principal a request names in its ``X-Test-Tenant`` and
+``X-Test-Role`` headers, as the key resolution will; a request without them is the bootstrap
+administrator's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from master.auth import Principal, Role, set_principal
+from master.llm.model import ChatResult, FunctionChatModel
+from master.query.entry import ToolRefused
+from openagent.testing import ScriptedOpenAIServer
+from tests.factories import InProcessMaster, RawPeer, in_process_master
+
+DEADLINE = 60
+
+
+class TestPrincipals:
+    """Test-only: the principal named by ``X-Test-Tenant`` (and ``X-Test-Role``, ``client`` by
+    default) attached to the request or WebSocket, as the key resolution does."""
+
+    __test__ = False
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope["headers"])
+            tenant = headers.get(b"x-test-tenant")
+            if tenant is not None:
+                name = tenant.decode()
+                role = Role(headers.get(b"x-test-role", b"client").decode())
+                set_principal(scope, Principal(f"key-{name}-{role}", f"test key of {name}", role, name))
+        await self.app(scope, receive, send)
+
+
+def as_tenant(tenant: str, role: str = "client") -> dict[str, str]:
+    return {"X-Test-Tenant": tenant, "X-Test-Role": role}
+
+
+A, B = as_tenant("a"), as_tenant("b")
+
+GATED = {
+    "name": "wire",
+    "description": "Send money",
+    "parameters": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]},
+    "requires_approval": True,
+}
+
+
+def tool(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": f"The {name} tool",
+        "parameters": {"type": "object", "properties": {}},
+    }
+
+
+@pytest.fixture
+async def hub(llm: ScriptedOpenAIServer) -> AsyncIterator[InProcessMaster]:
+    async with in_process_master(
+        wrap=TestPrincipals, openai_base_url=llm.base_url, openai_api_key="scripted"
+    ) as master:
+        yield master
+
+
+def http(master: InProcessMaster, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=master.base_url, headers=headers or {}, timeout=DEADLINE)
+
+
+async def ask(client: httpx.AsyncClient, **body: Any) -> httpx.Response:
+    return await client.post("/query", json={"query": "hi", **body})
+
+
+async def until(condition: Any, what: str) -> None:
+    async with asyncio.timeout(DEADLINE):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def sse_result(text: str) -> dict[str, Any]:
+    """The ``query_result`` event of a ``POST /query`` stream."""
+    blocks = [block.split("\n", 1) for block in text.strip().split("\n\n")]
+    [data] = [rest for head, rest in blocks if head == "event: query_result"]
+    result: dict[str, Any] = json.loads(data.removeprefix("data: "))
+    return result
+
+
+def a2a_send(text: str, context_id: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "user",
+        "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": text}],
+    }
+    if context_id is not None:
+        message["contextId"] = context_id
+    return {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+
+
+async def test_another_tenants_session_is_unknown_through_every_door(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    llm.add_text("Hello, a.")
+    async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+        first = await ask(a, query="my secret plan")
+        assert first.status_code == 200, first.text
+        session_id = first.json()["session_id"]
+
+        # HTTP: read, delete, continue; SSE: continue.
+        for response in (
+            await b.get(f"/sessions/{session_id}"),
+            await b.delete(f"/sessions/{session_id}"),
+            await ask(b, session_id=session_id),
+        ):
+            assert response.status_code == 404 and response.json()["error_code"] == "unknown_session"
+            assert "secret" not in response.text
+        streamed = await b.post("/query", json={"query": "hi", "session_id": session_id, "stream": True})
+        assert sse_result(streamed.text)["error_code"] == "unknown_session"
+
+        # The OpenAI-compatible API: its session header.
+        chat = await b.post(
+            "/v1/chat/completions",
+            json={"model": "openagent", "messages": [{"role": "user", "content": "go on"}]},
+            headers={"X-OpenAgent-Session-Id": session_id},
+        )
+        assert chat.status_code == 404 and chat.json()["error_code"] == "unknown_session"
+
+        # WebSocket: a query frame with the session_id.
+        peer = await RawPeer.connect(hub.ws_url, additional_headers=B)
+        try:
+            await peer.register("b-asker", role="query")
+            await peer.send({"type": "query", "query_id": "q-b", "query": "hi", "session_id": session_id})
+            result = await peer.recv()
+            assert (result["type"], result["success"], result["error_code"]) == (
+                "query_result",
+                False,
+                "unknown_session",
+            )
+        finally:
+            await peer.close()
+
+        # MCP: the ask tool's session_id.
+        async with (
+            httpx2.AsyncClient(headers=B, timeout=DEADLINE) as mcp_http,
+            Client(streamable_http_client(f"{hub.base_url}/mcp", http_client=mcp_http)) as mcp,
+        ):
+            asked = await mcp.call_tool("ask", {"query": "hi", "session_id": session_id})
+            assert asked.is_error is True
+            assert asked.structured_content is not None
+            assert asked.structured_content["error_code"] == "unknown_session"
+
+        assert len(llm.requests) == 1  # no door reached the LLM for b
+        # The owner and an administrator still see it.
+        assert (await a.get(f"/sessions/{session_id}")).status_code == 200
+        assert (await admin.get(f"/sessions/{session_id}")).status_code == 200
+        assert (await a.delete(f"/sessions/{session_id}")).status_code == 200
+
+
+async def test_another_tenants_a2a_tasks_and_contexts_are_unknown(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    llm.add_text("Noted, a.")
+    async with http(hub, A) as a, http(hub, B) as b:
+        sent = (await a.post("/a2a", json=a2a_send("remember the code 1234"))).json()["result"]
+        task_id, context_id = sent["id"], sent["contextId"]
+        assert sent["status"]["state"] == "completed", sent
+
+        get = {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": task_id}}
+        assert "result" in (await a.post("/a2a", json=get)).json()
+        refused = (await b.post("/a2a", json=get)).json()
+        assert "result" not in refused and "not found" in refused["error"]["message"].lower(), refused
+        listed = (await b.post("/a2a", json={**get, "method": "tasks/list", "params": {}})).json()
+        assert task_id not in json.dumps(listed)
+
+        # b naming a's contextId starts a session of its own: a's turns never reach the LLM for b.
+        llm.add_text("Hello, b.")
+        again = (await b.post("/a2a", json=a2a_send("what was the code?", context_id))).json()["result"]
+        assert again["status"]["state"] == "completed", again
+        assert "1234" not in json.dumps(llm.requests[-1]["messages"])
+
+
+async def test_another_tenants_approvals_and_attachments_are_unknown(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    bank = await RawPeer.connect(hub.ws_url)  # an administrator's agent: shared with every tenant
+    try:
+        await bank.register("bank", tools=[GATED])
+        llm.add_tool_call("bank__wire", {"to": "bob"})
+        async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+            paused = (await ask(a, query="pay bob")).json()
+            assert paused["status"] == "awaiting_approval", paused
+            session_id = paused["session_id"]
+            [approval] = paused["approvals"]
+            approval_id = approval["approval_id"]
+
+            for response in (
+                await b.get(f"/approvals/{approval_id}"),
+                await b.post(f"/approvals/{approval_id}", json={"decision": "approve"}),
+                await b.post(f"/approvals/{approval_id}/resume"),
+            ):
+                assert response.status_code == 404, response.text
+                assert response.json()["error_code"] == "unknown_approval"
+            assert (await b.get("/approvals", params={"session_id": session_id})).json() == {"approvals": []}
+            rag = await b.get("/query/session-rag-context", params={"session_id": session_id})
+            assert rag.status_code == 404 and rag.json()["error_code"] == "unknown_session"
+
+            # Nothing was decided: a still sees it pending; an administrator sees it too.
+            assert (await a.get(f"/approvals/{approval_id}")).json()["status"] == "pending"
+            listed = (await a.get("/approvals", params={"session_id": session_id})).json()
+            assert [x["approval_id"] for x in listed["approvals"]] == [approval_id]
+            assert (await admin.get(f"/approvals/{approval_id}")).status_code == 200
+            own = await a.get("/query/session-rag-context", params={"session_id": session_id})
+            assert own.status_code == 200 and own.json()["attachments"] == []
+    finally:
+        await bank.close()
+
+
+async def test_a_tenants_agents_are_offered_to_its_queries_only(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    shared = await RawPeer.connect(hub.ws_url)
+    own = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    try:
+        await shared.register("shared", tools=[tool("lookup")])
+        await own.register("a-only", tools=[tool("secret")])
+        assert hub.services.registry.get("a-only").tenant == "a"  # type: ignore[union-attr]
+
+        def offered(request: dict[str, Any]) -> set[str]:
+            return {entry["function"]["name"] for entry in request.get("tools") or []}
+
+        async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+            llm.add_text("b's answer")
+            assert (await ask(b)).status_code == 200
+            assert offered(llm.requests[-1]) == {"shared__lookup"}
+            llm.add_text("a's answer")
+            assert (await ask(a)).status_code == 200
+            assert offered(llm.requests[-1]) == {"shared__lookup", "a-only__secret"}
+
+            # Named explicitly, it is as unknown to b as an agent that does not exist.
+            named = await ask(b, allowed_agent_ids=["a-only"])
+            assert named.status_code == 400 and named.json()["error_code"] == "unknown_agent"
+            assert "'a-only'" in named.json()["error"] and "known agents: 'shared'" in named.json()["error"]
+            rows = {row["agent_id"] for row in (await b.get("/agents")).json()["agents"]}
+            assert rows == {"shared"}
+            rows = {row["agent_id"] for row in (await admin.get("/agents")).json()["agents"]}
+            assert {"shared", "a-only"} <= rows
+
+        # A direct tool call (MCP and A2A tools/call go through it) to another tenant's agent.
+        entry = hub.services.entry
+        b_principal = Principal("key-b", "b", Role.CLIENT, "b")
+        with pytest.raises(ToolRefused) as refused:
+            await entry.call_tool("a-only", "secret", {}, door="mcp", principal=b_principal)
+        assert refused.value.code == "unknown_agent"
+        assert {t.agent_id for t in entry.offered_tools(principal=b_principal)} == {"shared"}
+    finally:
+        await shared.close()
+        await own.close()
+
+
+async def test_a_tenants_agent_key_cannot_take_over_another_tenants_agent(hub: InProcessMaster) -> None:
+    first = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    second = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
+    try:
+        await first.register("worker", tools=[tool("work")])
+        await second.send(
+            {"type": "register", "agent_id": "worker", "role": "action", "tools": [tool("work")]}
+        )
+        refused = await second.recv()
+        assert (refused["type"], refused["code"]) == ("error", "agent_conflict")
+        assert hub.services.registry.get("worker").tenant == "a"  # type: ignore[union-attr]
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_tenants_flood_is_refused_while_the_other_tenants_queries_run() -> None:
+    release = asyncio.Event()
+    held = 0
+
+    async def answer(messages: Any, tools: Any) -> ChatResult:
+        nonlocal held
+        if messages[-1]["content"] == "flood":
+            held += 1
+            await release.wait()
+        return ChatResult("done")
+
+    async with (
+        in_process_master(
+            FunctionChatModel(answer),
+            wrap=TestPrincipals,
+            openagent_tenant_max_concurrent_queries=2,
+            openagent_max_queries_in_flight=8,
+        ) as master,
+        http(master, A) as a,
+        http(master, B) as b,
+    ):
+        flood = [asyncio.create_task(ask(a, query="flood")) for _ in range(2)]
+        try:
+            await until(lambda: held == 2, "a's two queries to reach the LLM")
+            over = await ask(a, query="flood")
+            assert over.status_code == 429 and over.json()["error_code"] == "too_many_queries"
+            assert "tenant 'a'" in over.json()["error"]
+            assert "OPENAGENT_TENANT_MAX_CONCURRENT_QUERIES=2" in over.json()["error"]
+            # Every door counts against the same cap.
+            chat = await a.post(
+                "/v1/chat/completions",
+                json={"model": "openagent", "messages": [{"role": "user", "content": "x"}]},
+            )
+            assert chat.status_code == 429 and chat.json()["error_code"] == "too_many_queries"
+            # b is admitted meanwhile.
+            other = await ask(b, query="hello")
+            assert other.status_code == 200 and other.json()["answer"] == "done"
+        finally:
+            release.set()
+        for done in await asyncio.gather(*flood):
+            assert done.status_code == 200 and done.json()["answer"] == "done"
+        assert master.services.entry.admission.by_tenant == {}
