@@ -66,6 +66,9 @@ class AgentRow(BaseModel):
     a2a_url: str | None = None
     """A2A agents: where their card is (the headers the master sends are never shown)."""
     registered_at: float | None = None
+    tenant: str | None = None
+    """The only tenant whose queries it serves (registered with that tenant's key); absent:
+    shared with every tenant."""
     sandbox: SandboxField | None = None
     """With the sandbox on: the agent's Pod or pool placement and its health (``null`` when not deployed by it)."""
 

@@ -259,8 +259,8 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
             assert "'a-only'" in named.json()["error"] and "known agents: 'shared'" in named.json()["error"]
             rows = {row["agent_id"] for row in (await b.get("/agents")).json()["agents"]}
             assert rows == {"shared"}
-            rows = {row["agent_id"] for row in (await admin.get("/agents")).json()["agents"]}
-            assert {"shared", "a-only"} <= rows
+            every = {row["agent_id"]: row for row in (await admin.get("/agents")).json()["agents"]}
+            assert every["a-only"]["tenant"] == "a" and "tenant" not in every["shared"]
 
         # A direct tool call (MCP and A2A tools/call go through it) to another tenant's agent.
         entry = hub.services.entry
@@ -332,3 +332,34 @@ async def test_a_tenants_flood_is_refused_while_the_other_tenants_queries_run() 
         for done in await asyncio.gather(*flood):
             assert done.status_code == 200 and done.json()["answer"] == "done"
         assert master.services.entry.admission.by_tenant == {}
+
+
+async def test_http_registration_belongs_to_the_keys_tenant_or_the_one_an_administrator_names(
+    hub: InProcessMaster,
+) -> None:
+    body = {"agent_id": "inv", "invocation_base_url": "http://127.0.0.1:9", "tools": [tool("t")]}
+    async with (
+        http(hub) as admin,
+        http(hub, as_tenant("a", "agent")) as a_agent,
+        http(hub, as_tenant("b", "agent")) as b_agent,
+    ):
+        try:
+            assert (await admin.post("/register", json=body, params={"tenant": "b"})).status_code == 200
+            assert hub.services.invocation.get("inv").tenant == "b"  # type: ignore[union-attr]
+
+            other = await a_agent.post(
+                "/register", json={**body, "agent_id": "inv-a"}, params={"tenant": "b"}
+            )
+            assert other.status_code == 422 and "own tenant only" in other.text
+            taken = await a_agent.post("/register", json=body)
+            assert taken.status_code == 409 and taken.json()["error_code"] == "agent_conflict"
+            assert (await a_agent.post("/unregister", json={"agent_id": "inv"})).status_code == 404
+
+            assert (await b_agent.post("/register", json={**body, "agent_id": "inv-b"})).status_code == 200
+            assert hub.services.invocation.get("inv-b").tenant == "b"  # type: ignore[union-attr]
+            assert (await admin.post("/register", json={**body, "agent_id": "inv-shared"})).status_code == 200
+            assert hub.services.invocation.get("inv-shared").tenant is None  # type: ignore[union-attr]
+            assert (await b_agent.post("/unregister", json={"agent_id": "inv"})).status_code == 200
+        finally:  # the tests' Redis outlives this master: leave no agent behind
+            for agent_id in ("inv", "inv-a", "inv-b", "inv-shared"):
+                await hub.services.invocation.unregister(agent_id)

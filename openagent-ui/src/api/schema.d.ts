@@ -969,6 +969,12 @@ export interface components {
              * @description ``online`` (WebSocket), ``UP``/``DOWN``/``UNKNOWN`` (invocation), ``starting``/``unhealthy`` (sandbox).
              */
             status: string;
+            /**
+             * Tenant
+             * @description The only tenant whose queries it serves (registered with that tenant's key); absent:
+             *     shared with every tenant.
+             */
+            tenant?: string | null;
             /** Tools */
             tools: components["schemas"]["ToolSchema"][];
         };
