@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from master.agents.directory import AgentDirectory
-from master.auth import principal_of
+from master.auth import BOOTSTRAP_ADMIN, Principal, principal_of
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor
 from master.doors.a2a.store import (
@@ -170,11 +170,12 @@ class A2ADoor:
         """The SDK endpoint of the route declared as ``path`` (see :func:`route_specs`)."""
         return self._endpoints[(path, method)]
 
-    def tools(self, agent_id: str) -> list[OfferedTool] | None:
-        """The tools of ``agent_id`` wherever it is connected; ``None`` when the hub does not know it."""
-        if not self.agents.known_ids([agent_id]):
+    def tools(self, agent_id: str, principal: Principal = BOOTSTRAP_ADMIN) -> list[OfferedTool] | None:
+        """The tools of ``agent_id`` wherever it is connected; ``None`` when the hub does not know
+        it, or it serves another tenant than ``principal``'s."""
+        if not self.agents.known_ids([agent_id], tenant=principal.tenant_filter):
             return None
-        return self.entry.offered_tools([agent_id])
+        return self.entry.offered_tools([agent_id], principal=principal)
 
     async def card(self, request: Request) -> Response:
         """``GET`` a card: the hub's, or ``{agent_id}``'s (404 when the hub does not know it)."""
@@ -182,7 +183,7 @@ class A2ADoor:
         agent_id = request.path_params.get("agent_id")
         if agent_id is None:
             return _card_response(hub_card(base))
-        tools = self.tools(agent_id)
+        tools = self.tools(agent_id, principal_of(request.scope))
         if tools is None:
             return JSONResponse(
                 {
