@@ -118,6 +118,15 @@ async def start_collaboration(
     """Run a collaboration to its end and answer its outcome (summary, reason, transcript)."""
     manager = services.collaboration
     parent = body.parent_session_id
+    tenant = principal.tenant_filter
+    if tenant is not None and manager.enabled:  # another tenant's agents are unknown to this key
+        offered = services.agents.known_ids(body.agents, tenant=tenant)
+        for agent_id in body.agents:
+            if agent_id not in offered:
+                raise ApiError(
+                    ErrorCode.UNKNOWN_AGENT,
+                    f"unknown agent {agent_id!r}: it is not connected to this master over WebSocket",
+                )
     try:
         if parent is None:
             parent = services.sessions.new_session_id()

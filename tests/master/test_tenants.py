@@ -363,3 +363,62 @@ async def test_http_registration_belongs_to_the_keys_tenant_or_the_one_an_admini
         finally:  # the tests' Redis outlives this master: leave no agent behind
             for agent_id in ("inv", "inv-a", "inv-b", "inv-shared"):
                 await hub.services.invocation.unregister(agent_id)
+
+
+async def collaborator(
+    master: InProcessMaster, agent_id: str, headers: dict[str, str] | None = None
+) -> RawPeer:
+    peer = await RawPeer.connect(master.ws_url, additional_headers=headers or {})
+    await peer.send(
+        {
+            "type": "register",
+            "agent_id": agent_id,
+            "role": "action",
+            "tools": [tool("noop")],
+            "metadata": {"supports_collaboration": True},
+        }
+    )
+    assert await peer.recv() == {"type": "registered", "agent_id": agent_id}
+    return peer
+
+
+async def test_another_tenants_collaborations_are_unknown(hub: InProcessMaster) -> None:
+    alice, bob = await collaborator(hub, "alice"), await collaborator(hub, "bob")
+    private = await collaborator(hub, "a-helper", as_tenant("a", "agent"))
+    try:
+        async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+            post = asyncio.create_task(
+                a.post("/internal/collaborations", json={"agents": ["alice", "bob"], "task": "split a bill"})
+            )
+            start_b, start_a = await bob.recv(), await alice.recv()
+            assert start_a["session_id"] == start_b["session_id"]
+            await bob.send(
+                {"type": "collaboration_end", "session_id": start_a["session_id"], "summary": "ok"}
+            )
+            await alice.recv()  # the end, relayed
+            outcome = (await post).json()
+            sid, parent = outcome["collab_session_id"], outcome["parent_session_id"]
+
+            gone = await b.get(f"/internal/collaborations/{sid}")
+            assert gone.status_code == 404 and gone.json()["error_code"] == "unknown_collaboration"
+            listed = (await b.get("/internal/collaborations", params={"parent_session_id": parent})).json()
+            assert listed["collab_session_ids"] == []
+            assert (await b.get(f"/sessions/{parent}")).status_code == 404  # the session it started is a's
+            again = await b.post(
+                "/internal/collaborations",
+                json={"agents": ["alice", "bob"], "task": "t", "parent_session_id": parent},
+            )
+            assert again.status_code == 404 and again.json()["error_code"] == "unknown_session"
+            foreign = await b.post(
+                "/internal/collaborations", json={"agents": ["alice", "a-helper"], "task": "t"}
+            )
+            assert foreign.status_code == 400 and foreign.json()["error_code"] == "unknown_agent"
+            assert "'a-helper'" in foreign.json()["detail"]
+
+            assert (await a.get(f"/internal/collaborations/{sid}")).json()["tenant"] == "a"
+            assert (await admin.get(f"/internal/collaborations/{sid}")).status_code == 200
+            mine = (await a.get("/internal/collaborations", params={"parent_session_id": parent})).json()
+            assert mine["collab_session_ids"] == [sid]
+    finally:
+        for peer in (alice, bob, private):
+            await peer.close()
