@@ -62,6 +62,9 @@ APPROVAL_DECISION_PREFIX = "approval_decision:"
 """``approval_decision:{approval_id}`` → JSON of its decision, set once (SET NX: one decider wins)."""
 SESSION_APPROVALS_PREFIX = "session_approvals:"
 """``session_approvals:{session_id}`` → set of the approval ids of the session's paused runs."""
+PENDING_APPROVALS_KEY = "pending_approvals"
+"""Sorted set of the approval ids not decided yet (score: ``created_at``), for ``GET /approvals``
+without a session; an id leaves it when decided, or when a listing finds it gone or expired."""
 
 
 def approval_key(approval_id: str) -> str:

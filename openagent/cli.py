@@ -11,6 +11,9 @@
     openagent workspace export > ws.yaml   # workspaces and the agent builder: see openagent.workspace.cli
     openagent workspace restore ws.yaml
     openagent generate "converts km to miles" --save
+    openagent approvals                    # tool calls waiting for a person: see openagent.approvals_cli
+    openagent approve ID --edit '{"amount": 200}'
+    openagent reject ID --reason "not today"
 
 Every command reads the environment and ``.env`` in the current directory as the SDK does
 (:mod:`openagent.config`): ``MASTER_BASE_URL`` (or ``MASTER_HOST``/``MASTER_PORT``) says
@@ -38,6 +41,7 @@ from typing import Any, NoReturn
 
 import httpx
 
+from openagent.approvals_cli import add_subcommands as add_approval_commands
 from openagent.config import ClientConfig, RegistrationConfig, _client_host, _environ, _master_host, _port
 from openagent.errors import ConfigurationError, OpenAgentError
 from openagent.workspace.cli import add_subcommands as add_workspace_commands
@@ -99,6 +103,12 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"openagent ask: failed{code}: {result.get('error') or result.get('answer')}", file=sys.stderr)
     used = [f"{row.get('agent_id')} ({row.get('tool_name')})" for row in result.get("agents_used") or []]
     print()
+    for approval in result.get("approvals") or [] if result.get("status") == "awaiting_approval" else []:
+        arguments = json.dumps(approval.get("arguments"), ensure_ascii=False)
+        print(f"waiting for approval: {approval.get('agent_id')}.{approval.get('tool_name')} {arguments}")
+        print(
+            f"  decide: openagent approve {approval.get('approval_id')} [--edit JSON]  |  reject ... --reason TEXT"
+        )
     print(f"agents used: {', '.join(used) if used else 'none'}")
     session = result.get("session_id")
     print(f'session: {session}   (continue it: openagent ask --session {session} "...")')
@@ -368,6 +378,7 @@ def _parser() -> argparse.ArgumentParser:
     bridge.set_defaults(handler=_mcp_bridge)
 
     add_workspace_commands(commands)  # workspace export|restore|start|stop|check, generate
+    add_approval_commands(commands)  # approvals, approve, reject
     return parser
 
 

@@ -3,10 +3,11 @@
 A run that wants a call needing approval pauses (its state is the session's paused run,
 :meth:`master.conversation.store.SessionStore.pause`); each held call becomes an approval here:
 ``approval:{id}`` (what the call is, when it expires), ``approval_decision:{id}`` (set once with
-SET NX, so of two deciders exactly one wins) and the session's set of approval ids. Records live
-twice the approval TTL, so an expired approval still answers ``expired`` for a while. A record
-keeps the tenant of the query that made it (``tenant``; none: ``default``): the reads take the
-asker's tenant (``None``: an administrator) and another tenant's approval does not exist for them.
+SET NX, so of two deciders exactly one wins), the session's set of approval ids and the index of
+the pending ones of every session (``pending_approvals``). Records live twice the approval TTL,
+so an expired approval still answers ``expired`` for a while. A record keeps the tenant of the
+query that made it (``tenant``; none: ``default``): the reads take the asker's tenant (``None``:
+an administrator) and another tenant's approval does not exist for them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ from redis.exceptions import RedisError
 
 from master.auth import DEFAULT_TENANT
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import approval_decision_key, approval_key, session_approvals_key
+from master.redis_keys import (
+    PENDING_APPROVALS_KEY,
+    approval_decision_key,
+    approval_key,
+    session_approvals_key,
+)
 from protocol import Approval
 
 Decision = Literal["approved", "rejected", "expired"]
@@ -53,6 +59,7 @@ class ApprovalStore:
                     key = session_approvals_key(approval.session_id)
                     pipe.sadd(key, approval.approval_id)
                     pipe.expire(key, self.keep_seconds)
+                    pipe.zadd(PENDING_APPROVALS_KEY, {approval.approval_id: approval.created_at})
                 await pipe.execute()
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
@@ -92,6 +99,32 @@ class ApprovalStore:
         found = [await self.get(i.decode() if isinstance(i, bytes) else str(i), tenant=tenant) for i in ids]
         return sorted((a for a in found if a is not None), key=lambda a: (a.created_at, a.approval_id))
 
+    async def pending(self, limit: int = 500, *, tenant: str | None = None) -> list[Approval]:
+        """The approvals of every session still waiting for a decision, oldest first (at most
+        ``limit`` looked at; only ``tenant``'s when given). Ids found decided, expired or gone
+        leave the index."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                ids = await self._redis.zrange(PENDING_APPROVALS_KEY, 0, limit - 1)
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        found: list[Approval] = []
+        stale: list[str] = []
+        for raw in ids:
+            approval_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+            record = await self.record(approval_id)
+            if record is None or record["status"] != "pending":
+                stale.append(approval_id)
+            elif tenant is None or (record.get("tenant") or DEFAULT_TENANT) == tenant:
+                found.append(Approval.model_validate(record))
+        if stale:
+            try:
+                async with asyncio.timeout(self._timeout):
+                    await self._redis.zrem(PENDING_APPROVALS_KEY, *stale)
+            except (RedisError, TimeoutError) as exc:
+                raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return found
+
     async def decide(
         self,
         approval_id: str,
@@ -113,6 +146,7 @@ class ApprovalStore:
             async with asyncio.timeout(self._timeout):
                 won = await self._redis.set(key, json.dumps(decision), nx=True, ex=self.keep_seconds)
                 if won:
+                    await self._redis.zrem(PENDING_APPROVALS_KEY, approval_id)
                     return True, decision
                 raw = await self._redis.get(key)
         except (RedisError, TimeoutError) as exc:

@@ -37,7 +37,7 @@ _STORE_DOWN = error("Redis unavailable (session_store_unavailable)")
 
 
 class ApprovalList(BaseModel):
-    """``GET /approvals``: a session's approvals, oldest first."""
+    """``GET /approvals``: a session's approvals, or the pending ones of every session, oldest first."""
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
@@ -61,14 +61,25 @@ class ApprovalDecision(BaseModel):
 async def list_approvals(
     services: ServicesDep,
     principal: PrincipalDep,
-    session_id: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="The session")],
+    session_id: Annotated[
+        str | None,
+        Query(
+            pattern=r"^[A-Za-z0-9_-]{1,128}$",
+            description="The session; without it, the pending approvals of every session",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
-    """The session's approvals (pending, approved, rejected or expired), oldest first."""
+    """The session's approvals (pending, approved, rejected or expired), oldest first; without
+    ``session_id``, the approvals of every session still waiting for a decision. A tenant's key
+    gets its tenant's only."""
     store = services.queries.approvals
     if store is None:
         return {"approvals": []}
     try:
-        return {"approvals": await store.of_session(session_id, tenant=principal.tenant_filter)}
+        tenant = principal.tenant_filter
+        if session_id is None:
+            return {"approvals": await store.pending(tenant=tenant)}
+        return {"approvals": await store.of_session(session_id, tenant=tenant)}
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
 

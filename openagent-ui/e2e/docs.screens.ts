@@ -1,4 +1,4 @@
-/** Screenshots for the README (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png): `npm run screenshots`. */
+/** Screenshots for the README and guides (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png, docs/ui-approval.png): `npm run screenshots`. */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { AGENT, expect, test } from "./fixtures";
@@ -42,4 +42,15 @@ test("connect an MCP client", async ({ app, page }) => {
   const dialog = page.getByRole("dialog", { name: "Connect an MCP client" });
   await expect(dialog.getByLabel("MCP endpoint URL", { exact: true })).toBeVisible();
   await dialog.screenshot({ path: path.join(docs, "ui-mcp-client.png") });
+});
+
+test("approval card", async ({ app, page }) => {
+  await app.openConnected();
+  await app.dragOntoCanvas("e2e-bank");
+  await app.linkByDragging("e2e-bank");
+  await app.ask("Please transfer 250 to bob");
+  const card = page.getByRole("region", { name: "Approval e2e-bank · transfer" });
+  await card.getByRole("textbox", { name: "amount" }).fill("200");
+  await expect(app.agentNode("e2e-bank").getByRole("status")).toContainText("awaits approval");
+  await page.getByRole("region", { name: "Chat" }).screenshot({ path: path.join(docs, "ui-approval.png") });
 });

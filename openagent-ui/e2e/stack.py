@@ -14,6 +14,8 @@ The scripted LLM answers by rule, like a model that follows the prompts:
 - after a tool result: "The agent answered: <result>";
 - asked to "greet <name>" with ``e2e-greeter.greet`` offered: calls it;
 - asked to "echo <word>" with the echo tool offered: calls it with ``{"text": <word>}``;
+- asked to "transfer <amount> to <name>" with ``e2e-bank.transfer`` offered: calls it (the tool
+  requires a person's approval, so the query pauses: the approvals tests decide it);
 - offered the indexer's ``search_knowledge`` (the RAG agents are linked): the RAG tests' model
   (``tests.factories.rag_model``) calls it with the question (which extracts and indexes the
   session's files first), then answers "From <file> (<position>): <passage>";
@@ -29,7 +31,8 @@ small enough for the tests to exceed it cheaply.
 The master's agents root (``OPENAGENT_AGENTS_ROOT``) is a fresh temporary folder, so saved
 agents never land in the repository; it holds ``agents/broken_agent.py``, which discovery
 lists as a per-file error, and ``agents/e2e_greeter.py``, a WebSocket agent that nothing runs
-until the page starts it in the master (``POST /internal/yaml-agents/start``).
+until the page starts it in the master (``POST /internal/yaml-agents/start``). ``e2e-bank``, a
+WebSocket agent whose ``transfer`` requires approval, runs from the start.
 
 A second master (``sandbox_master``, serving the UI too) has the Kubernetes sandbox on
 (``OPENAGENT_K8S_SANDBOX=1``), with the real ``kubernetes`` client talking to the tests' fake
@@ -81,6 +84,8 @@ API_KEY = "e2e-secret-key"
 AGENT = "demo-invocation-agent"
 ECHO = f"{AGENT}__echo"
 GREET = "e2e-greeter__greet"
+BANK = "e2e-bank"
+TRANSFER = f"{BANK}__transfer"
 RAG_AGENTS = ("document-extractor-agent", "document-indexer-agent")
 ATTACHMENT_LIMIT = 64 * 1024
 
@@ -122,6 +127,40 @@ def build_agent(config: ClientConfig | None = None) -> OrchestratorActionAgent:
 
 if __name__ == "__main__":
     run_action_agent(build_agent())
+'''
+
+BANK_AGENT = '''"""A WebSocket agent the approvals e2e test uses: its transfer waits for a person."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema, run_action_agent
+
+TOOLS = [
+    ToolSchema(
+        name="transfer",
+        description="Transfer money to someone.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "Who gets the money"},
+                "amount": {"type": "number", "minimum": 0},
+                "currency": {"type": "string", "enum": ["EUR", "USD"]},
+            },
+            "required": ["to", "amount"],
+        },
+        requires_approval=True,
+    ),
+]
+
+
+async def handle_tool(tool_name: str, arguments: dict[str, Any]) -> Any:
+    return {"sent": arguments["amount"], "to": arguments["to"]}
+
+
+if __name__ == "__main__":
+    run_action_agent(OrchestratorActionAgent("e2e-bank", TOOLS, handle_tool, config=ClientConfig.from_env()))
 '''
 
 CRASHER_AGENT = GREETER_AGENT.replace('AGENT_ID = "e2e-greeter"', 'AGENT_ID = "e2e-crasher"').replace(
@@ -176,6 +215,9 @@ def handler(body: dict[str, Any]) -> Reply:
     match = re.search(r"greet (\w+)", question, re.IGNORECASE)
     if match and GREET in tools:
         return ToolCallReply((ToolCall(GREET, {"name": match.group(1)}),))
+    match = re.search(r"transfer (\d+) to (\w+)", question, re.IGNORECASE)
+    if match and TRANSFER in tools:
+        return ToolCallReply((ToolCall(TRANSFER, {"to": match.group(2), "amount": int(match.group(1))}),))
     match = re.search(r"echo (\w+)", question, re.IGNORECASE)
     if match and ECHO in tools:
         return ToolCallReply((ToolCall(ECHO, {"text": match.group(1)}),))
@@ -377,6 +419,7 @@ def main() -> int:
     (sandbox_root / "agents" / "e2e_greeter.py").write_text(GREETER_AGENT)
     (sandbox_root / "agents" / "e2e_crasher.py").write_text(CRASHER_AGENT)
     kubelet_dir = Path(tempfile.mkdtemp(prefix="openagent-e2e-kubelet-"))
+    bank_dir = Path(tempfile.mkdtemp(prefix="openagent-e2e-bank-"))
     cluster: FakeCluster | None = None
 
     llm = ScriptedOpenAIServer().start()
@@ -415,7 +458,7 @@ def main() -> int:
         if cluster is not None:
             cluster.stop()
         llm.stop()
-        for folder in (agents_root, sandbox_root, kubelet_dir):
+        for folder in (agents_root, sandbox_root, kubelet_dir, bank_dir):
             shutil.rmtree(folder, ignore_errors=True)
 
     def terminated(*_: object) -> None:
@@ -486,6 +529,18 @@ def main() -> int:
             )
         )
         wait_registered(master, children[-1], rag_log, RAG_AGENTS)
+        bank_log = logs / "e2e-bank.log"
+        (bank_dir / "e2e_bank.py").write_text(BANK_AGENT)
+        children.append(
+            subprocess.Popen(
+                [sys.executable, str(bank_dir / "e2e_bank.py")],
+                cwd=bank_dir,
+                env=env,
+                stdout=bank_log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        )
+        wait_registered(master, children[-1], bank_log, (BANK,))
         stack = {"ui": f"{master}/ui/", "master": master, "api_key": API_KEY, "sandbox_master": sandbox_master}
         print(json.dumps(stack), flush=True)  # noqa: T201
         # Run until the parent closes our stdin (or kills us), or a child dies.

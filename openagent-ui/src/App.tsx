@@ -1,5 +1,6 @@
 import { ReactFlowProvider } from "@xyflow/react";
 import { useEffect } from "react";
+import { ApprovalsPanel } from "./components/ApprovalsPanel";
 import { Builder } from "./components/Builder";
 import { Canvas } from "./components/Canvas";
 import { Chat } from "./components/Chat";
@@ -50,6 +51,7 @@ export function App() {
           <Details />
         </main>
         <Chat />
+        <ApprovalsPanel />
         <Builder />
         <Restore />
         <SandboxLogs />

@@ -218,6 +218,7 @@ async def test_another_tenants_approvals_and_attachments_are_unknown(
                 assert response.status_code == 404, response.text
                 assert response.json()["error_code"] == "unknown_approval"
             assert (await b.get("/approvals", params={"session_id": session_id})).json() == {"approvals": []}
+            assert (await b.get("/approvals")).json() == {"approvals": []}  # every session's pending ones
             rag = await b.get("/query/session-rag-context", params={"session_id": session_id})
             assert rag.status_code == 404 and rag.json()["error_code"] == "unknown_session"
 
@@ -226,6 +227,9 @@ async def test_another_tenants_approvals_and_attachments_are_unknown(
             listed = (await a.get("/approvals", params={"session_id": session_id})).json()
             assert [x["approval_id"] for x in listed["approvals"]] == [approval_id]
             assert (await admin.get(f"/approvals/{approval_id}")).status_code == 200
+            for client in (a, admin):
+                pending = (await client.get("/approvals")).json()["approvals"]
+                assert approval_id in [x["approval_id"] for x in pending]
             own = await a.get("/query/session-rag-context", params={"session_id": session_id})
             assert own.status_code == 200 and own.json()["attachments"] == []
     finally:

@@ -8,6 +8,7 @@ import { SseParser } from "../lib/sse";
 import type {
   AgentOutcome,
   AgentRow,
+  Approval,
   DiscoveredAgent,
   Discovery,
   ErrorCode,
@@ -119,6 +120,13 @@ export interface ApiClient {
   deleteSession(sessionId: string): Promise<boolean>;
   /** `GET /query/session-rag-context`: the session's attached files and their indexing state. */
   sessionRagContext(sessionId: string): Promise<SessionRagContext>;
+  /** `GET /approvals`: the session's approvals; without a session, the pending ones of every session. */
+  approvals(sessionId?: string): Promise<Approval[]>;
+  /**
+   * `POST /approvals/{id}`: the run's result when this decision completes its round (else the
+   * round's approvals, `status: "awaiting_approval"`). 409: decided elsewhere; 422: invalid edit.
+   */
+  decideApproval(approvalId: string, body: Record<string, unknown>): Promise<QueryResponse>;
   /** `POST /internal/yaml-agents/start`: run a workspace's WebSocket agents inside the master. */
   startYamlAgents(yaml: string): Promise<YamlAgentOutcome[]>;
   /** `GET /internal/sandbox/status`; `null` when this master has no sandbox (404). */
@@ -213,6 +221,10 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
     },
     sessionRagContext: (sessionId) =>
       json("GET", `/query/session-rag-context?session_id=${encodeURIComponent(sessionId)}`),
+    approvals: async (sessionId) =>
+      (await json<{ approvals?: Approval[] }>("GET", `/approvals${sessionId ? `?session_id=${encodeURIComponent(sessionId)}` : ""}`))
+        .approvals ?? [],
+    decideApproval: (approvalId, body) => json("POST", `/approvals/${encodeURIComponent(approvalId)}`, body),
     startYamlAgents: async (yaml) =>
       (await json<{ agents?: YamlAgentOutcome[] }>("POST", "/internal/yaml-agents/start", { yaml })).agents ?? [],
     sandboxStatus: () => optional("/internal/sandbox/status"),

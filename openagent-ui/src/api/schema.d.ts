@@ -78,7 +78,9 @@ export interface paths {
         };
         /**
          * List Approvals
-         * @description The session's approvals (pending, approved, rejected or expired), oldest first.
+         * @description The session's approvals (pending, approved, rejected or expired), oldest first; without
+         *     ``session_id``, the approvals of every session still waiting for a decision. A tenant's key
+         *     gets its tenant's only.
          */
         get: operations["list_approvals_approvals_get"];
         put?: never;
@@ -1082,7 +1084,7 @@ export interface components {
         };
         /**
          * ApprovalList
-         * @description ``GET /approvals``: a session's approvals, oldest first.
+         * @description ``GET /approvals``: a session's approvals, or the pending ones of every session, oldest first.
          */
         ApprovalList: {
             /** Approvals */
@@ -2594,9 +2596,9 @@ export interface operations {
     };
     list_approvals_approvals_get: {
         parameters: {
-            query: {
-                /** @description The session */
-                session_id: string;
+            query?: {
+                /** @description The session; without it, the pending approvals of every session */
+                session_id?: string | null;
             };
             header?: never;
             path?: never;

@@ -54,3 +54,5 @@ export type SandboxStarted = Schemas["SandboxStarted"];
 export type SandboxStopped = Schemas["SandboxStopped"];
 /** `GET /internal/sandbox-agent/logs`. */
 export type SandboxLogs = Schemas["SandboxLogs"];
+/** A tool call waiting for a person's decision (`GET /approvals`, a paused query's `approvals`). */
+export type Approval = Schemas["Approval"];

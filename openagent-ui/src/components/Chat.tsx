@@ -5,6 +5,7 @@ import { attachmentProblem, formatBytes, type AssistantEntry, type ChatEntry, ty
 import { linkedAgentIds } from "../lib/graph";
 import { modelLabel } from "../lib/models";
 import { useAppStore } from "../store/context";
+import { ApprovalCard } from "./ApprovalCard";
 import { ChatResizer } from "./ChatResizer";
 import { PlanEditor } from "./PlanEditor";
 
@@ -50,10 +51,11 @@ function Assistant({ entry }: { entry: AssistantEntry }) {
         </div>
       ) : null}
       {entry.stoppedBy ? <div className="hint">Stopped by {entry.stoppedBy}</div> : null}
-      {entry.state === "done" && !entry.plan ? (
+      {entry.state === "done" && !entry.plan && !entry.approvalIds ? (
         <div className="hint">{entry.agentsUsed?.length ? `Used: ${entry.agentsUsed.join(", ")}` : "Answered directly by the orchestrator"}</div>
       ) : null}
       {entry.plan ? <PlanEditor entryId={entry.id} plan={entry.plan} state={entry.planState} /> : null}
+      {entry.approvalIds?.map((id) => <ApprovalCard key={id} approvalId={id} />)}
     </li>
   );
 }

@@ -29,6 +29,8 @@ export function Header() {
       openBuilder: st.openBuilder,
       restoreOnMaster: st.restoreOnMaster,
       restoring: st.restore.phase === "running",
+      openApprovals: st.setApprovalsPanelOpen,
+      pendingApprovals: st.pendingApprovals.length,
     })),
   );
   const [url, setUrl] = useState(s.baseUrl || window.location.origin);
@@ -131,6 +133,14 @@ export function Header() {
         </button>
         <button type="button" onClick={() => void s.openBuilder()} title="Generate an agent with the master's LLM">
           Agent builder
+        </button>
+        <button
+          type="button"
+          onClick={() => s.openApprovals(true)}
+          disabled={!connected}
+          title="GET /approvals: tool calls of every session waiting for a person"
+        >
+          Approvals{s.pendingApprovals ? ` (${s.pendingApprovals})` : ""}
         </button>
         <button type="button" onClick={() => setMcpOpen(true)} title="The master's /mcp URL and client configuration snippets">
           Connect an MCP client

@@ -38,6 +38,8 @@ export interface AssistantEntry {
   plan?: Plan;
   planState?: "pending" | "running" | "executed" | "discarded";
   stoppedBy?: string | null;
+  /** The tool calls this answer waits on (`status: "awaiting_approval"` with `approvals`). */
+  approvalIds?: string[];
 }
 
 export type ChatEntry = UserEntry | AssistantEntry;
@@ -158,6 +160,9 @@ export function finishEntry(entry: AssistantEntry, result: QueryResponse, httpSt
   if (result.status === "awaiting_approval" && result.plan) {
     done.plan = result.plan;
     done.planState = "pending";
+  }
+  if (result.status === "awaiting_approval" && result.approvals?.length) {
+    done.approvalIds = result.approvals.map((a) => a.approval_id);
   }
   return done;
 }

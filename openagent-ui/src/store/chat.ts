@@ -83,6 +83,7 @@ export const createChatSlice: SliceCreator<ChatSlice> = (set, get) => {
       });
       updateEntry(entry.id, (e) => (e.state === "streaming" ? finishEntry(e, result) : e));
       if (result.session_id) set({ sessionId: result.session_id });
+      if (result.status === "awaiting_approval" && result.approvals?.length) get().holdApprovals(result.approvals);
       for (const nodeId of glowTargets(result)) get().glowNode(nodeId, "fading");
       if (!result.success) {
         const refused = attachmentFailure(result.error_code, undefined, result.error ?? "the attachments were refused");

@@ -112,6 +112,7 @@ export function createConnectionSlice(runtime: Runtime): SliceCreator<Connection
           get().setCatalog({ liveRows: rows, discovered: discovered?.agents ?? [] });
           polls = 0;
           schedulePoll();
+          void get().loadPendingApprovals(); // the toolbar's count of waiting approvals
           return true;
         } catch (error) {
           set({ connection: "error", connectionError: messageOf(error) });
@@ -153,6 +154,7 @@ export function createConnectionSlice(runtime: Runtime): SliceCreator<Connection
             get().notify("info", "Reconnected to the master");
           }
           if (discovered !== null) set({ discoveryErrors: discovered.errors });
+          if (polls % discoverEvery === 0) void get().loadPendingApprovals();
           get().setCatalog(discovered !== null ? { liveRows: rows, discovered: discovered.agents } : { liveRows: rows });
         } catch (error) {
           if (error instanceof ApiError && error.lostConnection) {

@@ -9,6 +9,7 @@
  * - canvas.ts: nodes, edges, undo/redo, linking agents, workspace YAML
  * - activity.ts: node glow and per-agent call logs while a query runs
  * - chat.ts: the transcript and the query options
+ * - approvals.ts: tool calls waiting for a person, their cards and the approvals panel
  * - builder.ts: the agent builder panel
  * - restore.ts: "Restore on master"
  * - sandbox.ts: sandbox deployments and their log dialog
@@ -16,6 +17,7 @@
  */
 import { createStore, type StoreApi } from "zustand";
 import { createActivitySlice, type ActivitySlice } from "./activity";
+import { createApprovalsSlice, type ApprovalsSlice } from "./approvals";
 import { createBuilderSlice, type BuilderSlice } from "./builder";
 import { createCanvasSlice, type CanvasSlice } from "./canvas";
 import { createCatalogSlice, type CatalogSlice } from "./catalog";
@@ -27,6 +29,7 @@ import { runtimeOf, type StoreOptions } from "./runtime";
 import { createSandboxSlice, type SandboxSlice } from "./sandbox";
 
 export { CALL_LOG_LIMIT, GLOW_FADE_MS, type CallLogEntry, type Glow } from "./activity";
+export type { ApprovalCardState } from "./approvals";
 export type { BuilderState } from "./builder";
 export type { LinkNote } from "./canvas";
 export type { ConnectionState } from "./connection";
@@ -40,6 +43,7 @@ export type AppState = ConnectionSlice &
   CanvasSlice &
   ActivitySlice &
   ChatSlice &
+  ApprovalsSlice &
   BuilderSlice &
   RestoreSlice &
   SandboxSlice &
@@ -55,6 +59,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
     ...createCanvasSlice(...a),
     ...createActivitySlice(runtime)(...a),
     ...createChatSlice(...a),
+    ...createApprovalsSlice(...a),
     ...createBuilderSlice(...a),
     ...createRestoreSlice(...a),
     ...createSandboxSlice(...a),

@@ -133,6 +133,24 @@ async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Ba
     assert 'openagent_approvals_total{outcome="approved"} 1.0' in metrics
 
 
+async def test_without_a_session_the_list_has_the_pending_approvals_of_every_session(hub: Bank) -> None:
+    first = await _paused(hub)
+    second = await _paused(hub)
+    assert first["session_id"] != second["session_id"]
+    ids = [first["approvals"][0]["approval_id"], second["approvals"][0]["approval_id"]]
+    sessions = {first["session_id"], second["session_id"]}
+
+    async def listed() -> list[dict[str, Any]]:  # (other tests' runs may still be pending)
+        rows = (await hub.http.get("/approvals")).json()["approvals"]
+        return [a for a in rows if a["session_id"] in sessions]
+
+    assert [a["approval_id"] for a in await listed()] == ids
+    assert {a["status"] for a in await listed()} == {"pending"}
+    hub.llm.add_text("I did not pay Bob.")
+    assert (await hub.decide(ids[0], decision="reject")).status_code == 200
+    assert [a["approval_id"] for a in await listed()] == ids[1:]  # decided ones leave the list
+
+
 async def test_a_rejected_call_is_not_run_and_the_model_hears_why(hub: Bank) -> None:
     paused = await _paused(hub)
     hub.llm.add_text("I did not pay Bob.")

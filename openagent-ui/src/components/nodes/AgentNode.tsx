@@ -2,6 +2,7 @@ import { Handle, Position, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
 import { useShallow } from "zustand/react/shallow";
 import { TRANSPORT_LABEL } from "../../lib/agents";
+import { awaitingTools } from "../../lib/approvals";
 import type { AgentNode } from "../../lib/graph";
 import { hasLink } from "../../lib/graph";
 import { useAppStore } from "../../store/context";
@@ -16,14 +17,21 @@ function since(epochSeconds: number | null | undefined): string | null {
 
 export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps<AgentNode>) {
   const { key, ...glow } = useGlow(id);
-  const { entry, linked, openLogs } = useAppStore(
-    useShallow((s) => ({ entry: s.catalogById[data.agentId], linked: hasLink(s.edges, data.agentId), openLogs: s.openSandboxLogs })),
+  const { entry, linked, openLogs, awaitingText } = useAppStore(
+    useShallow((s) => ({
+      entry: s.catalogById[data.agentId],
+      linked: hasLink(s.edges, data.agentId),
+      openLogs: s.openSandboxLogs,
+      // A string, not a fresh array, so the shallow comparison holds between renders.
+      awaitingText: awaitingTools(s.approvalCards, data.agentId).join("\n"),
+    })),
   );
+  const awaiting = awaitingText ? awaitingText.split("\n") : [];
   const sandbox = entry?.sandbox;
   const status = entry?.status ?? "offline";
   const lastCheck = since(entry?.lastCheck);
   return (
-    <div className={`node node-agent${linked ? " linked" : ""}`} key={key} {...glow}>
+    <div className={`node node-agent${linked ? " linked" : ""}${awaiting.length ? " awaiting" : ""}`} key={key} {...glow}>
       <Handle type="source" position={Position.Left} title={`Link ${data.agentId}`} />
       <div className="node-title">{entry?.label ?? data.agentId}</div>
       <div className="node-meta">
@@ -51,9 +59,17 @@ export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps
           {sandbox.log_tail.slice(-2).join("\n")}
         </pre>
       ) : null}
+      {awaiting.length ? (
+        <div className="node-awaiting" role="status" aria-label={`Approval awaited by ${data.agentId}`}>
+          ⏸ {awaiting.join(", ")} awaits approval
+        </div>
+      ) : null}
       <ul className="node-tools" aria-label={`Tools of ${data.agentId}`}>
         {(entry?.tools ?? []).slice(0, 4).map((tool) => (
-          <li key={tool.name}>{tool.name}</li>
+          <li key={tool.name} className={awaiting.includes(tool.name) ? "tool-awaiting" : undefined}>
+            {tool.name}
+            {tool.requires_approval ? <span title="requires approval"> 🔒</span> : null}
+          </li>
         ))}
         {(entry?.tools.length ?? 0) > 4 ? <li>+{(entry?.tools.length ?? 0) - 4} more</li> : null}
       </ul>
