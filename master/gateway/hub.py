@@ -27,6 +27,7 @@ from functools import partial
 
 from pydantic import ValidationError
 from pydantic_core import from_json
+from starlette.datastructures import QueryParams
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.agents.catalog import ToolCatalog, ToolLimits
@@ -83,10 +84,13 @@ class _Connection:
 
     @property
     def agent_tenant(self) -> str | None:
-        """The tenant an agent registered over this connection serves (``None``: every tenant, an
-        administrator's connection)."""
+        """The tenant an agent registered over this connection serves: the key's own, or for an
+        administrator's connection the one its ``?tenant=`` names (``None``: every tenant)."""
         principal = self.principal
-        return None if principal.is_admin else principal.tenant
+        if principal.is_admin:
+            query = QueryParams(self.websocket.scope.get("query_string", b"").decode("latin-1"))
+            return query.get("tenant") or None
+        return principal.tenant
 
     async def send(self, frame: str) -> None:
         if self.closed:

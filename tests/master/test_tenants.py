@@ -20,6 +20,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from master.auth import Principal, Role, set_principal
@@ -266,6 +267,20 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
             every = {row["agent_id"]: row for row in (await admin.get("/agents")).json()["agents"]}
             assert every["a-only"]["tenant"] == "a" and "tenant" not in every["shared"]
 
+            models = {m["id"] for m in (await b.get("/v1/models")).json()["data"]}
+            assert models == {"openagent", "openagent/shared"}
+
+        # MCP: b lists the shared tools only, and a call to a's tool is refused as unknown.
+        async with (
+            httpx2.AsyncClient(headers=B, timeout=DEADLINE) as mcp_http,
+            Client(streamable_http_client(f"{hub.base_url}/mcp", http_client=mcp_http)) as mcp,
+        ):
+            listed = {t.name for t in (await mcp.list_tools()).tools}
+            assert listed == {"ask", "shared__lookup"}
+            with pytest.raises(MCPError) as unknown:
+                await mcp.call_tool("a-only__secret", {})
+            assert "no agent 'a-only' with tools is connected or registered" in str(unknown.value)
+
         # A direct tool call (MCP and A2A tools/call go through it) to another tenant's agent.
         entry = hub.services.entry
         b_principal = Principal("key-b", "b", Role.CLIENT, "b")
@@ -276,6 +291,16 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
     finally:
         await shared.close()
         await own.close()
+
+
+async def test_an_administrator_registers_a_websocket_agent_for_one_tenant(hub: InProcessMaster) -> None:
+    peer = await RawPeer.connect(f"{hub.ws_url}?tenant=a")
+    try:
+        await peer.register("for-a", tools=[tool("t")])
+        assert hub.services.registry.get("for-a").tenant == "a"  # type: ignore[union-attr]
+        assert hub.services.agents.known_ids(["for-a"], tenant="b") == set()
+    finally:
+        await peer.close()
 
 
 async def test_a_tenants_agent_key_cannot_take_over_another_tenants_agent(hub: InProcessMaster) -> None:
