@@ -14,7 +14,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +90,9 @@ class _Run:
     messages: list[Any] | None = None
     """The run's messages, as the orchestrator leaves them (kept when the run pauses)."""
     principal: Principal = BOOTSTRAP_ADMIN
-    """Who asked: its tenant owns what the run makes (approvals, collaborations)."""
+    """Who asked (see :meth:`QueryService._owner`)."""
+    new_session: bool = True
+    """Whether the run started its session (its owner is then the asker's tenant)."""
 
 
 class QueryService:
@@ -212,7 +214,10 @@ class QueryService:
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
         hooks.approval = self._approval_hook(request)
-        extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id, principal.tenant)
+        new_session = session_hint is None
+        extra_tools = self._collaboration_hook(
+            hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
+        )
         rag = await self._rag_query(
             session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
         )
@@ -232,6 +237,7 @@ class QueryService:
             hooks,
             extras=extras,
             principal=principal,
+            new_session=new_session,
         )
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
@@ -321,6 +327,7 @@ class QueryService:
         store = self.approvals
         assert store is not None
         recorder = run.recorder
+        owner = await self._owner(run.principal, recorder.session_id, run.new_session)
         now = time.time()
         approvals: list[Approval] = []
         extra: dict[str, dict[str, Any]] = {}
@@ -342,7 +349,7 @@ class QueryService:
             extra[approval.approval_id] = {
                 "call_id": call.id,
                 "parameters": tool.schema.parameters,
-                **({"tenant": run.principal.tenant} if run.principal.tenant != DEFAULT_TENANT else {}),
+                **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
             }
             held.append({**call.model_dump(), "approval_id": approval.approval_id})
         state = {
@@ -688,8 +695,24 @@ class QueryService:
             raise QueryRejected("llm_invalid_plan", f"the model proposed no usable plan: {exc}") from None
         return Outcome(answer=describe(plan), status="awaiting_approval", plan=plan)
 
+    async def _owner(self, principal: Principal, session_id: str, new_session: bool) -> str:
+        """The tenant that owns the session, and so what a run makes in it (approvals,
+        collaborations): the asker's, unless an administrator continues another tenant's session
+        (then one Redis read, on these rare paths only)."""
+        if new_session or not principal.is_admin:
+            return principal.tenant
+        try:
+            return await self._sessions.owner(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+
     def _collaboration_hook(
-        self, hooks: RunHooks, toolbox: Toolbox, session_id: str, query_id: str, tenant: str
+        self,
+        hooks: RunHooks,
+        toolbox: Toolbox,
+        session_id: str,
+        query_id: str,
+        owner: Callable[[], Awaitable[str]],
     ) -> list[dict[str, Any]]:
         """Offer ``start_collaboration`` when two or more linked agents support it."""
         manager = self._collaboration
@@ -701,7 +724,11 @@ class QueryService:
 
         async def collaborate(agents: list[str], task: str) -> dict[str, Any]:
             outcome = await manager.run(
-                parent_session_id=session_id, agent_ids=agents, task=task, query_id=query_id, tenant=tenant
+                parent_session_id=session_id,
+                agent_ids=agents,
+                task=task,
+                query_id=query_id,
+                tenant=await owner(),
             )
             return {
                 "collab_session_id": outcome.collab_session_id,

@@ -233,6 +233,15 @@ async def test_another_tenants_approvals_and_attachments_are_unknown(
                 assert approval_id in [x["approval_id"] for x in pending]
             own = await a.get("/query/session-rag-context", params={"session_id": session_id})
             assert own.status_code == 200 and own.json()["attachments"] == []
+
+            # An administrator continuing a's session makes an approval a's session owns: a's.
+            llm.add_text("Noted.")
+            other = (await ask(a, query="hello")).json()["session_id"]
+            llm.add_tool_call("bank__wire", {"to": "carol"})
+            helped = (await ask(admin, query="pay carol", session_id=other)).json()
+            [theirs] = helped["approvals"]
+            assert (await a.get(f"/approvals/{theirs['approval_id']}")).status_code == 200
+            assert (await b.get(f"/approvals/{theirs['approval_id']}")).status_code == 404
     finally:
         await bank.close()
 
