@@ -28,6 +28,7 @@ from master.drain import Drain
 from master.gateway.hub import Hub
 from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog
+from master.query.approvals import ApprovalDesk
 from master.query.entry import QueryEntry
 from master.query.service import QueryService
 from master.sandbox import Sandbox
@@ -65,6 +66,8 @@ class Services:
     drain: Drain | None = None
     openai: OpenAIDoor | None = None
     """The OpenAI-compatible API (built by the lifespan)."""
+    approvals: ApprovalDesk | None = None
+    """Decides approvals and sweeps the expired ones (built by the lifespan)."""
 
 
 async def get_services(request: Request) -> Services:

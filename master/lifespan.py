@@ -60,6 +60,7 @@ from master.observability.redaction import install_log_filter
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
 from master.query.admission import Admission
+from master.query.approvals import ApprovalDesk
 from master.query.entry import QueryEntry
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.redis_client import create_redis
@@ -325,6 +326,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             redis,
             ttl_seconds=settings.openagent_approval_ttl_seconds,
             timeout_seconds=settings.redis_query_timeout_seconds,
+            session_ttl_seconds=settings.redis_session_ttl_seconds,
         ),
     )
     admission = Admission(
@@ -332,6 +334,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         tenant_limit=settings.openagent_tenant_max_concurrent_queries,
     )
     entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics))
+    approvals = ApprovalDesk(entry, metrics=metrics)
     hub = Hub(
         registry,
         dispatcher,
@@ -346,13 +349,18 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     a2a_redis = create_redis(settings.redis_url, decode_responses=False)
     stack.push_async_callback(a2a_redis.aclose)
     count_redis_errors(a2a_redis, metrics.redis_errors)
-    a2a = A2ADoor(entry, agents, a2a_redis, ttl_seconds=settings.redis_session_ttl_seconds)
+    a2a = A2ADoor(
+        entry, agents, a2a_redis, ttl_seconds=settings.redis_session_ttl_seconds, approvals=approvals
+    )
     warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
     stack.push_async_callback(_settle, warm_up)
     stack.push_async_callback(entry.aclose)  # cancels the runs every door started
     # Closed before the entry: the A2A tasks still running end (their runs cancelled) first.
     stack.push_async_callback(a2a.aclose)
     a2a.start()
+    # Closed before the A2A door: a resumed run's end is no longer waited for, then the door goes.
+    stack.push_async_callback(approvals.aclose)
+    approvals.start(settings.openagent_approval_sweep_seconds)
     # Entered after the query entry, so closed before it: running sessions end with
     # "shutdown" while the queries that started them are still there to hear it.
     stack.push_async_callback(collab.aclose)
@@ -370,6 +378,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         session_idle_seconds=settings.openagent_mcp_session_idle_seconds,
         check_interval=settings.openagent_mcp_tools_check_seconds,
         allowed_hosts=settings.mcp_allowed_hosts,
+        approvals=approvals,
     )
     registry.listeners.append(mcp.tools_changed)  # an agent joined or left this master
     services = Services(
@@ -395,6 +404,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         cluster_router=router,
         drain=drain,
         openai=OpenAIDoor(entry, agents, settings),
+        approvals=approvals,
     )
     if cluster is not None and router is not None:
         # Closed in reverse: the collaborations across masters, the inbox, then the lease (last,

@@ -62,9 +62,18 @@ APPROVAL_DECISION_PREFIX = "approval_decision:"
 """``approval_decision:{approval_id}`` → JSON of its decision, set once (SET NX: one decider wins)."""
 SESSION_APPROVALS_PREFIX = "session_approvals:"
 """``session_approvals:{session_id}`` → set of the approval ids of the session's paused runs."""
-PENDING_APPROVALS_KEY = "pending_approvals"
-"""Sorted set of the approval ids not decided yet (score: ``created_at``), for ``GET /approvals``
-without a session; an id leaves it when decided, or when a listing finds it gone or expired."""
+APPROVALS_EXPIRING_KEY = "approvals:expiring"
+"""ZSET of the pending approval ids by ``expires_at``: ``GET /approvals`` without a session lists
+it, and the expiry sweep reads those whose time has passed (an id leaves it once decided or
+expired, or when a listing finds its record gone)."""
+SESSION_APPROVED_TOOLS_PREFIX = "session_approved_tools:"
+"""``session_approved_tools:{session_id}`` → SET of the tools (``<agent_id>__<tool>``) a person
+approved for the rest of the session (``"remember": "session"``; TTL ``REDIS_SESSION_TTL_SECONDS``,
+refreshed when read)."""
+
+
+def session_approved_tools_key(session_id: str) -> str:
+    return f"{SESSION_APPROVED_TOOLS_PREFIX}{session_id}"
 
 
 def approval_key(approval_id: str) -> str:
@@ -221,6 +230,12 @@ def a2a_context_key(context_id: str, tenant: str = "default") -> str:
     if tenant != "default":
         return f"{A2A_PREFIX}context:{len(tenant)}:{tenant}:{context_id}"
     return f"{A2A_PREFIX}context:{context_id}"
+
+
+def a2a_waiting_key(session_id: str) -> str:
+    """``a2a:waiting:{session_id}`` → the id of the A2A task that is ``INPUT_REQUIRED`` while the
+    session's run waits for approvals: the door moves it on when the run resumes, wherever it does."""
+    return f"{A2A_PREFIX}waiting:{session_id}"
 
 
 def a2a_events_channel(task_id: str) -> str:

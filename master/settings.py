@@ -141,6 +141,9 @@ class Settings(BaseSettings):
     ``OPENAGENT_APPROVAL_TOOLS`` and from the tools' own ``requires_approval`` (the exemption wins)."""
     openagent_approval_ttl_seconds: int = Field(default=86400, gt=0)
     """How long a paused run waits for its approvals; an undecided one is then ``expired``."""
+    openagent_approval_sweep_seconds: float = Field(default=30.0, ge=0)
+    """Seconds between two passes of the expiry sweep, which marks the approvals whose time has passed
+    ``expired`` and ends their runs (0 disables it: an expired approval is then found at the next read)."""
 
     # Feature toggles
     openagent_http_query: bool = True

@@ -3,11 +3,13 @@
 A run that wants a call needing approval pauses (its state is the session's paused run,
 :meth:`master.conversation.store.SessionStore.pause`); each held call becomes an approval here:
 ``approval:{id}`` (what the call is, when it expires), ``approval_decision:{id}`` (set once with
-SET NX, so of two deciders exactly one wins), the session's set of approval ids and the index of
-the pending ones of every session (``pending_approvals``). Records live twice the approval TTL,
-so an expired approval still answers ``expired`` for a while. A record keeps the tenant of the
-query that made it (``tenant``; none: ``default``): the reads take the asker's tenant (``None``:
-an administrator) and another tenant's approval does not exist for them.
+SET NX, so of two deciders exactly one wins) and the session's set of approval ids. Records live
+twice the approval TTL, so an expired approval still answers ``expired`` for a while. A pending
+approval also sits in one sorted set by ``expires_at`` (:meth:`ApprovalStore.overdue`), which the
+expiry sweep reads, and a person's "approve this tool for the rest of the session" is a set of
+tools per session (:meth:`ApprovalStore.remember`). A record keeps the tenant of the query that
+made it (``tenant``; none: ``default``): the reads take the asker's tenant (``None``: an
+administrator) and another tenant's approval does not exist for them.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from redis.exceptions import RedisError
 from master.auth import DEFAULT_TENANT
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import (
-    PENDING_APPROVALS_KEY,
+    APPROVALS_EXPIRING_KEY,
     approval_decision_key,
     approval_key,
     session_approvals_key,
+    session_approved_tools_key,
 )
 from protocol import Approval
 
@@ -37,9 +40,17 @@ Decision = Literal["approved", "rejected", "expired"]
 class ApprovalStore:
     """The approvals of paused runs (see the module docstring)."""
 
-    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int, timeout_seconds: float = 5.0) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        ttl_seconds: int,
+        timeout_seconds: float = 5.0,
+        session_ttl_seconds: int = 86400,
+    ) -> None:
         self._redis = redis
         self.ttl_seconds = ttl_seconds
+        self._session_ttl = session_ttl_seconds
         self._timeout = timeout_seconds
         self.clock = time.time
         """Unix time now (a test moves it)."""
@@ -59,7 +70,7 @@ class ApprovalStore:
                     key = session_approvals_key(approval.session_id)
                     pipe.sadd(key, approval.approval_id)
                     pipe.expire(key, self.keep_seconds)
-                    pipe.zadd(PENDING_APPROVALS_KEY, {approval.approval_id: approval.created_at})
+                    pipe.zadd(APPROVALS_EXPIRING_KEY, {approval.approval_id: approval.expires_at})
                 await pipe.execute()
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
@@ -101,11 +112,11 @@ class ApprovalStore:
 
     async def pending(self, limit: int = 500, *, tenant: str | None = None) -> list[Approval]:
         """The approvals of every session still waiting for a decision, oldest first (at most
-        ``limit`` looked at; only ``tenant``'s when given). Ids found decided, expired or gone
-        leave the index."""
+        ``limit``; the sweep's sorted set, by ``expires_at``; only ``tenant``'s when given). Ids
+        found decided or gone leave it; expired ones stay for the sweep to end their runs."""
         try:
             async with asyncio.timeout(self._timeout):
-                ids = await self._redis.zrange(PENDING_APPROVALS_KEY, 0, limit - 1)
+                ids = await self._redis.zrange(APPROVALS_EXPIRING_KEY, 0, limit - 1)
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         found: list[Approval] = []
@@ -113,14 +124,16 @@ class ApprovalStore:
         for raw in ids:
             approval_id = raw.decode() if isinstance(raw, bytes) else str(raw)
             record = await self.record(approval_id)
-            if record is None or record["status"] != "pending":
+            if record is None or record["status"] not in ("pending", "expired"):
                 stale.append(approval_id)
-            elif tenant is None or (record.get("tenant") or DEFAULT_TENANT) == tenant:
+            elif record["status"] == "pending" and (
+                tenant is None or (record.get("tenant") or DEFAULT_TENANT) == tenant
+            ):
                 found.append(Approval.model_validate(record))
         if stale:
             try:
                 async with asyncio.timeout(self._timeout):
-                    await self._redis.zrem(PENDING_APPROVALS_KEY, *stale)
+                    await self._redis.zrem(APPROVALS_EXPIRING_KEY, *stale)
             except (RedisError, TimeoutError) as exc:
                 raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         return found
@@ -146,9 +159,57 @@ class ApprovalStore:
             async with asyncio.timeout(self._timeout):
                 won = await self._redis.set(key, json.dumps(decision), nx=True, ex=self.keep_seconds)
                 if won:
-                    await self._redis.zrem(PENDING_APPROVALS_KEY, approval_id)
+                    await self._redis.zrem(APPROVALS_EXPIRING_KEY, approval_id)
                     return True, decision
                 raw = await self._redis.get(key)
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         return False, json.loads(raw) if raw is not None else decision
+
+    async def overdue(self, limit: int = 100) -> list[str]:
+        """The ids of pending approvals whose ``expires_at`` has passed, oldest first (at most ``limit``)."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                found = await self._redis.zrangebyscore(
+                    APPROVALS_EXPIRING_KEY, "-inf", self.clock(), start=0, num=limit
+                )
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return [i.decode() if isinstance(i, bytes) else str(i) for i in found]
+
+    async def forget_overdue(self, approval_id: str) -> None:
+        """Take ``approval_id`` off the sweep's list (decided, or its record gone)."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._redis.zrem(APPROVALS_EXPIRING_KEY, approval_id)
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    async def remember(self, session_id: str, agent_id: str, tool_name: str) -> None:
+        """A person approved ``agent_id``'s ``tool_name`` for the rest of ``session_id``."""
+        key = session_approved_tools_key(session_id)
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                pipe.sadd(key, _tool_member(agent_id, tool_name))
+                pipe.expire(key, self._session_ttl)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    async def remembered(self, session_id: str) -> frozenset[tuple[str, str]]:
+        """The ``(agent_id, tool_name)`` pairs approved for the rest of ``session_id`` (the set's
+        TTL refreshed, so it lives as long as the session is used)."""
+        key = session_approved_tools_key(session_id)
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=False) as pipe:
+                pipe.smembers(key)
+                pipe.expire(key, self._session_ttl)
+                members, _ = await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        pairs = (json.loads(m) for m in members)
+        return frozenset((str(agent), str(tool)) for agent, tool in pairs)
+
+
+def _tool_member(agent_id: str, tool_name: str) -> str:
+    return json.dumps([agent_id, tool_name])

@@ -13,6 +13,8 @@ name                                           type       labels
 =============================================  =========  ===============================
 ``queries_total``                              counter    ``outcome`` (``completed``, ``stopped``, ``awaiting_approval``, or the error code)
 ``query_duration_seconds``                     histogram  ``outcome``
+``approvals_total``                            counter    ``outcome`` (``approved``, ``edited``, ``rejected``, ``expired``)
+``approval_decision_seconds``                  histogram  ``outcome`` (seconds from held to decided)
 ``tool_calls_total``                           counter    ``agent_id``, ``tool``, ``outcome`` (``success``, ``failed``, ``timeout``, ``unavailable``, ``disconnected``)
 ``tool_call_duration_seconds``                 histogram  ``agent_id``, ``tool``, ``outcome``
 ``llm_calls_total``                            counter    ``model``, ``outcome`` (``success`` or the error code)
@@ -39,6 +41,22 @@ from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import NoScriptError, RedisError
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+_DECISION_SECONDS = (
+    1.0,
+    5.0,
+    15.0,
+    30.0,
+    60.0,
+    300.0,
+    900.0,
+    1800.0,
+    3600.0,
+    4 * 3600.0,
+    86400.0,
+    7 * 86400.0,
+)
+"""A person's time: seconds to a week."""
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -108,6 +126,13 @@ class Metrics:
             "openagent_approvals",
             "Decided tool-call approvals by outcome (approved, edited, rejected, expired).",
             ["outcome"],
+            registry=r,
+        )
+        self.approval_seconds = _Histogram(
+            "openagent_approval_decision_seconds",
+            "Seconds from a tool call held for approval to its decision, by outcome (an expired one: its TTL).",
+            ["outcome"],
+            buckets=_DECISION_SECONDS,
             registry=r,
         )
         self.query_seconds = _Histogram(

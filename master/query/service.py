@@ -213,7 +213,7 @@ class QueryService:
             owner=principal.tenant,
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
-        hooks.approval = self._approval_hook(request)
+        hooks.approval = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
         extra_tools = self._collaboration_hook(
             hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
@@ -298,9 +298,26 @@ class QueryService:
             approvals=approvals,
         )
 
-    def _approval_hook(self, request: QueryRequest) -> Callable[[str, Target, AgentTool], Verdict]:
+    async def _approval_hook_of(
+        self, request: QueryRequest, session_id: str, toolbox: Toolbox
+    ) -> Callable[[str, Target, AgentTool], Verdict]:
+        """:meth:`_approval_hook`, with the tools a person approved for the rest of the session
+        (read only when one of the offered tools could wait at all: most queries need no read)."""
+        hook = self._approval_hook(request)
+        if self.approvals is None or all(hook(n, a, t) == "run" for n, (a, t) in toolbox.named()):
+            return hook
+        try:
+            remembered = await self.approvals.remembered(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        return self._approval_hook(request, remembered) if remembered else hook
+
+    def _approval_hook(
+        self, request: QueryRequest, remembered: frozenset[tuple[str, str]] = frozenset()
+    ) -> Callable[[str, Target, AgentTool], Verdict]:
         """Which calls wait for a person: the request's ``approval`` over the tools' own
-        ``requires_approval`` and the operator's patterns (the exemption wins)."""
+        ``requires_approval`` and the operator's patterns (the exemption wins), unless a person
+        approved the tool for the rest of the session (``remembered``: agent id, tool name)."""
         settings = self._settings
         wanted = _patterns(settings.openagent_approval_tools)
         exempt = _patterns(settings.openagent_approval_exempt)
@@ -310,6 +327,8 @@ class QueryService:
             if self.approvals is None:  # no store to keep a paused run: nothing can wait
                 return "run"
             if any(fnmatch.fnmatchcase(name, p) for p in exempt):
+                return "run"
+            if (agent.agent_id, tool.schema.name) in remembered:
                 return "run"
             if mode == "always":
                 return "hold"
@@ -360,6 +379,7 @@ class QueryService:
             "steps": outcome.steps,
             "held": held,
             "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+            "asker": {"tenant": run.principal.tenant, "admin": run.principal.is_admin},
         }
         try:
             await store.create(approvals, extra)

@@ -49,6 +49,7 @@ from master.doors.a2a.store import (
     principal_of_call,
     scope_of,
 )
+from master.query.approvals import ApprovalDesk
 from master.query.entry import OfferedTool, QueryEntry
 from protocol import ErrorCode
 
@@ -84,11 +85,13 @@ class _NewTaskIds(IDGenerator):
 
 
 class _ScopedHandler(DefaultRequestHandler):
-    """The SDK's handler, refusing a message to an agent the hub does not know."""
+    """The SDK's handler, refusing a message to an agent the hub does not know, and decisions on a
+    task that waits for approvals that cannot be taken (before the task runs: it stays as it is)."""
 
-    def __init__(self, agents: AgentDirectory, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, agents: AgentDirectory, executor: HubExecutor, **kwargs: Any) -> None:
+        super().__init__(agent_executor=executor, **kwargs)
         self._agents = agents
+        self._executor = executor
 
     def _check(self, context: ServerCallContext) -> None:
         scope = scope_of(context)
@@ -101,6 +104,7 @@ class _ScopedHandler(DefaultRequestHandler):
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         self._check(context)
+        await self._executor.check_decisions(params.message, context)
         context.state[STREAMING_KEY] = False
         result: Message | Task = await super().on_message_send(params, context)
         return result
@@ -109,6 +113,7 @@ class _ScopedHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
         self._check(context)
+        await self._executor.check_decisions(params.message, context)
         context.state[STREAMING_KEY] = True
         async for event in super().on_message_send_stream(params, context):
             yield event
@@ -141,17 +146,27 @@ class A2ADoor:
     """The hub's A2A endpoints and cards (module docstring)."""
 
     def __init__(
-        self, entry: QueryEntry, agents: AgentDirectory, redis: aioredis.Redis, *, ttl_seconds: int
+        self,
+        entry: QueryEntry,
+        agents: AgentDirectory,
+        redis: aioredis.Redis,
+        *,
+        ttl_seconds: int,
+        approvals: ApprovalDesk | None = None,
     ) -> None:
-        """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``)."""
+        """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``);
+        ``approvals``: where a message on a task that waits for approvals decides them (and whose
+        resumed runs move such a task on)."""
         self.entry = entry
         self.agents = agents
         self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds)
         self.events = RedisEventStream(redis, self.store)
-        self.executor = HubExecutor(entry, self.store)
+        self.executor = HubExecutor(entry, self.store, approvals)
+        if approvals is not None:
+            approvals.listeners.append(self.executor.run_resumed)
         self.handler = _ScopedHandler(
             agents,
-            agent_executor=self.executor,
+            self.executor,
             task_store=self.store,
             event_stream=self.events,
             request_context_builder=SimpleRequestContextBuilder(task_id_generator=_NewTaskIds(self.store)),

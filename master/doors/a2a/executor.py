@@ -16,6 +16,16 @@ or the query's, its ``error_code`` in the status message's data part). A query t
 not admit (``too_many_queries``, ``draining``) and a direct call it refused are A2A errors
 (:func:`unavailable`, ``InvalidParamsError``): no run started.
 
+A run that waits for a person's approval ends its task ``INPUT_REQUIRED``, naming each call that
+waits. A message sent on that task decides them (:class:`~master.query.approvals.ApprovalDesk`):
+a data part ``{"approval_id": ..., "decision": "approve" | "reject", "message"?, "arguments"?,
+"remember"?}`` per approval, or, when a single one waits, the text ``approve`` or ``reject`` (``reject:
+reason``). Once none waits the run resumes on the same task (``WORKING``, then its end); a
+decision taken elsewhere (``POST /approvals/{approval_id}``, the expiry sweep) moves the task on
+too (:meth:`HubExecutor.run_resumed`), whichever master resumes the run. A resume that fails (the
+LLM or an agent down) leaves the task ``INPUT_REQUIRED``, the decisions kept: any message on it
+tries again.
+
 ``CancelTask`` cancels the run (or the call) of a task this master runs: the orchestrator stops,
 its tool calls are abandoned (their results, if any come, are discarded), nothing is stored in
 the session for that turn.
@@ -30,18 +40,20 @@ from typing import Any
 
 from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types.a2a_pb2 import Artifact, Message, Part, TaskState
+from a2a.types.a2a_pb2 import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
 from master.auth import BOOTSTRAP_ADMIN, Principal
 from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
+from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
-from protocol import QueryRequest, QueryResponse, ToolProgress
+from protocol import Approval, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.doors.a2a")
 
@@ -167,9 +179,12 @@ class _Updater(TaskUpdater):
 class HubExecutor(AgentExecutor):
     """Runs A2A messages as queries or direct tool calls (module docstring)."""
 
-    def __init__(self, entry: QueryEntry, store: RedisTaskStore) -> None:
+    def __init__(
+        self, entry: QueryEntry, store: RedisTaskStore, approvals: ApprovalDesk | None = None
+    ) -> None:
         self._entry = entry
         self._store = store
+        self._approvals = approvals
         self._running: dict[str, asyncio.Task[Any] | QueryRun] = {}
         self._abandoned: set[str] = set()
 
@@ -185,6 +200,11 @@ class HubExecutor(AgentExecutor):
         scope = context.call_context.state.get(SCOPE_KEY, "") if context.call_context else ""
         principal = principal_of_call(context.call_context) if context.call_context else BOOTSTRAP_ADMIN
         text, data = _parts(context.message)
+        current = context.current_task
+        if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            updater = _Updater(event_queue, task_id, context_id)
+            await self._decide(context.message, context_id, updater, principal.tenant)
+            return
         calls = [item for item in data if isinstance(item, dict) and "tool" in item]
         if not calls and not text:
             raise InvalidParamsError(
@@ -227,6 +247,11 @@ class HubExecutor(AgentExecutor):
             run = self._entry.submit(request, door="a2a", stream=True, principal=principal)
         except QueryRefused as exc:
             raise unavailable(exc) from None
+        await self._follow(run, updater, context_id, tenant)
+
+    async def _follow(self, run: QueryRun, updater: _Updater, context_id: str, tenant: str) -> None:
+        """Hand the run's steps on as ``WORKING`` updates, then end the task as the run ended
+        (the session is ``tenant``'s context's)."""
         self._running[updater.task_id] = run
         try:
             await updater.working(None)
@@ -255,39 +280,122 @@ class HubExecutor(AgentExecutor):
         await self._finish_query(response, updater)
 
     async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
-        details = {
-            "query_id": response.query_id,
-            "session_id": response.session_id,
-            "agents_used": [used.model_dump() for used in response.agents_used],
-        }
-        if not response.success:
-            details["error_code"] = str(response.error_code) if response.error_code else None
-            await updater.finish(
-                TaskState.TASK_STATE_FAILED,
-                updater.new_agent_message(_status(response.error or "the query failed", details)),
-            )
-            return
-        if response.status == "awaiting_approval":
-            # The run waits for a person: INPUT_REQUIRED, naming each call that waits and where it
-            # is decided (POST /approvals/{approval_id} on any master; the answer is the run's).
-            approvals = [approval.model_dump(mode="json") for approval in response.approvals or []]
-            waiting = ", ".join(f"{a['agent_id']}.{a['tool_name']} ({a['approval_id']})" for a in approvals)
-            await updater.finish(
-                TaskState.TASK_STATE_INPUT_REQUIRED,
-                updater.new_agent_message(
-                    _status(
-                        f"waiting for a person to approve: {waiting}; decide with POST /approvals/{{approval_id}}",
-                        {**details, "approvals": approvals},
-                    )
-                ),
-            )
+        state, status, details = _ending(response, paused=await self._still_paused(response))
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED and response.session_id:
+            await self._store.wait_for_approvals(response.session_id, updater.task_id)
+        if state != TaskState.TASK_STATE_COMPLETED:
+            await updater.finish(state, updater.new_agent_message(status))
             return
         await updater.finish(
-            TaskState.TASK_STATE_COMPLETED,
-            parts=[new_text_part(response.answer or "")],
-            name="answer",
-            metadata=details,
+            state, parts=[new_text_part(response.answer or "")], name="answer", metadata=details
         )
+
+    # A message on a task that waits for approvals: decisions.
+
+    async def check_decisions(self, message: Message, context: ServerCallContext) -> None:
+        """Before the SDK runs a message on a task that waits for approvals: refuse the decisions
+        that cannot be taken (``InvalidParamsError``), so that the task stays as it is (an error
+        raised once the task runs would fail it)."""
+        if not message.task_id or self._approvals is None:
+            return
+        stored = await self._store.get(message.task_id, context)
+        if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await self._decisions_of(message, stored.task.context_id, principal_of_call(context).tenant)
+
+    async def _decisions_of(
+        self, message: Message | None, context_id: str, tenant: str
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """The session of a waiting task (its context's, for ``tenant``) and the decisions
+        ``message`` carries, checked."""
+        desk = self._approvals
+        assert desk is not None
+        session_id = await self._store.session_of(context_id, tenant) if context_id else None
+        try:
+            pending = await desk.pending(session_id) if session_id else []
+            if session_id is not None and not pending and await desk.paused(session_id):
+                return session_id, []  # every call decided, the resume failed: try again
+            if session_id is None or not pending:
+                raise InvalidParamsError(message="no approval of this task waits for a decision any more")
+            text, data = _parts(message)
+            decisions = _decisions(text, data, pending)
+            for decision in decisions:
+                if decision["decision"] == "approve" and decision.get("arguments") is not None:
+                    check_arguments(await desk.record(decision["approval_id"]), decision["arguments"])
+        except ApprovalRefused as exc:
+            detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
+            raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
+        return session_id, decisions
+
+    async def _decide(self, message: Message | None, context_id: str, updater: _Updater, tenant: str) -> None:
+        """Take the decisions of a message on a waiting task (checked already:
+        :meth:`check_decisions`), then go on with the run if none waits any more."""
+        desk = self._approvals
+        if desk is None:
+            raise InvalidParamsError(message="approvals are not kept on this master")
+        session_id, decisions = await self._decisions_of(message, context_id, tenant)
+        for decision in decisions:
+            try:
+                await desk.decide(
+                    decision["approval_id"],
+                    decision["decision"],
+                    message=decision.get("message"),
+                    arguments=decision.get("arguments"),
+                    remember=decision.get("remember"),
+                )
+            except ApprovalRefused as exc:  # decided meanwhile elsewhere: that decision stands
+                logger.info("A2A decision on %s not taken: %s", decision["approval_id"], exc)
+        await self._store.claim_waiting(session_id)  # this task goes on here, not in run_resumed
+        try:
+            started = await desk.start_resume(session_id, door="a2a", stream=True, tell=False)
+        except ApprovalRefused as exc:
+            raise InternalError(message=str(exc), data={"error_code": str(exc.code)}) from None
+        except QueryRefused as exc:
+            raise unavailable(exc) from None
+        if isinstance(started, QueryResponse):  # approvals still wait, or another decision resumed it
+            await self._finish_query(started, updater)
+            return
+        await self._follow(started, updater, context_id, tenant)
+
+    async def _still_paused(self, response: QueryResponse) -> bool:
+        """A failed run whose decisions stand and which can be resumed (its resume failed: the
+        LLM or an agent was down), rather than a run that ended."""
+        if response.success or not response.session_id or self._approvals is None:
+            return False
+        try:
+            return await self._approvals.paused(response.session_id)
+        except ApprovalRefused:
+            return False
+
+    async def run_resumed(self, session_id: str, response: QueryResponse) -> None:
+        """A run resumed by a decision taken elsewhere ended (:attr:`ApprovalDesk.listeners`):
+        the task that waited on it ends as the run did (or waits again, for its next approvals)."""
+        task_id = await self._store.claim_waiting(session_id)
+        if task_id is None:
+            return
+        response = settled(session_id, response)
+        state, status, details = _ending(response, paused=await self._still_paused(response))
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await self._store.wait_for_approvals(session_id, task_id)
+
+        def change(task: Task) -> None:
+            message = Message(
+                role=Role.ROLE_AGENT,
+                task_id=task.id,
+                context_id=task.context_id,
+                message_id=str(uuid.uuid4()),
+                parts=status,
+            )
+            task.status.state = state
+            task.status.message.CopyFrom(message)
+            task.status.timestamp.GetCurrentTime()
+            if state == TaskState.TASK_STATE_COMPLETED:
+                artifact = Artifact(
+                    artifact_id=str(uuid.uuid4()), name="answer", parts=[new_text_part(response.answer or "")]
+                )
+                artifact.metadata.update(details)
+                task.artifacts.append(artifact)
+
+        await self._store.change(task_id, change)
 
     # A data part: one direct tool call.
 
@@ -381,6 +489,101 @@ class HubExecutor(AgentExecutor):
                 _status(f"{agent_id}.{tool}: {progress.message or 'working'}", {**data, "tool_name": tool})
             ),
         )
+
+
+def _ending(response: QueryResponse, *, paused: bool = False) -> tuple[TaskState, list[Part], dict[str, Any]]:
+    """How a task ends with ``response``: its state, its status message's parts and the details
+    (the answer's artifact metadata when completed). ``paused``: the run failed to resume but
+    can be resumed again (the task waits)."""
+    details: dict[str, Any] = {
+        "query_id": response.query_id,
+        "session_id": response.session_id,
+        "agents_used": [used.model_dump() for used in response.agents_used],
+    }
+    if not response.success and paused:
+        details["error_code"] = str(response.error_code) if response.error_code else None
+        text = (
+            f"the run could not go on ({response.error or 'it failed'}); its decisions stand: send a "
+            "message on this task to try again"
+        )
+        return TaskState.TASK_STATE_INPUT_REQUIRED, _status(text, details), details
+    if not response.success:
+        details["error_code"] = str(response.error_code) if response.error_code else None
+        return TaskState.TASK_STATE_FAILED, _status(response.error or "the query failed", details), details
+    if response.status == "awaiting_approval":
+        # The run waits for a person: INPUT_REQUIRED, naming each call that waits and how it is
+        # decided (a message on this task, or POST /approvals/{approval_id} on any master).
+        approvals = [approval.model_dump(mode="json") for approval in response.approvals or []]
+        waiting = ", ".join(f"{a['agent_id']}.{a['tool_name']} ({a['approval_id']})" for a in approvals)
+        how = (
+            'reply "approve" or "reject: <reason>"'
+            if len([a for a in approvals if a["status"] == "pending"]) == 1
+            else 'reply with a data part {"approval_id": ..., "decision": "approve" | "reject"} per call'
+        )
+        return (
+            TaskState.TASK_STATE_INPUT_REQUIRED,
+            _status(
+                f"waiting for a person to approve: {waiting}; {how} on this task, "
+                "or decide with POST /approvals/{approval_id}",
+                {**details, "approvals": approvals},
+            ),
+            details,
+        )
+    return TaskState.TASK_STATE_COMPLETED, [new_text_part(response.answer or "")], details
+
+
+_DECISION_FIELDS = frozenset({"approval_id", "decision", "message", "arguments", "remember"})
+
+
+def _decisions(text: str, data: list[Any], pending: list[Approval]) -> list[dict[str, Any]]:
+    """The decisions a message on a waiting task carries (module docstring), each checked."""
+    waiting = {a.approval_id for a in pending}
+    given = [item for item in data if isinstance(item, dict) and "approval_id" in item]
+    if not given:
+        word, _, reason = text.partition(":")
+        word = word.strip().lower()
+        if word not in ("approve", "reject"):
+            raise InvalidParamsError(
+                message=(
+                    f"this task waits for approvals ({', '.join(sorted(waiting))}): send a data part "
+                    '{"approval_id": ..., "decision": "approve" | "reject"} for each, or the text '
+                    '"approve" or "reject: <reason>" when a single one waits'
+                )
+            )
+        if len(pending) > 1:
+            raise InvalidParamsError(
+                message=(
+                    f"{len(pending)} approvals wait ({', '.join(sorted(waiting))}): decide each with a "
+                    'data part {"approval_id": ..., "decision": "approve" | "reject"}'
+                )
+            )
+        decision: dict[str, Any] = {"approval_id": pending[0].approval_id, "decision": word}
+        if reason.strip():
+            decision["message"] = reason.strip()
+        return [decision]
+    for item in given:
+        unknown = sorted(set(item) - _DECISION_FIELDS)
+        if unknown:
+            raise InvalidParamsError(
+                message=f"unknown field(s) {', '.join(map(repr, unknown))} in a decision "
+                f"(it takes {', '.join(sorted(_DECISION_FIELDS))})"
+            )
+        if item["approval_id"] not in waiting:
+            raise InvalidParamsError(
+                message=f"approval {item['approval_id']!r} does not wait on this task "
+                f"(these do: {', '.join(sorted(waiting))})"
+            )
+        if item.get("decision") not in ("approve", "reject"):
+            raise InvalidParamsError(message='\'decision\' must be "approve" or "reject"')
+        if item.get("message") is not None and not isinstance(item["message"], str):
+            raise InvalidParamsError(message="'message' must be a string")
+        if item.get("arguments") is not None and not isinstance(item["arguments"], dict):
+            raise InvalidParamsError(message="'arguments' must be an object")
+        if item.get("remember") not in (None, "session") or (
+            item.get("remember") is not None and item["decision"] != "approve"
+        ):
+            raise InvalidParamsError(message='\'remember\' may only be "session", with decision "approve"')
+    return given
 
 
 __all__ = ["HubExecutor", "ServerUnavailableError", "unavailable"]

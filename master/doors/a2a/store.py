@@ -18,7 +18,9 @@ Keys (:mod:`master.redis_keys`, all with the session TTL):
   ``updated`` (milliseconds), and ``tenant`` for a task of a tenant other than ``default``;
 - ``a2a:tasks:{scope}`` → ZSET of task ids by ``updated``, for ``ListTasks``;
 - ``a2a:context:{context_id}`` → the hub ``session_id`` that holds the context's turns (per
-  tenant: :func:`master.redis_keys.a2a_context_key`).
+  tenant: :func:`master.redis_keys.a2a_context_key`);
+- ``a2a:waiting:{session_id}`` → the task that is ``INPUT_REQUIRED`` while the session's run waits
+  for approvals (:meth:`RedisTaskStore.claim_waiting`).
 
 A task belongs to the tenant of the key that created it: for another tenant's key (not an
 administrator's) it does not exist (``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask``).
@@ -54,6 +56,7 @@ from master.redis_keys import a2a_context_key as context_key
 from master.redis_keys import a2a_events_channel as events_channel
 from master.redis_keys import a2a_index_key as index_key
 from master.redis_keys import a2a_task_key as task_key
+from master.redis_keys import a2a_waiting_key as waiting_key
 
 logger = logging.getLogger("master.doors.a2a")
 
@@ -280,6 +283,46 @@ class RedisTaskStore(VersionedTaskStore):
             await self._redis.set(context_key(context_id, tenant), session_id, ex=self._ttl)
         except RedisError as exc:
             logger.warning("could not record the session of A2A context %s: %s", context_id, exc)
+
+    # The task that waits for a session's approvals (module docstring).
+
+    async def wait_for_approvals(self, session_id: str, task_id: str) -> None:
+        """``task_id`` is ``INPUT_REQUIRED`` until the approvals of ``session_id``'s run are decided."""
+        try:
+            await self._redis.set(waiting_key(session_id), task_id, ex=self._ttl)
+        except RedisError as exc:
+            logger.warning("could not record the A2A task waiting on session %s: %s", session_id, exc)
+
+    async def claim_waiting(self, session_id: str) -> str | None:
+        """Take the task waiting on ``session_id``'s approvals (of several masters, one gets it)."""
+        try:
+            value: Any = await self._redis.getdel(waiting_key(session_id))
+        except RedisError as exc:
+            raise _unavailable(exc) from None
+        return value.decode() if isinstance(value, bytes) else None
+
+    async def change(self, task_id: str, change: Callable[[Task], None], *, attempts: int = 5) -> bool:
+        """Apply ``change`` to the stored task and write it (a new version, published to its
+        subscribers), reading it again when another write got in between. False when the task is
+        gone or already ended."""
+        for _ in range(attempts):
+            try:
+                raw = await self._redis.hmget(task_key(task_id), _FIELDS)
+            except RedisError as exc:
+                raise _unavailable(exc) from None
+            scope = raw[2].decode() if isinstance(raw[2], bytes) else ""
+            stored = _stored(raw, scope, BOOTSTRAP_ADMIN)
+            if stored is None or stored.task.status.state in TERMINAL_STATES:
+                return False
+            task = stored.task
+            change(task)
+            context = ServerCallContext(state={SCOPE_KEY: scope})
+            try:
+                await self.save(task, event=None, prev=None, prev_version=stored.version, context=context)
+                return True
+            except ConcurrentTaskModificationError:
+                continue
+        return False
 
 
 def _counter(version: TaskVersion) -> int:

@@ -16,6 +16,14 @@ self-contained POST (``server/discover``, no session), anything else takes the 2
   field or carrying the agent's message (the spec's "tool execution error", which a model can
   read and correct), the same on both eras. ``ask`` goes through
   :meth:`~master.query.entry.QueryEntry.submit`.
+- approvals: when an ``ask`` run waits for a person (:mod:`master.query.approvals`), a
+  2026-07-28 client that declares elicitation gets an ``InputRequiredResult``, one elicitation
+  per held call keyed by its ``approval_id``; it retries ``ask`` with the answers (accept with
+  ``decision`` approve or reject, and ``remember`` to approve the tool for the rest of the
+  session; decline rejects; cancel leaves the call waiting) and gets the run's answer. A 2025 client that declares elicitation is asked within the call
+  (``elicitation/create``, one call at a time). Any other client gets the answer that names what
+  waits and how to decide (``POST /approvals/{approval_id}``), with the approvals as structured
+  content.
 - progress: an agent's ``tool_progress`` (and an ``ask`` run's steps) become
   ``notifications/progress`` when the caller sent a progress token.
 - cancellation: a 2025 ``notifications/cancelled`` or a dropped 2026 request cancels the
@@ -34,7 +42,7 @@ import json
 import logging
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 from mcp.server.connection import Connection
@@ -55,17 +63,21 @@ from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
     ASK,
     ASK_INPUT_SCHEMA,
+    DECISION_SCHEMA,
     answer_result,
+    approval_question,
     ask_tool,
     error_result,
+    input_required,
     input_schema,
     listed,
     refused_result,
     run_result,
 )
-from master.query.entry import OfferedTool, QueryEntry, ToolRefused
+from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
+from master.query.entry import OfferedTool, QueryEntry, QueryRun, ToolRefused
 from master.query.events import Finished, Progress, QueryRefused
-from protocol import ErrorCode, QueryRequest, ToolProgress
+from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.doors.mcp")
 
@@ -80,6 +92,8 @@ INSTRUCTIONS = (
 START_TIMEOUT = 30.0
 """Seconds for the SDK's session manager to start."""
 ASK_FIELDS = frozenset(("query", "session_id", "allowed_agent_ids", "auto_mode"))
+MAX_APPROVAL_ROUNDS = 16
+"""Rounds of approvals one ``ask`` asks its client about before answering with what still waits."""
 
 
 def _version() -> str:
@@ -117,8 +131,10 @@ class McpDoor:
         session_idle_seconds: float,
         check_interval: float,
         allowed_hosts: list[str] | None = None,
+        approvals: ApprovalDesk | None = None,
     ) -> None:
         self.entry = entry
+        self._approvals = approvals
         self._by_name: dict[str, OfferedTool] = {}
         self.watch = ToolListWatch(self._fingerprint, interval=check_interval)
         self._listen = ListenHandler(self.watch.bus)
@@ -221,11 +237,11 @@ class McpDoor:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._note_session(ctx)
         arguments = params.arguments or {}
         if params.name == ASK:
-            return await self._ask(ctx, arguments)
+            return await self._ask(ctx, arguments, params.input_responses)
         tool = self._find(params.name)
         if tool is None:
             raise _unknown_tool(params.name)
@@ -253,7 +269,12 @@ class McpDoor:
             await relay.aclose()
         return run_result(run)
 
-    async def _ask(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _ask(
+        self,
+        ctx: ServerRequestContext[Any],
+        arguments: dict[str, Any],
+        answers: types.InputResponses | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
         invalid = ErrorCode.INVALID_ARGUMENTS.value
         unknown = sorted(set(arguments) - ASK_FIELDS)
         if unknown:
@@ -270,20 +291,139 @@ class McpDoor:
             return refused_result(
                 invalid, f"arguments of tool 'ask' do not fit its schema: {field}: {first['msg']}"
             )
+        if answers and self._approvals is not None:  # a 2026 client's decisions: the run goes on
+            return await self._answered(ctx, answers)
         try:
             run = self.entry.submit(request, door="mcp", stream=True, principal=_principal(ctx))
         except QueryRefused as exc:
             return refused_result(exc.code.value, exc.message)
+        response = await self._follow(ctx, run)
+        if response is None:
+            return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
+        return await self._answer(ctx, response)
+
+    async def _follow(self, ctx: ServerRequestContext[Any], run: QueryRun) -> QueryResponse | None:
+        """The run's outcome, its steps relayed as progress (``None``: the master stopped under it)."""
         relay = ProgressRelay(ctx.session.report_progress, ASK)
         try:
             async for event in run.events():
                 if isinstance(event, Finished):
-                    return answer_result(event.response)
+                    return event.response
                 if isinstance(event, Progress) and event.event != "token":
                     relay(None, _step(event))
         finally:
             await relay.aclose()
-        return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
+        return None
+
+    # ------------------------------------------------------------------ approvals
+
+    async def _answer(
+        self, ctx: ServerRequestContext[Any], response: QueryResponse
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """An ``ask``'s outcome; a run that waits for a person asks the client's user where it can."""
+        for _ in range(MAX_APPROVAL_ROUNDS):
+            pending = [a for a in response.approvals or [] if a.status == "pending"]
+            if response.status != "awaiting_approval" or not pending or not self._can_ask(ctx):
+                break
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                return input_required(pending)
+            for approval in pending:  # 2025: ask now, within this call
+                try:
+                    answer = await ctx.session.elicit_form(
+                        approval_question(approval).message,
+                        DECISION_SCHEMA,
+                        related_request_id=ctx.request_id,
+                    )
+                except MCPError as exc:
+                    logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
+                    return answer_result(response)
+                if not await self._take(approval.approval_id, answer, _principal(ctx).tenant_filter):
+                    return answer_result(response)  # dismissed: it waits, decided elsewhere
+            followed = await self._resume(ctx, str(response.session_id))
+            if isinstance(followed, types.CallToolResult):
+                return followed
+            response = followed
+        return answer_result(response)
+
+    def _can_ask(self, ctx: ServerRequestContext[Any]) -> bool:
+        if self._approvals is None:
+            return False
+        asks = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        if not ctx.session.check_client_capability(asks):
+            return False
+        return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or ctx.session.can_send_request
+
+    async def _answered(
+        self, ctx: ServerRequestContext[Any], answers: types.InputResponses
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A 2026 client retried ``ask`` with its user's answers, keyed by ``approval_id``."""
+        desk = self._approvals
+        assert desk is not None
+        tenant = _principal(ctx).tenant_filter  # another tenant's approval is unknown
+        sessions: set[str] = set()
+        for approval_id, answer in answers.items():
+            if not isinstance(answer, types.ElicitResult):
+                return refused_result(
+                    ErrorCode.INVALID_ARGUMENTS.value,
+                    f"the answer for {approval_id!r} is not an elicitation result",
+                )
+            try:
+                sessions.add(str((await desk.record(approval_id, tenant=tenant))["session_id"]))
+            except ApprovalRefused as exc:
+                return refused_result(exc.code.value, str(exc))
+        if len(sessions) != 1:
+            return refused_result(
+                ErrorCode.INVALID_ARGUMENTS.value,
+                "the answers name the approvals of several runs: answer one run's",
+            )
+        for approval_id, answer in answers.items():
+            assert isinstance(answer, types.ElicitResult)
+            await self._take(approval_id, answer, tenant)
+        followed = await self._resume(ctx, sessions.pop())
+        if isinstance(followed, types.CallToolResult):
+            return followed
+        return await self._answer(ctx, followed)
+
+    async def _take(self, approval_id: str, answer: types.ElicitResult, tenant: str | None) -> bool:
+        """Decide as the client's user answered; False when they dismissed it (it still waits).
+        ``tenant``: the asker's (``None``: an administrator), whose approvals only it decides."""
+        assert self._approvals is not None
+        if answer.action == "cancel":
+            return False
+        content = answer.content or {}
+        rejected = answer.action == "decline" or content.get("decision") == "reject"
+        decision: Literal["approve", "reject"] = "reject" if rejected else "approve"
+        reason = content.get("message")
+        message = reason if isinstance(reason, str) and reason else None
+        if answer.action == "decline" and message is None:
+            message = "declined through the MCP client"
+        remember: Literal["session"] | None = (
+            "session" if decision == "approve" and content.get("remember") is True else None
+        )
+        try:
+            await self._approvals.decide(
+                approval_id, decision, message=message, remember=remember, tenant=tenant
+            )
+        except ApprovalRefused as exc:  # decided meanwhile, or expired: that stands
+            logger.info("MCP decision on %s not taken: %s", approval_id, exc)
+        return True
+
+    async def _resume(
+        self, ctx: ServerRequestContext[Any], session_id: str
+    ) -> QueryResponse | types.CallToolResult:
+        assert self._approvals is not None
+        try:
+            started = await self._approvals.start_resume(session_id, door="mcp", stream=True, tell=False)
+        except ApprovalRefused as exc:
+            return refused_result(exc.code.value, str(exc))
+        except QueryRefused as exc:
+            return refused_result(exc.code.value, exc.message)
+        if isinstance(started, QueryResponse):
+            return started
+        response = await self._follow(ctx, started)
+        if response is None:
+            return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
+        return settled(session_id, response)
 
     # ------------------------------------------------------------------ sessions
 

@@ -2,7 +2,9 @@
 
 Every tool the orchestrator could call is listed under the function name the orchestrator gives
 it (``<agent_id>__<tool>``, :func:`master.agents.toolbox.function_name`), with its description,
-input schema and annotations. One more tool, :data:`ASK`, runs a query through the orchestrator.
+input schema and annotations. One more tool, :data:`ASK`, runs a query through the orchestrator;
+when its run waits for a person, :func:`input_required` (2026-07-28) or :func:`approval_question`
+(elicitation, 2025) ask the client's user to decide, else :func:`answer_result` says how to.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pydantic import ValidationError
 
 from master.agents.calls import ToolRun
 from master.query.entry import OfferedTool
-from protocol import QueryResponse
+from protocol import Approval, QueryResponse
 
 logger = logging.getLogger("master.doors.mcp")
 
@@ -64,9 +66,60 @@ ASK_OUTPUT_SCHEMA: dict[str, Any] = {
             "type": ["string", "null"],
             "description": "Why the query failed (the master's error codes), or null when it was answered.",
         },
+        "approvals": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": (
+                "Present when the run waits for a person: the tool calls that wait (approval_id, agent_id, "
+                "tool_name, arguments, status, expires_at). Decide each with POST /approvals/{approval_id}."
+            ),
+        },
     },
     "required": ["session_id", "agents_used", "error_code"],
 }
+
+DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "enum": ["approve", "reject"],
+            "default": "approve",
+        },
+        "message": {"type": "string", "title": "Reason (told to the orchestrator)"},
+        "remember": {
+            "type": "boolean",
+            "title": "Approve this tool for the rest of the session",
+            "default": False,
+        },
+    },
+    "required": ["decision"],
+}
+"""What the person answers when the ``ask`` tool asks them to approve a call (MCP elicitation)."""
+
+
+def approval_question(approval: Approval) -> types.ElicitRequestFormParams:
+    """The form that asks a person, through the client, to approve one held call."""
+    arguments = json.dumps(approval.arguments, ensure_ascii=False)
+    return types.ElicitRequestFormParams(
+        message=(
+            f"The orchestrator wants to call {approval.agent_id}.{approval.tool_name} with {arguments}. "
+            "This call needs a person's approval: approve it, or reject it with a reason."
+        ),
+        requested_schema=DECISION_SCHEMA,
+    )
+
+
+def input_required(approvals: list[Approval]) -> types.InputRequiredResult:
+    """The 2026-07-28 answer of an ``ask`` whose run waits: one elicitation per held call, keyed by
+    its ``approval_id`` (the client retries ``ask`` with the answers under the same keys)."""
+    return types.InputRequiredResult(
+        input_requests={
+            approval.approval_id: types.ElicitRequest(params=approval_question(approval))
+            for approval in approvals
+        }
+    )
 
 
 @cache
@@ -138,12 +191,18 @@ def answer_result(response: QueryResponse) -> types.CallToolResult:
     """The orchestrator's answer: the text, plus ``session_id``, ``agents_used`` and ``error_code``
     (null when answered) as structured content; ``isError`` when the query failed."""
     code = response.error_code.value if response.error_code else None
-    structured = {
+    structured: dict[str, Any] = {
         "session_id": response.session_id,
         "agents_used": [used.model_dump() for used in response.agents_used],
         "error_code": code,
     }
     text = (response.answer or "") if response.success else f"{code or 'error'}: {response.error or ''}"
+    if response.status == "awaiting_approval" and response.approvals:
+        structured["approvals"] = [approval.model_dump(mode="json") for approval in response.approvals]
+        text += (
+            '\n\nDecide each with POST /approvals/{approval_id} on the hub: {"decision": "approve"} or '
+            '{"decision": "reject", "message": "why"}; the answer is the run\'s.'
+        )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=structured,

@@ -106,9 +106,10 @@ export interface paths {
         put?: never;
         /**
          * Decide Approval
-         * @description Approve (optionally with edited arguments) or reject one call. Once every call of the
-         *     paused round is decided, the run resumes and the answer is its result (a ``QueryResponse``);
-         *     before that, the answer lists the round's approvals (``status: "awaiting_approval"``).
+         * @description Approve (optionally with edited arguments, optionally for the rest of the session) or
+         *     reject one call. Once every call of the paused round is decided, the run resumes and the
+         *     answer is its result (a ``QueryResponse``); before that, the answer lists the round's
+         *     approvals (``status: "awaiting_approval"``).
          */
         post: operations["decide_approval_approvals__approval_id__post"];
         delete?: never;
@@ -1081,6 +1082,12 @@ export interface components {
              * @description Why (a rejection's reason is told to the model).
              */
             message?: string | null;
+            /**
+             * Remember
+             * @description ``"session"``: approve this tool (this agent's) for the rest of the session: its later calls
+             *     in the session run without waiting, and so do the round's other pending calls of it.
+             */
+            remember?: "session" | null;
         };
         /**
          * ApprovalList

@@ -247,6 +247,125 @@ async def test_a_run_waiting_for_approval_is_input_required(llm: ScriptedOpenAIS
         decided = await http.post(f"/approvals/{approval['approval_id']}", json={"decision": "approve"})
         assert decided.status_code == 200, decided.text
         assert calculator.calls == [("add", {"a": 2, "b": 3})]
+        # The task that waited moves on too, without a message on it.
+        ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
+        assert artifact_text(ended) == "2 + 3 = 5"
+
+
+async def wait_for_state(client: Client, task_id: str, state: int) -> Task:
+    async with asyncio.timeout(30):
+        while True:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            if task.status.state == state:
+                return task
+            await asyncio.sleep(0.05)
+
+
+def reply(task: Task, *parts: Any) -> Message:
+    """A message on ``task`` (the same task and context)."""
+    return Message(
+        role=Role.ROLE_USER,
+        message_id=uuid.uuid4().hex,
+        parts=list(parts),
+        task_id=task.id,
+        context_id=task.context_id,
+    )
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_message_on_the_waiting_task_approves_and_the_task_goes_on(
+    llm: ScriptedOpenAIServer, streaming: bool
+) -> None:
+    async with (
+        hub(llm, openagent_approval_tools=f"{AGENT}__add") as (master, calculator),
+        a2a_client(agent_url(master), streaming=streaming) as client,
+    ):
+        llm.add_tool_call(f"{AGENT}__add", {"a": 2, "b": 3})
+        llm.add_text("2 + 3 = 5")
+        started = final_task(await send(client, text_message("What is 2 + 3?")))
+        task = await wait_for_state(client, started.id, TaskState.TASK_STATE_INPUT_REQUIRED)
+        assert "approve" in task.status.message.parts[0].text  # it says how to decide
+
+        with pytest.raises(InvalidParamsError, match="waits for approvals"):
+            await send(client, reply(task, new_text_part("what now?")))
+        assert calculator.calls == []
+
+        responses = await send(client, reply(task, new_text_part("Approve")))
+        states = [r.status_update.status.state for r in responses if r.HasField("status_update")]
+        if streaming:
+            assert TaskState.TASK_STATE_WORKING in states and states[-1] == TaskState.TASK_STATE_COMPLETED
+        ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
+        assert artifact_text(ended) == "2 + 3 = 5"
+        assert calculator.calls == [("add", {"a": 2, "b": 3})]
+
+
+async def test_a_reason_rejects_and_data_parts_decide_each_approval(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        hub(llm, openagent_approval_tools=f"{AGENT}__add") as (master, calculator),
+        a2a_client(agent_url(master)) as client,
+    ):
+        llm.add_tool_calls([(f"{AGENT}__add", {"a": 1, "b": 1}), (f"{AGENT}__add", {"a": 2, "b": 2})])
+        llm.add_text("1 + 1 = 2; the other was refused")
+        task = final_task(await send(client, text_message("Add twice")))
+        first, second = (a["approval_id"] for a in data_of(task.status.message.parts[1])["approvals"])
+
+        with pytest.raises(InvalidParamsError, match="2 approvals wait"):
+            await send(client, reply(task, new_text_part("reject: no")))
+        with pytest.raises(InvalidParamsError, match="does not wait on this task"):
+            await send(client, reply(task, new_data_part({"approval_id": "appr-x", "decision": "approve"})))
+
+        waiting = final_task(
+            await send(client, reply(task, new_data_part({"approval_id": first, "decision": "approve"})))
+        )
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, waiting
+        assert calculator.calls == []
+        decision = {"approval_id": second, "decision": "reject", "message": "too big"}
+        await send(client, reply(task, new_data_part(decision)))
+        ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
+        assert artifact_text(ended) == "1 + 1 = 2; the other was refused"
+        assert calculator.calls == [("add", {"a": 1, "b": 1})]
+        told = [m["content"] for m in llm.requests[-1]["messages"] if m.get("role") == "tool"]
+        assert any("too big" in content for content in told)
+
+
+async def test_a_failed_resume_leaves_the_task_waiting_and_a_message_tries_again(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    async with (
+        hub(llm, openagent_approval_tools=f"{AGENT}__add") as (master, calculator),
+        a2a_client(agent_url(master)) as client,
+    ):
+        llm.add_tool_call(f"{AGENT}__add", {"a": 2, "b": 3})
+        task = final_task(await send(client, text_message("What is 2 + 3?")))
+        llm.add_error(400, "the provider is down")
+        await send(client, reply(task, new_text_part("approve")))
+        waiting = await wait_for_state(client, task.id, TaskState.TASK_STATE_INPUT_REQUIRED)
+        assert "could not go on" in waiting.status.message.parts[0].text
+        assert calculator.calls == [("add", {"a": 2, "b": 3})]  # decided and run: kept
+        llm.add_text("2 + 3 = 5")
+        await send(client, reply(task, new_text_part("try again")))
+        ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
+        assert artifact_text(ended) == "2 + 3 = 5"
+        assert calculator.calls == [("add", {"a": 2, "b": 3})]  # not run again
+
+
+async def test_an_expired_approval_ends_the_waiting_task(llm: ScriptedOpenAIServer) -> None:
+    async with (
+        hub(
+            llm,
+            openagent_approval_tools=f"{AGENT}__add",
+            openagent_approval_ttl_seconds=1,
+            openagent_approval_sweep_seconds=0.05,
+        ) as (master, calculator),
+        a2a_client(agent_url(master)) as client,
+    ):
+        llm.add_tool_call(f"{AGENT}__add", {"a": 2, "b": 3})
+        llm.add_text("No one approved the addition in time.")
+        task = final_task(await send(client, text_message("What is 2 + 3?")))
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, task
+        ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
+        assert artifact_text(ended) == "No one approved the addition in time."
+        assert calculator.calls == []
 
 
 async def test_a_data_part_calls_the_tool_directly(llm: ScriptedOpenAIServer) -> None:

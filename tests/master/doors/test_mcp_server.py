@@ -328,6 +328,72 @@ async def test_ask_runs_a_query_through_the_orchestrator(revision: str, llm: Scr
     assert running.calculator.calls == ["add"]
 
 
+@era
+@pytest.mark.parametrize("action", ["accept", "decline"])
+async def test_ask_asks_the_clients_user_to_approve_a_held_call(
+    revision: str, action: str, llm: ScriptedOpenAIServer
+) -> None:
+    """A client that declares elicitation is asked (2026: an InputRequiredResult the client's
+    driver answers and retries; 2025: elicitation/create within the call), and the run goes on."""
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        if action == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"decision": "approve", "remember": True})
+
+    async with hub(
+        openai_base_url=llm.base_url, openai_api_key="sk-test", openagent_approval_tools="calc__add"
+    ) as running:
+        llm.add_tool_call("calc__add", {"a": 2, "b": 3})
+        llm.add_text("The sum is 5." if action == "accept" else "I was not allowed to add.")
+        async with running.client(revision, elicitation_callback=answer) as client:
+            result = await client.call_tool("ask", {"query": "what is 2 + 3?"})
+        assert result.is_error is False, result
+        assert isinstance(result.content[0], types.TextContent)
+        assert len(asked) == 1 and "calc.add" in asked[0].message
+        if action == "accept":
+            assert result.content[0].text == "The sum is 5."
+            assert running.calculator.calls == ["add"]
+            assert result.structured_content is not None
+            session_id = result.structured_content["session_id"]
+            llm.add_tool_call("calc__add", {"a": 1, "b": 1})
+            llm.add_text("The sum is 2.")
+            async with running.client(revision, elicitation_callback=answer) as client:
+                again = await client.call_tool("ask", {"query": "and 1 + 1?", "session_id": session_id})
+            assert (
+                isinstance(again.content[0], types.TextContent) and again.content[0].text == "The sum is 2."
+            )
+            assert len(asked) == 1  # approved for the rest of the session: not asked again
+        else:
+            assert result.content[0].text == "I was not allowed to add."
+            assert running.calculator.calls == []
+            told = [m["content"] for m in llm.requests[-1]["messages"] if m.get("role") == "tool"]
+            assert any("refused" in content for content in told)
+        outcome = "approved" if action == "accept" else "rejected"
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http:
+            metrics = (await http.get(f"{running.master.base_url}/metrics")).text
+        assert f'openagent_approvals_total{{outcome="{outcome}"}} 1.0' in metrics
+
+
+@era
+async def test_ask_without_elicitation_says_how_to_decide(revision: str, llm: ScriptedOpenAIServer) -> None:
+    async with hub(
+        openai_base_url=llm.base_url, openai_api_key="sk-test", openagent_approval_tools="calc__add"
+    ) as running:
+        llm.add_tool_call("calc__add", {"a": 2, "b": 3})
+        async with running.client(revision) as client:
+            result = await client.call_tool("ask", {"query": "what is 2 + 3?"})
+        assert result.is_error is False and isinstance(result.content[0], types.TextContent)
+        assert result.structured_content is not None
+        [approval] = result.structured_content["approvals"]
+        assert approval["tool_name"] == "add" and approval["status"] == "pending"
+        assert approval["approval_id"] in result.content[0].text
+        assert "POST /approvals/{approval_id}" in result.content[0].text
+        assert running.calculator.calls == []
+
+
 async def test_a_foreign_host_or_origin_is_refused(calc_hub: Hub) -> None:
     """DNS rebinding: a page on another name that resolves to this machine gets nothing."""
     body = {

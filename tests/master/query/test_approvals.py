@@ -341,3 +341,157 @@ async def test_the_last_two_decisions_racing_resume_the_run_once(hub: Bank) -> N
     assert sorted(args["to"] for name, args in hub.calls if name == "transfer") == ["a", "b"]
     statuses = [(await hub.http.get(f"/approvals/{i}")).json()["status"] for i in (first, second)]
     assert statuses == ["approved", "approved"]
+
+
+async def test_remember_session_approves_the_tool_for_the_rest_of_the_session(hub: Bank) -> None:
+    paused = await _paused(hub)
+    session_id = paused["session_id"]
+    hub.llm.add_text("Paid Bob 10.")
+    decided = await hub.decide(paused["approvals"][0]["approval_id"], decision="approve", remember="session")
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["answer"] == "Paid Bob 10."
+
+    hub.llm.add_tool_call("bank__transfer", {"to": "carol", "amount": 3})
+    hub.llm.add_text("Paid Carol 3.")
+    again = await hub.query(session_id=session_id, query="pay Carol")
+    assert again["status"] == "completed" and again["answer"] == "Paid Carol 3.", again
+    assert hub.calls[-1] == ("transfer", {"to": "carol", "amount": 3})
+
+    hub.llm.add_tool_call("bank__delete_account", {})  # another tool of the session still waits
+    other_tool = await hub.query(session_id=session_id, query="close it", approval="always")
+    assert [a["tool_name"] for a in other_tool["approvals"]] == ["delete_account"]
+
+    hub.llm.add_tool_call("bank__transfer", {"to": "dan", "amount": 1})
+    elsewhere = await hub.query(query="pay Dan")  # a new session: the transfer waits again
+    assert elsewhere["status"] == "awaiting_approval" and elsewhere["session_id"] != session_id
+
+
+async def test_remember_session_approves_the_rounds_other_calls_of_the_tool(hub: Bank) -> None:
+    hub.llm.add_tool_calls(
+        [("bank__transfer", {"to": "a", "amount": 1}), ("bank__transfer", {"to": "b", "amount": 2})]
+    )
+    paused = await hub.query()
+    first, second = (a["approval_id"] for a in paused["approvals"])
+    hub.llm.add_text("Paid a and b.")
+    done = await hub.decide(first, decision="approve", remember="session")
+    assert done.status_code == 200 and done.json()["answer"] == "Paid a and b.", done.text
+    assert sorted(args["to"] for name, args in hub.calls if name == "transfer") == ["a", "b"]
+    assert (await hub.http.get(f"/approvals/{second}")).json()["status"] == "approved"
+
+
+async def test_remember_goes_with_approve_only(hub: Bank) -> None:
+    paused = await _paused(hub)
+    approval_id = paused["approvals"][0]["approval_id"]
+    refused = await hub.decide(approval_id, decision="reject", remember="session")
+    assert refused.status_code == 422 and "remember" in refused.text
+    refused = await hub.decide(approval_id, decision="approve", remember="forever")
+    assert refused.status_code == 422 and "remember" in refused.text
+    assert (await hub.http.get(f"/approvals/{approval_id}")).json()["status"] == "pending"
+
+
+def _sample(metrics: str, name: str, outcome: str) -> float:
+    prefix = f'{name}{{outcome="{outcome}"}} '
+    found = [line for line in metrics.splitlines() if line.startswith(prefix)]
+    return float(found[0][len(prefix) :]) if found else 0.0
+
+
+async def test_metrics_count_each_outcome_and_the_time_to_decision(hub: Bank) -> None:
+    for decision, extra, outcome in (
+        ("approve", {}, "approved"),
+        ("approve", {"arguments": {"to": "bob", "amount": 1}}, "edited"),
+        ("reject", {"message": "no"}, "rejected"),
+    ):
+        paused = await _paused(hub)
+        hub.llm.add_text("Done.")
+        decided = await hub.decide(paused["approvals"][0]["approval_id"], decision=decision, **extra)
+        assert decided.status_code == 200, decided.text
+        metrics = (await hub.http.get("/metrics")).text
+        assert _sample(metrics, "openagent_approvals_total", outcome) == 1.0, metrics
+        assert _sample(metrics, "openagent_approval_decision_seconds_count", outcome) == 1.0
+        assert _sample(metrics, "openagent_approval_decision_seconds_sum", outcome) >= 0.0
+    assert _sample(metrics, "openagent_approvals_total", "approved") == 1.0  # an edit is not counted twice
+
+
+async def test_the_expiry_sweep_ends_the_run_without_anyone_reading(llm: ScriptedOpenAIServer) -> None:
+    async with bank(llm, openagent_approval_ttl_seconds=1, openagent_approval_sweep_seconds=0.05) as b:
+        llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
+        llm.add_text("No one approved the transfer in time.")
+        paused = await b.query()
+        approval_id = paused["approvals"][0]["approval_id"]
+        async with asyncio.timeout(30):  # the sweep marks it, resumes the run, the model answers
+            while len(llm.requests) < 2:
+                await asyncio.sleep(0.02)
+        assert "No one decided" in _tool_messages(llm.requests[-1])["bank__transfer"]
+        approval = (await b.http.get(f"/approvals/{approval_id}")).json()
+        assert approval["status"] == "expired" and approval["decided_at"] is not None
+        assert b.calls == []
+        async with asyncio.timeout(30):
+            while await b.master.services.queries.held_run(paused["session_id"]) != (None, []):
+                await asyncio.sleep(0.02)
+        metrics = (await b.http.get("/metrics")).text
+        assert _sample(metrics, "openagent_approvals_total", "expired") == 1.0
+        assert _sample(metrics, "openagent_approval_decision_seconds_count", "expired") == 1.0
+        late = await b.decide(approval_id, decision="approve")
+        assert late.status_code == 409 and late.json()["detail"]["approval"]["status"] == "expired"
+
+
+async def test_two_masters_sweeping_expire_an_approval_once(llm: ScriptedOpenAIServer) -> None:
+    """Both masters of one Redis sweep; one wins the approval (SET NX), so it is counted and its
+    run resumed once."""
+    quick = {"openagent_approval_ttl_seconds": 1, "openagent_approval_sweep_seconds": 0.02}
+    async with (
+        bank(llm, **quick) as a,
+        in_process_master(
+            openai_base_url=llm.base_url, openai_api_key="scripted", openagent_api_key=KEY, **quick
+        ) as b,
+    ):
+        llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
+        llm.add_text("No one approved the transfer in time.")
+        paused = await a.query()
+        approval_id = paused["approvals"][0]["approval_id"]
+        store = a.master.services.queries.approvals
+        assert store is not None
+        async with asyncio.timeout(30):  # decided, off the sweep's list, its run resumed
+            while (
+                len(llm.requests) < 2
+                or approval_id in await store.overdue()
+                or (await store.record(approval_id) or {}).get("decided_at") is None
+                or await a.master.services.queries.held_run(paused["session_id"]) != (None, [])
+            ):
+                await asyncio.sleep(0.02)
+        async with httpx.AsyncClient(base_url=b.base_url, headers=HEADERS) as other:
+            counts = [
+                _sample((await client.get("/metrics")).text, "openagent_approvals_total", "expired")
+                for client in (a.http, other)
+            ]
+        assert sorted(counts) == [0.0, 1.0]
+        assert len(llm.requests) == 2 and a.calls == []
+
+
+async def test_the_sweep_resumes_a_run_it_could_not_admit_at_its_next_pass(llm: ScriptedOpenAIServer) -> None:
+    async with bank(
+        llm,
+        openagent_approval_ttl_seconds=1,
+        openagent_approval_sweep_seconds=0.02,
+        openagent_max_queries_in_flight=1,
+    ) as b:
+        llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
+        llm.add_text("No one approved the transfer in time.")
+        paused = await b.query()
+        store = b.master.services.queries.approvals
+        assert store is not None
+        admission = b.master.services.entry.admission
+        admission.enter()  # the master is full: the sweep's resume is not admitted
+        try:
+            async with asyncio.timeout(30):
+                while (await store.record(paused["approvals"][0]["approval_id"]) or {}).get(
+                    "decided_at"
+                ) is None:
+                    await asyncio.sleep(0.02)
+            assert len(llm.requests) == 1
+        finally:
+            admission.leave()
+        async with asyncio.timeout(30):  # room again: a later pass resumes it
+            while len(llm.requests) < 2:
+                await asyncio.sleep(0.02)
+        assert "No one decided" in _tool_messages(llm.requests[-1])["bank__transfer"]
