@@ -205,7 +205,7 @@ async def test_another_tenants_approvals_and_attachments_are_unknown(
         await bank.register("bank", tools=[GATED])
         llm.add_tool_call("bank__wire", {"to": "bob"})
         async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
-            paused = (await ask(a, query="pay bob")).json()
+            paused = (await ask(a, query="pay bob", auto_mode=True)).json()  # auto: tools offered again
             assert paused["status"] == "awaiting_approval", paused
             session_id = paused["session_id"]
             [approval] = paused["approvals"]
@@ -242,8 +242,24 @@ async def test_another_tenants_approvals_and_attachments_are_unknown(
             [theirs] = helped["approvals"]
             assert (await a.get(f"/approvals/{theirs['approval_id']}")).status_code == 200
             assert (await b.get(f"/approvals/{theirs['approval_id']}")).status_code == 404
+
+            # Decided by an administrator, a's run goes on as a's: another tenant's agent is not offered.
+            other_tenant = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("c", "agent"))
+            try:
+                await other_tenant.register("c-only", tools=[tool("x")])
+                llm.add_text("Not paid.")
+                decided = await admin.post(f"/approvals/{approval_id}", json={"decision": "reject"})
+                assert decided.status_code == 200 and decided.json()["answer"] == "Not paid.", decided.text
+                assert offered(llm.requests[-1]) == {"bank__wire"}
+            finally:
+                await other_tenant.close()
     finally:
         await bank.close()
+
+
+def offered(request: dict[str, Any]) -> set[str]:
+    """The function names of the tools an LLM request offers."""
+    return {entry["function"]["name"] for entry in request.get("tools") or []}
 
 
 async def test_a_tenants_agents_are_offered_to_its_queries_only(
@@ -255,9 +271,6 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
         await shared.register("shared", tools=[tool("lookup")])
         await own.register("a-only", tools=[tool("secret")])
         assert hub.services.registry.get("a-only").tenant == "a"  # type: ignore[union-attr]
-
-        def offered(request: dict[str, Any]) -> set[str]:
-            return {entry["function"]["name"] for entry in request.get("tools") or []}
 
         async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
             llm.add_text("b's answer")
