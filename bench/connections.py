@@ -83,6 +83,7 @@ async def _one(
         "connections": ok,
         "failed": sum(int(r["failed"]) for r in replies),
         "first_error": next((r["first_error"] for r in replies if r.get("first_error")), None),
+        "errors": _merged([r.get("errors") or {} for r in replies]),
         "register_seconds": round(seconds, 2),
         "rss_before_mb": round(rss_before / 2**20, 1),
         "rss_after_mb": round(rss_after / 2**20, 1),
@@ -90,6 +91,16 @@ async def _one(
         "server_cpu_ms_per_registration": round(1000 * cpu_used / max(ok, 1), 3),
         "outside_cpu_pct": round(100 * outside / seconds, 1),
     }
+
+
+def _merged(kinds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The swarms' failures by kind, added up (the first message of each kind kept)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for each in kinds:
+        for kind, entry in each.items():
+            into = merged.setdefault(kind, {"count": 0, "first": entry["first"]})
+            into["count"] += entry["count"]
+    return merged
 
 
 async def connections_case(
@@ -111,5 +122,6 @@ async def connections_case(
             **{key: spread([rep[key] for rep in reps]) for key in keys},
             "failed": sum(rep["failed"] for rep in reps),
             "first_error": next((rep["first_error"] for rep in reps if rep.get("first_error")), None),
+            "errors": _merged([rep.get("errors") or {} for rep in reps]),
         },
     }

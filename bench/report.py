@@ -198,6 +198,9 @@ def other_tables(cases: dict[str, Any]) -> list[str]:
             "failed",
         ]
         out.append(_table(headers, rows, {1, 2, 3, 4, 5, 6, 7}))
+        for name, case in conn:  # why registrations failed: each kind of error, its count and first message
+            for kind, entry in (case["summary"].get("errors") or {}).items():
+                out.append(f"{name}: {entry['count']} failed with {kind}, first: {entry['first']}")
     redis = cases.get("redis_trips")
     if redis:
         rows = [

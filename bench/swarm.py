@@ -6,7 +6,9 @@
 - ``warmup N``: open, register and close N connections (so lazy imports and first-use
   allocations on the server happen before its memory is measured); answers ``warmed``.
 - ``go``: open ``count`` connections and register each; answers ``registered`` with
-  ``ok``, ``failed``, ``seconds`` and ``first_error``.
+  ``ok``, ``failed``, ``seconds``, ``first_error`` and ``errors`` (how many failed with each
+  kind of error, and the first message of each: a refused or reset connection, a timeout, the
+  server's ``error`` frame), so that a failed registration says why.
 - ``close``: close them all; answers ``closed`` and exits.
 
 The clients send no pings (``ping_interval=None``) and, like the SDK's agents, do not offer
@@ -76,6 +78,17 @@ class Swarm:
         await asyncio.gather(*(close(ws) for ws in connections), return_exceptions=True)
 
 
+def error_kinds(failed: list[BaseException]) -> dict[str, dict[str, Any]]:
+    """``{kind: {"count": n, "first": message}}``, the kind being the exception's class and errno."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for exc in failed:
+        errno = getattr(exc, "errno", None)
+        kind = type(exc).__name__ + (f"[errno {errno}]" if errno else "")
+        entry = kinds.setdefault(kind, {"count": 0, "first": repr(exc)[:300]})
+        entry["count"] += 1
+    return kinds
+
+
 async def main(cfg: dict[str, Any]) -> None:
     swarm = Swarm(cfg)
     emit("ready")
@@ -94,6 +107,7 @@ async def main(cfg: dict[str, Any]) -> None:
                 failed=len(failed),
                 seconds=time.perf_counter() - started,
                 first_error=repr(failed[0]) if failed else None,
+                errors=error_kinds(failed),
             )
         else:  # "close", or the runner went away
             await swarm.close_all(swarm.connections)

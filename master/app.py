@@ -7,12 +7,13 @@ the lifespan (:mod:`master.lifespan`), and handed to the routes through :mod:`ma
 
 from __future__ import annotations
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 
+from master.access import Permission
+from master.access.middleware import AccessMiddleware
 from master.asgi import LeanRoutes
-from master.auth import EarlyAuthMiddleware
-from master.deps import needs_api_key, require_api_key
+from master.deps import needs
 from master.error_responses import install_error_handlers
 from master.lifespan import lifespan
 from master.llm.model import ChatModel
@@ -26,6 +27,7 @@ from master.routes import (
     collaboration,
     health,
     invocation,
+    keys,
     lean_callbacks,
     openai,
     query,
@@ -58,23 +60,26 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     )
     install_docs(app)
 
-    app.include_router(health.router)
-    protected = [Depends(require_api_key)]
-    app.include_router(agents.router, dependencies=protected)
-    app.include_router(query.router, dependencies=protected)
-    app.include_router(openai.router, dependencies=protected)
+    # Every route declares the permission it needs, here for a whole router or on the route
+    # itself (master.access.permissions; the Security page's roles table is generated from them).
+    app.include_router(health.router, dependencies=needs(Permission.OPEN))
+    app.include_router(agents.router, dependencies=needs(Permission.READ))
+    app.include_router(query.router)
+    app.include_router(openai.router, dependencies=needs(Permission.QUERY))
     app.include_router(attachments.router)
     app.include_router(attachments.blobs)
-    app.include_router(collaboration.router, dependencies=protected)
-    app.include_router(builder.router, dependencies=protected)
-    app.include_router(workspace.router, dependencies=protected)
-    app.include_router(session_routes.router, dependencies=protected)
-    app.include_router(approvals.router, dependencies=protected)
-    app.include_router(sandbox_routes.router, dependencies=protected)
-    app.include_router(metrics_route.router, dependencies=protected)
+    app.include_router(collaboration.router, dependencies=needs(Permission.ADMIN))
+    app.include_router(builder.router)
+    app.include_router(workspace.router)
+    app.include_router(session_routes.router, dependencies=needs(Permission.QUERY))
+    app.include_router(approvals.router, dependencies=needs(Permission.QUERY))
+    app.include_router(sandbox_routes.router)
+    app.include_router(metrics_route.router, dependencies=needs(Permission.ADMIN))
+    app.include_router(keys.admin)
+    app.include_router(keys.anyone)
     app.include_router(invocation.router)
     app.include_router(invocation.callbacks)
-    app.include_router(ws.router)
+    ws.install(app)
     # The A2A JSON-RPC endpoints first: a request walks the route table (master/routes/a2a.py).
     a2a_first, a2a_rest = a2a.routes(public_cards=settings.openagent_a2a_public_cards)
     app.router.routes[0:0] = a2a_first
@@ -86,13 +91,12 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     document_shared_responses(app)
     install_error_handlers(app)
     allow_every_method_on_405(app)
-    # 401 before a protected route reads its body (FastAPI parses the body before dependencies).
+    # 401/403 before a route reads its body (FastAPI parses the body before dependencies).
     app.add_middleware(
-        EarlyAuthMiddleware,
+        AccessMiddleware,
         api_key=settings.api_key,
         routes=lambda: list(iter_route_contexts(app.routes)),
-        protected=needs_api_key,
-        unauthorized=openai.unauthorized,
+        refusal=openai.refusal,
     )
     # Added last, so the outermost of ours: the plain case of the hottest routes skips the rest
     # (master/asgi.py). Every middleware added above sits inside it, where the lean routes skip it:
@@ -100,9 +104,9 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.add_middleware(
         LeanRoutes,
         routes={
-            ("POST", "/query"): query.lean_post_query,
-            ("POST", "/v1/chat/completions"): openai.lean_chat_completions,
-            ("POST", "/tool_callback"): lean_callbacks.lean_tool_callback,
+            ("POST", "/query"): (query.lean_post_query, Permission.QUERY),
+            ("POST", "/v1/chat/completions"): (openai.lean_chat_completions, Permission.QUERY),
+            ("POST", "/tool_callback"): (lean_callbacks.lean_tool_callback, Permission.CALL_TOKEN),
         },
         api_key=settings.api_key,
         max_body_size=settings.openagent_http_max_body_bytes,

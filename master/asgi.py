@@ -6,11 +6,13 @@ dependency solving, a content-type parse with ``email.message``): about a third 
 CPU per one-tool query in the benchmark (``bench/``). :class:`LeanRoutes` is the outermost of
 the app's own middleware (only FastAPI's error, telemetry and body-limit layers wrap it; a test
 pins the stack) and answers the routes in its table directly in the plain case: a JSON body
-within the size limit, the API key (:func:`master.auth.authorized`, the check of every route),
-no FastAPI request telemetry on the request, and a handler that accepts it. Anything else, or a
-handler that declines (say, a body that does not validate), goes on to the rest of the stack with
-the body replayed, so every error answer (401, 403, 413, 422...) is the route's own. The routes
-stay declared as usual, for the OpenAPI document.
+within the size limit, a caller whose role holds the route's permission, no FastAPI request
+telemetry on the request, and a handler that accepts it. The bootstrap key
+(``OPENAGENT_API_KEY``) is compared in memory first (constant time, no Redis); another key or a
+JWT is resolved as every route resolves it (:class:`master.access.Authenticator`). Anything else,
+or a handler that declines (say, a body that does not validate), goes on to the rest of the stack
+with the body replayed, so every error answer (401, 403, 413, 422...) is the route's own. The
+routes stay declared as usual, for the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from master.auth import authorized
+from master.access.permissions import KEYLESS, Permission, permits
+from master.auth import BOOTSTRAP_ADMIN, key_matches, presented_key, set_principal
+from master.errors import SessionStoreUnavailable
 
 logger = logging.getLogger("master.asgi")
 
@@ -54,13 +58,14 @@ def _json_type(value: bytes) -> bool:
 
 
 class LeanRoutes:
-    """Answers ``routes`` (``(method, path)`` → handler) without the rest of the stack (module docstring)."""
+    """Answers ``routes`` (``(method, path)`` → handler and the route's permission) without the
+    rest of the stack (module docstring)."""
 
     def __init__(
         self,
         app: ASGIApp,
         *,
-        routes: Mapping[tuple[str, str], LeanHandler],
+        routes: Mapping[tuple[str, str], tuple[LeanHandler, Permission]],
         api_key: str | None,
         max_body_size: int | None,
     ) -> None:
@@ -71,17 +76,23 @@ class LeanRoutes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
-            handler = self.routes.get((scope["method"], scope["path"]))
-            services = getattr(scope["app"].state, "services", None) if handler is not None else None
-            if handler is not None and services is not None and scope.get(TELEMETRY_SCOPE_KEY) is None:
-                rest = await self._lean(handler, services, scope, receive, send)
+            lean = self.routes.get((scope["method"], scope["path"]))
+            services = getattr(scope["app"].state, "services", None) if lean is not None else None
+            if lean is not None and services is not None and scope.get(TELEMETRY_SCOPE_KEY) is None:
+                rest = await self._lean(*lean, services, scope, receive, send)
                 if rest is None:
                     return
                 receive = rest
         await self.app(scope, receive, send)
 
     async def _lean(
-        self, handler: LeanHandler, services: Any, scope: Scope, receive: Receive, send: Send
+        self,
+        handler: LeanHandler,
+        permission: Permission,
+        services: Any,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> Receive | None:
         """Answer through ``handler``; ``None`` when done, else the ``receive`` for the full stack."""
         found: dict[bytes, bytes] = {}
@@ -99,8 +110,8 @@ class LeanRoutes:
             limit is not None and length is not None and length > limit
         ):
             return receive
-        if not authorized(scope, self._api_key):
-            return receive
+        if permission not in KEYLESS and not await self._admitted(services, scope, permission):
+            return receive  # the full stack answers 401, 403 or 503
         messages: list[Message] = []
         chunks: list[bytes] = []
         size = 0
@@ -131,6 +142,23 @@ class LeanRoutes:
         if started:  # pragma: no cover - a handler that declines must not have sent anything
             raise RuntimeError("a lean handler declined after starting its response")
         return _replay(messages, receive)
+
+    async def _admitted(self, services: Any, scope: Scope, permission: Permission) -> bool:
+        """Whether the caller may use the route, its principal attached; the bootstrap key first."""
+        if self._api_key is None or key_matches(self._api_key, presented_key(scope)):
+            set_principal(scope, BOOTSTRAP_ADMIN)
+            return True
+        access = getattr(services, "access", None)
+        if access is None:
+            return False
+        try:
+            principal = await access.resolve(scope)
+        except SessionStoreUnavailable:
+            return False
+        if principal is None or not permits(principal, permission):
+            return False
+        set_principal(scope, principal)
+        return True
 
 
 async def send_response(send: Send, response: Response) -> None:

@@ -1,23 +1,21 @@
-"""API-key authentication for HTTP routes and WebSocket connections: one check, :func:`authorized`.
+"""Who is calling: :class:`Principal` and :class:`Role`, the bootstrap key and its constant-time check.
 
 When ``OPENAGENT_API_KEY`` is set, every HTTP endpoint but the open ones (``GET /health``,
 ``/ready``, the API docs; the agents' per-call-token routes) needs ``Authorization: Bearer <key>``
 (401 otherwise) and every ``/ws`` connection needs the same header or ``?token=<key>`` (closed
-with 1008 otherwise).
+with 1008 otherwise). The key is that bootstrap key, a stored key or a JWT
+(:mod:`master.access` resolves them, and checks each route's permission against the role).
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from starlette.datastructures import QueryParams
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Match
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import JSONResponse
+from starlette.types import Scope
 
 from protocol.errors import ErrorCode
 
@@ -77,6 +75,13 @@ def principal_of(scope: Scope) -> Principal:
     return found if isinstance(found, Principal) else BOOTSTRAP_ADMIN
 
 
+def resolved_principal(scope: Scope) -> Principal | None:
+    """The principal the auth middleware resolved for ``scope``, or ``None`` when none was (fail closed)."""
+    state = scope.get("state")
+    found = state.get("principal") if isinstance(state, dict) else None
+    return found if isinstance(found, Principal) else None
+
+
 def set_principal(scope: Scope, principal: Principal) -> None:
     """Attach ``principal`` to ``scope`` (and so to ``request.state.principal``)."""
     scope.setdefault("state", {})["principal"] = principal
@@ -85,8 +90,6 @@ def set_principal(scope: Scope, principal: Principal) -> None:
 def authorized(scope: Scope, api_key: str | None) -> bool:
     """Whether the request or WebSocket of ``scope`` carries ``api_key`` (always True when none is set).
 
-    The one check of the master's key, for every route (:func:`master.deps.require_api_key`),
-    :class:`EarlyAuthMiddleware`, the lean routes (:class:`master.asgi.LeanRoutes`) and ``/ws``.
     Accepted: ``Authorization: Bearer <key>`` (the first ``Authorization`` header), and on a
     WebSocket only, when that header carries no bearer key, ``?token=<key>``.
     """
@@ -128,53 +131,3 @@ def unauthorized() -> JSONResponse:
         status_code=401,
         headers={"WWW-Authenticate": "Bearer"},
     )
-
-
-class EarlyAuthMiddleware:
-    """401 for a protected route before anything reads the request body.
-
-    FastAPI resolves a route's dependencies (the API-key check among them) only after it has read
-    and parsed the JSON body, so without the key an unparseable body would get 400/422 rather than
-    401. This middleware matches the request against the app's own route table and answers 401
-    first for every route that ``protected(route)`` says needs the key; other requests (open
-    routes, unknown paths, WebSockets: ``/ws`` checks its key itself) pass through.
-    ``unauthorized`` may answer a path in its own shape instead (``/v1``: OpenAI's error body).
-    """
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        api_key: str | None,
-        routes: Callable[[], Sequence[Any]],
-        protected: Callable[[Any], bool],
-        unauthorized: Callable[[Scope], Response | None] | None = None,
-    ) -> None:
-        self.app = app
-        self._unauthorized = unauthorized
-        self._api_key = api_key
-        self._routes = routes
-        self._protected = protected
-        self._table: list[tuple[Any, bool]] | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self._api_key is not None and self._needs_key(scope):
-            if not authorized(scope, self._api_key):
-                own = self._unauthorized(scope) if self._unauthorized is not None else None
-                if own is not None:  # a door with its protocol's error body (the OpenAI API's)
-                    await own(scope, receive, send)
-                    return
-                await unauthorized()(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-    def _needs_key(self, scope: Scope) -> bool:
-        if self._table is None:  # the routes are complete once the app serves
-            self._table = [(route, self._protected(route)) for route in self._routes()]
-        partial = False  # the path of a protected route with another method: 401 before 405
-        for route, protected in self._table:
-            match, _ = route.matches(scope)
-            if match == Match.FULL:
-                return protected
-            partial = partial or (match == Match.PARTIAL and protected)
-        return partial

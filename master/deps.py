@@ -5,17 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
-from fastapi.routing import RouteContext
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, Request, params
+from fastapi.security import HTTPBearer
 
+from master.access import Authenticator, KeyStore, Permission, requires
+from master.access.permissions import KEYLESS, permission_of
 from master.agents.catalog import ToolCatalog
 from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore
-from master.auth import UNAUTHORIZED_DETAIL, Principal, authorized, principal_of
+from master.auth import Principal, principal_of
 from master.builder.service import AgentBuilder
 from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
@@ -68,6 +69,10 @@ class Services:
     """The OpenAI-compatible API (built by the lifespan)."""
     approvals: ApprovalDesk | None = None
     """Decides approvals and sweeps the expired ones (built by the lifespan)."""
+    access: Authenticator | None = None
+    """Resolves each caller's principal (bootstrap key, stored keys, JWTs); built by the lifespan."""
+    keys: KeyStore | None = None
+    """The stored API keys (``/keys``)."""
 
 
 async def get_services(request: Request) -> Services:
@@ -83,37 +88,31 @@ async def get_settings(request: Request) -> Settings:
 _BEARER = HTTPBearer(
     auto_error=False,
     scheme_name="OPENAGENT_API_KEY",
-    description="The master's OPENAGENT_API_KEY, sent as 'Authorization: Bearer <key>' (when one is set).",
+    description=(
+        "The master's OPENAGENT_API_KEY, a key made with POST /keys, or (with OIDC) a JWT, sent as "
+        "'Authorization: Bearer <key>'."
+    ),
 )
 """Declares the bearer scheme in the OpenAPI document, so /docs offers "Authorize"; the check is ours."""
 
 
-async def require_api_key(
-    request: Request, _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
-) -> None:
-    """401 unless the request carries the master's API key (when one is set).
-
-    Dependencies are ``async def`` so FastAPI runs them in the event loop, not the threadpool.
-    """
-    services: Services = request.app.state.services
-    if not authorized(request.scope, services.settings.api_key):
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            detail=UNAUTHORIZED_DETAIL,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+def needs(permission: Permission) -> list[params.Depends]:
+    """The dependencies of a route or router that needs ``permission`` (with the bearer scheme
+    in the OpenAPI document when it needs a key); the check is :class:`master.access.middleware.AccessMiddleware`'s."""
+    own: list[params.Depends] = [Depends(requires(permission))]
+    if permission not in KEYLESS:
+        own.append(Depends(_BEARER))
+    return own
 
 
-def needs_api_key(route: RouteContext) -> bool:
-    """Whether ``route`` (from :func:`fastapi.routing.iter_route_contexts`) depends on :func:`require_api_key`,
-    or is a plain Starlette route marked ``needs_api_key`` (the A2A door's, :mod:`master.routes.a2a`)."""
-    if getattr(route, "needs_api_key", False) is True:
-        return True
-    return any(getattr(d, "dependency", None) is require_api_key for d in getattr(route, "dependencies", ()))
+def needs_api_key(route: object) -> bool:
+    """Whether ``route`` needs a key (its permission is neither open nor a call's token)."""
+    permission = permission_of(route)
+    return permission is not None and permission not in KEYLESS
 
 
 def get_principal(request: Request) -> Principal:
-    """Who asks (:func:`master.auth.principal_of`: the bootstrap admin until keys resolve one)."""
+    """Who asks (:func:`master.auth.principal_of`: resolved by the access middleware)."""
     return principal_of(request.scope)
 
 

@@ -27,6 +27,9 @@ from fastapi import FastAPI
 from httpx import AsyncClient
 from redis.exceptions import RedisError
 
+from master.access import Authenticator, KeyStore
+from master.access.keys import FLUSH_SECONDS
+from master.access.oidc import JwtVerifier
 from master.agents.call_records import CallRecords
 from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.directory import AgentDirectory
@@ -102,6 +105,33 @@ async def _health_loop(invocation: InvocationAgents, interval: float) -> None:
             await invocation.check_all()
         except Exception:  # the loop must survive anything a check throws
             logger.exception("background health check failed")
+
+
+async def _flush_loop(keys: KeyStore, interval: float) -> None:
+    """Write when the stored keys were last used, every ``interval`` seconds (and once at the end)."""
+    try:
+        while True:
+            await asyncio.sleep(interval)
+            await keys.flush()
+    finally:
+        await keys.flush()
+
+
+def _access(stack: AsyncExitStack, settings: Settings, keys: KeyStore) -> Authenticator:
+    """The caller resolver: the bootstrap key, the stored keys, and JWTs when OIDC is configured."""
+    verifier = None
+    if settings.jwt_configured:
+        jwks_http = AsyncClient()  # the identity provider's JWKS: the operator's URL, not an agent's
+        stack.push_async_callback(jwks_http.aclose)
+        verifier = JwtVerifier(
+            issuer=settings.openagent_jwt_issuer,
+            audience=settings.openagent_jwt_audience,
+            jwks_url=settings.openagent_jwt_jwks_url,
+            http=jwks_http,
+            role_claim=settings.openagent_jwt_role_claim,
+            tenant_claim=settings.openagent_jwt_tenant_claim,
+        )
+    return Authenticator(settings.api_key, keys, verifier)
 
 
 async def _report_sandbox(sandbox: Sandbox) -> None:
@@ -202,6 +232,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     )
     stack.push_async_callback(http.close)
 
+    keys = KeyStore(redis)
     registry = Registry()
     invocation = InvocationAgents(
         redis,
@@ -405,7 +436,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         drain=drain,
         openai=OpenAIDoor(entry, agents, settings),
         approvals=approvals,
+        access=_access(stack, settings, keys),
+        keys=keys,
     )
+    flush = asyncio.create_task(_flush_loop(keys, FLUSH_SECONDS), name="api-keys-last-used")
+    stack.push_async_callback(_cancel, flush)
     if cluster is not None and router is not None:
         # Closed in reverse: the collaborations across masters, the inbox, then the lease (last,
         # so the other masters see this one go only when it has stopped answering).

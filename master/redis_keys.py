@@ -241,3 +241,10 @@ def a2a_waiting_key(session_id: str) -> str:
 def a2a_events_channel(task_id: str) -> str:
     """Pub/sub channel ``a2a:events:{task_id}``: ``<version>:<task>`` after each write of the task."""
     return f"{A2A_PREFIX}events:{task_id}"
+
+
+API_KEYS = "api_keys"
+"""HASH: the SHA-256 of each stored API key → its JSON record (id, name, role, tenant,
+``agent_ids``, created); never the key itself (:mod:`master.access.keys`). No TTL."""
+API_KEYS_LAST_USED = "api_keys:last_used"
+"""HASH: key id → when a master last saw it used (seconds since the epoch, written in batches)."""

@@ -104,6 +104,18 @@ class Settings(BaseSettings):
     openagent_agent_url_deny: str = ""
     """Comma-separated host names and addresses/CIDRs the master never calls for agents (registration is refused with 422, connections fail), e.g. ``10.0.0.0/8,db.internal``; wins over ``OPENAGENT_AGENT_URL_ALLOW``."""
 
+    # Bearer JWTs from an identity provider (all three of issuer, audience, JWKS URL: on)
+    openagent_jwt_issuer: str = ""
+    """The ``iss`` a bearer JWT must carry; with ``OPENAGENT_JWT_AUDIENCE`` and ``OPENAGENT_JWT_JWKS_URL``, JWTs are accepted besides API keys."""
+    openagent_jwt_audience: str = ""
+    """The ``aud`` a bearer JWT must carry."""
+    openagent_jwt_jwks_url: str = ""
+    """The identity provider's JWKS (signing keys), fetched when needed and again for an unknown key id."""
+    openagent_jwt_role_claim: str = "role"
+    """The JWT claim holding the caller's role (``admin``, ``client``, ``agent``, ``viewer``); a token without a valid one is refused."""
+    openagent_jwt_tenant_claim: str = "tenant"
+    """The JWT claim holding the caller's tenant (``default`` when absent)."""
+
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
     """Tool rounds per query in auto mode; at the limit the model answers with what was done."""
@@ -318,6 +330,11 @@ class Settings(BaseSettings):
         if self.openagent_api_key is None:
             return None
         return self.openagent_api_key.get_secret_value() or None
+
+    @property
+    def jwt_configured(self) -> bool:
+        """Bearer JWTs are accepted when the issuer, the audience and the JWKS URL are all set."""
+        return bool(self.openagent_jwt_issuer and self.openagent_jwt_audience and self.openagent_jwt_jwks_url)
 
     @property
     def mcp_allowed_hosts(self) -> list[str] | None:

@@ -6,6 +6,9 @@
     openagent ask "What is 12 times 7?"    # print the answer, the agents used and the session id
     openagent ask --session ID "And 8?"    # continue that session
     openagent agents                       # list the connected and registered agents
+    openagent keys create ci --role client # make an API key (prints its secret once)
+    openagent keys list                    # the stored keys (never a secret)
+    openagent keys revoke key_0123abcd     # revoke one, on every master at once
     openagent run path/to/agent.py         # run an agent module
     openagent mcp-bridge --agent-id time -- python -m mcp_server_time   # a stdio MCP server as an agent
     openagent workspace export > ws.yaml   # workspaces and the agent builder: see openagent.workspace.cli
@@ -35,6 +38,7 @@ import logging
 import os
 import runpy
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -131,6 +135,48 @@ def _agents(args: argparse.Namespace) -> int:
             f"{row.get('agent_id')!s:<{width}}  {row.get('role', '?'):<6}  {where:<10}  "
             f"{row.get('status', '?'):<8}  tools: {tools}"
         )
+    return 0
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    body = {"name": args.name, "role": args.role, "tenant": args.tenant, "agent_ids": args.agent_id or []}
+    key = _request("POST", "/keys", timeout=10.0, body=body)
+    if args.json:
+        print(json.dumps(key, indent=2, ensure_ascii=False))
+        return 0
+    print(
+        f"created {key.get('key_id')} ({key.get('name')}, role {key.get('role')}, tenant {key.get('tenant')})"
+    )
+    print(f"secret: {key.get('secret')}")
+    print("the secret is shown only now: send it as 'Authorization: Bearer <secret>'")
+    return 0
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    rows: list[dict[str, Any]] = _request("GET", "/keys", timeout=10.0).get("keys", [])
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no stored keys (OPENAGENT_API_KEY is the administrator's; make one: openagent keys create)")
+        return 0
+    for row in rows:
+        patterns = ",".join(row.get("agent_ids") or []) or "-"
+        used = row.get("last_used")
+        print(
+            f"{row.get('key_id')}  {row.get('role'):<7}  tenant {row.get('tenant')}  agents {patterns}  "
+            f"last used {_when(used) if used else 'never'}  {row.get('name')}"
+        )
+    return 0
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    _request("DELETE", f"/keys/{args.key_id}", timeout=10.0)
+    print(f"revoked {args.key_id}")
     return 0
 
 
@@ -343,6 +389,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     agents.add_argument("--json", action="store_true", help="print the JSON rows")
     agents.set_defaults(handler=_agents)
+
+    keys = commands.add_parser(
+        "keys",
+        help="create, list and revoke API keys (needs an administrator's key)",
+        description="Manage the master's stored API keys (POST, GET and DELETE /keys).",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    key_commands = keys.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
+    create = key_commands.add_parser("create", help="make a key; prints its secret, shown only once")
+    create.add_argument("name", help="who or what holds the key, e.g. ci-bot")
+    create.add_argument(
+        "--role", required=True, choices=["admin", "client", "agent", "viewer"], help="what the key may do"
+    )
+    create.add_argument("--tenant", default="default", help="the tenant it belongs to (default: default)")
+    create.add_argument(
+        "--agent-id",
+        action="append",
+        metavar="PATTERN",
+        help="for --role agent: an agent id pattern it may register, e.g. 'weather-*' (repeatable)",
+    )
+    create.add_argument("--json", action="store_true", help="print the JSON answer")
+    create.set_defaults(handler=_keys_create)
+    listing = key_commands.add_parser("list", help="the stored keys (never a secret)")
+    listing.add_argument("--json", action="store_true", help="print the JSON rows")
+    listing.set_defaults(handler=_keys_list)
+    revoke = key_commands.add_parser("revoke", help="revoke a key, on every master at once")
+    revoke.add_argument("key_id", help="the key's id (openagent keys list)")
+    revoke.set_defaults(handler=_keys_revoke)
 
     run = commands.add_parser(
         "run",

@@ -47,6 +47,11 @@ class ErrorCode(StrEnum):
 
     # ----------------------------------------------------------------- requests and auth
     UNAUTHORIZED = "unauthorized", 401, "The API key (or a call's token) is missing, wrong or expired."
+    FORBIDDEN = (
+        "forbidden",
+        403,
+        "The key's role does not allow this route or message; the message names the role it needs.",
+    )
     INVALID_BODY = "invalid_body", 400, "The request body could not be read (not JSON, or nested too deeply)."
     BODY_TOO_LARGE = "body_too_large", 413, "The request body is over OPENAGENT_HTTP_MAX_BODY_BYTES."
     VALIDATION_ERROR = (

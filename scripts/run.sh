@@ -184,7 +184,7 @@ fi
 cat <<EOF
 
 OpenAgent is running:
-  web UI            $base_url/ui/   (API key: ${api_key:-none, auth is off})
+  web UI            $base_url/ui/   (admin API key: ${api_key:-none, auth is off})
   master            $base_url   (pid $master_pid, log .run/master.log)   WebSocket: $ws_url
   MCP server        $base_url/mcp   (for MCP clients: docs/guides/mcp-clients.md)
   A2A agents        $base_url/a2a, $base_url/a2a/agents/<agent_id>   (docs/guides/a2a-clients.md)
@@ -215,7 +215,8 @@ Try it:
        -d '{"query": "What is 12 times 7?"}' $base_url/query
   curl -s$auth_header $base_url/agents
   ${cli_env}.venv/bin/openagent ask "What is the weather in Paris?"
-  API docs: $base_url/docs
+  ${cli_env}.venv/bin/openagent keys create alice --role client   # a key for someone else (not an admin)
+  API docs: $base_url/docs   Keys and roles: docs/operations/security.md
 
 EOF
 if [[ -z $api_key ]]; then

@@ -22,17 +22,33 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
 
     The messages of a query whose turns are :class:`StoredTurn` objects are kept on its first
     turn (as :class:`SharedMessage` objects, whose JSON the LLM client keeps in turn): the
-    next query of the session replays them without rendering or encoding them again.
+    next query of the session replays them without rendering or encoding them again. And when
+    ``turns`` starts with a :class:`StoredTurn`, the messages of every query but the last are
+    kept on that first turn with the turns they came from: the next call whose list starts with
+    the very same turns (a session's next query: its stored turns plus the new ones) renders
+    only what follows them, instead of walking a long session's every turn again.
     """
     messages: list[ChatMessage] = []
     group: list[dict[str, Any]] = []
+    start = 0
+    first = turns[0] if turns else None
+    if isinstance(first, StoredTurn) and isinstance(first.prefix, tuple):
+        done, rendered = first.prefix
+        if len(done) <= len(turns) and tuple(turns[: len(done)]) == done:
+            messages.extend(rendered)
+            start = len(done)
+    settled = start  # turns[:settled] are rendered into messages[:kept] for good
+    kept = len(messages)
 
     def flush() -> None:
         if group:
             messages.extend(_query_messages(group))
             group.clear()
 
-    for turn in turns:
+    for index in range(start, len(turns)):
+        turn = turns[index]
+        if not group:  # whatever came before this turn is rendered and will not change
+            settled, kept = index, len(messages)
         if turn.get("decision") == "instructions":
             flush()
             messages.append({"role": "system", "content": str(turn.get("content", ""))})
@@ -55,8 +71,17 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
             continue
         if group and turn.get("query_id") != group[0].get("query_id"):
             flush()
+            settled, kept = index, len(messages)
         group.append(turn)
+    if not group:
+        settled, kept = len(turns), len(messages)
     flush()
+    if (
+        isinstance(first, StoredTurn)
+        and settled > start
+        and all(isinstance(t, StoredTurn) for t in turns[start:settled])
+    ):
+        first.prefix = (tuple(turns[:settled]), tuple(messages[:kept]))
     return messages
 
 

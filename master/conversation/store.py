@@ -26,6 +26,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
+import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
@@ -50,14 +51,16 @@ class StoredTurn(dict[str, Any]):
     """A turn as this master loaded it: shared by every later query of the session, never changed.
 
     ``replay`` keeps what :mod:`master.conversation.history` derived from it (the chat
-    messages of the query it starts), so a long session is not re-rendered per query.
+    messages of the query it starts), and ``prefix``, on the first turn of a replayed list, the
+    messages of the list's finished queries, so a long session is not re-rendered per query.
     """
 
-    __slots__ = ("replay",)
+    __slots__ = ("prefix", "replay")
 
     def __init__(self, turn: dict[str, Any]) -> None:
         super().__init__(turn)
         self.replay: object = None
+        self.prefix: object = None
 
 
 def _state(raw: Any) -> dict[str, Any] | None:
@@ -72,7 +75,19 @@ def _state(raw: Any) -> dict[str, Any] | None:
 
 
 def _stored(text: str) -> list[Turn]:
-    return [StoredTurn(turn) if isinstance(turn, dict) else turn for turn in json.loads(text)]
+    try:
+        turns = orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN or Infinity, as json.dumps wrote them before orjson
+        turns = json.loads(text)
+    return [StoredTurn(turn) if isinstance(turn, dict) else turn for turn in turns]
+
+
+def _dumps(turn: Turn) -> bytes:
+    """A turn's JSON, by orjson; what orjson refuses (an integer beyond 64 bits) by :func:`json.dumps`."""
+    try:
+        return orjson.dumps(turn, default=str, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(turn, separators=(",", ":"), default=str).encode()
 
 
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
@@ -280,7 +295,7 @@ class SessionStore:
         """
         if not turns:
             return
-        payload = ",".join(json.dumps(turn, separators=(",", ":"), default=str) for turn in turns)
+        payload = b",".join(map(_dumps, turns))
         keys = [
             session_key(session_id),
             session_owner_key(session_id),

@@ -17,6 +17,10 @@ A master that is stopping (:mod:`master.drain`) first closes new connections at 
 ``peer_message`` and ``collaboration_end`` go to the :class:`CollaborationManager`,
 which relays them (or refuses them: an ``error`` with ``ref`` = the session id); a
 connection that closes ends the collaborations it was in.
+
+Each frame is checked against the role of the connection's key (resolved at connect by
+:mod:`master.routes.ws`, :mod:`master.gateway.frames`): a frame the role may not send gets an
+``error`` ``forbidden`` naming the role it needs, and nothing else happens.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from master.agents.registry import LiveAgent, Registry
 from master.auth import Principal, principal_of
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
+from master.gateway import frames
 from master.query.entry import QueryEntry
 from master.query.events import QueryRefused
 from protocol import (
@@ -70,17 +75,13 @@ pydantic-core's parser, which parses every frame (``protocol.parse_message``).""
 class _Connection:
     """One accepted WebSocket, with serialized sends."""
 
-    def __init__(self, websocket: WebSocket) -> None:
+    def __init__(self, websocket: WebSocket, principal: Principal) -> None:
         self.websocket = websocket
+        self.principal = principal
         self.agent: LiveAgent | None = None
         self.queries_in_flight = 0
         self._send_lock = asyncio.Lock()
         self.closed = False
-
-    @property
-    def principal(self) -> Principal:
-        """Who connected (the key of the WebSocket's handshake)."""
-        return principal_of(self.websocket.scope)
 
     @property
     def agent_tenant(self) -> str | None:
@@ -195,7 +196,7 @@ class Hub:
 
     async def serve(self, websocket: WebSocket) -> None:
         """Run one accepted connection until it closes."""
-        conn = _Connection(websocket)
+        conn = _Connection(websocket, principal_of(websocket.scope))
         if self._refusing is not None:
             await conn.close(*self._refusing)
             return
@@ -238,6 +239,15 @@ class Hub:
         await self._handle(conn, msg)
 
     async def _handle(self, conn: _Connection, msg: Message) -> None:
+        refused = frames.refusal(conn.principal, msg)
+        if refused is not None:
+            ref = (
+                getattr(msg, "query_id", None)
+                or getattr(msg, "call_id", None)
+                or getattr(msg, "agent_id", None)
+            )
+            await conn.send_error("forbidden", refused, ref if isinstance(ref, str) else None)
+            return
         if isinstance(msg, Ping):
             await self._reply(conn, Pong().model_dump_json())
             return

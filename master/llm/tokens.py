@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from master.caches import SizedLRU
-from master.llm.chat_endpoint import SharedMessage
+from master.llm.chat_endpoint import SharedMessage, covers, shared_run
 from openagent._tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4
@@ -45,16 +45,32 @@ def count_messages(messages: Iterable[dict[str, Any]]) -> int:
     """Approximate prompt tokens of chat messages (content, tool calls and framing).
 
     A :class:`~master.llm.chat_endpoint.SharedMessage` (a session's replayed history,
-    never changed) keeps its count, so a long session is not re-counted message by message.
+    never changed) keeps its count, and the first of a run of them the run's (``run_tokens``), so
+    a long session is not re-counted message by message.
     """
+    if not isinstance(messages, Sequence):
+        messages = list(messages)
     total = 0
-    for message in messages:
-        if isinstance(message, SharedMessage):
-            if message.tokens is None:
-                message.tokens = _count_message(message)
-            total += message.tokens
-        else:
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        if not isinstance(message, SharedMessage):
             total += _count_message(message)
+            index += 1
+            continue
+        done, run_total = index, 0
+        kept = message.run_tokens
+        if kept is not None and covers(kept[0], messages, index):
+            done, run_total = index + len(kept[0]), kept[1]
+        end = shared_run(messages, done)
+        for shared in cast("Sequence[SharedMessage]", messages[done:end]):
+            if shared.tokens is None:
+                shared.tokens = _count_message(shared)
+            run_total += shared.tokens
+        if kept is None or done != end:
+            message.run_tokens = (tuple(cast("Sequence[SharedMessage]", messages[index:end])), run_total)
+        total += run_total
+        index = end
     return total
 
 

@@ -8,7 +8,8 @@ fields, the text format appends them in brackets.
 
 ``OPENAGENT_LOG_FORMAT=json`` gives one JSON object per line: ``ts``, ``level``,
 ``logger``, ``message``, then ``query_id``, ``session_id``, ``call_id``, ``trace_id`` when
-set, and ``exc_info`` for exceptions. uvicorn's own loggers get the same format.
+set, ``audit`` (an object: action, key id and name, target) on audit lines, and ``exc_info``
+for exceptions. uvicorn's own loggers get the same format.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class JSONFormatter(logging.Formatter):
             value = getattr(record, name, None)
             if value:
                 line[name] = value
+        audit = getattr(record, "audit", None)
+        if isinstance(audit, dict):  # master.access.audit: the action's fields
+            line["audit"] = audit
         if record.exc_info:
             line["exc_info"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, default=str)

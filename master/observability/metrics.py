@@ -21,6 +21,7 @@ name                                           type       labels
 ``llm_tokens_total``                           counter    ``model``
 ``llm_call_duration_seconds``                  histogram  ``model``
 ``redis_errors_total``                         counter    ``error`` (the redis-py exception class)
+``audit_events_total``                        counter    ``action`` (``key_created``, ``key_revoked``, ``module_saved``...: :mod:`master.access.audit`)
 ``collaborations_total``                       counter    ``reason`` (how each ended: ``completed``, ``timeout``...)
 ``connected_agents``                           gauge      ``transport`` (``websocket``, ``http``)
 ``tool_calls_in_flight``                       gauge
@@ -170,6 +171,12 @@ class Metrics:
         )
         self.redis_errors = _Counter(
             "openagent_redis_errors", "Failed Redis operations by error.", ["error"], registry=r
+        )
+        self.audit_events = _Counter(
+            "openagent_audit_events",
+            "Administrative actions (keys, saved modules, YAML agents, workspaces, Pods) by action.",
+            ["action"],
+            registry=r,
         )
         self._live = _Live()
         r.register(self._live)

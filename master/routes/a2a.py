@@ -4,8 +4,8 @@
 Declared here when the app is created, from the SDK's own route table
 (:func:`master.doors.a2a.route_specs`), and answered by the door the lifespan built. They are
 plain Starlette routes, outside the OpenAPI document (A2A describes itself with its cards). Every
-one needs the API key (:func:`needs_api_key` sees the marker), the cards too unless
-``OPENAGENT_A2A_PUBLIC_CARDS`` is on.
+one needs the ``query`` permission (:func:`master.access.permission_of` reads the marker), the
+cards ``read`` (any key), or none with ``OPENAGENT_A2A_PUBLIC_CARDS`` on.
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from master.access import Permission
 from master.deps import Services
 from master.doors.a2a import CARD_ROUTES, PREFIXES, route_specs
 
 
 class A2ARoute(Route):
-    """A Starlette route of the A2A door; ``needs_api_key`` is read by :func:`master.deps.needs_api_key`."""
+    """A Starlette route of the A2A door; ``permission`` is read by :func:`master.access.permission_of`."""
 
-    def __init__(self, path: str, endpoint: object, *, methods: list[str], needs_api_key: bool) -> None:
+    def __init__(self, path: str, endpoint: object, *, methods: list[str], permission: Permission) -> None:
         super().__init__(path, endpoint, methods=methods, include_in_schema=False)  # type: ignore[arg-type]
-        self.needs_api_key = needs_api_key
+        self.permission = permission
 
 
 def _door_endpoint(path: str, method: str) -> object:
@@ -45,10 +46,15 @@ def routes(*, public_cards: bool) -> tuple[list[Route], list[Route]]:
     router: about 0.6 ms for the last of its 90 routes), then the others, cards first."""
     hot: list[Route] = []
     rest: list[Route] = [
-        A2ARoute(path, _card, methods=["GET"], needs_api_key=not public_cards) for path in CARD_ROUTES
+        A2ARoute(
+            path, _card, methods=["GET"], permission=Permission.OPEN if public_cards else Permission.READ
+        )
+        for path in CARD_ROUTES
     ]
     for path, methods in route_specs():
         for method in sorted(methods - {"HEAD"}):
-            route = A2ARoute(path, _door_endpoint(path, method), methods=[method], needs_api_key=True)
+            route = A2ARoute(
+                path, _door_endpoint(path, method), methods=[method], permission=Permission.QUERY
+            )
             (hot if path in PREFIXES and method == "POST" else rest).append(route)
     return hot, rest

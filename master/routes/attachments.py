@@ -5,22 +5,23 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
+from master.access import Permission
 from master.agents.toolbox import Toolbox
 from master.attachments.rag import rag_agents
-from master.deps import PrincipalDep, ServicesDep, require_api_key
+from master.deps import PrincipalDep, ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import AttachmentAccessDenied, AttachmentNotFound, SessionStoreUnavailable
 from master.openapi import error
 from protocol import ErrorCode
 from protocol.rag import CALL_TOKEN_HEADER, FILENAME_HEADER
 
-blobs = APIRouter(tags=["attachments"])
+blobs = APIRouter(tags=["attachments"], dependencies=needs(Permission.CALL_TOKEN))
 """Authenticated by the per-query call token, not the API key (like ``/tool_callback``)."""
-router = APIRouter(tags=["query"], dependencies=[Depends(require_api_key)])
+router = APIRouter(tags=["query"], dependencies=needs(Permission.QUERY))
 
 
 class SessionAttachment(BaseModel):

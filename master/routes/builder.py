@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from master.access import AuditAction, Permission, audit
+from master.auth import principal_of
 from master.builder.generator import GenerationRequest
-from master.deps import ServicesDep
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import AgentFileNotFound, AgentFileRefused, GenerationFailed, LLMError
 from master.openapi import error
@@ -157,6 +159,7 @@ def _refused(exc: AgentFileRefused | AgentFileNotFound) -> ApiError:
 
 @router.get(
     "/generate-agent/models",
+    dependencies=needs(Permission.ADMIN),
     response_model=GeneratorModels,
     responses={403: error("OPENAGENT_AGENT_GENERATOR=0 (feature_disabled)")},
 )
@@ -172,6 +175,7 @@ async def generator_models(services: ServicesDep) -> dict[str, Any]:
 
 @router.post(
     "/generate-agent",
+    dependencies=needs(Permission.ADMIN),
     response_model=GeneratedAgent,
     response_model_exclude_unset=True,
     responses={
@@ -239,13 +243,14 @@ async def generate_agent(body: GenerateAgentBody, services: ServicesDep) -> dict
 
 @router.post(
     "/save-agent",
+    dependencies=needs(Permission.ADMIN),
     response_model=SavedAgent,
     responses={
         400: error("invalid_module, path_refused or file_exists"),
         413: error("The source is over its size cap (too_large)"),
     },
 )
-async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, Any]:
+async def save_agent(body: SaveAgentBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Write ``agents/<module>.py``. Never restarts the master."""
     try:
         path = await asyncio.to_thread(
@@ -253,6 +258,7 @@ async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, An
         )
     except AgentFileRefused as exc:
         raise _refused(exc) from None
+    audit(services.metrics, principal_of(request.scope), AuditAction.MODULE_SAVED, module=body.module)
     return {
         "saved": True,
         "module": body.module,
@@ -263,6 +269,7 @@ async def save_agent(body: SaveAgentBody, services: ServicesDep) -> dict[str, An
 
 @router.get(
     "/agent-source",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentSource,
     responses={
         400: error("The handler names a path outside the agent folders (path_refused)"),
@@ -286,7 +293,12 @@ async def agent_source(
     }
 
 
-@router.get("/agents/discover", response_model=Discovery, response_model_exclude_unset=True)
+@router.get(
+    "/agents/discover",
+    dependencies=needs(Permission.READ),
+    response_model=Discovery,
+    response_model_exclude_unset=True,
+)
 async def discover_agents(services: ServicesDep) -> dict[str, Any]:
     """``system_agents/*.py`` then ``agents/*.py``, read without importing; per-file errors listed."""
     found = await asyncio.to_thread(services.builder.discovery.discover)

@@ -17,6 +17,10 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagge
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from master.access import Permission
+from master.access.permissions import mark
+from master.deps import needs
+
 ASSETS = Path(fastapi_offline.__file__).resolve().parent / "static"
 """``swagger-ui-bundle.js``, ``swagger-ui.css`` and ``redoc.standalone.js``."""
 ASSETS_PATH = "/docs-assets"
@@ -40,8 +44,13 @@ def install_docs(app: FastAPI) -> None:
     title = f"{app.title} - API docs"
     oauth2_redirect = "/docs/oauth2-redirect"
     app.mount(ASSETS_PATH, StaticFiles(directory=ASSETS), name="docs-assets")
+    # Open even with keys: they describe the routes, reveal no data (master.access.permissions).
+    mark(app.routes[-1], Permission.OPEN)
+    for route in app.routes:
+        if getattr(route, "path", None) == openapi_url:
+            mark(route, Permission.OPEN)
 
-    @app.get("/docs", include_in_schema=False)
+    @app.get("/docs", include_in_schema=False, dependencies=needs(Permission.OPEN))
     async def swagger_ui() -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url=openapi_url,
@@ -52,11 +61,11 @@ def install_docs(app: FastAPI) -> None:
             swagger_favicon_url=FAVICON_PATH,
         )
 
-    @app.get(oauth2_redirect, include_in_schema=False)
+    @app.get(oauth2_redirect, include_in_schema=False, dependencies=needs(Permission.OPEN))
     async def swagger_ui_redirect() -> HTMLResponse:
         return get_swagger_ui_oauth2_redirect_html()
 
-    @app.get("/redoc", include_in_schema=False)
+    @app.get("/redoc", include_in_schema=False, dependencies=needs(Permission.OPEN))
     async def redoc() -> HTMLResponse:
         return get_redoc_html(
             openapi_url=openapi_url,
@@ -66,7 +75,7 @@ def install_docs(app: FastAPI) -> None:
             with_google_fonts=False,
         )
 
-    @app.get(FAVICON_PATH, include_in_schema=False)
-    @app.get("/favicon.ico", include_in_schema=False)
+    @app.get(FAVICON_PATH, include_in_schema=False, dependencies=needs(Permission.OPEN))
+    @app.get("/favicon.ico", include_in_schema=False, dependencies=needs(Permission.OPEN))
     async def favicon() -> Response:
         return Response(FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})

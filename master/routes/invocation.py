@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
+from master.access import Permission
+from master.access.permissions import agent_id_refused, may_act_as
 from master.agents.call_records import DeliveryStatus
 from master.agents.connectors import transport_of
 from master.agents.invocation import (
@@ -24,15 +26,15 @@ from master.agents.invocation import (
 )
 from master.agents.registry import offered_to
 from master.agents.url_policy import UrlRefused
-from master.auth import Principal
-from master.deps import PrincipalDep, ServicesDep, require_api_key
+from master.auth import Principal, principal_of
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.openapi import error
 from protocol import AGENT_ID_PATTERN, ErrorCode, ToolProgress, ToolResult
 
-router = APIRouter(tags=["invocation agents"], dependencies=[Depends(require_api_key)])
-callbacks = APIRouter(tags=["invocation callbacks"])
+router = APIRouter(tags=["invocation agents"])
+callbacks = APIRouter(tags=["invocation callbacks"], dependencies=needs(Permission.CALL_TOKEN))
 
 
 class Unregistration(BaseModel):
@@ -162,6 +164,7 @@ class Registration(
 
 @router.post(
     "/register",
+    dependencies=needs(Permission.AGENT),
     response_model=Registered,
     responses={
         400: error(
@@ -173,8 +176,8 @@ class Registration(
 )
 async def register(
     registration: Registration,
+    request: Request,
     services: ServicesDep,
-    principal: PrincipalDep,
     tenant: Annotated[
         str | None,
         Query(
@@ -190,10 +193,13 @@ async def register(
 
     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
     one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
-
+    An ``agent`` key may register only the agent ids its ``agent_ids`` patterns match (403).
     An agent registered with a tenant's key serves that tenant's queries only; one registered with
     an administrator's key is shared with every tenant, unless ``?tenant=`` names one."""
     body = registration.root
+    principal = principal_of(request.scope)
+    if body.agent_id is not None:
+        _check_agent_id(principal, body.agent_id)
     owner = _owner_tenant(principal, tenant)
     existing = services.invocation.get(body.agent_id) if body.agent_id else None
     if existing is not None and existing.tenant != owner and not principal.is_admin:
@@ -205,7 +211,7 @@ async def register(
             services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
             agent = await services.invocation.register(body, tenant=owner)
         else:
-            agent = await _register_remote(body, services, owner)
+            agent = await _register_remote(body, services, principal, owner)
     except UrlRefused as exc:
         raise ApiError(
             exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
@@ -220,6 +226,11 @@ async def register(
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     services.mcp.tools_changed()  # MCP clients hear of its tools now, not at the next check
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
+
+
+def _check_agent_id(principal: Principal, agent_id: str) -> None:
+    if not may_act_as(principal, agent_id):
+        raise ApiError(ErrorCode.FORBIDDEN, agent_id_refused(principal, agent_id))
 
 
 def _owner_tenant(principal: Principal, requested: str | None) -> str | None:
@@ -242,7 +253,7 @@ def _owner_tenant(principal: Principal, requested: str | None) -> str | None:
 
 
 async def _register_remote(
-    body: McpRegistration | A2ARegistration, services: Any, tenant: str | None
+    body: McpRegistration | A2ARegistration, services: Any, principal: Principal, tenant: str | None
 ) -> InvocationAgent:
     """List a remote agent's tools through its connector, check them like any agent's, store it."""
     agent_id: str | None
@@ -259,6 +270,7 @@ async def _register_remote(
         raise RegistrationRefused(
             ErrorCode.INVALID_REQUEST, f"the {transport} agent at {url} gave no usable name: send an agent_id"
         )
+    _check_agent_id(principal, agent_id)  # the name the agent gave, when the body named none
     services.tool_catalog.check(agent_id, found.tools, invocation=True)
     agent: InvocationAgent = await services.invocation.register_remote(
         transport, agent_id, url, headers, found, tenant=tenant
@@ -268,11 +280,15 @@ async def _register_remote(
 
 @router.post(
     "/unregister",
+    dependencies=needs(Permission.AGENT),
     response_model=Unregistered,
     responses={404: error("Unknown invocation agent (not_found)"), 503: error("Redis unavailable")},
 )
-async def unregister(body: Unregistration, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
-    """Forget a cached HTTP agent (another tenant's is unknown to a tenant's key)."""
+async def unregister(body: Unregistration, request: Request, services: ServicesDep) -> dict[str, Any]:
+    """Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match;
+    another tenant's is unknown to a tenant's key)."""
+    principal = principal_of(request.scope)
+    _check_agent_id(principal, body.agent_id)
     known = services.invocation.get(body.agent_id)
     if known is not None and not offered_to(known.tenant, principal.tenant_filter):
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}")
@@ -286,7 +302,12 @@ async def unregister(body: Unregistration, services: ServicesDep, principal: Pri
     return {"unregistered": True, "agent_id": body.agent_id}
 
 
-@router.get("/refresh", response_model=Refreshed, responses={503: error("Redis unavailable")})
+@router.get(
+    "/refresh",
+    response_model=Refreshed,
+    responses={503: error("Redis unavailable")},
+    dependencies=needs(Permission.ADMIN),
+)
 async def refresh(services: ServicesDep) -> dict[str, Any]:
     """Re-read the invocation agents from Redis and health-check each one (UP/DOWN)."""
     try:
@@ -307,7 +328,12 @@ async def refresh(services: ServicesDep) -> dict[str, Any]:
     }
 
 
-@router.get("/tool_progress/{call_id}", response_model=CallProgress, responses={404: error("Unknown call")})
+@router.get(
+    "/tool_progress/{call_id}",
+    response_model=CallProgress,
+    responses={404: error("Unknown call")},
+    dependencies=needs(Permission.READ),
+)
 async def get_progress(call_id: str, services: ServicesDep) -> dict[str, Any]:
     """The latest progress of a call (WebSocket or HTTP)."""
     known = services.dispatcher.latest_progress(call_id)

@@ -2,8 +2,9 @@
 
 The route is a plain ASGI endpoint (the MCP SDK's session manager speaks HTTP itself: JSON or
 Server-Sent Events, ``GET`` for a 2025 session's stream, ``DELETE`` to end it), kept out of the
-OpenAPI document. It checks the API key like every route (:func:`master.auth.authorized`, 401
-with ``WWW-Authenticate: Bearer``) and hands the request to
+OpenAPI document. It needs the ``query`` permission like every door (checked by
+:class:`master.access.middleware.AccessMiddleware` before the body is read: 401 with
+``WWW-Authenticate: Bearer``, 403 for a role without it) and hands the request to
 :class:`master.doors.mcp.McpDoor`, built by the lifespan. The body-size cap is the master's
 (``OPENAGENT_HTTP_MAX_BODY_BYTES``, 413 above it).
 """
@@ -14,7 +15,9 @@ from fastapi import FastAPI
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from master.auth import authorized, unauthorized
+from master.access import Permission
+from master.access.permissions import mark
+from master.auth import resolved_principal, unauthorized
 from master.deps import Services
 
 MCP_PATH = "/mcp"
@@ -22,11 +25,11 @@ MCP_METHODS = ["GET", "POST", "DELETE"]
 
 
 class McpEndpoint:
-    """The ASGI endpoint of ``/mcp``: the key check, then the door."""
+    """The ASGI endpoint of ``/mcp``: the door, for a caller the access middleware admitted."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         services: Services = scope["app"].state.services
-        if not authorized(scope, services.settings.api_key):
+        if resolved_principal(scope) is None:  # fail closed: nothing admitted the caller
             await unauthorized()(scope, receive, send)
             return
         await services.mcp.handle(scope, receive, send)
@@ -35,4 +38,5 @@ class McpEndpoint:
 def install(app: FastAPI) -> None:
     """Add ``/mcp`` to ``app``'s routes, first: the router (and the early auth check) match it
     without trying every other route's pattern before it (a tenth of the master's CPU per call)."""
-    app.router.routes.insert(0, Route(MCP_PATH, McpEndpoint(), methods=MCP_METHODS, include_in_schema=False))
+    route = Route(MCP_PATH, McpEndpoint(), methods=MCP_METHODS, include_in_schema=False)
+    app.router.routes.insert(0, mark(route, Permission.QUERY))

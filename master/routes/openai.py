@@ -1,8 +1,8 @@
 """The OpenAI-compatible API under ``/v1`` (:mod:`master.doors.openai` answers it).
 
 Its errors have OpenAI's body (``{"error": {"message", "type", "param", "code"}}``, with the
-master's ``error_code`` beside it), a 401 included (:func:`unauthorized`, used by
-:class:`master.auth.EarlyAuthMiddleware`), so that OpenAI clients raise their usual exceptions.
+master's ``error_code`` beside it), a 401 or 403 included (:func:`refusal`, used by
+:class:`master.access.middleware.AccessMiddleware`), so that OpenAI clients raise their usual exceptions.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.types import Scope, Send
 
 from master.asgi import LeanRequest, send_response
-from master.auth import UNAUTHORIZED_DETAIL, principal_of
+from master.auth import principal_of
 from master.deps import Services, ServicesDep
 from master.doors.openai import SESSION_HEADER, error_response
 from protocol import ErrorCode
@@ -106,12 +106,14 @@ def _error(description: str) -> dict[str, Any]:
     return {"model": OpenAIError, "description": description}
 
 
-def unauthorized(scope: Scope) -> Response | None:
-    """The 401 of a ``/v1`` path, in OpenAI's shape (``None``: another path, the usual 401)."""
+def refusal(scope: Scope, code: ErrorCode, message: str) -> Response | None:
+    """A 401, 403 or 503 of a ``/v1`` path before its route runs, in OpenAI's shape (``None``:
+    another path, the usual body); used by :class:`master.access.middleware.AccessMiddleware`."""
     if not str(scope.get("path", "")).startswith(PREFIX):
         return None
-    response = error_response(ErrorCode.UNAUTHORIZED, UNAUTHORIZED_DETAIL, 401)
-    response.headers["WWW-Authenticate"] = "Bearer"
+    response = error_response(code, message, code.status)
+    if code is ErrorCode.UNAUTHORIZED:
+        response.headers["WWW-Authenticate"] = "Bearer"
     return response
 
 

@@ -13,9 +13,10 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.types import Send
 
+from master.access import Permission
 from master.asgi import LeanRequest, send_response
 from master.auth import Principal, principal_of
-from master.deps import Services, ServicesDep
+from master.deps import Services, ServicesDep, needs
 from master.drain import RETRY_AFTER_SECONDS
 from master.error_responses import ApiError
 from master.openapi import error
@@ -59,6 +60,7 @@ def status_for(code: ErrorCode) -> int:
 
 @router.post(
     "/query",
+    dependencies=needs(Permission.QUERY),
     response_model=QueryResponse,
     responses={
         200: {
@@ -171,7 +173,9 @@ async def lean_post_query(services: Services, request: LeanRequest, send: Send) 
     return True
 
 
-@router.get("/query/orchestrator-models", response_model=OrchestratorModels)
+@router.get(
+    "/query/orchestrator-models", response_model=OrchestratorModels, dependencies=needs(Permission.READ)
+)
 async def orchestrator_models(services: ServicesDep) -> dict[str, Any]:
     """The models and prompt profiles a query may ask for, and the attachment limits
     (``RAG_MAX_ATTACHMENT_BYTES``, ``RAG_MAX_ATTACHMENTS``) so clients can check before sending."""

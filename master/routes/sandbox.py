@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.deps import ServicesDep
+from master.access import AuditAction, Permission, audit
+from master.auth import principal_of
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import (
     SandboxDisabled,
@@ -137,7 +139,12 @@ class SandboxStopRequest(BaseModel):
     agent_id: str = Field(min_length=1, max_length=128)
 
 
-@router.get("/internal/sandbox/status", response_model=SandboxStatus, response_model_exclude_unset=True)
+@router.get(
+    "/internal/sandbox/status",
+    dependencies=needs(Permission.READ),
+    response_model=SandboxStatus,
+    response_model_exclude_unset=True,
+)
 async def sandbox_status(services: ServicesDep) -> dict[str, Any]:
     """Whether the sandbox is on, its namespace, whether the cluster answers (and why not), images."""
     return await services.sandbox.status()
@@ -145,15 +152,16 @@ async def sandbox_status(services: ServicesDep) -> dict[str, Any]:
 
 @router.post(
     "/internal/sandbox-agent/start",
+    dependencies=needs(Permission.ADMIN),
     status_code=201,
     response_model=SandboxStarted,
     response_model_exclude_unset=True,
     responses=_RESPONSES,
 )
-async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[str, Any]:
+async def start_agent(body: SandboxStartRequest, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Deploy agent code in a Pod of its own (``new_pod``) or in a pool runner (``pool``); replaces a deployed one."""
     try:
-        return await services.sandbox.start(
+        started = await services.sandbox.start(
             body.agent_id,
             placement=body.placement,
             module=body.module,
@@ -164,24 +172,36 @@ async def start_agent(body: SandboxStartRequest, services: ServicesDep) -> dict[
         )
     except (SandboxError, SessionStoreUnavailable) as exc:
         raise _http_error(exc) from exc
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.POD_DEPLOYED,
+        agent_id=body.agent_id,
+        placement=body.placement,
+    )
+    return started
 
 
 @router.post(
     "/internal/sandbox-agent/stop",
+    dependencies=needs(Permission.ADMIN),
     response_model=SandboxStopped,
     response_model_exclude_unset=True,
     responses=_RESPONSES,
 )
-async def stop_agent(body: SandboxStopRequest, services: ServicesDep) -> dict[str, Any]:
+async def stop_agent(body: SandboxStopRequest, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Tear down the agent's Pod and ConfigMap, or stop it in its pool runner."""
     try:
-        return await services.sandbox.stop(body.agent_id)
+        stopped = await services.sandbox.stop(body.agent_id)
     except (SandboxError, SessionStoreUnavailable) as exc:
         raise _http_error(exc) from exc
+    audit(services.metrics, principal_of(request.scope), AuditAction.POD_STOPPED, agent_id=body.agent_id)
+    return stopped
 
 
 @router.get(
     "/internal/sandbox-agent/logs",
+    dependencies=needs(Permission.ADMIN),
     response_model=SandboxLogs,
     response_model_exclude_unset=True,
     responses=_RESPONSES,
@@ -198,7 +218,12 @@ async def agent_logs(
         raise _http_error(exc) from exc
 
 
-@router.get("/internal/k8s/pools", response_model=SandboxPools, responses=_RESPONSES)
+@router.get(
+    "/internal/k8s/pools",
+    dependencies=needs(Permission.ADMIN),
+    response_model=SandboxPools,
+    responses=_RESPONSES,
+)
 async def pools(services: ServicesDep) -> dict[str, Any]:
     """Pool runner Pods and the agents each runs."""
     try:
@@ -209,6 +234,7 @@ async def pools(services: ServicesDep) -> dict[str, Any]:
 
 @router.get(
     "/internal/k8s/workloads",
+    dependencies=needs(Permission.ADMIN),
     response_model=SandboxWorkloads,
     response_model_exclude_unset=True,
     responses=_RESPONSES,

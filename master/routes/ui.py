@@ -12,6 +12,10 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
+from master.access import Permission
+from master.access.permissions import mark
+from master.deps import needs
+
 DEFAULT_DIST = Path(__file__).resolve().parents[2] / "openagent-ui" / "dist"
 """Where ``npm run build`` in ``openagent-ui/`` writes the UI."""
 
@@ -25,8 +29,9 @@ def ui_directory(configured: str | None) -> Path | None:
 def mount_ui(app: FastAPI, directory: Path) -> None:
     """Serve ``directory`` at ``/ui/`` and redirect ``/`` there."""
 
-    @app.get("/", include_in_schema=False)
+    @app.get("/", include_in_schema=False, dependencies=needs(Permission.OPEN))
     async def root() -> RedirectResponse:
         return RedirectResponse("/ui/")
 
     app.mount("/ui", StaticFiles(directory=directory, html=True), name="ui")
+    mark(app.routes[-1], Permission.OPEN)  # the UI asks for a key itself

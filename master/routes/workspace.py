@@ -14,7 +14,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.deps import ServicesDep
+from master.access import AuditAction, Permission, audit
+from master.auth import principal_of
+from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
@@ -138,6 +140,7 @@ async def _load(text: str) -> Workspace:
 
 @router.post(
     "/internal/yaml-agents/start",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentOutcomes,
     response_model_exclude_unset=True,
     responses=_YAML_ERRORS,
@@ -149,23 +152,36 @@ async def start_yaml_agents(body: YamlBody, request: Request, services: Services
     server = request.scope.get("server")
     port = int(server[1]) if server and server[1] else None
     outcomes = await services.builder.workspaces.start(workspace, port)
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.YAML_AGENTS_STARTED,
+        agents=[outcome.agent_id for outcome in outcomes],
+    )
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
 @router.post(
     "/internal/yaml-agents/stop",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentOutcomes,
     response_model_exclude_unset=True,
     responses={403: _YAML_ERRORS[403]},
 )
-async def stop_yaml_agents(body: StopBody, services: ServicesDep) -> dict[str, Any]:
+async def stop_yaml_agents(body: StopBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Stop agents the YAML runner started."""
     _require(services.settings.openagent_yaml_runner, "the YAML agent runner", "OPENAGENT_YAML_RUNNER")
     outcomes = await services.builder.workspaces.stop(body.agent_ids)
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.YAML_AGENTS_STOPPED,
+        agents=[outcome.agent_id for outcome in outcomes],
+    )
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
-@router.get("/internal/yaml-agents", response_model=RunningYamlAgents)
+@router.get("/internal/yaml-agents", dependencies=needs(Permission.READ), response_model=RunningYamlAgents)
 async def yaml_agents(services: ServicesDep) -> dict[str, Any]:
     """The agents the YAML runner runs, with their handler modules."""
     running = services.builder.workspaces.runner.running()
@@ -174,11 +190,12 @@ async def yaml_agents(services: ServicesDep) -> dict[str, Any]:
 
 @router.post(
     "/internal/workspace/restore",
+    dependencies=needs(Permission.ADMIN),
     response_model=AgentOutcomes,
     response_model_exclude_unset=True,
     responses={**_YAML_ERRORS, 503: error("Redis unavailable (session_store_unavailable)")},
 )
-async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[str, Any]:
+async def restore_workspace(body: RestoreBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Re-register the YAML's HTTP invocation agents; per agent registered, unreachable, invalid or skipped."""
     _require(
         services.settings.openagent_workspace_restore, "workspace restore", "OPENAGENT_WORKSPACE_RESTORE"
@@ -190,11 +207,18 @@ async def restore_workspace(body: RestoreBody, services: ServicesDep) -> dict[st
         )
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+    audit(
+        services.metrics,
+        principal_of(request.scope),
+        AuditAction.WORKSPACE_RESTORED,
+        agents=[outcome.agent_id for outcome in outcomes],
+    )
     return {"agents": [outcome.as_dict() for outcome in outcomes]}
 
 
 @router.get(
     "/internal/workspace/export",
+    dependencies=needs(Permission.ADMIN),
     response_class=Response,
     responses={
         200: {
@@ -213,7 +237,12 @@ async def export_workspace(services: ServicesDep) -> Response:
     )
 
 
-@router.get("/workspace/schema", response_model=WorkspaceSchema, response_model_exclude_unset=True)
+@router.get(
+    "/workspace/schema",
+    dependencies=needs(Permission.READ),
+    response_model=WorkspaceSchema,
+    response_model_exclude_unset=True,
+)
 async def workspace_schema() -> dict[str, Any]:
     """The workspace's JSON Schema (also ``docs/workspace.schema.json``)."""
     return json_schema()

@@ -1,4 +1,4 @@
-/** Screenshots for the README and guides (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png, docs/ui-approval.png): `npm run screenshots`. */
+/** Screenshots for the README and docs (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png, docs/ui-approval.png, docs/ui-keys.png): `npm run screenshots`. */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { AGENT, expect, test } from "./fixtures";
@@ -53,4 +53,21 @@ test("approval card", async ({ app, page }) => {
   await card.getByRole("textbox", { name: "amount" }).fill("200");
   await expect(app.agentNode("e2e-bank").getByRole("status")).toContainText("awaits approval");
   await page.getByRole("region", { name: "Chat" }).screenshot({ path: path.join(docs, "ui-approval.png") });
+});
+
+test("API keys", async ({ app, page }) => {
+  await app.openConnected();
+  await page.getByRole("button", { name: "Keys", exact: true }).click();
+  const dialog = page.getByRole("dialog", { name: "Access keys" });
+  for (const [name, role] of [
+    ["wall screen", "viewer"],
+    ["ci-bot", "client"],
+  ] as const) {
+    await dialog.getByLabel("Name").fill(name);
+    await dialog.getByLabel("Role").selectOption(role);
+    await dialog.getByRole("button", { name: "Create key" }).click();
+    await expect(dialog.getByRole("table", { name: "Stored keys" })).toContainText(name);
+  }
+  await expect(dialog.getByRole("status", { name: "New key's secret" })).toContainText("oak_");
+  await page.screenshot({ path: path.join(docs, "ui-keys.png") });
 });

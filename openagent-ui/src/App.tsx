@@ -7,6 +7,7 @@ import { Chat } from "./components/Chat";
 import { Details } from "./components/Details";
 import { Header } from "./components/Header";
 import { Notices } from "./components/Notices";
+import { Keys } from "./components/Keys";
 import { Restore } from "./components/Restore";
 import { SandboxLogs } from "./components/SandboxLogs";
 import { Sidebar } from "./components/Sidebar";
@@ -54,6 +55,7 @@ export function App() {
         <ApprovalsPanel />
         <Builder />
         <Restore />
+        <Keys />
         <SandboxLogs />
       </div>
     </ReactFlowProvider>

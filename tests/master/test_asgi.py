@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from master.access.middleware import AccessMiddleware
 from master.asgi import LeanRequest, LeanRoutes
-from master.auth import EarlyAuthMiddleware
 from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, in_process_master
 
@@ -47,9 +47,10 @@ class _Recorder:
         self.layer = lean_layer(app)
         self.key = ("POST", path)
         self.routes = dict(self.layer.routes)
-        self.handler = self.layer.routes[self.key]
+        self.handler, permission = self.layer.routes[self.key]
         self.answered: list[bool] = []
-        self.layer.routes[self.key] = self._handle
+        self.layer.routes[self.key] = (self._handle, permission)
+        self.routes[self.key] = (self._handle, permission)
 
     async def _handle(self, services: Any, request: LeanRequest, send: Any) -> bool:
         answered = await self.handler(services, request, send)
@@ -213,7 +214,7 @@ def test_no_middleware_sits_between_the_lean_routes_and_the_app_unseen(master: I
     """The lean routes skip every layer inside :class:`LeanRoutes`. This pins the stack: a new
     middleware must be added outside it (after it in ``create_app``) or be done by it too, and
     then this list changes on purpose."""
-    assert [m.cls for m in master.app.user_middleware] == [LeanRoutes, EarlyAuthMiddleware]
+    assert [m.cls for m in master.app.user_middleware] == [LeanRoutes, AccessMiddleware]
     layers = built_stack(master.app)
     index = next(i for i, layer in enumerate(layers) if isinstance(layer, LeanRoutes))
     outside = [type(layer) for layer in layers[:index]]
@@ -222,7 +223,7 @@ def test_no_middleware_sits_between_the_lean_routes_and_the_app_unseen(master: I
     )
     assert type(layers[0]).__name__ == "ServerErrorMiddleware"  # a lean handler's bug is still a 500
     inside = [type(layer).__name__ for layer in layers[index + 1 :]]
-    assert inside == ["EarlyAuthMiddleware", "ExceptionMiddleware", "AsyncExitStackMiddleware"], inside
+    assert inside == ["AccessMiddleware", "ExceptionMiddleware", "AsyncExitStackMiddleware"], inside
 
 
 @pytest.mark.parametrize(

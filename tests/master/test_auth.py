@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -20,8 +19,8 @@ from fastapi.routing import APIWebSocketRoute, iter_route_contexts
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from master.auth import authorized, key_matches
-from master.deps import require_api_key
+from master.access import Permission, requires
+from master.auth import BOOTSTRAP_ADMIN, Principal, Role, authorized, key_matches, set_principal
 from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
@@ -243,12 +242,24 @@ def test_the_accepted_forms_of_the_key(
 
 
 async def test_the_route_dependency_refuses_on_its_own() -> None:
-    """``require_api_key`` does not lean on :class:`EarlyAuthMiddleware` (which answers first)."""
-    settings = SimpleNamespace(api_key=KEY)
-    app = SimpleNamespace(state=SimpleNamespace(services=SimpleNamespace(settings=settings)))
-    scope = {"type": "http", "headers": [], "query_string": b"", "app": app}
+    """A route's :func:`requires` dependency does not lean on the access middleware (which
+    answers first): with no principal resolved it refuses 401, with a role short of the
+    permission 403 naming the role needed."""
+    scope: dict[str, Any] = {
+        "type": "http",
+        "method": "POST",
+        "path": "/query",
+        "headers": [],
+        "query_string": b"",
+    }
+    check = requires(Permission.QUERY)
     with pytest.raises(HTTPException) as refused:
-        await require_api_key(Request(scope), None)
+        await check(Request(scope))
     assert refused.value.status_code == 401
-    scope["headers"] = [(b"authorization", f"Bearer {KEY}".encode())]
-    await require_api_key(Request(scope), None)
+    set_principal(scope, Principal(key_id="k", name="wall screen", role=Role.VIEWER))
+    with pytest.raises(HTTPException) as refused:
+        await check(Request(scope))
+    assert refused.value.status_code == 403
+    assert "'client'" in str(refused.value.detail) and "wall screen" in str(refused.value.detail)
+    set_principal(scope, BOOTSTRAP_ADMIN)
+    await check(Request(scope))

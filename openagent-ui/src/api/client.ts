@@ -9,6 +9,10 @@ import type {
   AgentOutcome,
   AgentRow,
   Approval,
+  CreatedKey,
+  KeyInfo,
+  KeyRequest,
+  WhoAmI,
   DiscoveredAgent,
   Discovery,
   ErrorCode,
@@ -29,7 +33,7 @@ import type {
   SessionTurns,
 } from "./types";
 
-export type { Discovery, Health, ModelCatalog, SessionTurns };
+export type { CreatedKey, Discovery, Health, KeyInfo, KeyRequest, ModelCatalog, SessionTurns, WhoAmI };
 /** One agent's outcome of `POST /internal/yaml-agents/start`. */
 export type YamlAgentOutcome = AgentOutcome;
 
@@ -88,7 +92,11 @@ export function errorMessage(status: number, body: unknown): { message: string; 
     } else if (typeof b.error === "string") detail = b.error;
     if (typeof b.error_code === "string") code = b.error_code;
   } else if (typeof body === "string") detail = body.slice(0, 300);
-  const hint = STATUS_HINTS[status] ?? `HTTP ${status}`;
+  // A role's refusal names the role it needs in the master's message.
+  const hint =
+    status === 403 && code === "forbidden"
+      ? "403 Forbidden: your key's role does not allow this"
+      : (STATUS_HINTS[status] ?? `HTTP ${status}`);
   return { message: detail ? `${hint}: ${detail}` : hint, code };
 }
 
@@ -101,6 +109,14 @@ export interface ApiClient {
   readonly baseUrl: string;
   readonly hasKey: boolean;
   health(): Promise<Health>;
+  /** `GET /whoami`: who the key is (name, role, tenant). */
+  whoami(): Promise<WhoAmI>;
+  /** `GET /keys` (administrators). */
+  keys(): Promise<KeyInfo[]>;
+  /** `POST /keys`: the new key with its secret, shown once. */
+  createKey(body: KeyRequest): Promise<CreatedKey>;
+  /** `DELETE /keys/{key_id}`. */
+  revokeKey(keyId: string): Promise<void>;
   agents(): Promise<AgentRow[]>;
   /** `GET /agents/discover`; `null` when this master has no discovery (404). */
   discover(): Promise<Discovery | null>;
@@ -191,6 +207,12 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
     baseUrl,
     hasKey: options.apiKey !== "",
     health: () => json<Health>("GET", "/health"),
+    whoami: () => json<WhoAmI>("GET", "/whoami"),
+    keys: async () => (await json<{ keys: KeyInfo[] }>("GET", "/keys")).keys,
+    createKey: (body) => json<CreatedKey>("POST", "/keys", body),
+    revokeKey: async (keyId) => {
+      await json("DELETE", `/keys/${encodeURIComponent(keyId)}`);
+    },
     agents: async () => (await json<{ agents: AgentRow[] }>("GET", "/agents")).agents,
     discover: async () => {
       const found = await optional<{ agents?: DiscoveredAgent[]; errors?: unknown } | DiscoveredAgent[]>("/agents/discover");

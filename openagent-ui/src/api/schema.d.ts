@@ -485,6 +485,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Keys
+         * @description Every stored key (never a secret), oldest first. The bootstrap key is not listed.
+         */
+        get: operations["list_keys_keys_get"];
+        put?: never;
+        /**
+         * Create Key
+         * @description Create a key; the answer holds its secret, which is never shown again.
+         */
+        post: operations["create_key_keys_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke Key
+         * @description Revoke a key: every master refuses it from its next request on.
+         */
+        delete: operations["revoke_key_keys__key_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -628,7 +672,7 @@ export interface paths {
          *
          *     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
          *     one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
-         *
+         *     An ``agent`` key may register only the agent ids its ``agent_ids`` patterns match (403).
          *     An agent registered with a tenant's key serves that tenant's queries only; one registered with
          *     an administrator's key is shared with every tenant, unless ``?tenant=`` names one.
          */
@@ -758,7 +802,8 @@ export interface paths {
         put?: never;
         /**
          * Unregister
-         * @description Forget a cached HTTP agent (another tenant's is unknown to a tenant's key).
+         * @description Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match;
+         *     another tenant's is unknown to a tenant's key).
          */
         post: operations["unregister_unregister_post"];
         delete?: never;
@@ -801,6 +846,26 @@ export interface paths {
          *     ``openagent/<agent_id>`` (scoped to one agent), for every agent with tools in the cluster.
          */
         get: operations["list_models_v1_models_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whoami
+         * @description The caller's key: its id, name, role and tenant (the web UI shows them).
+         */
+        get: operations["whoami_whoami_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1389,6 +1454,36 @@ export interface components {
             total_tokens: number;
         };
         /**
+         * CreatedKey
+         * @description ``POST /keys``: the key's record and its secret, shown this once.
+         */
+        CreatedKey: {
+            /** Agent Ids */
+            agent_ids: string[];
+            /**
+             * Created
+             * @description Seconds since the epoch.
+             */
+            created: number;
+            /** Key Id */
+            key_id: string;
+            /**
+             * Last Used
+             * @description When a master last saw it used (written every few seconds; ``null``: never).
+             */
+            last_used?: number | null;
+            /** Name */
+            name: string;
+            role: components["schemas"]["Role"];
+            /**
+             * Secret
+             * @description Send it as ``Authorization: Bearer <secret>``. Only its hash is stored: it cannot be shown again.
+             */
+            secret: string;
+            /** Tenant */
+            tenant: string;
+        };
+        /**
          * DiscoveredAgent
          * @description An agent found in a module (read, not imported).
          */
@@ -1460,7 +1555,7 @@ export interface components {
          * @description A stable, machine-readable error code; the message beside it names the offending value.
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "unknown_approval" | "approval_decided" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
+        ErrorCode: "unauthorized" | "forbidden" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "unknown_approval" | "approval_decided" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
         /**
          * GenerateAgentBody
          * @description The body of ``POST /generate-agent``.
@@ -1597,6 +1692,61 @@ export interface components {
             };
             /** Tools */
             tools: components["schemas"]["ToolSchema"][];
+        };
+        /**
+         * KeyInfo
+         * @description A stored key, without its secret.
+         */
+        KeyInfo: {
+            /** Agent Ids */
+            agent_ids: string[];
+            /**
+             * Created
+             * @description Seconds since the epoch.
+             */
+            created: number;
+            /** Key Id */
+            key_id: string;
+            /**
+             * Last Used
+             * @description When a master last saw it used (written every few seconds; ``null``: never).
+             */
+            last_used?: number | null;
+            /** Name */
+            name: string;
+            role: components["schemas"]["Role"];
+            /** Tenant */
+            tenant: string;
+        };
+        /** KeyList */
+        KeyList: {
+            /** Keys */
+            keys: components["schemas"]["KeyInfo"][];
+        };
+        /**
+         * KeyRequest
+         * @description The body of ``POST /keys``.
+         */
+        KeyRequest: {
+            /**
+             * Agent Ids
+             * @description For the ``agent`` role: ``fnmatch`` patterns of the agent ids it may register or connect as
+             *     (e.g. ``weather-*``); none: no agent id.
+             */
+            agent_ids?: string[];
+            /**
+             * Name
+             * @description Who or what holds the key (shown in lists, audit lines and ``/whoami``).
+             */
+            name: string;
+            /** @description ``admin``, ``client``, ``agent`` or ``viewer`` (the Security page's roles table). */
+            role: components["schemas"]["Role"];
+            /**
+             * Tenant
+             * @description The tenant whose objects the key creates and sees.
+             * @default default
+             */
+            tenant?: string;
         };
         /**
          * McpRegistration
@@ -2010,6 +2160,19 @@ export interface components {
              */
             yaml: string;
         };
+        /** Revoked */
+        Revoked: {
+            /** Key Id */
+            key_id: string;
+            /** Revoked */
+            revoked: boolean;
+        };
+        /**
+         * Role
+         * @description What a key may do (the roles table of the docs' Security page is generated from the routes).
+         * @enum {string}
+         */
+        Role: "admin" | "client" | "agent" | "viewer";
         /** RunningYamlAgent */
         RunningYamlAgent: {
             /** Agent Id */
@@ -2447,6 +2610,21 @@ export interface components {
             msg: string;
             /** Error Type */
             type: string;
+        };
+        /**
+         * WhoAmI
+         * @description ``GET /whoami``: the caller's key.
+         */
+        WhoAmI: {
+            /** Agent Ids */
+            agent_ids: string[];
+            /** Key Id */
+            key_id: string;
+            /** Name */
+            name: string;
+            role: components["schemas"]["Role"];
+            /** Tenant */
+            tenant: string;
         };
         /**
          * WorkspaceSchema
@@ -3996,6 +4174,171 @@ export interface operations {
             };
         };
     };
+    list_keys_keys_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyList"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_key_keys_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedKey"];
+                };
+            };
+            /** @description The body is not JSON, or nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revoke_key_keys__key_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Revoked"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown key (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     metrics_metrics_get: {
         parameters: {
             query?: never;
@@ -4996,6 +5339,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    whoami_whoami_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhoAmI"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

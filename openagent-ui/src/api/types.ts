@@ -14,6 +14,15 @@ export type PromptProfile = NonNullable<QueryRequest["orchestrator_prompt_profil
 export type ErrorCode = Schemas["ErrorCode"];
 export type ErrorBody = Schemas["ErrorBody"];
 
+/** `GET /whoami`: the caller's key (name, role, tenant). */
+export type WhoAmI = Schemas["WhoAmI"];
+/** A row of `GET /keys` (never a secret). */
+export type KeyInfo = Schemas["KeyInfo"];
+/** `POST /keys`: the key and its secret, shown once. */
+export type CreatedKey = Schemas["CreatedKey"];
+/** `POST /keys`'s body. */
+export type KeyRequest = Schemas["KeyRequest"];
+
 /** `GET /health`. */
 export type Health = Schemas["Health"];
 /** `GET /query/orchestrator-models`. */

@@ -15,7 +15,7 @@ export function Details() {
     const node = s.nodes.find((n) => n.selected && isAgentNode(n));
     return node && isAgentNode(node) ? node.data.agentId : null;
   });
-  const { entry, linked, note, logs, link, unlink, startInMaster, connected, openLogs, stopDeployment } = useAppStore(
+  const { entry, linked, note, logs, link, unlink, startInMaster, connected, openLogs, stopDeployment, admin } = useAppStore(
     useShallow((s) => ({
       entry: agentId ? s.catalogById[agentId] : undefined,
       linked: agentId ? hasLink(s.edges, agentId) : false,
@@ -27,6 +27,7 @@ export function Details() {
       connected: s.connection === "connected",
       openLogs: s.openSandboxLogs,
       stopDeployment: s.stopDeployment,
+      admin: s.isAdmin(),
     })),
   );
   if (!agentId) {
@@ -73,9 +74,11 @@ export function Details() {
               <button type="button" className="small" onClick={() => void openLogs(agentId)}>
                 Show logs
               </button>{" "}
-              <button type="button" className="small" onClick={() => void stopDeployment(agentId)}>
-                Stop deployment
-              </button>
+              {admin ? (
+                <button type="button" className="small" onClick={() => void stopDeployment(agentId)}>
+                  Stop deployment
+                </button>
+              ) : null}
             </dd>
           </>
         ) : null}
@@ -98,7 +101,7 @@ export function Details() {
               <button type="button" className="small" onClick={() => void navigator.clipboard?.writeText(note.text)}>
                 Copy command
               </button>{" "}
-              {connected && (entry?.handler ?? entry?.module) ? (
+              {connected && admin && (entry?.handler ?? entry?.module) ? (
                 <button
                   type="button"
                   className="small"

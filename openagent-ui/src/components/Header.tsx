@@ -31,6 +31,9 @@ export function Header() {
       restoring: st.restore.phase === "running",
       openApprovals: st.setApprovalsPanelOpen,
       pendingApprovals: st.pendingApprovals.length,
+      identity: st.identity,
+      admin: st.isAdmin(),
+      openKeys: st.openKeys,
     })),
   );
   const [url, setUrl] = useState(s.baseUrl || window.location.origin);
@@ -82,12 +85,13 @@ export function Header() {
             autoComplete="off"
           />
         </label>
+        {/* Distinct keys: reusing one <button> would turn the Disconnect click into a submit (reconnect). */}
         {connected ? (
-          <button type="button" onClick={() => s.disconnect()}>
+          <button key="disconnect" type="button" onClick={() => s.disconnect()}>
             Disconnect
           </button>
         ) : (
-          <button type="submit" disabled={s.connection === "connecting"}>
+          <button key="connect" type="submit" disabled={s.connection === "connecting"}>
             {s.connection === "connecting" ? "Connecting…" : "Connect"}
           </button>
         )}
@@ -108,6 +112,11 @@ export function Header() {
           <span className="status status-offline">{s.connection === "connecting" ? "Connecting…" : "Not connected"}</span>
         )}
       </div>
+      {connected && s.identity ? (
+        <div className="identity" role="status" aria-label="Signed in as">
+          {s.identity.name} · <strong>{s.identity.role}</strong> · tenant {s.identity.tenant}
+        </div>
+      ) : null}
       {s.connection === "error" && s.connectionError ? (
         <div className="connect-error" role="alert">
           {s.connectionError}
@@ -125,23 +134,32 @@ export function Header() {
         </button>
         <button
           type="button"
-          onClick={() => void s.restoreOnMaster()}
-          disabled={!connected || s.restoring}
-          title="POST /internal/workspace/restore with this canvas's workspace"
-        >
-          Restore on master
-        </button>
-        <button type="button" onClick={() => void s.openBuilder()} title="Generate an agent with the master's LLM">
-          Agent builder
-        </button>
-        <button
-          type="button"
           onClick={() => s.openApprovals(true)}
           disabled={!connected}
           title="GET /approvals: tool calls of every session waiting for a person"
         >
           Approvals{s.pendingApprovals ? ` (${s.pendingApprovals})` : ""}
         </button>
+        {s.admin ? (
+          <>
+            <button
+              type="button"
+              onClick={() => void s.restoreOnMaster()}
+              disabled={!connected || s.restoring}
+              title="POST /internal/workspace/restore with this canvas's workspace"
+            >
+              Restore on master
+            </button>
+            <button type="button" onClick={() => void s.openBuilder()} title="Generate an agent with the master's LLM">
+              Agent builder
+            </button>
+          </>
+        ) : null}
+        {connected && s.admin ? (
+          <button type="button" onClick={() => void s.openKeys()} title="Create, list and revoke API keys">
+            Keys
+          </button>
+        ) : null}
         <button type="button" onClick={() => setMcpOpen(true)} title="The master's /mcp URL and client configuration snippets">
           Connect an MCP client
         </button>

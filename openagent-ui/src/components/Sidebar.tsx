@@ -100,7 +100,7 @@ export function Sidebar() {
       nodeIds: s.nodes.map((n) => n.id).join("\n"),
       connection: s.connection,
       discoveryAvailable: s.discoveryAvailable,
-      sandbox: s.sandboxEnabled && s.connection === "connected",
+      sandbox: s.sandboxEnabled && s.connection === "connected" && s.isAdmin(), // deploying is an administrator's
     })),
   );
   const rows = filterCatalog(catalog, search);

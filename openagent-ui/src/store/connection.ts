@@ -87,10 +87,11 @@ export function createConnectionSlice(runtime: Runtime): SliceCreator<Connection
         try {
           const health = await api.health();
           const rows = await api.agents(); // the first authenticated call: 401 shows here
-          const [models, discovered, sandbox] = await Promise.all([
+          const [models, discovered, sandbox, identity] = await Promise.all([
             api.models().catch(() => null),
             api.discover().catch(() => null),
             api.sandboxStatus().catch(() => null),
+            api.whoami().catch(() => null),
           ]);
           const allowed = (models?.allowed_models as string[] | undefined) ?? [];
           const profiles = (models?.prompt_profiles as PromptProfile[] | undefined) ?? get().profiles;
@@ -106,6 +107,7 @@ export function createConnectionSlice(runtime: Runtime): SliceCreator<Connection
             profiles,
             ...(limits ? { maxAttachmentBytes: limits.maxBytes, maxAttachments: limits.maxCount } : {}),
             sandboxEnabled: Boolean(sandbox?.enabled),
+            identity,
             discoveryAvailable: discovered !== null,
             discoveryErrors: discovered?.errors ?? [],
           });
@@ -131,6 +133,7 @@ export function createConnectionSlice(runtime: Runtime): SliceCreator<Connection
           api: null,
           connection: "disconnected",
           apiKey: "",
+          identity: null,
           lost: false,
           liveRows: [],
           health: null,

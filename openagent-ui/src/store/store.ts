@@ -13,6 +13,7 @@
  * - builder.ts: the agent builder panel
  * - restore.ts: "Restore on master"
  * - sandbox.ts: sandbox deployments and their log dialog
+ * - keys.ts: who the key is (`GET /whoami`) and the administrators' key panel
  * - notices.ts: the page's notices
  */
 import { createStore, type StoreApi } from "zustand";
@@ -23,6 +24,7 @@ import { createCanvasSlice, type CanvasSlice } from "./canvas";
 import { createCatalogSlice, type CatalogSlice } from "./catalog";
 import { createChatSlice, type ChatSlice } from "./chat";
 import { createConnectionSlice, type ConnectionSlice } from "./connection";
+import { createKeysSlice, type KeysSlice } from "./keys";
 import { createNoticesSlice, type NoticesSlice } from "./notices";
 import { createRestoreSlice, type RestoreSlice } from "./restore";
 import { runtimeOf, type StoreOptions } from "./runtime";
@@ -33,6 +35,7 @@ export type { ApprovalCardState } from "./approvals";
 export type { BuilderState } from "./builder";
 export type { LinkNote } from "./canvas";
 export type { ConnectionState } from "./connection";
+export type { KeysState } from "./keys";
 export { NOTICE_TIMEOUT_MS, type Notice } from "./notices";
 export type { RestoreState } from "./restore";
 export type { StoreOptions } from "./runtime";
@@ -47,6 +50,7 @@ export type AppState = ConnectionSlice &
   BuilderSlice &
   RestoreSlice &
   SandboxSlice &
+  KeysSlice &
   NoticesSlice;
 
 export type AppStore = StoreApi<AppState>;
@@ -63,6 +67,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
     ...createBuilderSlice(...a),
     ...createRestoreSlice(...a),
     ...createSandboxSlice(...a),
+    ...createKeysSlice(...a),
     ...createNoticesSlice(runtime)(...a),
   }));
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from master.conversation.history import history_messages
+from master.conversation.store import StoredTurn
 
 
 def test_a_query_and_its_tool_calls_become_one_exchange() -> None:
@@ -116,3 +117,49 @@ def test_a_stateless_clients_messages_become_turns_replayed_as_they_were() -> No
     assert replayed[1] == {"role": "user", "content": "Time in Paris?"}
     assert replayed[2]["role"] == "assistant"
     assert "[called client.local_time" in replayed[2]["content"] and replayed[2]["content"].endswith("10:30.")
+
+
+def _stored(turns: list[dict[str, object]]) -> list[StoredTurn]:
+    return [StoredTurn(turn) for turn in turns]
+
+
+def _session(queries: int) -> list[dict[str, object]]:
+    turns: list[dict[str, object]] = [{"decision": "summary", "summary": "earlier talk"}]
+    for i in range(queries):
+        turns.append(
+            {
+                "query_id": f"q{i}",
+                "query": f"Q{i}",
+                "decision": "call_tool",
+                "tool_agent_id": "a",
+                "tool_name": "t",
+                "tool_args": {"i": i},
+                "result": i,
+            }
+        )
+        turns.append(
+            {"query_id": f"q{i}", "query": f"Q{i}", "decision": "answer_directly", "answer": f"A{i}"}
+        )
+        if i % 3 == 1:
+            turns.append({"decision": "collaboration", "agents": ["a", "b"], "task": "x", "summary": f"c{i}"})
+    return turns
+
+
+def test_a_sessions_next_query_replays_the_same_messages_from_the_kept_prefix() -> None:
+    plain = _session(6)
+    stored = _stored(plain)
+    assert history_messages(stored[:9]) == history_messages(plain[:9])
+    assert isinstance(stored[0].prefix, tuple)
+    # The next query: the same stored turns and more (the last query's answer among them).
+    for end in range(9, len(plain) + 1):
+        assert history_messages(stored[:end]) == history_messages(plain[:end]), end
+    assert history_messages(stored) == history_messages(stored)
+
+
+def test_the_prefix_is_not_used_for_another_list_of_turns() -> None:
+    stored = _stored(_session(5))
+    history_messages(stored)
+    shifted = [stored[0], *stored[3:]]  # the same first turn, then other turns (a context window)
+    assert history_messages(shifted) == history_messages([dict(turn) for turn in shifted])
+    changed = [*stored[:4], StoredTurn({"query_id": "new", "query": "N", "decision": "answer_directly"})]
+    assert history_messages(changed) == history_messages([dict(turn) for turn in changed])

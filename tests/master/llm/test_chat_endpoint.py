@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from master.errors import LLMError
-from master.llm.chat_endpoint import ChatEndpoint
+from master.llm.chat_endpoint import ChatEndpoint, SharedMessage, chat_body
 from master.llm.model import OpenAIChatModel
 from openagent.testing import ScriptedOpenAIServer
 
@@ -159,3 +159,17 @@ async def test_unreachable_provider_is_reported() -> None:
     finally:
         await chat.aclose()
     assert caught.value.code == "llm_unavailable" and "cannot reach" in str(caught.value)
+
+
+def test_a_grown_history_is_encoded_as_if_nothing_were_kept() -> None:
+    """A run of shared messages keeps its joined JSON; the next, longer run reuses it and still
+    encodes exactly what a body of plain messages gives, also when the run is another one."""
+    history = [SharedMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i} é") for i in range(9)]
+    tools = [{"type": "function", "function": {"name": "a__t", "parameters": {}}}]
+    for end in (3, 3, 5, 9, 9):
+        messages = [{"role": "system", "content": "s"}, *history[:end], {"role": "user", "content": "q"}]
+        body = chat_body("m", messages, tools)
+        assert body == chat_body("m", [dict(m) for m in messages], tools)
+        assert json.loads(body)["messages"] == [dict(m) for m in messages]
+    other = [history[0], SharedMessage(role="assistant", content="other"), *history[2:4]]
+    assert chat_body("m", other, None) == chat_body("m", [dict(m) for m in other], None)

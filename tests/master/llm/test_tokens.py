@@ -72,3 +72,12 @@ def test_the_master_counts_tokens_without_the_rag_system() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
     )
     assert completed.returncode == 0, completed.stderr
+
+
+def test_a_grown_history_is_counted_as_if_nothing_were_kept() -> None:
+    history = [SharedMessage(role="user", content=f"message number {i}") for i in range(8)]
+    for end in (2, 2, 5, 8):
+        messages = [{"role": "system", "content": "s"}, *history[:end], {"role": "user", "content": "q"}]
+        assert count_messages(messages) == count_messages([dict(m) for m in messages])
+    other = [history[0], SharedMessage(role="user", content="a different one, longer"), *history[2:4]]
+    assert count_messages(other) == count_messages([dict(m) for m in other])

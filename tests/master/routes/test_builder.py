@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,6 +83,11 @@ async def test_save_agent_needs_overwrite_for_an_existing_module(
         new = await http.post("/save-agent", json={"module": "fresh_agent", "source": "x = 1\n"})
         assert new.status_code == 200
         assert (await http.get("/health")).status_code == 200  # saving did not restart anything
+        # Audited: one master.audit line and a count (the refusals above are not saves).
+        metrics = (await http.get("/metrics")).text
+        assert re.search(r'openagent_audit_events_total\{action="module_saved"\} [1-9]', metrics), metrics[
+            -2000:
+        ]
     assert (root / "agents" / "fresh_agent.py").read_text() == "x = 1\n"
 
 
