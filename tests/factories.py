@@ -493,25 +493,19 @@ def master_settings(**overrides: Any) -> Settings:
 
 @contextlib.asynccontextmanager
 async def in_process_master(
-    llm: ChatModel | None = None,
-    *,
-    port: int | None = None,
-    wrap: Callable[[Any], Any] | None = None,
-    **settings: Any,
+    llm: ChatModel | None = None, *, port: int | None = None, **settings: Any
 ) -> AsyncIterator[InProcessMaster]:
     """A real master (lifespan, Redis, HTTP and WebSocket on loopback) in this event loop.
 
     Starts in milliseconds, unlike :class:`MasterProcess`; ``llm`` replaces the provider
     (e.g. a :class:`master.llm.model.FunctionChatModel`), ``settings`` are
     :class:`master.settings.Settings` fields; ``port`` (a free one by default) lets a second
-    master take over from a first, like a restart; ``wrap`` puts a test's ASGI middleware around
-    the app (e.g. one that attaches a principal).
+    master take over from a first, like a restart.
     """
     port = port or free_port()
     app = create_app(master_settings(master_base_url=f"http://127.0.0.1:{port}", **settings), llm=llm)
-    served = wrap(app) if wrap is not None else app
     server = uvicorn.Server(
-        uvicorn.Config(served, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
     task = asyncio.create_task(server.serve())
     try:

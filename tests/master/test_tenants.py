@@ -1,15 +1,13 @@
 """Tenants through the real app: a real master (lifespan, Redis, uvicorn on loopback), the
-scripted LLM, and two tenants, ``a`` and ``b``.
-
-Until keys resolve a principal for every request, :class:`TestPrincipals` (test-only, an ASGI
-middleware around the app) attaches the principal a request names in its ``X-Test-Tenant`` and
-``X-Test-Role`` headers, as the key resolution will; a request without them is the bootstrap
-administrator's.
+scripted LLM, an administrator's key (``OPENAGENT_API_KEY``) and stored keys of tenants ``a``,
+``b`` and ``c`` (a ``client`` and an ``agent`` key each, made with the key store as ``POST
+/keys`` makes them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -21,42 +19,47 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from master.auth import Principal, Role, set_principal
+from master.auth import Principal, Role
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
 DEADLINE = 60
+ADMIN_KEY = "tenants-admin-key"
+ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
+
+_SECRETS: dict[tuple[str, str], str] = {}
+"""(tenant, role) -> the secret of the key the running master made for it."""
 
 
-class TestPrincipals:
-    """Test-only: the principal named by ``X-Test-Tenant`` (and ``X-Test-Role``, ``client`` by
-    default) attached to the request or WebSocket, as the key resolution does."""
-
-    __test__ = False
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            headers = dict(scope["headers"])
-            tenant = headers.get(b"x-test-tenant")
-            if tenant is not None:
-                name = tenant.decode()
-                role = Role(headers.get(b"x-test-role", b"client").decode())
-                set_principal(scope, Principal(f"key-{name}-{role}", f"test key of {name}", role, name))
-        await self.app(scope, receive, send)
+async def make_keys(master: InProcessMaster) -> None:
+    """A ``client`` and an ``agent`` key (any agent id) for tenants a, b and c, and an ``admin``
+    key of tenant a."""
+    store = master.services.keys
+    assert store is not None
+    _SECRETS.clear()
+    wanted = [(t, r) for t in ("a", "b", "c") for r in (Role.CLIENT, Role.AGENT)] + [("a", Role.ADMIN)]
+    for tenant, role in wanted:
+        agent_ids = ["*"] if role is Role.AGENT else []
+        _, secret = await store.create(
+            name=f"{role} of {tenant}", role=role, tenant=tenant, agent_ids=agent_ids
+        )
+        _SECRETS[(tenant, str(role))] = secret
 
 
 def as_tenant(tenant: str, role: str = "client") -> dict[str, str]:
-    return {"X-Test-Tenant": tenant, "X-Test-Role": role}
+    """The headers of the key of ``tenant`` with ``role``."""
+    return {"Authorization": f"Bearer {_SECRETS[(tenant, role)]}"}
 
 
-A, B = as_tenant("a"), as_tenant("b")
+@contextlib.asynccontextmanager
+async def keyed_master(llm: Any = None, **settings: Any) -> AsyncIterator[InProcessMaster]:
+    async with in_process_master(llm, openagent_api_key=ADMIN_KEY, **settings) as master:
+        await make_keys(master)
+        yield master
+
 
 GATED = {
     "name": "wire",
@@ -76,14 +79,13 @@ def tool(name: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def hub(llm: ScriptedOpenAIServer) -> AsyncIterator[InProcessMaster]:
-    async with in_process_master(
-        wrap=TestPrincipals, openai_base_url=llm.base_url, openai_api_key="scripted"
-    ) as master:
+    async with keyed_master(openai_base_url=llm.base_url, openai_api_key="scripted") as master:
         yield master
 
 
 def http(master: InProcessMaster, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=master.base_url, headers=headers or {}, timeout=DEADLINE)
+    """A client with ``headers`` (an administrator's key by default)."""
+    return httpx.AsyncClient(base_url=master.base_url, headers=headers or ADMIN, timeout=DEADLINE)
 
 
 async def ask(client: httpx.AsyncClient, **body: Any) -> httpx.Response:
@@ -119,7 +121,7 @@ async def test_another_tenants_session_is_unknown_through_every_door(
     hub: InProcessMaster, llm: ScriptedOpenAIServer
 ) -> None:
     llm.add_text("Hello, a.")
-    async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+    async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b, http(hub) as admin:
         first = await ask(a, query="my secret plan")
         assert first.status_code == 200, first.text
         session_id = first.json()["session_id"]
@@ -144,7 +146,7 @@ async def test_another_tenants_session_is_unknown_through_every_door(
         assert chat.status_code == 404 and chat.json()["error_code"] == "unknown_session"
 
         # WebSocket: a query frame with the session_id.
-        peer = await RawPeer.connect(hub.ws_url, additional_headers=B)
+        peer = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
         try:
             await peer.register("b-asker", role="query")
             await peer.send({"type": "query", "query_id": "q-b", "query": "hi", "session_id": session_id})
@@ -159,7 +161,7 @@ async def test_another_tenants_session_is_unknown_through_every_door(
 
         # MCP: the ask tool's session_id.
         async with (
-            httpx2.AsyncClient(headers=B, timeout=DEADLINE) as mcp_http,
+            httpx2.AsyncClient(headers=as_tenant("b"), timeout=DEADLINE) as mcp_http,
             Client(streamable_http_client(f"{hub.base_url}/mcp", http_client=mcp_http)) as mcp,
         ):
             asked = await mcp.call_tool("ask", {"query": "hi", "session_id": session_id})
@@ -178,7 +180,7 @@ async def test_another_tenants_a2a_tasks_and_contexts_are_unknown(
     hub: InProcessMaster, llm: ScriptedOpenAIServer
 ) -> None:
     llm.add_text("Noted, a.")
-    async with http(hub, A) as a, http(hub, B) as b:
+    async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b:
         sent = (await a.post("/a2a", json=a2a_send("remember the code 1234"))).json()["result"]
         task_id, context_id = sent["id"], sent["contextId"]
         assert sent["status"]["state"] == "completed", sent
@@ -200,11 +202,13 @@ async def test_another_tenants_a2a_tasks_and_contexts_are_unknown(
 async def test_another_tenants_approvals_and_attachments_are_unknown(
     hub: InProcessMaster, llm: ScriptedOpenAIServer
 ) -> None:
-    bank = await RawPeer.connect(hub.ws_url)  # an administrator's agent: shared with every tenant
+    bank = await RawPeer.connect(
+        hub.ws_url, additional_headers=ADMIN
+    )  # an administrator's agent: shared with every tenant
     try:
         await bank.register("bank", tools=[GATED])
         llm.add_tool_call("bank__wire", {"to": "bob"})
-        async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+        async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b, http(hub) as admin:
             paused = (await ask(a, query="pay bob", auto_mode=True)).json()  # auto: tools offered again
             assert paused["status"] == "awaiting_approval", paused
             session_id = paused["session_id"]
@@ -265,14 +269,14 @@ def offered(request: dict[str, Any]) -> set[str]:
 async def test_a_tenants_agents_are_offered_to_its_queries_only(
     hub: InProcessMaster, llm: ScriptedOpenAIServer
 ) -> None:
-    shared = await RawPeer.connect(hub.ws_url)
+    shared = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
     own = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
     try:
         await shared.register("shared", tools=[tool("lookup")])
         await own.register("a-only", tools=[tool("secret")])
         assert hub.services.registry.get("a-only").tenant == "a"  # type: ignore[union-attr]
 
-        async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+        async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b, http(hub) as admin:
             llm.add_text("b's answer")
             assert (await ask(b)).status_code == 200
             assert offered(llm.requests[-1]) == {"shared__lookup"}
@@ -294,7 +298,7 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
 
         # MCP: b lists the shared tools only, and a call to a's tool is refused as unknown.
         async with (
-            httpx2.AsyncClient(headers=B, timeout=DEADLINE) as mcp_http,
+            httpx2.AsyncClient(headers=as_tenant("b"), timeout=DEADLINE) as mcp_http,
             Client(streamable_http_client(f"{hub.base_url}/mcp", http_client=mcp_http)) as mcp,
         ):
             listed = {t.name for t in (await mcp.list_tools()).tools}
@@ -316,7 +320,7 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
 
 
 async def test_an_administrator_registers_a_websocket_agent_for_one_tenant(hub: InProcessMaster) -> None:
-    peer = await RawPeer.connect(f"{hub.ws_url}?tenant=a")
+    peer = await RawPeer.connect(f"{hub.ws_url}?tenant=a", additional_headers=ADMIN)
     try:
         await peer.register("for-a", tools=[tool("t")])
         assert hub.services.registry.get("for-a").tenant == "a"  # type: ignore[union-attr]
@@ -353,14 +357,13 @@ async def test_a_tenants_flood_is_refused_while_the_other_tenants_queries_run() 
         return ChatResult("done")
 
     async with (
-        in_process_master(
+        keyed_master(
             FunctionChatModel(answer),
-            wrap=TestPrincipals,
             openagent_tenant_max_concurrent_queries=2,
             openagent_max_queries_in_flight=8,
         ) as master,
-        http(master, A) as a,
-        http(master, B) as b,
+        http(master, as_tenant("a")) as a,
+        http(master, as_tenant("b")) as b,
     ):
         flood = [asyncio.create_task(ask(a, query="flood")) for _ in range(2)]
         try:
@@ -419,7 +422,7 @@ async def test_http_registration_belongs_to_the_keys_tenant_or_the_one_an_admini
 async def collaborator(
     master: InProcessMaster, agent_id: str, headers: dict[str, str] | None = None
 ) -> RawPeer:
-    peer = await RawPeer.connect(master.ws_url, additional_headers=headers or {})
+    peer = await RawPeer.connect(master.ws_url, additional_headers=headers or ADMIN)
     await peer.send(
         {
             "type": "register",
@@ -433,13 +436,20 @@ async def collaborator(
     return peer
 
 
-async def test_another_tenants_collaborations_are_unknown(hub: InProcessMaster) -> None:
+async def test_a_collaboration_belongs_to_the_tenant_that_started_it(hub: InProcessMaster) -> None:
+    """The collaboration routes are administrators' (the roles table); an administrator of tenant a
+    starts one: its record and the session it starts are a's, unknown to b's keys."""
     alice, bob = await collaborator(hub, "alice"), await collaborator(hub, "bob")
-    private = await collaborator(hub, "a-helper", as_tenant("a", "agent"))
     try:
-        async with http(hub, A) as a, http(hub, B) as b, http(hub) as admin:
+        async with (
+            http(hub, as_tenant("a", "admin")) as a_admin,
+            http(hub, as_tenant("a")) as a,
+            http(hub, as_tenant("b")) as b,
+        ):
             post = asyncio.create_task(
-                a.post("/internal/collaborations", json={"agents": ["alice", "bob"], "task": "split a bill"})
+                a_admin.post(
+                    "/internal/collaborations", json={"agents": ["alice", "bob"], "task": "split a bill"}
+                )
             )
             start_b, start_a = await bob.recv(), await alice.recv()
             assert start_a["session_id"] == start_b["session_id"]
@@ -450,26 +460,11 @@ async def test_another_tenants_collaborations_are_unknown(hub: InProcessMaster) 
             outcome = (await post).json()
             sid, parent = outcome["collab_session_id"], outcome["parent_session_id"]
 
-            gone = await b.get(f"/internal/collaborations/{sid}")
-            assert gone.status_code == 404 and gone.json()["error_code"] == "unknown_collaboration"
-            listed = (await b.get("/internal/collaborations", params={"parent_session_id": parent})).json()
-            assert listed["collab_session_ids"] == []
-            assert (await b.get(f"/sessions/{parent}")).status_code == 404  # the session it started is a's
-            again = await b.post(
-                "/internal/collaborations",
-                json={"agents": ["alice", "bob"], "task": "t", "parent_session_id": parent},
-            )
-            assert again.status_code == 404 and again.json()["error_code"] == "unknown_session"
-            foreign = await b.post(
-                "/internal/collaborations", json={"agents": ["alice", "a-helper"], "task": "t"}
-            )
-            assert foreign.status_code == 400 and foreign.json()["error_code"] == "unknown_agent"
-            assert "'a-helper'" in foreign.json()["detail"]
-
-            assert (await a.get(f"/internal/collaborations/{sid}")).json()["tenant"] == "a"
-            assert (await admin.get(f"/internal/collaborations/{sid}")).status_code == 200
-            mine = (await a.get("/internal/collaborations", params={"parent_session_id": parent})).json()
-            assert mine["collab_session_ids"] == [sid]
+            assert (await a_admin.get(f"/internal/collaborations/{sid}")).json()["tenant"] == "a"
+            assert (await a.get(f"/sessions/{parent}")).status_code == 200  # the session it started is a's
+            gone = await b.get(f"/sessions/{parent}")
+            assert gone.status_code == 404 and gone.json()["error_code"] == "unknown_session"
+            assert (await b.get(f"/internal/collaborations/{sid}")).status_code == 403  # not a client's route
     finally:
-        for peer in (alice, bob, private):
+        for peer in (alice, bob):
             await peer.close()
