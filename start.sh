@@ -127,7 +127,8 @@ in-cluster master: give agents an egress rule for the host's address when your n
 enforces it.
 EOF
 if [[ -z ${OPENAGENT_API_KEY:-} ]]; then
-  echo "Note: OPENAGENT_API_KEY is empty, so the master accepts requests without a key."
+  echo "Note: OPENAGENT_API_KEY is empty: the master in the cluster refuses to start without one"
+  echo "      (set it in .env, or OPENAGENT_ALLOW_NO_AUTH=true to let everyone who reaches it be an administrator)."
 fi
 if [[ -z ${OPENAI_API_KEY:-} ]]; then
   echo "Note: OPENAI_API_KEY is empty: POST /query answers 503 until you set it in .env and rerun ./start.sh."

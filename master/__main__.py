@@ -18,6 +18,7 @@ the server buffer frames of up to 16 MiB (``--ws-max-size``), and 32 of them per
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from collections.abc import Sequence
 
 import uvicorn
@@ -36,15 +37,34 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     args = parser.parse_args(argv)
     settings = Settings()
+    host = args.host or settings.master_host
+    if settings.api_key is None and not settings.openagent_allow_no_auth and not _loopback(host):
+        parser.exit(
+            2,
+            f"python -m master: error: refusing to listen on {host} without OPENAGENT_API_KEY: everyone "
+            "who reaches it would be an administrator (able to run code in the master). Set "
+            "OPENAGENT_API_KEY (e.g. $(openssl rand -hex 32)), listen on 127.0.0.1, or set "
+            "OPENAGENT_ALLOW_NO_AUTH=true to accept that.\n",
+        )
     uvicorn.run(
         "master.app:app",
-        host=args.host or settings.master_host,
+        host=host,
         port=args.port or settings.master_port,
         log_level=args.log_level,
         ws_max_size=settings.openagent_ws_max_message_bytes,
         ws_max_queue=WS_MAX_QUEUE,
         timeout_graceful_shutdown=int(ANSWER_GRACE_SECONDS),
     )
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) is only reachable from this machine."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name (or "0.0.0.0"-like wildcard spelled otherwise): assume reachable
 
 
 if __name__ == "__main__":

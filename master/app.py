@@ -31,6 +31,7 @@ from master.routes import (
     lean_callbacks,
     openai,
     query,
+    runs,
     ui,
     workspace,
     ws,
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(workspace.router)
     app.include_router(session_routes.router, dependencies=needs(Permission.QUERY))
     app.include_router(approvals.router, dependencies=needs(Permission.QUERY))
+    app.include_router(runs.router, dependencies=needs(Permission.QUERY))
     app.include_router(sandbox_routes.router)
     app.include_router(metrics_route.router, dependencies=needs(Permission.ADMIN))
     app.include_router(keys.admin)

@@ -46,6 +46,7 @@ from master.cluster.router import ClusterOutbox, ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.collaboration.remote import RemoteMembersFactory
 from master.conversation.approvals import ApprovalStore
+from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor
@@ -297,6 +298,16 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         ttl_seconds=settings.redis_session_ttl_seconds,
         timeout_seconds=settings.redis_query_timeout_seconds,
     )
+    runs = RunStore(
+        redis,
+        master_id=master_id,
+        lease_seconds=settings.openagent_run_lease_seconds,
+        keep_seconds=settings.redis_session_ttl_seconds,
+        timeout_seconds=settings.redis_query_timeout_seconds,
+    )
+    runs.start()
+    # Closed after the query entry (entered before it): the runs it cancelled are recorded failed.
+    stack.push_async_callback(runs.aclose)
     attachment_store = AttachmentStore(
         blob_redis,
         ttl_seconds=settings.redis_session_ttl_seconds,
@@ -359,12 +370,13 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             timeout_seconds=settings.redis_query_timeout_seconds,
             session_ttl_seconds=settings.redis_session_ttl_seconds,
         ),
+        runs=runs,
     )
     admission = Admission(
         settings.openagent_max_queries_in_flight,
         tenant_limit=settings.openagent_tenant_max_concurrent_queries,
     )
-    entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics))
+    entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics), runs=runs)
     approvals = ApprovalDesk(entry, metrics=metrics)
     hub = Hub(
         registry,

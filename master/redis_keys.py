@@ -88,6 +88,34 @@ def session_approvals_key(session_id: str) -> str:
     return f"{SESSION_APPROVALS_PREFIX}{session_id}"
 
 
+RUN_PREFIX = "run:"
+"""``run:{run_id}`` → JSON of a run's record (:mod:`master.conversation.runs`): ``state``, ``holder``
+(a master id), ``lease`` (the holder's lease token), ``session_id``, ``tenant``, ``query_id``,
+``reason``, ``stopped_by``, ``created_at``, ``updated_at``, and the tool calls ``completed``,
+``in_flight``, ``unknown``; TTL ``REDIS_SESSION_TTL_SECONDS``. One string: a run's end is one ``SET``."""
+RUN_CHECKPOINT_PREFIX = "run_checkpoint:"
+"""``run_checkpoint:{run_id}`` → JSON of what a halted or lost run resumes from (its messages,
+steps, budget spent, the calls it still owes); same TTL as the record."""
+RUNS_RUNNING_KEY = "runs:running"
+"""SET of the ids of runs recorded ``running``: what the sweep checks for a lost holder."""
+RUN_LEASE_PREFIX = "run_lease:"
+"""``run_lease:{master_id}`` → the token of the master's current life (TTL
+``OPENAGENT_RUN_LEASE_SECONDS``, renewed every third of it): a running run whose holder's lease
+is gone, or holds another token, was lost with its master."""
+
+
+def run_key(run_id: str) -> str:
+    return f"{RUN_PREFIX}{run_id}"
+
+
+def run_checkpoint_key(run_id: str) -> str:
+    return f"{RUN_CHECKPOINT_PREFIX}{run_id}"
+
+
+def run_lease_key(master_id: str) -> str:
+    return f"{RUN_LEASE_PREFIX}{master_id}"
+
+
 AGENT_PREFIX = "agent:"
 """``agent:{agent_id}`` → JSON record of an HTTP invocation agent (TTL ``REDIS_AGENT_TTL_SECONDS``)."""
 

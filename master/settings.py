@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     openagent_api_key: SecretStr | None = None
     """When set, every route but ``GET /health``, ``GET /ready``, the API docs and the web UI, and every
     ``/ws`` connection, need it as ``Authorization: Bearer <key>``."""
+    openagent_allow_no_auth: bool = False
+    """Let ``python -m master`` listen on a non-loopback address without ``OPENAGENT_API_KEY``
+    (everyone who reaches it is then an administrator); without it the master refuses to start."""
     openagent_ws_max_message_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     """Largest WebSocket frame; a larger one closes the connection with 1009 before it is buffered (``python -m master`` sets uvicorn's ``ws_max_size`` to it)."""
     openagent_http_max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
@@ -156,6 +159,9 @@ class Settings(BaseSettings):
     openagent_approval_sweep_seconds: float = Field(default=30.0, ge=0)
     """Seconds between two passes of the expiry sweep, which marks the approvals whose time has passed
     ``expired`` and ends their runs (0 disables it: an expired approval is then found at the next read)."""
+    openagent_run_lease_seconds: float = Field(default=10.0, ge=0.3)
+    """A run whose master has not renewed its holder lease for this long is marked ``failed``
+    (the master is taken for lost) by any live master; the lease is renewed every third of it."""
 
     # Feature toggles
     openagent_http_query: bool = True

@@ -135,6 +135,17 @@ class ErrorCode(StrEnum):
         409,
         "The approval was already decided (the body names the decision that won) or has expired.",
     )
+    UNKNOWN_RUN = "unknown_run", 404, "No run with that id (never started, or gone with its TTL)."
+    RUN_NOT_RESUMABLE = (
+        "run_not_resumable",
+        409,
+        "The run is not in a state that resumes (the message names its state).",
+    )
+    BUDGET_NOT_LARGER = (
+        "budget_not_larger",
+        422,
+        "A resume's budget must be larger than the one that stopped the run (the message names it).",
+    )
     TOO_MANY_QUERIES = "too_many_queries", 429, "Too many queries are in flight on this master; retry later."
     DRAINING = "draining", 503, "The master is stopping; retry on another master (see `Retry-After`)."
     SESSION_STORE_UNAVAILABLE = "session_store_unavailable", 503, "Redis did not answer; nothing was stored."

@@ -282,6 +282,9 @@ class QueryResponse(_Model):
     """The answer to a query: the body of ``POST /query``'s response."""
 
     query_id: str
+    run_id: str | None = None
+    """The run that answered (``GET /runs/{run_id}`` reads its record; a run stopped by a budget
+    resumes with ``POST /runs/{run_id}/resume``). ``None`` when the query was refused before it ran."""
     session_id: str | None = None
     """Session that holds this exchange; send it back with a follow-up."""
     success: bool

@@ -95,7 +95,9 @@ def _dumps(turn: Turn) -> bytes:
 # invocation calls whose outcome these turns store: each still pending one becomes 'stored', so
 # a late callback cannot append the result a second time (master.agents.call_records).
 # KEYS[2] is the session's owner key: set to ARGV[3] (a tenant, '' for none) by the append that
-# creates the session, and its TTL follows the session's.
+# creates the session, and its TTL follows the session's. With ARGV[4], the last key is the
+# run's record, set to ARGV[4] with TTL ARGV[5] in the same trip (master.conversation.runs: a
+# run's end costs no round trip of its own).
 _APPEND = """
 local n = redis.call('STRLEN', KEYS[1])
 if n <= 2 then
@@ -106,7 +108,12 @@ else
   redis.call('EXPIRE', KEYS[1], ARGV[2])
   redis.call('EXPIRE', KEYS[2], ARGV[2])
 end
-for i = 3, #KEYS do
+local last = #KEYS
+if ARGV[4] then
+  redis.call('SET', KEYS[last], ARGV[4], 'EX', ARGV[5])
+  last = last - 1
+end
+for i = 3, last do
   if redis.call('HGET', KEYS[i], 'state') == 'pending' then redis.call('HSET', KEYS[i], 'state', 'stored') end
 end
 return 1
@@ -285,6 +292,7 @@ class SessionStore:
         *,
         settled_calls: Sequence[str] = (),
         owner: str | None = None,
+        also_set: tuple[str, str, int] | None = None,
     ) -> None:
         """Append ``turns`` atomically and refresh the session's TTL.
 
@@ -292,6 +300,7 @@ class SessionStore:
         records end in the same script (a late callback is then refused, not stored twice).
         ``owner``: the tenant that owns the session when this append creates it (``None`` or
         ``default``: nothing is recorded, the session is ``default``'s).
+        ``also_set``: ``(key, value, ttl)`` set in the same script (a run's record as it ends).
         """
         if not turns:
             return
@@ -302,8 +311,12 @@ class SessionStore:
             *(call_record_key(call_id) for call_id in settled_calls),
         ]
         recorded = owner if owner is not None and owner != DEFAULT_TENANT else ""
+        args: list[Any] = [payload, self._ttl, recorded]
+        if also_set is not None:
+            keys.append(also_set[0])
+            args += [also_set[1], also_set[2]]
         async with self._step():
-            await self._append(keys=keys, args=[payload, self._ttl, recorded])
+            await self._append(keys=keys, args=args)
         self._answered_at = time.monotonic()
 
     @asynccontextmanager

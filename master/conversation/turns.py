@@ -82,14 +82,17 @@ class TurnRecorder:
             await self.flush()
             self._steps_stored = True
 
-    async def flush(self) -> None:
+    async def flush(self, also_set: tuple[str, str, int] | None = None) -> None:
         if self._pending:
             turns, self._pending = self._pending, []
             calls, self._calls = self._calls, []
-            await self._sessions.append(self.session_id, turns, settled_calls=calls, owner=self.owner)
+            await self._sessions.append(
+                self.session_id, turns, settled_calls=calls, also_set=also_set, owner=self.owner
+            )
 
-    async def finish(self, outcome: Outcome) -> None:
-        """Store the answer (and whatever is still pending)."""
+    async def finish(self, outcome: Outcome, also_set: tuple[str, str, int] | None = None) -> None:
+        """Store the answer (and whatever is still pending); ``also_set`` ``(key, value, ttl)`` is
+        set in the same write (the run's record)."""
         extra: dict[str, Any] = {"answer": outcome.answer}
         if outcome.status == "stopped":
             extra |= {"status": "stopped", "stopped_by": outcome.stopped_by}
@@ -119,4 +122,4 @@ class TurnRecorder:
             self._pending.append(self._stamp({"decision": "final_answer", "steps": outcome.steps, **extra}))
         else:
             self._pending.append(self._stamp({"decision": "answer_directly", **extra}))
-        await self.flush()
+        await self.flush(also_set)

@@ -90,6 +90,9 @@ class RunHooks:
     """Sampling parameters for every round (:data:`master.llm.model.LLMOptions`)."""
     approval: Callable[[str, Target, AgentTool], Verdict] | None = None
     """Whether a valid call ``(function name, agent, tool)`` runs, waits for a person or is refused."""
+    sending: Callable[[list[tuple[str, str, Any]]], None] | None = None
+    """Told the calls ``(id, function name, arguments)`` of a round before they are sent (the
+    run's record keeps them in flight until :attr:`on_step` reports them done)."""
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         if self.events is not None:
@@ -181,6 +184,8 @@ class Orchestrator:
                     )
                     budget.allow_tool_calls(1)
                     hooks.emit("step", {"step": index + 1, "tool_calls": [call.name]})
+                    if hooks.sending is not None:
+                        hooks.sending([(call.id, call.name, arguments)])
                     run = await self._dispatch(target, tool_name, arguments, call.id, hooks)
                     outcome.steps += 1
                     outcome.tool_runs.append(run)
@@ -230,6 +235,8 @@ class Orchestrator:
         verdicts = {call.id: self._verdict(toolbox, call, hooks) for call in ours} if hooks.approval else {}
         held = [call for call in ours if verdicts.get(call.id) == "hold"]
         now = [call for call in ours if verdicts.get(call.id) != "hold"]
+        if hooks.sending is not None and now:
+            hooks.sending([(call.id, call.name, call.arguments) for call in now])
         if len(now) == 1:  # the common case, without gather's tasks
             runs = [await self._run_or_refuse(toolbox, now[0], hooks, tools, verdicts)]
         else:

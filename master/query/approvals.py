@@ -225,15 +225,13 @@ class ApprovalDesk:
                 success=True,
                 status="awaiting_approval",
                 approvals=approvals,
+                run_id=state.get("run_id"),
             )
         request = QueryRequest.model_validate({**state["request"], "session_id": session_id})
         try:
+            extras = RunExtras(resume_approvals=True, run_id=state.get("run_id"))
             run = self._entry.submit(
-                request,
-                door=door,
-                stream=stream,
-                extras=RunExtras(resume_approvals=True),
-                principal=resumer(state),
+                request, door=door, stream=stream, extras=extras, principal=resumer(state)
             )
         except QueryRefused as exc:
             if stream:

@@ -35,6 +35,7 @@ from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox
 from master.auth import BOOTSTRAP_ADMIN, Principal
+from master.conversation.runs import LiveRun, RunState, RunStore
 from master.errors import QueryRejected
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
@@ -75,10 +76,13 @@ class OfferedTool:
 class QueryRun:
     """One admitted query, running: await :meth:`result`, or iterate :meth:`events` when streamed."""
 
-    __slots__ = ("_events", "_task", "query_id")
+    __slots__ = ("_events", "_task", "query_id", "run_id")
 
-    def __init__(self, query_id: str, *, streamed: bool) -> None:
+    def __init__(self, query_id: str, *, streamed: bool, run_id: str = "") -> None:
         self.query_id = query_id
+        self.run_id = run_id
+        """The run's id (a resumed run keeps the id it had; a continuation found by its calls'
+        ids takes its run's id later: the answer's ``run_id`` is the one that holds)."""
         self._events: asyncio.Queue[QueryEvent | None] | None = asyncio.Queue() if streamed else None
         self._task: asyncio.Task[QueryResponse] | None = None
 
@@ -132,8 +136,10 @@ class QueryEntry:
         *,
         agents: AgentDirectory | None = None,
         tools: ToolCaller | None = None,
+        runs: RunStore | None = None,
     ) -> None:
         self.queries = queries
+        self.runs = runs
         self.admission = admission
         self.agents = agents
         self._tools = tools
@@ -161,7 +167,8 @@ class QueryEntry:
         ``principal`` is who asks (its tenant's cap admits it; see the module docstring).
         """
         self.admission.enter(principal.tenant)
-        run = QueryRun(query_id or f"{door}-{uuid.uuid4().hex}", streamed=stream)
+        run_id = (extras.run_id if extras is not None else None) or f"run-{uuid.uuid4().hex}"
+        run = QueryRun(query_id or f"{door}-{uuid.uuid4().hex}", streamed=stream, run_id=run_id)
         task = asyncio.create_task(
             self._run(request, run, door, deliver, extras, principal), name=f"query {run.query_id} ({door})"
         )
@@ -180,12 +187,22 @@ class QueryEntry:
         principal: Principal,
     ) -> QueryResponse:
         finished: Finished | None = None
+        live = self._begin(run, request, extras)
         try:
             try:
                 events = run._emit if run._events is not None else None
-                response = await self.queries.run(
-                    request, run.query_id, events=events, extras=extras, principal=principal
-                )
+                if events is not None and live is not None and extras is None:
+                    # A stream names its run before the end (SSE header, A2A task): readable now.
+                    assert self.runs is not None
+                    await self.runs.announce(live)
+                more: dict[str, Any] = {}
+                if extras is not None:
+                    more["extras"] = extras
+                if live is not None:
+                    more["live"] = live
+                if principal is not BOOTSTRAP_ADMIN:
+                    more["principal"] = principal
+                response = await self.queries.run(request, run.query_id, events=events, **more)
             except QueryRejected as exc:
                 response = rejected_response(request, run.query_id, exc)
             except Exception:  # a bug must not leave the asker waiting, nor answer without a code
@@ -197,13 +214,33 @@ class QueryEntry:
                         ErrorCode.INTERNAL_ERROR, "internal error while answering; see the master's log"
                     ),
                 )
+            if live is not None:
+                response.run_id = run.run_id = live.run_id
+                assert self.runs is not None
+                if not live.ended:  # written with the session's answer, as a rule
+                    await self.runs.end(live, _state_of(response), reason=_reason_of(response))
+                live = None
+            else:
+                response.run_id = run.run_id
             finished = Finished(response)
             if deliver is not None:
                 await deliver(response)
             return response
         finally:
+            if live is not None:  # cancelled: no answer
+                assert self.runs is not None
+                self.runs.abandon(live, "the run was cancelled (its client, or the master stopping)")
             self.admission.leave(principal.tenant)
             run._end(finished)
+
+    def _begin(self, run: QueryRun, request: QueryRequest, extras: RunExtras | None) -> LiveRun | None:
+        runs = self.runs
+        if runs is None:
+            return None
+        live = runs.begin(run.run_id, query_id=run.query_id, session_id=request.session_id)
+        if extras is not None and extras.resume_run is not None:
+            runs.claimed(live, extras.resume_run["record"], dict(extras.resume_run["checkpoint"]))
+        return live
 
     def offered_tools(
         self, allowed: Iterable[str] | None = None, *, principal: Principal = BOOTSTRAP_ADMIN
@@ -278,6 +315,23 @@ class QueryEntry:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _state_of(response: QueryResponse) -> RunState:
+    if not response.success:
+        return "failed"
+    status = response.status
+    if status is None or status == "completed":
+        return "completed"
+    return status
+
+
+def _reason_of(response: QueryResponse) -> str | None:
+    if not response.success:
+        return f"{response.error_code}: {response.error}" if response.error_code else response.error
+    if response.status == "stopped":
+        return f"stopped by {response.stopped_by}"
+    return None
 
 
 __all__ = [

@@ -34,6 +34,11 @@ class RunExtras:
     resume_approvals: bool = False
     """Continue the session's run paused for approvals, every one of them decided (``POST
     /approvals/{approval_id}`` submits it once the last is)."""
+    run_id: str | None = None
+    """Continue the stored run with this id (a resume) instead of starting a new one."""
+    resume_run: Mapping[str, Any] | None = None
+    """A halted or lost run claimed for a resume (``POST /runs/{run_id}/resume``): ``record``
+    (its record) and ``checkpoint`` (what it resumes from)."""
     new_session_id: str | None = None
     """The id of the session a query without ``session_id`` starts (a door that must name it
     before the run ends, in a streamed answer's headers); a new random one when ``None``."""

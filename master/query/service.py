@@ -30,6 +30,7 @@ from master.conversation.approvals import ApprovalStore
 from master.conversation.context import Context, ContextBuilder
 from master.conversation.history import CLIENT, turns_from_messages
 from master.conversation.outcome import Outcome
+from master.conversation.runs import LiveRun, RunStore
 from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
@@ -71,6 +72,13 @@ NOT_CONFIGURED = (
 MAX_KNOWN_LISTED = 20
 """How many known agent ids an ``unknown_agent`` refusal lists."""
 
+UNKNOWN_CALL = (
+    "The outcome of this call is unknown: it was sent, but the run stopped (its master was lost, "
+    "or it was cancelled) before the result came back. It was not run again; it may or may not "
+    "have taken effect. Say so in your answer, and do not repeat it unless the user asks."
+)
+"""The tool message a resumed run gives the model for a call that was in flight when it stopped."""
+
 
 @dataclass
 class _Run:
@@ -93,6 +101,8 @@ class _Run:
     """Who asked (see :meth:`QueryService._owner`)."""
     new_session: bool = True
     """Whether the run started its session (its owner is then the asker's tenant)."""
+    live: LiveRun | None = None
+    """The run's record as it goes (:mod:`master.conversation.runs`)."""
 
 
 class QueryService:
@@ -112,8 +122,10 @@ class QueryService:
         spawner: Spawner | None = None,
         metrics: Metrics | None = None,
         approvals: ApprovalStore | None = None,
+        runs: RunStore | None = None,
     ) -> None:
         self._metrics = metrics
+        self.runs = runs
         self.approvals = approvals
         self._settings = settings
         self._agents = agents
@@ -131,6 +143,7 @@ class QueryService:
         query_id: str,
         events: EventSink | None = None,
         extras: RunExtras | None = None,
+        live: LiveRun | None = None,
         principal: Principal = BOOTSTRAP_ADMIN,
     ) -> QueryResponse:
         """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot.
@@ -147,7 +160,7 @@ class QueryService:
             tracing.span("query", {"openagent.query_id": query_id}) as span,
         ):
             try:
-                response = await self._run(request, query_id, events, extras or NO_EXTRAS, principal)
+                response = await self._run(request, query_id, events, extras or NO_EXTRAS, live, principal)
                 outcome = response.status or "completed"
                 return response
             except QueryRejected as exc:
@@ -165,6 +178,7 @@ class QueryService:
         query_id: str,
         events: EventSink | None,
         extras: RunExtras,
+        live: LiveRun | None,
         principal: Principal,
     ) -> QueryResponse:
         tenant = principal.tenant_filter
@@ -193,6 +207,15 @@ class QueryService:
         paused = await self._paused(session_id, results) if results is not None else None
         if extras.resume_approvals:
             paused = await self._held_state(session_id)
+        if extras.resume_run is not None:
+            paused = dict(extras.resume_run["checkpoint"])
+        if live is not None:
+            live.session_id = session_id
+            if paused is not None and extras.resume_run is None:  # the run goes on under its id
+                live.run_id = str(paused.get("run_id") or live.run_id)
+                live.query_id = str(paused.get("query_id") or live.query_id)
+                live.completed[:0] = paused.get("completed") or []
+                live.created_at = float(paused.get("created_at") or live.created_at)
         if extras.history and session_hint is None:
             turns = await self._store_history(session_id, extras.history, principal.tenant)
         toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids, tenant=tenant))
@@ -213,6 +236,14 @@ class QueryService:
             owner=principal.tenant,
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
+        if live is not None:
+            on_step = recorder.steps
+
+            async def step_done(runs: list[ToolRun]) -> None:
+                live.done(runs)
+                await on_step(runs)
+
+            hooks.on_step, hooks.sending = step_done, live.sending
         hooks.approval = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
         extra_tools = self._collaboration_hook(
@@ -236,13 +267,20 @@ class QueryService:
             recorder,
             hooks,
             extras=extras,
+            live=live,
             principal=principal,
             new_session=new_session,
         )
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
         try:
-            if paused is not None and extras.resume_approvals:
+            if paused is not None and extras.resume_run is not None:
+                outcome = (
+                    await self._resume_held(run, extra_tools, paused, taken=True)
+                    if paused.get("kind") == "approval"
+                    else await self._resume_halted(run, extra_tools, paused)
+                )
+            elif paused is not None and extras.resume_approvals:
                 outcome = await self._resume_held(run, extra_tools, paused)
             elif paused is not None and results is not None:
                 outcome = await self._continue(run, extra_tools, paused, results)
@@ -252,6 +290,13 @@ class QueryService:
                 outcome = await self._execute(run, extra_tools)
             if outcome.status == "awaiting_tool_results":
                 await self._pause(run, outcome)
+            if live is not None:
+                live.stopped_by = outcome.stopped_by
+                if outcome.status == "stopped" and recorder.plan_id is None and run.messages is not None:
+                    live.checkpoint = _halt_checkpoint(run, outcome, live)
+                    live.checkpoint_calls = len(live.completed)
+                else:  # answered, or paused again (its session keeps it)
+                    live.checkpoint = None
             approvals = await self._hold(run, outcome) if outcome.held else None
             if approvals and not outcome.answer:
                 outcome.answer = "Waiting for a person to decide: " + ", ".join(
@@ -260,7 +305,10 @@ class QueryService:
             notice = rag.notice() if rag is not None else None
             if notice:
                 outcome.answer = f"{notice}\n\n{outcome.answer}".strip()
-            await recorder.finish(outcome)
+            final = self._final_record(live, outcome)
+            await recorder.finish(outcome, final)
+            if final is not None and live is not None and self.runs is not None:
+                self.runs.ended(live)
         except LLMError as exc:
             logger.warning("query %s failed: %s", query_id, exc)
             await self._store_quietly(recorder)
@@ -297,6 +345,13 @@ class QueryService:
             steps=outcome.steps,
             approvals=approvals,
         )
+
+    def _final_record(self, live: LiveRun | None, outcome: Outcome) -> tuple[str, str, int] | None:
+        """The run's final record, written with the session's answer when it can be."""
+        if live is None or self.runs is None:
+            return None
+        reason = f"stopped by {outcome.stopped_by}" if outcome.status == "stopped" else None
+        return self.runs.final_record(live, outcome.status, reason)
 
     async def _approval_hook_of(
         self, request: QueryRequest, session_id: str, toolbox: Toolbox
@@ -380,6 +435,7 @@ class QueryService:
             "held": held,
             "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
             "asker": {"tenant": run.principal.tenant, "admin": run.principal.is_admin},
+            **_run_part(run),
         }
         try:
             await store.create(approvals, extra)
@@ -415,29 +471,49 @@ class QueryService:
             )
         return state
 
-    async def _resume_held(self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any]) -> Outcome:
+    async def _resume_held(
+        self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any], *, taken: bool = False
+    ) -> Outcome:
         """Go on with a run paused for approvals: the approved calls run (with the edited
         arguments), the model is told of refusals and expiries, then the next rounds. The paused
         state is taken first (of two resumes, one runs the calls) and put back, with the calls
-        done so far, if the resume fails: a decision is never lost to a failure."""
+        done so far, if the resume fails: a decision is never lost to a failure. Before an
+        approved call is sent, the run's record and checkpoint hold it in flight: a resume after
+        a failure (or after its master was lost) reports it as unknown and never sends it again.
+
+        ``taken``: ``state`` is a lost run's checkpoint, claimed already (``POST /runs/.../resume``)."""
         store = self.approvals
         assert store is not None
         session_id = run.recorder.session_id
-        try:
-            if await self._sessions.take_paused(session_id) is None:
-                raise QueryRejected("invalid_query", "the paused run was resumed already")
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if not taken:
+            try:
+                if await self._sessions.take_paused(session_id) is None:
+                    raise QueryRejected("invalid_query", "the paused run was resumed already")
+            except SessionStoreUnavailable as exc:
+                raise QueryRejected("session_store_unavailable", str(exc)) from None
         messages: list[Any] = list(state.get("messages") or [])
         remaining: list[dict[str, Any]] = list(state.get("held") or [])
+        for call in state.get("unknown") or ():  # sent before a failure: never sent again
+            messages.append({"role": "tool", "tool_call_id": str(call["id"]), "content": UNKNOWN_CALL})
+            if run.live is not None:
+                run.live.add_unknown(call)
         decided_runs: list[ToolRun] = []
         offered = [*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else []
+        sending: dict[str, Any] | None = None
         try:
             while remaining:
                 held = remaining[0]
                 record = await store.record(str(held["approval_id"])) or {"status": "expired"}
-                messages.append(await self._decided_message(run, held, record, offered, decided_runs))
-                remaining.pop(0)
+                if record.get("status") == "approved":
+                    await self._before_held_call(run, state, messages, remaining[1:], held)
+                    sending = remaining.pop(0)
+                    messages.append(await self._decided_message(run, held, record, offered, decided_runs))
+                    sending = None
+                else:
+                    messages.append(await self._decided_message(run, held, record, offered, decided_runs))
+                    remaining.pop(0)
+            if run.live is not None:
+                run.live.checkpoint = None  # every held call answered: nothing to resume from
             run.messages = messages
             outcome = await run.orchestrator.run(
                 messages=messages,
@@ -452,12 +528,100 @@ class QueryService:
             outcome.tool_runs[:0] = decided_runs
             return outcome
         except BaseException:
-            restored = {**state, "messages": messages, "held": remaining}
+            restored = {
+                **state,
+                **_run_part(run),
+                "messages": messages,
+                "held": remaining,
+                "unknown": [sending] if sending is not None else [],
+            }
+            if run.live is not None:
+                run.live.checkpoint = None  # resumable through its approvals only, not twice
             try:
                 await self._sessions.pause(session_id, restored, [], ttl=store.keep_seconds)
             except SessionStoreUnavailable as exc:
                 logger.error("could not keep the paused run of session %s: %s", session_id, exc)
             raise
+
+    async def _before_held_call(
+        self,
+        run: _Run,
+        state: dict[str, Any],
+        messages: list[Any],
+        remaining: list[dict[str, Any]],
+        held: dict[str, Any],
+    ) -> None:
+        """Record an approved call in flight, with what the run resumes from without it, before
+        it is sent (awaited: a lost master must not leave it to be sent twice)."""
+        live = run.live
+        if live is None or self.runs is None:
+            return
+        live.sending([(str(held["id"]), str(held["name"]), held.get("arguments"))])
+        checkpoint = {
+            **state,
+            **_run_part(run),
+            "kind": "approval",
+            "session_id": run.recorder.session_id,
+            "messages": messages,
+            "held": remaining,
+            "unknown": [held],
+        }
+        try:
+            await self.runs.save(live, checkpoint)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+
+    async def _resume_halted(self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any]) -> Outcome:
+        """Go on with a run a budget or the step limit stopped (``POST /runs/{run_id}/resume``):
+        its messages as they were, the budget it spent counted against the new one, the calls it
+        had in flight told as unknown (never sent again), then the next rounds."""
+        messages: list[Any] = list(state.get("messages") or [])
+        unknown = list(state.get("unknown") or ())
+        if unknown:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": str(call["id"]),
+                            "type": "function",
+                            "function": {
+                                "name": str(call["name"]),
+                                "arguments": call["arguments"]
+                                if isinstance(call["arguments"], str)
+                                else json.dumps(call["arguments"]),
+                            },
+                        }
+                        for call in unknown
+                    ],
+                }
+            )
+            messages.extend(
+                {"role": "tool", "tool_call_id": str(call["id"]), "content": UNKNOWN_CALL} for call in unknown
+            )
+            if run.live is not None:
+                for call in unknown:
+                    run.live.add_unknown(call)
+        spent = state.get("spent") or {}
+        budget = run.budget
+        budget.tool_calls = int(spent.get("tool_calls") or 0)
+        budget.tokens = int(spent.get("tokens") or 0)
+        budget.started -= float(spent.get("seconds") or 0.0)
+        run.messages = messages
+        auto = run.request.auto_mode
+        steps = int(state.get("steps") or 0)
+        return await run.orchestrator.run(
+            messages=messages,
+            tools=[*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else [],
+            toolbox=run.toolbox,
+            model=run.model,
+            auto_mode=auto,
+            budget=budget,
+            hooks=run.hooks,
+            # Without auto mode the resumed part gets its tool round; the step limit gives more rounds.
+            steps_done=steps if auto and state.get("stopped_by") != "max_steps" else 0,
+        )
 
     async def _decided_message(
         self,
@@ -475,7 +639,7 @@ class QueryService:
             arguments = json.dumps(edited) if edited is not None else str(held["arguments"])
             call = ToolCallRequest(call_id, str(held["name"]), arguments)
             tool_run = await run.orchestrator.run_held(run.toolbox, call, run.hooks, tools)
-            await run.recorder.steps([tool_run])
+            await (run.hooks.on_step or run.recorder.steps)([tool_run])
             done.append(tool_run)
             message = dict(tool_run.as_tool_message(call_id))
             if edited is not None:
@@ -579,7 +743,7 @@ class QueryService:
                     call["name"], CLIENT, call["name"], call.get("arguments"), success=True, result=content
                 )
             )
-        await run.recorder.steps(client_runs)
+        await (run.hooks.on_step or run.recorder.steps)(client_runs)
         run.messages = messages
         return await run.orchestrator.run(
             messages=messages,
@@ -601,6 +765,7 @@ class QueryService:
             "messages": run.messages or [],
             "steps": outcome.steps,
             "pending": [call.model_dump() for call in outcome.pending],
+            **_run_part(run),
         }
         try:
             await self._sessions.pause(recorder.session_id, state, [call.id for call in outcome.pending])
@@ -874,6 +1039,41 @@ class QueryService:
         WebSocket agent shadows an invocation agent with the same id); those offered to ``tenant``
         when given."""
         return self._agents.tool_targets(allowed, tenant=tenant)
+
+
+def _run_part(run: _Run) -> dict[str, Any]:
+    """What a paused run's state keeps of its record: its id and the calls it completed."""
+    live = run.live
+    if live is None:
+        return {}
+    return {"run_id": live.run_id, "completed": live.completed, "created_at": live.created_at}
+
+
+def _halt_checkpoint(run: _Run, outcome: Outcome, live: LiveRun) -> dict[str, Any]:
+    """What a run a budget or the step limit stopped resumes from."""
+    messages = list(run.messages or [])
+    last = messages[-1] if messages else None
+    if outcome.stopped_by == "max_steps" and isinstance(last, dict) and last.get("role") == "user":
+        messages.pop()  # the step limit's note: a resume goes on with tools
+    budget = run.budget
+    return {
+        "kind": "halt",
+        "run_id": live.run_id,
+        "session_id": run.recorder.session_id,
+        "query": run.recorder.query,
+        "query_id": run.recorder.query_id,
+        "messages": messages,
+        "steps": outcome.steps,
+        "stopped_by": outcome.stopped_by,
+        "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+        "budget": {
+            "max_tool_calls": budget.max_tool_calls,
+            "max_tokens": budget.max_tokens,
+            "max_seconds": budget.max_seconds,
+        },
+        "spent": {"tool_calls": budget.tool_calls, "tokens": budget.tokens, "seconds": budget.elapsed},
+        "unknown": list(live.in_flight),
+    }
 
 
 def _patterns(text: str) -> list[str]:

@@ -119,12 +119,21 @@ async def answer(entry: QueryEntry, body: QueryRequest, *, streamed: bool, princ
     except QueryRefused as exc:
         return _json(rejected_response(body, query_id, exc))
     if streamed:
-        return StreamingResponse(
-            sse_events(run),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return sse_response(run)
     return _json(await run.result())
+
+
+RUN_ID_HEADER = "OpenAgent-Run-Id"
+"""Names the run of a streamed answer before it ends (``GET /runs/{run_id}`` reads it meanwhile)."""
+
+
+def sse_response(run: QueryRun) -> StreamingResponse:
+    """The run's answer as Server-Sent Events (:func:`sse_events`), its run id in a header."""
+    return StreamingResponse(
+        sse_events(run),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", RUN_ID_HEADER: run.run_id},
+    )
 
 
 def _json(response: QueryResponse) -> Response:

@@ -80,6 +80,7 @@ def _comparable(response: httpx.Response) -> tuple[int, str, Any]:
         body = response.json()
         if isinstance(body, dict):
             body.pop("query_id", None)
+            body.pop("run_id", None)
             if body.get("success"):
                 body.pop("session_id", None)
     elif response.headers.get("content-type", "").startswith("text/event-stream"):

@@ -25,6 +25,7 @@ def test_query_result_carries_the_query_response_fields() -> None:
     assert set(frame) == {
         "type",
         "query_id",
+        "run_id",
         "session_id",
         "success",
         "answer",

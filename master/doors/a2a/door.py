@@ -159,7 +159,7 @@ class A2ADoor:
         resumed runs move such a task on)."""
         self.entry = entry
         self.agents = agents
-        self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds)
+        self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds, runs=entry.runs)
         self.events = RedisEventStream(redis, self.store)
         self.executor = HubExecutor(entry, self.store, approvals)
         if approvals is not None:

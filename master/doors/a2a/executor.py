@@ -49,7 +49,7 @@ from google.protobuf import json_format
 from pydantic import ValidationError
 
 from master.auth import BOOTSTRAP_ADMIN, Principal
-from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
+from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
@@ -133,6 +133,8 @@ class _Updater(TaskUpdater):
     first: list[Message] | None = None
     """The new task's history, until the task exists (``None``: it does)."""
     quiet: bool = False
+    run_id: str = ""
+    """The hub run answering the task (kept in the task's metadata)."""
 
     async def working(self, message: Message | None) -> None:
         if self.quiet:
@@ -145,6 +147,8 @@ class _Updater(TaskUpdater):
         task.status.timestamp.GetCurrentTime()
         if message is not None:
             task.status.message.CopyFrom(message)
+        if self.run_id:
+            task.metadata.update({RUN_ID_KEY: self.run_id})
         await self.event_queue.enqueue_event(task)
 
     async def finish(
@@ -173,6 +177,8 @@ class _Updater(TaskUpdater):
         task.status.timestamp.GetCurrentTime()
         if message is not None:
             task.status.message.CopyFrom(message)
+        if self.run_id:
+            task.metadata.update({RUN_ID_KEY: self.run_id})
         await self.event_queue.enqueue_event(task)
 
 
@@ -253,6 +259,7 @@ class HubExecutor(AgentExecutor):
         """Hand the run's steps on as ``WORKING`` updates, then end the task as the run ended
         (the session is ``tenant``'s context's)."""
         self._running[updater.task_id] = run
+        updater.run_id = run.run_id
         try:
             await updater.working(None)
             response: QueryResponse | None = None
@@ -497,6 +504,7 @@ def _ending(response: QueryResponse, *, paused: bool = False) -> tuple[TaskState
     can be resumed again (the task waits)."""
     details: dict[str, Any] = {
         "query_id": response.query_id,
+        "run_id": response.run_id,
         "session_id": response.session_id,
         "agents_used": [used.model_dump() for used in response.agents_used],
     }

@@ -36,6 +36,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
+from a2a.helpers import new_text_message
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
     StoredTask,
@@ -46,11 +47,13 @@ from a2a.server.cluster import (
 )
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskState
+from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Role, Task, TaskState
 from a2a.utils.errors import InternalError, InvalidParamsError
 from redis.exceptions import RedisError
 
 from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
+from master.conversation.runs import RunStore
+from master.errors import SessionStoreUnavailable
 from master.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
 from master.redis_keys import a2a_context_key as context_key
 from master.redis_keys import a2a_events_channel as events_channel
@@ -59,6 +62,9 @@ from master.redis_keys import a2a_task_key as task_key
 from master.redis_keys import a2a_waiting_key as waiting_key
 
 logger = logging.getLogger("master.doors.a2a")
+
+RUN_ID_KEY = "openagent_run_id"
+"""The task metadata that names the hub run answering it (``GET /runs/{run_id}``)."""
 
 SCOPE_KEY = "openagent.a2a.scope"
 """Where :class:`ServerCallContext.state` holds the endpoint's scope: an agent id, or ``""`` (the hub)."""
@@ -142,9 +148,11 @@ class RedisTaskStore(VersionedTaskStore):
     another endpoint, it does not exist.
     """
 
-    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int) -> None:
-        """``redis``: a client that answers bytes (``decode_responses=False``)."""
+    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int, runs: RunStore | None = None) -> None:
+        """``redis``: a client that answers bytes (``decode_responses=False``); ``runs``: the run
+        records, to report a task whose run's master was lost as ``FAILED``."""
         self._redis = redis
+        self._runs = runs
         self._ttl = ttl_seconds
         self._save = redis.register_script(_SAVE)
         self._terminal = ",".join(str(int(state)) for state in TERMINAL_STATES)
@@ -202,7 +210,40 @@ class RedisTaskStore(VersionedTaskStore):
             raw = await self._redis.hmget(task_key(task_id), _FIELDS)
         except RedisError as exc:
             raise _unavailable(exc) from None
-        return _stored(raw, scope_of(context), principal_of_call(context))
+        stored = _stored(raw, scope_of(context), principal_of_call(context))
+        return await self._lost_run(stored) if stored is not None else None
+
+    async def _lost_run(self, stored: StoredTask) -> StoredTask:
+        """A ``WORKING`` task not updated for a run lease, whose run failed (its master was lost):
+        read as ``FAILED`` with the reason, rather than ``WORKING`` forever. A task updated more
+        recently costs no read of the run."""
+        task = stored.task
+        runs = self._runs
+        if (
+            runs is None
+            or task.status.state != TaskState.TASK_STATE_WORKING
+            or RUN_ID_KEY not in task.metadata
+        ):
+            return stored
+        if time.time() - task.status.timestamp.ToSeconds() < runs.lease_seconds:
+            return stored
+        try:
+            record = await runs.get(str(task.metadata[RUN_ID_KEY]))
+        except SessionStoreUnavailable as exc:
+            raise InternalError(message=str(exc)) from None
+        if record is None or record["state"] != "failed":
+            return stored
+        task.status.state = TaskState.TASK_STATE_FAILED
+        task.status.message.CopyFrom(
+            new_text_message(
+                f"the run failed: {record['reason']}",
+                context_id=task.context_id,
+                task_id=task.id,
+                role=Role.ROLE_AGENT,
+            )
+        )
+        task.status.timestamp.GetCurrentTime()
+        return stored
 
     async def get_any(self, task_id: str) -> StoredTask | None:
         """The task whatever its endpoint (the event stream's catch-up read)."""

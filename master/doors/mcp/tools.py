@@ -53,6 +53,10 @@ ASK_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "session_id": {"type": ["string", "null"], "description": "Send it back to continue the session."},
+        "run_id": {
+            "type": ["string", "null"],
+            "description": "The run that answered (GET /runs/{run_id} on the master reads its record).",
+        },
         "agents_used": {
             "type": "array",
             "items": {
@@ -193,6 +197,7 @@ def answer_result(response: QueryResponse) -> types.CallToolResult:
     code = response.error_code.value if response.error_code else None
     structured: dict[str, Any] = {
         "session_id": response.session_id,
+        "run_id": response.run_id,
         "agents_used": [used.model_dump() for used in response.agents_used],
         "error_code": code,
     }
@@ -214,6 +219,6 @@ def refused_result(code: str, message: str) -> types.CallToolResult:
     """An ``ask`` the master did not run (``too_many_queries``, ``draining``, bad arguments)."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=f"{code}: {message}")],
-        structured_content={"session_id": None, "agents_used": [], "error_code": code},
+        structured_content={"session_id": None, "run_id": None, "agents_used": [], "error_code": code},
         is_error=True,
     )

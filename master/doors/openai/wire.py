@@ -352,6 +352,7 @@ def extras(response: QueryResponse) -> dict[str, Any]:
     return {
         "session_id": response.session_id,
         "query_id": response.query_id,
+        "run_id": response.run_id,
         "agents_used": [{"agent_id": u.agent_id, "tool_name": u.tool_name} for u in response.agents_used],
         "steps": response.steps,
         "status": response.status,

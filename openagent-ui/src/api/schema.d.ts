@@ -683,6 +683,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Run
+         * @description A run's record. A run held by a master that was lost reads ``failed`` (marked now, if no
+         *     master's sweep has yet).
+         */
+        get: operations["read_run_runs__run_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{run_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume Run
+         * @description Continue a run a budget or the step limit stopped, with a larger budget: from where it
+         *     stopped, its completed tool calls not repeated (calls in flight when it stopped are told to
+         *     the model as unknown, never sent again). The answer is the run's, as ``POST /query`` gives it.
+         */
+        post: operations["resume_run_runs__run_id__resume_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/save-agent": {
         parameters: {
             query?: never;
@@ -1555,7 +1598,7 @@ export interface components {
          * @description A stable, machine-readable error code; the message beside it names the offending value.
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "forbidden" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "unknown_approval" | "approval_decided" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
+        ErrorCode: "unauthorized" | "forbidden" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "unknown_approval" | "approval_decided" | "unknown_run" | "run_not_resumable" | "budget_not_larger" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
         /**
          * GenerateAgentBody
          * @description The body of ``POST /generate-agent``.
@@ -2047,6 +2090,12 @@ export interface components {
             /** Query Id */
             query_id: string;
             /**
+             * Run Id
+             * @description The run that answered (``GET /runs/{run_id}`` reads its record; a run stopped by a budget
+             *     resumes with ``POST /runs/{run_id}/resume``). ``None`` when the query was refused before it ran.
+             */
+            run_id?: string | null;
+            /**
              * Session Id
              * @description Session that holds this exchange; send it back with a follow-up.
              */
@@ -2160,6 +2209,23 @@ export interface components {
              */
             yaml: string;
         };
+        /**
+         * ResumeBody
+         * @description The body of ``POST /runs/{run_id}/resume``.
+         */
+        ResumeBody: {
+            /**
+             * @description The run's new limits, for the whole run (what it spent counts): each one given must not be
+             *     smaller than before, and the one that stopped the run must be larger. Omitted ones stay.
+             */
+            budget?: components["schemas"]["Budget"];
+            /**
+             * Stream
+             * @description Answer with Server-Sent Events, as ``POST /query`` does.
+             * @default false
+             */
+            stream?: boolean;
+        };
         /** Revoked */
         Revoked: {
             /** Key Id */
@@ -2173,6 +2239,25 @@ export interface components {
          * @enum {string}
          */
         Role: "admin" | "client" | "agent" | "viewer";
+        /**
+         * RunCall
+         * @description A tool call of a run.
+         */
+        RunCall: {
+            /** Agent Id */
+            agent_id?: string | null;
+            /** Arguments */
+            arguments?: unknown;
+            /**
+             * Success
+             * @description Completed calls: whether the tool succeeded (``result`` or ``error`` beside it).
+             */
+            success?: boolean | null;
+            /** Tool Name */
+            tool_name?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** RunningYamlAgent */
         RunningYamlAgent: {
             /** Agent Id */
@@ -2187,6 +2272,69 @@ export interface components {
         RunningYamlAgents: {
             /** Agents */
             agents: components["schemas"]["RunningYamlAgent"][];
+        };
+        /**
+         * RunRecord
+         * @description ``GET /runs/{run_id}``: a run's record.
+         */
+        RunRecord: {
+            /**
+             * Completed
+             * @description The tool calls that came back, in order (never run again on a resume).
+             */
+            completed?: components["schemas"]["RunCall"][];
+            /** Created At */
+            created_at?: number | null;
+            /**
+             * Holder
+             * @description The id of the master that holds (or last held) the run.
+             */
+            holder?: string | null;
+            /**
+             * In Flight
+             * @description Calls sent and not answered yet (as of the holder's last write).
+             */
+            in_flight?: components["schemas"]["UnsettledCall"][];
+            /** Query Id */
+            query_id?: string | null;
+            /**
+             * Reason
+             * @description Why the run stopped or failed.
+             */
+            reason?: string | null;
+            /**
+             * Resumable
+             * @description ``POST /runs/{run_id}/resume`` continues it.
+             * @default false
+             */
+            resumable?: boolean;
+            /** Run Id */
+            run_id: string;
+            /** Session Id */
+            session_id?: string | null;
+            /**
+             * State
+             * @description ``running``; paused (``awaiting_approval``, ``awaiting_tool_results``); ``stopped`` by a
+             *     budget or the step limit (resumable); ``completed``; ``failed`` (``reason`` says why, e.g. the
+             *     master holding it was lost).
+             * @enum {string}
+             */
+            state: "running" | "awaiting_approval" | "awaiting_tool_results" | "stopped" | "completed" | "failed";
+            /**
+             * Stopped By
+             * @description ``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps`` (a stopped run).
+             */
+            stopped_by?: string | null;
+            /** Tenant */
+            tenant?: string | null;
+            /**
+             * Unknown
+             * @description Calls that were in flight when the run stopped or its master was lost: their outcome is
+             *     unknown, and they are never sent again.
+             */
+            unknown?: components["schemas"]["UnsettledCall"][];
+            /** Updated At */
+            updated_at?: number | null;
         };
         /**
          * SandboxField
@@ -2576,6 +2724,24 @@ export interface components {
         Unregistration: {
             /** Agent Id */
             agent_id: string;
+        };
+        /**
+         * UnsettledCall
+         * @description A call sent and not answered (in flight), or whose outcome is unknown.
+         */
+        UnsettledCall: {
+            /** Arguments */
+            arguments?: unknown;
+            /**
+             * Id
+             * @description The model's id of the call.
+             */
+            id?: string | null;
+            /**
+             * Name
+             * @description The function name (``<agent_id>__<tool>``).
+             */
+            name?: string | null;
         };
         /**
          * Usage
@@ -4726,6 +4892,155 @@ export interface operations {
                 };
             };
             /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    read_run_runs__run_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A run_id from a query's answer */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunRecord"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such run (unknown_run) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resume_run_runs__run_id__resume_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A run_id from a query's answer */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumeBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueryResponse"];
+                };
+            };
+            /** @description The body is not JSON, or nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such run (unknown_run) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The run is not in a state that resumes (run_not_resumable); the message names it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A budget not larger than the one that stopped the run (budget_not_larger) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -223,3 +223,60 @@ async def test_a_call_fails_at_once_when_its_agent_re_registers_on_the_other_mas
         error = json.loads(llm.requests[1]["messages"][-1]["content"])["error"]
         assert "reconnected elsewhere" in error and "'master-b'" in error and "'master-a'" in error
         assert "lease expired" not in error
+
+
+async def test_a_call_paused_on_one_master_is_approved_on_the_other(llm: ScriptedOpenAIServer) -> None:
+    """Issue 24: the run pauses on master A; a person decides on master B; B resumes the run and
+    its approved call reaches the agent, which is connected to A, exactly once."""
+    transfer = {
+        "name": "transfer",
+        "description": "Send money",
+        "parameters": {
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "amount": {"type": "number"}},
+            "required": ["to", "amount"],
+        },
+        "requires_approval": True,
+    }
+    with (
+        MasterProcess(cluster_env(llm, OPENAGENT_MASTER_ID="master-a")) as a,
+        MasterProcess(cluster_env(llm, OPENAGENT_MASTER_ID="master-b")) as b,
+    ):
+        peer = await RawPeer.connect(a.ws_url)
+        try:
+            await peer.register("vault", tools=[transfer])
+            await rows_until(b.base_url, lambda rows: row(rows, "vault") is not None)
+            llm.add_tool_call("vault__transfer", {"to": "bob", "amount": 10})
+            async with (
+                httpx.AsyncClient(base_url=a.base_url, timeout=30) as on_a,
+                httpx.AsyncClient(base_url=b.base_url, timeout=30) as on_b,
+            ):
+                paused = (await on_a.post("/query", json={"query": "pay Bob"})).json()
+                assert paused["status"] == "awaiting_approval", paused
+                approval_id = paused["approvals"][0]["approval_id"]
+                listed = (await on_b.get("/approvals", params={"session_id": paused["session_id"]})).json()
+                assert [x["approval_id"] for x in listed["approvals"]] == [approval_id]
+
+                llm.add_text("Paid Bob 10.")
+                deciding = asyncio.create_task(
+                    on_b.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+                )
+                call = await peer.recv(timeout=20)
+                assert call["type"] == "tool_call" and call["arguments"] == {"to": "bob", "amount": 10}
+                await peer.send(
+                    {
+                        "type": "tool_result",
+                        "call_id": call["call_id"],
+                        "success": True,
+                        "result": {"sent": 10},
+                    }
+                )
+                decided = await deciding
+                assert decided.status_code == 200, decided.text
+                assert decided.json()["answer"] == "Paid Bob 10."
+                assert decided.json()["run_id"] == paused["run_id"]
+                again = await on_a.post(f"/approvals/{approval_id}", json={"decision": "reject"})
+                assert again.status_code == 409, again.text
+                assert (await on_a.get(f"/runs/{paused['run_id']}")).json()["state"] == "completed"
+        finally:
+            await peer.close()

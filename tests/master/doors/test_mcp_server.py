@@ -309,7 +309,7 @@ async def test_ask_runs_a_query_through_the_orchestrator(revision: str, llm: Scr
             structured = result.structured_content
             assert structured is not None
             assert structured["agents_used"] == [{"agent_id": "calc", "tool_name": "add"}]
-            assert structured["error_code"] is None
+            assert structured["error_code"] is None and structured["run_id"]
             session_id = structured["session_id"]
             assert session_id
             llm.add_text("Still 42.")
@@ -322,6 +322,7 @@ async def test_ask_runs_a_query_through_the_orchestrator(revision: str, llm: Scr
             assert isinstance(refused.content[0], types.TextContent) and "question" in refused.content[0].text
             assert refused.structured_content == {
                 "session_id": None,
+                "run_id": None,
                 "agents_used": [],
                 "error_code": "invalid_arguments",
             }

@@ -302,6 +302,14 @@ async def test_client_tools_pause_the_run_and_the_tool_messages_continue_it(hub:
     assert second.choices[0].finish_reason == "stop"
     assert second.choices[0].message.content == "84, and it is 10:30 in Paris."
     assert second.model_extra["openagent"]["session_id"] == first.model_extra["openagent"]["session_id"]
+    run_id = first.model_extra["openagent"]["run_id"]
+    assert run_id and second.model_extra["openagent"]["run_id"] == run_id  # one run, paused and gone on
+    async with httpx.AsyncClient(
+        base_url=hub.master.base_url, headers={"Authorization": f"Bearer {KEY}"}
+    ) as http:
+        record = (await http.get(f"/runs/{run_id}")).json()
+    assert record["state"] == "completed"
+    assert [call["tool_name"] for call in record["completed"]] == ["multiply", "local_time"]
     resumed = hub.llm.requests[-1]["messages"]
     results = {m["tool_call_id"]: m["content"] for m in resumed if m["role"] == "tool"}
     assert results["call_clock1"] == "10:30" and '"product": 84' in next(

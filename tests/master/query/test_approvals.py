@@ -107,6 +107,10 @@ async def _paused(hub: Bank) -> dict[str, Any]:
 async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Bank) -> None:
     paused = await _paused(hub)
     assert hub.calls == [("balance", {})]  # the transfer did not run
+    waiting = (await hub.http.get(f"/runs/{paused['run_id']}")).json()
+    assert waiting["state"] == "awaiting_approval"
+    resume = await hub.http.post(f"/runs/{paused['run_id']}/resume", json={})
+    assert resume.status_code == 409 and "POST /approvals/" in resume.json()["detail"]
     [approval] = paused["approvals"]
     assert approval["approval_id"] in paused["answer"]  # the answer says what waits
     assert approval["agent_id"] == "bank" and approval["tool_name"] == "transfer"
@@ -127,6 +131,10 @@ async def test_a_call_needing_approval_waits_while_the_harmless_one_runs(hub: Ba
     assert hub.calls == [("balance", {}), ("transfer", {"to": "bob", "amount": 10})]
     told = _tool_messages(hub.llm.requests[-1])
     assert '"done": "transfer"' in told["bank__transfer"] and '"done": "balance"' in told["bank__balance"]
+    assert result["run_id"] == paused["run_id"]  # one run, paused and resumed
+    run = (await hub.http.get(f"/runs/{paused['run_id']}")).json()
+    assert run["state"] == "completed" and run["unknown"] == []
+    assert [call["tool_name"] for call in run["completed"]] == ["balance", "transfer"]
     after = (await hub.http.get(f"/approvals/{approval['approval_id']}")).json()
     assert after["status"] == "approved" and after["decided_at"] is not None
     metrics = (await hub.http.get("/metrics")).text
@@ -495,3 +503,52 @@ async def test_the_sweep_resumes_a_run_it_could_not_admit_at_its_next_pass(llm: 
             while len(llm.requests) < 2:
                 await asyncio.sleep(0.02)
         assert "No one decided" in _tool_messages(llm.requests[-1])["bank__transfer"]
+
+
+async def test_an_approved_call_cut_off_in_flight_is_unknown_on_resume_never_rerun(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """The resume stops while the approved call is in flight (its runs cancelled, as when the
+    master stops): the call is recorded unknown, and the next resume does not send it again."""
+    transferring, release = asyncio.Event(), asyncio.Event()
+    calls: list[str] = []
+
+    async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> dict[str, Any]:
+        calls.append(tool_name)
+        if tool_name == "transfer":
+            transferring.set()
+            await release.wait()
+        return {"done": tool_name}
+
+    async with in_process_master(
+        openai_base_url=llm.base_url, openai_api_key="scripted", openagent_api_key=KEY
+    ) as master:
+        config = ClientConfig(master_ws=master.ws_url, api_key=KEY)
+        async with (
+            OrchestratorActionAgent("bank", [TRANSFER, BALANCE], handler, config=config),
+            httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=60) as http,
+        ):
+            async with asyncio.timeout(30):
+                while "bank" not in master.services.agents.known_ids():
+                    await asyncio.sleep(0.01)
+            llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
+            paused = (await http.post("/query", json={"query": "pay Bob"})).json()
+            approval_id = paused["approvals"][0]["approval_id"]
+            deciding = asyncio.create_task(
+                http.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+            )
+            async with asyncio.timeout(60):
+                await transferring.wait()
+            await master.services.entry.aclose()  # the runs in flight are cancelled
+            await asyncio.gather(deciding, return_exceptions=True)
+            release.set()
+            llm.add_text("I do not know whether Bob was paid.")
+            resumed = await http.post(f"/approvals/{approval_id}/resume")
+            assert resumed.status_code == 200, resumed.text
+            assert resumed.json()["answer"] == "I do not know whether Bob was paid."
+            told = _tool_messages(llm.requests[-1])["bank__transfer"]
+            assert "unknown" in told
+            assert calls == ["transfer"]  # sent once
+            record = (await http.get(f"/runs/{paused['run_id']}")).json()
+            assert record["state"] == "completed"
+            assert [call["name"] for call in record["unknown"]] == ["bank__transfer"]

@@ -1,0 +1,500 @@
+"""Runs: every query's run has a record in Redis, and no run is left ``running`` by a lost master.
+
+A run is one answer being worked out: a query, or the continuation of a paused or halted one
+under the same ``run_id``. Its record (``run:{run_id}``, :mod:`master.redis_keys`) says its
+state (``running``, ``awaiting_approval``, ``awaiting_tool_results``, ``stopped``, ``completed``,
+``failed``), which master holds it, its session, the tool calls it completed and the ones in
+flight. Off the hot path as far as it goes:
+
+- a run starts in this master's memory only (:meth:`RunStore.begin`, no round trip);
+- the holder's lease and the records of the runs that have lasted since the last tick are
+  written together, in one pipeline per tick (a third of ``OPENAGENT_RUN_LEASE_SECONDS``), for
+  every run of the master: one lease (``run_lease:{master_id}``, a token new at every start), not
+  one per run;
+- the end is one pipelined write (:meth:`RunStore.end`): the final state, the calls, and the
+  checkpoint of a run that can resume (a budget halt), or its removal.
+
+Before a call that must never run twice is sent (an approved call), :meth:`RunStore.save`
+writes the run's record and checkpoint with that call in flight, awaited. When a master dies,
+its lease expires; any live master (its tick's sweep, or a ``GET /runs/{run_id}``) then marks its
+running runs ``failed`` with a reason naming the lost master, in a script that checks the
+lease it saw is still the record's (cluster-safe: two masters sweeping mark a run once). The
+calls it had in flight become ``unknown``: never run again, reported as such on a resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from master.agents.calls import ToolRun
+from master.errors import SessionStoreUnavailable
+from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key, run_key, run_lease_key
+
+logger = logging.getLogger("master.conversation.runs")
+
+RunState = Literal["running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed"]
+RESUMABLE: tuple[RunState, ...] = ("stopped", "failed")
+"""States ``POST /runs/{run_id}/resume`` takes (a failed run only with a checkpoint)."""
+
+_JSON_FIELDS = ("completed", "in_flight", "unknown")
+
+# Marks a running run failed when its lease is still the one the caller found lost; its calls in
+# flight become unknown. KEYS: run, running set; ARGV: lease token, reason, now, run id.
+_MARK_LOST = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then
+  redis.call('SREM', KEYS[2], ARGV[4])
+  return 0
+end
+local run = cjson.decode(raw)
+if run.state ~= 'running' or run.lease ~= ARGV[1] then return 0 end
+local unknown = {}
+for _, call in ipairs(type(run.unknown) == 'table' and run.unknown or {}) do table.insert(unknown, call) end
+for _, call in ipairs(type(run.in_flight) == 'table' and run.in_flight or {}) do table.insert(unknown, call) end
+run.state, run.reason, run.updated_at = 'failed', ARGV[2], tonumber(ARGV[3])
+run.unknown, run.in_flight = unknown, {}
+redis.call('SET', KEYS[1], cjson.encode(run), 'KEEPTTL')
+redis.call('SREM', KEYS[2], ARGV[4])
+return 1
+"""
+
+# Takes a run in one of the given states for this master: of two callers, one wins.
+# KEYS: run, running set; ARGV: holder, lease, now, run id, states...
+_CLAIM = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {0, ''} end
+local run = cjson.decode(raw)
+for i = 5, #ARGV do
+  if run.state == ARGV[i] then
+    local was = run.state
+    run.state, run.holder, run.lease, run.updated_at, run.reason = 'running', ARGV[1], ARGV[2], tonumber(ARGV[3]), ''
+    redis.call('SET', KEYS[1], cjson.encode(run), 'KEEPTTL')
+    redis.call('SADD', KEYS[2], ARGV[4])
+    return {1, was}
+  end
+end
+return {0, run.state}
+"""
+
+
+def call_of(run: ToolRun) -> dict[str, Any]:
+    """A completed call as the record keeps it (its result is in the session's turns)."""
+    call: dict[str, Any] = {
+        "agent_id": run.agent_id,
+        "tool_name": run.tool_name or run.function_name,
+        "arguments": run.arguments,
+        "success": run.success,
+    }
+    if not run.success:
+        call["error"] = run.error
+    return call
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """A run this master holds, as it goes (the service and the orchestrator's hooks update it)."""
+
+    run_id: str
+    query_id: str
+    session_id: str | None
+    tenant: str | None = None
+    created_at: float = field(default_factory=time.time)
+    completed: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: list[dict[str, Any]] = field(default_factory=list)
+    """Calls sent and not answered yet: ``{"id", "name", "arguments"}`` as the model asked."""
+    unknown: list[dict[str, Any]] = field(default_factory=list)
+    """Calls whose outcome is unknown (in flight when an earlier part of the run was lost)."""
+    checkpoint: dict[str, Any] | None = None
+    """What the run resumes from, when it ends resumable (set by the query service)."""
+    checkpoint_calls: int = 0
+    """How many calls were completed when :attr:`checkpoint` was made: a run that completed more
+    since cannot resume from it without repeating them."""
+    stopped_by: str | None = None
+    synced: str | None = None
+    """The run id written to Redis as ``running`` (``None``: never written; the id may change
+    when the run turns out to continue a stored one)."""
+    dirty: bool = True
+    ended: bool = False
+    """Its final record is written (along with the session's last turns)."""
+
+    def sending(self, calls: Iterable[tuple[str, str, Any]]) -> None:
+        """Calls ``(id, function name, arguments)`` about to be sent."""
+        self.in_flight = [{"id": i, "name": n, "arguments": a} for i, n, a in calls]
+        self.dirty = True
+
+    def add_unknown(self, call: dict[str, Any]) -> None:
+        """A call of an earlier part of the run whose outcome is unknown (once per call id)."""
+        if all(known.get("id") != call.get("id") for known in self.unknown):
+            self.unknown.append(
+                {"id": call.get("id"), "name": call.get("name"), "arguments": call.get("arguments")}
+            )
+            self.dirty = True
+
+    def done(self, runs: Iterable[ToolRun]) -> None:
+        """A round's calls came back."""
+        self.completed.extend(call_of(run) for run in runs)
+        self.in_flight = []
+        self.dirty = True
+
+
+class RunStore:
+    """The run records of this master (see the module docstring)."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        master_id: str,
+        lease_seconds: float,
+        keep_seconds: int,
+        timeout_seconds: float = 5.0,
+    ) -> None:
+        self._redis = redis
+        self.master_id = master_id
+        self.lease_seconds = lease_seconds
+        self.keep_seconds = keep_seconds
+        self._timeout = timeout_seconds
+        self.token = uuid.uuid4().hex
+        """This life of the master: a restart under the same ``OPENAGENT_MASTER_ID`` holds a new
+        token, so the runs of its previous life are seen as lost."""
+        self._live: set[LiveRun] = set()
+        self._ended: list[tuple[LiveRun, RunState, str | None]] = []
+        """Ends not written yet (a cancelled run, or a write that failed): the next tick writes them."""
+        self._mark_lost = redis.register_script(_MARK_LOST)
+        self._claim = redis.register_script(_CLAIM)
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    # ------------------------------------------------------------------ a run's life
+
+    def begin(
+        self, run_id: str, *, query_id: str, session_id: str | None, tenant: str | None = None
+    ) -> LiveRun:
+        """A new run held here: in memory until the next tick or its end."""
+        live = LiveRun(run_id, query_id, session_id, tenant)
+        self._live.add(live)
+        return live
+
+    async def end(self, live: LiveRun, state: RunState, *, reason: str | None = None) -> None:
+        """Write the run's final state (one pipeline). A failing write is retried at the next tick
+        and logged; it never fails the answer."""
+        self._live.discard(live)
+        try:
+            async with asyncio.timeout(self._timeout):
+                if live.synced is None and live.checkpoint is None:  # the common case: one SET
+                    record = self._row_of(live, state, reason)
+                    await self._redis.set(run_key(live.run_id), record, ex=self.keep_seconds)
+                    return
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    self._write_end(pipe, live, state, reason)
+                    await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            logger.warning("run %s: could not record its end (%s); retrying", live.run_id, exc)
+            self._ended.append((live, state, reason))
+
+    def final_record(
+        self, live: LiveRun, state: RunState, reason: str | None = None
+    ) -> tuple[str, str, int] | None:
+        """``(key, value, ttl)`` of the run's final record, for a caller that writes it along with
+        its own last write (the session's answer), then calls :meth:`ended`; ``None`` when the end
+        needs more than one key (a run written as running, or one that can resume): :meth:`end`."""
+        if live.synced is not None or live.checkpoint is not None:
+            return None
+        self._live.discard(live)  # no tick may write it running after this
+        return run_key(live.run_id), self._row_of(live, state, reason), self.keep_seconds
+
+    def ended(self, live: LiveRun) -> None:
+        """The record of :meth:`final_record` was written."""
+        live.ended = True
+        self._live.discard(live)
+
+    def abandon(self, live: LiveRun, reason: str) -> None:
+        """The run stopped without an answer (cancelled): recorded ``failed`` at the next tick."""
+        self._live.discard(live)
+        if live.ended:
+            return
+        self._ended.append((live, "failed", reason))
+
+    async def announce(self, live: LiveRun) -> None:
+        """Write the run ``running`` now (a door that names the run before its end: a stream);
+        a Redis failure is logged, the next tick writes it."""
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=False) as pipe:
+                self._write_running(pipe, live)
+                await pipe.execute()
+            live.dirty = False
+        except (RedisError, TimeoutError) as exc:
+            logger.warning("run %s: could not record its start (%s)", live.run_id, exc)
+            live.synced = None
+
+    async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
+        """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
+        call that must not run twice is sent). Raises :class:`SessionStoreUnavailable`."""
+        live.checkpoint, live.checkpoint_calls = checkpoint, len(live.completed)
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                self._write_running(pipe, live)
+                pipe.set(run_checkpoint_key(live.run_id), _dumps(checkpoint), ex=self.keep_seconds)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    # ------------------------------------------------------------------ reading and resuming
+
+    async def get(self, run_id: str) -> dict[str, Any] | None:
+        """The run's record, ``None`` when unknown. A ``running`` run whose holder's lease is gone
+        is marked ``failed`` first. Raises :class:`SessionStoreUnavailable`."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                row = _row(await self._redis.get(run_key(run_id)))
+                if row is None:
+                    return None
+                if row.get("state") == "running" and await self._lost([(run_id, row)]):
+                    row = _row(await self._redis.get(run_key(run_id)))
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return _record(run_id, row) if row is not None else None
+
+    async def checkpoint(self, run_id: str) -> dict[str, Any] | None:
+        """What the run resumes from, or ``None``. Raises :class:`SessionStoreUnavailable`."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                raw = await self._redis.get(run_checkpoint_key(run_id))
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        state = json.loads(raw) if raw else None
+        return state if isinstance(state, dict) else None
+
+    async def claim(self, run_id: str, states: Sequence[RunState]) -> tuple[bool, str]:
+        """Take the run for this master if it is in one of ``states`` (atomic: of two callers one
+        wins). Returns ``(won, the state it was in)``. Raises :class:`SessionStoreUnavailable`."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                won, state = await self._claim(
+                    keys=[run_key(run_id), RUNS_RUNNING_KEY],
+                    args=[self.master_id, self.token, time.time(), run_id, *states],
+                )
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        return bool(won), str(state)
+
+    async def release(self, run_id: str, state: str) -> None:
+        """Give back a run claimed for a resume that did not start (not admitted)."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                row = _row(await self._redis.get(run_key(run_id)))
+                if row is None:
+                    return
+                row.update(state=state, updated_at=time.time())
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.set(run_key(run_id), _dumps(row), keepttl=True)
+                    pipe.srem(RUNS_RUNNING_KEY, run_id)
+                    await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+
+    def claimed(self, live: LiveRun, record: dict[str, Any], checkpoint: dict[str, Any]) -> None:
+        """``live`` continues the claimed run of ``record`` (same id, its earlier calls kept); if
+        it fails before it gets anywhere, it can resume from ``checkpoint`` again."""
+        live.synced = live.run_id
+        live.checkpoint = checkpoint
+        live.query_id = str(record.get("query_id") or live.query_id)
+        live.created_at = float(record.get("created_at") or live.created_at)
+        live.completed[:0] = record.get("completed") or []
+        live.unknown[:0] = record.get("unknown") or []
+        live.tenant = record.get("tenant")
+        live.checkpoint_calls = len(live.completed)
+
+    # ------------------------------------------------------------------ the lease and the sweep
+
+    def start(self) -> None:
+        self._stop = asyncio.Event()
+        self._task = asyncio.create_task(self._loop(), name=f"runs-lease {self.master_id}")
+
+    async def _loop(self) -> None:
+        interval = self.lease_seconds / 3
+        while not self._stop.is_set():
+            try:
+                await self.tick()
+            except (RedisError, TimeoutError, SessionStoreUnavailable) as exc:
+                logger.warning("run lease not renewed: %s", exc)
+            except Exception:  # the loop must survive anything
+                logger.exception("run lease tick failed")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval):
+                    await self._stop.wait()
+
+    async def tick(self) -> int:
+        """Renew the lease, write the runs that changed, sweep lost ones (returns how many)."""
+        ended, self._ended = self._ended, []
+        dirty = [live for live in self._live if live.dirty]
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=False) as pipe:
+                pipe.set(run_lease_key(self.master_id), self.token, px=max(1, int(self.lease_seconds * 1000)))
+                for live in dirty:
+                    live.dirty = False
+                    self._write_running(pipe, live)
+                for live, state, reason in ended:
+                    self._write_end(pipe, live, state, reason)
+                pipe.smembers(RUNS_RUNNING_KEY)
+                *_, running = await pipe.execute()
+        except BaseException:
+            for live in dirty:
+                live.dirty = True
+            self._ended[:0] = ended
+            raise
+        return await self._sweep(sorted(running))
+
+    async def _sweep(self, run_ids: Sequence[str]) -> int:
+        if not run_ids:
+            return 0
+        async with asyncio.timeout(self._timeout):
+            rows = [_row(raw) for raw in await self._redis.mget([run_key(run_id) for run_id in run_ids])]
+            gone = [run_id for run_id, row in zip(run_ids, rows, strict=True) if row is None]
+            if gone:  # expired with their TTL
+                await self._redis.srem(RUNS_RUNNING_KEY, *gone)
+            return await self._lost(
+                [(run_id, row) for run_id, row in zip(run_ids, rows, strict=True) if row is not None]
+            )
+
+    async def _lost(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Mark failed the running runs among ``rows`` whose holder's lease is not theirs."""
+        running = [(run_id, row) for run_id, row in rows if row.get("state") == "running"]
+        holders = sorted({str(row.get("holder")) for _, row in running})
+        if not holders:
+            return 0
+        leases = dict(zip(holders, await self._redis.mget([run_lease_key(h) for h in holders]), strict=True))
+        marked = 0
+        for run_id, row in running:
+            holder = str(row.get("holder"))
+            if leases[holder] == row.get("lease"):
+                continue
+            reason = (
+                f"master {holder!r} holding the run was lost (its lease of "
+                f"{self.lease_seconds:g} s expired); calls it had in flight are unknown and were not run again"
+            )
+            marked += int(
+                await self._mark_lost(
+                    keys=[run_key(run_id), RUNS_RUNNING_KEY],
+                    args=[str(row.get("lease")), reason, time.time(), run_id],
+                )
+            )
+            logger.warning("run %s failed: %s", run_id, reason)
+        return marked
+
+    async def aclose(self) -> None:
+        """The master stops: the runs it still holds end ``failed`` (their queries were cancelled
+        before this), then the lease goes (no other master waits a lease to learn it)."""
+        if self._task is not None:
+            # The flag as well as the cancel: redis-py can swallow a cancel that lands while it
+            # connects, and the loop must end anyway (within one step's deadline).
+            self._stop.set()
+            self._task.cancel()
+            await asyncio.wait({self._task}, timeout=self._timeout + 1)
+        for live in list(self._live):
+            self.abandon(live, f"master {self.master_id!r} stopped while the run was running")
+        ended, self._ended = self._ended, []
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                for live, state, reason in ended:
+                    self._write_end(pipe, live, state, reason)
+                pipe.delete(run_lease_key(self.master_id))
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            logger.warning("could not record the end of %d run(s): %s", len(ended), exc)
+
+    # ------------------------------------------------------------------ writing
+
+    def _row_of(self, live: LiveRun, state: RunState, reason: str | None) -> str:
+        """The record as stored: one JSON string (one command to write, one to read)."""
+        in_flight, unknown = live.in_flight, live.unknown
+        if in_flight and state != "running":  # sent, never answered: unknown, never run again
+            in_flight, unknown = [], [*unknown, *in_flight]
+        return _dumps(
+            {
+                "state": state,
+                "holder": self.master_id,
+                "lease": self.token,
+                "query_id": live.query_id,
+                "session_id": live.session_id,
+                "tenant": live.tenant,
+                "reason": reason,
+                "stopped_by": live.stopped_by,
+                "created_at": live.created_at,
+                "updated_at": time.time(),
+                "completed": live.completed,
+                "in_flight": in_flight,
+                "unknown": unknown,
+            }
+        )
+
+    def _write_running(self, pipe: Any, live: LiveRun) -> None:
+        self._forget_renamed(pipe, live)
+        pipe.set(run_key(live.run_id), self._row_of(live, "running", None), ex=self.keep_seconds)
+        pipe.sadd(RUNS_RUNNING_KEY, live.run_id)
+        live.synced = live.run_id
+
+    def _write_end(self, pipe: Any, live: LiveRun, state: RunState, reason: str | None) -> None:
+        self._forget_renamed(pipe, live)
+        pipe.set(run_key(live.run_id), self._row_of(live, state, reason), ex=self.keep_seconds)
+        if live.synced is not None:
+            pipe.srem(RUNS_RUNNING_KEY, live.run_id)
+        checkpoint = live.checkpoint
+        if checkpoint is not None and _past(live, checkpoint):
+            checkpoint = None  # the run went past it: resuming from it would repeat calls
+        if checkpoint is not None:
+            pipe.set(run_checkpoint_key(live.run_id), _dumps(checkpoint), ex=self.keep_seconds)
+        elif live.synced is not None:
+            pipe.delete(run_checkpoint_key(live.run_id))
+
+    def _forget_renamed(self, pipe: Any, live: LiveRun) -> None:
+        """A run written under a first id that turned out to continue another: drop the first."""
+        if live.synced is not None and live.synced != live.run_id:
+            pipe.delete(run_key(live.synced))
+            pipe.srem(RUNS_RUNNING_KEY, live.synced)
+            live.synced = None
+
+
+def _past(live: LiveRun, checkpoint: dict[str, Any]) -> bool:
+    """Whether the run completed or sent calls its checkpoint does not know of."""
+    if len(live.completed) > live.checkpoint_calls:
+        return True
+    known = {str(call.get("id")) for call in checkpoint.get("unknown") or ()}
+    return any(str(call.get("id")) not in known for call in live.in_flight)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _row(raw: Any) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        row = json.loads(raw)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def _record(run_id: str, row: dict[str, Any]) -> dict[str, Any]:
+    """The record as ``GET /runs/{run_id}`` shows it (an empty list the scripts wrote as ``{}`` is a list)."""
+    record = {name: value for name, value in row.items() if name != "lease"}
+    record["run_id"] = run_id
+    for name in _JSON_FIELDS:
+        value = row.get(name)
+        record[name] = value if isinstance(value, list) else []
+    for name in ("session_id", "tenant", "reason", "stopped_by", "holder", "query_id"):
+        record[name] = row.get(name) or None
+    return record

@@ -1,0 +1,218 @@
+"""``/runs``: every query's run, as recorded in Redis, and the resume of a halted one.
+
+``GET /runs/{run_id}`` reads a run's record (:mod:`master.conversation.runs`): its state, the
+master holding it, the tool calls it completed, the ones in flight and the ones whose outcome is
+unknown. ``POST /runs/{run_id}/resume`` continues a run a budget or auto mode's step limit
+stopped (or one whose master was lost after it recorded what it resumes from) with a larger
+budget, without repeating its completed calls; the answer is the run's, as ``POST /query``
+would give it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from master.conversation.runs import RESUMABLE
+from master.deps import ServicesDep
+from master.error_responses import ApiError
+from master.errors import SessionStoreUnavailable
+from master.openapi import error
+from master.query.entry import QueryRefused
+from master.query.extras import RunExtras
+from master.query.service import rejected_response
+from master.routes.query import _json, sse_response
+from protocol import Budget, ErrorCode, QueryRequest, QueryResponse
+
+router = APIRouter(tags=["runs"])
+
+RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="A run_id from a query's answer")]
+_STORE_DOWN = error("Redis unavailable (session_store_unavailable)")
+_UNKNOWN = error("No such run (unknown_run)")
+BUDGET_FIELDS = ("max_tool_calls", "max_tokens", "max_seconds")
+
+
+class RunCall(BaseModel):
+    """A tool call of a run."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    agent_id: str | None = None
+    tool_name: str | None = None
+    arguments: Any = None
+    success: bool | None = None
+    """Completed calls: whether the tool succeeded (``result`` or ``error`` beside it)."""
+
+
+class UnsettledCall(BaseModel):
+    """A call sent and not answered (in flight), or whose outcome is unknown."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    id: str | None = None
+    """The model's id of the call."""
+    name: str | None = None
+    """The function name (``<agent_id>__<tool>``)."""
+    arguments: Any = None
+
+
+class RunRecord(BaseModel):
+    """``GET /runs/{run_id}``: a run's record."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    run_id: str
+    state: Literal["running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed"]
+    """``running``; paused (``awaiting_approval``, ``awaiting_tool_results``); ``stopped`` by a
+    budget or the step limit (resumable); ``completed``; ``failed`` (``reason`` says why, e.g. the
+    master holding it was lost)."""
+    holder: str | None = None
+    """The id of the master that holds (or last held) the run."""
+    session_id: str | None = None
+    tenant: str | None = None
+    query_id: str | None = None
+    reason: str | None = None
+    """Why the run stopped or failed."""
+    stopped_by: str | None = None
+    """``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps`` (a stopped run)."""
+    resumable: bool = False
+    """``POST /runs/{run_id}/resume`` continues it."""
+    created_at: float | None = None
+    updated_at: float | None = None
+    completed: list[RunCall] = Field(default_factory=list)
+    """The tool calls that came back, in order (never run again on a resume)."""
+    in_flight: list[UnsettledCall] = Field(default_factory=list)
+    """Calls sent and not answered yet (as of the holder's last write)."""
+    unknown: list[UnsettledCall] = Field(default_factory=list)
+    """Calls that were in flight when the run stopped or its master was lost: their outcome is
+    unknown, and they are never sent again."""
+
+
+class ResumeBody(BaseModel):
+    """The body of ``POST /runs/{run_id}/resume``."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    budget: Budget = Field(default_factory=Budget)
+    """The run's new limits, for the whole run (what it spent counts): each one given must not be
+    smaller than before, and the one that stopped the run must be larger. Omitted ones stay."""
+    stream: bool = False
+    """Answer with Server-Sent Events, as ``POST /query`` does."""
+
+
+async def _record(services: ServicesDep, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    runs = services.queries.runs
+    try:
+        record = await runs.get(run_id) if runs is not None else None
+        checkpoint = await runs.checkpoint(run_id) if runs is not None and record is not None else None
+    except SessionStoreUnavailable as exc:
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+    if record is None:
+        raise ApiError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r} (never started, or expired)")
+    record["resumable"] = record["state"] in RESUMABLE and checkpoint is not None
+    return record, checkpoint
+
+
+@router.get("/runs/{run_id}", response_model=RunRecord, responses={404: _UNKNOWN, 503: _STORE_DOWN})
+async def read_run(run_id: RunId, services: ServicesDep) -> dict[str, Any]:
+    """A run's record. A run held by a master that was lost reads ``failed`` (marked now, if no
+    master's sweep has yet)."""
+    record, _ = await _record(services, run_id)
+    return record
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    response_model=QueryResponse,
+    responses={
+        404: _UNKNOWN,
+        409: error("The run is not in a state that resumes (run_not_resumable); the message names it"),
+        422: error("A budget not larger than the one that stopped the run (budget_not_larger)"),
+        503: _STORE_DOWN,
+    },
+)
+async def resume_run(run_id: RunId, body: ResumeBody, services: ServicesDep) -> Response:
+    """Continue a run a budget or the step limit stopped, with a larger budget: from where it
+    stopped, its completed tool calls not repeated (calls in flight when it stopped are told to
+    the model as unknown, never sent again). The answer is the run's, as ``POST /query`` gives it."""
+    record, checkpoint = await _record(services, run_id)
+    state = record["state"]
+    if state not in RESUMABLE or checkpoint is None:
+        raise ApiError(ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, state, checkpoint is not None))
+    limits = _check_budget(checkpoint, body.budget, record.get("stopped_by"))
+    runs = services.queries.runs
+    assert runs is not None
+    try:
+        won, now = await runs.claim(run_id, RESUMABLE)
+    except SessionStoreUnavailable as exc:
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+    if not won:
+        raise ApiError(ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, now or state, True))
+    stored = dict(checkpoint.get("request") or {"query": checkpoint.get("query") or ""})
+    request = QueryRequest.model_validate(
+        {**stored, "session_id": checkpoint.get("session_id"), "budget": limits, "stream": body.stream}
+    )
+    extras = RunExtras(run_id=run_id, resume_run={"record": record, "checkpoint": checkpoint})
+    try:
+        run = services.entry.submit(
+            request, door="sse" if body.stream else "http", stream=body.stream, extras=extras
+        )
+    except QueryRefused as exc:
+        await _release(services, run_id, state)
+        return _json(rejected_response(request, "", exc))
+    if body.stream:
+        return sse_response(run)
+    return _json(await run.result())
+
+
+async def _release(services: ServicesDep, run_id: str, state: str) -> None:
+    """A claimed run whose resume was not admitted goes back to the state it had."""
+    runs = services.queries.runs
+    assert runs is not None
+    try:
+        await runs.release(run_id, state)
+    except SessionStoreUnavailable:
+        pass
+
+
+def _not_resumable(run_id: str, state: str, has_checkpoint: bool) -> str:
+    if state == "awaiting_approval":
+        return (
+            f"run {run_id!r} is awaiting_approval: decide its approvals with POST /approvals/{{approval_id}}"
+        )
+    if state == "awaiting_tool_results":
+        return f"run {run_id!r} is awaiting_tool_results: send the results of its tool calls"
+    if state in RESUMABLE and not has_checkpoint:
+        return f"run {run_id!r} is {state} and kept nothing to resume from"
+    return f"run {run_id!r} is {state}; only a stopped run (or a failed one that kept where it was) resumes"
+
+
+def _check_budget(checkpoint: dict[str, Any], budget: Budget, stopped_by: str | None) -> dict[str, Any]:
+    """The run's new limits: the old ones with the body's; refused (422) when one is smaller, or
+    the one that stopped the run is not larger."""
+    old: dict[str, Any] = {
+        name: value
+        for name, value in (
+            checkpoint.get("budget") or (checkpoint.get("request") or {}).get("budget") or {}
+        ).items()
+        if value is not None
+    }
+    wanted = budget.model_dump(exclude_none=True)
+    for name, value in wanted.items():
+        if name in old and value < old[name]:
+            raise ApiError(
+                ErrorCode.BUDGET_NOT_LARGER,
+                f"budget.{name} {value:g} is smaller than the run's {old[name]:g}; a resume only raises limits",
+            )
+    if stopped_by in BUDGET_FIELDS and stopped_by in old:
+        new = wanted.get(stopped_by, old[stopped_by])
+        if new <= old[stopped_by]:
+            raise ApiError(
+                ErrorCode.BUDGET_NOT_LARGER,
+                f"the run was stopped by {stopped_by} {old[stopped_by]:g}: budget.{stopped_by} must be "
+                f"larger than that (got {new:g})",
+            )
+    return {**old, **wanted}
