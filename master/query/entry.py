@@ -34,7 +34,7 @@ from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox
-from master.auth import BOOTSTRAP_ADMIN, Principal
+from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
 from master.conversation.runs import LiveRun, RunState, RunStore
 from master.errors import QueryRejected
 from master.query.admission import Admission
@@ -187,7 +187,7 @@ class QueryEntry:
         principal: Principal,
     ) -> QueryResponse:
         finished: Finished | None = None
-        live = self._begin(run, request, extras)
+        live = self._begin(run, request, extras, principal)
         try:
             try:
                 events = run._emit if run._events is not None else None
@@ -233,11 +233,14 @@ class QueryEntry:
             self.admission.leave(principal.tenant)
             run._end(finished)
 
-    def _begin(self, run: QueryRun, request: QueryRequest, extras: RunExtras | None) -> LiveRun | None:
+    def _begin(
+        self, run: QueryRun, request: QueryRequest, extras: RunExtras | None, principal: Principal
+    ) -> LiveRun | None:
         runs = self.runs
         if runs is None:
             return None
-        live = runs.begin(run.run_id, query_id=run.query_id, session_id=request.session_id)
+        tenant = principal.tenant if principal.tenant != DEFAULT_TENANT else None
+        live = runs.begin(run.run_id, query_id=run.query_id, session_id=request.session_id, tenant=tenant)
         if extras is not None and extras.resume_run is not None:
             runs.claimed(live, extras.resume_run["record"], dict(extras.resume_run["checkpoint"]))
         return live

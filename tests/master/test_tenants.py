@@ -169,6 +169,13 @@ async def test_another_tenants_session_is_unknown_through_every_door(
             assert asked.structured_content is not None
             assert asked.structured_content["error_code"] == "unknown_session"
 
+        # The run's record.
+        run_id = first.json()["run_id"]
+        gone = await b.get(f"/runs/{run_id}")
+        assert gone.status_code == 404 and gone.json()["error_code"] == "unknown_run"
+        assert (await a.get(f"/runs/{run_id}")).json()["tenant"] == "a"
+        assert (await admin.get(f"/runs/{run_id}")).status_code == 200
+
         assert len(llm.requests) == 1  # no door reached the LLM for b
         # The owner and an administrator still see it.
         assert (await a.get(f"/sessions/{session_id}")).status_code == 200
