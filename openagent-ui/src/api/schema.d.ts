@@ -693,7 +693,7 @@ export interface paths {
         /**
          * Read Run
          * @description A run's record. A run held by a master that was lost reads ``failed`` (marked now, if no
-         *     master's sweep has yet).
+         *     master's sweep has yet). Another tenant's run is unknown (404) to a tenant's key.
          */
         get: operations["read_run_runs__run_id__get"];
         put?: never;
