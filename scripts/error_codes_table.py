@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from protocol.errors import ErrorCode
+from scripts.generated_section import splice, write_or_check
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "errors.md"
 """The page that holds the table."""
@@ -27,25 +28,11 @@ def error_table() -> str:
 
 def render(page: str) -> str:
     """``page`` with the text between the markers replaced by :func:`error_table`."""
-    head, begin, rest = page.partition(BEGIN)
-    _, end, tail = rest.partition(END)
-    if not begin or not end:
-        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} markers")
-    return f"{head}{BEGIN}\n{error_table()}{END}{tail}"
+    return splice(page, BEGIN, END, error_table())
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    current = PAGE.read_text(encoding="utf-8")
-    wanted = render(current)
-    if check:
-        if current != wanted:
-            sys.stderr.write(f"{PAGE} is stale: run 'python -m scripts.error_codes_table'\n")
-            return 1
-        return 0
-    if current != wanted:
-        PAGE.write_text(wanted, encoding="utf-8")
-    return 0
+    return write_or_check(argv, PAGE, render(PAGE.read_text(encoding="utf-8")), "scripts.error_codes_table")
 
 
 if __name__ == "__main__":  # pragma: no cover

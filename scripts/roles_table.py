@@ -23,6 +23,7 @@ from master.app import create_app
 from master.auth import Role
 from master.gateway.frames import FRAME_PERMISSIONS
 from master.settings import Settings
+from scripts.generated_section import splice, write_or_check
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "operations" / "security.md"
 """The page that holds the tables."""
@@ -82,25 +83,11 @@ def roles_table() -> str:
 
 def render(page: str) -> str:
     """``page`` with the text between the markers replaced by :func:`roles_table`."""
-    head, begin, rest = page.partition(BEGIN)
-    _, end, tail = rest.partition(END)
-    if not begin or not end:
-        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} markers")
-    return f"{head}{BEGIN}\n{roles_table()}{END}{tail}"
+    return splice(page, BEGIN, END, roles_table())
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    current = PAGE.read_text(encoding="utf-8")
-    wanted = render(current)
-    if check:
-        if current != wanted:
-            sys.stderr.write(f"{PAGE} is stale: run 'python -m scripts.roles_table'\n")
-            return 1
-        return 0
-    if current != wanted:
-        PAGE.write_text(wanted, encoding="utf-8")
-    return 0
+    return write_or_check(argv, PAGE, render(PAGE.read_text(encoding="utf-8")), "scripts.roles_table")
 
 
 if __name__ == "__main__":  # pragma: no cover
