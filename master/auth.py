@@ -56,6 +56,12 @@ class Principal:
         """Whether an object owned by ``owner_tenant`` (``None``: made before tenants) is visible."""
         return self.is_admin or (owner_tenant or DEFAULT_TENANT) == self.tenant
 
+    @property
+    def tenant_filter(self) -> str | None:
+        """The ``tenant`` argument the stores take for this principal: ``None`` (every tenant's
+        records) for an administrator, its own tenant otherwise."""
+        return None if self.is_admin else self.tenant
+
 
 BOOTSTRAP_ADMIN = Principal(key_id="bootstrap", name="OPENAGENT_API_KEY", role=Role.ADMIN)
 """The holder of ``OPENAGENT_API_KEY``, and everyone when no key is set (auth off)."""

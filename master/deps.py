@@ -16,6 +16,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore
+from master.auth import Principal, principal_of
 from master.builder.service import AgentBuilder
 from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
@@ -110,5 +111,11 @@ def needs_api_key(route: object) -> bool:
     return permission is not None and permission not in KEYLESS
 
 
+def get_principal(request: Request) -> Principal:
+    """Who asks (:func:`master.auth.principal_of`: resolved by the access middleware)."""
+    return principal_of(request.scope)
+
+
 ServicesDep = Annotated[Services, Depends(get_services)]
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

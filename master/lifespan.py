@@ -372,7 +372,10 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         ),
         runs=runs,
     )
-    admission = Admission(settings.openagent_max_queries_in_flight)
+    admission = Admission(
+        settings.openagent_max_queries_in_flight,
+        tenant_limit=settings.openagent_tenant_max_concurrent_queries,
+    )
     entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics), runs=runs)
     approvals = ApprovalDesk(entry, metrics=metrics)
     hub = Hub(

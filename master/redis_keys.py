@@ -10,6 +10,16 @@ def session_key(session_id: str) -> str:
     return f"{SESSION_PREFIX}{session_id}"
 
 
+SESSION_OWNER_PREFIX = "session_owner:"
+"""``session_owner:{session_id}`` → the tenant that owns the session, set by the append that
+creates it, for tenants other than ``default`` only (no key: ``default``, as every session made
+before tenants); its TTL follows the session's."""
+
+
+def session_owner_key(session_id: str) -> str:
+    return f"{SESSION_OWNER_PREFIX}{session_id}"
+
+
 SUMMARY_LOCK_PREFIX = "summary_lock:"
 """``summary_lock:{session_id}`` → a random token while one master summarizes the session
 (TTL ``SUMMARY_LOCK_SECONDS``; deleted by its holder only)."""
@@ -241,8 +251,12 @@ def a2a_index_key(scope: str) -> str:
     return f"{A2A_PREFIX}tasks:{scope}"
 
 
-def a2a_context_key(context_id: str) -> str:
-    """``a2a:context:{context_id}`` → the hub ``session_id`` that holds the A2A context's turns."""
+def a2a_context_key(context_id: str, tenant: str = "default") -> str:
+    """``a2a:context:{context_id}`` → the hub ``session_id`` that holds the A2A context's turns;
+    ``a2a:context:{len(tenant)}:{tenant}:{context_id}`` for a tenant other than ``default`` (each
+    tenant has its own context ids: another tenant's ``contextId`` starts a new session)."""
+    if tenant != "default":
+        return f"{A2A_PREFIX}context:{len(tenant)}:{tenant}:{context_id}"
     return f"{A2A_PREFIX}context:{context_id}"
 
 

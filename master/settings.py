@@ -136,6 +136,11 @@ class Settings(BaseSettings):
     # Admission control (queries in flight)
     openagent_max_queries_in_flight: int = Field(default=256, gt=0)
     """Queries the master runs at once, over every entry point; more get ``too_many_queries`` (HTTP 429)."""
+    openagent_tenant_max_concurrent_queries: int | None = Field(default=None, gt=0)
+    """Queries one tenant's keys may have in flight at once, over every entry point; more get
+    ``too_many_queries`` (HTTP 429) while other tenants' queries are still admitted. Unset: no cap
+    per tenant (the master's cap alone), right for a hub with one tenant; with several, set it
+    below ``OPENAGENT_MAX_QUERIES_IN_FLIGHT``."""
     openagent_a2a_public_cards: bool = False
     """Serve the A2A agent cards (``/.well-known/agent-card.json``, ``/a2a/agents/{id}/.well-known/agent-card.json``)
     without the API key, for directories that crawl them; the A2A endpoints still need it."""

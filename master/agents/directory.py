@@ -9,7 +9,9 @@ Three sources, merged here only:
   and passed in, so that this package never imports the cluster).
 
 The rules of the merge: a live WebSocket agent shadows an agent of another master with the same
-id, and both shadow an invocation agent with that id.
+id, and both shadow an invocation agent with that id. An agent registered for one tenant
+(``tenant`` on its entry) is offered to that tenant's queries only: the reads take the asker's
+``tenant`` (``None``: an administrator, every agent).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 
 from master.agents.dispatch import Target
 from master.agents.invocation import InvocationAgent, InvocationAgents
-from master.agents.registry import LiveAgent, Registry
+from master.agents.registry import LiveAgent, Registry, offered_to
 from master.agents.remote import RemoteAgent
 
 
@@ -44,20 +46,34 @@ class AgentDirectory:
         self.invocation = invocation
         self.remote = remote
 
-    def tool_targets(self, allowed: Iterable[str] | None = None) -> list[Target]:
+    def tool_targets(
+        self, allowed: Iterable[str] | None = None, *, tenant: str | None = None
+    ) -> list[Target]:
         """The agents a query may call: connected WebSocket action agents with tools, then other
         masters' (called through them), then invocation agents not known to be DOWN; limited to
-        ``allowed`` ids when given."""
+        ``allowed`` ids when given, and to the agents offered to ``tenant`` when given (another
+        tenant's agent does not shadow a shared one: it is not there for this asker)."""
         targets: list[Target] = list(self.registry.action_agents(allowed))
+        if tenant is not None:
+            targets = [agent for agent in targets if offered_to(agent.tenant, tenant)]
         ids = {agent.agent_id for agent in targets}
         wanted = None if allowed is None else set(allowed)
         if self.remote is not None:
             for remote in self.remote.remote_agents(wanted):
-                if remote.agent_id not in ids and remote.role == "action" and remote.tools:
+                if (
+                    remote.agent_id not in ids
+                    and remote.role == "action"
+                    and remote.tools
+                    and offered_to(remote.tenant, tenant)
+                ):
                     targets.append(remote)
                     ids.add(remote.agent_id)
         for agent in self.invocation.available():
-            if agent.agent_id not in ids and (wanted is None or agent.agent_id in wanted):
+            if (
+                agent.agent_id not in ids
+                and (wanted is None or agent.agent_id in wanted)
+                and offered_to(agent.tenant, tenant)
+            ):
                 targets.append(agent)
         return targets
 
@@ -71,28 +87,41 @@ class AgentDirectory:
         agents += [agent for agent in self.invocation.all() if agent.agent_id not in live]
         return agents
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self, *, tenant: str | None = None) -> list[dict[str, Any]]:
         """Every agent's row in ``GET /agents``: connected WebSocket agents, other masters' (with
         several masters, every row names the master holding the agent), then invocation agents
-        with their last health check."""
-        rows = [agent.describe() for agent in self.registry.all()]
+        with their last health check; only those offered to ``tenant`` when given."""
+        rows = [agent.describe() for agent in self.registry.all() if offered_to(agent.tenant, tenant)]
         if self.remote is not None:
             for row in rows:
                 row["master_id"] = self.remote.master_id
             local = {row["agent_id"] for row in rows}
-            rows += [agent.describe() for agent in self.remote.remote_agents() if agent.agent_id not in local]
+            rows += [
+                agent.describe()
+                for agent in self.remote.remote_agents()
+                if agent.agent_id not in local and offered_to(agent.tenant, tenant)
+            ]
         live = {row["agent_id"] for row in rows}
-        rows += [agent.describe() for agent in self.invocation.all() if agent.agent_id not in live]
+        rows += [
+            agent.describe()
+            for agent in self.invocation.all()
+            if agent.agent_id not in live and offered_to(agent.tenant, tenant)
+        ]
         return rows
 
-    def known_ids(self, wanted: Iterable[str] | None = None) -> set[str]:
+    def known_ids(self, wanted: Iterable[str] | None = None, *, tenant: str | None = None) -> set[str]:
         """The ids of every agent any source knows (connected here or to another master, or
-        registered for HTTP invocation, up or down); only among ``wanted`` when given."""
+        registered for HTTP invocation, up or down); only among ``wanted`` when given, and only
+        those offered to ``tenant`` when given."""
         wanted_set = None if wanted is None else set(wanted)
-        known = {agent.agent_id for agent in self.registry.all()}
-        known.update(agent.agent_id for agent in self.invocation.all())
+        known = {agent.agent_id for agent in self.registry.all() if offered_to(agent.tenant, tenant)}
+        known.update(agent.agent_id for agent in self.invocation.all() if offered_to(agent.tenant, tenant))
         if self.remote is not None:
-            known.update(agent.agent_id for agent in self.remote.remote_agents(wanted_set))
+            known.update(
+                agent.agent_id
+                for agent in self.remote.remote_agents(wanted_set)
+                if offered_to(agent.tenant, tenant)
+            )
         return known if wanted_set is None else known & wanted_set
 
     def counts(self) -> dict[str, int]:

@@ -188,6 +188,7 @@ class StoredAgent(InvocationRegistration):
     transport: Transport = "invocation"
     headers: dict[str, str] = Field(default_factory=dict)
     tools: list[ToolSchema] = Field(default_factory=list)  # a remote server may have none yet
+    tenant: str | None = None
 
 
 @dataclass(eq=False)
@@ -206,6 +207,9 @@ class InvocationAgent:
     transport: Transport = "invocation"
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     """Sent to a remote agent with each request: secrets (never in :meth:`describe`, never logged)."""
+    tenant: str | None = None
+    """The tenant whose queries it serves (registered with that tenant's key, or by an
+    administrator naming it); ``None``: shared with every tenant."""
 
     @classmethod
     def from_registration(
@@ -223,6 +227,7 @@ class InvocationAgent:
             registered_at or time.time(),
             transport=stored.transport if stored else "invocation",
             headers=dict(stored.headers) if stored else {},
+            tenant=stored.tenant if stored else None,
         )
 
     def endpoint_url(self, tool_name: str) -> str:
@@ -240,6 +245,8 @@ class InvocationAgent:
         }
         if self.transport != "invocation":
             record["transport"], record["headers"] = self.transport, self.headers
+        if self.tenant is not None:
+            record["tenant"] = self.tenant
         return record
 
     def describe(self) -> dict[str, Any]:
@@ -255,6 +262,7 @@ class InvocationAgent:
             "registered_at": self.registered_at,
             "metadata": self.metadata,
             "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
+            **({"tenant": self.tenant} if self.tenant is not None else {}),
         }
 
 
@@ -302,11 +310,14 @@ class InvocationAgents:
         """Agents whose tools may be offered: every one not known to be DOWN."""
         return [agent for agent in self._agents.values() if agent.status != "DOWN"]
 
-    async def register(self, reg: InvocationRegistration) -> InvocationAgent:
+    async def register(self, reg: InvocationRegistration, *, tenant: str | None = None) -> InvocationAgent:
         """Store the agent in Redis (atomically with the index) and check its health once; raises
-        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses its base URL."""
+        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses its base URL.
+        ``tenant``: the only tenant whose queries it serves (``None``: every tenant's)."""
         await self.url_policy.check_url(reg.invocation_base_url, "invocation_base_url")
-        return await self._store(InvocationAgent.from_registration(reg))
+        agent = InvocationAgent.from_registration(reg)
+        agent.tenant = tenant
+        return await self._store(agent)
 
     async def discover(
         self, transport: Transport, url: str, headers: dict[str, str], wait_seconds: float
@@ -332,7 +343,14 @@ class InvocationAgents:
             raise RegistrationRefused(ErrorCode.INVALID_REQUEST, str(exc)) from None
 
     async def register_remote(
-        self, transport: Transport, agent_id: str, url: str, headers: dict[str, str], found: Discovered
+        self,
+        transport: Transport,
+        agent_id: str,
+        url: str,
+        headers: dict[str, str],
+        found: Discovered,
+        *,
+        tenant: str | None = None,
     ) -> InvocationAgent:
         """Store a remote agent whose tools :meth:`discover` found (raises
         :class:`master.agents.registry.InvalidToolSchema` for an unusable schema)."""
@@ -343,6 +361,7 @@ class InvocationAgents:
             metadata=found.metadata,
             transport=transport,
             headers=headers,
+            tenant=tenant,
         )
         return await self._store(InvocationAgent.from_registration(stored))
 

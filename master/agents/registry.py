@@ -106,14 +106,21 @@ class LiveAgent:
     send: SendFrame
     close: Callable[[int, str], Awaitable[None]]
     connected_at: float = field(default_factory=time.time)
+    tenant: str | None = None
+    """The tenant whose queries it serves (registered with that tenant's ``agent`` key); ``None``:
+    shared with every tenant (:func:`offered_to`)."""
 
     @classmethod
     def from_register(
-        cls, message: Register, send: SendFrame, close: Callable[[int, str], Awaitable[None]]
+        cls,
+        message: Register,
+        send: SendFrame,
+        close: Callable[[int, str], Awaitable[None]],
+        tenant: str | None = None,
     ) -> LiveAgent:
         """Build the entry, compiling every tool's schema (raises :class:`InvalidToolSchema`)."""
         tools = compile_tools(message.agent_id, message.tools)
-        return cls(message.agent_id, message.role, dict(message.metadata), tools, send, close)
+        return cls(message.agent_id, message.role, dict(message.metadata), tools, send, close, tenant=tenant)
 
     def describe(self) -> dict[str, Any]:
         """The agent's row in ``GET /agents``."""
@@ -125,6 +132,7 @@ class LiveAgent:
             "connected_at": self.connected_at,
             "metadata": self.metadata,
             "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
+            **({"tenant": self.tenant} if self.tenant is not None else {}),
         }
 
 
@@ -187,3 +195,9 @@ class Registry:
             for agent in self._agents.values()
             if agent.role == "action" and agent.tools and (wanted is None or agent.agent_id in wanted)
         ]
+
+
+def offered_to(agent_tenant: str | None, tenant: str | None) -> bool:
+    """Whether an agent of ``agent_tenant`` (``None``: shared) serves the queries of ``tenant``
+    (``None``: an administrator, who reaches every agent)."""
+    return agent_tenant is None or tenant is None or agent_tenant == tenant

@@ -19,6 +19,8 @@ class RemoteAgent:
     tools: dict[str, AgentTool]
     connected_at: float = 0.0
     row: dict[str, Any] = field(default_factory=dict, repr=False)
+    tenant: str | None = None
+    """The tenant whose queries it serves; ``None``: every tenant's."""
 
     def describe(self) -> dict[str, Any]:
         """The agent's row in ``GET /agents`` (with the master holding it)."""
@@ -31,4 +33,5 @@ class RemoteAgent:
             "metadata": self.metadata,
             "tools": self.row.get("tools", []),
             "master_id": self.master_id,
+            **({"tenant": self.tenant} if self.tenant is not None else {}),
         }

@@ -143,6 +143,7 @@ class ClusterDirectory:
                                 tool.schema.model_dump(exclude_none=True) for tool in agent.tools.values()
                             ],
                             "connected_at": agent.connected_at,
+                            **({"tenant": agent.tenant} if agent.tenant is not None else {}),
                         },
                         separators=(",", ":"),
                         default=str,
@@ -226,6 +227,7 @@ class ClusterDirectory:
                 tools,
                 float(row.get("connected_at") or 0),
                 row,
+                tenant=str(row["tenant"]) if row.get("tenant") else None,
             )
         self._remote = remote
 

@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from master.agents.registry import LiveAgent, Registry
+from master.auth import DEFAULT_TENANT
 from master.collaboration.remote import RemoteMembers, RemoteMembersFactory
 from master.collaboration.rules import (
     DISABLED,
@@ -144,8 +145,10 @@ class CollaborationManager:
         task: str,
         context: dict[str, Any] | None = None,
         query_id: str | None = None,
+        tenant: str | None = None,
     ) -> CollaborationOutcome:
-        """Run one collaboration to its end; the first agent is the initiator.
+        """Run one collaboration to its end; the first agent is the initiator. ``tenant`` owns
+        its record and, when this creates it, the parent session (``None``: ``default``).
 
         Appends ``outcome.session_turn(query_id)`` (``decision: "collaboration"``) to
         ``session:{parent_session_id}``, creating that session if needed.
@@ -165,6 +168,7 @@ class CollaborationManager:
         session = CollabSession.new(
             str(uuid.uuid4()), parent_session_id, task, dict(context or {}), members, self.limits
         )
+        session.tenant = tenant if tenant != DEFAULT_TENANT else None
         sid = session.collab_session_id
         self._active[sid] = session
         try:
@@ -190,7 +194,9 @@ class CollaborationManager:
             raise
         outcome = session.outcome()
         try:
-            await self._sessions.append(parent_session_id, [outcome.session_turn(query_id)])
+            await self._sessions.append(
+                parent_session_id, [outcome.session_turn(query_id)], owner=session.tenant
+            )
         except SessionStoreUnavailable:
             logger.exception("could not record collaboration %s in session %s", sid, parent_session_id)
         logger.info("collaboration %s ended (%s), %d messages", sid, outcome.reason, outcome.message_count)

@@ -99,6 +99,8 @@ class CollabSession:
     ended_by: str | None = None
     created_at: float = field(default_factory=time.time)
     ended_at: float | None = None
+    tenant: str | None = None
+    """The tenant of the query that started it (``None``: ``default``), kept in its document."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
@@ -189,6 +191,7 @@ class CollabSession:
     def document(self) -> dict[str, Any]:
         """The ``collab:{id}`` document (``entries`` last)."""
         return {
+            **({"tenant": self.tenant} if self.tenant is not None else {}),
             "collab_session_id": self.collab_session_id,
             "parent_session_id": self.parent_session_id,
             "task": self.task,

@@ -7,7 +7,9 @@ SET NX, so of two deciders exactly one wins) and the session's set of approval i
 twice the approval TTL, so an expired approval still answers ``expired`` for a while. A pending
 approval also sits in one sorted set by ``expires_at`` (:meth:`ApprovalStore.overdue`), which the
 expiry sweep reads, and a person's "approve this tool for the rest of the session" is a set of
-tools per session (:meth:`ApprovalStore.remember`).
+tools per session (:meth:`ApprovalStore.remember`). A record keeps the tenant of the query that
+made it (``tenant``; none: ``default``): the reads take the asker's tenant (``None``: an
+administrator) and another tenant's approval does not exist for them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Literal
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.auth import DEFAULT_TENANT
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import (
     APPROVALS_EXPIRING_KEY,
@@ -72,8 +75,9 @@ class ApprovalStore:
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
-    async def record(self, approval_id: str) -> dict[str, Any] | None:
-        """The stored approval with its decision (``status`` as it stands now), or ``None``."""
+    async def record(self, approval_id: str, *, tenant: str | None = None) -> dict[str, Any] | None:
+        """The stored approval with its decision (``status`` as it stands now), or ``None`` (also
+        when ``tenant`` is given and another tenant's query made it)."""
         try:
             async with asyncio.timeout(self._timeout):
                 raw, decision = await self._redis.mget(
@@ -84,30 +88,32 @@ class ApprovalStore:
         if raw is None:
             return None
         record: dict[str, Any] = json.loads(raw)
+        if tenant is not None and (record.get("tenant") or DEFAULT_TENANT) != tenant:
+            return None
         if decision is not None:
             record.update(json.loads(decision))
         elif record["expires_at"] <= self.clock():
             record["status"] = "expired"
         return record
 
-    async def get(self, approval_id: str) -> Approval | None:
-        record = await self.record(approval_id)
+    async def get(self, approval_id: str, *, tenant: str | None = None) -> Approval | None:
+        record = await self.record(approval_id, tenant=tenant)
         return Approval.model_validate(record) if record is not None else None
 
-    async def of_session(self, session_id: str) -> list[Approval]:
-        """The session's approvals, oldest first."""
+    async def of_session(self, session_id: str, *, tenant: str | None = None) -> list[Approval]:
+        """The session's approvals, oldest first (only ``tenant``'s when given)."""
         try:
             async with asyncio.timeout(self._timeout):
                 ids = await self._redis.smembers(session_approvals_key(session_id))
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        found = [await self.get(i.decode() if isinstance(i, bytes) else str(i)) for i in ids]
+        found = [await self.get(i.decode() if isinstance(i, bytes) else str(i), tenant=tenant) for i in ids]
         return sorted((a for a in found if a is not None), key=lambda a: (a.created_at, a.approval_id))
 
-    async def pending(self, limit: int = 500) -> list[Approval]:
+    async def pending(self, limit: int = 500, *, tenant: str | None = None) -> list[Approval]:
         """The approvals of every session still waiting for a decision, oldest first (at most
-        ``limit``; the sweep's sorted set, by ``expires_at``). Ids found decided or gone leave it;
-        expired ones stay for the sweep to end their runs."""
+        ``limit``; the sweep's sorted set, by ``expires_at``; only ``tenant``'s when given). Ids
+        found decided or gone leave it; expired ones stay for the sweep to end their runs."""
         try:
             async with asyncio.timeout(self._timeout):
                 ids = await self._redis.zrange(APPROVALS_EXPIRING_KEY, 0, limit - 1)
@@ -117,11 +123,13 @@ class ApprovalStore:
         stale: list[str] = []
         for raw in ids:
             approval_id = raw.decode() if isinstance(raw, bytes) else str(raw)
-            approval = await self.get(approval_id)
-            if approval is not None and approval.status == "pending":
-                found.append(approval)
-            elif approval is None or approval.status != "expired":
+            record = await self.record(approval_id)
+            if record is None or record["status"] not in ("pending", "expired"):
                 stale.append(approval_id)
+            elif record["status"] == "pending" and (
+                tenant is None or (record.get("tenant") or DEFAULT_TENANT) == tenant
+            ):
+                found.append(Approval.model_validate(record))
         if stale:
             try:
                 async with asyncio.timeout(self._timeout):

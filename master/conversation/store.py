@@ -8,6 +8,11 @@ turn, and a query costs two round trips (load, append) whatever the session's le
 An unknown or expired ``session_id`` is refused (HTTP 404, ``unknown_session``)
 rather than silently starting an empty conversation: the client then knows the
 model has lost the context, and starts a new session by omitting ``session_id``.
+
+A session belongs to the tenant that started it (``session_owner:{id}``, written by the append
+that creates the session, for tenants other than ``default`` only). :meth:`SessionStore.load` and
+:meth:`SessionStore.delete` take the asker's ``tenant`` (``None``: an administrator, no filter)
+and treat another tenant's session as unknown, within the same script and round trip.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.auth import DEFAULT_TENANT
 from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import (
@@ -34,6 +40,7 @@ from master.redis_keys import (
     paused_run_key,
     plan_claim_key,
     session_key,
+    session_owner_key,
     summary_lock_key,
 )
 
@@ -86,37 +93,51 @@ def _dumps(turn: Turn) -> bytes:
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
 # which SETRANGE overwrites in place with ",<turns>]". KEYS[2...] are the records of the HTTP
 # invocation calls whose outcome these turns store: each still pending one becomes 'stored', so
-# a late callback cannot append the result a second time (master.agents.call_records). With
-# ARGV[3], the last key is the run's record, set to ARGV[3] with TTL ARGV[4] in the same trip
-# (master.conversation.runs: a run's end costs no round trip of its own).
+# a late callback cannot append the result a second time (master.agents.call_records).
+# KEYS[2] is the session's owner key: set to ARGV[3] (a tenant, '' for none) by the append that
+# creates the session, and its TTL follows the session's. With ARGV[4], the last key is the
+# run's record, set to ARGV[4] with TTL ARGV[5] in the same trip (master.conversation.runs: a
+# run's end costs no round trip of its own).
 _APPEND = """
 local n = redis.call('STRLEN', KEYS[1])
 if n <= 2 then
   redis.call('SET', KEYS[1], '[' .. ARGV[1] .. ']', 'EX', ARGV[2])
+  if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[2]) end
 else
   redis.call('SETRANGE', KEYS[1], n - 1, ',' .. ARGV[1] .. ']')
   redis.call('EXPIRE', KEYS[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
 end
 local last = #KEYS
-if ARGV[3] then
-  redis.call('SET', KEYS[last], ARGV[3], 'EX', ARGV[4])
+if ARGV[4] then
+  redis.call('SET', KEYS[last], ARGV[4], 'EX', ARGV[5])
   last = last - 1
 end
-for i = 2, last do
+for i = 3, last do
   if redis.call('HGET', KEYS[i], 'state') == 'pending' then redis.call('HSET', KEYS[i], 'state', 'stored') end
 end
 return 1
 """
 
 # Reads only what was appended since the caller's copy of ``known`` bytes: {length, text}, where
-# text is "" (unchanged), the tail from the old closing ']' on, or the whole value.
+# text is "" (unchanged), the tail from the old closing ']' on, or the whole value. With a
+# tenant in ARGV[2], a session KEYS[2] says another tenant owns answers {-1, ''}.
 _LOAD = """
 local n = redis.call('STRLEN', KEYS[1])
 if n == 0 then return {0, ''} end
+if ARGV[2] ~= '' and (redis.call('GET', KEYS[2]) or ARGV[3]) ~= ARGV[2] then return {-1, ''} end
 local known = tonumber(ARGV[1])
 if n == known then return {n, ''} end
 if known > 2 and n > known then return {n, redis.call('GETRANGE', KEYS[1], known - 1, -1)} end
 return {n, redis.call('GET', KEYS[1])}
+"""
+
+# Deletes the session (and its owner key) unless ARGV[1] names a tenant that does not own it.
+_DELETE = """
+if ARGV[1] ~= '' and (redis.call('GET', KEYS[2]) or ARGV[2]) ~= ARGV[1] then return 0 end
+local n = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2])
+return n
 """
 
 # Deletes the lock only if it still holds the caller's token (it may have expired and been taken).
@@ -180,6 +201,7 @@ class SessionStore:
         client's own socket timeouts only."""
         self._append = redis.register_script(_APPEND)
         self._load = redis.register_script(_LOAD)
+        self._delete = redis.register_script(_DELETE)
         self._cache: SizedLRU[str, _Cached] = SizedLRU(
             SESSION_CACHE_BYTES, lambda _, cached: cached.length, max_entries=_CACHED_SESSIONS
         )
@@ -238,12 +260,19 @@ class SessionStore:
         finally:
             await pool.release(connection)
 
-    async def load(self, session_id: str) -> list[Turn] | None:
-        """The session's turns, or ``None`` when it does not exist (or expired)."""
+    async def load(self, session_id: str, *, tenant: str | None = None) -> list[Turn] | None:
+        """The session's turns, or ``None`` when it does not exist (or expired), or when
+        ``tenant`` is given and does not own it (``None``: any session, an administrator's view)."""
         cached = self._cache.get(session_id)
         key = session_key(session_id)
         async with self._step():
-            length, text = await self._load(keys=[key], args=[cached.length if cached else 0])
+            length, text = await self._load(
+                keys=[key, session_owner_key(session_id)],
+                args=[cached.length if cached else 0, tenant or "", DEFAULT_TENANT],
+            )
+            if length == -1:  # another tenant's: as if it did not exist
+                self._answered_at = time.monotonic()
+                return None
             if length == 0:
                 self._answered_at = time.monotonic()
                 self._cache.pop(session_id)
@@ -262,19 +291,27 @@ class SessionStore:
         turns: Sequence[Turn],
         *,
         settled_calls: Sequence[str] = (),
+        owner: str | None = None,
         also_set: tuple[str, str, int] | None = None,
     ) -> None:
         """Append ``turns`` atomically and refresh the session's TTL.
 
         ``settled_calls``: the ids of the HTTP invocation calls whose outcome ``turns`` store; their
         records end in the same script (a late callback is then refused, not stored twice).
+        ``owner``: the tenant that owns the session when this append creates it (``None`` or
+        ``default``: nothing is recorded, the session is ``default``'s).
         ``also_set``: ``(key, value, ttl)`` set in the same script (a run's record as it ends).
         """
         if not turns:
             return
         payload = b",".join(map(_dumps, turns))
-        keys = [session_key(session_id), *(call_record_key(call_id) for call_id in settled_calls)]
-        args: list[Any] = [payload, self._ttl]
+        keys = [
+            session_key(session_id),
+            session_owner_key(session_id),
+            *(call_record_key(call_id) for call_id in settled_calls),
+        ]
+        recorded = owner if owner is not None and owner != DEFAULT_TENANT else ""
+        args: list[Any] = [payload, self._ttl, recorded]
         if also_set is not None:
             keys.append(also_set[0])
             args += [also_set[1], also_set[2]]
@@ -360,10 +397,28 @@ class SessionStore:
             found = await self._redis.get(paused_call_key(call_id))
         return found.decode() if isinstance(found, bytes) else found
 
-    async def delete(self, session_id: str) -> bool:
-        """Forget a session; True when it existed."""
-        self._cache.pop(session_id)
+    async def owner(self, session_id: str) -> str:
+        """The tenant that owns the session (``default`` when none is recorded, or it is unknown)."""
+        async with self._step():
+            found = await self._redis.get(session_owner_key(session_id))
+        if isinstance(found, bytes):
+            found = found.decode()
+        return str(found) if found else DEFAULT_TENANT
+
+    async def visible(self, session_id: str, tenant: str | None) -> bool:
+        """Whether ``tenant`` (``None``: an administrator) may see the session's records (its
+        attachments, approvals, collaborations); no round trip for an administrator."""
+        return tenant is None or await self.owner(session_id) == tenant
+
+    async def delete(self, session_id: str, *, tenant: str | None = None) -> bool:
+        """Forget a session; True when it existed (and ``tenant``, when given, owns it)."""
         try:
-            return bool(await self._redis.delete(session_key(session_id)))
+            deleted = await self._delete(
+                keys=[session_key(session_id), session_owner_key(session_id)],
+                args=[tenant or "", DEFAULT_TENANT],
+            )
         except RedisError as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        if deleted:
+            self._cache.pop(session_id)
+        return bool(deleted)

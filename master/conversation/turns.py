@@ -47,8 +47,11 @@ class TurnRecorder:
         query_id: str,
         model: str,
         flush_each_step: bool,
+        owner: str | None = None,
     ) -> None:
         self._sessions = sessions
+        self.owner = owner
+        """The tenant that owns the session, recorded when the first append creates it."""
         self.session_id = session_id
         self.query_id = query_id
         self.query = query
@@ -83,7 +86,9 @@ class TurnRecorder:
         if self._pending:
             turns, self._pending = self._pending, []
             calls, self._calls = self._calls, []
-            await self._sessions.append(self.session_id, turns, settled_calls=calls, also_set=also_set)
+            await self._sessions.append(
+                self.session_id, turns, settled_calls=calls, also_set=also_set, owner=self.owner
+            )
 
     async def finish(self, outcome: Outcome, also_set: tuple[str, str, int] | None = None) -> None:
         """Store the answer (and whatever is still pending); ``also_set`` ``(key, value, ttl)`` is

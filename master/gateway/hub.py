@@ -31,6 +31,7 @@ from functools import partial
 
 from pydantic import ValidationError
 from pydantic_core import from_json
+from starlette.datastructures import QueryParams
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.agents.catalog import ToolCatalog, ToolLimits
@@ -81,6 +82,16 @@ class _Connection:
         self.queries_in_flight = 0
         self._send_lock = asyncio.Lock()
         self.closed = False
+
+    @property
+    def agent_tenant(self) -> str | None:
+        """The tenant an agent registered over this connection serves: the key's own, or for an
+        administrator's connection the one its ``?tenant=`` names (``None``: every tenant)."""
+        principal = self.principal
+        if principal.is_admin:
+            query = QueryParams(self.websocket.scope.get("query_string", b"").decode("latin-1"))
+            return query.get("tenant") or None
+        return principal.tenant
 
     async def send(self, frame: str) -> None:
         if self.closed:
@@ -307,12 +318,18 @@ class Hub:
             return
         try:
             self._catalog.check(msg.agent_id, msg.tools, invocation=False)
-            agent = LiveAgent.from_register(msg, conn.send, conn.close)
+            agent = LiveAgent.from_register(msg, conn.send, conn.close, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await conn.send_error(exc.code, exc.message, msg.agent_id)
             return
         except InvalidToolSchema as exc:
             await conn.send_error("invalid_message", str(exc), msg.agent_id)
+            return
+        live = self._registry.get(msg.agent_id)
+        if live is not None and live.tenant != agent.tenant and not conn.principal.is_admin:
+            await conn.send_error(  # a tenant's key does not take over another tenant's agent
+                "agent_conflict", f"agent id {msg.agent_id!r} is taken by a connected agent", msg.agent_id
+            )
             return
         previous = self._registry.add(agent)
         conn.agent = agent
@@ -340,7 +357,7 @@ class Hub:
                 agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
             )
             self._catalog.check(msg.agent_id, msg.tools, invocation=True)
-            await self._invocation.register(registration)
+            await self._invocation.register(registration, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)
             return
@@ -362,7 +379,11 @@ class Hub:
             return
         try:
             run = self._queries.submit(
-                msg, door="websocket", query_id=msg.query_id, deliver=partial(self._send_result, conn)
+                msg,
+                door="websocket",
+                query_id=msg.query_id,
+                deliver=partial(self._send_result, conn),
+                principal=conn.principal,
             )
         except QueryRefused as exc:
             await conn.send_error(exc.code, exc.message, msg.query_id)

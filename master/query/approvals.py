@@ -11,7 +11,8 @@ waits (:mod:`master.doors.a2a`), an MCP client's answer to the ``ask`` tool's qu
   pending calls of that tool included;
 - **resuming** (:meth:`ApprovalDesk.resume`): once every call of the paused round is decided, the
   run goes on through the query entry; whoever started it, the desk's listeners hear how it ended
-  (the A2A door moves a waiting task to its end that way);
+  (the A2A door moves a waiting task to its end that way). It goes on as it was asked: with the
+  asker's tenant and view of the agents (:func:`resumer`), whoever decided;
 - **the expiry sweep** (:meth:`ApprovalDesk.sweep`, every ``OPENAGENT_APPROVAL_SWEEP_SECONDS``):
   the approvals whose ``expires_at`` has passed become ``expired`` (on a cluster, one master wins
   each, by the same SET NX as deciding) and their runs end with the answer that says no one
@@ -26,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from master.agents.registry import AgentTool
+from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal, Role
 from master.conversation.approvals import ApprovalStore
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from master.observability.metrics import Metrics
@@ -78,11 +80,12 @@ class ApprovalDesk:
 
     # Reading.
 
-    async def record(self, approval_id: str) -> dict[str, Any]:
-        """The approval as it stands (:meth:`ApprovalStore.record`); refuses an unknown one."""
+    async def record(self, approval_id: str, *, tenant: str | None = None) -> dict[str, Any]:
+        """The approval as it stands (:meth:`ApprovalStore.record`); refuses an unknown one, and
+        another tenant's when ``tenant`` is given (as unknown)."""
         store = self.store
         try:
-            record = await store.record(approval_id) if store is not None else None
+            record = await store.record(approval_id, tenant=tenant) if store is not None else None
         except SessionStoreUnavailable as exc:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         if record is None:
@@ -117,11 +120,13 @@ class ApprovalDesk:
         message: str | None = None,
         arguments: dict[str, Any] | None = None,
         remember: Literal["session"] | None = None,
+        tenant: str | None = None,
     ) -> dict[str, Any]:
         """Decide one pending approval; returns its record, decided. Does not resume the run
         (:meth:`resume`). An approval found expired is recorded ``expired``, its run resumed (the
-        model is told no one decided in time), and the decision refused (``approval_decided``)."""
-        record = await self.record(approval_id)
+        model is told no one decided in time), and the decision refused (``approval_decided``).
+        With ``tenant`` (a tenant's key), another tenant's approval is unknown."""
+        record = await self.record(approval_id, tenant=tenant)
         store = self.store
         assert store is not None
         if record["status"] == "expired" and record.get("decided_at") is None:
@@ -225,7 +230,9 @@ class ApprovalDesk:
         request = QueryRequest.model_validate({**state["request"], "session_id": session_id})
         try:
             extras = RunExtras(resume_approvals=True, run_id=state.get("run_id"))
-            run = self._entry.submit(request, door=door, stream=stream, extras=extras)
+            run = self._entry.submit(
+                request, door=door, stream=stream, extras=extras, principal=resumer(state)
+            )
         except QueryRefused as exc:
             if stream:
                 raise
@@ -314,6 +321,20 @@ class ApprovalDesk:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def resumer(state: dict[str, Any]) -> Principal:
+    """Who a paused run goes on as: its asker's tenant, with an administrator's view of the
+    agents only when an administrator asked (a run paused before tenants: an administrator's)."""
+    asker = state.get("asker")
+    if not isinstance(asker, dict):
+        return BOOTSTRAP_ADMIN
+    tenant = str(asker.get("tenant") or DEFAULT_TENANT)
+    admin = bool(asker.get("admin", True))
+    if admin and tenant == DEFAULT_TENANT:
+        return BOOTSTRAP_ADMIN
+    role = Role.ADMIN if admin else Role.CLIENT
+    return Principal(key_id="approvals", name=f"a resumed run of tenant {tenant}", role=role, tenant=tenant)
 
 
 def settled(session_id: str, response: QueryResponse) -> QueryResponse:

@@ -6,8 +6,11 @@ translates what comes back (:mod:`master.query.events`) into its own wire form. 
 ``query`` frames (:mod:`master.gateway.hub`); MCP, A2A and the OpenAI-compatible API
 (:mod:`master.doors`). Everything a query needs whatever its door lives here, once:
 
-- **admission**: the master's cap and the draining refusal (:class:`QueryRefused`, raised by
-  ``submit`` before anything runs);
+- **admission**: the master's cap, the asker's tenant's cap and the draining refusal
+  (:class:`QueryRefused`, raised by ``submit`` before anything runs);
+- **the asker** (:class:`master.auth.Principal`, the door passes
+  :func:`master.auth.principal_of` of its request): its tenant owns the sessions the query
+  starts, and only its tenant's sessions and agents (and the shared agents) are on offer to it;
 - **the run** (:meth:`master.query.service.QueryService.run`: budgets, the session, the
   orchestrator, the turns stored), started as a task the entry owns, so it outlives its door: a
   client that disconnects mid-run stops hearing about it, while the run goes on to its end
@@ -31,6 +34,7 @@ from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox
+from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
 from master.conversation.runs import LiveRun, RunState, RunStore
 from master.errors import QueryRejected
 from master.query.admission import Admission
@@ -150,6 +154,7 @@ class QueryEntry:
         stream: bool = False,
         deliver: Deliver | None = None,
         extras: RunExtras | None = None,
+        principal: Principal = BOOTSTRAP_ADMIN,
     ) -> QueryRun:
         """Admit ``request`` and start it; the run goes on whatever the door does next.
 
@@ -159,12 +164,13 @@ class QueryEntry:
         answer, like the WebSocket) is awaited with the outcome before the run gives its slot
         back, so a draining master hands its connections off only once the answers are sent.
         ``extras`` are a door's inputs beyond the protocol's (:class:`master.query.extras.RunExtras`).
+        ``principal`` is who asks (its tenant's cap admits it; see the module docstring).
         """
-        self.admission.enter()
+        self.admission.enter(principal.tenant)
         run_id = (extras.run_id if extras is not None else None) or f"run-{uuid.uuid4().hex}"
         run = QueryRun(query_id or f"{door}-{uuid.uuid4().hex}", streamed=stream, run_id=run_id)
         task = asyncio.create_task(
-            self._run(request, run, door, deliver, extras), name=f"query {run.query_id} ({door})"
+            self._run(request, run, door, deliver, extras, principal), name=f"query {run.query_id} ({door})"
         )
         run._task = task
         self._tasks.add(task)
@@ -178,9 +184,10 @@ class QueryEntry:
         door: Door,
         deliver: Deliver | None,
         extras: RunExtras | None,
+        principal: Principal,
     ) -> QueryResponse:
         finished: Finished | None = None
-        live = self._begin(run, request, extras)
+        live = self._begin(run, request, extras, principal)
         try:
             try:
                 events = run._emit if run._events is not None else None
@@ -193,6 +200,8 @@ class QueryEntry:
                     more["extras"] = extras
                 if live is not None:
                     more["live"] = live
+                if principal is not BOOTSTRAP_ADMIN:
+                    more["principal"] = principal
                 response = await self.queries.run(request, run.query_id, events=events, **more)
             except QueryRejected as exc:
                 response = rejected_response(request, run.query_id, exc)
@@ -221,23 +230,28 @@ class QueryEntry:
             if live is not None:  # cancelled: no answer
                 assert self.runs is not None
                 self.runs.abandon(live, "the run was cancelled (its client, or the master stopping)")
-            self.admission.leave()
+            self.admission.leave(principal.tenant)
             run._end(finished)
 
-    def _begin(self, run: QueryRun, request: QueryRequest, extras: RunExtras | None) -> LiveRun | None:
+    def _begin(
+        self, run: QueryRun, request: QueryRequest, extras: RunExtras | None, principal: Principal
+    ) -> LiveRun | None:
         runs = self.runs
         if runs is None:
             return None
-        live = runs.begin(run.run_id, query_id=run.query_id, session_id=request.session_id)
+        tenant = principal.tenant if principal.tenant != DEFAULT_TENANT else None
+        live = runs.begin(run.run_id, query_id=run.query_id, session_id=request.session_id, tenant=tenant)
         if extras is not None and extras.resume_run is not None:
             runs.claimed(live, extras.resume_run["record"], dict(extras.resume_run["checkpoint"]))
         return live
 
-    def offered_tools(self, allowed: Iterable[str] | None = None) -> list[OfferedTool]:
-        """Every tool the orchestrator could call now (cluster-wide, every transport), named as
-        the orchestrator names them; only the agents ``allowed`` when given."""
+    def offered_tools(
+        self, allowed: Iterable[str] | None = None, *, principal: Principal = BOOTSTRAP_ADMIN
+    ) -> list[OfferedTool]:
+        """Every tool the orchestrator could call now for ``principal`` (cluster-wide, every
+        transport), named as the orchestrator names them; only the agents ``allowed`` when given."""
         assert self.agents is not None, "QueryEntry(agents=...) lists tools"
-        toolbox = Toolbox(self.agents.tool_targets(allowed))
+        toolbox = Toolbox(self.agents.tool_targets(allowed, tenant=principal.tenant_filter))
         return [
             OfferedTool(
                 name,
@@ -258,6 +272,7 @@ class QueryEntry:
         *,
         door: Door,
         on_progress: Callable[[ToolProgress], None] | None = None,
+        principal: Principal = BOOTSTRAP_ADMIN,
     ) -> ToolRun:
         """Call one tool directly, without the model: a door's ``tools/call``.
 
@@ -266,10 +281,11 @@ class QueryEntry:
         fit the tool's schema), then sent through the same :class:`ToolCaller` as the
         orchestrator's calls (metrics, trace, call records). A tool that fails is a
         :class:`ToolRun` with ``success`` false and its ``error``. Cancelling the caller abandons
-        the call: the dispatcher forgets it and a late result is dropped.
+        the call: the dispatcher forgets it and a late result is dropped. Another tenant's agent
+        is unknown to ``principal`` (``unknown_agent``), as one that does not exist.
         """
         assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
-        targets = self.agents.tool_targets([agent_id])
+        targets = self.agents.tool_targets([agent_id], tenant=principal.tenant_filter)
         if not targets:
             raise ToolRefused(
                 ErrorCode.UNKNOWN_AGENT, f"no agent {agent_id!r} with tools is connected or registered"
@@ -290,12 +306,12 @@ class QueryEntry:
             raise ToolRefused(
                 ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {tool_name!r}: " + "; ".join(problems)
             )
-        self.admission.enter()
+        self.admission.enter(principal.tenant)
         try:
             run, _ = await self._tools.run(agent, tool_name, arguments, on_progress=on_progress)
             return run
         finally:
-            self.admission.leave()
+            self.admission.leave(principal.tenant)
 
     async def aclose(self) -> None:
         """Cancel the runs still in flight (the master stops)."""

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from master.agents.dispatch import Target
 from master.agents.registry import AgentTool
 from master.agents.toolbox import Toolbox
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
+from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
 from master.collaboration import CollaborationManager
 from master.conversation.approvals import ApprovalStore
 from master.conversation.context import Context, ContextBuilder
@@ -96,6 +97,10 @@ class _Run:
     extras: RunExtras = NO_EXTRAS
     messages: list[Any] | None = None
     """The run's messages, as the orchestrator leaves them (kept when the run pauses)."""
+    principal: Principal = BOOTSTRAP_ADMIN
+    """Who asked (see :meth:`QueryService._owner`)."""
+    new_session: bool = True
+    """Whether the run started its session (its owner is then the asker's tenant)."""
     live: LiveRun | None = None
     """The run's record as it goes (:mod:`master.conversation.runs`)."""
 
@@ -139,11 +144,14 @@ class QueryService:
         events: EventSink | None = None,
         extras: RunExtras | None = None,
         live: LiveRun | None = None,
+        principal: Principal = BOOTSTRAP_ADMIN,
     ) -> QueryResponse:
         """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot.
 
         Logs inside carry the query's ids; the query is counted and timed by outcome (``GET
-        /metrics``) and, when tracing, is the root span of its trace.
+        /metrics``) and, when tracing, is the root span of its trace. ``principal`` is who asks:
+        another tenant's session is unknown to it (``unknown_session``), only its tenant's agents
+        and the shared ones are offered, and the session it starts is its tenant's.
         """
         started = time.perf_counter()
         outcome = "internal_error"
@@ -152,7 +160,7 @@ class QueryService:
             tracing.span("query", {"openagent.query_id": query_id}) as span,
         ):
             try:
-                response = await self._run(request, query_id, events, extras or NO_EXTRAS, live)
+                response = await self._run(request, query_id, events, extras or NO_EXTRAS, live, principal)
                 outcome = response.status or "completed"
                 return response
             except QueryRejected as exc:
@@ -171,7 +179,9 @@ class QueryService:
         events: EventSink | None,
         extras: RunExtras,
         live: LiveRun | None,
+        principal: Principal,
     ) -> QueryResponse:
+        tenant = principal.tenant_filter
         new_files = self._decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
@@ -185,13 +195,13 @@ class QueryService:
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
         if request.allowed_agent_ids:
-            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode)
+            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode, tenant=tenant)
 
         results = extras.tool_results
         session_hint = request.session_id
         if results is not None and session_hint is None:
             session_hint = await self._session_of_calls(results)
-        session_id, turns = await self._load_session(session_hint, extras.new_session_id)
+        session_id, turns = await self._load_session(session_hint, extras.new_session_id, tenant)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
         paused = await self._paused(session_id, results) if results is not None else None
@@ -207,8 +217,8 @@ class QueryService:
                 live.completed[:0] = paused.get("completed") or []
                 live.created_at = float(paused.get("created_at") or live.created_at)
         if extras.history and session_hint is None:
-            turns = await self._store_history(session_id, extras.history)
-        toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids))
+            turns = await self._store_history(session_id, extras.history, principal.tenant)
+        toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids, tenant=tenant))
         settings = self._settings
         budget = BudgetTracker.from_request(
             request.budget,
@@ -223,6 +233,7 @@ class QueryService:
             query_id=str(paused["query_id"]) if paused else query_id,
             model=model,
             flush_each_step=request.auto_mode,
+            owner=principal.tenant,
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
         if live is not None:
@@ -234,17 +245,31 @@ class QueryService:
 
             hooks.on_step, hooks.sending = step_done, live.sending
         hooks.approval = await self._approval_hook_of(request, session_id, toolbox)
-        extra_tools = self._collaboration_hook(hooks, toolbox, session_id, query_id)
+        new_session = session_hint is None
+        extra_tools = self._collaboration_hook(
+            hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
+        )
         rag = await self._rag_query(
             session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
         )
         if rag is not None:
             hooks.call_options = rag.call_options
-        extra_tools += self._spawn_hook(hooks, request)
+        extra_tools += self._spawn_hook(hooks, request, principal)
         extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
         started = time.monotonic()
         run = _Run(
-            orchestrator, request, turns, toolbox, model, budget, recorder, hooks, extras=extras, live=live
+            orchestrator,
+            request,
+            turns,
+            toolbox,
+            model,
+            budget,
+            recorder,
+            hooks,
+            extras=extras,
+            live=live,
+            principal=principal,
+            new_session=new_session,
         )
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
@@ -376,6 +401,7 @@ class QueryService:
         store = self.approvals
         assert store is not None
         recorder = run.recorder
+        owner = await self._owner(run.principal, recorder.session_id, run.new_session)
         now = time.time()
         approvals: list[Approval] = []
         extra: dict[str, dict[str, Any]] = {}
@@ -394,7 +420,11 @@ class QueryService:
                 expires_at=now + store.ttl_seconds,
             )
             approvals.append(approval)
-            extra[approval.approval_id] = {"call_id": call.id, "parameters": tool.schema.parameters}
+            extra[approval.approval_id] = {
+                "call_id": call.id,
+                "parameters": tool.schema.parameters,
+                **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
+            }
             held.append({**call.model_dump(), "approval_id": approval.approval_id})
         state = {
             "kind": "approval",
@@ -404,6 +434,7 @@ class QueryService:
             "steps": outcome.steps,
             "held": held,
             "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+            "asker": {"tenant": run.principal.tenant, "admin": run.principal.is_admin},
             **_run_part(run),
         }
         try:
@@ -684,11 +715,11 @@ class QueryService:
             )
         return state
 
-    async def _store_history(self, session_id: str, history: Sequence[Any]) -> list[Turn]:
+    async def _store_history(self, session_id: str, history: Sequence[Any], owner: str) -> list[Turn]:
         """A stateless asker's earlier messages, stored as the new session's first turns."""
         turns = turns_from_messages(history)
         try:
-            await self._sessions.append(session_id, turns)
+            await self._sessions.append(session_id, turns, owner=owner)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         return turns
@@ -849,8 +880,24 @@ class QueryService:
             raise QueryRejected("llm_invalid_plan", f"the model proposed no usable plan: {exc}") from None
         return Outcome(answer=describe(plan), status="awaiting_approval", plan=plan)
 
+    async def _owner(self, principal: Principal, session_id: str, new_session: bool) -> str:
+        """The tenant that owns the session, and so what a run makes in it (approvals,
+        collaborations): the asker's, unless an administrator continues another tenant's session
+        (then one Redis read, on these rare paths only)."""
+        if new_session or not principal.is_admin:
+            return principal.tenant
+        try:
+            return await self._sessions.owner(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+
     def _collaboration_hook(
-        self, hooks: RunHooks, toolbox: Toolbox, session_id: str, query_id: str
+        self,
+        hooks: RunHooks,
+        toolbox: Toolbox,
+        session_id: str,
+        query_id: str,
+        owner: Callable[[], Awaitable[str]],
     ) -> list[dict[str, Any]]:
         """Offer ``start_collaboration`` when two or more linked agents support it."""
         manager = self._collaboration
@@ -862,7 +909,11 @@ class QueryService:
 
         async def collaborate(agents: list[str], task: str) -> dict[str, Any]:
             outcome = await manager.run(
-                parent_session_id=session_id, agent_ids=agents, task=task, query_id=query_id
+                parent_session_id=session_id,
+                agent_ids=agents,
+                task=task,
+                query_id=query_id,
+                tenant=await owner(),
             )
             return {
                 "collab_session_id": outcome.collab_session_id,
@@ -915,10 +966,18 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.warning("could not record the indexing state of session %s: %s", rag.session_id, exc)
 
-    def _spawn_hook(self, hooks: RunHooks, request: QueryRequest) -> list[dict[str, Any]]:
-        """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on)."""
+    def _spawn_hook(
+        self, hooks: RunHooks, request: QueryRequest, principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on; an
+        administrator's queries only: the agents it starts are shared with every tenant)."""
         spawner = self._spawner
-        if spawner is None or not request.auto_mode or request.auto_plan_execute is not None:
+        if (
+            spawner is None
+            or not request.auto_mode
+            or request.auto_plan_execute is not None
+            or not principal.is_admin
+        ):
             return []
         candidates = spawner.candidates(request.allowed_agent_ids)
         if not candidates:
@@ -927,16 +986,17 @@ class QueryService:
         return [spawn_tool(candidates)]
 
     async def _load_session(
-        self, session_id: str | None, new_id: str | None = None
+        self, session_id: str | None, new_id: str | None = None, tenant: str | None = None
     ) -> tuple[str, list[Turn]]:
         """The session's turns; either way Redis has answered (for a new session: within
         :data:`CHECK_FRESH_SECONDS`, over a connection still open), so no LLM or tool call runs
-        for an answer that could not be stored (tools may have side effects)."""
+        for an answer that could not be stored (tools may have side effects). Another tenant's
+        session is unknown to ``tenant`` (``None``: an administrator's query)."""
         try:
             if session_id is None:
                 await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
                 return new_id or self._sessions.new_session_id(), []
-            loaded = await self._sessions.load(session_id)
+            loaded = await self._sessions.load(session_id, tenant=tenant)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         if loaded is None:
@@ -953,19 +1013,19 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
 
-    def _check_known(self, allowed: list[str], *, auto_mode: bool) -> None:
+    def _check_known(self, allowed: list[str], *, auto_mode: bool, tenant: str | None = None) -> None:
         """Refuse (``unknown_agent``) ``allowed_agent_ids`` naming an agent no source knows: not
         connected here or to another master, not registered for HTTP invocation (down or not), and
         in auto mode not a saved agent that could be started. The refusal names the unknown ids
         and up to :data:`MAX_KNOWN_LISTED` known ones."""
-        found = self._agents.known_ids(allowed)
+        found = self._agents.known_ids(allowed, tenant=tenant)
         unknown = [agent_id for agent_id in dict.fromkeys(allowed) if agent_id not in found]
-        if unknown and auto_mode and self._spawner is not None:
+        if unknown and auto_mode and self._spawner is not None and tenant is None:
             startable = set(self._spawner.candidates(unknown))
             unknown = [agent_id for agent_id in unknown if agent_id not in startable]
         if not unknown:
             return
-        listed = sorted(self._agents.known_ids())
+        listed = sorted(self._agents.known_ids(tenant=tenant))
         some = ", ".join(repr(agent_id) for agent_id in listed[:MAX_KNOWN_LISTED])
         more = f" and {len(listed) - MAX_KNOWN_LISTED} more" if len(listed) > MAX_KNOWN_LISTED else ""
         raise QueryRejected(
@@ -974,10 +1034,11 @@ class QueryService:
             + (f"known agents: {some}{more}" if listed else "no agent is connected or registered"),
         )
 
-    def tool_agents(self, allowed: list[str] | None) -> list[Target]:
+    def tool_agents(self, allowed: list[str] | None, *, tenant: str | None = None) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
-        WebSocket agent shadows an invocation agent with the same id)."""
-        return self._agents.tool_targets(allowed)
+        WebSocket agent shadows an invocation agent with the same id); those offered to ``tenant``
+        when given."""
+        return self._agents.tool_targets(allowed, tenant=tenant)
 
 
 def _run_part(run: _Run) -> dict[str, Any]:

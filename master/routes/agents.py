@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
-from master.deps import ServicesDep
+from master.deps import PrincipalDep, ServicesDep
 from protocol import Role, ToolSchema
 
 router = APIRouter(tags=["agents"])
@@ -66,6 +66,9 @@ class AgentRow(BaseModel):
     a2a_url: str | None = None
     """A2A agents: where their card is (the headers the master sends are never shown)."""
     registered_at: float | None = None
+    tenant: str | None = None
+    """The only tenant whose queries it serves (registered with that tenant's key); absent:
+    shared with every tenant."""
     sandbox: SandboxField | None = None
     """With the sandbox on: the agent's Pod or pool placement and its health (``null`` when not deployed by it)."""
 
@@ -77,13 +80,14 @@ class AgentList(BaseModel):
 
 
 @router.get("/agents", response_model=AgentList, response_model_exclude_unset=True)
-async def list_agents(services: ServicesDep) -> dict[str, Any]:
+async def list_agents(services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
     """Connected WebSocket agents, then invocation agents from Redis with their last health check.
 
+    A tenant's key sees the agents shared with every tenant and its own tenant's.
     With the sandbox on, every row has a ``sandbox`` field (``null`` for agents not deployed by it),
     and sandboxed agents that are not connected follow as rows of their own.
     """
-    rows = services.agents.rows()
+    rows = services.agents.rows(tenant=principal.tenant_filter)
     if services.sandbox.enabled:
         # Sandbox metadata and live Pod status; deployed agents not (yet) connected get a row too.
         fields = await services.sandbox.agent_fields()

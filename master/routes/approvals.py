@@ -6,6 +6,8 @@ them; ``POST /approvals/{approval_id}`` decides one, exactly once (a second deci
 the decision that won). When the last pending call of the round is decided, the run resumes
 through the query entry and the POST answers with its result, as ``POST /query`` would. The
 deciding itself is :class:`master.query.approvals.ApprovalDesk`'s, shared with the other doors.
+Another tenant's approvals are unknown (404, and left out of the lists) to a key that is not an
+administrator's.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from master.deps import ServicesDep
+from master.auth import Principal
+from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
@@ -65,6 +68,7 @@ class ApprovalDecision(BaseModel):
 @router.get("/approvals", response_model=ApprovalList, responses={503: _STORE_DOWN})
 async def list_approvals(
     services: ServicesDep,
+    principal: PrincipalDep,
     session_id: Annotated[
         str | None,
         Query(
@@ -74,14 +78,16 @@ async def list_approvals(
     ] = None,
 ) -> dict[str, Any]:
     """The session's approvals (pending, approved, rejected or expired), oldest first; without
-    ``session_id``, the approvals of every session still waiting for a decision."""
+    ``session_id``, the approvals of every session still waiting for a decision. A tenant's key
+    gets its tenant's only."""
     store = services.queries.approvals
     if store is None:
         return {"approvals": []}
     try:
+        tenant = principal.tenant_filter
         if session_id is None:
-            return {"approvals": await store.pending()}
-        return {"approvals": await store.of_session(session_id)}
+            return {"approvals": await store.pending(tenant=tenant)}
+        return {"approvals": await store.of_session(session_id, tenant=tenant)}
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
 
@@ -91,9 +97,9 @@ async def list_approvals(
     response_model=Approval,
     responses={404: error("No such approval (unknown_approval)"), 503: _STORE_DOWN},
 )
-async def read_approval(approval_id: ApprovalId, services: ServicesDep) -> Approval:
+async def read_approval(approval_id: ApprovalId, services: ServicesDep, principal: PrincipalDep) -> Approval:
     """One approval, with its decision once made."""
-    return Approval.model_validate(await _record(services, approval_id))
+    return Approval.model_validate(await _record(services, approval_id, principal))
 
 
 @router.post(
@@ -106,7 +112,9 @@ async def read_approval(approval_id: ApprovalId, services: ServicesDep) -> Appro
         503: _STORE_DOWN,
     },
 )
-async def decide_approval(approval_id: ApprovalId, body: ApprovalDecision, services: ServicesDep) -> Response:
+async def decide_approval(
+    approval_id: ApprovalId, body: ApprovalDecision, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """Approve (optionally with edited arguments, optionally for the rest of the session) or
     reject one call. Once every call of the paused round is decided, the run resumes and the
     answer is its result (a ``QueryResponse``); before that, the answer lists the round's
@@ -114,7 +122,12 @@ async def decide_approval(approval_id: ApprovalId, body: ApprovalDecision, servi
     desk = _desk(services)
     try:
         record = await desk.decide(
-            approval_id, body.decision, message=body.message, arguments=body.arguments, remember=body.remember
+            approval_id,
+            body.decision,
+            message=body.message,
+            arguments=body.arguments,
+            remember=body.remember,
+            tenant=principal.tenant_filter,
         )
         return _json(await desk.resume(str(record["session_id"])))
     except ApprovalRefused as exc:
@@ -126,12 +139,14 @@ async def decide_approval(approval_id: ApprovalId, body: ApprovalDecision, servi
     response_model=QueryResponse,
     responses={404: error("No such approval (unknown_approval)"), 503: _STORE_DOWN},
 )
-async def resume_approval(approval_id: ApprovalId, services: ServicesDep) -> Response:
+async def resume_approval(
+    approval_id: ApprovalId, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """Resume the run of a decided approval again, after a resume that failed (an agent gone,
     the LLM down): the decisions stand and the calls already run are not run again."""
     desk = _desk(services)
     try:
-        record = await desk.record(approval_id)
+        record = await desk.record(approval_id, tenant=principal.tenant_filter)
         return _json(await desk.resume(str(record["session_id"])))
     except ApprovalRefused as exc:
         raise ApiError(exc.code, exc.detail) from None
@@ -141,8 +156,8 @@ def _desk(services: ServicesDep) -> ApprovalDesk:
     return services.approvals or ApprovalDesk(services.entry, metrics=services.metrics)
 
 
-async def _record(services: ServicesDep, approval_id: str) -> dict[str, Any]:
+async def _record(services: ServicesDep, approval_id: str, principal: Principal) -> dict[str, Any]:
     try:
-        return await _desk(services).record(approval_id)
+        return await _desk(services).record(approval_id, tenant=principal.tenant_filter)
     except ApprovalRefused as exc:
         raise ApiError(exc.code, exc.detail) from None

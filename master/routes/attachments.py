@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from master.access import Permission
 from master.agents.toolbox import Toolbox
 from master.attachments.rag import rag_agents
-from master.deps import ServicesDep, needs
+from master.deps import PrincipalDep, ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import AttachmentAccessDenied, AttachmentNotFound, SessionStoreUnavailable
 from master.openapi import error
@@ -107,14 +107,20 @@ async def get_attachment(
     },
 )
 async def session_rag_context(
-    services: ServicesDep, session_id: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
+    services: ServicesDep,
+    principal: PrincipalDep,
+    session_id: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{1,128}$")],
 ) -> dict[str, Any]:
     """The session's attachments (ref, filename, size) and their indexing state per file.
 
-    The vectors themselves stay with the indexer (``search_knowledge``).
+    The vectors themselves stay with the indexer (``search_knowledge``). Another tenant's
+    session is unknown (404).
     """
     store = services.attachments
+    tenant = principal.tenant_filter
     try:
+        if not await services.sessions.visible(session_id, tenant):
+            raise ApiError(ErrorCode.UNKNOWN_SESSION, f"unknown or expired session {session_id!r}")
         files = await store.files(session_id) if store is not None else []
         states = await store.index_states(session_id) if store is not None else {}
         known = bool(files) or await services.sessions.load(session_id) is not None
@@ -122,7 +128,7 @@ async def session_rag_context(
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not known:
         raise ApiError(ErrorCode.UNKNOWN_SESSION, f"unknown or expired session {session_id!r}")
-    extractor, indexer = rag_agents(Toolbox(services.queries.tool_agents(None)))
+    extractor, indexer = rag_agents(Toolbox(services.queries.tool_agents(None, tenant=tenant)))
     return {
         "session_id": session_id,
         "attachments": [{**item.as_dict(), "index": states.get(item.ref)} for item in files],

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from master.deps import ServicesDep
+from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import CollaborationRejected, SessionStoreUnavailable
 from master.openapi import error
@@ -112,20 +112,35 @@ def _unavailable(exc: SessionStoreUnavailable) -> ApiError:
         503: error("Redis unavailable"),
     },
 )
-async def start_collaboration(body: CollaborationRequest, services: ServicesDep) -> dict[str, Any]:
+async def start_collaboration(
+    body: CollaborationRequest, services: ServicesDep, principal: PrincipalDep
+) -> dict[str, Any]:
     """Run a collaboration to its end and answer its outcome (summary, reason, transcript)."""
     manager = services.collaboration
     parent = body.parent_session_id
+    tenant = principal.tenant_filter
+    if tenant is not None and manager.enabled:  # another tenant's agents are unknown to this key
+        offered = services.agents.known_ids(body.agents, tenant=tenant)
+        for agent_id in body.agents:
+            if agent_id not in offered:
+                raise ApiError(
+                    ErrorCode.UNKNOWN_AGENT,
+                    f"unknown agent {agent_id!r}: it is not connected to this master over WebSocket",
+                )
     try:
         if parent is None:
             parent = services.sessions.new_session_id()
-        elif manager.enabled and await services.sessions.load(parent) is None:
+        elif manager.enabled and await services.sessions.load(parent, tenant=principal.tenant_filter) is None:
             raise ApiError(
                 ErrorCode.UNKNOWN_SESSION,
                 f"unknown or expired session {parent!r}; omit parent_session_id to start a new session",
             )
         outcome = await manager.run(
-            parent_session_id=parent, agent_ids=body.agents, task=body.task, context=body.context
+            parent_session_id=parent,
+            agent_ids=body.agents,
+            task=body.task,
+            context=body.context,
+            tenant=principal.tenant,
         )
     except CollaborationRejected as exc:
         raise ApiError(exc.code, exc.message) from exc
@@ -136,11 +151,15 @@ async def start_collaboration(body: CollaborationRequest, services: ServicesDep)
 
 @router.get("", response_model=CollaborationIds, responses={503: error("Redis unavailable")})
 async def list_collaborations(
-    services: ServicesDep, parent_session_id: Annotated[str, Query(min_length=1, max_length=128)]
+    services: ServicesDep,
+    principal: PrincipalDep,
+    parent_session_id: Annotated[str, Query(min_length=1, max_length=128)],
 ) -> dict[str, Any]:
-    """The ids of the collaborations started from an orchestrator session (``collab:by_parent:{id}``)."""
+    """The ids of the collaborations started from an orchestrator session (``collab:by_parent:{id}``;
+    none for another tenant's session)."""
     try:
-        ids = await services.collaboration.for_parent(parent_session_id)
+        visible = await services.sessions.visible(parent_session_id, principal.tenant_filter)
+        ids = await services.collaboration.for_parent(parent_session_id) if visible else []
     except SessionStoreUnavailable as exc:
         raise _unavailable(exc) from exc
     return {"parent_session_id": parent_session_id, "collab_session_ids": ids}
@@ -152,13 +171,16 @@ async def list_collaborations(
     response_model_exclude_unset=True,
     responses={404: error("Unknown or expired collaboration session"), 503: error("Redis unavailable")},
 )
-async def get_collaboration(collab_session_id: str, services: ServicesDep) -> dict[str, Any]:
-    """The recorded session: the ``collab:{id}`` document (metadata and every entry)."""
+async def get_collaboration(
+    collab_session_id: str, services: ServicesDep, principal: PrincipalDep
+) -> dict[str, Any]:
+    """The recorded session: the ``collab:{id}`` document (metadata and every entry); another
+    tenant's is unknown (404)."""
     try:
         document = await services.collaboration.load(collab_session_id)
     except SessionStoreUnavailable as exc:
         raise _unavailable(exc) from exc
-    if document is None:
+    if document is None or not principal.sees(document.get("tenant")):
         raise ApiError(
             ErrorCode.UNKNOWN_COLLABORATION, f"unknown or expired collaboration session {collab_session_id!r}"
         )

@@ -24,6 +24,7 @@ from master.agents.invocation import (
     InvocationRegistration,
     McpRegistration,
 )
+from master.agents.registry import offered_to
 from master.agents.url_policy import UrlRefused
 from master.auth import Principal, principal_of
 from master.deps import ServicesDep, needs
@@ -173,23 +174,44 @@ class Registration(
         503: error("Redis unavailable"),
     },
 )
-async def register(registration: Registration, request: Request, services: ServicesDep) -> dict[str, Any]:
+async def register(
+    registration: Registration,
+    request: Request,
+    services: ServicesDep,
+    tenant: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=128,
+            description="Offer the agent to this tenant's queries only (an administrator's "
+            "registration; without it, the agent is shared with every tenant)",
+        ),
+    ] = None,
+) -> dict[str, Any]:
     """Store an agent the master calls (an HTTP invocation agent, an MCP server, an A2A agent) in
     Redis and health-check it once. An MCP server or A2A agent is asked for its tools first.
 
     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
     one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
-    An ``agent`` key may register only the agent ids its ``agent_ids`` patterns match (403)."""
+    An ``agent`` key may register only the agent ids its ``agent_ids`` patterns match (403).
+    An agent registered with a tenant's key serves that tenant's queries only; one registered with
+    an administrator's key is shared with every tenant, unless ``?tenant=`` names one."""
     body = registration.root
     principal = principal_of(request.scope)
     if body.agent_id is not None:
         _check_agent_id(principal, body.agent_id)
+    owner = _owner_tenant(principal, tenant)
+    existing = services.invocation.get(body.agent_id) if body.agent_id else None
+    if existing is not None and existing.tenant != owner and not principal.is_admin:
+        raise ApiError(  # a tenant's key does not take over another tenant's (or a shared) agent
+            ErrorCode.AGENT_CONFLICT, f"agent id {body.agent_id!r} is taken by another registration"
+        )
     try:
         if isinstance(body, InvocationRegistration):
             services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
-            agent = await services.invocation.register(body)
+            agent = await services.invocation.register(body, tenant=owner)
         else:
-            agent = await _register_remote(body, services, principal)
+            agent = await _register_remote(body, services, principal, owner)
     except UrlRefused as exc:
         raise ApiError(
             exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
@@ -211,8 +233,27 @@ def _check_agent_id(principal: Principal, agent_id: str) -> None:
         raise ApiError(ErrorCode.FORBIDDEN, agent_id_refused(principal, agent_id))
 
 
+def _owner_tenant(principal: Principal, requested: str | None) -> str | None:
+    """The tenant a registration is for: the one an administrator names (``None``: shared), or
+    the registering key's own."""
+    if principal.is_admin:
+        return requested
+    if requested is not None and requested != principal.tenant:
+        raise ApiError(
+            ErrorCode.VALIDATION_ERROR,
+            [
+                {
+                    "loc": ["query", "tenant"],
+                    "msg": f"a key of tenant {principal.tenant!r} registers agents for its own tenant only",
+                    "type": "value_error",
+                }
+            ],
+        )
+    return principal.tenant
+
+
 async def _register_remote(
-    body: McpRegistration | A2ARegistration, services: Any, principal: Principal
+    body: McpRegistration | A2ARegistration, services: Any, principal: Principal, tenant: str | None
 ) -> InvocationAgent:
     """List a remote agent's tools through its connector, check them like any agent's, store it."""
     agent_id: str | None
@@ -232,7 +273,7 @@ async def _register_remote(
     _check_agent_id(principal, agent_id)  # the name the agent gave, when the body named none
     services.tool_catalog.check(agent_id, found.tools, invocation=True)
     agent: InvocationAgent = await services.invocation.register_remote(
-        transport, agent_id, url, headers, found
+        transport, agent_id, url, headers, found, tenant=tenant
     )
     return agent
 
@@ -244,8 +285,13 @@ async def _register_remote(
     responses={404: error("Unknown invocation agent (not_found)"), 503: error("Redis unavailable")},
 )
 async def unregister(body: Unregistration, request: Request, services: ServicesDep) -> dict[str, Any]:
-    """Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match)."""
-    _check_agent_id(principal_of(request.scope), body.agent_id)
+    """Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match;
+    another tenant's is unknown to a tenant's key)."""
+    principal = principal_of(request.scope)
+    _check_agent_id(principal, body.agent_id)
+    known = services.invocation.get(body.agent_id)
+    if known is not None and not offered_to(known.tenant, principal.tenant_filter):
+        raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}")
     try:
         removed = await services.invocation.unregister(body.agent_id)
     except SessionStoreUnavailable as exc:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.types import Scope, Send
 
 from master.asgi import LeanRequest, send_response
+from master.auth import principal_of
 from master.deps import Services, ServicesDep
 from master.doors.openai import SESSION_HEADER, error_response
 from protocol import ErrorCode
@@ -127,13 +128,13 @@ def _disabled() -> Response:
     response_model=ModelList,
     responses={401: _error("Missing or wrong API key"), 403: _error("OPENAGENT_OPENAI_API=0")},
 )
-async def list_models(services: ServicesDep) -> Any:
+async def list_models(request: Request, services: ServicesDep) -> Any:
     """The models a client may name: ``openagent`` (the orchestrator with every agent) and
     ``openagent/<agent_id>`` (scoped to one agent), for every agent with tools in the cluster."""
     door = services.openai
     if door is None or not door.enabled:
         return _disabled()
-    return door.models()
+    return door.models(principal_of(request.scope))
 
 
 @router.post(
@@ -161,7 +162,9 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
     door = services.openai
     if door is None or not door.enabled:
         return _disabled()
-    return await door.chat(await request.body(), request.headers.get(SESSION_HEADER))
+    return await door.chat(
+        await request.body(), request.headers.get(SESSION_HEADER), principal_of(request.scope)
+    )
 
 
 async def lean_chat_completions(services: Services, request: LeanRequest, send: Send) -> bool:
@@ -174,7 +177,7 @@ async def lean_chat_completions(services: Services, request: LeanRequest, send: 
     if not isinstance(read, Response):
         if read.stream:
             return False  # the route streams it (and reads it again)
-        read = await door.answer(read)
+        read = await door.answer(read, principal_of(request.scope))
     await send_response(send, read)
     return True
 

@@ -15,6 +15,7 @@ from starlette.types import Send
 
 from master.access import Permission
 from master.asgi import LeanRequest, send_response
+from master.auth import Principal, principal_of
 from master.deps import Services, ServicesDep, needs
 from master.drain import RETRY_AFTER_SECONDS
 from master.error_responses import ApiError
@@ -100,15 +101,21 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
     if not services.settings.openagent_http_query:
         raise ApiError(ErrorCode.FEATURE_DISABLED, "POST /query is disabled (OPENAGENT_HTTP_QUERY=0)")
     streamed = body.stream or "text/event-stream" in request.headers.get("accept", "")
-    return await answer(services.entry, body, streamed=streamed)
+    return await answer(services.entry, body, streamed=streamed, principal=principal_of(request.scope))
 
 
-async def answer(entry: QueryEntry, body: QueryRequest, *, streamed: bool) -> Response:
+async def answer(entry: QueryEntry, body: QueryRequest, *, streamed: bool, principal: Principal) -> Response:
     """``POST /query``'s answer through the query entry (the route and its lean path): JSON, or
     SSE once the query is admitted; a refusal is JSON with its status either way."""
     query_id = f"http-{uuid.uuid4().hex}"
     try:
-        run = entry.submit(body, door="sse" if streamed else "http", query_id=query_id, stream=streamed)
+        run = entry.submit(
+            body,
+            door="sse" if streamed else "http",
+            query_id=query_id,
+            stream=streamed,
+            principal=principal,
+        )
     except QueryRefused as exc:
         return _json(rejected_response(body, query_id, exc))
     if streamed:
@@ -170,7 +177,8 @@ async def lean_post_query(services: Services, request: LeanRequest, send: Send) 
         return False
     if body.stream:
         return False
-    await send_response(send, await answer(services.entry, body, streamed=False))
+    principal = principal_of(request.scope)
+    await send_response(send, await answer(services.entry, body, streamed=False, principal=principal))
     return True
 
 

@@ -16,8 +16,9 @@ from fastapi import APIRouter, Path
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from master.auth import Principal
 from master.conversation.runs import RESUMABLE
-from master.deps import ServicesDep
+from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
@@ -103,10 +104,14 @@ class ResumeBody(BaseModel):
     """Answer with Server-Sent Events, as ``POST /query`` does."""
 
 
-async def _record(services: ServicesDep, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+async def _record(
+    services: ServicesDep, run_id: str, principal: Principal
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     runs = services.queries.runs
     try:
         record = await runs.get(run_id) if runs is not None else None
+        if record is not None and not principal.sees(record.get("tenant")):
+            record = None  # another tenant's run: as if it did not exist
         checkpoint = await runs.checkpoint(run_id) if runs is not None and record is not None else None
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
@@ -117,10 +122,10 @@ async def _record(services: ServicesDep, run_id: str) -> tuple[dict[str, Any], d
 
 
 @router.get("/runs/{run_id}", response_model=RunRecord, responses={404: _UNKNOWN, 503: _STORE_DOWN})
-async def read_run(run_id: RunId, services: ServicesDep) -> dict[str, Any]:
+async def read_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
     """A run's record. A run held by a master that was lost reads ``failed`` (marked now, if no
-    master's sweep has yet)."""
-    record, _ = await _record(services, run_id)
+    master's sweep has yet). Another tenant's run is unknown (404) to a tenant's key."""
+    record, _ = await _record(services, run_id, principal)
     return record
 
 
@@ -134,11 +139,13 @@ async def read_run(run_id: RunId, services: ServicesDep) -> dict[str, Any]:
         503: _STORE_DOWN,
     },
 )
-async def resume_run(run_id: RunId, body: ResumeBody, services: ServicesDep) -> Response:
+async def resume_run(
+    run_id: RunId, body: ResumeBody, services: ServicesDep, principal: PrincipalDep
+) -> Response:
     """Continue a run a budget or the step limit stopped, with a larger budget: from where it
     stopped, its completed tool calls not repeated (calls in flight when it stopped are told to
     the model as unknown, never sent again). The answer is the run's, as ``POST /query`` gives it."""
-    record, checkpoint = await _record(services, run_id)
+    record, checkpoint = await _record(services, run_id, principal)
     state = record["state"]
     if state not in RESUMABLE or checkpoint is None:
         raise ApiError(ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, state, checkpoint is not None))
@@ -158,7 +165,11 @@ async def resume_run(run_id: RunId, body: ResumeBody, services: ServicesDep) -> 
     extras = RunExtras(run_id=run_id, resume_run={"record": record, "checkpoint": checkpoint})
     try:
         run = services.entry.submit(
-            request, door="sse" if body.stream else "http", stream=body.stream, extras=extras
+            request,
+            door="sse" if body.stream else "http",
+            stream=body.stream,
+            extras=extras,
+            principal=principal,
         )
     except QueryRefused as exc:
         await _release(services, run_id, state)

@@ -37,9 +37,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from master.agents.directory import AgentDirectory
+from master.auth import BOOTSTRAP_ADMIN, Principal, principal_of
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor
-from master.doors.a2a.store import SCOPE_KEY, STREAMING_KEY, RedisEventStream, RedisTaskStore, scope_of
+from master.doors.a2a.store import (
+    PRINCIPAL_KEY,
+    SCOPE_KEY,
+    STREAMING_KEY,
+    RedisEventStream,
+    RedisTaskStore,
+    principal_of_call,
+    scope_of,
+)
 from master.query.approvals import ApprovalDesk
 from master.query.entry import OfferedTool, QueryEntry
 from protocol import ErrorCode
@@ -53,11 +62,13 @@ CARD_ROUTES = (CARD_PATH, f"{AGENTS_PATH}/{{agent_id}}{CARD_PATH}")
 
 
 class _ScopedContext(DefaultServerCallContextBuilder):
-    """The SDK's call context, plus the endpoint's scope (its ``{agent_id}``, or the hub)."""
+    """The SDK's call context, plus the endpoint's scope (its ``{agent_id}``, or the hub) and who
+    sent the request (its tenant owns the tasks it creates)."""
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state[SCOPE_KEY] = request.path_params.get("agent_id", "")
+        context.state[PRINCIPAL_KEY] = principal_of(request.scope)
         return context
 
 
@@ -84,7 +95,8 @@ class _ScopedHandler(DefaultRequestHandler):
 
     def _check(self, context: ServerCallContext) -> None:
         scope = scope_of(context)
-        if scope and not self._agents.known_ids([scope]):
+        tenant = principal_of_call(context).tenant_filter
+        if scope and not self._agents.known_ids([scope], tenant=tenant):
             raise InvalidParamsError(
                 message=f"unknown agent {scope!r}: no agent with that id is connected to the hub",
                 data={"error_code": ErrorCode.UNKNOWN_AGENT.value},
@@ -173,11 +185,12 @@ class A2ADoor:
         """The SDK endpoint of the route declared as ``path`` (see :func:`route_specs`)."""
         return self._endpoints[(path, method)]
 
-    def tools(self, agent_id: str) -> list[OfferedTool] | None:
-        """The tools of ``agent_id`` wherever it is connected; ``None`` when the hub does not know it."""
-        if not self.agents.known_ids([agent_id]):
+    def tools(self, agent_id: str, principal: Principal = BOOTSTRAP_ADMIN) -> list[OfferedTool] | None:
+        """The tools of ``agent_id`` wherever it is connected; ``None`` when the hub does not know
+        it, or it serves another tenant than ``principal``'s."""
+        if not self.agents.known_ids([agent_id], tenant=principal.tenant_filter):
             return None
-        return self.entry.offered_tools([agent_id])
+        return self.entry.offered_tools([agent_id], principal=principal)
 
     async def card(self, request: Request) -> Response:
         """``GET`` a card: the hub's, or ``{agent_id}``'s (404 when the hub does not know it)."""
@@ -185,7 +198,7 @@ class A2ADoor:
         agent_id = request.path_params.get("agent_id")
         if agent_id is None:
             return _card_response(hub_card(base))
-        tools = self.tools(agent_id)
+        tools = self.tools(agent_id, principal_of(request.scope))
         if tools is None:
             return JSONResponse(
                 {

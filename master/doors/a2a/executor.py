@@ -48,7 +48,8 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore
+from master.auth import BOOTSTRAP_ADMIN, Principal
+from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
@@ -203,10 +204,12 @@ class HubExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
         scope = context.call_context.state.get(SCOPE_KEY, "") if context.call_context else ""
+        principal = principal_of_call(context.call_context) if context.call_context else BOOTSTRAP_ADMIN
         text, data = _parts(context.message)
         current = context.current_task
         if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await self._decide(context.message, context_id, _Updater(event_queue, task_id, context_id))
+            updater = _Updater(event_queue, task_id, context_id)
+            await self._decide(context.message, context_id, updater, principal.tenant)
             return
         calls = [item for item in data if isinstance(item, dict) and "tool" in item]
         if not calls and not text:
@@ -221,9 +224,9 @@ class HubExecutor(AgentExecutor):
                 configuration is not None and configuration.return_immediately
             )
         if calls:
-            await self._call(scope, calls[0], updater)
+            await self._call(scope, calls[0], updater, principal)
         else:
-            await self._ask(scope, text, context_id, updater)
+            await self._ask(scope, text, context_id, updater, principal)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         running = self._running.pop(context.task_id or "", None)
@@ -234,8 +237,11 @@ class HubExecutor(AgentExecutor):
 
     # A text message: a query.
 
-    async def _ask(self, scope: str, text: str, context_id: str, updater: _Updater) -> None:
-        session_id = await self._store.session_of(context_id) if context_id else None
+    async def _ask(
+        self, scope: str, text: str, context_id: str, updater: _Updater, principal: Principal
+    ) -> None:
+        tenant = principal.tenant
+        session_id = await self._store.session_of(context_id, tenant) if context_id else None
         try:
             request = QueryRequest(
                 query=text, session_id=session_id, allowed_agent_ids=[scope] if scope else None
@@ -244,13 +250,14 @@ class HubExecutor(AgentExecutor):
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise InvalidParamsError(message=f"the message is not a valid query: {problems}") from None
         try:
-            run = self._entry.submit(request, door="a2a", stream=True)
+            run = self._entry.submit(request, door="a2a", stream=True, principal=principal)
         except QueryRefused as exc:
             raise unavailable(exc) from None
-        await self._follow(run, updater, context_id)
+        await self._follow(run, updater, context_id, tenant)
 
-    async def _follow(self, run: QueryRun, updater: _Updater, context_id: str) -> None:
-        """Hand the run's steps on as ``WORKING`` updates, then end the task as the run ended."""
+    async def _follow(self, run: QueryRun, updater: _Updater, context_id: str, tenant: str) -> None:
+        """Hand the run's steps on as ``WORKING`` updates, then end the task as the run ended
+        (the session is ``tenant``'s context's)."""
         self._running[updater.task_id] = run
         updater.run_id = run.run_id
         try:
@@ -276,7 +283,7 @@ class HubExecutor(AgentExecutor):
         if response is None:  # the master stopped under the run
             raise InternalError(message="the master stopped before the query ended")
         if response.session_id and response.success:
-            await self._store.remember_session(context_id, response.session_id)
+            await self._store.remember_session(context_id, response.session_id, tenant)
         await self._finish_query(response, updater)
 
     async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
@@ -300,15 +307,16 @@ class HubExecutor(AgentExecutor):
             return
         stored = await self._store.get(message.task_id, context)
         if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await self._decisions_of(message, stored.task.context_id)
+            await self._decisions_of(message, stored.task.context_id, principal_of_call(context).tenant)
 
     async def _decisions_of(
-        self, message: Message | None, context_id: str
+        self, message: Message | None, context_id: str, tenant: str
     ) -> tuple[str, list[dict[str, Any]]]:
-        """The session of a waiting task and the decisions ``message`` carries, checked."""
+        """The session of a waiting task (its context's, for ``tenant``) and the decisions
+        ``message`` carries, checked."""
         desk = self._approvals
         assert desk is not None
-        session_id = await self._store.session_of(context_id) if context_id else None
+        session_id = await self._store.session_of(context_id, tenant) if context_id else None
         try:
             pending = await desk.pending(session_id) if session_id else []
             if session_id is not None and not pending and await desk.paused(session_id):
@@ -325,13 +333,13 @@ class HubExecutor(AgentExecutor):
             raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
         return session_id, decisions
 
-    async def _decide(self, message: Message | None, context_id: str, updater: _Updater) -> None:
+    async def _decide(self, message: Message | None, context_id: str, updater: _Updater, tenant: str) -> None:
         """Take the decisions of a message on a waiting task (checked already:
         :meth:`check_decisions`), then go on with the run if none waits any more."""
         desk = self._approvals
         if desk is None:
             raise InvalidParamsError(message="approvals are not kept on this master")
-        session_id, decisions = await self._decisions_of(message, context_id)
+        session_id, decisions = await self._decisions_of(message, context_id, tenant)
         for decision in decisions:
             try:
                 await desk.decide(
@@ -353,7 +361,7 @@ class HubExecutor(AgentExecutor):
         if isinstance(started, QueryResponse):  # approvals still wait, or another decision resumed it
             await self._finish_query(started, updater)
             return
-        await self._follow(started, updater, context_id)
+        await self._follow(started, updater, context_id, tenant)
 
     async def _still_paused(self, response: QueryResponse) -> bool:
         """A failed run whose decisions stand and which can be resumed (its resume failed: the
@@ -398,7 +406,7 @@ class HubExecutor(AgentExecutor):
 
     # A data part: one direct tool call.
 
-    async def _call(self, scope: str, call: dict[str, Any], updater: _Updater) -> None:
+    async def _call(self, scope: str, call: dict[str, Any], updater: _Updater, principal: Principal) -> None:
         agent_id = scope or call.get("agent_id")
         tool, arguments = call.get("tool"), call.get("arguments", {})
         if not isinstance(agent_id, str) or not agent_id:
@@ -420,7 +428,9 @@ class HubExecutor(AgentExecutor):
             )
         )
         pending = asyncio.create_task(
-            self._entry.call_tool(agent_id, tool, arguments, door="a2a", on_progress=progress.put_nowait),
+            self._entry.call_tool(
+                agent_id, tool, arguments, door="a2a", on_progress=progress.put_nowait, principal=principal
+            ),
             name=f"a2a call {label}",
         )
         self._running[updater.task_id] = pending

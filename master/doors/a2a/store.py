@@ -15,11 +15,15 @@ Keys (:mod:`master.redis_keys`, all with the session TTL):
 
 - ``a2a:task:{task_id}`` → HASH ``task`` (the task, binary protobuf), ``version`` (a counter),
   ``state`` (the state's number), ``scope`` (the agent id, or ``""`` for the hub endpoint),
-  ``updated`` (milliseconds);
+  ``updated`` (milliseconds), and ``tenant`` for a task of a tenant other than ``default``;
 - ``a2a:tasks:{scope}`` → ZSET of task ids by ``updated``, for ``ListTasks``;
-- ``a2a:context:{context_id}`` → the hub ``session_id`` that holds the context's turns;
+- ``a2a:context:{context_id}`` → the hub ``session_id`` that holds the context's turns (per
+  tenant: :func:`master.redis_keys.a2a_context_key`);
 - ``a2a:waiting:{session_id}`` → the task that is ``INPUT_REQUIRED`` while the session's run waits
   for approvals (:meth:`RedisTaskStore.claim_waiting`).
+
+A task belongs to the tenant of the key that created it: for another tenant's key (not an
+administrator's) it does not exist (``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Role, Task, T
 from a2a.utils.errors import InternalError, InvalidParamsError
 from redis.exceptions import RedisError
 
+from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
 from master.conversation.runs import RunStore
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
@@ -63,6 +68,9 @@ RUN_ID_KEY = "openagent_run_id"
 
 SCOPE_KEY = "openagent.a2a.scope"
 """Where :class:`ServerCallContext.state` holds the endpoint's scope: an agent id, or ``""`` (the hub)."""
+
+PRINCIPAL_KEY = "openagent.a2a.principal"
+"""Where :class:`ServerCallContext.state` holds who sent the request (:class:`master.auth.Principal`)."""
 
 STREAMING_KEY = "openagent.a2a.streaming"
 """Where :class:`ServerCallContext.state` says whether the request streams (``SendStreamingMessage``)."""
@@ -86,7 +94,8 @@ NEW_IDS_KEPT = 10_000
 
 
 # KEYS: task, index. ARGV: prev_version, task (binary protobuf), state, scope, updated_ms, ttl, cancel, task_id,
-# terminal states (comma-separated), events channel, canceled channel, the canceled state.
+# terminal states (comma-separated), events channel, canceled channel, the canceled state, the
+# owner tenant ('' for default: recorded by the write that creates the task).
 # Returns the new version, or -1 (stale, or a cancel of a terminal task), or -2 (another
 # endpoint's task). A write publishes "<version>:<task>" on the task's events channel,
 # and its id on the canceled channel when it cancels it: one round trip per event.
@@ -106,6 +115,7 @@ end
 local new = (tonumber(cur) or 0) + 1
 redis.call('HSET', KEYS[1], 'task', ARGV[2], 'version', new, 'state', ARGV[3], 'scope', ARGV[4],
   'updated', ARGV[5])
+if not cur and ARGV[13] ~= '' then redis.call('HSET', KEYS[1], 'tenant', ARGV[13]) end
 redis.call('EXPIRE', KEYS[1], ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[8])
 redis.call('EXPIRE', KEYS[2], ARGV[6])
@@ -119,6 +129,12 @@ def scope_of(context: ServerCallContext) -> str:
     """The endpoint a request came through: an agent id, or ``""`` for the hub."""
     scope = context.state.get(SCOPE_KEY, "")
     return scope if isinstance(scope, str) else ""
+
+
+def principal_of_call(context: ServerCallContext) -> Principal:
+    """Who sent the request (the bootstrap admin when the door attached no one)."""
+    principal = context.state.get(PRINCIPAL_KEY)
+    return principal if isinstance(principal, Principal) else BOOTSTRAP_ADMIN
 
 
 def _unavailable(exc: RedisError) -> InternalError:
@@ -178,6 +194,7 @@ class RedisTaskStore(VersionedTaskStore):
                     events_channel(task.id),
                     CANCELED_CHANNEL,
                     str(int(TaskState.TASK_STATE_CANCELED)),
+                    _recorded_tenant(principal_of_call(context)),
                 ],
             )
         except RedisError as exc:
@@ -190,10 +207,10 @@ class RedisTaskStore(VersionedTaskStore):
         if task_id in self._new:
             return None
         try:
-            raw = await self._redis.hmget(task_key(task_id), ["task", "version", "scope"])
+            raw = await self._redis.hmget(task_key(task_id), _FIELDS)
         except RedisError as exc:
             raise _unavailable(exc) from None
-        stored = _stored(raw, scope_of(context))
+        stored = _stored(raw, scope_of(context), principal_of_call(context))
         return await self._lost_run(stored) if stored is not None else None
 
     async def _lost_run(self, stored: StoredTask) -> StoredTask:
@@ -231,28 +248,31 @@ class RedisTaskStore(VersionedTaskStore):
     async def get_any(self, task_id: str) -> StoredTask | None:
         """The task whatever its endpoint (the event stream's catch-up read)."""
         try:
-            raw = await self._redis.hmget(task_key(task_id), ["task", "version", "scope"])
+            raw = await self._redis.hmget(task_key(task_id), _FIELDS)
         except RedisError as exc:
             raise _unavailable(exc) from None
-        return _stored(raw, raw[2].decode() if isinstance(raw[2], bytes) else "")
+        return _stored(raw, raw[2].decode() if isinstance(raw[2], bytes) else "", BOOTSTRAP_ADMIN)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         scope = scope_of(context)
+        principal = principal_of_call(context)
         try:
             found: list[Any] = await self._redis.zrevrange(index_key(scope), 0, LIST_LIMIT - 1)
             ids = [i.decode() for i in found]
             async with self._redis.pipeline(transaction=False) as pipe:
                 for task_id in ids:
-                    pipe.hmget(task_key(task_id), ["task", "version", "scope"])
+                    pipe.hmget(task_key(task_id), _FIELDS)
                 rows = await pipe.execute()
         except RedisError as exc:
             raise _unavailable(exc) from None
         tasks: list[Task] = []
         gone: list[str] = []
         for task_id, raw in zip(ids, rows, strict=True):
-            stored = _stored(raw, scope)
-            if stored is None:
+            if raw[0] is None:
                 gone.append(task_id)
+                continue
+            stored = _stored(raw, scope, principal)
+            if stored is None:  # another endpoint's or tenant's
                 continue
             task = stored.task
             if params.context_id and task.context_id != params.context_id:
@@ -290,18 +310,18 @@ class RedisTaskStore(VersionedTaskStore):
 
     # The context → session map (module docstring).
 
-    async def session_of(self, context_id: str) -> str | None:
-        """The hub session that holds ``context_id``'s turns, if the context is known."""
+    async def session_of(self, context_id: str, tenant: str = DEFAULT_TENANT) -> str | None:
+        """The hub session that holds ``context_id``'s turns, if ``tenant`` knows the context."""
         try:
-            value: Any = await self._redis.get(context_key(context_id))
+            value: Any = await self._redis.get(context_key(context_id, tenant))
         except RedisError as exc:
             raise _unavailable(exc) from None
         return value.decode() if isinstance(value, bytes) else None
 
-    async def remember_session(self, context_id: str, session_id: str) -> None:
-        """Map ``context_id`` to ``session_id`` (refreshing the TTL, as the session's own)."""
+    async def remember_session(self, context_id: str, session_id: str, tenant: str = DEFAULT_TENANT) -> None:
+        """Map ``tenant``'s ``context_id`` to ``session_id`` (refreshing the TTL, as the session's own)."""
         try:
-            await self._redis.set(context_key(context_id), session_id, ex=self._ttl)
+            await self._redis.set(context_key(context_id, tenant), session_id, ex=self._ttl)
         except RedisError as exc:
             logger.warning("could not record the session of A2A context %s: %s", context_id, exc)
 
@@ -328,11 +348,11 @@ class RedisTaskStore(VersionedTaskStore):
         gone or already ended."""
         for _ in range(attempts):
             try:
-                raw = await self._redis.hmget(task_key(task_id), ["task", "version", "scope"])
+                raw = await self._redis.hmget(task_key(task_id), _FIELDS)
             except RedisError as exc:
                 raise _unavailable(exc) from None
             scope = raw[2].decode() if isinstance(raw[2], bytes) else ""
-            stored = _stored(raw, scope)
+            stored = _stored(raw, scope, BOOTSTRAP_ADMIN)
             if stored is None or stored.task.status.state in TERMINAL_STATES:
                 return False
             task = stored.task
@@ -353,9 +373,18 @@ def _counter(version: TaskVersion) -> int:
     return int(value)
 
 
-def _stored(raw: list[Any], scope: str) -> StoredTask | None:
-    body, version, owner = raw
+_FIELDS = ["task", "version", "scope", "tenant"]
+
+
+def _recorded_tenant(principal: Principal) -> str:
+    return "" if principal.tenant == DEFAULT_TENANT else principal.tenant
+
+
+def _stored(raw: list[Any], scope: str, principal: Principal) -> StoredTask | None:
+    body, version, owner, tenant = raw
     if body is None or owner is None or owner.decode() != scope:
+        return None
+    if not principal.sees(tenant.decode() if tenant is not None else None):
         return None
     return StoredTask(Task.FromString(body), TaskVersion(int(version)))
 

@@ -57,6 +57,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
+from master.auth import BOOTSTRAP_ADMIN, Principal, principal_of
 from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
@@ -230,7 +231,9 @@ class McpDoor:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._note_session(ctx)
-        return types.ListToolsResult(tools=[ask_tool(), *(listed(tool) for tool in self._offered())])
+        principal = _principal(ctx)
+        offered = self._offered() if principal.is_admin else self.entry.offered_tools(principal=principal)
+        return types.ListToolsResult(tools=[ask_tool(), *(listed(tool) for tool in offered)])
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -249,7 +252,12 @@ class McpDoor:
 
         try:
             run = await self.entry.call_tool(
-                tool.agent_id, tool.tool_name, arguments, door="mcp", on_progress=on_progress
+                tool.agent_id,
+                tool.tool_name,
+                arguments,
+                door="mcp",
+                on_progress=on_progress,
+                principal=_principal(ctx),
             )
         except ToolRefused as exc:
             if exc.code == ErrorCode.INVALID_ARGUMENTS:
@@ -286,7 +294,7 @@ class McpDoor:
         if answers and self._approvals is not None:  # a 2026 client's decisions: the run goes on
             return await self._answered(ctx, answers)
         try:
-            run = self.entry.submit(request, door="mcp", stream=True)
+            run = self.entry.submit(request, door="mcp", stream=True, principal=_principal(ctx))
         except QueryRefused as exc:
             return refused_result(exc.code.value, exc.message)
         response = await self._follow(ctx, run)
@@ -329,7 +337,7 @@ class McpDoor:
                 except MCPError as exc:
                     logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
                     return answer_result(response)
-                if not await self._take(approval.approval_id, answer):
+                if not await self._take(approval.approval_id, answer, _principal(ctx).tenant_filter):
                     return answer_result(response)  # dismissed: it waits, decided elsewhere
             followed = await self._resume(ctx, str(response.session_id))
             if isinstance(followed, types.CallToolResult):
@@ -351,6 +359,7 @@ class McpDoor:
         """A 2026 client retried ``ask`` with its user's answers, keyed by ``approval_id``."""
         desk = self._approvals
         assert desk is not None
+        tenant = _principal(ctx).tenant_filter  # another tenant's approval is unknown
         sessions: set[str] = set()
         for approval_id, answer in answers.items():
             if not isinstance(answer, types.ElicitResult):
@@ -359,7 +368,7 @@ class McpDoor:
                     f"the answer for {approval_id!r} is not an elicitation result",
                 )
             try:
-                sessions.add(str((await desk.record(approval_id))["session_id"]))
+                sessions.add(str((await desk.record(approval_id, tenant=tenant))["session_id"]))
             except ApprovalRefused as exc:
                 return refused_result(exc.code.value, str(exc))
         if len(sessions) != 1:
@@ -369,14 +378,15 @@ class McpDoor:
             )
         for approval_id, answer in answers.items():
             assert isinstance(answer, types.ElicitResult)
-            await self._take(approval_id, answer)
+            await self._take(approval_id, answer, tenant)
         followed = await self._resume(ctx, sessions.pop())
         if isinstance(followed, types.CallToolResult):
             return followed
         return await self._answer(ctx, followed)
 
-    async def _take(self, approval_id: str, answer: types.ElicitResult) -> bool:
-        """Decide as the client's user answered; False when they dismissed it (it still waits)."""
+    async def _take(self, approval_id: str, answer: types.ElicitResult, tenant: str | None) -> bool:
+        """Decide as the client's user answered; False when they dismissed it (it still waits).
+        ``tenant``: the asker's (``None``: an administrator), whose approvals only it decides."""
         assert self._approvals is not None
         if answer.action == "cancel":
             return False
@@ -391,7 +401,9 @@ class McpDoor:
             "session" if decision == "approve" and content.get("remember") is True else None
         )
         try:
-            await self._approvals.decide(approval_id, decision, message=message, remember=remember)
+            await self._approvals.decide(
+                approval_id, decision, message=message, remember=remember, tenant=tenant
+            )
         except ApprovalRefused as exc:  # decided meanwhile, or expired: that stands
             logger.info("MCP decision on %s not taken: %s", approval_id, exc)
         return True
@@ -424,6 +436,12 @@ class McpDoor:
             connection = getattr(ctx.session, "_connection", None)
             if isinstance(connection, Connection) and connection.session_id is not None:
                 self.watch.session(connection)
+
+
+def _principal(ctx: ServerRequestContext[Any]) -> Principal:
+    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request)."""
+    scope = getattr(ctx.request, "scope", None)
+    return principal_of(scope) if isinstance(scope, dict) else BOOTSTRAP_ADMIN
 
 
 def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:

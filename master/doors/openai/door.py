@@ -26,6 +26,7 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from master.agents.directory import AgentDirectory
+from master.auth import BOOTSTRAP_ADMIN, Principal
 from master.doors.openai import wire
 from master.doors.openai.wire import DONE, SESSION_HEADER, OpenAIError, chunk, error_body
 from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
@@ -65,9 +66,11 @@ class OpenAIDoor:
     def enabled(self) -> bool:
         return self._settings.openagent_openai_api
 
-    def models(self) -> dict[str, Any]:
-        """``openagent`` and ``openagent/<agent_id>`` for every agent with tools, cluster-wide."""
-        ids = dict.fromkeys(target.agent_id for target in self._agents.tool_targets())
+    def models(self, principal: Principal = BOOTSTRAP_ADMIN) -> dict[str, Any]:
+        """``openagent`` and ``openagent/<agent_id>`` for every agent with tools offered to
+        ``principal``, cluster-wide."""
+        targets = self._agents.tool_targets(tenant=principal.tenant_filter)
+        ids = dict.fromkeys(target.agent_id for target in targets)
         return {
             "object": "list",
             "data": [
@@ -76,13 +79,15 @@ class OpenAIDoor:
             ],
         }
 
-    async def chat(self, raw: bytes, session_header: str | None) -> Response:
+    async def chat(
+        self, raw: bytes, session_header: str | None, principal: Principal = BOOTSTRAP_ADMIN
+    ) -> Response:
         """``POST /v1/chat/completions``: a ``chat.completion``, or a stream of chunks
-        (``session_header``: the request's ``X-OpenAgent-Session-Id``)."""
+        (``session_header``: the request's ``X-OpenAgent-Session-Id``; ``principal``: who asks)."""
         request = self.read(raw, session_header)
         if isinstance(request, Response):
             return request
-        return await self.answer(request)
+        return await self.answer(request, principal)
 
     def read(self, raw: bytes, session_header: str | None) -> wire.ChatRequest | Response:
         """The request, read; or the error that answers it."""
@@ -96,12 +101,19 @@ class OpenAIDoor:
         except OpenAIError as exc:
             return error_response(exc.code, exc.message, exc.status, exc.param)
 
-    async def answer(self, request: wire.ChatRequest) -> Response:
-        """Run a request read by :meth:`read`: a ``chat.completion``, or a stream of chunks."""
+    async def answer(self, request: wire.ChatRequest, principal: Principal = BOOTSTRAP_ADMIN) -> Response:
+        """Run a request read by :meth:`read`: a ``chat.completion``, or a stream of chunks.
+        Another tenant's session (``X-OpenAgent-Session-Id``, or the paused run of tool results)
+        is unknown to ``principal``."""
         query_id = f"openai-{uuid.uuid4().hex}"
         try:
             run = self._entry.submit(
-                request.query, door="openai", query_id=query_id, stream=request.stream, extras=request.extras
+                request.query,
+                door="openai",
+                query_id=query_id,
+                stream=request.stream,
+                extras=request.extras,
+                principal=principal,
             )
         except QueryRefused as exc:
             code = ErrorCode.of(exc.code)

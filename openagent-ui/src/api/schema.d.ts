@@ -36,6 +36,7 @@ export interface paths {
          * List Agents
          * @description Connected WebSocket agents, then invocation agents from Redis with their last health check.
          *
+         *     A tenant's key sees the agents shared with every tenant and its own tenant's.
          *     With the sandbox on, every row has a ``sandbox`` field (``null`` for agents not deployed by it),
          *     and sandboxed agents that are not connected follow as rows of their own.
          */
@@ -78,7 +79,8 @@ export interface paths {
         /**
          * List Approvals
          * @description The session's approvals (pending, approved, rejected or expired), oldest first; without
-         *     ``session_id``, the approvals of every session still waiting for a decision.
+         *     ``session_id``, the approvals of every session still waiting for a decision. A tenant's key
+         *     gets its tenant's only.
          */
         get: operations["list_approvals_approvals_get"];
         put?: never;
@@ -226,7 +228,8 @@ export interface paths {
         };
         /**
          * List Collaborations
-         * @description The ids of the collaborations started from an orchestrator session (``collab:by_parent:{id}``).
+         * @description The ids of the collaborations started from an orchestrator session (``collab:by_parent:{id}``;
+         *     none for another tenant's session).
          */
         get: operations["list_collaborations_internal_collaborations_get"];
         put?: never;
@@ -250,7 +253,8 @@ export interface paths {
         };
         /**
          * Get Collaboration
-         * @description The recorded session: the ``collab:{id}`` document (metadata and every entry).
+         * @description The recorded session: the ``collab:{id}`` document (metadata and every entry); another
+         *     tenant's is unknown (404).
          */
         get: operations["get_collaboration_internal_collaborations__collab_session_id__get"];
         put?: never;
@@ -600,7 +604,8 @@ export interface paths {
          * Session Rag Context
          * @description The session's attachments (ref, filename, size) and their indexing state per file.
          *
-         *     The vectors themselves stay with the indexer (``search_knowledge``).
+         *     The vectors themselves stay with the indexer (``search_knowledge``). Another tenant's
+         *     session is unknown (404).
          */
         get: operations["session_rag_context_query_session_rag_context_get"];
         put?: never;
@@ -668,6 +673,8 @@ export interface paths {
          *     A URL the agent URL policy refuses (a link-local or cloud-metadata address, a name resolving to
          *     one, an entry of ``OPENAGENT_AGENT_URL_DENY``) is a 422 naming the field and the rule.
          *     An ``agent`` key may register only the agent ids its ``agent_ids`` patterns match (403).
+         *     An agent registered with a tenant's key serves that tenant's queries only; one registered with
+         *     an administrator's key is shared with every tenant, unless ``?tenant=`` names one.
          */
         post: operations["register_register_post"];
         delete?: never;
@@ -686,7 +693,7 @@ export interface paths {
         /**
          * Read Run
          * @description A run's record. A run held by a master that was lost reads ``failed`` (marked now, if no
-         *     master's sweep has yet).
+         *     master's sweep has yet). Another tenant's run is unknown (404) to a tenant's key.
          */
         get: operations["read_run_runs__run_id__get"];
         put?: never;
@@ -748,7 +755,7 @@ export interface paths {
         };
         /**
          * Read Session
-         * @description The session's turns, oldest first (404 when unknown or expired).
+         * @description The session's turns, oldest first (404 when unknown or expired, or another tenant's).
          */
         get: operations["read_session_sessions__session_id__get"];
         put?: never;
@@ -838,7 +845,8 @@ export interface paths {
         put?: never;
         /**
          * Unregister
-         * @description Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match).
+         * @description Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match;
+         *     another tenant's is unknown to a tenant's key).
          */
         post: operations["unregister_unregister_post"];
         delete?: never;
@@ -1072,6 +1080,12 @@ export interface components {
              * @description ``online`` (WebSocket), ``UP``/``DOWN``/``UNKNOWN`` (invocation), ``starting``/``unhealthy`` (sandbox).
              */
             status: string;
+            /**
+             * Tenant
+             * @description The only tenant whose queries it serves (registered with that tenant's key); absent:
+             *     shared with every tenant.
+             */
+            tenant?: string | null;
             /** Tools */
             tools: components["schemas"]["ToolSchema"][];
         };
@@ -4809,7 +4823,10 @@ export interface operations {
     };
     register_register_post: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Offer the agent to this tenant's queries only (an administrator's registration; without it, the agent is shared with every tenant) */
+                tenant?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -141,3 +141,26 @@ async def test_a_paused_run_is_found_by_its_calls_and_taken_once(redis_client: a
     taken = await asyncio.gather(*(store.take_paused(sid) for _ in range(5)))
     assert taken.count(state) == 1 and taken.count(None) == 4  # of concurrent continuations, one
     assert await store.paused(sid) is None
+
+
+async def test_a_session_is_its_tenants_and_every_administrators(redis_client: aioredis.Redis) -> None:
+    """Issue 25: another tenant's session loads and deletes as unknown; a session made before
+    tenants (no owner recorded) is ``default``'s; an administrator (``tenant=None``) sees all."""
+    store = SessionStore(redis_client, ttl_seconds=100)
+    await store.append("s-a", [{"query": "secret"}], owner="a")
+    await store.append("s-a", [{"query": "more"}], owner="b")  # only the creating append records it
+    await store.append("s-old", [{"query": "legacy"}])
+    assert await store.owner("s-a") == "a" and await store.owner("s-old") == "default"
+    assert await store.load("s-a", tenant="b") is None
+    assert [t["query"] for t in await store.load("s-a", tenant="a") or []] == ["secret", "more"]
+    assert await store.load("s-a") is not None  # an administrator's read
+    assert await store.load("s-old", tenant="a") is None
+    assert await store.load("s-old", tenant="default") is not None
+    assert await store.visible("s-a", None) and await store.visible("s-a", "a")
+    assert not await store.visible("s-a", "b")
+    # The owner key lives as long as the session.
+    assert 0 < await redis_client.ttl("session_owner:s-a") <= 100
+    assert await store.delete("s-a", tenant="b") is False
+    assert await store.load("s-a", tenant="a") is not None
+    assert await store.delete("s-a", tenant="a") is True
+    assert await redis_client.exists("session:s-a", "session_owner:s-a") == 0

@@ -28,6 +28,32 @@ def test_slot_is_released_and_the_refusal_names_the_setting() -> None:
     assert admission.in_flight == 1
 
 
+def test_a_tenant_over_its_cap_is_refused_while_another_is_admitted() -> None:
+    admission = Admission(3, tenant_limit=1)
+    admission.enter("a")
+    with pytest.raises(QueryRefused) as info:
+        admission.enter("a")
+    assert info.value.code == "too_many_queries"
+    assert "tenant 'a'" in info.value.message
+    assert "OPENAGENT_TENANT_MAX_CONCURRENT_QUERIES=1" in info.value.message
+    admission.enter("b")  # another tenant still gets a slot
+    assert admission.in_flight == 2 and admission.by_tenant == {"a": 1, "b": 1}
+    admission.leave("a")
+    admission.leave("b")
+    assert admission.in_flight == 0 and admission.by_tenant == {}  # no tenant is kept once idle
+    admission.enter("a")
+
+
+def test_without_a_tenant_cap_only_the_master_cap_counts() -> None:
+    admission = Admission(2)
+    admission.enter("a")
+    admission.enter("a")
+    assert admission.by_tenant == {}  # nothing counted per tenant: the default path is unchanged
+    with pytest.raises(QueryRefused) as info:
+        admission.enter("b")
+    assert "OPENAGENT_MAX_QUERIES_IN_FLIGHT=2" in info.value.message
+
+
 @pytest.fixture
 async def capped(scripted_llm: ScriptedOpenAIServer) -> AsyncIterator[MasterProcess]:
     """A master with 2 queries per connection and 3 over the master; every query calls the held tool."""

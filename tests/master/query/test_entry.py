@@ -29,7 +29,7 @@ class FakeService:
         self.runs = 0
 
     async def run(
-        self, request: QueryRequest, query_id: str, events: EventSink | None = None
+        self, request: QueryRequest, query_id: str, events: EventSink | None = None, **_: object
     ) -> QueryResponse:
         self.runs += 1
         if events is not None:

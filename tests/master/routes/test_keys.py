@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from master.llm.model import ChatResult, FunctionChatModel
-from tests.factories import InProcessMaster, RawPeer, in_process_master
+from tests.factories import TEST_REDIS_URL, InProcessMaster, RawPeer, in_process_master
 
 KEY = "keys-bootstrap-key"
 ADMIN = {"Authorization": f"Bearer {KEY}"}
@@ -96,7 +96,6 @@ async def test_an_unknown_role_or_extra_field_is_refused(
 async def test_the_secret_is_in_no_log_line_later_response_or_redis_value(
     two_masters: tuple[InProcessMaster, InProcessMaster],
     caplog: pytest.LogCaptureFixture,
-    redis_client: aioredis.Redis,
 ) -> None:
     first, second = two_masters
     caplog.set_level(logging.DEBUG)
@@ -135,26 +134,24 @@ async def test_the_secret_is_in_no_log_line_later_response_or_redis_value(
     assert all(secret not in line for line in lines)
     assert any("audit key_created by key bootstrap" in line and "leak check" in line for line in lines)
     assert any("audit key_revoked by key " + key["key_id"] in line for line in lines)
-    values: list[str] = []
-    async for name in redis_client.scan_iter(count=500):
-        kind = await redis_client.type(name)
-        if kind == "string":
-            values.append(str(await redis_client.get(name)))
-        elif kind == "hash":
-            values += [f"{k}={v}" for k, v in (await redis_client.hgetall(name)).items()]
-        elif kind == "list":
-            values += await redis_client.lrange(name, 0, -1)
-        elif kind in ("set", "zset"):
-            values += [
-                str(v)
-                for v in (
-                    await redis_client.zrange(name, 0, -1)
-                    if kind == "zset"
-                    else await redis_client.smembers(name)
-                )
-            ]
-        values.append(str(name))
-    assert values and all(secret not in value for value in values)
+    # Read as bytes: other tests leave binary values (A2A tasks are protobuf) in the same database.
+    raw = aioredis.Redis.from_url(TEST_REDIS_URL)
+    values: list[bytes] = []
+    try:
+        async for name in raw.scan_iter(count=500):
+            kind = (await raw.type(name)).decode()
+            if kind == "string":
+                values.append(await raw.get(name) or b"")
+            elif kind == "hash":
+                values += [k + b"=" + v for k, v in (await raw.hgetall(name)).items()]
+            elif kind == "list":
+                values += await raw.lrange(name, 0, -1)
+            elif kind in ("set", "zset"):
+                values += list(await raw.zrange(name, 0, -1) if kind == "zset" else await raw.smembers(name))
+            values.append(name)
+    finally:
+        await raw.aclose()
+    assert values and all(secret.encode() not in value for value in values)
 
 
 async def test_administrative_actions_are_counted(

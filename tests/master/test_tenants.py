@@ -1,0 +1,477 @@
+"""Tenants through the real app: a real master (lifespan, Redis, uvicorn on loopback), the
+scripted LLM, an administrator's key (``OPENAGENT_API_KEY``) and stored keys of tenants ``a``,
+``b`` and ``c`` (a ``client`` and an ``agent`` key each, made with the key store as ``POST
+/keys`` makes them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from master.auth import Principal, Role
+from master.llm.model import ChatResult, FunctionChatModel
+from master.query.entry import ToolRefused
+from openagent.testing import ScriptedOpenAIServer
+from tests.factories import InProcessMaster, RawPeer, in_process_master
+
+DEADLINE = 60
+ADMIN_KEY = "tenants-admin-key"
+ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
+
+_SECRETS: dict[tuple[str, str], str] = {}
+"""(tenant, role) -> the secret of the key the running master made for it."""
+
+
+async def make_keys(master: InProcessMaster) -> None:
+    """A ``client`` and an ``agent`` key (any agent id) for tenants a, b and c, and an ``admin``
+    key of tenant a."""
+    store = master.services.keys
+    assert store is not None
+    _SECRETS.clear()
+    wanted = [(t, r) for t in ("a", "b", "c") for r in (Role.CLIENT, Role.AGENT)] + [("a", Role.ADMIN)]
+    for tenant, role in wanted:
+        agent_ids = ["*"] if role is Role.AGENT else []
+        _, secret = await store.create(
+            name=f"{role} of {tenant}", role=role, tenant=tenant, agent_ids=agent_ids
+        )
+        _SECRETS[(tenant, str(role))] = secret
+
+
+def as_tenant(tenant: str, role: str = "client") -> dict[str, str]:
+    """The headers of the key of ``tenant`` with ``role``."""
+    return {"Authorization": f"Bearer {_SECRETS[(tenant, role)]}"}
+
+
+@contextlib.asynccontextmanager
+async def keyed_master(llm: Any = None, **settings: Any) -> AsyncIterator[InProcessMaster]:
+    async with in_process_master(llm, openagent_api_key=ADMIN_KEY, **settings) as master:
+        await make_keys(master)
+        yield master
+
+
+GATED = {
+    "name": "wire",
+    "description": "Send money",
+    "parameters": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]},
+    "requires_approval": True,
+}
+
+
+def tool(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": f"The {name} tool",
+        "parameters": {"type": "object", "properties": {}},
+    }
+
+
+@pytest.fixture
+async def hub(llm: ScriptedOpenAIServer) -> AsyncIterator[InProcessMaster]:
+    async with keyed_master(openai_base_url=llm.base_url, openai_api_key="scripted") as master:
+        yield master
+
+
+def http(master: InProcessMaster, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+    """A client with ``headers`` (an administrator's key by default)."""
+    return httpx.AsyncClient(base_url=master.base_url, headers=headers or ADMIN, timeout=DEADLINE)
+
+
+async def ask(client: httpx.AsyncClient, **body: Any) -> httpx.Response:
+    return await client.post("/query", json={"query": "hi", **body})
+
+
+async def until(condition: Any, what: str) -> None:
+    async with asyncio.timeout(DEADLINE):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def sse_result(text: str) -> dict[str, Any]:
+    """The ``query_result`` event of a ``POST /query`` stream."""
+    blocks = [block.split("\n", 1) for block in text.strip().split("\n\n")]
+    [data] = [rest for head, rest in blocks if head == "event: query_result"]
+    result: dict[str, Any] = json.loads(data.removeprefix("data: "))
+    return result
+
+
+def a2a_send(text: str, context_id: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "user",
+        "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": text}],
+    }
+    if context_id is not None:
+        message["contextId"] = context_id
+    return {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+
+
+async def test_another_tenants_session_is_unknown_through_every_door(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    llm.add_text("Hello, a.")
+    async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b, http(hub) as admin:
+        first = await ask(a, query="my secret plan")
+        assert first.status_code == 200, first.text
+        session_id = first.json()["session_id"]
+
+        # HTTP: read, delete, continue; SSE: continue.
+        for response in (
+            await b.get(f"/sessions/{session_id}"),
+            await b.delete(f"/sessions/{session_id}"),
+            await ask(b, session_id=session_id),
+        ):
+            assert response.status_code == 404 and response.json()["error_code"] == "unknown_session"
+            assert "secret" not in response.text
+        streamed = await b.post("/query", json={"query": "hi", "session_id": session_id, "stream": True})
+        assert sse_result(streamed.text)["error_code"] == "unknown_session"
+
+        # The OpenAI-compatible API: its session header.
+        chat = await b.post(
+            "/v1/chat/completions",
+            json={"model": "openagent", "messages": [{"role": "user", "content": "go on"}]},
+            headers={"X-OpenAgent-Session-Id": session_id},
+        )
+        assert chat.status_code == 404 and chat.json()["error_code"] == "unknown_session"
+
+        # WebSocket: a query frame with the session_id.
+        peer = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
+        try:
+            await peer.register("b-asker", role="query")
+            await peer.send({"type": "query", "query_id": "q-b", "query": "hi", "session_id": session_id})
+            result = await peer.recv()
+            assert (result["type"], result["success"], result["error_code"]) == (
+                "query_result",
+                False,
+                "unknown_session",
+            )
+        finally:
+            await peer.close()
+
+        # MCP: the ask tool's session_id.
+        async with (
+            httpx2.AsyncClient(headers=as_tenant("b"), timeout=DEADLINE) as mcp_http,
+            Client(streamable_http_client(f"{hub.base_url}/mcp", http_client=mcp_http)) as mcp,
+        ):
+            asked = await mcp.call_tool("ask", {"query": "hi", "session_id": session_id})
+            assert asked.is_error is True
+            assert asked.structured_content is not None
+            assert asked.structured_content["error_code"] == "unknown_session"
+
+        # The run's record.
+        run_id = first.json()["run_id"]
+        gone = await b.get(f"/runs/{run_id}")
+        assert gone.status_code == 404 and gone.json()["error_code"] == "unknown_run"
+        assert (await a.get(f"/runs/{run_id}")).json()["tenant"] == "a"
+        assert (await admin.get(f"/runs/{run_id}")).status_code == 200
+
+        assert len(llm.requests) == 1  # no door reached the LLM for b
+        # The owner and an administrator still see it.
+        assert (await a.get(f"/sessions/{session_id}")).status_code == 200
+        assert (await admin.get(f"/sessions/{session_id}")).status_code == 200
+        assert (await a.delete(f"/sessions/{session_id}")).status_code == 200
+
+
+async def test_another_tenants_a2a_tasks_and_contexts_are_unknown(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    llm.add_text("Noted, a.")
+    async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b:
+        sent = (await a.post("/a2a", json=a2a_send("remember the code 1234"))).json()["result"]
+        task_id, context_id = sent["id"], sent["contextId"]
+        assert sent["status"]["state"] == "completed", sent
+
+        get = {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": task_id}}
+        assert "result" in (await a.post("/a2a", json=get)).json()
+        refused = (await b.post("/a2a", json=get)).json()
+        assert "result" not in refused and "not found" in refused["error"]["message"].lower(), refused
+        listed = (await b.post("/a2a", json={**get, "method": "tasks/list", "params": {}})).json()
+        assert task_id not in json.dumps(listed)
+
+        # b naming a's contextId starts a session of its own: a's turns never reach the LLM for b.
+        llm.add_text("Hello, b.")
+        again = (await b.post("/a2a", json=a2a_send("what was the code?", context_id))).json()["result"]
+        assert again["status"]["state"] == "completed", again
+        assert "1234" not in json.dumps(llm.requests[-1]["messages"])
+
+
+async def test_another_tenants_approvals_and_attachments_are_unknown(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    bank = await RawPeer.connect(
+        hub.ws_url, additional_headers=ADMIN
+    )  # an administrator's agent: shared with every tenant
+    try:
+        await bank.register("bank", tools=[GATED])
+        llm.add_tool_call("bank__wire", {"to": "bob"})
+        async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b, http(hub) as admin:
+            paused = (await ask(a, query="pay bob", auto_mode=True)).json()  # auto: tools offered again
+            assert paused["status"] == "awaiting_approval", paused
+            session_id = paused["session_id"]
+            [approval] = paused["approvals"]
+            approval_id = approval["approval_id"]
+
+            for response in (
+                await b.get(f"/approvals/{approval_id}"),
+                await b.post(f"/approvals/{approval_id}", json={"decision": "approve"}),
+                await b.post(f"/approvals/{approval_id}/resume"),
+            ):
+                assert response.status_code == 404, response.text
+                assert response.json()["error_code"] == "unknown_approval"
+            assert (await b.get("/approvals", params={"session_id": session_id})).json() == {"approvals": []}
+            assert (await b.get("/approvals")).json() == {"approvals": []}  # every session's pending ones
+            rag = await b.get("/query/session-rag-context", params={"session_id": session_id})
+            assert rag.status_code == 404 and rag.json()["error_code"] == "unknown_session"
+
+            # Nothing was decided: a still sees it pending; an administrator sees it too.
+            assert (await a.get(f"/approvals/{approval_id}")).json()["status"] == "pending"
+            listed = (await a.get("/approvals", params={"session_id": session_id})).json()
+            assert [x["approval_id"] for x in listed["approvals"]] == [approval_id]
+            assert (await admin.get(f"/approvals/{approval_id}")).status_code == 200
+            for client in (a, admin):
+                pending = (await client.get("/approvals")).json()["approvals"]
+                assert approval_id in [x["approval_id"] for x in pending]
+            own = await a.get("/query/session-rag-context", params={"session_id": session_id})
+            assert own.status_code == 200 and own.json()["attachments"] == []
+
+            # An administrator continuing a's session makes an approval a's session owns: a's.
+            llm.add_text("Noted.")
+            other = (await ask(a, query="hello")).json()["session_id"]
+            llm.add_tool_call("bank__wire", {"to": "carol"})
+            helped = (await ask(admin, query="pay carol", session_id=other)).json()
+            [theirs] = helped["approvals"]
+            assert (await a.get(f"/approvals/{theirs['approval_id']}")).status_code == 200
+            assert (await b.get(f"/approvals/{theirs['approval_id']}")).status_code == 404
+
+            # Decided by an administrator, a's run goes on as a's: another tenant's agent is not offered.
+            other_tenant = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("c", "agent"))
+            try:
+                await other_tenant.register("c-only", tools=[tool("x")])
+                llm.add_text("Not paid.")
+                decided = await admin.post(f"/approvals/{approval_id}", json={"decision": "reject"})
+                assert decided.status_code == 200 and decided.json()["answer"] == "Not paid.", decided.text
+                assert offered(llm.requests[-1]) == {"bank__wire"}
+            finally:
+                await other_tenant.close()
+    finally:
+        await bank.close()
+
+
+def offered(request: dict[str, Any]) -> set[str]:
+    """The function names of the tools an LLM request offers."""
+    return {entry["function"]["name"] for entry in request.get("tools") or []}
+
+
+async def test_a_tenants_agents_are_offered_to_its_queries_only(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    shared = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    own = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    try:
+        await shared.register("shared", tools=[tool("lookup")])
+        await own.register("a-only", tools=[tool("secret")])
+        assert hub.services.registry.get("a-only").tenant == "a"  # type: ignore[union-attr]
+
+        async with http(hub, as_tenant("a")) as a, http(hub, as_tenant("b")) as b, http(hub) as admin:
+            llm.add_text("b's answer")
+            assert (await ask(b)).status_code == 200
+            assert offered(llm.requests[-1]) == {"shared__lookup"}
+            llm.add_text("a's answer")
+            assert (await ask(a)).status_code == 200
+            assert offered(llm.requests[-1]) == {"shared__lookup", "a-only__secret"}
+
+            # Named explicitly, it is as unknown to b as an agent that does not exist.
+            named = await ask(b, allowed_agent_ids=["a-only"])
+            assert named.status_code == 400 and named.json()["error_code"] == "unknown_agent"
+            assert "'a-only'" in named.json()["error"] and "known agents: 'shared'" in named.json()["error"]
+            rows = {row["agent_id"] for row in (await b.get("/agents")).json()["agents"]}
+            assert rows == {"shared"}
+            every = {row["agent_id"]: row for row in (await admin.get("/agents")).json()["agents"]}
+            assert every["a-only"]["tenant"] == "a" and "tenant" not in every["shared"]
+
+            models = {m["id"] for m in (await b.get("/v1/models")).json()["data"]}
+            assert models == {"openagent", "openagent/shared"}
+
+        # MCP: b lists the shared tools only, and a call to a's tool is refused as unknown.
+        async with (
+            httpx2.AsyncClient(headers=as_tenant("b"), timeout=DEADLINE) as mcp_http,
+            Client(streamable_http_client(f"{hub.base_url}/mcp", http_client=mcp_http)) as mcp,
+        ):
+            listed = {t.name for t in (await mcp.list_tools()).tools}
+            assert listed == {"ask", "shared__lookup"}
+            with pytest.raises(MCPError) as unknown:
+                await mcp.call_tool("a-only__secret", {})
+            assert "no agent 'a-only' with tools is connected or registered" in str(unknown.value)
+
+        # A direct tool call (MCP and A2A tools/call go through it) to another tenant's agent.
+        entry = hub.services.entry
+        b_principal = Principal("key-b", "b", Role.CLIENT, "b")
+        with pytest.raises(ToolRefused) as refused:
+            await entry.call_tool("a-only", "secret", {}, door="mcp", principal=b_principal)
+        assert refused.value.code == "unknown_agent"
+        assert {t.agent_id for t in entry.offered_tools(principal=b_principal)} == {"shared"}
+    finally:
+        await shared.close()
+        await own.close()
+
+
+async def test_an_administrator_registers_a_websocket_agent_for_one_tenant(hub: InProcessMaster) -> None:
+    peer = await RawPeer.connect(f"{hub.ws_url}?tenant=a", additional_headers=ADMIN)
+    try:
+        await peer.register("for-a", tools=[tool("t")])
+        assert hub.services.registry.get("for-a").tenant == "a"  # type: ignore[union-attr]
+        assert hub.services.agents.known_ids(["for-a"], tenant="b") == set()
+    finally:
+        await peer.close()
+
+
+async def test_a_tenants_agent_key_cannot_take_over_another_tenants_agent(hub: InProcessMaster) -> None:
+    first = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    second = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
+    try:
+        await first.register("worker", tools=[tool("work")])
+        await second.send(
+            {"type": "register", "agent_id": "worker", "role": "action", "tools": [tool("work")]}
+        )
+        refused = await second.recv()
+        assert (refused["type"], refused["code"]) == ("error", "agent_conflict")
+        assert hub.services.registry.get("worker").tenant == "a"  # type: ignore[union-attr]
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_tenants_flood_is_refused_while_the_other_tenants_queries_run() -> None:
+    release = asyncio.Event()
+    held = 0
+
+    async def answer(messages: Any, tools: Any) -> ChatResult:
+        nonlocal held
+        if messages[-1]["content"] == "flood":
+            held += 1
+            await release.wait()
+        return ChatResult("done")
+
+    async with (
+        keyed_master(
+            FunctionChatModel(answer),
+            openagent_tenant_max_concurrent_queries=2,
+            openagent_max_queries_in_flight=8,
+        ) as master,
+        http(master, as_tenant("a")) as a,
+        http(master, as_tenant("b")) as b,
+    ):
+        flood = [asyncio.create_task(ask(a, query="flood")) for _ in range(2)]
+        try:
+            await until(lambda: held == 2, "a's two queries to reach the LLM")
+            over = await ask(a, query="flood")
+            assert over.status_code == 429 and over.json()["error_code"] == "too_many_queries"
+            assert "tenant 'a'" in over.json()["error"]
+            assert "OPENAGENT_TENANT_MAX_CONCURRENT_QUERIES=2" in over.json()["error"]
+            # Every door counts against the same cap.
+            chat = await a.post(
+                "/v1/chat/completions",
+                json={"model": "openagent", "messages": [{"role": "user", "content": "x"}]},
+            )
+            assert chat.status_code == 429 and chat.json()["error_code"] == "too_many_queries"
+            # b is admitted meanwhile.
+            other = await ask(b, query="hello")
+            assert other.status_code == 200 and other.json()["answer"] == "done"
+        finally:
+            release.set()
+        for done in await asyncio.gather(*flood):
+            assert done.status_code == 200 and done.json()["answer"] == "done"
+        assert master.services.entry.admission.by_tenant == {}
+
+
+async def test_http_registration_belongs_to_the_keys_tenant_or_the_one_an_administrator_names(
+    hub: InProcessMaster,
+) -> None:
+    body = {"agent_id": "inv", "invocation_base_url": "http://127.0.0.1:9", "tools": [tool("t")]}
+    async with (
+        http(hub) as admin,
+        http(hub, as_tenant("a", "agent")) as a_agent,
+        http(hub, as_tenant("b", "agent")) as b_agent,
+    ):
+        try:
+            assert (await admin.post("/register", json=body, params={"tenant": "b"})).status_code == 200
+            assert hub.services.invocation.get("inv").tenant == "b"  # type: ignore[union-attr]
+
+            other = await a_agent.post(
+                "/register", json={**body, "agent_id": "inv-a"}, params={"tenant": "b"}
+            )
+            assert other.status_code == 422 and "own tenant only" in other.text
+            taken = await a_agent.post("/register", json=body)
+            assert taken.status_code == 409 and taken.json()["error_code"] == "agent_conflict"
+            assert (await a_agent.post("/unregister", json={"agent_id": "inv"})).status_code == 404
+
+            assert (await b_agent.post("/register", json={**body, "agent_id": "inv-b"})).status_code == 200
+            assert hub.services.invocation.get("inv-b").tenant == "b"  # type: ignore[union-attr]
+            assert (await admin.post("/register", json={**body, "agent_id": "inv-shared"})).status_code == 200
+            assert hub.services.invocation.get("inv-shared").tenant is None  # type: ignore[union-attr]
+            assert (await b_agent.post("/unregister", json={"agent_id": "inv"})).status_code == 200
+        finally:  # the tests' Redis outlives this master: leave no agent behind
+            for agent_id in ("inv", "inv-a", "inv-b", "inv-shared"):
+                await hub.services.invocation.unregister(agent_id)
+
+
+async def collaborator(
+    master: InProcessMaster, agent_id: str, headers: dict[str, str] | None = None
+) -> RawPeer:
+    peer = await RawPeer.connect(master.ws_url, additional_headers=headers or ADMIN)
+    await peer.send(
+        {
+            "type": "register",
+            "agent_id": agent_id,
+            "role": "action",
+            "tools": [tool("noop")],
+            "metadata": {"supports_collaboration": True},
+        }
+    )
+    assert await peer.recv() == {"type": "registered", "agent_id": agent_id}
+    return peer
+
+
+async def test_a_collaboration_belongs_to_the_tenant_that_started_it(hub: InProcessMaster) -> None:
+    """The collaboration routes are administrators' (the roles table); an administrator of tenant a
+    starts one: its record and the session it starts are a's, unknown to b's keys."""
+    alice, bob = await collaborator(hub, "alice"), await collaborator(hub, "bob")
+    try:
+        async with (
+            http(hub, as_tenant("a", "admin")) as a_admin,
+            http(hub, as_tenant("a")) as a,
+            http(hub, as_tenant("b")) as b,
+        ):
+            post = asyncio.create_task(
+                a_admin.post(
+                    "/internal/collaborations", json={"agents": ["alice", "bob"], "task": "split a bill"}
+                )
+            )
+            start_b, start_a = await bob.recv(), await alice.recv()
+            assert start_a["session_id"] == start_b["session_id"]
+            await bob.send(
+                {"type": "collaboration_end", "session_id": start_a["session_id"], "summary": "ok"}
+            )
+            await alice.recv()  # the end, relayed
+            outcome = (await post).json()
+            sid, parent = outcome["collab_session_id"], outcome["parent_session_id"]
+
+            assert (await a_admin.get(f"/internal/collaborations/{sid}")).json()["tenant"] == "a"
+            assert (await a.get(f"/sessions/{parent}")).status_code == 200  # the session it started is a's
+            gone = await b.get(f"/sessions/{parent}")
+            assert gone.status_code == 404 and gone.json()["error_code"] == "unknown_session"
+            assert (await b.get(f"/internal/collaborations/{sid}")).status_code == 403  # not a client's route
+    finally:
+        for peer in (alice, bob):
+            await peer.close()
