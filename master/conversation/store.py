@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 
 from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
+from master.redis_client import GroupCommit
 from master.redis_keys import (
     SUMMARY_LOCK_SECONDS,
     call_record_key,
@@ -172,6 +173,8 @@ class SessionStore:
         command and the client's one retry together (``REDIS_QUERY_TIMEOUT_SECONDS``); ``None``: the
         client's own socket timeouts only."""
         self._append = redis.register_script(_APPEND)
+        self._appends = GroupCommit(redis)
+        """Concurrent queries' appends go out as one pipeline (each still waits for its own answer)."""
         self._load = redis.register_script(_LOAD)
         self._cache: SizedLRU[str, _Cached] = SizedLRU(
             SESSION_CACHE_BYTES, lambda _, cached: cached.length, max_entries=_CACHED_SESSIONS
@@ -262,7 +265,7 @@ class SessionStore:
         payload = b",".join(map(_dumps, turns))
         keys = [session_key(session_id), *(call_record_key(call_id) for call_id in settled_calls)]
         async with self._step():
-            await self._append(keys=keys, args=[payload, self._ttl])
+            await self._appends.run(self._append, keys, [payload, self._ttl])
         self._answered_at = time.monotonic()
 
     @asynccontextmanager
