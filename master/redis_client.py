@@ -78,16 +78,23 @@ class GroupCommit:
         self._pending = pending = []
         try:
             await asyncio.sleep(0)  # the other tasks ready in this iteration run, and may join
-        finally:
+        except BaseException:  # cancelled meanwhile: those that joined are still sent
             self._pending = None
+            if pending:
+                self._start(pending)
+            raise
+        self._pending = None
         if not pending:
             return await script(keys=keys, args=args)
         future = asyncio.get_running_loop().create_future()
         pending.insert(0, (script, keys, args, future))
-        task = asyncio.create_task(self._send(pending))
+        self._start(pending)
+        return await future
+
+    def _start(self, calls: list[_ScriptCall]) -> None:
+        task = asyncio.create_task(self._send(calls))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
-        return await future
 
     async def _send(self, calls: list[_ScriptCall]) -> None:
         try:

@@ -107,3 +107,25 @@ async def test_group_commit_reports_a_failed_pipeline_to_every_caller(redis_clie
         assert all(isinstance(outcome, RedisError) for outcome in outcomes)
     finally:
         await client.aclose()
+
+
+async def test_group_commit_sends_what_joined_when_the_first_caller_gives_up(
+    redis_client: aioredis.Redis,
+) -> None:
+    """The caller that opened an iteration's batch is cancelled before it sends it: the calls that
+    joined meanwhile are still sent and answered (none waits for ever)."""
+    client = create_redis(TEST_REDIS_URL)
+    commit = GroupCommit(client)
+    script = client.register_script(_ECHO_OR_FAIL)
+    try:
+        first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
+        joined = asyncio.create_task(commit.run(script, ["test:group"], ["joined"]))
+        await asyncio.sleep(0)  # the first opens the batch and yields, the second joins it
+        first.cancel()
+        assert await asyncio.wait_for(joined, timeout=30) == "joined"
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert await redis_client.lrange("test:group", 0, -1) == ["joined"]
+    finally:
+        await redis_client.delete("test:group")
+        await client.aclose()
