@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
 from master.observability import logs
+from master.redis_client import GroupCommit
 from master.redis_keys import call_record_key, session_key
 from protocol import ToolResult
 
@@ -99,6 +100,8 @@ class CallRecords:
         self.master_id = master_id
         self._session_ttl = session_ttl_seconds
         self._write = redis.register_script(_WRITE)
+        self._writes = GroupCommit(redis)
+        """Concurrent calls' records go out as one pipeline (each call still waits for its own answer)."""
         self._claim = redis.register_script(_CLAIM)
 
     async def record(
@@ -118,8 +121,8 @@ class CallRecords:
             "args", json.dumps(arguments, separators=(",", ":"), default=str),
         )  # fmt: skip
         try:
-            await self._write(
-                keys=[call_record_key(call_id)], args=[int(call_timeout) + RECORD_MARGIN_SECONDS, *fields]
+            await self._writes.run(
+                self._write, [call_record_key(call_id)], [int(call_timeout) + RECORD_MARGIN_SECONDS, *fields]
             )
         except RedisError as exc:
             logger.warning(

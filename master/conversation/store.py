@@ -33,6 +33,7 @@ from redis.exceptions import RedisError
 from master.auth import DEFAULT_TENANT
 from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
+from master.redis_client import GroupCommit
 from master.redis_keys import (
     SUMMARY_LOCK_SECONDS,
     call_record_key,
@@ -200,6 +201,8 @@ class SessionStore:
         command and the client's one retry together (``REDIS_QUERY_TIMEOUT_SECONDS``); ``None``: the
         client's own socket timeouts only."""
         self._append = redis.register_script(_APPEND)
+        self._appends = GroupCommit(redis)
+        """Concurrent queries' appends go out as one pipeline (each still waits for its own answer)."""
         self._load = redis.register_script(_LOAD)
         self._delete = redis.register_script(_DELETE)
         self._cache: SizedLRU[str, _Cached] = SizedLRU(
@@ -316,7 +319,7 @@ class SessionStore:
             keys.append(also_set[0])
             args += [also_set[1], also_set[2]]
         async with self._step():
-            await self._append(keys=keys, args=args)
+            await self._appends.run(self._append, keys, args)
         self._answered_at = time.monotonic()
 
     @asynccontextmanager

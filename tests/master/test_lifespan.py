@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -77,3 +78,14 @@ async def test_a_cluster_that_cannot_start_leaves_no_client_open(monkeypatch: py
     assert opened.redis_closed == list(reversed(opened.redis)), "each Redis pool closed once, in reverse"
     assert [session.closed for session in opened.sessions] == [True], "the aiohttp session of the agent calls"
     assert [client.is_closed for client in opened.clients] == [True], "the sandbox's httpx client"
+
+
+def test_steady_gc_freezes_what_start_up_built_until_shutdown() -> None:
+    """Issue 26: while the master serves, start-up's objects are out of the collector's reach and the
+    young generation is collected less often; both are undone on shutdown."""
+    threshold = gc.get_threshold()
+    with lifespan.steady_gc():
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] >= lifespan.GC_GEN0_THRESHOLD
+    assert gc.get_threshold() == threshold
+    assert gc.get_freeze_count() == 0

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError, ResponseError
 
 from master.conversation.store import SessionStore
-from master.redis_client import create_redis
+from master.redis_client import GroupCommit, create_redis
 from tests.factories import TEST_REDIS_URL
 
 
@@ -42,4 +45,87 @@ async def test_a_burst_waits_for_a_free_connection(redis_client: aioredis.Redis)
         assert sorted(results) == list(range(1, 2001))
     finally:
         await redis_client.delete("test:burst")
+        await client.aclose()
+
+
+_ECHO_OR_FAIL = """
+if ARGV[1] == 'bad' then return redis.error_reply('bad argument') end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return ARGV[1]
+"""
+
+
+async def test_group_commit_sends_one_iterations_scripts_as_one_pipeline(
+    redis_client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26: the scripts that concurrent tasks run in one event-loop iteration go out as one
+    pipeline; each caller gets its own answer or error once Redis has answered, a script Redis has
+    not loaded is loaded, and a caller alone runs its script as before."""
+    client = create_redis(TEST_REDIS_URL)
+    commit = GroupCommit(client)
+    script = client.register_script(_ECHO_OR_FAIL)
+    pipelines = 0
+    make_pipeline = client.pipeline
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal pipelines
+        pipelines += 1
+        return make_pipeline(*args, **kwargs)
+
+    monkeypatch.setattr(client, "pipeline", counted)
+    try:
+        await redis_client.script_flush()
+        assert await commit.run(script, ["test:group"], ["alone"]) == "alone"
+        assert pipelines == 0
+        await redis_client.script_flush()  # the pipeline finds it missing: each call loads and runs it
+        args = [str(n) for n in range(20)] + ["bad"]
+        outcomes = await asyncio.gather(
+            *(commit.run(script, ["test:group"], [arg]) for arg in args), return_exceptions=True
+        )
+        assert outcomes[:20] == args[:20]
+        assert isinstance(outcomes[20], ResponseError) and "bad argument" in str(outcomes[20])
+        outcomes = await asyncio.gather(*(commit.run(script, ["test:group"], [str(n)]) for n in range(5)))
+        assert outcomes == [str(n) for n in range(5)]
+        assert pipelines == 2
+        stored = await redis_client.lrange("test:group", 0, -1)
+        assert sorted(stored) == sorted(["alone", *args[:20], *(str(n) for n in range(5))])
+    finally:
+        await redis_client.delete("test:group")
+        await client.aclose()
+
+
+async def test_group_commit_reports_a_failed_pipeline_to_every_caller(redis_client: aioredis.Redis) -> None:
+    """A Redis that does not answer fails every call of the batch (none waits for ever)."""
+    client = create_redis("redis://127.0.0.1:1/0", pool_wait_seconds=1.0)
+    commit = GroupCommit(client)
+    script = client.register_script(_ECHO_OR_FAIL)
+    try:
+        outcomes = await asyncio.wait_for(
+            asyncio.gather(*(commit.run(script, ["k"], [str(n)]) for n in range(3)), return_exceptions=True),
+            timeout=30,
+        )
+        assert all(isinstance(outcome, RedisError) for outcome in outcomes)
+    finally:
+        await client.aclose()
+
+
+async def test_group_commit_sends_what_joined_when_the_first_caller_gives_up(
+    redis_client: aioredis.Redis,
+) -> None:
+    """The caller that opened an iteration's batch is cancelled before it sends it: the calls that
+    joined meanwhile are still sent and answered (none waits for ever)."""
+    client = create_redis(TEST_REDIS_URL)
+    commit = GroupCommit(client)
+    script = client.register_script(_ECHO_OR_FAIL)
+    try:
+        first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
+        joined = asyncio.create_task(commit.run(script, ["test:group"], ["joined"]))
+        await asyncio.sleep(0)  # the first opens the batch and yields, the second joins it
+        first.cancel()
+        assert await asyncio.wait_for(joined, timeout=30) == "joined"
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert await redis_client.lrange("test:group", 0, -1) == ["joined"]
+    finally:
+        await redis_client.delete("test:group")
         await client.aclose()
