@@ -13,6 +13,8 @@ import json
 import time
 from typing import Any
 
+import aiohttp
+
 from bench.procs import Child, Group, free_port
 from bench.setups import READY_WITHIN, start_master
 from bench.stats import spread
@@ -60,6 +62,8 @@ async def _one(
             await swarm.expect("ready", READY_WITHIN)
         await swarms[0].send(f"warmup {WARMUP_CONNECTIONS}")
         await swarms[0].expect("warmed", READY_WITHIN)
+        if kind == "master":  # the warm-up agents' tools leave the catalog before the count starts
+            await _gone(url, "warmup-", READY_WITHIN)
         await asyncio.sleep(SETTLE_SECONDS)
         rss_before, cpu_before = server.rss_bytes(), server.cpu_seconds()
         ours_before = sum(child.cpu_seconds() for child in group.children)
@@ -91,6 +95,17 @@ async def _one(
         "server_cpu_ms_per_registration": round(1000 * cpu_used / max(ok, 1), 3),
         "outside_cpu_pct": round(100 * outside / seconds, 1),
     }
+
+
+async def _gone(url: str, prefix: str, within: float) -> None:
+    """Wait until ``GET /agents`` of the master at ``url`` lists no agent whose id starts with ``prefix``."""
+    async with aiohttp.ClientSession() as http, asyncio.timeout(within):
+        while True:
+            async with http.get(f"{url}/agents") as response:
+                rows = (await response.json())["agents"]
+            if not any(str(row["agent_id"]).startswith(prefix) for row in rows):
+                return
+            await asyncio.sleep(0.1)
 
 
 def _merged(kinds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
