@@ -274,7 +274,7 @@ class RedisTaskStore(VersionedTaskStore):
             stored = _stored(raw, scope, principal)
             if stored is None:  # another endpoint's or tenant's
                 continue
-            task = stored.task
+            task = (await self._lost_run(stored)).task  # FAILED, as get() reads it, if its master was lost
             if params.context_id and task.context_id != params.context_id:
                 continue
             if params.status and task.status.state != params.status:

@@ -334,7 +334,7 @@ async def test_an_approved_call_in_flight_when_its_master_dies_is_unknown_on_res
 
 
 async def test_an_a2a_task_whose_run_lost_its_master_reads_failed(llm: ScriptedOpenAIServer) -> None:
-    from a2a.types.a2a_pb2 import GetTaskRequest, SendMessageRequest, TaskState
+    from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest, SendMessageRequest, TaskState
 
     from tests.master.doors.test_a2a_server import KEY as A2A_KEY
     from tests.master.doors.test_a2a_server import a2a_client, text_message
@@ -380,8 +380,10 @@ async def test_an_a2a_task_whose_run_lost_its_master_reads_failed(llm: ScriptedO
                 if task.status.state != TaskState.TASK_STATE_WORKING:
                     break
                 await asyncio.sleep(0.1)
+            listed = await on_b.list_tasks(ListTasksRequest())
         assert task.status.state == TaskState.TASK_STATE_FAILED
         assert "master-a" in task.status.message.parts[0].text
+        assert [(t.id, t.status.state) for t in listed.tasks] == [(task_id, TaskState.TASK_STATE_FAILED)]
         release.set()
     assert calls == [("slow", {})]
 
