@@ -383,7 +383,7 @@ async def test_an_a2a_task_whose_run_lost_its_master_reads_failed(llm: ScriptedO
             listed = await on_b.list_tasks(ListTasksRequest())
         assert task.status.state == TaskState.TASK_STATE_FAILED
         assert "master-a" in task.status.message.parts[0].text
-        assert [(t.id, t.status.state) for t in listed.tasks] == [(task_id, TaskState.TASK_STATE_FAILED)]
+        assert {t.id: t.status.state for t in listed.tasks}[task_id] == TaskState.TASK_STATE_FAILED
         release.set()
     assert calls == [("slow", {})]
 
