@@ -34,8 +34,13 @@ test.describe("sandbox", () => {
     await row.getByRole("button", { name: `Add ${GREETER} to canvas` }).click();
     const node = app.agentNode(GREETER);
     await expect(node.getByLabel(`Sandbox status of ${GREETER}`)).toHaveText("Pod Running · ready · 0 restarts");
-    await node.getByRole("button", { name: `Logs of ${GREETER}` }).click();
     const dialog = page.getByRole("dialog", { name: `Logs of ${GREETER}` });
+    // The node is new and re-renders as the Pod status polls come in: a click on Logs can land
+    // while its button is replaced, so click until the dialog is open.
+    await expect(async () => {
+      await node.getByRole("button", { name: `Logs of ${GREETER}` }).click();
+      await expect(dialog).toBeVisible({ timeout: 2_000 });
+    }).toPass({ timeout: 30_000 });
     await expect(dialog).toContainText(/Pod oa-e2e-greeter-/);
     await dialog.getByRole("button", { name: "Close", exact: true }).click();
     await expect(dialog).toBeHidden();
