@@ -4,8 +4,9 @@
   restart, the pooled connections are stale, and the first command on each would fail.
 - The pool is bounded and *blocking*: under a burst, a command waits (up to
   ``POOL_WAIT_SECONDS``) for a free connection instead of failing with "No connection available".
-- :class:`GroupCommit` sends the scripts that concurrent queries run in one event-loop iteration
-  (their session appends) as one pipeline: one socket write and one read for all of them.
+- :class:`GroupCommit` sends the scripts that concurrent queries run (their session appends, the
+  invocation call records) in batches over one held connection: one socket write and one read per
+  batch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
-from redis.exceptions import ConnectionError, NoScriptError, TimeoutError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, KeyT
 
 MAX_CONNECTIONS = 64
@@ -44,68 +47,81 @@ def create_redis(
         decode_responses=decode_responses,
         socket_connect_timeout=2.0,
         socket_timeout=5.0,
-        retry=Retry(NoBackoff(), retries=1, supported_errors=(ConnectionError, TimeoutError)),
+        retry=Retry(NoBackoff(), retries=1, supported_errors=(RedisConnectionError, RedisTimeoutError)),
     )
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
 class GroupCommit:
-    """One pipeline for the Lua scripts that concurrent tasks start in the same event-loop iteration.
+    """Concurrent tasks' Lua scripts, sent in batches over one connection of the client's pool.
 
     Under load, many queries finish at once and each writes to Redis (a session append, an
-    invocation call's record). :meth:`run` lets the first caller of an iteration yield once
-    (``asyncio.sleep(0)``): every task ready in that iteration that calls :meth:`run` meanwhile
-    joins it, and the calls go out as one ``EVALSHA`` pipeline (``transaction=False``): one
-    pooled connection, one socket write and one read for all of them, instead of one each. Each
-    caller still gets its own script's answer or error, and returns only once Redis has
-    answered it: the durability of a plain call. A caller alone in its iteration runs its script
-    as before. The pipeline runs in its own task, so a caller that gives up (its deadline) does not
-    cancel the others' writes.
+    invocation call's record). :meth:`run` queues the call and a sender task writes the queue as
+    one ``EVALSHA`` pipeline: one socket write and one read for all the calls that tasks made in
+    the same event-loop iteration, and, while a batch is in Redis, for all that arrive meanwhile
+    (group commit: the busier the master, the larger the batches). Each caller still gets its own
+    script's answer or error, and returns only once Redis has answered it: the durability of a
+    plain call. A caller alone goes out alone, in the next loop iteration.
+
+    The batches use a connection that the group holds from the client's pool for its lifetime,
+    so a batch costs no pool round, and closing the client (``aclose``) closes it. It runs with
+    one deadline per batch (the pool's ``socket_timeout``) instead of redis-py's per-write
+    ``wait_for``. A batch that finds the connection dropped (a Redis restart) is sent once more on
+    a fresh connection, as the client's own retry does. A call whose caller gave up (cancelled)
+    before its batch was written is not sent; once written, a caller's deadline does not cancel
+    the others' writes.
     """
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self._redis = redis
-        self._pending: list[_ScriptCall] | None = None
-        self._running: set[asyncio.Task[None]] = set()
+        self._queue: list[_ScriptCall] = []
+        self._sender: asyncio.Task[None] | None = None
+        self._connection: Any = None
+        self._deadline: float | None = redis.connection_pool.connection_kwargs.get("socket_timeout")
+        self.batches = 0
+        """Batches written so far (each is one socket write)."""
 
     async def run(self, script: AsyncScript, keys: Sequence[KeyT], args: Sequence[EncodableT]) -> Any:
-        """``await script(keys=keys, args=args)``, sent with the calls of the same iteration."""
-        pending = self._pending
-        if pending is not None:  # another task opened this iteration's batch: join it
-            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            pending.append((script, keys, args, future))
-            return await future
-        self._pending = pending = []
-        try:
-            await asyncio.sleep(0)  # the other tasks ready in this iteration run, and may join
-        except BaseException:  # cancelled meanwhile: those that joined are still sent
-            self._pending = None
-            if pending:
-                self._start(pending)
-            raise
-        self._pending = None
-        if not pending:
-            return await script(keys=keys, args=args)
-        future = asyncio.get_running_loop().create_future()
-        pending.insert(0, (script, keys, args, future))
-        self._start(pending)
+        """``await script(keys=keys, args=args)``, sent in a batch with concurrent calls."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.append((script, keys, args, future))
+        if self._sender is None:  # starts after the tasks ready in this iteration: they join
+            self._sender = asyncio.create_task(self._send_queued())
         return await future
 
-    def _start(self, calls: list[_ScriptCall]) -> None:
-        task = asyncio.create_task(self._send(calls))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+    async def idle_and_open(self) -> bool:
+        """Whether the group's connection is open: while a batch is in Redis, its answer will tell
+        within one round trip; otherwise a local check that its socket has nothing to read (a
+        Redis that stopped or restarted since has closed it). No round trip either way."""
+        connection = self._connection
+        if connection is None or not connection.is_connected:
+            return False
+        if self._sender is not None:
+            return True
+        try:
+            return not await connection.can_read()
+        except (RedisError, OSError):
+            await connection.disconnect(nowait=True)
+            return False
+
+    async def _send_queued(self) -> None:
+        try:
+            while self._queue:
+                calls, self._queue = self._queue, []
+                calls = [call for call in calls if not call[3].done()]  # their callers gave up
+                if calls:
+                    await self._send(calls)
+        finally:
+            self._sender = None
+            if self._queue:  # cancelled (shutdown): nobody waits for ever
+                calls, self._queue = self._queue, []
+                _fail(calls, RedisConnectionError("the group commit stopped"))
 
     async def _send(self, calls: list[_ScriptCall]) -> None:
         try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for script, keys, args, _ in calls:
-                    pipe.evalsha(script.sha, len(keys), *keys, *args)
-                results = await pipe.execute(raise_on_error=False)
+            results = await self._exchange(calls, retry=True)
         except BaseException as exc:
-            for *_, future in calls:
-                if not future.done():
-                    future.set_exception(exc)
+            _fail(calls, exc if isinstance(exc, Exception) else RedisConnectionError("cancelled"))
             if not isinstance(exc, Exception):
                 raise
             return
@@ -121,3 +137,43 @@ class GroupCommit:
                 future.set_exception(result)
             else:
                 future.set_result(result)
+
+    async def _exchange(self, calls: list[_ScriptCall], *, retry: bool) -> list[Any]:
+        """Write the batch and read one answer per call (an error answer is returned, not raised)."""
+        connection = self._connection
+        if connection is None:
+            connection = self._connection = await self._redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+            connection.socket_timeout = None  # the batch's deadline below covers each read and write
+        results: list[Any] = []
+        try:
+            async with asyncio.timeout(self._deadline):
+                await connection.send_packed_command(
+                    connection.pack_commands(
+                        [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args, _ in calls]
+                    ),
+                    check_health=False,
+                )
+                self.batches += 1
+                for _ in calls:
+                    try:
+                        results.append(await connection.read_response())
+                    except ResponseError as exc:
+                        results.append(exc)
+                return results
+        except BaseException as exc:
+            await connection.disconnect(nowait=True)  # mid-batch, its answers are out of step: anew
+            if not isinstance(exc, (RedisError, OSError, TimeoutError)):
+                raise
+            if retry and not results and isinstance(exc, RedisConnectionError):
+                return await self._exchange(calls, retry=False)  # a stale connection: once more
+            if isinstance(exc, TimeoutError) and not isinstance(exc, RedisError):
+                exc = RedisTimeoutError(f"Redis did not answer a batch within {self._deadline} s")
+            elif not isinstance(exc, RedisError):
+                exc = RedisConnectionError(f"Redis connection failed: {exc}")
+            return results + [exc] * (len(calls) - len(results))  # answered ones keep their answers
+
+
+def _fail(calls: list[_ScriptCall], exc: BaseException) -> None:
+    for *_, future in calls:
+        if not future.done():
+            future.set_exception(exc)

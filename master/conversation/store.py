@@ -152,9 +152,9 @@ _LOCK_POLL_SECONDS = 0.05
 CHECK_FRESH_SECONDS = 1.0
 """How recent a Redis answer to a load or append may be for a query to skip its own ``PING``
 (:meth:`SessionStore.check`): under load every query appends, so the pings vanish; an idle
-master, or one whose last store command failed, pings again. A skipped ``PING`` still checks a
-pooled connection's socket (locally): a Redis that stopped since its last answer is noticed
-before the query asks the LLM or runs a tool."""
+master, or one whose last store command failed, pings again. A skipped ``PING`` still checks the
+appends' connection (locally): a Redis that stopped since its last answer is noticed before the
+query asks the LLM or runs a tool."""
 
 _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
@@ -239,29 +239,20 @@ class SessionStore:
         """Raise :class:`SessionStoreUnavailable` unless Redis answers (before a query has side effects).
 
         With ``fresh_within`` (seconds), a load or append that Redis answered that recently stands
-        for the ``PING`` (a query in a new session passes :data:`CHECK_FRESH_SECONDS`).
+        for the ``PING`` (a query in a new session passes :data:`CHECK_FRESH_SECONDS`), provided
+        the appends' connection is still open (checked locally, see
+        :meth:`GroupCommit.idle_and_open`): a recent answer alone proves nothing about a Redis that
+        stopped since, whose end of that socket is then closed.
         """
         async with self._step():
             if (
                 fresh_within > 0
                 and time.monotonic() - self._answered_at < fresh_within
-                and await self._pooled_connection_idle()
+                and await self._appends.idle_and_open()
             ):
                 return
             await self._redis.ping()
         self._answered_at = time.monotonic()
-
-    async def _pooled_connection_idle(self) -> bool:
-        """Whether a pooled connection's socket is open with nothing to read, checked locally (no
-        round trip). When Redis stopped or restarted since its last answer, the socket has reached
-        its end: the caller then asks Redis (a ``PING``, on a fresh connection), which fails while
-        Redis is down. A recent answer alone proves nothing about a Redis that stopped since."""
-        pool = self._redis.connection_pool
-        connection = await pool.get_connection()  # type: ignore[no-untyped-call]
-        try:
-            return not await connection.can_read()
-        finally:
-            await pool.release(connection)
 
     async def load(self, session_id: str, *, tenant: str | None = None) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired), or when

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -56,28 +55,19 @@ return ARGV[1]
 
 
 async def test_group_commit_sends_one_iterations_scripts_as_one_pipeline(
-    redis_client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+    redis_client: aioredis.Redis,
 ) -> None:
     """Issue 26: the scripts that concurrent tasks run in one event-loop iteration go out as one
     pipeline; each caller gets its own answer or error once Redis has answered, a script Redis has
-    not loaded is loaded, and a caller alone runs its script as before."""
+    not loaded is loaded, and a caller alone goes out alone."""
     client = create_redis(TEST_REDIS_URL)
     commit = GroupCommit(client)
     script = client.register_script(_ECHO_OR_FAIL)
-    pipelines = 0
-    make_pipeline = client.pipeline
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        nonlocal pipelines
-        pipelines += 1
-        return make_pipeline(*args, **kwargs)
-
-    monkeypatch.setattr(client, "pipeline", counted)
     try:
         await redis_client.script_flush()
         assert await commit.run(script, ["test:group"], ["alone"]) == "alone"
-        assert pipelines == 0
-        await redis_client.script_flush()  # the pipeline finds it missing: each call loads and runs it
+        assert commit.batches == 1
+        await redis_client.script_flush()  # the batch finds it missing: each call loads and runs it
         args = [str(n) for n in range(20)] + ["bad"]
         outcomes = await asyncio.gather(
             *(commit.run(script, ["test:group"], [arg]) for arg in args), return_exceptions=True
@@ -86,11 +76,55 @@ async def test_group_commit_sends_one_iterations_scripts_as_one_pipeline(
         assert isinstance(outcomes[20], ResponseError) and "bad argument" in str(outcomes[20])
         outcomes = await asyncio.gather(*(commit.run(script, ["test:group"], [str(n)]) for n in range(5)))
         assert outcomes == [str(n) for n in range(5)]
-        assert pipelines == 2
+        assert commit.batches == 3
         stored = await redis_client.lrange("test:group", 0, -1)
         assert sorted(stored) == sorted(["alone", *args[:20], *(str(n) for n in range(5))])
     finally:
         await redis_client.delete("test:group")
+        await client.aclose()
+
+
+async def test_group_commit_batches_what_arrives_while_a_batch_is_in_redis(
+    redis_client: aioredis.Redis,
+) -> None:
+    """The calls made while a batch waits for Redis's answer go out together in the next batch."""
+    client = create_redis(TEST_REDIS_URL)
+    commit = GroupCommit(client)
+    script = client.register_script(_ECHO_OR_FAIL)
+    try:
+        assert await commit.run(script, ["test:group"], ["load"]) == "load"
+        first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
+        async with asyncio.timeout(30):
+            while commit.batches < 2:  # written; its answer needs the socket, so it is not read yet
+                await asyncio.sleep(0)
+        rest = [asyncio.create_task(commit.run(script, ["test:group"], [str(n)])) for n in range(10)]
+        assert await asyncio.wait_for(asyncio.gather(first, *rest), timeout=30) == [
+            "first",
+            *map(str, range(10)),
+        ]
+        assert commit.batches == 3
+    finally:
+        await redis_client.delete("test:group")
+        await client.aclose()
+
+
+async def test_group_commit_sends_again_on_a_fresh_connection_after_a_restart(
+    redis_client: aioredis.Redis,
+) -> None:
+    """Redis closed the group's connection (as a restart does): the next batch is sent once more on
+    a fresh connection, and stored once; a check does not take the closed connection for a live one."""
+    client = create_redis(TEST_REDIS_URL)
+    store = SessionStore(client, ttl_seconds=60)
+    try:
+        sid = store.new_session_id()
+        await store.append(sid, [{"n": 1}])
+        await redis_client.client_kill_filter(skipme=True)  # every connection but this one
+        await store.check(fresh_within=60)
+        await store.append(sid, [{"n": 2}])
+        await redis_client.client_kill_filter(skipme=True)
+        await store.append(sid, [{"n": 3}])
+        assert await store.load(sid) == [{"n": 1}, {"n": 2}, {"n": 3}]
+    finally:
         await client.aclose()
 
 

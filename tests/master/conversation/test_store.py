@@ -22,6 +22,7 @@ class _Switchable:
         self.inner = inner
         self.down = False
         self.pings = 0
+        self.connection_pool = _SwitchablePool(self)
 
     def register_script(self, script: str) -> AsyncScript:
         return AsyncScript(self, script)  # type: ignore[arg-type]
@@ -36,6 +37,33 @@ class _Switchable:
         if self.down:
             raise RedisConnectionError("down")
         return await self.inner.evalsha(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _SwitchablePool:
+    """The pool of a :class:`_Switchable`: its connections fail to send while the client is down."""
+
+    def __init__(self, client: _Switchable) -> None:
+        self.client = client
+
+    async def get_connection(self) -> Any:
+        return _SwitchableConnection(self.client, await self.client.inner.connection_pool.get_connection())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client.inner.connection_pool, name)
+
+
+class _SwitchableConnection:
+    def __init__(self, client: _Switchable, inner: Any) -> None:
+        self.client = client
+        self.inner = inner
+
+    async def send_packed_command(self, *args: Any, **kwargs: Any) -> None:
+        if self.client.down:
+            raise RedisConnectionError("down")
+        await self.inner.send_packed_command(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
