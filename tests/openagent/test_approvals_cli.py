@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from openagent.approvals_cli import time_left
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import serve_app
+from tests.factories import free_port, serve_app
 from tests.master.query.test_approvals import KEY, Bank, _paused, _pay_and_read, bank
 from tests.openagent.conftest import PointCli, run_cli
 
@@ -150,3 +150,13 @@ def test_time_left_reads_like_a_clock() -> None:
     assert time_left(1000 + 245, 1000) == "4m05s"
     assert time_left(1012, 1000) == "12s"
     assert time_left(1000, 1000) == "expired"
+
+
+async def test_an_unreachable_master_is_named_with_how_to_start_it(
+    point_cli: PointCli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    point_cli(f"http://127.0.0.1:{free_port()}")
+    status, out, err = await run_and_read(capsys, "approvals")
+    assert status == 1 and out == ""
+    assert err.startswith("openagent approvals: error: cannot reach the master at http://127.0.0.1:")
+    assert "openagent master" in err and "MASTER_BASE_URL" in err
