@@ -26,19 +26,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
-from openagent.config import ClientConfig, RegistrationConfig
+from openagent._http_cli import CommandError, answer_timeout, request
 from openagent.errors import ConfigurationError
 
 __all__ = ["add_subcommands", "time_left"]
-
-_HTTP_MARGIN = 10.0
-"""Seconds a decision waits beyond ``QUERY_RESPONSE_TIMEOUT`` (the resumed run answers within it)."""
-
-
-class _Failed(Exception):
-    """The master refused or could not be reached; the message says why (exit status 1)."""
 
 
 class _Usage(Exception):
@@ -59,29 +50,9 @@ def time_left(expires_at: float, now: float) -> str:
     return f"{secs}s"
 
 
-def _request(method: str, route: str, *, timeout: float, body: Any = None) -> dict[str, Any]:
-    config = RegistrationConfig.from_env()
-    url = f"{config.master_base_url}{route}"
-    try:
-        response = httpx.request(method, url, json=body, headers=config.auth_headers, timeout=timeout)
-    except httpx.TimeoutException:
-        raise _Failed(f"{method} {route} timed out after {timeout:g} s") from None
-    except httpx.HTTPError as exc:
-        raise _Failed(
-            f"cannot reach the master at {config.master_base_url} ({exc}); start it "
-            "(openagent master) or set MASTER_BASE_URL / MASTER_PORT"
-        ) from None
-    try:
-        payload = response.json()
-    except ValueError:
-        payload = None
-    if response.status_code >= 400 or not isinstance(payload, dict):
-        raise _Failed(_refusal(response.status_code, payload, response.text))
-    return payload
-
-
-def _refusal(status: int, payload: Any, text: str) -> str:
-    """One line for a refusal: the master's message, and for a 409 the decision that stands."""
+def _refusal(method: str, url: str, status: int, payload: Any, text: str) -> str:
+    """One line for a refusal: the master's message, and for a 409 the decision that stands (the
+    approval id says what was asked, so neither ``method`` nor ``url`` is repeated)."""
     if not isinstance(payload, dict):
         return f"the master answered {status}: {text.strip()[:300] or 'no detail'}"
     code = payload.get("error_code")
@@ -126,7 +97,7 @@ def _print_result(result: dict[str, Any]) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     route = "/approvals" + (f"?session_id={quote(args.session)}" if args.session else "")
-    rows: list[dict[str, Any]] = _request("GET", route, timeout=10.0).get("approvals", [])
+    rows: list[dict[str, Any]] = request("GET", route, timeout=10.0, refusal=_refusal).get("approvals", [])
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
@@ -152,8 +123,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _decide(approval_id: str, body: dict[str, Any]) -> int:
-    timeout = ClientConfig.from_env().query_timeout + _HTTP_MARGIN
-    return _print_result(_request("POST", f"/approvals/{quote(approval_id)}", body=body, timeout=timeout))
+    route = f"/approvals/{quote(approval_id)}"
+    return _print_result(request("POST", route, body=body, timeout=answer_timeout(), refusal=_refusal))
 
 
 def _approve(args: argparse.Namespace) -> int:
@@ -179,7 +150,7 @@ def _guarded(name: str, handler: Callable[[argparse.Namespace], int]) -> Callabl
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except (_Failed, ConfigurationError) as exc:
+        except (CommandError, ConfigurationError) as exc:
             print(f"openagent {name}: error: {exc}", file=sys.stderr)
             return 1
         except _Usage as exc:

@@ -43,10 +43,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import httpx
-
+from openagent._http_cli import CommandError, answer_timeout, request
 from openagent.approvals_cli import add_subcommands as add_approval_commands
-from openagent.config import ClientConfig, RegistrationConfig, _client_host, _environ, _master_host, _port
+from openagent.config import ClientConfig, _client_host, _environ, _master_host, _port
 from openagent.errors import ConfigurationError, OpenAgentError
 from openagent.workspace.cli import add_subcommands as add_workspace_commands
 
@@ -54,12 +53,6 @@ __all__ = ["main"]
 
 _MASTER_MODULES = ("fastapi", "uvicorn", "redis", "openai", "pydantic_settings")
 _AGENT_FACTORIES = ("build_agent", "make_agent")
-_HTTP_MARGIN = 10.0
-"""Seconds ``ask`` waits beyond ``QUERY_RESPONSE_TIMEOUT`` (the master answers within it)."""
-
-
-class CommandError(Exception):
-    """A failure the command reports in one line on stderr (exit status 1)."""
 
 
 # -- the commands ----------------------------------------------------------------------------------
@@ -95,8 +88,7 @@ def _ask(args: argparse.Namespace) -> int:
         body["session_id"] = args.session
     if args.agent:
         body["allowed_agent_ids"] = args.agent
-    timeout = ClientConfig.from_env().query_timeout + _HTTP_MARGIN
-    result = _request("POST", "/query", body=body, timeout=timeout)
+    result = request("POST", "/query", body=body, timeout=answer_timeout(), refusal=_refusal)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0 if result.get("success") else 1
@@ -120,7 +112,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _agents(args: argparse.Namespace) -> int:
-    rows: list[dict[str, Any]] = _request("GET", "/agents", timeout=10.0).get("agents", [])
+    rows: list[dict[str, Any]] = request("GET", "/agents", timeout=10.0, refusal=_refusal).get("agents", [])
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
@@ -140,7 +132,7 @@ def _agents(args: argparse.Namespace) -> int:
 
 def _keys_create(args: argparse.Namespace) -> int:
     body = {"name": args.name, "role": args.role, "tenant": args.tenant, "agent_ids": args.agent_id or []}
-    key = _request("POST", "/keys", timeout=10.0, body=body)
+    key = request("POST", "/keys", timeout=10.0, body=body, refusal=_refusal)
     if args.json:
         print(json.dumps(key, indent=2, ensure_ascii=False))
         return 0
@@ -153,7 +145,7 @@ def _keys_create(args: argparse.Namespace) -> int:
 
 
 def _keys_list(args: argparse.Namespace) -> int:
-    rows: list[dict[str, Any]] = _request("GET", "/keys", timeout=10.0).get("keys", [])
+    rows: list[dict[str, Any]] = request("GET", "/keys", timeout=10.0, refusal=_refusal).get("keys", [])
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
@@ -175,7 +167,7 @@ def _when(seconds: float) -> str:
 
 
 def _keys_revoke(args: argparse.Namespace) -> int:
-    _request("DELETE", f"/keys/{args.key_id}", timeout=10.0)
+    request("DELETE", f"/keys/{args.key_id}", timeout=10.0, refusal=_refusal)
     print(f"revoked {args.key_id}")
     return 0
 
@@ -248,32 +240,11 @@ def _ws_url(master: str) -> str:
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _request(method: str, route: str, *, timeout: float, body: Any = None) -> dict[str, Any]:
-    """Send one request to the master; raise :class:`CommandError` saying what went wrong."""
-    config = RegistrationConfig.from_env()
-    url = f"{config.master_base_url}{route}"
-    try:
-        response = httpx.request(method, url, json=body, headers=config.auth_headers, timeout=timeout)
-    except httpx.TimeoutException:
-        raise CommandError(f"{method} {url} timed out after {timeout:g} s") from None
-    except httpx.HTTPError as exc:
-        raise CommandError(
-            f"cannot reach the master at {config.master_base_url} ({exc}); start it "
-            "(./scripts/run.sh or openagent master) or set MASTER_BASE_URL / MASTER_PORT"
-        ) from None
-    try:
-        payload = response.json()
-    except ValueError:
-        payload = None
-    if response.status_code == 401:
-        raise CommandError(
-            f"{method} {url}: 401, set OPENAGENT_API_KEY (environment or .env) to the master's key"
-        )
-    if response.status_code >= 400 or not isinstance(payload, dict):
-        raise CommandError(
-            f"{method} {url} answered {response.status_code}: {_error_message(payload, response.text)}"
-        )
-    return payload
+def _refusal(method: str, url: str, status: int, payload: Any, text: str) -> str:
+    """The master refused: ``POST http://.../query answered 404: unknown_session: ...``."""
+    if status == 401:
+        return f"{method} {url}: 401, set OPENAGENT_API_KEY (environment or .env) to the master's key"
+    return f"{method} {url} answered {status}: {_error_message(payload, text)}"
 
 
 def _error_message(payload: Any, text: str = "") -> str:

@@ -1,17 +1,23 @@
-"""Shared helpers of the SDK tests: a small fake master that speaks the protocol.
+"""Shared helpers of the SDK tests: a small fake master that speaks the protocol, and the
+``openagent`` command's surroundings.
 
 :class:`FakeMaster` is a real ``websockets`` server on 127.0.0.1. It authenticates,
 registers agents (replacing an older connection of the same ``agent_id`` with
 ``error agent_replaced`` + close 4001, like the real master), answers pings, and
 queues every other frame for the test to inspect and answer.
+
+The command's tests run it in ``workdir`` (no ``.env``, no master variables), point it at
+their master with ``point_cli`` and run it with :func:`run_cli`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 from pydantic import BaseModel
@@ -20,7 +26,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from openagent import ClientConfig
+from openagent import ClientConfig, cli
 from protocol import (
     CLOSE_AGENT_REPLACED,
     CLOSE_POLICY_VIOLATION,
@@ -206,3 +212,45 @@ async def start_master() -> AsyncIterator[StartMaster]:
 async def fake_master(start_master: StartMaster) -> FakeMaster:
     """A running :class:`FakeMaster` on a free port (``master`` is the real one, in tests/conftest.py)."""
     return await start_master()
+
+
+# -- the openagent command -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def workdir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """An empty working directory (no .env) and no master variables; os.environ restored after
+    (``load_dotenv`` writes to it behind monkeypatch's back)."""
+    saved = dict(os.environ)
+    for name in ("MASTER_BASE_URL", "MASTER_PORT", "MASTER_HOST", "OPENAGENT_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+class PointCli(Protocol):
+    def __call__(self, base_url: str, api_key: str | None = None) -> None: ...
+
+
+@pytest.fixture
+def point_cli(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> PointCli:
+    """``point_cli(master.base_url, KEY)``: the command, run in ``workdir``, talks to that master
+    (``MASTER_BASE_URL``) with that key (``OPENAGENT_API_KEY``, left unset without one)."""
+
+    def point(base_url: str, api_key: str | None = None) -> None:
+        monkeypatch.setenv("MASTER_BASE_URL", base_url)
+        if api_key is not None:
+            monkeypatch.setenv("OPENAGENT_API_KEY", api_key)
+
+    return point
+
+
+async def run_cli(*argv: str) -> int:
+    """Run the ``openagent`` command in a thread (it blocks), so a master in this loop can answer;
+    return its exit status."""
+    try:
+        return await asyncio.to_thread(cli.main, list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)

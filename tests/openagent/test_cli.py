@@ -25,6 +25,7 @@ from openagent import cli
 from openagent.testing import ScriptedOpenAIServer, demo_handler
 from tests.conftest import master_env
 from tests.factories import ROOT, TEST_REDIS_URL, MasterProcess, agent_rows, free_port, serve_app
+from tests.openagent.conftest import PointCli, run_cli
 
 ANSWER = {
     "query_id": "http-1",
@@ -72,32 +73,11 @@ class FakeMaster:
 
 
 @pytest.fixture
-def workdir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """An empty working directory (no .env) and no master variables; os.environ restored after
-    (``load_dotenv`` writes to it behind monkeypatch's back)."""
-    saved = dict(os.environ)
-    for name in ("MASTER_BASE_URL", "MASTER_PORT", "MASTER_HOST", "OPENAGENT_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    os.environ.clear()
-    os.environ.update(saved)
-
-
-@pytest.fixture
-async def fake_master(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeMaster]:
+async def fake_master(point_cli: PointCli) -> AsyncIterator[FakeMaster]:
     fake = FakeMaster()
     async with serve_app(fake.app()) as url:
-        monkeypatch.setenv("MASTER_BASE_URL", url)
+        point_cli(url)
         yield fake
-
-
-async def run_cli(*argv: str) -> int:
-    """Run the command in a thread (it blocks), so the fake master in this loop can answer."""
-    try:
-        return await asyncio.to_thread(cli.main, list(argv))
-    except SystemExit as exc:
-        return int(exc.code or 0)
 
 
 def test_the_console_script_is_installed() -> None:

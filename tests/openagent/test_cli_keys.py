@@ -2,45 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from openagent import cli
 from tests.factories import InProcessMaster, in_process_master
+from tests.openagent.conftest import PointCli, run_cli
 
 KEY = "cli-keys-bootstrap"
 
 
 @pytest.fixture
-def workdir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    saved = dict(os.environ)
-    for name in ("MASTER_BASE_URL", "MASTER_PORT", "MASTER_HOST", "OPENAGENT_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    os.environ.clear()
-    os.environ.update(saved)
-
-
-@pytest.fixture
-async def master(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[InProcessMaster]:
+async def master(point_cli: PointCli) -> AsyncIterator[InProcessMaster]:
     async with in_process_master(openagent_api_key=KEY) as m:
-        monkeypatch.setenv("MASTER_BASE_URL", m.base_url)
-        monkeypatch.setenv("OPENAGENT_API_KEY", KEY)
+        point_cli(m.base_url, KEY)
         yield m
-
-
-async def run_cli(*argv: str) -> int:
-    try:
-        return await asyncio.to_thread(cli.main, list(argv))
-    except SystemExit as exc:
-        return int(exc.code or 0)
 
 
 async def test_create_list_and_revoke(master: InProcessMaster, capsys: pytest.CaptureFixture[str]) -> None:

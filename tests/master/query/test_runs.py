@@ -2,7 +2,7 @@
 a run a budget stopped resumes with a larger one without repeating its calls, and a run whose
 master dies is marked failed by another master. A real master (lifespan, Redis, uvicorn on
 loopback; a subprocess where it is killed), the scripted LLM and an SDK WebSocket agent that
-counts its calls."""
+counts its calls. The killed-master tests start both masters with :func:`master_a_and_b`."""
 
 from __future__ import annotations
 
@@ -203,6 +203,41 @@ async def test_resume_refusals(works: Works, llm: ScriptedOpenAIServer) -> None:
     assert extra.status_code == 422
 
 
+@asynccontextmanager
+async def master_a_and_b(
+    llm: ScriptedOpenAIServer, key: str = KEY
+) -> AsyncIterator[tuple[MasterProcess, InProcessMaster]]:
+    """Master A, a subprocess for :func:`kill`, and master B in this loop, on one Redis; each
+    holds a run's lease for 1 s, so B soon finds A's runs lost once A is gone."""
+    env = master_env(
+        llm, OPENAGENT_API_KEY=key, OPENAGENT_MASTER_ID="master-a", OPENAGENT_RUN_LEASE_SECONDS="1"
+    )
+    async with (
+        MasterProcess(env) as a,
+        in_process_master(
+            openai_base_url=llm.base_url,
+            openai_api_key="scripted",
+            openagent_api_key=key,
+            openagent_master_id="master-b",
+            openagent_run_lease_seconds=1,
+        ) as b,
+    ):
+        yield a, b
+
+
+def kill(master: MasterProcess) -> None:
+    """SIGKILL: the master stops at once, releasing nothing."""
+    assert master.process is not None
+    os.kill(master.process.pid, signal.SIGKILL)
+    master.process.wait(timeout=30)
+
+
+async def _wait_for_agent(http: httpx.AsyncClient, agent_id: str) -> None:
+    async with asyncio.timeout(60):
+        while agent_id not in [row["agent_id"] for row in (await http.get("/agents")).json()["agents"]]:
+            await asyncio.sleep(0.05)
+
+
 async def _wait_for(http: httpx.AsyncClient, run_id: str, check: Any) -> dict[str, Any]:
     async with asyncio.timeout(60):
         while True:
@@ -215,37 +250,23 @@ async def _wait_for(http: httpx.AsyncClient, run_id: str, check: Any) -> dict[st
 async def test_a_run_whose_master_is_killed_is_failed_by_another_master(
     llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
 ) -> None:
-    env = master_env(
-        llm, OPENAGENT_API_KEY=KEY, OPENAGENT_MASTER_ID="master-a", OPENAGENT_RUN_LEASE_SECONDS="1"
-    )
     calls: list[tuple[str, dict[str, Any]]] = []
     release = asyncio.Event()
     llm.add_tool_call("works__slow", {})
     async with (
-        MasterProcess(env) as a,
-        in_process_master(
-            openai_base_url=llm.base_url,
-            openai_api_key="scripted",
-            openagent_api_key=KEY,
-            openagent_master_id="master-b",
-            openagent_run_lease_seconds=1,
-        ) as b,
+        master_a_and_b(llm) as (a, b),
         works_agent(a.ws_url, calls, release) as slow_started,
         httpx.AsyncClient(base_url=a.base_url, headers=HEADERS, timeout=60) as on_a,
         httpx.AsyncClient(base_url=b.base_url, headers=HEADERS, timeout=60) as on_b,
     ):
-        async with asyncio.timeout(60):
-            while "works" not in [row["agent_id"] for row in (await on_a.get("/agents")).json()["agents"]]:
-                await asyncio.sleep(0.05)
+        await _wait_for_agent(on_a, "works")
         async with on_a.stream("POST", "/query", json={"query": "slowly", "stream": True}) as response:
             run_id = response.headers["OpenAgent-Run-Id"]
             async with asyncio.timeout(60):
                 await slow_started.wait()
             running = await _wait_for(on_a, run_id, lambda r: r["in_flight"])  # written by A's tick
             assert running["state"] == "running" and running["holder"] == "master-a"
-            assert a.process is not None
-            os.kill(a.process.pid, signal.SIGKILL)
-            a.process.wait(timeout=30)
+            kill(a)
         # B's sweep marks it, with no one asking (the record read from Redis directly).
         async with asyncio.timeout(60):
             while json.loads(await redis_client.get(f"run:{run_id}") or "{}").get("state") != "failed":
@@ -269,9 +290,6 @@ PAY = ToolSchema(
 async def test_an_approved_call_in_flight_when_its_master_dies_is_unknown_on_resume_never_rerun(
     llm: ScriptedOpenAIServer,
 ) -> None:
-    env = master_env(
-        llm, OPENAGENT_API_KEY=KEY, OPENAGENT_MASTER_ID="master-a", OPENAGENT_RUN_LEASE_SECONDS="1"
-    )
     calls: list[str] = []
     paying, release = asyncio.Event(), asyncio.Event()
 
@@ -283,23 +301,14 @@ async def test_an_approved_call_in_flight_when_its_master_dies_is_unknown_on_res
 
     llm.add_tool_call("payer__pay", {"to": "bob"})
     async with (
-        MasterProcess(env) as a,
-        in_process_master(
-            openai_base_url=llm.base_url,
-            openai_api_key="scripted",
-            openagent_api_key=KEY,
-            openagent_master_id="master-b",
-            openagent_run_lease_seconds=1,
-        ) as b,
+        master_a_and_b(llm) as (a, b),
         OrchestratorActionAgent(
             "payer", [PAY], handler, config=ClientConfig(master_ws=a.ws_url, api_key=KEY)
         ),
         httpx.AsyncClient(base_url=a.base_url, headers=HEADERS, timeout=60) as on_a,
         httpx.AsyncClient(base_url=b.base_url, headers=HEADERS, timeout=60) as on_b,
     ):
-        async with asyncio.timeout(60):
-            while "payer" not in [row["agent_id"] for row in (await on_a.get("/agents")).json()["agents"]]:
-                await asyncio.sleep(0.05)
+        await _wait_for_agent(on_a, "payer")
         paused = (await on_a.post("/query", json={"query": "pay bob"})).json()
         assert paused["status"] == "awaiting_approval", paused
         run_id, approval_id = paused["run_id"], paused["approvals"][0]["approval_id"]
@@ -308,9 +317,7 @@ async def test_an_approved_call_in_flight_when_its_master_dies_is_unknown_on_res
         deciding = asyncio.create_task(on_a.post(f"/approvals/{approval_id}", json={"decision": "approve"}))
         async with asyncio.timeout(60):
             await paying.wait()
-        assert a.process is not None
-        os.kill(a.process.pid, signal.SIGKILL)
-        a.process.wait(timeout=30)
+        kill(a)
         with pytest.raises(httpx.HTTPError):
             await deciding
 
@@ -339,21 +346,11 @@ async def test_an_a2a_task_whose_run_lost_its_master_reads_failed(llm: ScriptedO
     from tests.master.doors.test_a2a_server import KEY as A2A_KEY
     from tests.master.doors.test_a2a_server import a2a_client, text_message
 
-    env = master_env(
-        llm, OPENAGENT_API_KEY=A2A_KEY, OPENAGENT_MASTER_ID="master-a", OPENAGENT_RUN_LEASE_SECONDS="1"
-    )
     calls: list[tuple[str, dict[str, Any]]] = []
     release = asyncio.Event()
     llm.add_tool_call("works__slow", {})
     async with (
-        MasterProcess(env) as a,
-        in_process_master(
-            openai_base_url=llm.base_url,
-            openai_api_key="scripted",
-            openagent_api_key=A2A_KEY,
-            openagent_master_id="master-b",
-            openagent_run_lease_seconds=1,
-        ) as b,
+        master_a_and_b(llm, A2A_KEY) as (a, b),
         works_agent(a.ws_url, calls, release, key=A2A_KEY) as slow_started,
         httpx.AsyncClient(headers={"Authorization": f"Bearer {A2A_KEY}"}, timeout=30) as http,
     ):
@@ -368,9 +365,7 @@ async def test_an_a2a_task_whose_run_lost_its_master_reads_failed(llm: ScriptedO
             async with asyncio.timeout(60):
                 await slow_started.wait()
             task_id = first.task.id
-            assert a.process is not None
-            os.kill(a.process.pid, signal.SIGKILL)
-            a.process.wait(timeout=30)
+            kill(a)
             with pytest.raises(Exception):  # noqa: B017 - the stream's master is gone
                 async for _ in stream:
                     pass
