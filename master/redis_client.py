@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import hiredis
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -148,8 +149,9 @@ class GroupCommit:
         try:
             async with asyncio.timeout(self._deadline):
                 await connection.send_packed_command(
-                    connection.pack_commands(
-                        [("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args, _ in calls]
+                    b"".join(
+                        hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args))  # type: ignore[arg-type]  # its stub types a 1-tuple
+                        for script, keys, args, _ in calls
                     ),
                     check_health=False,
                 )
