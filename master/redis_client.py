@@ -90,20 +90,16 @@ class GroupCommit:
             self._sender = asyncio.create_task(self._send_queued())
         return await future
 
-    async def idle_and_open(self) -> bool:
-        """Whether the group's connection is open: while a batch is in Redis, its answer will tell
-        within one round trip; otherwise a local check that its socket has nothing to read (a
-        Redis that stopped or restarted since has closed it). No round trip either way."""
+    def open(self) -> bool:
+        """Whether the group's connection is open, as far as this process knows without a round
+        trip or a read: a Redis that stopped or restarted has closed its end, which the event loop
+        records on the connection's stream as soon as it polls (``False`` too before the first
+        batch, or when the connection is of a kind whose stream this cannot see)."""
         connection = self._connection
         if connection is None or not connection.is_connected:
             return False
-        if self._sender is not None:
-            return True
-        try:
-            return not await connection.can_read()
-        except (RedisError, OSError):
-            await connection.disconnect(nowait=True)
-            return False
+        reader = getattr(connection, "_reader", None)  # redis-py's asyncio stream of the socket
+        return isinstance(reader, asyncio.StreamReader) and not reader.at_eof()
 
     async def _send_queued(self) -> None:
         try:

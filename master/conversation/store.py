@@ -241,16 +241,16 @@ class SessionStore:
         With ``fresh_within`` (seconds), a load or append that Redis answered that recently stands
         for the ``PING`` (a query in a new session passes :data:`CHECK_FRESH_SECONDS`), provided
         the appends' connection is still open (checked locally, see
-        :meth:`GroupCommit.idle_and_open`): a recent answer alone proves nothing about a Redis that
+        :meth:`GroupCommit.open`): a recent answer alone proves nothing about a Redis that
         stopped since, whose end of that socket is then closed.
         """
+        if (
+            fresh_within > 0
+            and time.monotonic() - self._answered_at < fresh_within
+            and self._appends.open()
+        ):
+            return
         async with self._step():
-            if (
-                fresh_within > 0
-                and time.monotonic() - self._answered_at < fresh_within
-                and await self._appends.idle_and_open()
-            ):
-                return
             await self._redis.ping()
         self._answered_at = time.monotonic()
 

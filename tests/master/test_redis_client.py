@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -16,6 +17,12 @@ from tests.factories import TEST_REDIS_URL
 async def _drop_connections(client: aioredis.Redis, killer: aioredis.Redis) -> None:
     """Close the server side of ``client``'s pooled connection, as a Redis restart does."""
     await killer.client_kill_filter(_id=await client.client_id())
+
+
+async def _drop_appends_connection(store: SessionStore, killer: aioredis.Redis) -> None:
+    """Close the server side of the connection ``store``'s appends go over, as a Redis restart does."""
+    host, port = store._appends._connection._writer.get_extra_info("sockname")[:2]
+    await killer.client_kill_filter(_type=None, addr=f"{host}:{port}")
 
 
 async def test_a_dropped_connection_is_retried_on_a_fresh_one(redis_client: aioredis.Redis) -> None:
@@ -118,12 +125,43 @@ async def test_group_commit_sends_again_on_a_fresh_connection_after_a_restart(
     try:
         sid = store.new_session_id()
         await store.append(sid, [{"n": 1}])
-        await redis_client.client_kill_filter(skipme=True)  # every connection but this one
+        await _drop_appends_connection(store, redis_client)
+        await _drop_connections(client, redis_client)
         await store.check(fresh_within=60)
         await store.append(sid, [{"n": 2}])
-        await redis_client.client_kill_filter(skipme=True)
+        await _drop_appends_connection(store, redis_client)
         await store.append(sid, [{"n": 3}])
         assert await store.load(sid) == [{"n": 1}, {"n": 2}, {"n": 3}]
+    finally:
+        await client.aclose()
+
+
+async def test_a_check_pings_once_redis_closed_the_appends_connection(
+    redis_client: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recent append stands for the PING only while the appends' connection is open: once Redis
+    closed it (stopped, restarted), the next check asks Redis."""
+    client = create_redis(TEST_REDIS_URL)
+    store = SessionStore(client, ttl_seconds=60)
+    pings = 0
+    ping = client.ping
+
+    async def counted() -> Any:
+        nonlocal pings
+        pings += 1
+        return await ping()
+
+    monkeypatch.setattr(client, "ping", counted)
+    try:
+        await store.append(store.new_session_id(), [{"n": 1}])
+        await store.check(fresh_within=60)
+        assert pings == 0
+        await _drop_appends_connection(store, redis_client)
+        async with asyncio.timeout(30):
+            while store._appends.open():  # the event loop sees the closed socket when it polls
+                await asyncio.sleep(0.01)
+        await store.check(fresh_within=60)
+        assert pings == 1
     finally:
         await client.aclose()
 
