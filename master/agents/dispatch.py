@@ -26,7 +26,6 @@ import asyncio
 import logging
 import secrets
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,7 +200,7 @@ class Dispatcher:
                 f"tool {tool_name!r} on agent {target.agent_id!r} was not called: {self.refusal}"
             )
         timeout = self._call_timeout if wait_seconds is None else wait_seconds
-        call_id = uuid.uuid4().hex
+        call_id = secrets.token_hex(16)
         token = secrets.token_urlsafe(24) if isinstance(target, InvocationAgent) else None
         pending = PendingCall(call_id, target, tool_name, asyncio.get_running_loop().create_future(), token)
         pending.on_progress = on_progress

@@ -244,11 +244,7 @@ class SessionStore:
         :meth:`GroupCommit.open`): a recent answer alone proves nothing about a Redis that
         stopped since, whose end of that socket is then closed.
         """
-        if (
-            fresh_within > 0
-            and time.monotonic() - self._answered_at < fresh_within
-            and self._appends.open()
-        ):
+        if fresh_within > 0 and time.monotonic() - self._answered_at < fresh_within and self._appends.open():
             return
         async with self._step():
             await self._redis.ping()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -167,8 +167,8 @@ class QueryEntry:
         ``principal`` is who asks (its tenant's cap admits it; see the module docstring).
         """
         self.admission.enter(principal.tenant)
-        run_id = (extras.run_id if extras is not None else None) or f"run-{uuid.uuid4().hex}"
-        run = QueryRun(query_id or f"{door}-{uuid.uuid4().hex}", streamed=stream, run_id=run_id)
+        run_id = (extras.run_id if extras is not None else None) or f"run-{secrets.token_hex(16)}"
+        run = QueryRun(query_id or f"{door}-{secrets.token_hex(16)}", streamed=stream, run_id=run_id)
         task = asyncio.create_task(
             self._run(request, run, door, deliver, extras, principal), name=f"query {run.query_id} ({door})"
         )

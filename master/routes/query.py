@@ -4,7 +4,7 @@ and ``GET /query/orchestrator-models``."""
 from __future__ import annotations
 
 import json
-import uuid
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -107,7 +107,7 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
 async def answer(entry: QueryEntry, body: QueryRequest, *, streamed: bool, principal: Principal) -> Response:
     """``POST /query``'s answer through the query entry (the route and its lean path): JSON, or
     SSE once the query is admitted; a refusal is JSON with its status either way."""
-    query_id = f"http-{uuid.uuid4().hex}"
+    query_id = f"http-{secrets.token_hex(16)}"
     try:
         run = entry.submit(
             body,
