@@ -171,9 +171,9 @@ async def lean_post_query(services: Services, request: LeanRequest, send: Send) 
     or ``POST /query`` turned off, so that the route answers those exactly as it always has."""
     if not services.settings.openagent_http_query or "text/event-stream" in request.accept:
         return False
-    try:  # as FastAPI parses a JSON body
-        body = QueryRequest.model_validate(json.loads(request.body))
-    except (ValueError, ValidationError):  # json.JSONDecodeError is a ValueError
+    try:  # parsed and validated in one step; whatever this refuses, the route answers as always
+        body = QueryRequest.model_validate_json(request.body)
+    except ValidationError:  # invalid JSON too
         return False
     if body.stream:
         return False
