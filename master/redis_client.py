@@ -98,8 +98,8 @@ class GroupCommit:
         connection = self._connection
         if connection is None or not connection.is_connected:
             return False
-        reader = getattr(connection, "_reader", None)  # redis-py's asyncio stream of the socket
-        return isinstance(reader, asyncio.StreamReader) and not reader.at_eof()
+        reader = _stream(connection)
+        return reader is not None and not reader.at_eof()
 
     async def _send_queued(self) -> None:
         try:
@@ -141,6 +141,8 @@ class GroupCommit:
         if connection is None:
             connection = self._connection = await self._redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
             connection.socket_timeout = None  # the batch's deadline below covers each read and write
+        elif connection.is_connected and (reader := _stream(connection)) is not None and reader.at_eof():
+            await connection.disconnect(nowait=True)  # Redis closed it (restart, idle timeout): anew
         results: list[Any] = []
         try:
             async with asyncio.timeout(self._deadline):
@@ -169,6 +171,12 @@ class GroupCommit:
             elif not isinstance(exc, RedisError):
                 exc = RedisConnectionError(f"Redis connection failed: {exc}")
             return results + [exc] * (len(calls) - len(results))  # answered ones keep their answers
+
+
+def _stream(connection: Any) -> asyncio.StreamReader | None:
+    """The stream redis-py's asyncio connection reads its socket from (``None``: not one of those)."""
+    reader = getattr(connection, "_reader", None)
+    return reader if isinstance(reader, asyncio.StreamReader) else None
 
 
 def _fail(calls: list[_ScriptCall], exc: BaseException) -> None:
