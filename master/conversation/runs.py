@@ -38,6 +38,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.agents.calls import ToolRun
+from master.conversation.store import dump_json
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key, run_key, run_lease_key
 
@@ -475,7 +476,7 @@ def _past(live: LiveRun, checkpoint: dict[str, Any]) -> bool:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
+    return dump_json(value).decode()
 
 
 def _row(raw: Any) -> dict[str, Any] | None:

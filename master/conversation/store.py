@@ -83,12 +83,13 @@ def _stored(text: str) -> list[Turn]:
     return [StoredTurn(turn) if isinstance(turn, dict) else turn for turn in turns]
 
 
-def _dumps(turn: Turn) -> bytes:
-    """A turn's JSON, by orjson; what orjson refuses (an integer beyond 64 bits) by :func:`json.dumps`."""
+def dump_json(value: Any) -> bytes:
+    """Compact JSON of a stored record (a turn, a run), by orjson; what orjson refuses (an integer
+    beyond 64 bits) by :func:`json.dumps`; what JSON cannot hold, as its ``str``."""
     try:
-        return orjson.dumps(turn, default=str, option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
-        return json.dumps(turn, separators=(",", ":"), default=str).encode()
+        return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
@@ -294,7 +295,7 @@ class SessionStore:
         """
         if not turns:
             return
-        payload = b",".join(map(_dumps, turns))
+        payload = b",".join(map(dump_json, turns))
         keys = [
             session_key(session_id),
             session_owner_key(session_id),
