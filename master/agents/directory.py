@@ -68,12 +68,8 @@ class AgentDirectory:
                 ):
                     targets.append(remote)
                     ids.add(remote.agent_id)
-        for agent in self.invocation.available():
-            if (
-                agent.agent_id not in ids
-                and (wanted is None or agent.agent_id in wanted)
-                and offered_to(agent.tenant, tenant)
-            ):
+        for agent in self.invocation.available(wanted):
+            if agent.agent_id not in ids and offered_to(agent.tenant, tenant):
                 targets.append(agent)
         return targets
 
@@ -114,15 +110,22 @@ class AgentDirectory:
         registered for HTTP invocation, up or down); only among ``wanted`` when given, and only
         those offered to ``tenant`` when given."""
         wanted_set = None if wanted is None else set(wanted)
-        known = {agent.agent_id for agent in self.registry.all() if offered_to(agent.tenant, tenant)}
-        known.update(agent.agent_id for agent in self.invocation.all() if offered_to(agent.tenant, tenant))
+        registry: Iterable[LiveAgent | InvocationAgent]
+        invocation: Iterable[LiveAgent | InvocationAgent]
+        if wanted_set is None:
+            registry, invocation = self.registry.all(), self.invocation.all()
+        else:  # looked up by id: the cost of a query that names its agents does not grow with them
+            registry = [agent for agent in map(self.registry.get, wanted_set) if agent is not None]
+            invocation = [agent for agent in map(self.invocation.get, wanted_set) if agent is not None]
+        known = {agent.agent_id for agent in registry if offered_to(agent.tenant, tenant)}
+        known.update(agent.agent_id for agent in invocation if offered_to(agent.tenant, tenant))
         if self.remote is not None:
             known.update(
                 agent.agent_id
                 for agent in self.remote.remote_agents(wanted_set)
                 if offered_to(agent.tenant, tenant)
             )
-        return known if wanted_set is None else known & wanted_set
+        return known
 
     def counts(self) -> dict[str, int]:
         """How many agents this master serves, by transport (``websocket``, ``http``)."""

@@ -21,6 +21,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -39,7 +40,7 @@ from master.agents.connectors import (
     ConnectorFactory,
     Discovered,
 )
-from master.agents.registry import AgentTool, compile_tools
+from master.agents.registry import AgentTool, compile_tools, lookup
 from master.agents.url_policy import AgentUrlPolicy
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.redis_keys import AGENT_INDEX, AGENT_INDEX_VERSION, agent_key, quarantined_agent_key
@@ -306,9 +307,11 @@ class InvocationAgents:
     def all(self) -> list[InvocationAgent]:
         return list(self._agents.values())
 
-    def available(self) -> list[InvocationAgent]:
-        """Agents whose tools may be offered: every one not known to be DOWN."""
-        return [agent for agent in self._agents.values() if agent.status != "DOWN"]
+    def available(self, allowed: Iterable[str] | None = None) -> list[InvocationAgent]:
+        """Agents whose tools may be offered: every one not known to be DOWN; only those of
+        ``allowed`` ids when given (looked up by id)."""
+        found = self._agents.values() if allowed is None else lookup(self._agents, allowed)
+        return [agent for agent in found if agent.status != "DOWN"]
 
     async def register(self, reg: InvocationRegistration, *, tenant: str | None = None) -> InvocationAgent:
         """Store the agent in Redis (atomically with the index) and check its health once; raises

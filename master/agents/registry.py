@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema_rs
 from jsonschema_rs import Draft202012Validator
@@ -188,13 +188,19 @@ class Registry:
         return list(self._agents.values())
 
     def action_agents(self, allowed: Iterable[str] | None = None) -> list[LiveAgent]:
-        """Connected action agents with tools, limited to ``allowed`` ids when given."""
-        wanted = None if allowed is None else set(allowed)
-        return [
-            agent
-            for agent in self._agents.values()
-            if agent.role == "action" and agent.tools and (wanted is None or agent.agent_id in wanted)
-        ]
+        """Connected action agents with tools, limited to ``allowed`` ids when given (looked up by
+        id, in ``allowed``'s order: a query's cost does not grow with the agents connected)."""
+        found = self._agents.values() if allowed is None else lookup(self._agents, allowed)
+        return [agent for agent in found if agent.role == "action" and agent.tools]
+
+
+_Agent = TypeVar("_Agent")
+
+
+def lookup(agents: dict[str, _Agent], ids: Iterable[str]) -> list[_Agent]:
+    """The agents of ``ids`` that ``agents`` (by id) holds, in ``ids``' order, each once: a query
+    that names its agents costs the same with ten agents connected or ten thousand."""
+    return [agent for agent in map(agents.get, dict.fromkeys(ids)) if agent is not None]
 
 
 def offered_to(agent_tenant: str | None, tenant: str | None) -> bool:

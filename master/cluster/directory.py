@@ -25,7 +25,7 @@ from typing import cast
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from master.agents.registry import LiveAgent, Registry, compile_tools
+from master.agents.registry import LiveAgent, Registry, compile_tools, lookup
 from master.agents.remote import RemoteAgent
 from master.errors import InvalidToolSchema
 from master.redis_keys import CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION, master_inbox_key, master_lease_key
@@ -117,12 +117,9 @@ class ClusterDirectory:
         return None if raw is None else _owner(raw)
 
     def remote_agents(self, allowed: set[str] | None = None) -> list[RemoteAgent]:
-        """Agents of other live masters, limited to ``allowed`` ids when given."""
-        return [
-            agent
-            for agent in self._remote.values()
-            if agent.master_id in self._alive and (allowed is None or agent.agent_id in allowed)
-        ]
+        """Agents of other live masters, limited to ``allowed`` ids when given (looked up by id)."""
+        found = self._remote.values() if allowed is None else lookup(self._remote, allowed)
+        return [agent for agent in found if agent.master_id in self._alive]
 
     # ------------------------------------------------------------------ writes
 

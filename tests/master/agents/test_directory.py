@@ -95,3 +95,31 @@ def test_local_agents_and_counts_leave_other_masters_out() -> None:
     assert [agent.agent_id for agent in directory.local_agents()] == ["ws", "asker", "http"]
     assert [agent.agent_id for agent in directory.local_agents(role="action")] == ["ws", "http"]
     assert directory.counts() == {"websocket": 2, "http": 2}
+
+
+def test_named_agents_are_looked_up_by_id_among_many() -> None:
+    """A query that names its agents gets exactly the ones a walk over every agent would give
+    (connected, other masters', invocation agents not DOWN, offered to its tenant), in the order it
+    named them, each once: found by id, so its cost does not grow with the agents connected."""
+    live = [_live(f"ws-{n}") for n in range(2000)] + [_live("ws-query", role="query")]
+    live[7].tenant = "team-b"
+    invocation = [_invocation(f"http-{n}") for n in range(50)] + [_invocation("http-down", status="DOWN")]
+    directory = _directory(live, invocation, _OtherMasters(_remote("remote-1")))
+    named = ["http-3", "ws-1999", "remote-1", "ws-7", "ws-query", "http-down", "nobody", "ws-1999"]
+
+    assert [t.agent_id for t in directory.tool_targets(named)] == ["ws-1999", "ws-7", "remote-1", "http-3"]
+    assert [t.agent_id for t in directory.tool_targets(named, tenant="team-a")] == [
+        "ws-1999",
+        "remote-1",
+        "http-3",
+    ]
+    assert directory.known_ids(named) == {"http-3", "ws-1999", "remote-1", "ws-7", "ws-query", "http-down"}
+    assert directory.known_ids(named, tenant="team-a") == {
+        "http-3",
+        "ws-1999",
+        "remote-1",
+        "ws-query",
+        "http-down",
+    }
+    everything = directory.known_ids()
+    assert len(everything) == 2000 + 1 + 51 + 1 and directory.known_ids(named) <= everything
