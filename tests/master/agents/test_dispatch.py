@@ -230,7 +230,7 @@ async def test_an_invocation_agent_that_dies_mid_call_fails_the_call_at_once(
             query = asyncio.create_task(
                 http.post("/query", json={"query": "echo", "allowed_agent_ids": ["dies-mid-call"]})
             )
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(60):
                 await calls.get()
         # the agent's server is gone: its port refuses connections
         response = await query

@@ -115,7 +115,7 @@ async def test_query_through_invocation_agent_with_progress(
         pending = asyncio.create_task(
             http.post("/query", json={"query": "echo", "allowed_agent_ids": ["raw-http"]})
         )
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(60):
             call = await raw_agent.calls.get()
         assert call["tool_name"] == "echo" and call["arguments"] == {"text": "hello"}
         assert call["callback_url"].startswith(f"{master.base_url}/tool_callback?")

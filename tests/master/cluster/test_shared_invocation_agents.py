@@ -61,7 +61,7 @@ async def test_an_invocation_agent_registered_on_one_master_is_offered_by_the_ot
                 answer = await http.post(f"{b.base_url}/query", json={"query": "echo hi"})
                 assert answer.json()["success"] is True, answer.text
                 assert "shared-echo__echo" in offered(llm.requests[0])
-                async with asyncio.timeout(20):
+                async with asyncio.timeout(60):
                     call = await calls.get()
                 assert call["arguments"] == {"text": "hi"} and b.base_url in call["callback_url"]
                 assert json.loads(llm.requests[1]["messages"][-1]["content"]) == {"result": "ok"}

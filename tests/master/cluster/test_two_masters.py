@@ -130,7 +130,7 @@ async def test_callback_of_an_invocation_call_may_arrive_at_the_other_master(
                     f"{a.base_url}/query", json={"query": "echo", "allowed_agent_ids": ["callback-anywhere"]}
                 )
             )
-            async with asyncio.timeout(20):
+            async with asyncio.timeout(60):
                 call = await calls.get()
             # A load balancer sends the agent's callbacks to master B instead of A.
             query_string = call["callback_url"].split("?", 1)[1]

@@ -75,7 +75,7 @@ async def test_neither_the_api_key_nor_a_call_token_reaches_the_log(
         query = asyncio.create_task(
             http.post("/query", json={"query": "echo", "allowed_agent_ids": ["log-http-agent"]}, headers=auth)
         )
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             call = await calls.get()
         token = call["callback_url"].rsplit("token=", 1)[1]
         assert (await http.post(call["progress_url"], json={"call_id": call["call_id"]})).status_code == 200

@@ -63,13 +63,13 @@ async def in_process_master(llm: ScriptedOpenAIServer) -> AsyncIterator[str]:
     )
     task = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(60):
             while not server.started:
                 await asyncio.sleep(0.01)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(60):
             await task
 
 
