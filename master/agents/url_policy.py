@@ -51,6 +51,9 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 RESOLVE_TIMEOUT = 5.0
 """Seconds a name may take to resolve before the request (or the registration check) gives up."""
 
+_REMEMBERED_HOSTS = 1024
+"""How many hosts :meth:`AgentUrlPolicy.host_refusal` remembers its answer for (then it starts over)."""
+
 METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
 )
@@ -142,6 +145,8 @@ class AgentUrlPolicy:
         self.resolver = resolver
         """How names are resolved: the seam a test points at a fake mapping."""
         self.resolve_timeout = resolve_timeout
+        self._refusals: dict[str, str | None] = {}
+        """:meth:`host_refusal`'s answers by host: it runs before every request to an agent."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> AgentUrlPolicy:
@@ -151,7 +156,18 @@ class AgentUrlPolicy:
     # ------------------------------------------------------------------ the rules
 
     def host_refusal(self, host: str) -> str | None:
-        """Why a host name (or literal) is refused by name alone, or ``None``."""
+        """Why a host name (or literal) is refused by name alone, or ``None`` (remembered for the
+        last :data:`_REMEMBERED_HOSTS` hosts: the rules do not change while the master runs)."""
+        try:
+            return self._refusals[host]
+        except KeyError:
+            pass
+        if len(self._refusals) >= _REMEMBERED_HOSTS:
+            self._refusals.clear()
+        why = self._refusals[host] = self._host_refusal(host)
+        return why
+
+    def _host_refusal(self, host: str) -> str | None:
         name = host.strip("[]").lower().rstrip(".")
         address = _address(name)
         if address is not None:
