@@ -29,6 +29,20 @@ way) is counted on both sides alike.
   (1,000) earlier turns (:func:`bench.session_growth.synthetic_turns`), all of them sent to the
   LLM in both rounds (no compaction): the long session's steady state, to compare with
   ``scripted``.
+- ``master-http``: the master with an HTTP invocation agent instead: the app is served by uvicorn
+  on a free loopback port of the same process (on uvloop, as uvicorn serves the master), the
+  aiohttp agent of :mod:`bench.agents` (``http-aiohttp``, always this checkout's) runs in another
+  process (not counted) and registers there, ``POST /query`` still goes in through ASGI (with
+  ``allowed_agent_ids``), and every call makes the real round trip: the call's record in Redis,
+  the master's POST to the agent over loopback, the agent's ``202`` and its ``POST
+  /tool_callback`` through uvicorn. The in-flight health check is off (it runs on a clock, and
+  valgrind slows the clock's work some 50x).
+
+``--cprofile FILE`` with ``--child SYSTEM --no-measure`` profiles the measured queries of one
+child with :mod:`cProfile` instead (no valgrind)::
+
+    .venv/bin/python -m bench.instructions --child master-http --no-measure --cprofile /tmp/p.out \
+        --queries 3000 --redis-url redis://127.0.0.1:6379/14
 
 ``--tree PATH`` runs the systems from another checkout (e.g. ``git worktree add /tmp/base
 <commit>``) to compare two commits::
@@ -56,7 +70,16 @@ from typing import Any
 
 HERE = Path(__file__).resolve()
 AGENT = "bench-ws"
-SYSTEMS = ("master", "relay", "master-no-hiredis", "master-no-lean", "scripted", "scripted-session")
+SYSTEMS = (
+    "master",
+    "relay",
+    "master-no-hiredis",
+    "master-no-lean",
+    "scripted",
+    "scripted-session",
+    "master-http",
+)
+HTTP_AGENT = "bench-http"
 
 
 class _Agent:
@@ -171,6 +194,22 @@ async def _queries(app: Any, body: bytes, count: int, concurrency: int) -> None:
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
+def _count(args: argparse.Namespace, on: bool, profile: Any = None) -> Any:
+    """Start (``on``) or stop counting the measured queries: callgrind's instrumentation, or with
+    ``--cprofile FILE`` (and ``--no-measure``) :mod:`cProfile`, whose stats go to ``FILE``."""
+    if args.measure:
+        _callgrind("on" if on else "off")
+    if args.cprofile and on:
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+    elif profile is not None:
+        profile.disable()
+        profile.dump_stats(args.cprofile)
+    return profile
+
+
 def _callgrind(switch: str) -> None:
     subprocess.run(
         ["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True, timeout=60
@@ -178,6 +217,9 @@ def _callgrind(switch: str) -> None:
 
 
 async def _child(args: argparse.Namespace) -> None:
+    if args.system == "master-http":
+        await _child_http(args)
+        return
     async with AsyncExitStack() as stack:
         app, body = await _system(args, stack)
         agent = _Agent(app)
@@ -185,15 +227,103 @@ async def _child(args: argparse.Namespace) -> None:
         async with asyncio.timeout(120):
             await agent.registered.wait()
         await _queries(app, body, args.warmup, args.concurrency)
-        if args.measure:
-            _callgrind("on")
+        profile = _count(args, True)
         await _queries(app, body, args.queries, args.concurrency)
-        if args.measure:
-            _callgrind("off")
+        _count(args, False, profile)
         agent.inbox.put_nowait({"type": "websocket.disconnect", "code": 1000})
         async with asyncio.timeout(30):
             await connection
     print("done", flush=True)
+
+
+async def _child_http(args: argparse.Namespace) -> None:
+    """``master-http``: the app served by uvicorn on a loopback port of this process (the agent's
+    callbacks come over real HTTP), the aiohttp invocation agent in another process, the queries
+    through ASGI."""
+    import socket
+
+    try:
+        import uvicorn
+
+        from bench.instant_llm import decide
+        from master.app import create_app
+        from master.llm.model import FunctionChatModel
+        from master.settings import Settings
+    except ImportError as exc:
+        raise SystemExit(f"master-http: this tree lacks what the system needs ({exc})") from None
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        redis_url=args.redis_url,
+        openagent_api_key="",
+        master_base_url=base_url,
+        # No in-flight health check: it runs on a clock, which valgrind slows some 50x.
+        openagent_inflight_health_interval=86_400,
+    )
+    app = create_app(settings, llm=FunctionChatModel(decide))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=600
+    )
+    server = uvicorn.Server(config)
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(app.router.lifespan_context(app))
+        serving = asyncio.create_task(server.serve(sockets=[listener]))
+
+        async def stop_serving() -> None:
+            server.should_exit = True
+            await serving
+
+        stack.push_async_callback(stop_serving)
+        async with asyncio.timeout(120):
+            while not server.started:  # noqa: ASYNC110 - uvicorn's flag, no event to wait on
+                await asyncio.sleep(0.01)
+        agent = await _start_http_agent(base_url)
+        stack.push_async_callback(_stop_agent, agent)
+        body = json.dumps({"query": "hello", "allowed_agent_ids": [HTTP_AGENT]}).encode()
+        await _queries(app, body, args.warmup, args.concurrency)
+        profile = _count(args, True)
+        await _queries(app, body, args.queries, args.concurrency)
+        _count(args, False, profile)
+    print("done", flush=True)
+
+
+async def _start_http_agent(master: str) -> asyncio.subprocess.Process:
+    """``bench.agents http-aiohttp`` of *this* checkout (the same agent whatever ``--tree``),
+    registered at ``master``; returns once it says it is ready."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    agent = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "bench.agents", "http-aiohttp", "--port", str(port)),
+        *("--master", master, "--agent-id", HTTP_AGENT),
+        cwd=HERE.parent.parent,
+        env=dict(os.environ, PYTHONPATH=str(HERE.parent.parent)),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert agent.stdout is not None
+    async with asyncio.timeout(120):
+        line = await agent.stdout.readline()
+    if b'"ready"' not in line:
+        await _stop_agent(agent)
+        raise RuntimeError(f"the HTTP agent did not start (exit {agent.returncode}): {line!r}")
+    return agent
+
+
+async def _stop_agent(agent: asyncio.subprocess.Process) -> None:
+    if agent.returncode is None:
+        agent.terminate()
+    try:
+        async with asyncio.timeout(10):
+            await agent.wait()
+    except TimeoutError:
+        agent.kill()
+        await agent.wait()
 
 
 async def _system(args: argparse.Namespace, stack: AsyncExitStack) -> tuple[Any, bytes]:
@@ -336,11 +466,17 @@ def main() -> None:
     parser.add_argument("--tree", help="run the systems from this checkout instead")
     parser.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--no-measure", dest="measure", action="store_false", help=argparse.SUPPRESS)
+    parser.add_argument("--cprofile", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         args.system = args.child
         if args.child == "master-no-hiredis":
             sys.modules["hiredis"] = None  # type: ignore[assignment]  # redis-py falls back to its parser
+        if args.child == "master-http":  # served, as uvicorn serves the master: on uvloop
+            import uvloop
+
+            uvloop.run(_child(args))
+            return
         asyncio.run(_child(args))
         return
     results: dict[str, float] = {}

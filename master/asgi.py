@@ -17,6 +17,7 @@ routes stay declared as usual, for the OpenAPI document.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -167,6 +168,18 @@ async def send_response(send: Send, response: Response) -> None:
         {"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers}
     )
     await send({"type": "http.response.body", "body": response.body})
+
+
+_JSON_TYPE = (b"content-type", b"application/json")
+
+
+async def send_json(send: Send, content: Any) -> None:
+    """``200`` with ``content`` as Starlette's ``JSONResponse`` sends it (the same bytes and
+    headers), without building the response object."""
+    body = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    headers = [(b"content-length", str(len(body)).encode()), _JSON_TYPE]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
 
-from aiohttp import ClientSession, TCPConnector
+from aiohttp import ClientSession
 from fastapi import FastAPI
 from httpx import AsyncClient
 from redis.exceptions import RedisError
@@ -224,14 +224,11 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     elif llm is None and isinstance(chat_model, OpenAIChatModel):
         stack.push_async_callback(chat_model.aclose)
     # aiohttp: on the invocation path it costs the master a fraction of httpx's CPU per call (bench/).
-    # Every connection it makes passes the agent URL policy: names through its resolver, IP
-    # literals (which aiohttp never resolves) and redirects through its trace.
+    # Every request it makes passes the agent URL policy in its connector: names through its
+    # resolver, the host by name (IP literals, which aiohttp never resolves) before each request
+    # and each redirect.
     url_policy = AgentUrlPolicy.from_settings(settings)
-    http = ClientSession(
-        connector=TCPConnector(limit=256, resolver=url_policy.aiohttp_resolver()),
-        trace_configs=[url_policy.aiohttp_trace()],
-        raise_for_status=False,
-    )
+    http = ClientSession(connector=url_policy.aiohttp_connector(limit=256), raise_for_status=False)
     stack.push_async_callback(http.close)
 
     keys = KeyStore(redis)

@@ -44,9 +44,10 @@ logger = logging.getLogger("master.agents.call_records")
 RECORD_MARGIN_SECONDS = 60
 """A record outlives its call's timeout by this much: the time a late callback still has to be recorded."""
 
-# HSET the fields and set the TTL: one command on the wire.
+# HSET the fields and set the TTL: one command on the wire, which carries the values only.
 _WRITE = """
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], 'state', 'pending', 'token', ARGV[2], 'master', ARGV[3], 'session', ARGV[4],
+  'query', ARGV[5], 'agent', ARGV[6], 'tool', ARGV[7], 'args', ARGV[8])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 """
@@ -110,20 +111,18 @@ class CallRecords:
         """Write the call's record (one round trip), with the session and query of the running query
         (:mod:`master.observability.logs` context). A Redis failure is logged: the call goes on,
         only without surviving a restart of this master."""
-        fields = (
-            "state", "pending",
-            "token", token_hash(token),
-            "master", self.master_id,
-            "session", logs.session_id_var.get() or "",
-            "query", logs.query_id_var.get() or "",
-            "agent", agent_id,
-            "tool", tool_name,
-            "args", json.dumps(arguments, separators=(",", ":"), default=str),
-        )  # fmt: skip
+        values = (  # _WRITE's ARGV: the TTL, then the fields token, master, session, query, agent, tool, args
+            int(call_timeout) + RECORD_MARGIN_SECONDS,
+            token_hash(token),
+            self.master_id,
+            logs.session_id_var.get() or "",
+            logs.query_id_var.get() or "",
+            agent_id,
+            tool_name,
+            json.dumps(arguments, separators=(",", ":"), default=str),
+        )
         try:
-            await self._writes.run(
-                self._write, [call_record_key(call_id)], [int(call_timeout) + RECORD_MARGIN_SECONDS, *fields]
-            )
+            await self._writes.run(self._write, [call_record_key(call_id)], values)
         except RedisError as exc:
             logger.warning(
                 "could not record call %s in Redis (it will not survive a restart): %s", call_id, exc

@@ -23,6 +23,7 @@ to the master waiting for it, or recorded in the call's session once.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import time
@@ -30,9 +31,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
-from urllib.parse import quote
 
 import aiohttp
+import orjson
+from aiohttp.payload import BytesPayload
 
 from master.agents.call_records import RECORD_MARGIN_SECONDS, CallRecords
 from master.agents.invocation import InvocationAgent, InvocationAgents
@@ -313,7 +315,7 @@ class Dispatcher:
         invoke_seconds: float | None = None,
         call_timeout: float | None = None,
     ) -> None:
-        query = f"call_id={pending.call_id}&token={quote(pending.token or '')}"
+        query = f"call_id={pending.call_id}&token={pending.token or ''}"  # token_urlsafe: nothing to quote
         body: dict[str, Any] = {
             "call_id": pending.call_id,
             "tool_name": pending.tool_name,
@@ -332,7 +334,8 @@ class Dispatcher:
                 if invoke_seconds is None
                 else aiohttp.ClientTimeout(total=invoke_seconds)
             )
-            async with self._http.post(url, json=body, headers=headers, timeout=timeout) as response:
+            data = BytesPayload(_json_bytes(body), content_type="application/json", encoding="utf-8")
+            async with self._http.post(url, data=data, headers=headers, timeout=timeout) as response:
                 status = response.status
                 refusal = (await response.text())[:300] if status >= 300 else ""
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -514,6 +517,15 @@ class Dispatcher:
             len(self._finished) > _FINISHED_MEMORY or next(iter(self._finished.values())).at < oldest
         ):
             self._finished.popitem(last=False)
+
+
+def _json_bytes(value: Any) -> bytes:
+    """A call's body, by orjson (compact, UTF-8); what orjson refuses (an integer beyond 64 bits)
+    by :func:`json.dumps`."""
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
 def _token_ok(expected: str | None, presented: str) -> bool:

@@ -9,32 +9,40 @@ anything else is declined and goes through the full stack.
 
 from __future__ import annotations
 
-import json
+from urllib.parse import parse_qsl
 
 from fastapi import HTTPException
 from pydantic import ValidationError
-from starlette.datastructures import QueryParams
-from starlette.responses import JSONResponse, Response
 from starlette.types import Send
 
-from master.asgi import LeanRequest, send_response
+from master.asgi import LeanRequest, send_json, send_response
 from master.deps import Services
 from master.error_responses import http_error_response
 from master.routes.invocation import CallbackBody, tool_callback
 
 
+def _token(query_string: bytes) -> str | None:
+    """The ``token`` parameter as Starlette's ``QueryParams(...).get("token")`` reads it: the
+    last one, percent-decoded, blank kept."""
+    token = None
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if name == "token":
+            token = value
+    return token
+
+
 async def lean_tool_callback(services: Services, request: LeanRequest, send: Send) -> bool:
-    token = QueryParams(request.scope["query_string"].decode("latin-1")).get("token")
+    token = _token(request.scope["query_string"])
     if not token:  # missing or empty: the route's 401
         return False
-    try:  # as FastAPI parses a JSON body
-        body = CallbackBody.model_validate(json.loads(request.body))
-    except (ValueError, ValidationError):
+    try:  # pydantic's JSON parser: a body it refuses is declined, and the route answers as always
+        body = CallbackBody.model_validate_json(request.body)
+    except ValidationError:
         return False
-    response: Response
     try:
-        response = JSONResponse(await tool_callback(body, token, services))
+        answer = await tool_callback(body, token, services)
     except HTTPException as exc:  # as the app's handler (master.error_responses)
-        response = http_error_response(exc)
-    await send_response(send, response)
+        await send_response(send, http_error_response(exc))
+        return True
+    await send_json(send, answer)
     return True
