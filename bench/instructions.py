@@ -19,7 +19,8 @@ way) is counted on both sides alike.
   model (:func:`bench.instant_llm.decide`): two LLM rounds, the tool call over ``/ws``, the
   session stored in Redis.
 - ``relay``: baseline (a), :func:`bench.relays.ws_relay` (one frame each way, no Redis).
-- ``master-no-hiredis``: the master with redis-py's pure-Python parser (``hiredis`` hidden).
+- ``master-no-hiredis``: the master with redis-py's pure-Python parser (redis-py told that
+  ``hiredis`` is missing; the group commit still packs its batches with it).
 - ``master-no-lean``: the master with :class:`master.asgi.LeanRoutes`'s table emptied, so that
   ``POST /query`` goes through the full FastAPI stack: what the lean path saves.
 - ``scripted``: the master's real OpenAI client (:mod:`master.llm.chat_endpoint`) against
@@ -470,8 +471,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         args.system = args.child
-        if args.child == "master-no-hiredis":
-            sys.modules["hiredis"] = None  # type: ignore[assignment]  # redis-py falls back to its parser
+        if args.child == "master-no-hiredis":  # hidden while redis-py looks for it, then back
+            hiredis = sys.modules.get("hiredis") or __import__("hiredis")
+            sys.modules["hiredis"] = None  # type: ignore[assignment]
+            import redis.asyncio.connection  # noqa: F401  # picks its parser now, without hiredis
+
+            sys.modules["hiredis"] = hiredis
         if args.child == "master-http":  # served, as uvicorn serves the master: on uvloop
             import uvloop
 
