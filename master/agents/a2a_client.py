@@ -371,12 +371,12 @@ class A2AConnector:
         """``CancelTask`` requests in flight (owned here: awaited or cancelled by :meth:`aclose`)."""
 
     def _http(self, headers: Mapping[str, str]) -> httpx.AsyncClient:
-        """A client sending ``headers``, following no redirect, checking each request against the
-        agent URL policy (the card's endpoints too)."""
+        """A client sending ``headers``, following no redirect, connecting only to addresses the
+        agent URL policy allowed (the card's endpoints too)."""
+        from master.agents.policy_transport import PolicyTransport
+
         return httpx.AsyncClient(
-            headers=dict(headers),
-            follow_redirects=False,
-            event_hooks={"request": [self._url_policy.httpx_hook(httpx.ConnectError)]},
+            headers=dict(headers), follow_redirects=False, transport=PolicyTransport(self._url_policy)
         )
 
     # ------------------------------------------------------------------ discovery and health

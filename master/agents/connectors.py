@@ -95,7 +95,7 @@ class ConnectorContext:
     """The master's shared aiohttp session (a connector may keep its own protocol client instead)."""
     tools_changed: ToolsChanged
     url_policy: AgentUrlPolicy = field(default_factory=AgentUrlPolicy)
-    """The agent URL policy: a connector's HTTP clients check every request against it."""
+    """The agent URL policy: a connector's HTTP clients connect only to addresses it allowed."""
 
 
 ConnectorFactory = Callable[[ConnectorContext], Connector]

@@ -94,11 +94,14 @@ def _open_client(
 ) -> Client:
     """An SDK client of the server at ``url`` sending ``headers``; the HTTP statuses of 400 and
     above it gets are appended to ``refusals`` (the SDK's error says only that the server refused).
-    Every request is checked against the agent URL ``policy`` first."""
+    Its connections go only to addresses the agent URL ``policy`` allowed (a name is resolved
+    once, by the policy, and the address it judged is the one connected to)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    from master.agents.policy_transport import PolicyTransport2
 
     async def note(response: httpx2.Response) -> None:
         if refusals is not None and response.status_code >= 400:
@@ -107,7 +110,8 @@ def _open_client(
     http = httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-        event_hooks={"request": [policy.httpx_hook(httpx2.ConnectError)], "response": [note]},
+        event_hooks={"response": [note]},
+        transport=PolicyTransport2(policy),
     )
     return Client(
         _owned(streamable_http_client(url, http_client=http), http),

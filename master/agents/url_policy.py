@@ -16,13 +16,17 @@ that nobody meant to expose, above all a cloud provider's metadata service. One
   ``OPENAGENT_AGENT_URL_DENY`` refuses more; an address or name both lists match is refused.
 
 A host name is judged by the addresses it resolves to (every one must be allowed), and so is
-every redirect. It is checked three times: at registration (``POST /register``, a workspace
-restore: a 422 naming the rule), when the master's aiohttp session connects (its connector,
-:meth:`AgentUrlPolicy.aiohttp_connector`, resolves through the policy and refuses a refused host,
-IP literals included, which aiohttp never resolves, before each request), and before each request of the MCP and A2A connectors' httpx clients
-(:meth:`AgentUrlPolicy.httpx_hook`). Resolution runs off the event loop
-(``loop.getaddrinfo``) within :data:`RESOLVE_TIMEOUT`; :attr:`AgentUrlPolicy.resolver` is the seam
-tests point at a fake mapping.
+every redirect. It is checked at registration (``POST /register``, a workspace restore: a 422
+naming the rule) and again whenever the master connects, on the address it connects to: the
+master's aiohttp session uses :meth:`AgentUrlPolicy.aiohttp_connector`, which resolves through
+the policy and refuses a refused host, IP literals included (aiohttp never resolves those),
+before each request and each followed redirect; the MCP and A2A connectors' httpx clients
+connect through a network backend that resolves through :meth:`AgentUrlPolicy.allowed_addresses`
+and connects by address (:mod:`master.agents.policy_transport`). No client resolves a name a
+second time after the policy judged it, so a name that answers differently from one lookup to
+the next (DNS rebinding) is judged by the answer that is used. Resolution runs off the event
+loop (``loop.getaddrinfo``) within :data:`RESOLVE_TIMEOUT`; :attr:`AgentUrlPolicy.resolver` is
+the seam tests point at a fake mapping.
 """
 
 from __future__ import annotations
@@ -261,20 +265,6 @@ class AgentUrlPolicy:
         except OSError:
             return
 
-    async def check_request_url(self, url: str) -> None:
-        """Call time: :class:`AddressRefused` when the URL's host may not be called."""
-        parts = urlsplit(url)
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError:
-            port = 80
-        try:
-            await self.allowed_addresses(parts.hostname or "", port)
-        except AddressRefused:
-            raise
-        except OSError:
-            return  # does not resolve: the client's own connect attempt reports it
-
     # ------------------------------------------------------------------ the HTTP clients
 
     def aiohttp_resolver(self) -> AbstractResolver:
@@ -290,18 +280,6 @@ class AgentUrlPolicy:
         builds and sends every trace signal of every request, which cost an HTTP invocation call
         about 3% of the master's instructions (``bench.instructions``, system ``master-http``)."""
         return _PolicyConnector(self, resolver=self.aiohttp_resolver(), **kwargs)
-
-    def httpx_hook(self, error: Callable[..., BaseException]) -> Callable[[Any], Awaitable[None]]:
-        """An httpx ``event_hooks["request"]`` entry: every request (each redirect too) is checked;
-        a refusal raises ``error(message, request=request)`` (the client's ``ConnectError``)."""
-
-        async def check(request: Any) -> None:
-            try:
-                await self.check_request_url(str(request.url))
-            except AddressRefused as exc:
-                raise error(str(exc), request=request) from None
-
-        return check
 
 
 class _PolicyConnector(aiohttp.TCPConnector):

@@ -19,6 +19,7 @@ from typing import Any
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -28,8 +29,10 @@ class TestMcpServer:
 
     __test__ = False
 
-    def __init__(self, token: str | None = None) -> None:
+    def __init__(self, token: str | None = None, host_names: tuple[str, ...] = ()) -> None:
         self.token = token
+        self.host_names = host_names
+        """Names besides the loopback ones its ``Host`` check (the SDK's) accepts."""
         self.release = asyncio.Event()
         self.slow_started = asyncio.Event()
         self.slow_cancelled = asyncio.Event()
@@ -73,7 +76,14 @@ class TestMcpServer:
             return "grown"
 
     def app(self) -> ASGIApp:
-        inner = self.server.streamable_http_app()
+        security = None
+        if self.host_names:
+            loopback = ["127.0.0.1", "localhost", "[::1]"]
+            security = TransportSecuritySettings(
+                allowed_hosts=[f"{name}:*" for name in [*loopback, *self.host_names]],
+                allowed_origins=[f"http://{name}:*" for name in [*loopback, *self.host_names]],
+            )
+        inner = self.server.streamable_http_app(transport_security=security)
         token = self.token
         if token is None:
             return inner

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from collections.abc import AsyncIterator
@@ -14,10 +15,12 @@ from master.agents.a2a_client import A2AConnector, pick_interface, suggested_age
 from master.agents.connectors import ConnectorError
 from master.agents.invocation import InvocationAgent
 from master.agents.registry import compile_tools
+from master.agents.url_policy import AgentUrlPolicy
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import ToolSchema
 from tests.a2a_agent import TestA2AAgent, serve_a2a_agent
-from tests.factories import free_port
+from tests.factories import free_port, serve_app
+from tests.master.agents.connections import METADATA, Connections, Rebinding
 
 TOKEN = "tok-3f9a1c-never-shown"
 HEADERS = {"X-Api-Key": TOKEN}
@@ -243,3 +246,58 @@ async def test_a_task_waiting_for_input_is_cancelled_since_nobody_will_answer(
         )
     async with asyncio.timeout(WAIT):
         await remote.cancelled.wait()
+
+
+@pytest.mark.parametrize(
+    ("streaming", "binding", "legacy"),
+    [(True, "JSONRPC", False), (False, "HTTP+JSON", False), (True, "JSONRPC", True)],
+    ids=["streaming-jsonrpc", "polling-rest", "a2a-0.3"],
+)
+async def test_an_agent_name_that_rebinds_to_a_refused_address_is_never_connected_to(
+    monkeypatch: pytest.MonkeyPatch, streaming: bool, binding: str, legacy: bool
+) -> None:
+    """DNS rebinding: the agent's name answers 127.0.0.1, then the metadata address. The A2A
+    client connects only where the policy's own lookup said (the name exists only in its fake
+    resolver), so the new connections after the change are refused naming the rule. A proxy
+    named by the environment is not used (it would resolve the name itself)."""
+    for variable in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # nothing listens there
+    connections = Connections().install(monkeypatch)
+    resolver = Rebinding({"rebind.test": [["127.0.0.1"]]})
+    connector = A2AConnector(url_policy=AgentUrlPolicy(resolver=resolver))
+    try:
+        port = free_port()
+        remote = TestA2AAgent(
+            streaming=streaming,
+            bindings=(binding,),
+            token=TOKEN,
+            legacy=legacy,
+            base_url=f"http://rebind.test:{port}",  # what its card lists
+        )
+        async with serve_app(remote.app(), port=port):
+            agent = await registered(connector, remote.base_url)
+            result = await connector.call(
+                agent,
+                "convert_currency",
+                {"message": "1 EUR"},
+                wait_seconds=WAIT,
+                on_progress=lambda *_: None,
+            )
+            assert result["text"] == "echo: 1 EUR"
+            resolver.answers["rebind.test"] = [[METADATA]]
+            refusal = "rebind.test resolves to 169.254.169.254, which is a link-local/cloud-metadata"
+            with pytest.raises(ConnectorError, match=refusal):
+                await connector.discover(remote.base_url, HEADERS, WAIT)
+            other = dataclasses.replace(agent, agent_id="other")  # a new link, a new connection
+            with pytest.raises(AgentUnavailable, match=refusal):
+                await connector.call(
+                    other,
+                    "convert_currency",
+                    {"message": "2 EUR"},
+                    wait_seconds=WAIT,
+                    on_progress=lambda *_: None,
+                )
+    finally:
+        await connector.aclose()
+    assert connections.opened and set(connections.opened) == {("127.0.0.1", port)}
+    assert [request["text"] for request in remote.requests] == ["1 EUR"]

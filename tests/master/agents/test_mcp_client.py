@@ -15,9 +15,11 @@ from master.agents import mcp_client
 from master.agents.connectors import CONNECTORS, ConnectorContext, ConnectorError
 from master.agents.invocation import InvocationAgents
 from master.agents.mcp_client import McpConnector, scrub
+from master.agents.url_policy import AgentUrlPolicy
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import ToolSchema
 from tests.factories import master_settings
+from tests.master.agents.connections import METADATA, Connections, Rebinding
 from tests.master.agents.mcp_servers import TestMcpServer, mcp_port, serve_mcp
 
 SECRET = "s3cr3t-token-never-shown"
@@ -267,3 +269,43 @@ async def test_a_second_master_reaches_the_server_with_the_stored_headers(redis_
             await a.unregister("shared-mcp")
             await a.aclose()
             await b.aclose()
+
+
+async def test_a_server_name_that_rebinds_to_a_refused_address_is_never_connected_to(
+    changes: Changes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: the server's name answers 127.0.0.1, then the metadata address. The MCP
+    client connects only where the policy's own lookup said (the name exists only in its fake
+    resolver), so the new connections after the change are refused naming the rule. A proxy
+    named by the environment is not used (it would resolve the name itself)."""
+    for variable in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # nothing listens there
+    connections = Connections().install(monkeypatch)
+    resolver = Rebinding({"rebind.test": [["127.0.0.1"]]})
+    policy = AgentUrlPolicy(resolver=resolver)
+    async with aiohttp.ClientSession() as http:
+        connector = McpConnector(
+            ConnectorContext(settings=master_settings(), http=http, tools_changed=changes, url_policy=policy)
+        )
+        try:
+            async with serve_mcp(TestMcpServer(host_names=("rebind.test",))) as url:
+                port = int(url.split(":")[2].split("/")[0])
+                named = url.replace("127.0.0.1", "rebind.test")
+                found = await connector.discover(named, {}, WAIT)
+                assert {tool.name for tool in found.tools} >= {"add"}
+                result = await connector.call(
+                    Agent("adder", named), "add", {"a": 2, "b": 3}, wait_seconds=WAIT, on_progress=print
+                )
+                assert result == {"result": 5}
+                resolver.answers["rebind.test"] = [[METADATA]]
+                refusal = "rebind.test resolves to 169.254.169.254, which is a link-local/cloud-metadata"
+                with pytest.raises(ConnectorError, match=refusal):
+                    await connector.discover(named, {}, WAIT)
+                with pytest.raises(AgentUnavailable, match=refusal):  # a new session, a new connection
+                    await connector.call(
+                        Agent("other", named), "add", {"a": 1, "b": 1}, wait_seconds=WAIT, on_progress=print
+                    )
+        finally:
+            await connector.aclose()
+    assert connections.opened and set(connections.opened) == {("127.0.0.1", port)}
+    assert ("rebind.test", [METADATA]) in resolver.lookups

@@ -16,10 +16,12 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from master.agents.a2a_client import A2AConnector
+from master.agents.policy_transport import PolicyTransport, PolicyTransport2
 from master.agents.url_policy import AddressRefused, AgentUrlPolicy, UrlRefused
 from master.errors import AgentUnavailable
 from master.settings import Settings
-from tests.factories import InProcessMaster, in_process_master, serve_app
+from tests.factories import InProcessMaster, free_port, in_process_master, serve_app
+from tests.master.agents.connections import Connections, Rebinding
 
 TOOL = {
     "name": "echo",
@@ -233,21 +235,93 @@ async def test_allow_setting_reopens_a_refused_range() -> None:
 # --------------------------------------------------------------------------- the httpx clients
 
 
-async def test_the_connectors_httpx_clients_refuse_refused_addresses_and_redirects() -> None:
-    policy = AgentUrlPolicy(resolver=fake_resolver({"meta.test": [METADATA]}))
-    connector = A2AConnector(url_policy=policy)
-    async with connector._http({}) as http:
-        with pytest.raises(httpx.ConnectError, match="link-local/cloud-metadata address"):
+def _client(lib: str, policy: AgentUrlPolicy, connections: Connections) -> Any:
+    """An ``httpx`` client on the A2A connector's transport, or an ``httpx2`` one on the MCP
+    connector's, its connections recorded."""
+    if lib == "httpx":
+        return httpx.AsyncClient(transport=connections.wrap(PolicyTransport(policy)), follow_redirects=True)
+    return httpx2.AsyncClient(transport=connections.wrap(PolicyTransport2(policy)), follow_redirects=True)
+
+
+@pytest.mark.parametrize("lib", ["httpx", "httpx2"])
+async def test_the_connectors_transports_refuse_refused_addresses_and_redirects(lib: str) -> None:
+    error = httpx.ConnectError if lib == "httpx" else httpx2.ConnectError
+    connections = Connections()
+    policy = AgentUrlPolicy(resolver=fake_resolver({"meta.test": [METADATA], "agent.test": ["127.0.0.1"]}))
+    async with (
+        serve_app(_agent_app(f"http://{METADATA}/latest")) as url,
+        _client(lib, policy, connections) as http,
+    ):
+        port = int(url.rsplit(":", 1)[1])
+        with pytest.raises(error, match="^169.254.169.254 is a link-local/cloud-metadata address"):
             await http.get(f"http://{METADATA}/.well-known/agent-card.json")
-        with pytest.raises(httpx.ConnectError, match="meta.test resolves to 169.254.169.254"):
+        with pytest.raises(error, match="^meta.test resolves to 169.254.169.254, which is a link-local"):
             await http.get("http://meta.test/.well-known/agent-card.json")
-    # The MCP client is an httpx2 client with the same hook; a followed redirect is checked too.
-    async with serve_app(_agent_app(f"http://{METADATA}/latest")) as url:
-        hook = policy.httpx_hook(httpx2.ConnectError)
-        async with httpx2.AsyncClient(event_hooks={"request": [hook]}, follow_redirects=True) as http2:
-            with pytest.raises(httpx2.ConnectError, match="169.254.169.254 is a link-local"):
-                await http2.post(f"{url}/run", json={})
-            assert (await http2.get(f"{url}/health")).status_code == 200  # loopback still works
+        with pytest.raises(error, match="^169.254.169.254 is a link-local"):
+            await http.post(f"http://agent.test:{port}/run", json={})  # redirected to the metadata address
+        assert (await http.get(f"http://agent.test:{port}/health")).status_code == 200
+        with pytest.raises(error, match="^nowhere.test: nowhere.test: no such name"):
+            await http.get("http://nowhere.test/")
+    assert set(connections.opened) == {("127.0.0.1", port)}  # the refused ones never got this far
+
+
+@pytest.mark.parametrize("lib", ["httpx", "httpx2"])
+async def test_a_rebinding_name_is_connected_to_at_the_address_the_policy_judged(lib: str) -> None:
+    """DNS rebinding: the name answers 127.0.0.1 once, then the metadata address. Each new
+    connection looks the name up once, through the policy, and opens the address it judged: the
+    first goes to 127.0.0.1, the next is refused naming the rule, and no connection to the
+    metadata address is ever attempted. (``rebind.test`` exists only in the fake resolver: a
+    lookup of the HTTP library's own could not connect at all.)"""
+    error = httpx.ConnectError if lib == "httpx" else httpx2.ConnectError
+    resolver = Rebinding({"rebind.test": [["127.0.0.1"], [METADATA]]})
+    connections = Connections()
+    async with serve_app(_agent_app("/elsewhere")) as url:
+        port = int(url.rsplit(":", 1)[1])
+        async with _client(lib, AgentUrlPolicy(resolver=resolver), connections) as http:
+            response = await http.get(f"http://rebind.test:{port}/health", headers={"Connection": "close"})
+            assert response.status_code == 200
+            assert connections.opened == [("127.0.0.1", port)]
+            # the connection was closed: the next request opens another one, and looks the name up again
+            with pytest.raises(
+                error, match="^rebind.test resolves to 169.254.169.254, which is a link-local"
+            ):
+                await http.get(f"http://rebind.test:{port}/health")
+    assert resolver.lookups == [("rebind.test", ["127.0.0.1"]), ("rebind.test", [METADATA])]
+    assert connections.opened == [("127.0.0.1", port)]
+
+
+@pytest.mark.parametrize("lib", ["httpx", "httpx2"])
+async def test_tls_names_the_urls_host_not_the_address_connected_to(lib: str) -> None:
+    """SNI and the certificate check are for the URL's host: the stream opened to the address the
+    policy allowed starts TLS for ``agent.test`` (the server speaks plain HTTP, so the handshake
+    then fails; no certificate is needed to see what it was started for)."""
+    error = httpx.ConnectError if lib == "httpx" else httpx2.ConnectError
+    connections = Connections()
+    policy = AgentUrlPolicy(resolver=fake_resolver({"agent.test": ["127.0.0.1"]}))
+    async with serve_app(_agent_app("/elsewhere")) as url, _client(lib, policy, connections) as http:
+        port = int(url.rsplit(":", 1)[1])
+        with pytest.raises(error):
+            await http.get(f"https://agent.test:{port}/health")
+    assert connections.opened == [("127.0.0.1", port)]
+    assert connections.tls == ["agent.test"]
+
+
+async def test_a_name_with_several_addresses_is_tried_address_by_address() -> None:
+    """A name's allowed addresses are tried in turn (as the library does for a name it resolves):
+    one that refuses the connection is skipped."""
+    connections = Connections()
+    async with serve_app(_agent_app("/elsewhere")) as url:
+        port = int(url.rsplit(":", 1)[1])
+        closed = free_port()
+        # 127.0.0.2 answers nothing on this port (only 127.0.0.1 is served): refused at once
+        policy = AgentUrlPolicy(resolver=fake_resolver({"two.test": ["127.0.0.2", "127.0.0.1"]}))
+        async with _client("httpx", policy, connections) as http:
+            assert (await http.get(f"http://two.test:{port}/health")).status_code == 200
+        policy = AgentUrlPolicy(resolver=fake_resolver({"none.test": ["127.0.0.1"]}))
+        async with _client("httpx2", policy, connections) as http:
+            with pytest.raises(httpx2.ConnectError):
+                await http.get(f"http://none.test:{closed}/health")
+    assert connections.opened == [("127.0.0.2", port), ("127.0.0.1", port), ("127.0.0.1", closed)]
 
 
 async def test_restore_refuses_each_agent_at_a_refused_address(master: InProcessMaster) -> None:
