@@ -17,6 +17,7 @@ from master.deps import needs
 from master.error_responses import install_error_handlers
 from master.lifespan import lifespan
 from master.llm.model import ChatModel
+from master.observability import tracing
 from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.routes import (
     a2a,
@@ -56,6 +57,9 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         version="0.1.0",
         lifespan=lifespan(settings, llm),
         max_body_size=settings.openagent_http_max_body_bytes,  # larger bodies get 413
+        # FastAPI's own request spans, metrics and logs follow the master's OTEL_* switch: off,
+        # no request asks the OpenTelemetry providers whether anyone listens.
+        telemetry=None if tracing.enabled(settings) else {"tracing": False, "metrics": False, "logs": False},
         docs_url=None,  # served offline by master.routes.docs
         redoc_url=None,
     )
