@@ -39,9 +39,11 @@ async def _one(
     async with Group() as group:
         if kind == "master":
             # The default OPENAGENT_MAX_CATALOG_TOOLS (1024) would refuse the agent that brings
-            # the 1,025th tool; a hub meant for this many agents raises it, as here.
+            # the 1,025th tool; a hub meant for this many agents raises it, as here, with room for
+            # the HTTP invocation agents that earlier cases of the run left in the bench's Redis
+            # database (a full run's 9 "failed" registrations were those: limit_exceeded).
             server, url = await start_master(
-                group, "master-connections", redis_url, max_catalog_tools=max(count * tools, 1024)
+                group, "master-connections", redis_url, max_catalog_tools=count * tools + 1024
             )
         else:
             server, url = await _start_idle(group)
