@@ -23,7 +23,6 @@ to the master waiting for it, or recorded in the call's session once.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import time
@@ -33,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import aiohttp
-import orjson
 from aiohttp.payload import BytesPayload
 
 from master.agents.call_records import RECORD_MARGIN_SECONDS, CallRecords
@@ -41,6 +39,7 @@ from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.agents.remote import RemoteAgent
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
+from master.json_bytes import dump_json
 from master.observability import tracing
 from master.observability.redaction import cap
 from protocol import ToolCall, ToolCancel, ToolProgress, ToolResult
@@ -334,7 +333,7 @@ class Dispatcher:
                 if invoke_seconds is None
                 else aiohttp.ClientTimeout(total=invoke_seconds)
             )
-            data = BytesPayload(_json_bytes(body), content_type="application/json", encoding="utf-8")
+            data = BytesPayload(dump_json(body), content_type="application/json", encoding="utf-8")
             async with self._http.post(url, data=data, headers=headers, timeout=timeout) as response:
                 status = response.status
                 refusal = (await response.text())[:300] if status >= 300 else ""
@@ -517,15 +516,6 @@ class Dispatcher:
             len(self._finished) > _FINISHED_MEMORY or next(iter(self._finished.values())).at < oldest
         ):
             self._finished.popitem(last=False)
-
-
-def _json_bytes(value: Any) -> bytes:
-    """A call's body, by orjson (compact, UTF-8); what orjson refuses (an integer beyond 64 bits)
-    by :func:`json.dumps`."""
-    try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
 def _token_ok(expected: str | None, presented: str) -> bool:

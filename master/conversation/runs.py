@@ -38,8 +38,8 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.agents.calls import ToolRun
-from master.conversation.store import dump_json
 from master.errors import SessionStoreUnavailable
+from master.json_bytes import dump_json
 from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key, run_key, run_lease_key
 
 logger = logging.getLogger("master.conversation.runs")

@@ -33,6 +33,7 @@ from redis.exceptions import RedisError
 from master.auth import DEFAULT_TENANT
 from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
+from master.json_bytes import dump_json
 from master.redis_client import GroupCommit
 from master.redis_keys import (
     SUMMARY_LOCK_SECONDS,
@@ -81,15 +82,6 @@ def _stored(text: str) -> list[Turn]:
     except orjson.JSONDecodeError:  # NaN or Infinity, as json.dumps wrote them before orjson
         turns = json.loads(text)
     return [StoredTurn(turn) if isinstance(turn, dict) else turn for turn in turns]
-
-
-def dump_json(value: Any) -> bytes:
-    """Compact JSON of a stored record (a turn, a run), by orjson; what orjson refuses (an integer
-    beyond 64 bits) by :func:`json.dumps`; what JSON cannot hold, as its ``str``."""
-    try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
