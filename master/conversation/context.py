@@ -28,10 +28,13 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from master.conversation.history import history_messages
+from master.conversation.store import StoredTurn
 from master.errors import LLMError, QueryRejected
+from master.llm.chat_endpoint import covers
 from master.llm.model import ChatMessage, ChatModel
 from master.llm.tokens import count_messages, count_tools
 
@@ -68,14 +71,45 @@ def split_turns(turns: Sequence[Turn]) -> _Split:
     """(summary turns in effect, raw turns after the last summary with their indexes).
 
     A summary with ``folds_previous`` replaces every summary before it.
+
+    Only the positions of the summary turns need a walk over the turns in Python. When ``turns``
+    starts with a :class:`StoredTurn`, the positions in its leading stored turns are kept on that
+    first turn with the turns they came from, so the session's next query (its stored turns plus
+    the new ones) walks only the new turns; the rest is slices, in C.
     """
-    summaries: list[Turn] = []
-    for turn in turns:
+    first = turns[0] if turns else None
+    done: tuple[Turn, ...] = ()
+    marks: list[int] = []
+    if isinstance(first, StoredTurn) and isinstance(first.summary_indexes, tuple):
+        kept, kept_marks = first.summary_indexes
+        if covers(kept, turns, 0):
+            done, marks = kept, list(kept_marks)
+    stored = len(done)  # turns[:stored] are stored turns, which never change
+    for index in range(len(done), len(turns)):
+        turn = turns[index]
+        if stored == index and isinstance(turn, StoredTurn):
+            stored += 1
         if turn.get("decision") == "summary":
-            summaries = [turn] if turn.get("folds_previous") else [*summaries, turn]
+            marks.append(index)
+    if isinstance(first, StoredTurn) and stored > len(done):
+        first.summary_indexes = (tuple(turns[:stored]), tuple(i for i in marks if i < stored))
+    summaries: list[Turn] = []
+    for index in marks:
+        summary = turns[index]
+        summaries = [summary] if summary.get("folds_previous") else [*summaries, summary]
     covered = max((int(s.get("covers_through_index", -1)) for s in summaries), default=-1)
-    tail = [(i, turn) for i, turn in enumerate(turns) if i > covered and turn.get("decision") != "summary"]
+    tail: list[tuple[int, Turn]] = []
+    start = covered + 1
+    for end in [*marks, len(turns)]:
+        if end > start:
+            tail.extend(zip(range(start, end), turns[start:end], strict=True))
+        start = max(start, end + 1)
     return summaries, tail
+
+
+def raw_turns(tail: Sequence[tuple[int, Turn]]) -> list[Turn]:
+    """The turns of :func:`split_turns`' tail, without their indexes."""
+    return list(map(itemgetter(1), tail))
 
 
 class ContextBuilder:
@@ -98,7 +132,7 @@ class ContextBuilder:
         if seen is not None and seen[0] is turns and seen[1] == len(turns) and seen[2:4] == (system, query):
             return seen[4], list(seen[5]), seen[6]
         split = split_turns(turns)
-        messages = self._messages(system, split[0], [t for _, t in split[1]], query)
+        messages = self._messages(system, split[0], raw_turns(split[1]), query)
         tokens = count_messages(messages)
         self._seen = (turns, len(turns), system, query, split, messages, tokens)
         return split, list(messages), tokens
@@ -145,9 +179,7 @@ class ContextBuilder:
             covered = (
                 older[-1][0] if older else max(int(s.get("covers_through_index", -1)) for s in summaries)
             )
-            text, spent = await self._summarize(
-                [*summaries, *[t for _, t in older]] if fold else [t for _, t in older]
-            )
+            text, spent = await self._summarize([*summaries, *raw_turns(older)] if fold else raw_turns(older))
             if text is not None:
                 summary_turn = {
                     "decision": "summary",
@@ -157,7 +189,7 @@ class ContextBuilder:
                 }
                 if fold:
                     summary_turn["folds_previous"] = True
-                recent = [t for _, t in tail[len(older) :]]
+                recent = raw_turns(tail[len(older) :])
                 kept = [summary_turn] if fold else [*summaries, summary_turn]
                 messages = self._messages(system, kept, recent, query)
                 message_tokens = count_messages(messages)

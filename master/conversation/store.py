@@ -55,14 +55,17 @@ class StoredTurn(dict[str, Any]):
     ``replay`` keeps what :mod:`master.conversation.history` derived from it (the chat
     messages of the query it starts), and ``prefix``, on the first turn of a replayed list, the
     messages of the list's finished queries, so a long session is not re-rendered per query.
+    ``summary_indexes``, on the first turn of a session's list, is where its summary turns are
+    (:func:`master.conversation.context.split_turns`), so they are not looked for per query.
     """
 
-    __slots__ = ("prefix", "replay")
+    __slots__ = ("prefix", "replay", "summary_indexes")
 
     def __init__(self, turn: dict[str, Any]) -> None:
         super().__init__(turn)
         self.replay: object = None
         self.prefix: object = None
+        self.summary_indexes: object = None
 
 
 def _state(raw: Any) -> dict[str, Any] | None:

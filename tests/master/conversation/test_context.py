@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from master.conversation.context import ContextBuilder, split_turns
+from master.conversation.store import StoredTurn
 from master.errors import LLMError, QueryRejected
 from master.llm.model import ChatResult, FunctionChatModel
 
@@ -184,6 +185,52 @@ def test_split_turns_uses_the_last_summary_and_absolute_indexes() -> None:
     assert [s["summary"] for s in summaries] == ["EARLIER"]
     assert [i for i, _ in tail] == list(range(31, 61))
     assert split_turns(turns(3)) == ([], list(enumerate(turns(3))))
+
+
+def _split_by_walk(session: Sequence[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """What :func:`split_turns` must answer, by walking every turn."""
+    summaries: list[Any] = []
+    for turn in session:
+        if turn.get("decision") == "summary":
+            summaries = [turn] if turn.get("folds_previous") else [*summaries, turn]
+    covered = max((int(s.get("covers_through_index", -1)) for s in summaries), default=-1)
+    tail = [(i, t) for i, t in enumerate(session) if i > covered and t.get("decision") != "summary"]
+    return summaries, tail
+
+
+def test_split_turns_of_a_growing_stored_session_walks_only_the_new_turns() -> None:
+    """A session's stored turns keep where their summaries are; each query's list (the stored
+    turns, then what it adds) splits as a walk over every turn would, through summaries and folds
+    arriving later and turns that are not stored yet."""
+    stored: list[Any] = []
+    seen: list[tuple[int, int]] = []
+    for step in range(12):
+        new = turns(3)
+        if step in (3, 7):
+            new.append(
+                {"decision": "summary", "summary": f"S{step}", "covers_through_index": len(stored) + 1}
+            )
+        if step == 10:
+            new.append(
+                {
+                    "decision": "summary",
+                    "summary": "F",
+                    "covers_through_index": len(stored),
+                    "folds_previous": True,
+                }
+            )
+        pending = [*stored, *new]  # a query's list: its stored turns and its own, not stored yet
+        assert split_turns(pending) == _split_by_walk(pending)
+        stored = [*stored, *(StoredTurn(turn) for turn in new)]  # what the next load returns
+        assert split_turns(stored) == _split_by_walk(stored)
+        marks = stored[0].summary_indexes
+        assert isinstance(marks, tuple)
+        seen.append((len(marks[0]), len(marks[1])))
+    assert seen[-1] == (len(stored), 3)
+
+    other = [StoredTurn(turn) for turn in summarized_session(4, 2)]  # the same first turn's memo
+    other[0].summary_indexes = stored[0].summary_indexes  # cannot stand for other turns
+    assert split_turns(other) == _split_by_walk(other)
 
 
 async def test_summaries_over_their_share_are_folded_into_one() -> None:
