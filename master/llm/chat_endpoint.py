@@ -109,12 +109,24 @@ def chat_body(
     a long session is not re-encoded, nor walked message by message, on every round of every
     query.
     """
-    parts: list[bytes] = []
+    head: dict[str, Any] = {"model": model}
+    if tools:
+        head["tools"] = tools
+    if options:
+        head.update(
+            (name, value) for name, value in options.items() if tools or name != "parallel_tool_calls"
+        )
+    if stream:
+        head["stream"] = True
+        head["stream_options"] = {"include_usage": True}
+    pieces = [encode(head)[:-1], b',"messages":[']
     index = 0
     while index < len(messages):
+        if index:
+            pieces.append(b",")
         message = messages[index]
         if not isinstance(message, SharedMessage):
-            parts.append(encode(message))
+            pieces.append(encode(message))
             index += 1
             continue
         run: list[bytes] = []
@@ -131,19 +143,10 @@ def chat_body(
         joined = run[0] if len(run) == 1 else b",".join(run)
         if kept is None or done != end:
             message.run_encoded = (tuple(cast("Sequence[SharedMessage]", messages[index:end])), joined)
-        parts.append(joined)
+        pieces.append(joined)
         index = end
-    head: dict[str, Any] = {"model": model}
-    if tools:
-        head["tools"] = tools
-    if options:
-        head.update(
-            (name, value) for name, value in options.items() if tools or name != "parallel_tool_calls"
-        )
-    if stream:
-        head["stream"] = True
-        head["stream_options"] = {"include_usage": True}
-    return b"".join((encode(head)[:-1], b',"messages":[', b",".join(parts), b"]}"))
+    pieces.append(b"]}")
+    return b"".join(pieces)
 
 
 class ChatEndpoint:
