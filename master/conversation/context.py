@@ -28,13 +28,12 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 from master.conversation.history import history_messages
 from master.conversation.store import StoredTurn
 from master.errors import LLMError, QueryRejected
-from master.llm.chat_endpoint import covers
+from master.llm.chat_endpoint import list_slice, starts_with
 from master.llm.model import ChatMessage, ChatModel
 from master.llm.tokens import count_messages, count_tools
 
@@ -64,25 +63,42 @@ SUMMARY_SHARE = 0.25
 into one summary (which also covers the older raw turns)."""
 
 
-_Split = tuple[list[Turn], list[tuple[int, Turn]]]
+@dataclass(frozen=True)
+class Split:
+    """A session's turns as the context uses them (:func:`split_turns`)."""
+
+    summaries: list[Turn]
+    """The summary turns in effect, in order."""
+    raw: list[Turn]
+    """The raw turns after the last summary, without summary turns, in order."""
+    spans: tuple[tuple[int, int], ...]
+    """Where :attr:`raw` comes from: the turns ``[start:end]`` of each span, one after the other."""
+
+    def index(self, position: int) -> int:
+        """The index in the session's list of ``raw[position]``."""
+        for start, end in self.spans:
+            if position < end - start:
+                return start + position
+            position -= end - start
+        raise IndexError(position)
 
 
-def split_turns(turns: Sequence[Turn]) -> _Split:
-    """(summary turns in effect, raw turns after the last summary with their indexes).
+def split_turns(turns: Sequence[Turn]) -> Split:
+    """The summary turns in effect, and the raw turns after the last summary.
 
     A summary with ``folds_previous`` replaces every summary before it.
 
     Only the positions of the summary turns need a walk over the turns in Python. When ``turns``
     starts with a :class:`StoredTurn`, the positions in its leading stored turns are kept on that
     first turn with the turns they came from, so the session's next query (its stored turns plus
-    the new ones) walks only the new turns; the rest is slices, in C.
+    the new ones) walks only the new turns; the raw turns are slices, in C.
     """
     first = turns[0] if turns else None
-    done: tuple[Turn, ...] = ()
+    done: list[Turn] = []
     marks: list[int] = []
     if isinstance(first, StoredTurn) and isinstance(first.summary_indexes, tuple):
         kept, kept_marks = first.summary_indexes
-        if covers(kept, turns, 0):
+        if starts_with(turns, kept):
             done, marks = kept, list(kept_marks)
     stored = len(done)  # turns[:stored] are stored turns, which never change
     for index in range(len(done), len(turns)):
@@ -92,24 +108,23 @@ def split_turns(turns: Sequence[Turn]) -> _Split:
         if turn.get("decision") == "summary":
             marks.append(index)
     if isinstance(first, StoredTurn) and stored > len(done):
-        first.summary_indexes = (tuple(turns[:stored]), tuple(i for i in marks if i < stored))
+        first.summary_indexes = (list_slice(turns, 0, stored), tuple(i for i in marks if i < stored))
     summaries: list[Turn] = []
     for index in marks:
         summary = turns[index]
         summaries = [summary] if summary.get("folds_previous") else [*summaries, summary]
     covered = max((int(s.get("covers_through_index", -1)) for s in summaries), default=-1)
-    tail: list[tuple[int, Turn]] = []
+    spans: list[tuple[int, int]] = []
     start = covered + 1
     for end in [*marks, len(turns)]:
         if end > start:
-            tail.extend(zip(range(start, end), turns[start:end], strict=True))
+            spans.append((start, end))
         start = max(start, end + 1)
-    return summaries, tail
-
-
-def raw_turns(tail: Sequence[tuple[int, Turn]]) -> list[Turn]:
-    """The turns of :func:`split_turns`' tail, without their indexes."""
-    return list(map(itemgetter(1), tail))
+    if len(spans) == 1:
+        raw = list_slice(turns, *spans[0])
+    else:
+        raw = [turn for start, end in spans for turn in turns[start:end]]
+    return Split(summaries, raw, tuple(spans))
 
 
 class ContextBuilder:
@@ -120,37 +135,40 @@ class ContextBuilder:
         self._max_tokens = max_tokens
         self._recent = recent_turns
         self._summarizer_model = summarizer_model
-        self._seen: tuple[Sequence[Turn], int, str, str, _Split, list[ChatMessage], int] | None = None
+        self._seen: tuple[Sequence[Turn], int, str, str, Split, list[ChatMessage], int] | None = None
         """The last turns read, with their split, messages and token count: a query asks
         :meth:`wants_summary` then :meth:`build` about the same turns, which are then split,
         rendered and counted once (measured in the commit that added this)."""
 
-    def _read(self, system: str, turns: Sequence[Turn], query: str) -> tuple[_Split, list[ChatMessage], int]:
+    def _read(
+        self, system: str, turns: Sequence[Turn], query: str, *, take: bool
+    ) -> tuple[Split, list[ChatMessage], int]:
         """``turns`` split, rendered as the request's messages, and their tokens (memoized for one
-        sequence that has not grown; the orchestrator never edits stored turns)."""
+        sequence that has not grown; the orchestrator never edits stored turns). With ``take`` the
+        caller owns the messages (and the memo is spent); without, it must not change them."""
         seen = self._seen
         if seen is not None and seen[0] is turns and seen[1] == len(turns) and seen[2:4] == (system, query):
-            return seen[4], list(seen[5]), seen[6]
+            if take:
+                self._seen = None
+            return seen[4], seen[5], seen[6]
         split = split_turns(turns)
-        messages = self._messages(system, split[0], raw_turns(split[1]), query)
+        messages = self._messages(system, split.summaries, split.raw, query)
         tokens = count_messages(messages)
-        self._seen = (turns, len(turns), system, query, split, messages, tokens)
-        return split, list(messages), tokens
+        self._seen = None if take else (turns, len(turns), system, query, split, messages, tokens)
+        return split, messages, tokens
 
     def wants_summary(
         self, *, system: str, turns: Sequence[Turn], query: str, tool_costs: Sequence[int]
     ) -> bool:
         """Whether :meth:`build` would call the summarizer for these turns (no LLM call here)."""
-        (summaries, tail), _, message_tokens = self._read(system, turns, query)
-        return self._fold(summaries, tail) or self._overflows(message_tokens, tail, tool_costs)
+        split, _, message_tokens = self._read(system, turns, query, take=False)
+        return self._fold(split.summaries) or self._overflows(message_tokens, split.raw, tool_costs)
 
-    def _overflows(
-        self, message_tokens: int, tail: list[tuple[int, Turn]], tool_costs: Sequence[int]
-    ) -> bool:
+    def _overflows(self, message_tokens: int, raw: list[Turn], tool_costs: Sequence[int]) -> bool:
         """Over the token limit with more raw turns than the recent ones kept as they are."""
-        return message_tokens + sum(tool_costs) > self._max_tokens and len(tail) > self._recent
+        return message_tokens + sum(tool_costs) > self._max_tokens and len(raw) > self._recent
 
-    def _fold(self, summaries: list[Turn], tail: list[tuple[int, Turn]]) -> bool:
+    def _fold(self, summaries: list[Turn]) -> bool:
         """The summaries take more than their share: fold them (and what they can absorb) into one."""
         if len(summaries) < 2:
             return False
@@ -169,17 +187,19 @@ class ContextBuilder:
         """The context and the tokens the summarizer spent (``tool_costs``: known token counts of ``tools``)."""
         if tool_costs is None:
             tool_costs = [count_tools([tool]) for tool in tools]
-        (summaries, tail), messages, message_tokens = self._read(system, turns, query)
+        split, messages, message_tokens = self._read(system, turns, query, take=True)
+        summaries, raw = split.summaries, split.raw
         spent = 0
         summary_turn: Turn | None = None
-        fold = self._fold(summaries, tail)
-        if fold or self._overflows(message_tokens, tail, tool_costs):
-            keep = min(self._recent, len(tail))
-            older = tail[: len(tail) - keep]
+        fold = self._fold(summaries)
+        if fold or self._overflows(message_tokens, raw, tool_costs):
+            older = raw[: len(raw) - min(self._recent, len(raw))]
             covered = (
-                older[-1][0] if older else max(int(s.get("covers_through_index", -1)) for s in summaries)
+                split.index(len(older) - 1)
+                if older
+                else max(int(s.get("covers_through_index", -1)) for s in summaries)
             )
-            text, spent = await self._summarize([*summaries, *raw_turns(older)] if fold else raw_turns(older))
+            text, spent = await self._summarize([*summaries, *older] if fold else older)
             if text is not None:
                 summary_turn = {
                     "decision": "summary",
@@ -189,7 +209,7 @@ class ContextBuilder:
                 }
                 if fold:
                     summary_turn["folds_previous"] = True
-                recent = raw_turns(tail[len(older) :])
+                recent = raw[len(older) :]
                 kept = [summary_turn] if fold else [*summaries, summary_turn]
                 messages = self._messages(system, kept, recent, query)
                 message_tokens = count_messages(messages)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from master.conversation.store import StoredTurn
-from master.llm.chat_endpoint import SharedMessage
+from master.llm.chat_endpoint import SharedMessage, list_slice, starts_with
 from master.llm.model import ChatMessage
 
 _HISTORY_RESULT_CHARS = 2000
@@ -34,7 +34,7 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
     first = turns[0] if turns else None
     if isinstance(first, StoredTurn) and isinstance(first.prefix, tuple):
         done, rendered = first.prefix
-        if len(done) <= len(turns) and tuple(turns[: len(done)]) == done:
+        if starts_with(turns, done):
             messages.extend(rendered)
             start = len(done)
     settled = start  # turns[:settled] are rendered into messages[:kept] for good
@@ -81,7 +81,7 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
         and settled > start
         and all(isinstance(t, StoredTurn) for t in turns[start:settled])
     ):
-        first.prefix = (tuple(turns[:settled]), tuple(messages[:kept]))
+        first.prefix = (list_slice(turns, 0, settled), messages[:kept])
     return messages
 
 

@@ -67,8 +67,8 @@ class SharedMessage(dict[str, Any]):
         super().__init__(fields)
         self.encoded: bytes | None = None
         self.tokens: int | None = None
-        self.run_encoded: tuple[tuple[SharedMessage, ...], bytes] | None = None
-        self.run_tokens: tuple[tuple[SharedMessage, ...], int] | None = None
+        self.run_encoded: tuple[list[SharedMessage], bytes] | None = None
+        self.run_tokens: tuple[list[SharedMessage], int] | None = None
 
 
 def shared_run(messages: Sequence[Mapping[str, Any]], start: int) -> int:
@@ -79,10 +79,17 @@ def shared_run(messages: Sequence[Mapping[str, Any]], start: int) -> int:
     return end
 
 
-def covers(kept: tuple[SharedMessage, ...], messages: Sequence[Mapping[str, Any]], start: int) -> bool:
-    """Whether ``messages[start:]`` starts with the messages ``kept`` (the same objects, compared by
-    identity first, in C: a tuple comparison)."""
-    return len(kept) <= len(messages) - start and tuple(messages[start : start + len(kept)]) == kept
+def list_slice(items: Sequence[Any], start: int, end: int) -> list[Any]:
+    """``items[start:end]`` as a new list, copied once."""
+    part = items[start:end]
+    return part if isinstance(part, list) else list(part)
+
+
+def starts_with(items: Sequence[Any], kept: list[Any], start: int = 0) -> bool:
+    """Whether ``items[start:]`` starts with the items of ``kept``: the same objects, compared by
+    identity first, in C (a list comparison, which needs no tuple built)."""
+    end = start + len(kept)
+    return end <= len(items) and list_slice(items, start, end) == kept
 
 
 def encode(value: Any) -> bytes:
@@ -132,7 +139,7 @@ def chat_body(
         run: list[bytes] = []
         done = index
         kept = message.run_encoded
-        if kept is not None and covers(kept[0], messages, index):
+        if kept is not None and starts_with(messages, kept[0], index):
             run.append(kept[1])
             done += len(kept[0])
         end = shared_run(messages, done)
@@ -142,7 +149,7 @@ def chat_body(
             run.append(shared.encoded)
         joined = run[0] if len(run) == 1 else b",".join(run)
         if kept is None or done != end:
-            message.run_encoded = (tuple(cast("Sequence[SharedMessage]", messages[index:end])), joined)
+            message.run_encoded = (list_slice(messages, index, end), joined)
         pieces.append(joined)
         index = end
     pieces.append(b"]}")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from master.caches import SizedLRU
-from master.llm.chat_endpoint import SharedMessage, covers, shared_run
+from master.llm.chat_endpoint import SharedMessage, list_slice, shared_run, starts_with
 from openagent._tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4
@@ -60,7 +60,7 @@ def count_messages(messages: Iterable[dict[str, Any]]) -> int:
             continue
         done, run_total = index, 0
         kept = message.run_tokens
-        if kept is not None and covers(kept[0], messages, index):
+        if kept is not None and starts_with(messages, kept[0], index):
             done, run_total = index + len(kept[0]), kept[1]
         end = shared_run(messages, done)
         for shared in cast("Sequence[SharedMessage]", messages[done:end]):
@@ -68,7 +68,7 @@ def count_messages(messages: Iterable[dict[str, Any]]) -> int:
                 shared.tokens = _count_message(shared)
             run_total += shared.tokens
         if kept is None or done != end:
-            message.run_tokens = (tuple(cast("Sequence[SharedMessage]", messages[index:end])), run_total)
+            message.run_tokens = (list_slice(messages, index, end), run_total)
         total += run_total
         index = end
     return total

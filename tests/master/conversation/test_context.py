@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from master.conversation.context import ContextBuilder, split_turns
+from master.conversation.context import ContextBuilder, Split, split_turns
 from master.conversation.store import StoredTurn
 from master.errors import LLMError, QueryRejected
 from master.llm.model import ChatResult, FunctionChatModel
@@ -65,9 +65,9 @@ async def test_over_the_limit_summarizes_all_but_recent_turns() -> None:
 
     # the follow-up context: summary + raw tail after covers_through_index
     stored = [*history, context.summary_turn, *turns(1)]
-    summaries, tail = split_turns(stored)
-    assert [t["summary"] for t in summaries] == ["SUMMARY of earlier turns"]
-    assert [i for i, _ in tail] == [28, 29, 31]
+    split = split_turns(stored)
+    assert [t["summary"] for t in split.summaries] == ["SUMMARY of earlier turns"]
+    assert indexed(split) == [(28, stored[28]), (29, stored[29]), (31, stored[31])]
 
 
 async def test_failed_summarization_keeps_every_turn() -> None:
@@ -181,10 +181,20 @@ async def test_a_new_summary_records_the_index_in_the_full_session_list() -> Non
 
 def test_split_turns_uses_the_last_summary_and_absolute_indexes() -> None:
     session = summarized_session(30, 30)
-    summaries, tail = split_turns(session)
-    assert [s["summary"] for s in summaries] == ["EARLIER"]
-    assert [i for i, _ in tail] == list(range(31, 61))
-    assert split_turns(turns(3)) == ([], list(enumerate(turns(3))))
+    split = split_turns(session)
+    assert [s["summary"] for s in split.summaries] == ["EARLIER"]
+    assert indexed(split) == list(enumerate(session))[31:]
+    assert split_turns(turns(3)).summaries == []
+    assert indexed(split_turns(turns(3))) == list(enumerate(turns(3)))
+
+
+def indexed(split: Split) -> list[tuple[int, Any]]:
+    """The raw turns of ``split`` with their indexes in the session."""
+    return [(split.index(position), turn) for position, turn in enumerate(split.raw)]
+
+
+def walked(split: Split) -> tuple[list[Any], list[tuple[int, Any]]]:
+    return split.summaries, indexed(split)
 
 
 def _split_by_walk(session: Sequence[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
@@ -220,9 +230,9 @@ def test_split_turns_of_a_growing_stored_session_walks_only_the_new_turns() -> N
                 }
             )
         pending = [*stored, *new]  # a query's list: its stored turns and its own, not stored yet
-        assert split_turns(pending) == _split_by_walk(pending)
+        assert walked(split_turns(pending)) == _split_by_walk(pending)
         stored = [*stored, *(StoredTurn(turn) for turn in new)]  # what the next load returns
-        assert split_turns(stored) == _split_by_walk(stored)
+        assert walked(split_turns(stored)) == _split_by_walk(stored)
         marks = stored[0].summary_indexes
         assert isinstance(marks, tuple)
         seen.append((len(marks[0]), len(marks[1])))
@@ -230,7 +240,7 @@ def test_split_turns_of_a_growing_stored_session_walks_only_the_new_turns() -> N
 
     other = [StoredTurn(turn) for turn in summarized_session(4, 2)]  # the same first turn's memo
     other[0].summary_indexes = stored[0].summary_indexes  # cannot stand for other turns
-    assert split_turns(other) == _split_by_walk(other)
+    assert walked(split_turns(other)) == _split_by_walk(other)
 
 
 async def test_summaries_over_their_share_are_folded_into_one() -> None:
@@ -259,6 +269,6 @@ async def test_summaries_over_their_share_are_folded_into_one() -> None:
     assert [m["content"] for m in summaries] == [
         "Summary of the earlier conversation: SUMMARY of earlier turns"
     ]
-    effective, tail = split_turns([*history, folded])
-    assert effective == [folded] and len(tail) == 2
+    split = split_turns([*history, folded])
+    assert split.summaries == [folded] and len(split.raw) == 2
     assert not builder.wants_summary(system="sys", turns=[*history, folded], query="next", tool_costs=[])
