@@ -55,7 +55,7 @@ class SharedMessage(dict[str, Any]):
     The client keeps its encoded JSON in ``encoded``, and the token counter its count in
     ``tokens`` (:func:`master.llm.tokens.count_messages`), so a long history is
     encoded and counted once. The first message of a run of shared messages (a session's
-    history in a request) also keeps the run's joined JSON in ``run_encoded`` and its token
+    history in a request) also keeps the run's JSON in ``run_encoded`` and its token
     count in ``run_tokens``, each with the messages it covers: the next request whose run starts
     with the very same messages (the session's next query, or round) reuses them, instead of
     walking a long history message by message.
@@ -67,8 +67,14 @@ class SharedMessage(dict[str, Any]):
         super().__init__(fields)
         self.encoded: bytes | None = None
         self.tokens: int | None = None
-        self.run_encoded: tuple[list[SharedMessage], bytes] | None = None
+        self.run_encoded: tuple[list[SharedMessage], list[bytes]] | None = None
         self.run_tokens: tuple[list[SharedMessage], int] | None = None
+
+
+RUN_PIECES = 64
+"""Pieces a run's kept JSON may be in before they are joined into one. The session's next query
+adds its new messages to the kept pieces instead of copying a long history into a new run each
+time; a join every few queries keeps the body's final join short."""
 
 
 def shared_run(messages: Sequence[Mapping[str, Any]], start: int) -> int:
@@ -112,9 +118,9 @@ def chat_body(
     are, but ``parallel_tool_calls`` only when tools are offered (providers refuse it alone).
 
     A :class:`SharedMessage` (a session's replayed history) is
-    encoded once and its JSON kept with it, and a run of them joined once (``run_encoded``), so
-    a long session is not re-encoded, nor walked message by message, on every round of every
-    query.
+    encoded once and its JSON kept with it, and a run of them kept in a few pieces
+    (``run_encoded``, :data:`RUN_PIECES`), so a long session is not re-encoded, walked message by
+    message, nor copied more than once, on every round of every query.
     """
     head: dict[str, Any] = {"model": model}
     if tools:
@@ -140,17 +146,20 @@ def chat_body(
         done = index
         kept = message.run_encoded
         if kept is not None and starts_with(messages, kept[0], index):
-            run.append(kept[1])
+            run.extend(kept[1])
             done += len(kept[0])
         end = shared_run(messages, done)
         for shared in cast("Sequence[SharedMessage]", messages[done:end]):
             if shared.encoded is None:
                 shared.encoded = encode(shared)
+            if run:
+                run.append(b",")
             run.append(shared.encoded)
-        joined = run[0] if len(run) == 1 else b",".join(run)
         if kept is None or done != end:
-            message.run_encoded = (list_slice(messages, index, end), joined)
-        pieces.append(joined)
+            if len(run) > RUN_PIECES:
+                run = [b"".join(run)]
+            message.run_encoded = (list_slice(messages, index, end), run)
+        pieces.extend(run)
         index = end
     pieces.append(b"]}")
     return b"".join(pieces)

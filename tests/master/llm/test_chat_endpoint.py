@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from master.errors import LLMError
-from master.llm.chat_endpoint import ChatEndpoint, SharedMessage, chat_body
+from master.llm.chat_endpoint import RUN_PIECES, ChatEndpoint, SharedMessage, chat_body
 from master.llm.model import OpenAIChatModel
 from openagent.testing import ScriptedOpenAIServer
 
@@ -173,3 +173,17 @@ def test_a_grown_history_is_encoded_as_if_nothing_were_kept() -> None:
         assert json.loads(body)["messages"] == [dict(m) for m in messages]
     other = [history[0], SharedMessage(role="assistant", content="other"), *history[2:4]]
     assert chat_body("m", other, None) == chat_body("m", [dict(m) for m in other], None)
+
+
+def test_a_history_growing_query_by_query_keeps_its_json_in_few_pieces() -> None:
+    """Each query adds its messages to the run's kept pieces; past RUN_PIECES they are joined into
+    one, and every body is still the one plain messages give."""
+    history = [SharedMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i}") for i in range(300)]
+    sizes = []
+    for end in range(100, 301, 2):  # a query's user and assistant messages at a time
+        messages = [{"role": "system", "content": "s"}, *history[:end], {"role": "user", "content": "q"}]
+        assert chat_body("m", messages, None) == chat_body("m", [dict(m) for m in messages], None)
+        kept = history[0].run_encoded
+        assert kept is not None and kept[0] == history[:end]
+        sizes.append(len(kept[1]))
+    assert max(sizes) <= RUN_PIECES and min(sizes) == 1 and sizes.count(1) < len(sizes) // 4
