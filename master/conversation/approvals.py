@@ -6,8 +6,9 @@ A run that wants a call needing approval pauses (its state is the session's paus
 SET NX, so of two deciders exactly one wins) and the session's set of approval ids. Records live
 twice the approval TTL, so an expired approval still answers ``expired`` for a while. A pending
 approval also sits in one sorted set by ``expires_at`` (:meth:`ApprovalStore.overdue`), which the
-expiry sweep reads, and a person's "approve this tool for the rest of the session" is a set of
-tools per session (:meth:`ApprovalStore.remember`). A record keeps the tenant of the query that
+expiry sweep reads; each new approval also drops the ids there whose records are gone (expired
+a TTL ago), so the set stays bounded while the sweep is off. A person's "approve this tool for
+the rest of the session" is a set of tools per session (:meth:`ApprovalStore.remember`). A record keeps the tenant of the query that
 made it (``tenant``; none: ``default``): the reads take the asker's tenant (``None``: an
 administrator) and another tenant's approval does not exist for them.
 """
@@ -61,9 +62,13 @@ class ApprovalStore:
         return 2 * self.ttl_seconds
 
     async def create(self, approvals: Sequence[Approval], extra: dict[str, dict[str, Any]]) -> None:
-        """Store new pending approvals; ``extra[approval_id]`` is kept beside each (call id, schema)."""
+        """Store new pending approvals; ``extra[approval_id]`` is kept beside each (call id, schema).
+
+        The sorted set of pending approvals loses, in the same trip, the ids whose records have
+        expired (their ``expires_at`` a TTL ago): undecided, and never swept when the sweep is off."""
         try:
             async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                pipe.zremrangebyscore(APPROVALS_EXPIRING_KEY, "-inf", f"({self.clock() - self.ttl_seconds}")
                 for approval in approvals:
                     record = {**approval.model_dump(mode="json"), **extra.get(approval.approval_id, {})}
                     pipe.set(approval_key(approval.approval_id), json.dumps(record), ex=self.keep_seconds)
