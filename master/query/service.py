@@ -244,7 +244,7 @@ class QueryService:
                 await on_step(runs)
 
             hooks.on_step, hooks.sending = step_done, live.sending
-        hooks.approval = await self._approval_hook_of(request, session_id, toolbox)
+        approval, may_wait = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
         extra_tools = self._collaboration_hook(
             hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
@@ -255,6 +255,8 @@ class QueryService:
         if rag is not None:
             hooks.call_options = rag.call_options
         extra_tools += self._spawn_hook(hooks, request, principal)
+        if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
+            hooks.approval = approval
         extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
         started = time.monotonic()
         run = _Run(
@@ -355,17 +357,19 @@ class QueryService:
 
     async def _approval_hook_of(
         self, request: QueryRequest, session_id: str, toolbox: Toolbox
-    ) -> Callable[[str, Target, AgentTool], Verdict]:
+    ) -> tuple[Callable[[str, Target, AgentTool], Verdict], bool]:
         """:meth:`_approval_hook`, with the tools a person approved for the rest of the session
-        (read only when one of the offered tools could wait at all: most queries need no read)."""
+        (read only when one of the offered tools could wait at all: most queries need no read),
+        and whether any offered tool could wait or be refused (``False``: the hook says ``run``
+        to every one of them)."""
         hook = self._approval_hook(request)
         if self.approvals is None or all(hook(n, a, t) == "run" for n, (a, t) in toolbox.named()):
-            return hook
+            return hook, False
         try:
             remembered = await self.approvals.remembered(session_id)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
-        return self._approval_hook(request, remembered) if remembered else hook
+        return (self._approval_hook(request, remembered) if remembered else hook), True
 
     def _approval_hook(
         self, request: QueryRequest, remembered: frozenset[tuple[str, str]] = frozenset()
