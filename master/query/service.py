@@ -321,14 +321,15 @@ class QueryService:
         finally:
             if rag is not None:
                 await self._finish_rag(rag, outcome.tool_runs if outcome is not None else [])
-        logger.debug(
-            "query %s %s in %.0f ms, %d tool call(s), %d tokens",
-            query_id,
-            outcome.status,
-            (time.monotonic() - started) * 1000,
-            len(outcome.tool_runs),
-            budget.tokens,
-        )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "query %s %s in %.0f ms, %d tool call(s), %d tokens",
+                query_id,
+                outcome.status,
+                (time.monotonic() - started) * 1000,
+                len(outcome.tool_runs),
+                budget.tokens,
+            )
         return QueryResponse(
             query_id=query_id,
             session_id=session_id,
@@ -907,7 +908,7 @@ class QueryService:
         manager = self._collaboration
         if manager is None:
             return []
-        eligible = manager.eligible(dict.fromkeys(agent.agent_id for agent, _ in toolbox.entries()))
+        eligible = manager.eligible(agent.agent_id for agent, _ in toolbox.entries())  # it drops repeats
         if len(eligible) < 2:
             return []
 
