@@ -194,8 +194,12 @@ class QueryService:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
+        # The agents on offer, from the start (an allowed id among them is known: no other look).
+        targets = self.tool_agents(request.allowed_agent_ids, tenant=tenant)
         if request.allowed_agent_ids:
-            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode, tenant=tenant)
+            offered = {agent.agent_id for agent in targets}
+            if unoffered := [agent_id for agent_id in request.allowed_agent_ids if agent_id not in offered]:
+                self._check_known(unoffered, auto_mode=request.auto_mode, tenant=tenant)
 
         results = extras.tool_results
         session_hint = request.session_id
@@ -218,7 +222,7 @@ class QueryService:
                 live.created_at = float(paused.get("created_at") or live.created_at)
         if extras.history and session_hint is None:
             turns = await self._store_history(session_id, extras.history, principal.tenant)
-        toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids, tenant=tenant))
+        toolbox = Toolbox(targets)
         settings = self._settings
         budget = BudgetTracker.from_request(
             request.budget,
