@@ -29,6 +29,9 @@ MAX_CONNECTIONS = 64
 POOL_WAIT_SECONDS = 10.0
 
 _ScriptCall = tuple[AsyncScript, Sequence[KeyT], Sequence[EncodableT], "asyncio.Future[Any]"]
+"""A queued script call and the future its caller waits on."""
+_Batch = Sequence[tuple[AsyncScript, Sequence[KeyT], Sequence[EncodableT], object]]
+"""What :meth:`GroupCommit._exchange` writes: script calls (the fourth item is not read)."""
 
 
 def create_redis(
@@ -57,12 +60,14 @@ class GroupCommit:
     """Concurrent tasks' Lua scripts, sent in batches over one connection of the client's pool.
 
     Under load, many queries finish at once and each writes to Redis (a session append, an
-    invocation call's record). :meth:`run` queues the call and a sender task writes the queue as
-    one ``EVALSHA`` pipeline: one socket write and one read for all the calls that tasks made in
-    the same event-loop iteration, and, while a batch is in Redis, for all that arrive meanwhile
-    (group commit: the busier the master, the larger the batches). Each caller still gets its own
-    script's answer or error, and returns only once Redis has answered it: the durability of a
-    plain call. A caller alone goes out alone, in the next loop iteration.
+    invocation call's record). A call that finds the group idle goes out at once, alone, from
+    its caller's own task (no task switch: at concurrency 1 every call is one of those). The calls
+    made while a batch is in Redis queue, and once it is answered a sender task writes the queue
+    as one ``EVALSHA`` pipeline, and so on while calls arrive: one socket write and one read for
+    all the calls that arrived during the previous batch (group commit: the busier the master, the
+    larger the batches; batches go in lockstep, one in Redis at a time). Each caller still gets its
+    own script's answer or error, and returns only once Redis has answered it: the durability of a
+    plain call.
 
     The batches use a connection that the group holds from the client's pool for its lifetime,
     so a batch costs no pool round, and closing the client (``aclose``) closes it. It runs with
@@ -70,13 +75,17 @@ class GroupCommit:
     ``wait_for``. A batch that finds the connection dropped (a Redis restart) is sent once more on
     a fresh connection, as the client's own retry does. A call whose caller gave up (cancelled)
     before its batch was written is not sent; once written, a caller's deadline does not cancel
-    the others' writes.
+    the others' writes (a call sent alone from its caller's task is the only one of its batch:
+    cancelling that caller drops the connection, as a plain call's cancellation does, and the
+    calls queued meanwhile go out on a fresh one).
     """
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self._redis = redis
         self._queue: list[_ScriptCall] = []
         self._sender: asyncio.Task[None] | None = None
+        self._busy = False
+        """A batch is being written or read (by a caller alone or the sender task): calls queue."""
         self._connection: Any = None
         self._deadline: float | None = redis.connection_pool.connection_kwargs.get("socket_timeout")
         self.batches = 0
@@ -84,11 +93,23 @@ class GroupCommit:
 
     async def run(self, script: AsyncScript, keys: Sequence[KeyT], args: Sequence[EncodableT]) -> Any:
         """``await script(keys=keys, args=args)``, sent in a batch with concurrent calls."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.append((script, keys, args, future))
-        if self._sender is None:  # starts after the tasks ready in this iteration: they join
-            self._sender = asyncio.create_task(self._send_queued())
-        return await future
+        if self._busy:  # a batch is in Redis: join the next one
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._queue.append((script, keys, args, future))
+            return await future
+        self._busy = True  # idle: this call is the batch, sent from this task
+        try:
+            (result,) = await self._exchange([(script, keys, args, None)], retry=True)
+        finally:
+            if self._queue:  # the calls made meanwhile: the sender task writes them next
+                self._sender = asyncio.create_task(self._send_queued())
+            else:
+                self._busy = False
+        if isinstance(result, NoScriptError):  # not loaded yet (first use, Redis restarted)
+            return await script(keys=keys, args=args)
+        if isinstance(result, Exception):
+            raise result
+        return result
 
     def open(self) -> bool:
         """Whether the group's connection is open, as far as this process knows without a round
@@ -110,6 +131,7 @@ class GroupCommit:
                     await self._send(calls)
         finally:
             self._sender = None
+            self._busy = False
             if self._queue:  # cancelled (shutdown): nobody waits for ever
                 calls, self._queue = self._queue, []
                 _fail(calls, RedisConnectionError("the group commit stopped"))
@@ -135,7 +157,7 @@ class GroupCommit:
             else:
                 future.set_result(result)
 
-    async def _exchange(self, calls: list[_ScriptCall], *, retry: bool) -> list[Any]:
+    async def _exchange(self, calls: _Batch, *, retry: bool) -> list[Any]:
         """Write the batch and read one answer per call (an error answer is returned, not raised)."""
         connection = self._connection
         if connection is None:

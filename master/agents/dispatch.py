@@ -42,7 +42,7 @@ from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, To
 from master.json_bytes import dump_json
 from master.observability import tracing
 from master.observability.redaction import cap
-from protocol import ToolCall, ToolCancel, ToolProgress, ToolResult
+from protocol import ToolCancel, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
 
@@ -219,13 +219,7 @@ class Dispatcher:
                     )
                 elif isinstance(target, LiveAgent):
                     await self._send_frame(
-                        target,
-                        ToolCall(
-                            call_id=call_id,
-                            tool_name=tool_name,
-                            arguments=arguments,
-                            traceparent=tracing.traceparent(),
-                        ),
+                        target, tool_call_frame(call_id, tool_name, arguments, tracing.traceparent())
                     )
                 elif target.transport != "invocation":
                     remote = asyncio.create_task(
@@ -298,9 +292,9 @@ class Dispatcher:
             if not future.done():
                 future.set_result(result)
 
-    async def _send_frame(self, agent: LiveAgent, call: ToolCall) -> None:
+    async def _send_frame(self, agent: LiveAgent, frame: str) -> None:
         try:
-            await agent.send(call.model_dump_json(exclude_none=True))
+            await agent.send(frame)
         except ConnectionError as exc:
             raise AgentDisconnected(
                 f"agent {agent.agent_id!r} disconnected before receiving the call"
@@ -516,6 +510,22 @@ class Dispatcher:
             len(self._finished) > _FINISHED_MEMORY or next(iter(self._finished.values())).at < oldest
         ):
             self._finished.popitem(last=False)
+
+
+def tool_call_frame(call_id: str, tool_name: str, arguments: dict[str, Any], traceparent: str | None) -> str:
+    """The :class:`protocol.ToolCall` frame, as ``ToolCall(...).model_dump_json(exclude_none=True)``
+    writes it (the same fields in the same order), encoded by :func:`dump_json` without building
+    the model: every WebSocket tool call sends one (the arguments are the model's, parsed from
+    JSON, or the master's own)."""
+    frame: dict[str, Any] = {
+        "type": "tool_call",
+        "call_id": call_id,
+        "tool_name": tool_name,
+        "arguments": arguments,
+    }
+    if traceparent is not None:
+        frame["traceparent"] = traceparent
+    return dump_json(frame).decode()
 
 
 def _token_ok(expected: str | None, presented: str) -> bool:

@@ -179,6 +179,28 @@ def _merge(cached: _Cached | None, length: int, text: str) -> list[Turn] | None:
     return None
 
 
+class _Step:
+    """:meth:`SessionStore._step`: its deadline, and its errors as :class:`SessionStoreUnavailable`.
+    A class, not an ``@asynccontextmanager`` generator: every query's append enters one."""
+
+    __slots__ = ("_deadline", "_store")
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+        self._deadline = asyncio.timeout(store._timeout)
+
+    async def __aenter__(self) -> None:
+        await self._deadline.__aenter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            await self._deadline.__aexit__(kind, exc, tb)  # the deadline passed: TimeoutError
+        except TimeoutError as expired:
+            raise self._store._unavailable(expired) or expired from expired
+        if exc is not None and (unavailable := self._store._unavailable(exc)) is not None:
+            raise unavailable from exc
+
+
 class SessionStore:
     """Load and append conversation turns.
 
@@ -209,23 +231,24 @@ class SessionStore:
         self._answered_at = float("-inf")
         """When Redis last answered a load, an append or a ping (``time.monotonic``); reset on failure."""
 
-    @asynccontextmanager
-    async def _step(self) -> AsyncIterator[None]:
+    def _step(self) -> _Step:
         """One store step within the deadline: Redis's errors, and its silence past the deadline
         (a hung Redis accepts connections but never answers), raise :class:`SessionStoreUnavailable`
         and make the next :meth:`check` ask Redis again."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                yield
-        except RedisError as exc:
+        return _Step(self)
+
+    def _unavailable(self, exc: BaseException) -> SessionStoreUnavailable | None:
+        """What a step that ended with ``exc`` raises instead (``None``: ``exc`` itself)."""
+        if isinstance(exc, RedisError):
             self._answered_at = float("-inf")
-            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        except TimeoutError as exc:
+            return SessionStoreUnavailable(f"session store unavailable (Redis): {exc}")
+        if isinstance(exc, TimeoutError):
             self._answered_at = float("-inf")
-            raise SessionStoreUnavailable(
+            return SessionStoreUnavailable(
                 f"session store unavailable (Redis): no answer within {self._timeout:g} s "
                 "(REDIS_QUERY_TIMEOUT_SECONDS)"
-            ) from exc
+            )
+        return None
 
     @staticmethod
     def new_session_id() -> str:

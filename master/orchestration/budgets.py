@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from master.errors import BudgetExceeded
 from protocol import Budget
 
+_NO_OVERRIDE = Budget()
+"""A request without ``budget`` (read only: built once, not per query)."""
+
 
 @dataclass
 class BudgetTracker:
@@ -35,7 +38,7 @@ class BudgetTracker:
     def from_request(
         cls, override: Budget | None, *, tool_calls: int, tokens: int, seconds: float
     ) -> BudgetTracker:
-        override = override or Budget()
+        override = override or _NO_OVERRIDE
         return cls(
             max_tool_calls=override.max_tool_calls if override.max_tool_calls is not None else tool_calls,
             max_tokens=override.max_tokens if override.max_tokens is not None else tokens,

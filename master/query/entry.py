@@ -76,7 +76,7 @@ class OfferedTool:
 class QueryRun:
     """One admitted query, running: await :meth:`result`, or iterate :meth:`events` when streamed."""
 
-    __slots__ = ("_events", "_task", "query_id", "run_id")
+    __slots__ = ("_events", "_task", "_waiter", "query_id", "run_id")
 
     def __init__(self, query_id: str, *, streamed: bool, run_id: str = "") -> None:
         self.query_id = query_id
@@ -85,11 +85,34 @@ class QueryRun:
         ids takes its run's id later: the answer's ``run_id`` is the one that holds)."""
         self._events: asyncio.Queue[QueryEvent | None] | None = asyncio.Queue() if streamed else None
         self._task: asyncio.Task[QueryResponse] | None = None
+        self._waiter: asyncio.Future[QueryResponse] | None = None
+        """What the first door that waits awaits: the run settles it as it ends, in its own last
+        step (a door wakes one event-loop iteration sooner than through the task's callbacks)."""
 
     async def result(self) -> QueryResponse:
         """The outcome. A door that stops waiting (it is cancelled) does not stop the run."""
-        assert self._task is not None
-        return await asyncio.shield(self._task)
+        task = self._task
+        assert task is not None
+        if task.done():
+            return task.result()
+        if self._waiter is not None:  # another wait already (or a door that gave up): its own
+            return await asyncio.shield(task)
+        waiter: asyncio.Future[QueryResponse] = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        return await waiter  # cancelling the door cancels this future, not the run
+
+    def _settle(self, response: QueryResponse | None, error: BaseException | None = None) -> None:
+        """Give the waiting door the run's outcome (as ``shield`` would: its answer, its error, or
+        its cancellation)."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        if response is not None:
+            waiter.set_result(response)
+        elif isinstance(error, asyncio.CancelledError):
+            waiter.cancel()
+        else:
+            waiter.set_exception(error or RuntimeError("the run ended without an answer"))
 
     async def events(self) -> AsyncIterator[QueryEvent]:
         """:class:`Progress` events as they happen, then one :class:`Finished` (``submit(stream=True)``).
@@ -225,7 +248,11 @@ class QueryEntry:
             finished = Finished(response)
             if deliver is not None:
                 await deliver(response)
+            run._settle(response)
             return response
+        except BaseException as exc:
+            run._settle(None, exc)
+            raise
         finally:
             if live is not None:  # cancelled: no answer
                 assert self.runs is not None

@@ -194,8 +194,12 @@ class QueryService:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
+        # The agents on offer, from the start (an allowed id among them is known: no other look).
+        targets = self.tool_agents(request.allowed_agent_ids, tenant=tenant)
         if request.allowed_agent_ids:
-            self._check_known(request.allowed_agent_ids, auto_mode=request.auto_mode, tenant=tenant)
+            offered = {agent.agent_id for agent in targets}
+            if unoffered := [agent_id for agent_id in request.allowed_agent_ids if agent_id not in offered]:
+                self._check_known(unoffered, auto_mode=request.auto_mode, tenant=tenant)
 
         results = extras.tool_results
         session_hint = request.session_id
@@ -218,7 +222,7 @@ class QueryService:
                 live.created_at = float(paused.get("created_at") or live.created_at)
         if extras.history and session_hint is None:
             turns = await self._store_history(session_id, extras.history, principal.tenant)
-        toolbox = Toolbox(self.tool_agents(request.allowed_agent_ids, tenant=tenant))
+        toolbox = Toolbox(targets)
         settings = self._settings
         budget = BudgetTracker.from_request(
             request.budget,
@@ -244,7 +248,7 @@ class QueryService:
                 await on_step(runs)
 
             hooks.on_step, hooks.sending = step_done, live.sending
-        hooks.approval = await self._approval_hook_of(request, session_id, toolbox)
+        approval, may_wait = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
         extra_tools = self._collaboration_hook(
             hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
@@ -255,6 +259,8 @@ class QueryService:
         if rag is not None:
             hooks.call_options = rag.call_options
         extra_tools += self._spawn_hook(hooks, request, principal)
+        if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
+            hooks.approval = approval
         extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
         started = time.monotonic()
         run = _Run(
@@ -319,14 +325,15 @@ class QueryService:
         finally:
             if rag is not None:
                 await self._finish_rag(rag, outcome.tool_runs if outcome is not None else [])
-        logger.debug(
-            "query %s %s in %.0f ms, %d tool call(s), %d tokens",
-            query_id,
-            outcome.status,
-            (time.monotonic() - started) * 1000,
-            len(outcome.tool_runs),
-            budget.tokens,
-        )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "query %s %s in %.0f ms, %d tool call(s), %d tokens",
+                query_id,
+                outcome.status,
+                (time.monotonic() - started) * 1000,
+                len(outcome.tool_runs),
+                budget.tokens,
+            )
         return QueryResponse(
             query_id=query_id,
             session_id=session_id,
@@ -355,17 +362,19 @@ class QueryService:
 
     async def _approval_hook_of(
         self, request: QueryRequest, session_id: str, toolbox: Toolbox
-    ) -> Callable[[str, Target, AgentTool], Verdict]:
+    ) -> tuple[Callable[[str, Target, AgentTool], Verdict], bool]:
         """:meth:`_approval_hook`, with the tools a person approved for the rest of the session
-        (read only when one of the offered tools could wait at all: most queries need no read)."""
+        (read only when one of the offered tools could wait at all: most queries need no read),
+        and whether any offered tool could wait or be refused (``False``: the hook says ``run``
+        to every one of them)."""
         hook = self._approval_hook(request)
         if self.approvals is None or all(hook(n, a, t) == "run" for n, (a, t) in toolbox.named()):
-            return hook
+            return hook, False
         try:
             remembered = await self.approvals.remembered(session_id)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
-        return self._approval_hook(request, remembered) if remembered else hook
+        return (self._approval_hook(request, remembered) if remembered else hook), True
 
     def _approval_hook(
         self, request: QueryRequest, remembered: frozenset[tuple[str, str]] = frozenset()
@@ -903,7 +912,7 @@ class QueryService:
         manager = self._collaboration
         if manager is None:
             return []
-        eligible = manager.eligible(dict.fromkeys(agent.agent_id for agent, _ in toolbox.entries()))
+        eligible = manager.eligible(agent.agent_id for agent, _ in toolbox.entries())  # it drops repeats
         if len(eligible) < 2:
             return []
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.types import Send
 
 from master.access import Permission
-from master.asgi import LeanRequest, send_response
+from master.asgi import LeanRequest
 from master.auth import Principal, principal_of
 from master.deps import Services, ServicesDep, needs
 from master.drain import RETRY_AFTER_SECONDS
@@ -105,22 +105,26 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
 
 
 async def answer(entry: QueryEntry, body: QueryRequest, *, streamed: bool, principal: Principal) -> Response:
-    """``POST /query``'s answer through the query entry (the route and its lean path): JSON, or
-    SSE once the query is admitted; a refusal is JSON with its status either way."""
+    """``POST /query``'s answer through the query entry: JSON, or SSE once the query is admitted;
+    a refusal is JSON with its status either way."""
+    if not streamed:
+        return _json(await outcome(entry, body, principal=principal))
     query_id = f"http-{secrets.token_hex(16)}"
     try:
-        run = entry.submit(
-            body,
-            door="sse" if streamed else "http",
-            query_id=query_id,
-            stream=streamed,
-            principal=principal,
-        )
+        run = entry.submit(body, door="sse", query_id=query_id, stream=True, principal=principal)
     except QueryRefused as exc:
         return _json(rejected_response(body, query_id, exc))
-    if streamed:
-        return sse_response(run)
-    return _json(await run.result())
+    return sse_response(run)
+
+
+async def outcome(entry: QueryEntry, body: QueryRequest, *, principal: Principal) -> QueryResponse:
+    """The JSON answer's content (the route and its lean path): the run's outcome, or its refusal."""
+    query_id = f"http-{secrets.token_hex(16)}"
+    try:
+        run = entry.submit(body, door="http", query_id=query_id, principal=principal)
+    except QueryRefused as exc:
+        return rejected_response(body, query_id, exc)
+    return await run.result()
 
 
 RUN_ID_HEADER = "OpenAgent-Run-Id"
@@ -146,6 +150,23 @@ def _json(response: QueryResponse) -> Response:
         media_type="application/json",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)} if code == DRAINING else None,
     )
+
+
+_JSON_TYPE = (b"content-type", b"application/json")
+_RETRY_AFTER = (b"retry-after", str(RETRY_AFTER_SECONDS).encode())
+
+
+async def send_json_answer(send: Send, response: QueryResponse) -> None:
+    """Send :func:`_json`'s answer (the same status, headers and bytes) without building the
+    Starlette response: the lean path's every answer."""
+    code = response.error_code
+    body = response.model_dump_json().encode()
+    headers = [(b"content-length", str(len(body)).encode()), _JSON_TYPE]
+    if code == DRAINING:
+        headers.insert(0, _RETRY_AFTER)
+    status = 200 if code is None else status_for(code)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def sse(event: str, data: dict[str, Any]) -> str:
@@ -178,7 +199,7 @@ async def lean_post_query(services: Services, request: LeanRequest, send: Send) 
     if body.stream:
         return False
     principal = principal_of(request.scope)
-    await send_response(send, await answer(services.entry, body, streamed=False, principal=principal))
+    await send_json_answer(send, await outcome(services.entry, body, principal=principal))
     return True
 
 

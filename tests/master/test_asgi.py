@@ -18,6 +18,9 @@ import pytest
 from master.access.middleware import AccessMiddleware
 from master.asgi import LeanRequest, LeanRoutes
 from master.llm.model import ChatResult, FunctionChatModel
+from master.routes.query import _json as query_json
+from master.routes.query import send_json_answer
+from protocol import QueryResponse
 from tests.factories import InProcessMaster, in_process_master
 
 KEY = "lean-key"
@@ -253,3 +256,28 @@ async def test_tool_callbacks_are_answered_alike(
             "detail": "unknown or expired call 'c1', or invalid token",
             "error_code": "unknown_call",
         }
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        QueryResponse(query_id="q", session_id="s", success=True, answer="é ok", steps=1),
+        QueryResponse(query_id="q", success=False, error="no such session", error_code="unknown_session"),
+        QueryResponse(query_id="q", success=False, error="stopping", error_code="draining"),
+    ],
+    ids=["answered", "refused", "draining"],
+)
+async def test_the_lean_json_answer_is_the_routes_byte_for_byte(response: QueryResponse) -> None:
+    """The lean ``POST /query`` sends its answer without building the Starlette response the
+    route returns: the same status, headers (``Retry-After`` when draining) and body."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await send_json_answer(send, response)
+    route = query_json(response)
+    assert sent == [
+        {"type": "http.response.start", "status": route.status_code, "headers": route.raw_headers},
+        {"type": "http.response.body", "body": route.body},
+    ]

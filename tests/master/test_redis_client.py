@@ -64,9 +64,9 @@ return ARGV[1]
 async def test_group_commit_sends_one_iterations_scripts_as_one_pipeline(
     redis_client: aioredis.Redis,
 ) -> None:
-    """Issue 26: the scripts that concurrent tasks run in one event-loop iteration go out as one
-    pipeline; each caller gets its own answer or error once Redis has answered, a script Redis has
-    not loaded is loaded, and a caller alone goes out alone."""
+    """Issue 26: a call that finds the group idle goes out at once, alone; the scripts that
+    concurrent tasks run meanwhile go out together as one pipeline; each caller gets its own
+    answer or error once Redis has answered, and a script Redis has not loaded is loaded."""
     client = create_redis(TEST_REDIS_URL)
     commit = GroupCommit(client)
     script = client.register_script(_ECHO_OR_FAIL)
@@ -74,18 +74,41 @@ async def test_group_commit_sends_one_iterations_scripts_as_one_pipeline(
         await redis_client.script_flush()
         assert await commit.run(script, ["test:group"], ["alone"]) == "alone"
         assert commit.batches == 1
-        await redis_client.script_flush()  # the batch finds it missing: each call loads and runs it
+        await redis_client.script_flush()  # the batches find it missing: each call loads and runs it
         args = [str(n) for n in range(20)] + ["bad"]
         outcomes = await asyncio.gather(
             *(commit.run(script, ["test:group"], [arg]) for arg in args), return_exceptions=True
         )
         assert outcomes[:20] == args[:20]
         assert isinstance(outcomes[20], ResponseError) and "bad argument" in str(outcomes[20])
+        assert commit.batches == 3  # the first alone, then the 20 others in one pipeline
         outcomes = await asyncio.gather(*(commit.run(script, ["test:group"], [str(n)]) for n in range(5)))
         assert outcomes == [str(n) for n in range(5)]
-        assert commit.batches == 3
+        assert commit.batches == 5
         stored = await redis_client.lrange("test:group", 0, -1)
         assert sorted(stored) == sorted(["alone", *args[:20], *(str(n) for n in range(5))])
+    finally:
+        await redis_client.delete("test:group")
+        await client.aclose()
+
+
+async def test_a_call_that_finds_the_group_idle_is_sent_from_its_callers_task(
+    redis_client: aioredis.Redis,
+) -> None:
+    """At concurrency 1 no sender task runs: the caller writes its script and reads the answer
+    itself (the call is written before its caller first yields)."""
+    client = create_redis(TEST_REDIS_URL)
+    commit = GroupCommit(client)
+    script = client.register_script(_ECHO_OR_FAIL)
+    try:
+        assert await commit.run(script, ["test:group"], ["load"]) == "load"
+        call = asyncio.create_task(commit.run(script, ["test:group"], ["alone"]))
+        await asyncio.sleep(0)  # the call runs up to its wait for Redis's answer
+        assert commit.batches == 2  # written already, by its caller: no sender task
+        assert commit._sender is None
+        assert await asyncio.wait_for(call, timeout=30) == "alone"
+        assert commit._sender is None
+        assert await redis_client.lrange("test:group", 0, -1) == ["load", "alone"]
     finally:
         await redis_client.delete("test:group")
         await client.aclose()
@@ -181,23 +204,54 @@ async def test_group_commit_reports_a_failed_pipeline_to_every_caller(redis_clie
         await client.aclose()
 
 
-async def test_group_commit_sends_what_joined_when_the_first_caller_gives_up(
+async def test_group_commit_sends_what_queued_when_the_caller_sending_alone_gives_up(
     redis_client: aioredis.Redis,
 ) -> None:
-    """The caller that opened an iteration's batch is cancelled before it sends it: the calls that
-    joined meanwhile are still sent and answered (none waits for ever)."""
+    """The caller that sent its call alone is cancelled while Redis has it: the calls queued
+    meanwhile are still sent (on a fresh connection: the cancelled read left the old one out of
+    step) and answered (none waits for ever)."""
     client = create_redis(TEST_REDIS_URL)
     commit = GroupCommit(client)
     script = client.register_script(_ECHO_OR_FAIL)
     try:
+        assert await commit.run(script, ["test:group"], ["load"]) == "load"
         first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
+        await asyncio.sleep(0)  # the first writes its call and waits for the answer
         joined = asyncio.create_task(commit.run(script, ["test:group"], ["joined"]))
-        await asyncio.sleep(0)  # the first opens the batch and yields, the second joins it
+        await asyncio.sleep(0)  # the second queues behind it
         first.cancel()
         assert await asyncio.wait_for(joined, timeout=30) == "joined"
         with pytest.raises(asyncio.CancelledError):
             await first
-        assert await redis_client.lrange("test:group", 0, -1) == ["joined"]
+        assert commit.batches == 3
+        # The first was written before its caller gave up: Redis ran it.
+        assert sorted(await redis_client.lrange("test:group", 0, -1)) == ["first", "joined", "load"]
+        assert await commit.run(script, ["test:group"], ["after"]) == "after"
+    finally:
+        await redis_client.delete("test:group")
+        await client.aclose()
+
+
+async def test_group_commit_does_not_send_a_queued_call_whose_caller_gave_up(
+    redis_client: aioredis.Redis,
+) -> None:
+    """A call queued behind a batch in Redis whose caller is cancelled before the next batch is
+    written is not sent; the others of that batch are."""
+    client = create_redis(TEST_REDIS_URL)
+    commit = GroupCommit(client)
+    script = client.register_script(_ECHO_OR_FAIL)
+    try:
+        assert await commit.run(script, ["test:group"], ["load"]) == "load"
+        first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
+        await asyncio.sleep(0)  # the first writes its call and waits for the answer
+        dropped = asyncio.create_task(commit.run(script, ["test:group"], ["dropped"]))
+        kept = asyncio.create_task(commit.run(script, ["test:group"], ["kept"]))
+        await asyncio.sleep(0)  # both queue behind it
+        dropped.cancel()
+        assert await asyncio.wait_for(asyncio.gather(first, kept), timeout=30) == ["first", "kept"]
+        with pytest.raises(asyncio.CancelledError):
+            await dropped
+        assert await redis_client.lrange("test:group", 0, -1) == ["load", "first", "kept"]
     finally:
         await redis_client.delete("test:group")
         await client.aclose()

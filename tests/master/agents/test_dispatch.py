@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from master.agents.dispatch import MAX_PROGRESS_MESSAGE_CHARS
+from master.agents.dispatch import MAX_PROGRESS_MESSAGE_CHARS, tool_call_frame
 from master.agents.invocation import InvocationAgent, InvocationRegistration
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
 from openagent.testing import ScriptedOpenAIServer
@@ -313,3 +313,13 @@ async def test_finished_calls_are_forgotten_after_twice_the_call_timeout() -> No
         assert dispatcher.latest_progress(first[0]) is None  # forgotten
         assert len(dispatcher._finished) == 5
         await dispatcher.aclose()
+
+
+@pytest.mark.parametrize("traceparent", [None, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"])
+def test_the_tool_call_frame_is_the_protocols_byte_for_byte(traceparent: str | None) -> None:
+    """The frame a WebSocket tool call sends is built without the pydantic model: it must be the
+    bytes ``ToolCall`` would give (fields, order, nulls kept inside the arguments, numbers,
+    non-ASCII text)."""
+    arguments = {"text": "héllo", "none": None, "nested": {"a": [1, 2.5, 1e16, -0.0], "b": True}}
+    model = ToolCall(call_id="c1", tool_name="echo", arguments=arguments, traceparent=traceparent)
+    assert tool_call_frame("c1", "echo", arguments, traceparent) == model.model_dump_json(exclude_none=True)

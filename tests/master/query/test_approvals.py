@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from master.orchestration.orchestrator import Orchestrator
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
@@ -241,6 +242,33 @@ async def test_policy_settings_hold_and_exempt_tools(llm: ScriptedOpenAIServer) 
         assert paused["status"] == "awaiting_approval"
         assert [a["tool_name"] for a in paused["approvals"]] == ["delete_account"]
         assert sorted(name for name, _ in b.calls) == ["balance", "transfer"]
+
+
+async def test_a_run_none_of_whose_tools_can_wait_asks_no_verdict(
+    llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every offered tool is exempt, and no agent can join mid-run: the run's calls go out
+    without the approval check (which parses and validates each call once more), and run."""
+    asked: list[str] = []
+    verdict = Orchestrator._verdict
+
+    def counted(self: Orchestrator, toolbox: Any, call: Any, hooks: Any) -> Any:
+        asked.append(call.name)
+        return verdict(self, toolbox, call, hooks)
+
+    monkeypatch.setattr(Orchestrator, "_verdict", counted)
+    async with bank(llm, openagent_approval_exempt="bank__*") as b:
+        llm.add_tool_calls([("bank__balance", {}), ("bank__transfer", {"to": "x", "amount": 1})])
+        llm.add_text("Done.")
+        result = await b.query(approval="always")
+        assert result["status"] == "completed" and not result.get("approvals")
+        assert sorted(name for name, _ in b.calls) == ["balance", "transfer"]
+        assert asked == []
+    async with bank(llm) as b:
+        llm.add_tool_call("bank__balance", {})
+        llm.add_text("Done.")
+        assert (await b.query())["status"] == "completed"
+        assert asked == ["bank__balance"]  # transfer could wait: every call is asked about
 
 
 async def test_approval_never_refuses_a_tool_that_requires_it(hub: Bank) -> None:

@@ -144,11 +144,45 @@ async def test_the_slot_is_held_until_the_outcome_is_delivered() -> None:
         delivered.append(response)
 
     run = owner.submit(QueryRequest(query="hi"), door="websocket", query_id="q1", deliver=deliver)
-    run.on_done(lambda: ended.append("done"))
+    over = asyncio.Event()
+    run.on_done(lambda: (ended.append("done"), over.set()))
     async with asyncio.timeout(30):
         await delivering.wait()
     assert owner.admission.in_flight == 1 and not ended
     sent.set()
     assert (await run.result()).answer == "Hello"
     assert [r.query_id for r in delivered] == ["q1"] and owner.admission.in_flight == 0
-    assert ended == ["done"]  # run before result() returns: it was registered first
+    async with asyncio.timeout(30):
+        await over.wait()
+    assert ended == ["done"]
+
+
+async def test_every_waiting_door_gets_the_runs_outcome() -> None:
+    """``result()``: the first door waits on what the run settles as it ends, a second one on the
+    run itself; either gets the answer, the error the run ended with, or its cancellation, and a
+    door that gives up does not stop the run."""
+    service = FakeService()
+    owner = entry(service)
+    run = owner.submit(QueryRequest(query="hi"), door="http")
+    first, second = asyncio.create_task(run.result()), asyncio.create_task(run.result())
+    await asyncio.sleep(0)  # both wait
+    service.release.set()
+    async with asyncio.timeout(30):
+        assert [r.answer for r in await asyncio.gather(first, second)] == ["Hello", "Hello"]
+    assert (await run.result()).answer == "Hello"  # after the end: the run's own outcome
+
+    async def broken(_: QueryResponse) -> None:
+        raise ConnectionError("the door's socket is gone")
+
+    failing = owner.submit(QueryRequest(query="hi"), door="websocket", deliver=broken)
+    with pytest.raises(ConnectionError):
+        await asyncio.wait_for(failing.result(), timeout=30)
+
+    service.release.clear()
+    stopped = owner.submit(QueryRequest(query="hi"), door="http")
+    waiting = asyncio.create_task(stopped.result())
+    await asyncio.sleep(0)
+    stopped.cancel()  # the run is stopped (its client cancelled it, or the master stops)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(waiting, timeout=30)
+    await owner.aclose()
