@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError, ResponseError
 
 from master.conversation.store import SessionStore
@@ -61,81 +64,79 @@ return ARGV[1]
 """
 
 
+@dataclass
+class _Group:
+    """A group commit on a client of its own, and a script that appends its argument to a list."""
+
+    commit: GroupCommit
+    script: AsyncScript
+
+    def run(self, value: str) -> Coroutine[Any, Any, Any]:
+        return self.commit.run(self.script, ["test:group"], [value])
+
+
+@pytest.fixture
+async def group(redis_client: aioredis.Redis) -> AsyncIterator[_Group]:
+    client = create_redis(TEST_REDIS_URL)
+    try:
+        yield _Group(GroupCommit(client), client.register_script(_ECHO_OR_FAIL))
+    finally:
+        await redis_client.delete("test:group")
+        await client.aclose()
+
+
 async def test_group_commit_sends_one_iterations_scripts_as_one_pipeline(
-    redis_client: aioredis.Redis,
+    group: _Group, redis_client: aioredis.Redis
 ) -> None:
     """Issue 26: a call that finds the group idle goes out at once, alone; the scripts that
     concurrent tasks run meanwhile go out together as one pipeline; each caller gets its own
     answer or error once Redis has answered, and a script Redis has not loaded is loaded."""
-    client = create_redis(TEST_REDIS_URL)
-    commit = GroupCommit(client)
-    script = client.register_script(_ECHO_OR_FAIL)
-    try:
-        await redis_client.script_flush()
-        assert await commit.run(script, ["test:group"], ["alone"]) == "alone"
-        assert commit.batches == 1
-        await redis_client.script_flush()  # the batches find it missing: each call loads and runs it
-        args = [str(n) for n in range(20)] + ["bad"]
-        outcomes = await asyncio.gather(
-            *(commit.run(script, ["test:group"], [arg]) for arg in args), return_exceptions=True
-        )
-        assert outcomes[:20] == args[:20]
-        assert isinstance(outcomes[20], ResponseError) and "bad argument" in str(outcomes[20])
-        assert commit.batches == 3  # the first alone, then the 20 others in one pipeline
-        outcomes = await asyncio.gather(*(commit.run(script, ["test:group"], [str(n)]) for n in range(5)))
-        assert outcomes == [str(n) for n in range(5)]
-        assert commit.batches == 5
-        stored = await redis_client.lrange("test:group", 0, -1)
-        assert sorted(stored) == sorted(["alone", *args[:20], *(str(n) for n in range(5))])
-    finally:
-        await redis_client.delete("test:group")
-        await client.aclose()
+    await redis_client.script_flush()
+    assert await group.run("alone") == "alone"
+    assert group.commit.batches == 1
+    await redis_client.script_flush()  # the batches find it missing: each call loads and runs it
+    args = [str(n) for n in range(20)] + ["bad"]
+    outcomes = await asyncio.gather(*(group.run(arg) for arg in args), return_exceptions=True)
+    assert outcomes[:20] == args[:20]
+    assert isinstance(outcomes[20], ResponseError) and "bad argument" in str(outcomes[20])
+    assert group.commit.batches == 3  # the first alone, then the 20 others in one pipeline
+    outcomes = await asyncio.gather(*(group.run(str(n)) for n in range(5)))
+    assert outcomes == [str(n) for n in range(5)]
+    assert group.commit.batches == 5
+    stored = await redis_client.lrange("test:group", 0, -1)
+    assert sorted(stored) == sorted(["alone", *args[:20], *(str(n) for n in range(5))])
 
 
 async def test_a_call_that_finds_the_group_idle_is_sent_from_its_callers_task(
-    redis_client: aioredis.Redis,
+    group: _Group, redis_client: aioredis.Redis
 ) -> None:
     """At concurrency 1 no sender task runs: the caller writes its script and reads the answer
     itself (the call is written before its caller first yields)."""
-    client = create_redis(TEST_REDIS_URL)
-    commit = GroupCommit(client)
-    script = client.register_script(_ECHO_OR_FAIL)
-    try:
-        assert await commit.run(script, ["test:group"], ["load"]) == "load"
-        call = asyncio.create_task(commit.run(script, ["test:group"], ["alone"]))
-        await asyncio.sleep(0)  # the call runs up to its wait for Redis's answer
-        assert commit.batches == 2  # written already, by its caller: no sender task
-        assert commit._sender is None
-        assert await asyncio.wait_for(call, timeout=30) == "alone"
-        assert commit._sender is None
-        assert await redis_client.lrange("test:group", 0, -1) == ["load", "alone"]
-    finally:
-        await redis_client.delete("test:group")
-        await client.aclose()
+    assert await group.run("load") == "load"
+    call = asyncio.create_task(group.run("alone"))
+    await asyncio.sleep(0)  # the call runs up to its wait for Redis's answer
+    assert group.commit.batches == 2  # written already, by its caller: no sender task
+    assert group.commit._sender is None
+    assert await asyncio.wait_for(call, timeout=30) == "alone"
+    assert group.commit._sender is None
+    assert await redis_client.lrange("test:group", 0, -1) == ["load", "alone"]
 
 
 async def test_group_commit_batches_what_arrives_while_a_batch_is_in_redis(
-    redis_client: aioredis.Redis,
+    group: _Group, redis_client: aioredis.Redis
 ) -> None:
     """The calls made while a batch waits for Redis's answer go out together in the next batch."""
-    client = create_redis(TEST_REDIS_URL)
-    commit = GroupCommit(client)
-    script = client.register_script(_ECHO_OR_FAIL)
-    try:
-        assert await commit.run(script, ["test:group"], ["load"]) == "load"
-        first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
-        async with asyncio.timeout(30):
-            while commit.batches < 2:  # written; its answer needs the socket, so it is not read yet
-                await asyncio.sleep(0)
-        rest = [asyncio.create_task(commit.run(script, ["test:group"], [str(n)])) for n in range(10)]
-        assert await asyncio.wait_for(asyncio.gather(first, *rest), timeout=30) == [
-            "first",
-            *map(str, range(10)),
-        ]
-        assert commit.batches == 3
-    finally:
-        await redis_client.delete("test:group")
-        await client.aclose()
+    assert await group.run("load") == "load"
+    first = asyncio.create_task(group.run("first"))
+    async with asyncio.timeout(30):
+        while group.commit.batches < 2:  # written; its answer needs the socket, so it is not read yet
+            await asyncio.sleep(0)
+    rest = [asyncio.create_task(group.run(str(n))) for n in range(10)]
+    assert await asyncio.wait_for(asyncio.gather(first, *rest), timeout=30) == [
+        "first",
+        *map(str, range(10)),
+    ]
+    assert group.commit.batches == 3
 
 
 async def test_group_commit_sends_again_on_a_fresh_connection_after_a_restart(
@@ -205,53 +206,39 @@ async def test_group_commit_reports_a_failed_pipeline_to_every_caller(redis_clie
 
 
 async def test_group_commit_sends_what_queued_when_the_caller_sending_alone_gives_up(
-    redis_client: aioredis.Redis,
+    group: _Group, redis_client: aioredis.Redis
 ) -> None:
     """The caller that sent its call alone is cancelled while Redis has it: the calls queued
     meanwhile are still sent (on a fresh connection: the cancelled read left the old one out of
     step) and answered (none waits for ever)."""
-    client = create_redis(TEST_REDIS_URL)
-    commit = GroupCommit(client)
-    script = client.register_script(_ECHO_OR_FAIL)
-    try:
-        assert await commit.run(script, ["test:group"], ["load"]) == "load"
-        first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
-        await asyncio.sleep(0)  # the first writes its call and waits for the answer
-        joined = asyncio.create_task(commit.run(script, ["test:group"], ["joined"]))
-        await asyncio.sleep(0)  # the second queues behind it
-        first.cancel()
-        assert await asyncio.wait_for(joined, timeout=30) == "joined"
-        with pytest.raises(asyncio.CancelledError):
-            await first
-        assert commit.batches == 3
-        # The first was written before its caller gave up: Redis ran it.
-        assert sorted(await redis_client.lrange("test:group", 0, -1)) == ["first", "joined", "load"]
-        assert await commit.run(script, ["test:group"], ["after"]) == "after"
-    finally:
-        await redis_client.delete("test:group")
-        await client.aclose()
+    assert await group.run("load") == "load"
+    first = asyncio.create_task(group.run("first"))
+    await asyncio.sleep(0)  # the first writes its call and waits for the answer
+    joined = asyncio.create_task(group.run("joined"))
+    await asyncio.sleep(0)  # the second queues behind it
+    first.cancel()
+    assert await asyncio.wait_for(joined, timeout=30) == "joined"
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert group.commit.batches == 3
+    # The first was written before its caller gave up: Redis ran it.
+    assert sorted(await redis_client.lrange("test:group", 0, -1)) == ["first", "joined", "load"]
+    assert await group.run("after") == "after"
 
 
 async def test_group_commit_does_not_send_a_queued_call_whose_caller_gave_up(
-    redis_client: aioredis.Redis,
+    group: _Group, redis_client: aioredis.Redis
 ) -> None:
     """A call queued behind a batch in Redis whose caller is cancelled before the next batch is
     written is not sent; the others of that batch are."""
-    client = create_redis(TEST_REDIS_URL)
-    commit = GroupCommit(client)
-    script = client.register_script(_ECHO_OR_FAIL)
-    try:
-        assert await commit.run(script, ["test:group"], ["load"]) == "load"
-        first = asyncio.create_task(commit.run(script, ["test:group"], ["first"]))
-        await asyncio.sleep(0)  # the first writes its call and waits for the answer
-        dropped = asyncio.create_task(commit.run(script, ["test:group"], ["dropped"]))
-        kept = asyncio.create_task(commit.run(script, ["test:group"], ["kept"]))
-        await asyncio.sleep(0)  # both queue behind it
-        dropped.cancel()
-        assert await asyncio.wait_for(asyncio.gather(first, kept), timeout=30) == ["first", "kept"]
-        with pytest.raises(asyncio.CancelledError):
-            await dropped
-        assert await redis_client.lrange("test:group", 0, -1) == ["load", "first", "kept"]
-    finally:
-        await redis_client.delete("test:group")
-        await client.aclose()
+    assert await group.run("load") == "load"
+    first = asyncio.create_task(group.run("first"))
+    await asyncio.sleep(0)  # the first writes its call and waits for the answer
+    dropped = asyncio.create_task(group.run("dropped"))
+    kept = asyncio.create_task(group.run("kept"))
+    await asyncio.sleep(0)  # both queue behind it
+    dropped.cancel()
+    assert await asyncio.wait_for(asyncio.gather(first, kept), timeout=30) == ["first", "kept"]
+    with pytest.raises(asyncio.CancelledError):
+        await dropped
+    assert await redis_client.lrange("test:group", 0, -1) == ["load", "first", "kept"]
