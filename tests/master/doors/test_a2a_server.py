@@ -349,12 +349,13 @@ async def test_a_failed_resume_leaves_the_task_waiting_and_a_message_tries_again
         assert calculator.calls == [("add", {"a": 2, "b": 3})]  # not run again
 
 
-async def test_an_expired_approval_ends_the_waiting_task(llm: ScriptedOpenAIServer) -> None:
+async def test_an_expired_approval_ends_the_waiting_task(
+    llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with (
         hub(
             llm,
             openagent_approval_tools=f"{AGENT}__add",
-            openagent_approval_ttl_seconds=1,
             openagent_approval_sweep_seconds=0.05,
         ) as (master, calculator),
         a2a_client(agent_url(master)) as client,
@@ -363,6 +364,10 @@ async def test_an_expired_approval_ends_the_waiting_task(llm: ScriptedOpenAIServ
         llm.add_text("No one approved the addition in time.")
         task = final_task(await send(client, text_message("What is 2 + 3?")))
         assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, task
+        store = master.services.queries.approvals
+        assert store is not None
+        now = store.clock()
+        monkeypatch.setattr(store, "clock", lambda: now + store.ttl_seconds + 60)  # its time has passed
         ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
         assert artifact_text(ended) == "No one approved the addition in time."
         assert calculator.calls == []
