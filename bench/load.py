@@ -9,7 +9,9 @@
 - ``"mode": "sessions"``: one query at a time; ``warmup_queries`` queries in new sessions,
   then for each window in ``sessions`` one query in each of its session ids. With
   ``"prime": true`` each session first gets one query outside the window, reported
-  apart as ``first_query``.
+  apart as ``first_query``. After each window but the last the client waits for a line on
+  stdin (the runner sends one once it has read the server's CPU), so that the next window's
+  first queries do not land in this window's CPU.
 - ``"mode": "mcp"``: like ``closed``, but each worker holds its own official MCP client
   (``mcp.Client``, revision 2026-07-28, its own HTTP connection) and calls the tool
   ``body["tool"]`` with ``body["arguments"]`` at ``url`` (an MCP endpoint); a call counts when
@@ -39,7 +41,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.child import emit, run
+from bench.child import emit, read_line, run
 from bench.stats import latency_summary
 
 REQUEST_TIMEOUT = 30.0
@@ -232,6 +234,8 @@ async def _sessions(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None
             latency, error = await _ask(session, url, {**body, "session_id": session_id})
             window.record(latency, error)
         emit("end", rep=rep, first_query=primed, **window.report(time.perf_counter() - started))
+        if rep + 1 < len(cfg["sessions"]):  # the next window's first queries wait for the runner's
+            await read_line()  # CPU sample of this one: a long session's first query is costly
 
 
 SOAK_SLOTS = 3

@@ -144,6 +144,8 @@ async def run_load(
                 await profiler.start()
             end = await load.expect("end", window_seconds + EVENT_SLACK)
             cpu1, t1 = _sample(watched), time.monotonic()
+            if config.get("mode") == "sessions" and rep + 1 < windows:
+                await load.send("next")  # the client primes the next window's sessions only now
             reps.append(_window(end, cpu0, cpu1, t1 - t0, [hub.name for hub in running.hubs()]))
             if profiler is not None:
                 profile_result = await profiler.finish()
