@@ -13,8 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 
 from master.orchestration.orchestrator import Orchestrator
+from master.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
@@ -83,6 +85,13 @@ async def bank(llm: ScriptedOpenAIServer, *, port: int | None = None, **settings
 async def hub(llm: ScriptedOpenAIServer) -> AsyncIterator[Bank]:
     async with bank(llm) as b:
         yield b
+
+
+async def _due_now(redis_client: aioredis.Redis, approval_id: str) -> None:
+    """Put the approval's place on the expiry sweep's list in the past, so the sweep's next pass
+    finds it overdue (in place of a short TTL in real time, which a busy machine outruns; moving
+    the store's clock instead would make other tests' pending approvals in this Redis due too)."""
+    await redis_client.zadd(APPROVALS_EXPIRING_KEY, {approval_id: 0})
 
 
 def _pay_and_read(llm: ScriptedOpenAIServer) -> None:
@@ -448,12 +457,15 @@ async def test_metrics_count_each_outcome_and_the_time_to_decision(hub: Bank) ->
     assert _sample(metrics, "openagent_approvals_total", "approved") == 1.0  # an edit is not counted twice
 
 
-async def test_the_expiry_sweep_ends_the_run_without_anyone_reading(llm: ScriptedOpenAIServer) -> None:
-    async with bank(llm, openagent_approval_ttl_seconds=1, openagent_approval_sweep_seconds=0.05) as b:
+async def test_the_expiry_sweep_ends_the_run_without_anyone_reading(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    async with bank(llm, openagent_approval_sweep_seconds=0.05) as b:
         llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
         llm.add_text("No one approved the transfer in time.")
         paused = await b.query()
         approval_id = paused["approvals"][0]["approval_id"]
+        await _due_now(redis_client, approval_id)
         async with asyncio.timeout(30):  # the sweep marks it, resumes the run, the model answers
             while len(llm.requests) < 2:
                 await asyncio.sleep(0.02)
@@ -471,10 +483,12 @@ async def test_the_expiry_sweep_ends_the_run_without_anyone_reading(llm: Scripte
         assert late.status_code == 409 and late.json()["detail"]["approval"]["status"] == "expired"
 
 
-async def test_two_masters_sweeping_expire_an_approval_once(llm: ScriptedOpenAIServer) -> None:
+async def test_two_masters_sweeping_expire_an_approval_once(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
     """Both masters of one Redis sweep; one wins the approval (SET NX), so it is counted and its
     run resumed once."""
-    quick = {"openagent_approval_ttl_seconds": 1, "openagent_approval_sweep_seconds": 0.02}
+    quick = {"openagent_approval_sweep_seconds": 0.02}
     async with (
         bank(llm, **quick) as a,
         in_process_master(
@@ -485,6 +499,7 @@ async def test_two_masters_sweeping_expire_an_approval_once(llm: ScriptedOpenAIS
         llm.add_text("No one approved the transfer in time.")
         paused = await a.query()
         approval_id = paused["approvals"][0]["approval_id"]
+        await _due_now(redis_client, approval_id)
         store = a.master.services.queries.approvals
         assert store is not None
         async with asyncio.timeout(30):  # decided, off the sweep's list, its run resumed
@@ -504,13 +519,10 @@ async def test_two_masters_sweeping_expire_an_approval_once(llm: ScriptedOpenAIS
         assert len(llm.requests) == 2 and a.calls == []
 
 
-async def test_the_sweep_resumes_a_run_it_could_not_admit_at_its_next_pass(llm: ScriptedOpenAIServer) -> None:
-    async with bank(
-        llm,
-        openagent_approval_ttl_seconds=1,
-        openagent_approval_sweep_seconds=0.02,
-        openagent_max_queries_in_flight=1,
-    ) as b:
+async def test_the_sweep_resumes_a_run_it_could_not_admit_at_its_next_pass(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    async with bank(llm, openagent_approval_sweep_seconds=0.02, openagent_max_queries_in_flight=1) as b:
         llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
         llm.add_text("No one approved the transfer in time.")
         paused = await b.query()
@@ -519,6 +531,7 @@ async def test_the_sweep_resumes_a_run_it_could_not_admit_at_its_next_pass(llm: 
         admission = b.master.services.entry.admission
         admission.enter()  # the master is full: the sweep's resume is not admitted
         try:
+            await _due_now(redis_client, paused["approvals"][0]["approval_id"])
             async with asyncio.timeout(30):
                 while (await store.record(paused["approvals"][0]["approval_id"]) or {}).get(
                     "decided_at"
