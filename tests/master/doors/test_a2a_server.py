@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
 from a2a.compat.v0_3.types import (
@@ -48,6 +49,7 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 
+from master.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import ClientConfig as AgentConfig
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
@@ -350,7 +352,7 @@ async def test_a_failed_resume_leaves_the_task_waiting_and_a_message_tries_again
 
 
 async def test_an_expired_approval_ends_the_waiting_task(
-    llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
 ) -> None:
     async with (
         hub(
@@ -364,10 +366,9 @@ async def test_an_expired_approval_ends_the_waiting_task(
         llm.add_text("No one approved the addition in time.")
         task = final_task(await send(client, text_message("What is 2 + 3?")))
         assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, task
-        store = master.services.queries.approvals
-        assert store is not None
-        now = store.clock()
-        monkeypatch.setattr(store, "clock", lambda: now + store.ttl_seconds + 60)  # its time has passed
+        [approval] = data_of(task.status.message.parts[1])["approvals"]
+        # due at the sweep's next pass (only this approval: other tests' pending ones stay as they are)
+        await redis_client.zadd(APPROVALS_EXPIRING_KEY, {approval["approval_id"]: 0})
         ended = await wait_for_state(client, task.id, TaskState.TASK_STATE_COMPLETED)
         assert artifact_text(ended) == "No one approved the addition in time."
         assert calculator.calls == []
