@@ -8,9 +8,10 @@ twice the approval TTL, so an expired approval still answers ``expired`` for a w
 approval also sits in one sorted set by ``expires_at`` (:meth:`ApprovalStore.overdue`), which the
 expiry sweep reads; each new approval also drops the ids there whose records are gone (expired
 a TTL ago), so the set stays bounded while the sweep is off. A person's "approve this tool for
-the rest of the session" is a set of tools per session (:meth:`ApprovalStore.remember`). A record keeps the tenant of the query that
-made it (``tenant``; none: ``default``): the reads take the asker's tenant (``None``: an
-administrator) and another tenant's approval does not exist for them.
+the rest of the session" is a set of tools per session (:meth:`ApprovalStore.remember`). A
+record keeps the tenant of the query that made it (``tenant``; none: ``default``): the reads take
+the asker's tenant (``None``: an administrator) and another tenant's approval does not exist for
+them.
 """
 
 from __future__ import annotations
