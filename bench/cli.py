@@ -56,13 +56,24 @@ SMOKE = {
     "connections": 200,
     "conn_processes": 2,
     "conn_repeat": 1,
-    "session_turns": "1,10,100",
+    "session_turns": [1, 10, 100],
     "session_queries": 5,
     "redis_queries": 3,
     "jobs": 3,
     "soak_minutes": 0.05,
     "soak_interval": 0.5,
 }
+
+
+def turn_counts(text: str) -> list[int]:
+    """``--session-turns``: comma-separated counts of earlier turns, each at least 1."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+    if any(count < 1 for count in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: each count of earlier turns must be at least 1")
+    return counts
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -87,7 +98,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="idle agents offer permessage-deflate (the SDK's agents do not)",
     )
     parser.add_argument(
-        "--session-turns", default="1,100,1000", help="earlier turns per session (1,100,1000)"
+        "--session-turns",
+        type=turn_counts,
+        default=[1, 100, 1000],
+        help="earlier turns per session, comma-separated (1,100,1000)",
     )
     parser.add_argument(
         "--session-queries", type=int, default=60, help="queries per window, session growth (60)"
@@ -152,7 +166,7 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         async with master_setup(args.redis_url, http_agents=http) as running:
             await round_trips("master", running)
             if case_list.SESSION_GROWTH in selected:
-                sizes = [int(s) for s in args.session_turns.split(",")]
+                sizes = args.session_turns
                 _progress(f"session growth: {sizes} earlier turns, {args.session_queries} queries per window")
                 results[case_list.SESSION_GROWTH] = await session_growth_case(
                     running,
@@ -205,7 +219,7 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         name = case_list.SCRIPTED_SESSION_GROWTH
         context = case_list.SCRIPTED_CONTEXT_MAX_TOKENS
         async with scripted_setup(args.redis_url, context_max_tokens=context) as running:
-            sizes = [int(s) for s in args.session_turns.split(",")]
+            sizes = args.session_turns
             _progress(f"{name}: {sizes} earlier turns, all sent to the LLM through the real client")
             results[name] = await session_growth_case(
                 running,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bench.cases import DEFAULT_CASES, SOAK, select
+from bench.cli import parse_args
 from bench.soak import second_half_growth, summarise
 from bench.targets import evaluate
 from bench.throughput import limited_by_machine
@@ -67,3 +68,11 @@ def test_the_machine_is_the_limit_with_more_masters_than_cores_or_every_core_bus
     assert limited_by_machine(cores + 1, []) == "cores"
     assert limited_by_machine(1, [{"machine_cpu_pct": 100.0 * cores}]) == "busy"
     assert limited_by_machine(1, [{"machine_cpu_pct": 10.0}]) == ""
+
+
+def test_session_turns_are_checked_when_parsed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_args(["--session-turns", "1,100,1000"]).session_turns == [1, 100, 1000]
+    for bad, says in (("abc", "not a comma-separated list"), ("1,0", "at least 1")):
+        with pytest.raises(SystemExit):
+            parse_args(["--session-turns", bad])
+        assert f"--session-turns: '{bad}'" in (err := capsys.readouterr().err) and says in err, err
