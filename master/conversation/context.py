@@ -22,6 +22,7 @@ tools on offer fits beside the messages, the query is refused (``invalid_query``
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
@@ -30,10 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from master.conversation.history import history_messages
-from master.conversation.store import StoredTurn
+from master.conversation.history import context_messages, history_messages
+from master.conversation.store import SessionTurns
 from master.errors import LLMError, QueryRejected
-from master.llm.chat_endpoint import list_slice, starts_with
 from master.llm.model import ChatMessage, ChatModel
 from master.llm.tokens import count_messages, count_tools
 
@@ -67,12 +67,21 @@ into one summary (which also covers the older raw turns)."""
 class Split:
     """A session's turns as the context uses them (:func:`split_turns`)."""
 
+    turns: Sequence[Turn]
     summaries: list[Turn]
     """The summary turns in effect, in order."""
-    raw: list[Turn]
-    """The raw turns after the last summary, without summary turns, in order."""
     spans: tuple[tuple[int, int], ...]
-    """Where :attr:`raw` comes from: the turns ``[start:end]`` of each span, one after the other."""
+    """The raw turns after the last summary, without summary turns: the turns ``[start:end]`` of
+    each span, one after the other."""
+
+    @property
+    def raw_count(self) -> int:
+        return sum(end - start for start, end in self.spans)
+
+    @property
+    def raw(self) -> list[Turn]:
+        """The raw turns, in order (a new list)."""
+        return [turn for start, end in self.spans for turn in self.turns[start:end]]
 
     def index(self, position: int) -> int:
         """The index in the session's list of ``raw[position]``."""
@@ -84,31 +93,24 @@ class Split:
 
 
 def split_turns(turns: Sequence[Turn]) -> Split:
-    """The summary turns in effect, and the raw turns after the last summary.
+    """The summary turns in effect, and where the raw turns after the last summary are.
 
     A summary with ``folds_previous`` replaces every summary before it.
 
     Only the positions of the summary turns need a walk over the turns in Python. When ``turns``
-    starts with a :class:`StoredTurn`, the positions in its leading stored turns are kept on that
-    first turn with the turns they came from, so the session's next query (its stored turns plus
-    the new ones) walks only the new turns; the raw turns are slices, in C.
+    is a :class:`SessionTurns`, the positions among its stored turns are kept on its
+    :class:`TurnLog`, so the session's next query walks only its new turns.
     """
-    first = turns[0] if turns else None
-    done: list[Turn] = []
     marks: list[int] = []
-    if isinstance(first, StoredTurn) and isinstance(first.summary_indexes, tuple):
-        kept, kept_marks = first.summary_indexes
-        if starts_with(turns, kept):
-            done, marks = kept, list(kept_marks)
-    stored = len(done)  # turns[:stored] are stored turns, which never change
-    for index in range(len(done), len(turns)):
-        turn = turns[index]
-        if stored == index and isinstance(turn, StoredTurn):
-            stored += 1
-        if turn.get("decision") == "summary":
-            marks.append(index)
-    if isinstance(first, StoredTurn) and stored > len(done):
-        first.summary_indexes = (list_slice(turns, 0, stored), tuple(i for i in marks if i < stored))
+    walked = 0
+    if isinstance(turns, SessionTurns):
+        log, walked = turns.log, turns.stored
+        scanned, found = log.marks
+        if scanned < walked:
+            found = found + [i for i in range(scanned, walked) if log[i].get("decision") == "summary"]
+            log.marks = (walked, found)
+        marks = found[: bisect.bisect_left(found, walked)]
+    marks += (i for i in range(walked, len(turns)) if turns[i].get("decision") == "summary")
     summaries: list[Turn] = []
     for index in marks:
         summary = turns[index]
@@ -120,11 +122,7 @@ def split_turns(turns: Sequence[Turn]) -> Split:
         if end > start:
             spans.append((start, end))
         start = max(start, end + 1)
-    if len(spans) == 1:
-        raw = list_slice(turns, *spans[0])
-    else:
-        raw = [turn for start, end in spans for turn in turns[start:end]]
-    return Split(summaries, raw, tuple(spans))
+    return Split(turns, summaries, tuple(spans))
 
 
 class ContextBuilder:
@@ -152,7 +150,7 @@ class ContextBuilder:
                 self._seen = None
             return seen[4], seen[5], seen[6]
         split = split_turns(turns)
-        messages = self._messages(system, split.summaries, split.raw, query)
+        messages = context_messages(system, split.summaries, turns, split.spans, query)
         tokens = count_messages(messages)
         self._seen = None if take else (turns, len(turns), system, query, split, messages, tokens)
         return split, messages, tokens
@@ -162,11 +160,11 @@ class ContextBuilder:
     ) -> bool:
         """Whether :meth:`build` would call the summarizer for these turns (no LLM call here)."""
         split, _, message_tokens = self._read(system, turns, query, take=False)
-        return self._fold(split.summaries) or self._overflows(message_tokens, split.raw, tool_costs)
+        return self._fold(split.summaries) or self._overflows(message_tokens, split.raw_count, tool_costs)
 
-    def _overflows(self, message_tokens: int, raw: list[Turn], tool_costs: Sequence[int]) -> bool:
+    def _overflows(self, message_tokens: int, raw_count: int, tool_costs: Sequence[int]) -> bool:
         """Over the token limit with more raw turns than the recent ones kept as they are."""
-        return message_tokens + sum(tool_costs) > self._max_tokens and len(raw) > self._recent
+        return message_tokens + sum(tool_costs) > self._max_tokens and raw_count > self._recent
 
     def _fold(self, summaries: list[Turn]) -> bool:
         """The summaries take more than their share: fold them (and what they can absorb) into one."""
@@ -188,11 +186,12 @@ class ContextBuilder:
         if tool_costs is None:
             tool_costs = [count_tools([tool]) for tool in tools]
         split, messages, message_tokens = self._read(system, turns, query, take=True)
-        summaries, raw = split.summaries, split.raw
+        summaries = split.summaries
         spent = 0
         summary_turn: Turn | None = None
         fold = self._fold(summaries)
-        if fold or self._overflows(message_tokens, raw, tool_costs):
+        if fold or self._overflows(message_tokens, split.raw_count, tool_costs):
+            raw = split.raw
             older = raw[: len(raw) - min(self._recent, len(raw))]
             covered = (
                 split.index(len(older) - 1)
@@ -211,21 +210,11 @@ class ContextBuilder:
                     summary_turn["folds_previous"] = True
                 recent = raw[len(older) :]
                 kept = [summary_turn] if fold else [*summaries, summary_turn]
-                messages = self._messages(system, kept, recent, query)
+                messages = context_messages(system, kept, recent, [(0, len(recent))], query)
                 message_tokens = count_messages(messages)
         if message_tokens + sum(tool_costs) > self._max_tokens:
             tools, tool_costs = self._fit_tools(message_tokens, tools, tool_costs, query)
         return Context(messages, tools, summary_turn, message_tokens + sum(tool_costs)), spent
-
-    @staticmethod
-    def _messages(
-        system: str, summaries: Sequence[Turn], raw: Sequence[Turn], query: str
-    ) -> list[ChatMessage]:
-        return [
-            {"role": "system", "content": system},
-            *history_messages([*summaries, *raw]),
-            {"role": "user", "content": query},
-        ]
 
     async def _summarize(self, turns: Sequence[Turn]) -> tuple[str | None, int]:
         transcript = "\n".join(

@@ -2,42 +2,111 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
 
-from master.conversation.store import StoredTurn
-from master.llm.chat_endpoint import SharedMessage, list_slice, starts_with
+from master.conversation.store import SessionTurns, StoredTurn, Turn
+from master.llm.chat_endpoint import Messages, SharedMessage, SharedRun
 from master.llm.model import ChatMessage
 
 _HISTORY_RESULT_CHARS = 2000
 """Tool results longer than this are cut when earlier turns are replayed to the model."""
 
 
-def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
+def history_messages(turns: Sequence[Turn]) -> list[ChatMessage]:
     """Replay stored turns as chat messages: each query and its answer, with tool results inline.
 
     Turns of one query share its ``query_id``; summary turns become system messages, and turns
-    of no query (a collaboration started over HTTP) become system notes.
-
-    The messages of a query whose turns are :class:`StoredTurn` objects are kept on its first
-    turn (as :class:`SharedMessage` objects, whose JSON the LLM client keeps in turn): the
-    next query of the session replays them without rendering or encoding them again. And when
-    ``turns`` starts with a :class:`StoredTurn`, the messages of every query but the last are
-    kept on that first turn with the turns they came from: the next call whose list starts with
-    the very same turns (a session's next query: its stored turns plus the new ones) renders
-    only what follows them, instead of walking a long session's every turn again.
+    of no query (a collaboration started over HTTP) become system notes. The messages of a
+    query whose turns are :class:`StoredTurn` objects are kept on its first turn.
     """
     messages: list[ChatMessage] = []
-    group: list[dict[str, Any]] = []
-    start = 0
-    first = turns[0] if turns else None
-    if isinstance(first, StoredTurn) and isinstance(first.prefix, tuple):
-        done, rendered = first.prefix
-        if starts_with(turns, done):
-            messages.extend(rendered)
-            start = len(done)
-    settled = start  # turns[:settled] are rendered into messages[:kept] for good
+    _replay(turns, range(len(turns)), messages)
+    return messages
+
+
+def context_messages(
+    system: str,
+    summaries: Sequence[Turn],
+    turns: Sequence[Turn],
+    spans: Sequence[tuple[int, int]],
+    query: str,
+) -> Messages:
+    """A query's messages for the model: the system prompt, the summaries in effect, the turns
+    ``turns[start:end]`` of each span replayed (:func:`history_messages`), and the query.
+
+    When ``turns`` is a :class:`SessionTurns`, the replayed messages of its stored turns are kept
+    on its :class:`TurnLog` as a :class:`SharedRun`, which the messages share: a session's next
+    query replays only its new turns, and the model's client finds the history's JSON and token
+    count without walking it (:func:`master.llm.chat_endpoint.chat_pieces`).
+    """
+    messages = Messages([{"role": "system", "content": system}])
+    messages.extend(_summary_message(summary) for summary in summaries)
+    done = _shared_replay(turns, spans, messages) if isinstance(turns, SessionTurns) and spans else 0
+    _replay(turns, _positions(spans, done, len(turns)), messages)
+    messages.append({"role": "user", "content": query})
+    return messages
+
+
+class _Replay:
+    """What a :class:`TurnLog` keeps of its replay from turn ``start`` on: ``run`` holds the
+    messages of its turns up to ``settled`` (not the turns at ``gaps``, summary turns), which no
+    later turn changes."""
+
+    __slots__ = ("gaps", "run", "settled", "start")
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.settled = start
+        self.gaps: tuple[int, ...] = ()
+        self.run = SharedRun()
+
+
+def _shared_replay(turns: SessionTurns, spans: Sequence[tuple[int, int]], messages: Messages) -> int:
+    """Add to ``messages`` the shared messages of the turns in ``spans``, replayed up to a
+    position, which is returned (0: none shared). Extends the log's replay with the stored turns
+    whose messages are final."""
+    log, stored = turns.log, turns.stored
+    start = spans[0][0]
+    gaps = [gap for (_, end), (after, _) in itertools.pairwise(spans) for gap in range(end, after)]
+    memo = log.replay
+    if not (
+        isinstance(memo, _Replay)
+        and memo.start == start
+        and memo.settled <= stored
+        and memo.gaps == tuple(gap for gap in gaps if gap < memo.settled)
+    ):
+        if isinstance(memo, _Replay) and memo.start == start and memo.settled > stored:
+            return 0  # a later query of the session replayed more: not this one's to share
+        memo = _Replay(start)
+        log.replay = memo
+    if memo.settled < stored:
+        rendered: list[ChatMessage] = []
+        settled, kept = _replay(turns, _positions(spans, memo.settled, stored), rendered)
+        memo.run.items.extend(cast("list[SharedMessage]", rendered[:kept]))
+        memo.settled = stored if settled is None else settled
+        memo.gaps = tuple(gap for gap in gaps if gap < memo.settled)
+    if memo.run.items:
+        messages.share(memo.run)
+    return memo.settled
+
+
+def _positions(spans: Sequence[tuple[int, int]], low: int, high: int) -> Iterator[int]:
+    """The positions of ``spans`` from ``low`` to before ``high``."""
+    for start, end in spans:
+        yield from range(max(start, low), min(end, high))
+
+
+def _replay(
+    turns: Sequence[Turn], positions: Iterable[int], messages: list[ChatMessage]
+) -> tuple[int | None, int]:
+    """Append the messages of the turns at ``positions`` (ascending) to ``messages``. Returns where
+    the last query's messages start, which its next turns could change: the position of its first
+    turn (``None``: no query is open) and the length ``messages`` had before them."""
+    group: list[Turn] = []
+    settled: int | None = None
     kept = len(messages)
 
     def flush() -> None:
@@ -45,44 +114,39 @@ def history_messages(turns: Sequence[dict[str, Any]]) -> list[ChatMessage]:
             messages.extend(_query_messages(group))
             group.clear()
 
-    for index in range(start, len(turns)):
+    for index in positions:
         turn = turns[index]
         if not group:  # whatever came before this turn is rendered and will not change
             settled, kept = index, len(messages)
         if turn.get("decision") == "instructions":
             flush()
-            messages.append({"role": "system", "content": str(turn.get("content", ""))})
+            messages.append(SharedMessage(role="system", content=str(turn.get("content", ""))))
             continue
         if turn.get("decision") == "summary":
             flush()
-            messages.append(
-                {
-                    "role": "system",
-                    "content": f"Summary of the earlier conversation: {turn.get('summary', '')}",
-                }
-            )
+            messages.append(_summary_message(turn))
             continue
         if turn.get("late_callback"):  # a result recorded after its query was gone (call_records)
             flush()
         if turn.get("late_callback") or (turn.get("query_id") is None and "query" not in turn):
             note = _note(turn)
             if note:
-                messages.append({"role": "system", "content": note})
+                messages.append(SharedMessage(role="system", content=note))
             continue
         if group and turn.get("query_id") != group[0].get("query_id"):
             flush()
             settled, kept = index, len(messages)
         group.append(turn)
     if not group:
-        settled, kept = len(turns), len(messages)
+        settled, kept = None, len(messages)
     flush()
-    if (
-        isinstance(first, StoredTurn)
-        and settled > start
-        and all(isinstance(t, StoredTurn) for t in turns[start:settled])
-    ):
-        first.prefix = (list_slice(turns, 0, settled), messages[:kept])
-    return messages
+    return settled, kept
+
+
+def _summary_message(turn: Turn) -> SharedMessage:
+    return SharedMessage(
+        role="system", content=f"Summary of the earlier conversation: {turn.get('summary', '')}"
+    )
 
 
 CLIENT = "client"

@@ -23,7 +23,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, cast
 
 import orjson
@@ -53,19 +52,48 @@ class StoredTurn(dict[str, Any]):
     """A turn as this master loaded it: shared by every later query of the session, never changed.
 
     ``replay`` keeps what :mod:`master.conversation.history` derived from it (the chat
-    messages of the query it starts), and ``prefix``, on the first turn of a replayed list, the
-    messages of the list's finished queries, so a long session is not re-rendered per query.
-    ``summary_indexes``, on the first turn of a session's list, is where its summary turns are
-    (:func:`master.conversation.context.split_turns`), so they are not looked for per query.
+    messages of the query it starts).
     """
 
-    __slots__ = ("prefix", "replay", "summary_indexes")
+    __slots__ = ("replay",)
 
     def __init__(self, turn: dict[str, Any]) -> None:
         super().__init__(turn)
         self.replay: object = None
-        self.prefix: object = None
-        self.summary_indexes: object = None
+
+
+class TurnLog(list[Turn]):
+    """A session's turns as this master read them (``length``: bytes of their stored JSON).
+
+    It is only ever appended to, as the session grows, and never changed otherwise, so what is
+    derived from its first turns stays true: the positions of its summary turns (``marks``,
+    :func:`master.conversation.context.split_turns`) and its replayed messages (``replay``,
+    :mod:`master.conversation.history`) are kept on it, and a session's next query derives only
+    what its new turns add.
+    """
+
+    __slots__ = ("length", "marks", "replay")
+
+    def __init__(self, turns: Sequence[Turn], length: int) -> None:
+        super().__init__(turns)
+        self.length = length
+        self.marks: tuple[int, list[int]] = (0, [])
+        """The positions of the summary turns among the first ``marks[0]`` turns."""
+        self.replay: object = None
+
+
+class SessionTurns(list[Turn]):
+    """A query's list of its session's turns, as :meth:`SessionStore.load` returns it: its first
+    ``stored`` turns are those of ``log``. Its holder may append turns, never change or remove
+    the ones it has."""
+
+    __slots__ = ("log", "stored")
+
+    def __init__(self, log: TurnLog) -> None:
+        super().__init__()
+        self[:] = log  # copied as a list (list(log) would iterate a list subclass item by item)
+        self.log = log
+        self.stored = len(log)
 
 
 def _state(raw: Any) -> dict[str, Any] | None:
@@ -158,22 +186,18 @@ SESSION_CACHE_BYTES = 32 * 1024 * 1024
 """Bytes of stored JSON those sessions may add up to (their parsed form takes a few times more)."""
 
 
-@dataclass
-class _Cached:
-    length: int
-    """Bytes of the stored JSON this copy was parsed from."""
-    turns: list[Turn]
-
-
-def _merge(cached: _Cached | None, length: int, text: str) -> list[Turn] | None:
-    """The turns from the cached copy plus what :data:`_LOAD` returned; ``None`` when they do not fit."""
+def _merge(log: TurnLog | None, known: int, length: int, text: str) -> TurnLog | None:
+    """The cached turns plus what :data:`_LOAD` returned for ``known`` bytes; ``None`` when they
+    do not fit. New turns are appended to the cached :class:`TurnLog` in place."""
     try:
-        if cached is not None and length == cached.length:
-            return cached.turns
-        if cached is not None and text.startswith(","):
-            return cached.turns + _stored("[" + text[1:])
+        if log is not None and length == log.length:
+            return log
+        if log is not None and known == log.length and text.startswith(","):
+            log.extend(_stored("[" + text[1:]))
+            log.length = length
+            return log
         if text.startswith("["):
-            return _stored(text)
+            return TurnLog(_stored(text), length)
     except ValueError:
         pass
     return None
@@ -223,8 +247,8 @@ class SessionStore:
         """Concurrent queries' appends go out as one pipeline (each still waits for its own answer)."""
         self._load = redis.register_script(_LOAD)
         self._delete = redis.register_script(_DELETE)
-        self._cache: SizedLRU[str, _Cached] = SizedLRU(
-            SESSION_CACHE_BYTES, lambda _, cached: cached.length, max_entries=_CACHED_SESSIONS
+        self._cache: SizedLRU[str, TurnLog] = SizedLRU(
+            SESSION_CACHE_BYTES, lambda _, log: log.length, max_entries=_CACHED_SESSIONS
         )
         self._unlock = redis.register_script(_UNLOCK)
         self._local_locks: dict[str, asyncio.Lock] = {}
@@ -273,11 +297,12 @@ class SessionStore:
         """The session's turns, or ``None`` when it does not exist (or expired), or when
         ``tenant`` is given and does not own it (``None``: any session, an administrator's view)."""
         cached = self._cache.get(session_id)
+        known = cached.length if cached else 0
         key = session_key(session_id)
         async with self._step():
             length, text = await self._load(
                 keys=[key, session_owner_key(session_id)],
-                args=[cached.length if cached else 0, tenant or "", DEFAULT_TENANT],
+                args=[known, tenant or "", DEFAULT_TENANT],
             )
             if length == -1:  # another tenant's: as if it did not exist
                 self._answered_at = time.monotonic()
@@ -286,13 +311,13 @@ class SessionStore:
                 self._answered_at = time.monotonic()
                 self._cache.pop(session_id)
                 return None
-            turns = _merge(cached, length, text)
-            if turns is None:  # not the value the cached copy was read from: read it whole
+            log = _merge(cached, known, int(length), text)
+            if log is None:  # not the value the cached copy was read from: read it whole
                 text = cast(str, await self._redis.get(key)) or "[]"
-                length, turns = len(text.encode()), _stored(text)
+                log = TurnLog(_stored(text), len(text.encode()))
         self._answered_at = time.monotonic()
-        self._cache.put(session_id, _Cached(int(length), turns))
-        return list(turns)
+        self._cache.put(session_id, log)
+        return SessionTurns(log)
 
     async def append(
         self,

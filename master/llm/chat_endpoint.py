@@ -30,8 +30,8 @@ import email.utils
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
 
 import aiohttp
 import orjson
@@ -53,49 +53,98 @@ class SharedMessage(dict[str, Any]):
     """A chat message shared by several requests and never changed (a session's replayed history).
 
     The client keeps its encoded JSON in ``encoded``, and the token counter its count in
-    ``tokens`` (:func:`master.llm.tokens.count_messages`), so a long history is
-    encoded and counted once. The first message of a run of shared messages (a session's
-    history in a request) also keeps the run's JSON in ``run_encoded`` and its token
-    count in ``run_tokens``, each with the messages it covers: the next request whose run starts
-    with the very same messages (the session's next query, or round) reuses them, instead of
-    walking a long history message by message.
+    ``tokens`` (:func:`master.llm.tokens.count_messages`), so that it is encoded and counted once.
     """
 
-    __slots__ = ("encoded", "run_encoded", "run_tokens", "tokens")
+    __slots__ = ("encoded", "tokens")
 
     def __init__(self, **fields: Any) -> None:
         super().__init__(fields)
         self.encoded: bytes | None = None
         self.tokens: int | None = None
-        self.run_encoded: tuple[list[SharedMessage], list[bytes]] | None = None
-        self.run_tokens: tuple[list[SharedMessage], int] | None = None
 
 
 RUN_PIECES = 64
-"""Pieces a run's kept JSON may be in before they are joined into one. The session's next query
-adds its new messages to the kept pieces instead of copying a long history into a new run each
-time; a join every few queries keeps the body's final join short."""
+"""Pieces a :class:`SharedRun`'s kept JSON may be in before they are joined into one. The
+session's next query adds its new messages as one more piece instead of copying a long history
+each time; a join every few queries keeps the body's final join short."""
 
 
-def shared_run(messages: Sequence[Mapping[str, Any]], start: int) -> int:
-    """The end of the run of :class:`SharedMessage` objects that starts at ``start``."""
-    end = start
-    while end < len(messages) and isinstance(messages[end], SharedMessage):
-        end += 1
-    return end
+class SharedRun:
+    """A session's replayed history as one list of :class:`SharedMessage` objects, which is only
+    ever appended to (as the session grows), shared by the requests of its queries.
+
+    It keeps what the requests derive from a prefix of it: the JSON of ``items[:n]`` in a few
+    pieces (:func:`chat_body`) and the running token counts (``token_sums[i]``: the tokens of
+    ``items[:i]``, :func:`master.llm.tokens.count_messages`). A request carries the prefix as a
+    :class:`Messages` list, so finding them takes no walk over a long history: its next query, or
+    round, encodes and counts only the messages it has not seen.
+    """
+
+    __slots__ = ("_encoded", "items", "token_sums")
+
+    def __init__(self) -> None:
+        self.items: list[SharedMessage] = []
+        self.token_sums: list[int] = [0]
+        self._encoded: tuple[int, list[bytes]] = (0, [])
+
+    def encoded(self, count: int) -> list[bytes]:
+        """The JSON of ``items[:count]``, comma-separated, in at most :data:`RUN_PIECES` pieces
+        (to be joined with commas)."""
+        done, pieces = self._encoded
+        if count == done:
+            return pieces
+        if count < done:  # an older request (a concurrent query of the session): not kept
+            return [b",".join(map(encoded, self.items[:count]))] if count else []
+        pieces = [*pieces, b",".join(map(encoded, self.items[done:count]))]
+        if len(pieces) > RUN_PIECES:
+            pieces = [b",".join(pieces)]
+        self._encoded = (count, pieces)
+        return pieces
 
 
-def list_slice(items: Sequence[Any], start: int, end: int) -> list[Any]:
-    """``items[start:end]`` as a new list, copied once."""
-    part = items[start:end]
-    return part if isinstance(part, list) else list(part)
+class Messages(list[Any]):
+    """A request's chat messages, of which ``self[at:at + size]`` are ``run.items[:size]`` (a
+    session's replayed history, :class:`SharedRun`). Whoever holds it may append messages, never
+    change or remove the ones it has."""
+
+    __slots__ = ("at", "run", "size")
+
+    def __init__(self, messages: Iterable[Any] = ()) -> None:
+        super().__init__(messages)
+        self.run: SharedRun | None = None
+        self.at = 0
+        self.size = 0
+
+    def share(self, run: SharedRun) -> None:
+        """Append ``run``'s messages, as the shared part of these messages."""
+        self.run, self.at, self.size = run, len(self), len(run.items)
+        self.extend(run.items)
 
 
-def starts_with(items: Sequence[Any], kept: list[Any], start: int = 0) -> bool:
-    """Whether ``items[start:]`` starts with the items of ``kept``: the same objects, compared by
-    identity first, in C (a list comparison, which needs no tuple built)."""
-    end = start + len(kept)
-    return end <= len(items) and list_slice(items, start, end) == kept
+def shared_part(messages: Sequence[Any]) -> tuple[SharedRun, int, int] | None:
+    """``(run, at, count)`` when ``messages[at:at + count]`` are ``run.items[:count]`` (a
+    :class:`Messages` list whose shared part is still in place), else ``None``."""
+    if not isinstance(messages, Messages) or messages.run is None or not messages.size:
+        return None
+    run, at, count = messages.run, messages.at, messages.size
+    end = at + count
+    if (
+        end > len(messages)
+        or messages[at] is not run.items[0]
+        or messages[end - 1] is not run.items[count - 1]
+    ):
+        return None
+    return run, at, count
+
+
+def encoded(message: Mapping[str, Any]) -> bytes:
+    """A message's JSON (kept on a :class:`SharedMessage`)."""
+    if isinstance(message, SharedMessage):
+        if message.encoded is None:
+            message.encoded = encode(message)
+        return message.encoded
+    return encode(message)
 
 
 def encode(value: Any) -> bytes:
@@ -117,10 +166,9 @@ def chat_body(
     """The request body of one completion; ``options`` (sampling parameters) are added as they
     are, but ``parallel_tool_calls`` only when tools are offered (providers refuse it alone).
 
-    A :class:`SharedMessage` (a session's replayed history) is
-    encoded once and its JSON kept with it, and a run of them kept in a few pieces
-    (``run_encoded``, :data:`RUN_PIECES`), so a long session is not re-encoded, walked message by
-    message, nor copied more than once, on every round of every query.
+    A session's replayed history (the shared part of a :class:`Messages` list) comes as the JSON
+    its :class:`SharedRun` keeps, so a long session is not re-encoded nor walked message by
+    message on every round of every query.
     """
     head: dict[str, Any] = {"model": model}
     if tools:
@@ -132,37 +180,19 @@ def chat_body(
     if stream:
         head["stream"] = True
         head["stream_options"] = {"include_usage": True}
-    pieces = [encode(head)[:-1], b',"messages":[']
-    index = 0
-    while index < len(messages):
-        if index:
-            pieces.append(b",")
-        message = messages[index]
-        if not isinstance(message, SharedMessage):
-            pieces.append(encode(message))
-            index += 1
-            continue
-        run: list[bytes] = []
-        done = index
-        kept = message.run_encoded
-        if kept is not None and starts_with(messages, kept[0], index):
-            run.extend(kept[1])
-            done += len(kept[0])
-        end = shared_run(messages, done)
-        for shared in cast("Sequence[SharedMessage]", messages[done:end]):
-            if shared.encoded is None:
-                shared.encoded = encode(shared)
-            if run:
-                run.append(b",")
-            run.append(shared.encoded)
-        if kept is None or done != end:
-            if len(run) > RUN_PIECES:
-                run = [b"".join(run)]
-            message.run_encoded = (list_slice(messages, index, end), run)
-        pieces.extend(run)
-        index = end
+    part = shared_part(messages)
+    if part is None:
+        parts = list(map(encoded, messages))
+    else:
+        run, at, count = part
+        parts = [*map(encoded, messages[:at]), *run.encoded(count), *map(encoded, messages[at + count :])]
+    pieces = [encode(head)[:-1] + b',"messages":[']
+    for piece in parts:
+        pieces += (piece, b",")
+    if parts:
+        pieces.pop()
     pieces.append(b"]}")
-    return b"".join(pieces)
+    return b"".join(pieces)  # the one copy of a long history's JSON
 
 
 class ChatEndpoint:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from master.caches import SizedLRU
-from master.llm.chat_endpoint import SharedMessage, list_slice, shared_run, starts_with
+from master.llm.chat_endpoint import SharedMessage, shared_part
 from openagent._tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4
@@ -44,34 +44,28 @@ def text_cache_size() -> int:
 def count_messages(messages: Iterable[dict[str, Any]]) -> int:
     """Approximate prompt tokens of chat messages (content, tool calls and framing).
 
-    A :class:`~master.llm.chat_endpoint.SharedMessage` (a session's replayed history,
-    never changed) keeps its count, and the first of a run of them the run's (``run_tokens``), so
-    a long session is not re-counted message by message.
+    A :class:`~master.llm.chat_endpoint.SharedMessage` (a session's replayed history, never
+    changed) keeps its count, and a :class:`~master.llm.chat_endpoint.SharedRun` the running
+    counts of its messages, so a long session is not re-counted message by message.
     """
     if not isinstance(messages, Sequence):
         messages = list(messages)
-    total = 0
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        if not isinstance(message, SharedMessage):
-            total += _count_message(message)
-            index += 1
-            continue
-        done, run_total = index, 0
-        kept = message.run_tokens
-        if kept is not None and starts_with(messages, kept[0], index):
-            done, run_total = index + len(kept[0]), kept[1]
-        end = shared_run(messages, done)
-        for shared in cast("Sequence[SharedMessage]", messages[done:end]):
-            if shared.tokens is None:
-                shared.tokens = _count_message(shared)
-            run_total += shared.tokens
-        if kept is None or done != end:
-            message.run_tokens = (list_slice(messages, index, end), run_total)
-        total += run_total
-        index = end
-    return total
+    part = shared_part(messages)
+    if part is None:
+        return sum(map(_count, messages))
+    run, at, count = part
+    sums = run.token_sums
+    for shared in run.items[len(sums) - 1 : count]:
+        sums.append(sums[-1] + _count(shared))
+    return sums[count] + sum(map(_count, messages[:at])) + sum(map(_count, messages[at + count :]))
+
+
+def _count(message: dict[str, Any]) -> int:
+    if not isinstance(message, SharedMessage):
+        return _count_message(message)
+    if message.tokens is None:
+        message.tokens = _count_message(message)
+    return message.tokens
 
 
 def _count_message(message: dict[str, Any]) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from master.conversation.context import ContextBuilder, Split, split_turns
-from master.conversation.store import StoredTurn
+from master.conversation.store import SessionTurns, StoredTurn, TurnLog
 from master.errors import LLMError, QueryRejected
 from master.llm.model import ChatResult, FunctionChatModel
 
@@ -212,35 +212,30 @@ def test_split_turns_of_a_growing_stored_session_walks_only_the_new_turns() -> N
     """A session's stored turns keep where their summaries are; each query's list (the stored
     turns, then what it adds) splits as a walk over every turn would, through summaries and folds
     arriving later and turns that are not stored yet."""
-    stored: list[Any] = []
-    seen: list[tuple[int, int]] = []
+    log = TurnLog([], 0)
     for step in range(12):
         new = turns(3)
         if step in (3, 7):
-            new.append(
-                {"decision": "summary", "summary": f"S{step}", "covers_through_index": len(stored) + 1}
-            )
+            new.append({"decision": "summary", "summary": f"S{step}", "covers_through_index": len(log) + 1})
         if step == 10:
             new.append(
                 {
                     "decision": "summary",
                     "summary": "F",
-                    "covers_through_index": len(stored),
+                    "covers_through_index": len(log),
                     "folds_previous": True,
                 }
             )
-        pending = [*stored, *new]  # a query's list: its stored turns and its own, not stored yet
+        pending = SessionTurns(log)
+        pending += new  # a query's list: its stored turns and its own, not stored yet
         assert walked(split_turns(pending)) == _split_by_walk(pending)
-        stored = [*stored, *(StoredTurn(turn) for turn in new)]  # what the next load returns
+        older = SessionTurns(log)  # a query that loaded the session before these turns were stored
+        log.extend(StoredTurn(turn) for turn in new)  # what the store appends, in place
+        stored = SessionTurns(log)  # what the next load returns
         assert walked(split_turns(stored)) == _split_by_walk(stored)
-        marks = stored[0].summary_indexes
-        assert isinstance(marks, tuple)
-        seen.append((len(marks[0]), len(marks[1])))
-    assert seen[-1] == (len(stored), 3)
-
-    other = [StoredTurn(turn) for turn in summarized_session(4, 2)]  # the same first turn's memo
-    other[0].summary_indexes = stored[0].summary_indexes  # cannot stand for other turns
-    assert walked(split_turns(other)) == _split_by_walk(other)
+        assert log.marks[0] == len(log)
+        assert walked(split_turns(older)) == _split_by_walk(older)  # not the later marks
+    assert len(log.marks[1]) == 3
 
 
 async def test_summaries_over_their_share_are_folded_into_one() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from master.conversation.history import history_messages
-from master.conversation.store import StoredTurn
+from collections.abc import Sequence
+
+from master.conversation.history import context_messages, history_messages
+from master.conversation.store import SessionTurns, StoredTurn, TurnLog
 
 
 def test_a_query_and_its_tool_calls_become_one_exchange() -> None:
@@ -145,21 +147,62 @@ def _session(queries: int) -> list[dict[str, object]]:
     return turns
 
 
-def test_a_sessions_next_query_replays_the_same_messages_from_the_kept_prefix() -> None:
+def _expected(
+    turns: Sequence[dict[str, object]], summaries: Sequence[dict[str, object]] = ()
+) -> list[object]:
+    """What context_messages must give, by rendering every turn again."""
+    return [
+        {"role": "system", "content": "s"},
+        *history_messages([*summaries, *turns]),
+        {"role": "user", "content": "q"},
+    ]
+
+
+def test_a_sessions_next_query_replays_only_its_new_turns_from_the_shared_run() -> None:
+    """The stored turns' messages are kept on the session's log as one shared run, which each
+    query's messages share and the next query extends; every query's messages are still those
+    of a replay of every turn, with turns not stored yet, and for a query that loaded the session
+    before the last turns were stored."""
+    plain = _session(8)
+    log = TurnLog([], 0)
+    runs = []
+    for end in range(1, len(plain) + 1):
+        older = SessionTurns(log)
+        log.extend(StoredTurn(turn) for turn in plain[len(log) : end])  # the store appends in place
+        turns = SessionTurns(log)
+        messages = context_messages("s", [], turns, [(0, len(turns))], "q")
+        assert messages == _expected(plain[:end]), end
+        if messages.run is not None:
+            runs.append(messages.run)
+            assert messages[messages.at : messages.at + messages.size] == messages.run.items
+        pending = SessionTurns(log)
+        pending += plain[end : end + 2]  # a query's own turns, not stored yet
+        assert context_messages("s", [], pending, [(0, len(pending))], "q") == _expected(plain[: end + 2])
+        assert context_messages("s", [], older, [(0, len(older))], "q") == _expected(plain[: len(older)])
+    assert runs and all(run is runs[0] for run in runs)
+    assert len(runs[0].items) > len(history_messages(plain)) - 4  # all but the last query's
+
+
+def test_the_shared_run_skips_the_summary_turns_between_spans() -> None:
+    """After a summary, the raw turns are two spans around the summary turn; the run is kept for
+    them, and a later summary (another first span) starts another."""
     plain = _session(6)
-    stored = _stored(plain)
-    assert history_messages(stored[:9]) == history_messages(plain[:9])
-    assert isinstance(stored[0].prefix, tuple)
-    # The next query: the same stored turns and more (the last query's answer among them).
-    for end in range(9, len(plain) + 1):
-        assert history_messages(stored[:end]) == history_messages(plain[:end]), end
-    assert history_messages(stored) == history_messages(stored)
+    summary = {"decision": "summary", "summary": "later", "covers_through_index": 6}
+    plain.insert(9, summary)
+    log = TurnLog([], 0)
+    for end in range(10, len(plain) + 1):
+        log.extend(StoredTurn(turn) for turn in plain[len(log) : end])
+        turns = SessionTurns(log)
+        spans = [(7, 9), (10, len(turns))]
+        raw = [*plain[7:9], *plain[10:end]]
+        assert context_messages("s", [summary], turns, spans, "q") == _expected(raw, [summary]), end
+    first = log.replay
+    turns = SessionTurns(log)
+    assert context_messages("s", [], turns, [(12, len(turns))], "q") == _expected(plain[12:])
+    assert log.replay is not first
 
 
-def test_the_prefix_is_not_used_for_another_list_of_turns() -> None:
+def test_a_list_of_turns_that_is_not_a_sessions_shares_nothing() -> None:
     stored = _stored(_session(5))
-    history_messages(stored)
-    shifted = [stored[0], *stored[3:]]  # the same first turn, then other turns (a context window)
-    assert history_messages(shifted) == history_messages([dict(turn) for turn in shifted])
-    changed = [*stored[:4], StoredTurn({"query_id": "new", "query": "N", "decision": "answer_directly"})]
-    assert history_messages(changed) == history_messages([dict(turn) for turn in changed])
+    messages = context_messages("s", [], stored, [(0, len(stored))], "q")
+    assert messages.run is None and messages == _expected(stored)

@@ -11,7 +11,7 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from master.conversation.store import SessionStore
+from master.conversation.store import SessionStore, SessionTurns
 from master.errors import SessionStoreUnavailable
 
 
@@ -124,6 +124,27 @@ async def test_cached_load_reads_only_what_was_appended(redis_client: aioredis.R
     assert [t["n"] for t in await store.load(sid) or []] == [0, 1, 2]
     assert [t["n"] for t in await store.load(sid) or []] == [0, 1, 2]  # unchanged: nothing re-read
     assert json.loads(await redis_client.get(f"session:{sid}")) == await store.load(sid)
+
+
+async def test_concurrent_loads_of_a_grown_session_add_its_new_turns_once(
+    redis_client: aioredis.Redis,
+) -> None:
+    """Loads of one session that overlap each add what was appended to the one log of its turns
+    at most once; a query's list keeps the turns it loaded, however the log grows later."""
+    store = SessionStore(redis_client, ttl_seconds=100)
+    other = SessionStore(redis_client, ttl_seconds=100)
+    sid = store.new_session_id()
+    await store.append(sid, [{"n": 0}])
+    first = await store.load(sid)
+    assert isinstance(first, SessionTurns) and first.stored == 1
+    for n in range(1, 6):
+        await other.append(sid, [{"n": n}])
+        loads = await asyncio.gather(*(store.load(sid) for _ in range(4)))
+        assert all([t["n"] for t in turns or []] == list(range(n + 1)) for turns in loads)
+        assert [t["n"] for t in first] == [0]
+        log = loads[-1].log if isinstance(loads[-1], SessionTurns) else None
+        assert log is not None and [t["n"] for t in log] == list(range(n + 1))
+    assert log is first.log  # grown in place
 
 
 async def test_cached_load_notices_a_rewritten_session(redis_client: aioredis.Redis) -> None:

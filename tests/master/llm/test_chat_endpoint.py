@@ -9,7 +9,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from master.errors import LLMError
-from master.llm.chat_endpoint import RUN_PIECES, ChatEndpoint, SharedMessage, chat_body
+from master.llm.chat_endpoint import (
+    RUN_PIECES,
+    ChatEndpoint,
+    Messages,
+    SharedMessage,
+    SharedRun,
+    chat_body,
+    shared_part,
+)
 from master.llm.model import OpenAIChatModel
 from openagent.testing import ScriptedOpenAIServer
 
@@ -161,29 +169,57 @@ async def test_unreachable_provider_is_reported() -> None:
     assert caught.value.code == "llm_unavailable" and "cannot reach" in str(caught.value)
 
 
+def _shared_messages(run: SharedRun, count: int, *, query: str = "q") -> Messages:
+    """A request's messages as a query of the session builds them: system, history, query."""
+    messages = Messages([{"role": "system", "content": "s"}])
+    messages.share(run)
+    del messages[1 + count :]
+    messages.size = min(messages.size, count)
+    messages.append({"role": "user", "content": query})
+    return messages
+
+
+def _grown_run(size: int, *, accent: str = "") -> SharedRun:
+    run = SharedRun()
+    run.items += (
+        SharedMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i}{accent}")
+        for i in range(size)
+    )
+    return run
+
+
 def test_a_grown_history_is_encoded_as_if_nothing_were_kept() -> None:
-    """A run of shared messages keeps its joined JSON; the next, longer run reuses it and still
-    encodes exactly what a body of plain messages gives, also when the run is another one."""
-    history = [SharedMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i} é") for i in range(9)]
+    """A shared run keeps its JSON; the next, longer request reuses it and still encodes exactly
+    what a body of plain messages gives, also for an older, shorter request, and when the shared
+    part was changed after all."""
+    run = _grown_run(9, accent=" é")
     tools = [{"type": "function", "function": {"name": "a__t", "parameters": {}}}]
-    for end in (3, 3, 5, 9, 9):
-        messages = [{"role": "system", "content": "s"}, *history[:end], {"role": "user", "content": "q"}]
+    for end in (3, 3, 5, 9, 9, 4, 9):
+        messages = _shared_messages(run, end)
+        assert shared_part(messages) == (run, 1, end)
         body = chat_body("m", messages, tools)
         assert body == chat_body("m", [dict(m) for m in messages], tools)
         assert json.loads(body)["messages"] == [dict(m) for m in messages]
-    other = [history[0], SharedMessage(role="assistant", content="other"), *history[2:4]]
-    assert chat_body("m", other, None) == chat_body("m", [dict(m) for m in other], None)
+    messages = _shared_messages(run, 9)
+    messages[9] = SharedMessage(role="assistant", content="other")  # no longer the run's
+    assert shared_part(messages) is None
+    assert chat_body("m", messages, None) == chat_body("m", [dict(m) for m in messages], None)
+    messages.insert(1, {"role": "system", "content": "moved"})
+    assert shared_part(messages) is None
+    assert chat_body("m", messages, None) == chat_body("m", [dict(m) for m in messages], None)
 
 
 def test_a_history_growing_query_by_query_keeps_its_json_in_few_pieces() -> None:
     """Each query adds its messages to the run's kept pieces; past RUN_PIECES they are joined into
     one, and every body is still the one plain messages give."""
-    history = [SharedMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i}") for i in range(300)]
+    run = _grown_run(100)
     sizes = []
     for end in range(100, 301, 2):  # a query's user and assistant messages at a time
-        messages = [{"role": "system", "content": "s"}, *history[:end], {"role": "user", "content": "q"}]
+        run.items += (
+            SharedMessage(role="user", content=f"m{end}"),
+            SharedMessage(role="assistant", content="a"),
+        )
+        messages = _shared_messages(run, len(run.items))
         assert chat_body("m", messages, None) == chat_body("m", [dict(m) for m in messages], None)
-        kept = history[0].run_encoded
-        assert kept is not None and kept[0] == history[:end]
-        sizes.append(len(kept[1]))
+        sizes.append(len(run.encoded(len(run.items))))
     assert max(sizes) <= RUN_PIECES and min(sizes) == 1 and sizes.count(1) < len(sizes) // 4

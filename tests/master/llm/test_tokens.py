@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from master.llm import tokens
-from master.llm.chat_endpoint import SharedMessage
+from master.llm.chat_endpoint import Messages, SharedMessage, SharedRun
 from master.llm.tokens import count_messages, count_text, count_tools, encoding
 
 
@@ -75,9 +75,17 @@ def test_the_master_counts_tokens_without_the_rag_system() -> None:
 
 
 def test_a_grown_history_is_counted_as_if_nothing_were_kept() -> None:
-    history = [SharedMessage(role="user", content=f"message number {i}") for i in range(8)]
-    for end in (2, 2, 5, 8):
-        messages = [{"role": "system", "content": "s"}, *history[:end], {"role": "user", "content": "q"}]
+    """A shared run keeps the running counts of its messages; a request that shares its first
+    messages (a longer, or an older and shorter one) counts as plain messages do."""
+    run = SharedRun()
+    run.items += (SharedMessage(role="user", content=f"message number {i}") for i in range(8))
+    for end in (2, 2, 5, 8, 3):
+        messages = Messages([{"role": "system", "content": "s"}])
+        messages.share(run)
+        del messages[1 + end :]
+        messages.size = end
+        messages.append({"role": "user", "content": "q"})
         assert count_messages(messages) == count_messages([dict(m) for m in messages])
-    other = [history[0], SharedMessage(role="user", content="a different one, longer"), *history[2:4]]
+    assert len(run.token_sums) == 9
+    other = [run.items[0], SharedMessage(role="user", content="a different one, longer"), *run.items[2:4]]
     assert count_messages(other) == count_messages([dict(m) for m in other])
