@@ -19,8 +19,9 @@ and 1.8 ms). What the client gave is kept, with the client's rules:
 - one :class:`master.errors.LLMError` per failure, its ``code`` naming the kind.
 
 Bodies are sent as JSON bytes built by the caller (:func:`encode`, orjson), so that parts which
-do not change between rounds can be reused; answers are parsed with :func:`orjson.loads`
-into plain dicts, with no model classes.
+do not change between rounds can be reused, and in pieces (:func:`chat_pieces`), so that a long
+session's kept history goes to the socket without being copied into each body; answers are
+parsed with :func:`orjson.loads` into plain dicts, with no model classes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import aiohttp.payload
 import orjson
+from aiohttp.abc import AbstractStreamWriter
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
@@ -75,7 +78,7 @@ class SharedRun:
     ever appended to (as the session grows), shared by the requests of its queries.
 
     It keeps what the requests derive from a prefix of it: the JSON of ``items[:n]`` in a few
-    pieces (:func:`chat_body`) and the running token counts (``token_sums[i]``: the tokens of
+    pieces (:func:`chat_pieces`) and the running token counts (``token_sums[i]``: the tokens of
     ``items[:i]``, :func:`master.llm.tokens.count_messages`). A request carries the prefix as a
     :class:`Messages` list, so finding them takes no walk over a long history: its next query, or
     round, encodes and counts only the messages it has not seen.
@@ -163,12 +166,26 @@ def chat_body(
     stream: bool = False,
     options: Mapping[str, Any] | None = None,
 ) -> bytes:
-    """The request body of one completion; ``options`` (sampling parameters) are added as they
-    are, but ``parallel_tool_calls`` only when tools are offered (providers refuse it alone).
+    """The request body of one completion, as one bytes object (:func:`chat_pieces`)."""
+    return b"".join(chat_pieces(model, messages, tools, stream=stream, options=options))
+
+
+def chat_pieces(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None,
+    *,
+    stream: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> list[bytes]:
+    """The request body of one completion, in pieces to be sent one after the other; ``options``
+    (sampling parameters) are added as they are, but ``parallel_tool_calls`` only when tools are
+    offered (providers refuse it alone).
 
     A session's replayed history (the shared part of a :class:`Messages` list) comes as the JSON
     its :class:`SharedRun` keeps, so a long session is not re-encoded nor walked message by
-    message on every round of every query.
+    message on every round of every query; and as pieces, its JSON is not copied into the body
+    either (:class:`ChatEndpoint` writes them to the socket as they are).
     """
     head: dict[str, Any] = {"model": model}
     if tools:
@@ -192,7 +209,45 @@ def chat_body(
     if parts:
         pieces.pop()
     pieces.append(b"]}")
-    return b"".join(pieces)  # the one copy of a long history's JSON
+    return pieces
+
+
+WRITTEN_ALONE = 16 * 1024
+"""Pieces of a body at least this long are written to the socket as they are; the shorter ones
+between them are joined into one write."""
+
+
+class _Pieces(aiohttp.payload.Payload):
+    """A JSON body in pieces (:func:`chat_pieces`), sent with its ``Content-Length``; long pieces
+    (a session's kept history) are written without being copied into one body first (nor joined
+    with the request's headers: aiohttp joins them with the first, short piece). Reusable for
+    retries."""
+
+    _autoclose = True
+
+    def __init__(self, pieces: Sequence[bytes]) -> None:
+        super().__init__(pieces, content_type="application/json")
+        self._pieces = pieces
+        self._size = sum(map(len, pieces))
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return b"".join(self._pieces).decode(encoding, errors)
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        short: list[bytes] = []
+        for piece in self._pieces:
+            if len(piece) < WRITTEN_ALONE:
+                short.append(piece)
+                continue
+            if short:
+                await writer.write(b"".join(short))
+                short.clear()
+            await writer.write(piece)
+        if short:
+            await writer.write(b"".join(short))
+
+    async def write_with_length(self, writer: AbstractStreamWriter, content_length: int | None) -> None:
+        await self.write(writer)  # content_length is this payload's size
 
 
 class ChatEndpoint:
@@ -236,7 +291,7 @@ class ChatEndpoint:
             )
         return self._session
 
-    async def complete(self, model: str, body: bytes) -> dict[str, Any]:
+    async def complete(self, model: str, body: bytes | Sequence[bytes]) -> dict[str, Any]:
         """One completion: the answer's JSON object."""
         response = await self._send(model, body)
         try:
@@ -255,7 +310,7 @@ class ChatEndpoint:
             raise LLMError(f"model {model!r} answered with {raw[:200]!r}", code="llm_bad_response")
         return data
 
-    async def stream(self, model: str, body: bytes) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, model: str, body: bytes | Sequence[bytes]) -> AsyncIterator[dict[str, Any]]:
         """A streamed completion: each server-sent event's JSON object, until ``[DONE]``."""
         response = await self._send(model, body)
         try:
@@ -280,16 +335,18 @@ class ChatEndpoint:
         finally:
             response.release()
 
-    async def _send(self, model: str, body: bytes) -> aiohttp.ClientResponse:
-        """The first response with a success status, after the retries the rules allow."""
+    async def _send(self, model: str, body: bytes | Sequence[bytes]) -> aiohttp.ClientResponse:
+        """The first response with a success status, after the retries the rules allow (``body``:
+        its bytes, or its pieces, :func:`chat_pieces`)."""
         session = self._client()
+        data = body if isinstance(body, bytes) else _Pieces(body)
         attempt = 0
         while True:
             retries_left = self._max_retries - attempt
             try:
                 response = await session.post(
                     self.url,
-                    data=body,
+                    data=data,
                     headers=self._headers,
                     timeout=self._timeout,
                     proxy=self._proxy,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from master.errors import LLMError
-from master.llm.chat_endpoint import ChatEndpoint, chat_body
+from master.llm.chat_endpoint import ChatEndpoint, chat_pieces
 from master.settings import Settings
 
 logger = logging.getLogger("master.llm.model")
@@ -112,9 +112,9 @@ class OpenAIChatModel:
         options: LLMOptions | None = None,
     ) -> ChatResult:
         if on_token is not None:
-            body = chat_body(model, messages, tools, stream=True, options=options)
+            body = chat_pieces(model, messages, tools, stream=True, options=options)
             return await self._stream(model, body, on_token)
-        data = await self._endpoint.complete(model, chat_body(model, messages, tools, options=options))
+        data = await self._endpoint.complete(model, chat_pieces(model, messages, tools, options=options))
         try:
             return _parse_completion(model, data)
         except (LookupError, TypeError, AttributeError) as exc:
@@ -122,7 +122,7 @@ class OpenAIChatModel:
                 f"model {model!r} returned an unexpected answer: {str(data)[:200]}", code="llm_bad_response"
             ) from exc
 
-    async def _stream(self, model: str, body: bytes, on_token: TokenSink) -> ChatResult:
+    async def _stream(self, model: str, body: list[bytes], on_token: TokenSink) -> ChatResult:
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage: dict[str, Any] = {}

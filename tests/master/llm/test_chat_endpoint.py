@@ -11,11 +11,13 @@ import pytest
 from master.errors import LLMError
 from master.llm.chat_endpoint import (
     RUN_PIECES,
+    WRITTEN_ALONE,
     ChatEndpoint,
     Messages,
     SharedMessage,
     SharedRun,
     chat_body,
+    chat_pieces,
     shared_part,
 )
 from master.llm.model import OpenAIChatModel
@@ -86,6 +88,32 @@ async def test_streaming_delivers_text_and_tool_calls(
     )
     [call] = result.tool_calls
     assert call.name == "weather__get" and json.loads(call.arguments) == {"city": long_text}
+
+
+async def test_a_long_shared_history_is_sent_in_pieces_whole_and_again_on_a_retry(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """A session's kept history is written to the socket as its own piece (not copied into one
+    body); the provider gets the whole JSON, with its Content-Length, also when the request is
+    sent again after a 503, and when streaming."""
+    run = _grown_run(400, accent=" " + "é" * 100)  # ~50 KB of JSON, one piece once joined
+    run.encoded(len(run.items) - 2)
+    run.encoded(len(run.items))  # the run's JSON: a long piece, then a short one
+    pieces = chat_pieces("m", _shared_messages(run, len(run.items)), TOOLS)
+    assert max(map(len, pieces)) >= WRITTEN_ALONE
+    llm.add_error(503, "overloaded")
+    llm.add_text("Seen.")
+    llm.add_text("Streamed.")
+    chat = _model(llm.base_url, retries=1)
+    try:
+        messages = _shared_messages(run, len(run.items), query="last")
+        assert (await chat.complete(model="m", messages=messages, tools=TOOLS)).content == "Seen."
+        streamed = await chat.complete(model="m", messages=messages, on_token=lambda _: None)
+    finally:
+        await chat.aclose()
+    assert streamed.content == "Streamed."
+    plain = [dict(m) for m in messages]
+    assert len(llm.requests) == 3 and all(sent["messages"] == plain for sent in llm.requests)
 
 
 async def test_retries_then_answer(llm: ScriptedOpenAIServer) -> None:
