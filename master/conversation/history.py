@@ -43,9 +43,11 @@ def context_messages(
     count without walking it (:func:`master.llm.chat_endpoint.chat_pieces`).
     """
     messages = Messages([{"role": "system", "content": system}])
-    messages.extend(_summary_message(summary) for summary in summaries)
-    done = _shared_replay(turns, spans, messages) if isinstance(turns, SessionTurns) and spans else 0
-    _replay(turns, _positions(spans, done, len(turns)), messages)
+    if summaries:
+        messages.extend(_summary_message(summary) for summary in summaries)
+    if spans:  # a new session has none
+        done = _shared_replay(turns, spans, messages) if isinstance(turns, SessionTurns) else 0
+        _replay(turns, _positions(spans, done, len(turns)), messages)
     messages.append({"role": "user", "content": query})
     return messages
 

@@ -52,23 +52,22 @@ def count_messages(messages: Iterable[dict[str, Any]]) -> int:
         messages = list(messages)
     part = shared_part(messages)
     if part is None:
-        return sum(map(_count, messages))
+        return sum(map(_count_message, messages))
     run, at, count = part
     sums = run.token_sums
     for shared in run.items[len(sums) - 1 : count]:
-        sums.append(sums[-1] + _count(shared))
-    return sums[count] + sum(map(_count, messages[:at])) + sum(map(_count, messages[at + count :]))
-
-
-def _count(message: dict[str, Any]) -> int:
-    if not isinstance(message, SharedMessage):
-        return _count_message(message)
-    if message.tokens is None:
-        message.tokens = _count_message(message)
-    return message.tokens
+        sums.append(sums[-1] + _count_message(shared))
+    return (
+        sums[count]
+        + sum(map(_count_message, messages[:at]))
+        + sum(map(_count_message, messages[at + count :]))
+    )
 
 
 def _count_message(message: dict[str, Any]) -> int:
+    """One message's tokens (kept on a :class:`SharedMessage`)."""
+    if isinstance(message, SharedMessage) and message.tokens is not None:
+        return message.tokens
     total = _PER_MESSAGE
     content = message.get("content")
     if isinstance(content, str):
@@ -76,6 +75,8 @@ def _count_message(message: dict[str, Any]) -> int:
     for call in message.get("tool_calls") or ():
         function = call.get("function", {})
         total += count_text(function.get("name", "")) + count_text(function.get("arguments", ""))
+    if isinstance(message, SharedMessage):
+        message.tokens = total
     return total
 
 
