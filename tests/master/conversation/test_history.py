@@ -202,6 +202,18 @@ def test_the_shared_run_skips_the_summary_turns_between_spans() -> None:
     assert log.replay is not first
 
 
+def test_the_shared_run_is_not_used_by_a_query_that_skips_a_turn_it_replayed() -> None:
+    """A run kept for spans with no gap is not shared with a query whose spans skip one of the
+    turns it holds (a summary turn it replayed as a system message)."""
+    plain = _session(6)
+    plain.insert(7, {"decision": "summary", "summary": "middle", "covers_through_index": -1})
+    log = TurnLog([StoredTurn(turn) for turn in plain], 0)
+    turns = SessionTurns(log)
+    assert context_messages("s", [], turns, [(0, len(turns))], "q") == _expected(plain)
+    spans = [(0, 7), (8, len(turns))]
+    assert context_messages("s", [], turns, spans, "q") == _expected([*plain[:7], *plain[8:]])
+
+
 def test_a_list_of_turns_that_is_not_a_sessions_shares_nothing() -> None:
     stored = _stored(_session(5))
     messages = context_messages("s", [], stored, [(0, len(stored))], "q")

@@ -11,6 +11,8 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from master.conversation.context import split_turns
+from master.conversation.history import context_messages
 from master.llm.model import ChatResult, FunctionChatModel, ToolCallRequest
 from openagent.testing import ScriptedOpenAIServer, TextReply
 from tests.conftest import master_env
@@ -335,6 +337,38 @@ async def test_long_session_never_resends_summarized_turns(redis_client: aioredi
         "Summary of the earlier conversation: EARLIER",
         "Summary of the earlier conversation: NEW SUMMARY",
     ]
+
+
+async def test_each_query_of_a_growing_session_sends_the_history_a_replay_of_every_turn_gives(
+    redis_client: aioredis.Redis,
+) -> None:
+    """A session's history is kept and extended query by query (its log, its shared run); what
+    each query sends the model is still what rendering every stored turn again gives, through
+    summaries made along the way and the raw turns on both sides of a summary turn."""
+    requests: list[list[dict[str, Any]]] = []
+
+    def model(messages: Sequence[dict[str, Any]], tools: Any) -> ChatResult:
+        if messages[0]["content"].startswith("Summarize"):
+            return ChatResult(f"SUMMARY {len(requests)}")
+        requests.append([dict(message) for message in messages])
+        return ChatResult(f"answer {len(requests)}: " + "words " * 20)
+
+    session_id = "growing-session"
+    await redis_client.set(f"session:{session_id}", json.dumps(summarized_session(6, 6)), ex=600)
+    queries = [f"question {n} " + "padding " * 10 for n in range(12)]
+    limits = {"orchestrator_context_max_tokens": 600, "orchestrator_recent_turns": 3}
+    async with in_process_master(FunctionChatModel(model), **limits) as m:
+        async with httpx.AsyncClient(base_url=m.base_url, timeout=30) as http:
+            for query in queries:
+                answer = await http.post("/query", json={"query": query, "session_id": session_id})
+                assert answer.status_code == 200, answer.text
+    stored = json.loads(await redis_client.get(f"session:{session_id}"))
+    assert sum(turn.get("decision") == "summary" for turn in stored) >= 3  # summaries made on the way
+    for query, sent in zip(queries, requests, strict=True):
+        before = next(i for i, turn in enumerate(stored) if turn.get("query") == query)
+        split = split_turns(stored[:before])
+        expected = context_messages(sent[0]["content"], split.summaries, stored[:before], split.spans, query)
+        assert sent == expected, query
 
 
 async def test_a_stored_plan_runs_by_plan_id_alone(redis_client: aioredis.Redis) -> None:
