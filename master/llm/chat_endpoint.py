@@ -70,7 +70,7 @@ class SharedMessage(dict[str, Any]):
 RUN_PIECES = 64
 """Pieces a :class:`SharedRun`'s kept JSON may be in before they are joined into one. The
 session's next query adds its new messages as one more piece instead of copying a long history
-each time; a join every few queries keeps the body's final join short."""
+each time; a join every few queries keeps the pieces, and the writes of a body, few."""
 
 
 class SharedRun:
