@@ -108,11 +108,17 @@ def _state(raw: Any) -> dict[str, Any] | None:
 
 
 def _stored(text: str) -> list[Turn]:
+    """Stored turns from their JSON; ``ValueError`` when it is not an array of objects."""
     try:
         turns = orjson.loads(text)
     except orjson.JSONDecodeError:  # NaN or Infinity, as json.dumps wrote them before orjson
         turns = json.loads(text)
-    return [StoredTurn(turn) if isinstance(turn, dict) else turn for turn in turns]
+    if not isinstance(turns, list):
+        raise ValueError(f"a JSON {type(turns).__name__}, not an array")
+    stored: list[Turn] = [StoredTurn(turn) for turn in turns if isinstance(turn, dict)]
+    if len(stored) != len(turns):
+        raise ValueError("an array with items that are not objects")
+    return stored
 
 
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
@@ -314,7 +320,14 @@ class SessionStore:
             log = _merge(cached, known, int(length), text)
             if log is None:  # not the value the cached copy was read from: read it whole
                 text = cast(str, await self._redis.get(key)) or "[]"
-                log = TurnLog(_stored(text), len(text.encode()))
+                try:
+                    log = TurnLog(_stored(text), len(text.encode()))
+                except ValueError as exc:  # written by something else: left as it is
+                    raise SessionStoreUnavailable(
+                        f"session {session_id!r} is stored in Redis as something other than its turns "
+                        f"({exc}); DELETE /sessions/{session_id} forgets it, or omit session_id to "
+                        "start a new session"
+                    ) from None
         self._answered_at = time.monotonic()
         self._cache.put(session_id, log)
         return SessionTurns(log)

@@ -162,6 +162,23 @@ async def test_cached_load_notices_a_rewritten_session(redis_client: aioredis.Re
     assert await store.load(sid) == [{"n": 5}]
 
 
+async def test_a_session_stored_as_something_else_is_refused_by_name_and_left_as_it_is(
+    redis_client: aioredis.Redis,
+) -> None:
+    store = SessionStore(redis_client, ttl_seconds=100)
+    sid = store.new_session_id()
+    await store.append(sid, [{"n": 0}])
+    assert await store.load(sid) == [{"n": 0}]
+    await redis_client.append(f"session:{sid}", "garbage")  # after the cached copy was read
+    for value in (None, "[not json at all", '{"n": 0}', "[1, 2]"):
+        if value is not None:
+            await redis_client.set(f"session:{sid}", value)
+        with pytest.raises(SessionStoreUnavailable, match=f"session {sid!r} is stored in Redis as something"):
+            await store.load(sid)
+        assert await redis_client.exists(f"session:{sid}")  # nothing removed behind the user's back
+    assert await store.delete(sid) and await store.load(sid) is None
+
+
 async def test_the_session_cache_is_bounded_by_bytes(redis_client: aioredis.Redis) -> None:
     """Defect 14: parsed sessions are cached up to SESSION_CACHE_BYTES of stored JSON, not by count."""
     from master.conversation import store as store_module
