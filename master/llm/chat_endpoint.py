@@ -1,11 +1,14 @@
-"""The OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint, spoken over aiohttp.
+"""The OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint, spoken over pyreqwest.
 
 Why not the ``openai`` package: per completion its typed-parameter transform, request
 building and ``httpx`` stack cost the master more CPU than the rest of a one-tool query
 (measured on 2 cores against ``ScriptedOpenAIServer`` in another process, 10 tools
 offered: ``chat.completions.create`` 3.2 ms per call with 4 messages and 230 ms with 1,000;
-the client's raw ``post`` with pre-serialized bytes 1.6 ms and 5 ms; this module 0.4 ms
-and 1.8 ms). What the client gave is kept, with the client's rules:
+the client's raw ``post`` with pre-serialized bytes 1.6 ms and 5 ms; this module on aiohttp
+0.4 ms and 1.8 ms). Why pyreqwest (Rust's reqwest, its I/O on a thread of its own) rather than
+aiohttp: 142K instructions per request against aiohttp's 370K, and at concurrency 32 the
+master's CPU per query 1.37-1.61 ms against 1.50-1.81 ms (``bench/README.md``, "The real LLM
+client, per request"). What the ``openai`` client gave is kept, with its rules:
 
 - auth (``Authorization: Bearer``), base URL (``OPENAI_BASE_URL``, default OpenAI's);
 - per-attempt timeouts (``OPENAGENT_LLM_TIMEOUT`` on connecting and on each read, like
@@ -13,14 +16,13 @@ and 1.8 ms). What the client gave is kept, with the client's rules:
   timeouts, connection errors, 408, 409, 429 and 5xx, obeying ``x-should-retry``,
   ``retry-after-ms`` and ``retry-after`` (up to 60 s), else exponential backoff from
   0.5 s to 8 s with jitter;
-- the proxy variables of the environment (``HTTPS_PROXY``, ``NO_PROXY``), resolved once
-  for the endpoint's URL (aiohttp's ``trust_env`` would resolve them on every request:
-  0.9 ms each);
+- the proxy variables of the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) and
+  the certificates it names (``SSL_CERT_FILE``, ``SSL_CERT_DIR``), which reqwest reads itself;
 - one :class:`master.errors.LLMError` per failure, its ``code`` naming the kind.
 
 Bodies are sent as JSON bytes built by the caller (:func:`encode`, orjson), so that parts which
-do not change between rounds can be reused, and in pieces (:func:`chat_pieces`), so that a long
-session's kept history goes to the socket without being copied into each body; answers are
+do not change between rounds can be reused, in pieces (:func:`chat_pieces`) joined once per
+request, so that a long session's kept history is neither re-encoded nor walked; answers are
 parsed with :func:`orjson.loads` into plain dicts, with no model classes.
 """
 
@@ -32,14 +34,14 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
-import aiohttp
-import aiohttp.payload
 import orjson
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.helpers import get_env_proxy_for_url
-from yarl import URL
+from pyreqwest.client import Client, ClientBuilder
+from pyreqwest.exceptions import DetailedPyreqwestError, RequestError
+from pyreqwest.request import StreamRequest
+from pyreqwest.response import Response
 
 from master.errors import LLMError
 
@@ -50,6 +52,8 @@ INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 RETRIED_STATUSES = frozenset({408, 409, 429})
+KEEPALIVE = timedelta(seconds=30)
+"""How long an idle connection to the provider is kept for the next request."""
 
 
 class SharedMessage(dict[str, Any]):
@@ -70,7 +74,7 @@ class SharedMessage(dict[str, Any]):
 RUN_PIECES = 64
 """Pieces a :class:`SharedRun`'s kept JSON may be in before they are joined into one. The
 session's next query adds its new messages as one more piece instead of copying a long history
-each time; a join every few queries keeps the pieces, and the writes of a body, few."""
+each time; a join every few queries keeps the pieces few."""
 
 
 class SharedRun:
@@ -178,14 +182,13 @@ def chat_pieces(
     stream: bool = False,
     options: Mapping[str, Any] | None = None,
 ) -> list[bytes]:
-    """The request body of one completion, in pieces to be sent one after the other; ``options``
+    """The request body of one completion, in pieces to be joined in this order; ``options``
     (sampling parameters) are added as they are, but ``parallel_tool_calls`` only when tools are
     offered (providers refuse it alone).
 
     A session's replayed history (the shared part of a :class:`Messages` list) comes as the JSON
     its :class:`SharedRun` keeps, so a long session is not re-encoded nor walked message by
-    message on every round of every query; and as pieces, its JSON is not copied into the body
-    either (:class:`ChatEndpoint` writes them to the socket as they are).
+    message on every round of every query; :class:`ChatEndpoint` joins the pieces once per request.
     """
     head: dict[str, Any] = {"model": model}
     if tools:
@@ -212,49 +215,11 @@ def chat_pieces(
     return pieces
 
 
-WRITTEN_ALONE = 16 * 1024
-"""Pieces of a body at least this long are written to the socket as they are; the shorter ones
-between them are joined into one write."""
-
-
-class _Pieces(aiohttp.payload.Payload):
-    """A JSON body in pieces (:func:`chat_pieces`), sent with its ``Content-Length``; long pieces
-    (a session's kept history) are written without being copied into one body first (nor joined
-    with the request's headers: aiohttp joins them with the first, short piece). Reusable for
-    retries."""
-
-    _autoclose = True
-
-    def __init__(self, pieces: Sequence[bytes]) -> None:
-        super().__init__(pieces, content_type="application/json")
-        self._pieces = pieces
-        self._size = sum(map(len, pieces))
-
-    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        return b"".join(self._pieces).decode(encoding, errors)
-
-    async def write(self, writer: AbstractStreamWriter) -> None:
-        short: list[bytes] = []
-        for piece in self._pieces:
-            if len(piece) < WRITTEN_ALONE:
-                short.append(piece)
-                continue
-            if short:
-                await writer.write(b"".join(short))
-                short.clear()
-            await writer.write(piece)
-        if short:
-            await writer.write(b"".join(short))
-
-    async def write_with_length(self, writer: AbstractStreamWriter, content_length: int | None) -> None:
-        await self.write(writer)  # content_length is this payload's size
-
-
 class ChatEndpoint:
     """POSTs chat-completion bodies, retrying like the ``openai`` client.
 
-    ``session`` is owned by the caller when given (tests); otherwise one is made on first
-    use and closed by :meth:`aclose`.
+    ``client`` is owned by the caller when given (tests); otherwise one is made on first use
+    and closed by :meth:`aclose`.
     """
 
     def __init__(
@@ -264,7 +229,7 @@ class ChatEndpoint:
         base_url: str | None,
         timeout: float,
         max_retries: int,
-        session: aiohttp.ClientSession | None = None,
+        client: Client | None = None,
     ) -> None:
         self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
         self._headers = {
@@ -272,47 +237,48 @@ class ChatEndpoint:
             "Content-Type": "application/json",
             "User-Agent": "OpenAgent-master",
         }
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
-        self._timeout_seconds = timeout
+        self._timeout = timedelta(seconds=timeout)
         self._max_retries = max_retries
-        self._proxy, self._proxy_auth = _env_proxy(self.url)
-        self._session = session
-        self._owns_session = session is None
+        self._http = client
+        self._owns_client = client is None
 
     async def aclose(self) -> None:
-        if self._owns_session and self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._owns_client and self._http is not None:
+            await self._http.close()
+            self._http = None
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30)
+    def _client(self) -> Client:
+        if self._http is None:
+            self._http = (
+                ClientBuilder()
+                .default_headers(self._headers)
+                .connect_timeout(self._timeout)
+                .read_timeout(self._timeout)
+                .pool_idle_timeout(KEEPALIVE)
+                .build()
             )
-        return self._session
+        return self._http
 
     async def complete(self, model: str, body: bytes | Sequence[bytes]) -> dict[str, Any]:
         """One completion: the answer's JSON object."""
-        response = await self._send(model, body)
+        response, _ = await self._send(model, body)
         try:
-            raw = await response.read()
-        except (TimeoutError, aiohttp.ClientError) as exc:
+            raw = await response.bytes()
+        except RequestError as exc:
             raise _transport_error(model, exc) from exc
-        finally:
-            response.release()
         try:
-            data = orjson.loads(raw)
+            data = orjson.loads(memoryview(raw))
         except ValueError as exc:
             raise LLMError(
-                f"model {model!r} answered with invalid JSON: {raw[:200]!r}", code="llm_bad_response"
+                f"model {model!r} answered with invalid JSON: {bytes(raw[:200])!r}", code="llm_bad_response"
             ) from exc
         if not isinstance(data, dict):
-            raise LLMError(f"model {model!r} answered with {raw[:200]!r}", code="llm_bad_response")
+            raise LLMError(f"model {model!r} answered with {bytes(raw[:200])!r}", code="llm_bad_response")
         return data
 
     async def stream(self, model: str, body: bytes | Sequence[bytes]) -> AsyncIterator[dict[str, Any]]:
         """A streamed completion: each server-sent event's JSON object, until ``[DONE]``."""
-        response = await self._send(model, body)
+        response, request = await self._send(model, body, streamed=True)
         try:
             async for data in _sse_data(response):
                 if data == b"[DONE]":
@@ -330,42 +296,42 @@ class ChatEndpoint:
                     )
                 if isinstance(chunk, dict):
                     yield chunk
-        except (TimeoutError, aiohttp.ClientError) as exc:
+        except RequestError as exc:
             raise _transport_error(model, exc) from exc
         finally:
-            response.release()
+            await _close(request)
 
-    async def _send(self, model: str, body: bytes | Sequence[bytes]) -> aiohttp.ClientResponse:
+    async def _send(
+        self, model: str, body: bytes | Sequence[bytes], *, streamed: bool = False
+    ) -> tuple[Response, StreamRequest | None]:
         """The first response with a success status, after the retries the rules allow (``body``:
-        its bytes, or its pieces, :func:`chat_pieces`)."""
-        session = self._client()
-        data = body if isinstance(body, bytes) else _Pieces(body)
+        its bytes, or its pieces, :func:`chat_pieces`); when ``streamed``, with its request, which
+        the caller closes (:func:`_close`) once it has read the body."""
+        client = self._client()
+        data = body if isinstance(body, bytes) else b"".join(body)
         attempt = 0
         while True:
             retries_left = self._max_retries - attempt
+            request: StreamRequest | None = None
             try:
-                response = await session.post(
-                    self.url,
-                    data=data,
-                    headers=self._headers,
-                    timeout=self._timeout,
-                    proxy=self._proxy,
-                    proxy_auth=self._proxy_auth,
-                )
-            except (TimeoutError, aiohttp.ClientError) as exc:
+                builder = client.post(self.url).body_bytes(data)
+                if streamed:
+                    streaming = builder.build_streamed()
+                    response = await streaming.__aenter__()
+                    request = streaming
+                else:
+                    response = await builder.build().send()
+                if response.status < 400:
+                    return response, request
+                raw = await _body(response)
+            except RequestError as exc:
+                await _close(request)
                 if retries_left <= 0:
                     raise _transport_error(model, exc) from exc
                 delay = _backoff(attempt)
                 logger.info("LLM request failed (%s), retrying in %.2f s", type(exc).__name__, delay)
             else:
-                if response.status < 400:
-                    return response
-                try:
-                    raw = await response.read()
-                except (TimeoutError, aiohttp.ClientError):
-                    raw = b""
-                finally:
-                    response.release()
+                await _close(request)
                 if retries_left <= 0 or not _should_retry(response):
                     raise _status_error(model, response.status, raw)
                 delay = _retry_delay(response, attempt)
@@ -374,19 +340,26 @@ class ChatEndpoint:
             await asyncio.sleep(delay)
 
 
-def _env_proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
-    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, ``NO_PROXY``), if any."""
+async def _close(request: StreamRequest | None) -> None:
+    """Closes a streamed request's response, if there is one."""
+    if request is not None:
+        await request.__aexit__(None, None, None)
+
+
+async def _body(response: Response) -> bytes:
+    """A failed response's body, or nothing if it cannot be read."""
     try:
-        return get_env_proxy_for_url(URL(url))
-    except LookupError:
-        return None, None
+        return bytes(await response.bytes())
+    except RequestError:
+        return b""
 
 
-async def _sse_data(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+async def _sse_data(response: Response) -> AsyncIterator[bytes]:
     """The payload of each ``data:`` line of a server-sent event stream (lines of any length)."""
+    reader = response.body_reader
     pending = b""
-    async for piece in response.content.iter_any():
-        pending += piece
+    while (piece := await reader.read_chunk()) is not None:
+        pending += bytes(piece)
         *lines, pending = pending.split(b"\n")
         for line in lines:
             if line.startswith(b"data:"):
@@ -395,8 +368,8 @@ async def _sse_data(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
         yield pending[5:].strip()
 
 
-def _should_retry(response: aiohttp.ClientResponse) -> bool:
-    forced = response.headers.get("x-should-retry")
+def _should_retry(response: Response) -> bool:
+    forced = response.get_header("x-should-retry")
     if forced == "true":
         return True
     if forced == "false":
@@ -409,17 +382,16 @@ def _backoff(attempt: int) -> float:
     return delay * (1 - 0.25 * random.random())
 
 
-def _retry_delay(response: aiohttp.ClientResponse, attempt: int) -> float:
+def _retry_delay(response: Response, attempt: int) -> float:
     """``retry-after-ms`` / ``retry-after`` when sensible (0-60 s), else the backoff."""
-    headers = response.headers
     wait: float | None = None
-    millis = headers.get("retry-after-ms")
+    millis = response.get_header("retry-after-ms")
     if millis is not None:
         try:
             wait = float(millis) / 1000
         except ValueError:
             wait = None
-    after = headers.get("retry-after")
+    after = response.get_header("retry-after")
     if wait is None and after is not None:
         try:
             wait = float(after)
@@ -435,7 +407,16 @@ def _retry_delay(response: aiohttp.ClientResponse, attempt: int) -> float:
 def _transport_error(model: str, exc: BaseException) -> LLMError:
     if isinstance(exc, TimeoutError):
         return LLMError(f"LLM request to model {model!r} timed out after retries", code="llm_timeout")
-    return LLMError(f"cannot reach the LLM provider: {exc or type(exc).__name__}", code="llm_unavailable")
+    return LLMError(f"cannot reach the LLM provider: {_reason(exc)}", code="llm_unavailable")
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong, innermost cause last: ``connection error (error sending request for url
+    (...): tcp connect error: Connection refused (os error 111))``."""
+    if not isinstance(exc, DetailedPyreqwestError):
+        return str(exc) or type(exc).__name__
+    causes = [cause["message"] for cause in exc.details.get("causes") or ()]
+    return f"{exc.message} ({': '.join(causes)})" if causes else exc.message
 
 
 def _status_error(model: str, status: int, raw: bytes) -> LLMError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -11,7 +12,6 @@ import pytest
 from master.errors import LLMError
 from master.llm.chat_endpoint import (
     RUN_PIECES,
-    WRITTEN_ALONE,
     ChatEndpoint,
     Messages,
     SharedMessage,
@@ -90,17 +90,16 @@ async def test_streaming_delivers_text_and_tool_calls(
     assert call.name == "weather__get" and json.loads(call.arguments) == {"city": long_text}
 
 
-async def test_a_long_shared_history_is_sent_in_pieces_whole_and_again_on_a_retry(
+async def test_a_long_shared_history_in_pieces_is_sent_whole_and_again_on_a_retry(
     llm: ScriptedOpenAIServer,
 ) -> None:
-    """A session's kept history is written to the socket as its own piece (not copied into one
-    body); the provider gets the whole JSON, with its Content-Length, also when the request is
-    sent again after a 503, and when streaming."""
+    """A body whose session history comes in long pieces reaches the provider as the whole JSON,
+    also when the request is sent again after a 503, and when streaming."""
     run = _grown_run(400, accent=" " + "é" * 100)  # ~50 KB of JSON, one piece once joined
     run.encoded(len(run.items) - 2)
     run.encoded(len(run.items))  # the run's JSON: a long piece, then a short one
     pieces = chat_pieces("m", _shared_messages(run, len(run.items)), TOOLS)
-    assert max(map(len, pieces)) >= WRITTEN_ALONE
+    assert max(map(len, pieces)) >= 16 * 1024
     llm.add_error(503, "overloaded")
     llm.add_text("Seen.")
     llm.add_text("Streamed.")
@@ -114,6 +113,39 @@ async def test_a_long_shared_history_is_sent_in_pieces_whole_and_again_on_a_retr
     assert streamed.content == "Streamed."
     plain = [dict(m) for m in messages]
     assert len(llm.requests) == 3 and all(sent["messages"] == plain for sent in llm.requests)
+
+
+async def test_a_stream_is_sent_again_after_a_503(llm: ScriptedOpenAIServer) -> None:
+    llm.add_error(503, "overloaded")
+    llm.add_text("Streamed.")
+    chat = _model(llm.base_url, retries=1)
+    try:
+        tokens: list[str] = []
+        result = await chat.complete(
+            model="m", messages=[{"role": "user", "content": "hi"}], on_token=tokens.append
+        )
+    finally:
+        await chat.aclose()
+    assert result.content == "Streamed." and "".join(tokens) == "Streamed." and len(llm.requests) == 2
+
+
+async def test_the_environment_s_proxy_is_used(
+    llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTP_PROXY`` names the proxy requests go through: here the scripted server, which answers a
+    proxied request for ``http://llm.invalid/v1/...`` as its own; without it the name would not
+    resolve."""
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{llm.port}")
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    llm.add_text("Through the proxy.")
+    chat = _model("http://llm.invalid/v1")
+    try:
+        result = await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await chat.aclose()
+    assert result.content == "Through the proxy."
 
 
 async def test_retries_then_answer(llm: ScriptedOpenAIServer) -> None:
@@ -182,6 +214,27 @@ async def test_timeout_is_reported(llm: ScriptedOpenAIServer) -> None:
     finally:
         await chat.aclose()
     assert caught.value.code == "llm_timeout" and "'m'" in str(caught.value)
+
+
+async def test_an_answer_that_is_not_json_is_reported() -> None:
+    """A provider that answers 200 with something other than JSON: ``llm_bad_response``, quoting it."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 9\r\n\r\n<html>hi!")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    chat = _model(f"http://127.0.0.1:{port}/v1")
+    try:
+        with pytest.raises(LLMError) as caught:
+            await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+    finally:
+        await chat.aclose()
+        server.close()
+    assert caught.value.code == "llm_bad_response" and "<html>hi!" in str(caught.value)
 
 
 async def test_unreachable_provider_is_reported() -> None:

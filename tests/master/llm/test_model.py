@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -92,7 +93,7 @@ def test_from_settings_uses_the_configured_endpoint_and_retries() -> None:
     )
     endpoint = OpenAIChatModel.from_settings(settings)._endpoint
     assert endpoint.url == "http://127.0.0.1:9/v1/chat/completions" and endpoint._max_retries == 4
-    assert endpoint._timeout_seconds == 7
+    assert endpoint._timeout == timedelta(seconds=7)
     assert endpoint._headers["Authorization"] == "Bearer not-needed"  # local servers take any key
 
 
