@@ -226,28 +226,30 @@ async def test_an_answer_that_is_not_json_is_reported() -> None:
         writer.close()
 
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    chat = _model(f"http://127.0.0.1:{port}/v1")
     try:
-        with pytest.raises(LLMError) as caught:
-            await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
+        error = await _failure(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1")
     finally:
-        await chat.aclose()
         server.close()
-    assert caught.value.code == "llm_bad_response" and "<html>hi!" in str(caught.value)
+    assert error.code == "llm_bad_response" and "<html>hi!" in str(error)
 
 
 async def test_unreachable_provider_is_reported() -> None:
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    chat = _model(f"http://127.0.0.1:{port}/v1")
+    error = await _failure(f"http://127.0.0.1:{port}/v1")
+    assert error.code == "llm_unavailable" and "cannot reach" in str(error)
+
+
+async def _failure(base_url: str) -> LLMError:
+    """The error a one-message completion against ``base_url`` ends in."""
+    chat = _model(base_url)
     try:
         with pytest.raises(LLMError) as caught:
             await chat.complete(model="m", messages=[{"role": "user", "content": "hi"}])
     finally:
         await chat.aclose()
-    assert caught.value.code == "llm_unavailable" and "cannot reach" in str(caught.value)
+    return caught.value
 
 
 def _shared_messages(run: SharedRun, count: int, *, query: str = "q") -> Messages:
