@@ -22,6 +22,7 @@ import ipaddress
 from collections.abc import Sequence
 
 import uvicorn
+from pydantic import ValidationError
 
 from master.drain import ANSWER_GRACE_SECONDS
 from master.settings import Settings
@@ -36,7 +37,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, help="port to bind (default: MASTER_PORT, 8000)")
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     args = parser.parse_args(argv)
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        parser.exit(2, f"python -m master: error: invalid settings\n{_settings_errors(exc)}")
     host = args.host or settings.master_host
     if settings.api_key is None and not settings.openagent_allow_no_auth and not _loopback(host):
         parser.exit(
@@ -55,6 +59,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         ws_max_queue=WS_MAX_QUEUE,
         timeout_graceful_shutdown=int(ANSWER_GRACE_SECONDS),
     )
+
+
+def _settings_errors(exc: ValidationError) -> str:
+    """One line per invalid setting, by its variable's name: ``  OPENAI_BASE_URL: 'x' is not ...``."""
+    lines = []
+    for error in exc.errors():
+        name = str(error["loc"][0]).upper() if error["loc"] else "settings"
+        lines.append(f"  {name}: {error['msg'].removeprefix('Value error, ')}\n")
+    return "".join(lines)
 
 
 def _loopback(host: str) -> bool:

@@ -46,7 +46,9 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = None
     """API key of the OpenAI-compatible LLM (orchestrator, summarizer, agent generator)."""
     openai_base_url: str | None = None
-    """An OpenAI-compatible endpoint instead of api.openai.com (Ollama, vLLM, llama.cpp server)."""
+    """An OpenAI-compatible endpoint instead of api.openai.com (Ollama, vLLM, llama.cpp server): an
+    ``http://`` or ``https://`` URL, e.g. ``http://localhost:11434/v1``; anything else is refused at
+    start."""
     openagent_api_key: SecretStr | None = None
     """When set, every route but ``GET /health``, ``GET /ready``, the API docs and the web UI, and every
     ``/ws`` connection, need it as ``Authorization: Bearer <key>``."""
@@ -296,6 +298,23 @@ class Settings(BaseSettings):
     """``runtimeClassName`` of agent Pods, e.g. ``gvisor``; unset: the cluster's default runtime."""
     openagent_k8s_api_timeout: float = Field(default=10.0, gt=0)
     """Seconds per Kubernetes API or pool runner request."""
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _llm_base_url(cls, value: str | None) -> str | None:
+        """An ``http://`` or ``https://`` URL with a host (and a valid port), or unset."""
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        example = "e.g. http://localhost:11434/v1"
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 (raises ValueError for a port out of range)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a URL ({exc}); {example}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r} is not an http:// or https:// URL with a host; {example}")
+        return value
 
     @field_validator("openagent_agent_url_allow", "openagent_agent_url_deny")
     @classmethod

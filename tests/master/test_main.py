@@ -48,3 +48,27 @@ def test_a_key_or_the_explicit_opt_out_starts_on_any_address(
     monkeypatch.setenv("OPENAGENT_ALLOW_NO_AUTH", "true")
     entry.main(["--host", "0.0.0.0"])
     assert [call["host"] for call in served] == ["0.0.0.0", "0.0.0.0"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("OPENAI_BASE_URL", "localhost:11434/v1", "is not an http:// or https:// URL with a host"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:99999/v1", "is not a URL"),
+        ("MASTER_PORT", "abc", "MASTER_PORT"),
+    ],
+)
+def test_an_invalid_setting_is_named_without_a_traceback(
+    served: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str,
+    said: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit) as exited:
+        entry.main([])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and f"  {variable}: " in err and said in err and "Traceback" not in err
+    assert served == []

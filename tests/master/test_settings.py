@@ -100,3 +100,12 @@ def test_derived_properties() -> None:
     assert make(openai_base_url="http://localhost:8080/v1").llm_endpoint_is_loopback
     assert not make(openai_base_url=None).llm_endpoint_is_loopback  # the default is api.openai.com
     assert not make(openai_base_url="http://10.0.0.5/v1").llm_endpoint_is_loopback
+    assert make(openai_base_url="  ").openai_base_url is None  # empty in .env: the default endpoint
+
+
+@pytest.mark.parametrize(
+    "url", ["not a url", "localhost:11434/v1", "ftp://llm.example/v1", "http://", "http://127.0.0.1:99999/v1"]
+)
+def test_an_llm_base_url_that_is_not_an_http_url_is_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="openai_base_url"):
+        Settings(_env_file=None, openai_base_url=url)  # type: ignore[call-arg]
