@@ -7,7 +7,7 @@ Round-trip cases POST to ``/query`` of a hub; the master's cases pick their agen
 from __future__ import annotations
 
 from bench.echo_tool import TOOL_NAME
-from bench.setups import HTTP_AIOHTTP_AGENT, HTTP_SDK_AGENT, WS_AGENT
+from bench.setups import HTTP_AIOHTTP_AGENT, HTTP_SDK_AGENT, SCRIPTED_WS_AGENT, WS_AGENT
 from bench.throughput import LoadCase
 
 WORKERS = (1, 2, 4)
@@ -189,13 +189,21 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
         (
             "scripted",
             LoadCase(
-                "scripted_c1", "master via scripted OpenAI server: WS tool", "/query", 1, _ask(WS_AGENT)
+                "scripted_c1",
+                "master via scripted OpenAI server: WS tool",
+                "/query",
+                1,
+                _ask(SCRIPTED_WS_AGENT),
             ),
         ),
         (
             "scripted",
             LoadCase(
-                "scripted_c32", "master via scripted OpenAI server: WS tool", "/query", 32, _ask(WS_AGENT)
+                "scripted_c32",
+                "master via scripted OpenAI server: WS tool",
+                "/query",
+                32,
+                _ask(SCRIPTED_WS_AGENT),
             ),
         ),
     ]

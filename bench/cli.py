@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,10 @@ from bench.child import raise_fd_limit
 from bench.connections import connections_case
 from bench.procs import RESULTS_DIR, ChildFailed, results_dir, set_results_dir
 from bench.redis_trips import redis_trips_case
-from bench.report import machine, render, write_json
+from bench.report import machine, render, thread_round_trip, write_json
 from bench.session_growth import session_growth_case
 from bench.setups import (
+    SCRIPTED_WS_AGENT,
     Running,
     a2a_direct_setup,
     cluster_setup,
@@ -43,7 +45,7 @@ from bench.setups import (
 )
 from bench.soak import soak_case
 from bench.targets import evaluate
-from bench.throughput import LoadCase, Timing, measure
+from bench.throughput import LoadCase, Timing, measure, merged
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
 QUIET_PCT = 15.0
@@ -139,8 +141,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+INTERLEAVED = ("relay_ws", "master", "relay_http", "mcp_direct", "a2a_direct", "scripted")
+"""The systems whose round-trip cases run window by window in turn (targets compare them); the
+others (the cluster and workers masters, on the same Redis with the same agents) run one after
+another."""
+SYSTEMS: dict[str, Callable[[], AbstractAsyncContextManager[Running]]] = {
+    "relay_ws": relay_ws_setup,
+    "relay_http": relay_http_setup,
+    "mcp_direct": mcp_direct_setup,
+    "a2a_direct": a2a_direct_setup,
+}
+
+
 async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
-    """Run the selected cases, one system at a time (``--jobs 1``), and return their results."""
+    """Run the selected cases and return their results: the compared systems' round trips window
+    by window in turn (:data:`INTERLEAVED`), then the other jobs one at a time (``--jobs 1``)."""
     timing = Timing(args.warmup, args.duration, args.repeat)
     profile = {p.strip() for p in args.profile.split(",") if p.strip()}
     results: dict[str, Any] = {}
@@ -157,41 +172,48 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
             _progress(f"{case.name}: {case.title}, concurrency {case.concurrency}")
             results[case.name] = await measure(running, case, timing, profile=case.name in profile)
 
-    async def relay_ws() -> None:
-        async with relay_ws_setup() as running:
-            await round_trips("relay_ws", running)
+    def system(setup: str) -> AbstractAsyncContextManager[Running]:
+        if setup == "master":
+            http = any(c.name.startswith("http_") for c in chosen("master"))
+            return master_setup(args.redis_url, http_agents=http)
+        if setup == "scripted":
+            return scripted_setup(args.redis_url, agent_id=SCRIPTED_WS_AGENT)
+        return SYSTEMS[setup]()
 
-    async def master() -> None:
-        http = any(c.name.startswith("http_") for c in chosen("master"))
-        async with master_setup(args.redis_url, http_agents=http) as running:
-            await round_trips("master", running)
-            if case_list.SESSION_GROWTH in selected:
-                sizes = args.session_turns
-                _progress(f"session growth: {sizes} earlier turns, {args.session_queries} queries per window")
-                results[case_list.SESSION_GROWTH] = await session_growth_case(
-                    running,
-                    args.redis_url,
-                    sizes=sizes,
-                    queries=args.session_queries,
-                    repeat=args.repeat,
-                    profile=case_list.SESSION_GROWTH in profile,
-                )
+    async def interleaved() -> None:
+        """The round-trip cases of the systems that targets compare, all systems up at once and
+        one window of each case in turn, ``--repeat`` rounds: a case and its baseline share the
+        machine's state (other work, CPU frequency) as closely as they can."""
+        systems = [setup for setup in INTERLEAVED if chosen(setup)]
+        async with AsyncExitStack() as stack:
+            running = {setup: await stack.enter_async_context(system(setup)) for setup in systems}
+            window = Timing(timing.warmup, timing.duration, 1)
+            windows: dict[str, list[dict[str, Any]]] = {}
+            for rep in range(timing.repeat):
+                for setup in systems:
+                    for case in chosen(setup):
+                        _progress(
+                            f"{case.name}: {case.title}, concurrency {case.concurrency}, "
+                            f"window {rep + 1} of {timing.repeat}"
+                        )
+                        one = await measure(
+                            running[setup], case, window, profile=rep == 0 and case.name in profile
+                        )
+                        windows.setdefault(case.name, []).append(one)
+            results.update((name, merged(each)) for name, each in windows.items())
 
-    async def mcp_direct() -> None:
-        async with mcp_direct_setup() as running:
-            await round_trips("mcp_direct", running)
-
-    async def a2a_direct() -> None:
-        async with a2a_direct_setup() as running:
-            await round_trips("a2a_direct", running)
-
-    async def relay_http() -> None:
-        async with relay_http_setup() as running:
-            await round_trips("relay_http", running)
-
-    async def scripted() -> None:
-        async with scripted_setup(args.redis_url) as running:
-            await round_trips("scripted", running)
+    async def session_growth() -> None:
+        async with master_setup(args.redis_url, http_agents=False) as running:
+            sizes = args.session_turns
+            _progress(f"session growth: {sizes} earlier turns, {args.session_queries} queries per window")
+            results[case_list.SESSION_GROWTH] = await session_growth_case(
+                running,
+                args.redis_url,
+                sizes=sizes,
+                queries=args.session_queries,
+                repeat=args.repeat,
+                profile=case_list.SESSION_GROWTH in profile,
+            )
 
     async def cluster() -> None:
         async with cluster_setup(args.redis_url) as running:
@@ -250,18 +272,10 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         return job
 
     jobs: list[Callable[[], Awaitable[None]]] = []
-    if chosen("relay_ws"):
-        jobs.append(relay_ws)
-    if chosen("master") or case_list.SESSION_GROWTH in selected:
-        jobs.append(master)
-    if chosen("relay_http"):
-        jobs.append(relay_http)
-    if chosen("mcp_direct"):
-        jobs.append(mcp_direct)
-    if chosen("a2a_direct"):
-        jobs.append(a2a_direct)
-    if chosen("scripted"):
-        jobs.append(scripted)
+    if any(chosen(setup) for setup in INTERLEAVED):
+        jobs.append(interleaved)
+    if case_list.SESSION_GROWTH in selected:
+        jobs.append(session_growth)
     if case_list.SCRIPTED_SESSION_GROWTH in selected:
         jobs.append(scripted_sessions)
     if chosen("cluster"):
@@ -336,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     raise_fd_limit()
     set_results_dir(args.results_dir.resolve())
     busy_before = _machine_busy_pct()
+    handoff = thread_round_trip()
     if busy_before > QUIET_PCT:
         _progress(
             f"warning: the machine is already {busy_before:.0f}% busy (of one core) before the benchmark "
@@ -358,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
             "seconds": round(time.monotonic() - started, 1),
             "busy_before_pct_of_one_core": round(busy_before, 1),
+            "thread_round_trip_us": handoff,
         },
         "cases": cases,
         "targets": evaluate(cases, connections_wanted=args.connections),

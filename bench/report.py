@@ -6,8 +6,11 @@ import json
 import math
 import os
 import platform
+import resource
 import statistics
 import subprocess
+import threading
+import time
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -25,9 +28,13 @@ PACKAGES = (
     "httpx",
     "aiohttp",
     "redis",
+    "hiredis",
+    "orjson",
+    "pyreqwest",
     "pydantic",
     "openai",
 )
+HANDOFFS = 5000
 
 
 def machine() -> dict[str, Any]:
@@ -53,6 +60,36 @@ def machine() -> dict[str, Any]:
         "packages": versions,
         "git": _git(),
     }
+
+
+def thread_round_trip() -> dict[str, float]:
+    """What a round trip between two threads of one process costs here, in microseconds of CPU
+    (both threads) and of wall time: a byte through a pipe each way, :data:`HANDOFFS` times.
+
+    Each way wakes a sleeping thread, as the master's LLM client does (its I/O runs in a thread
+    of its own, two hand-offs per request). On a virtual machine a wake-up on another core can
+    cost several times what it costs on the same core, and that moves every CPU-per-query figure
+    at concurrency 1."""
+    ping_r, ping_w = os.pipe()
+    pong_r, pong_w = os.pipe()
+
+    def echo() -> None:
+        for _ in range(HANDOFFS):
+            os.read(ping_r, 1)
+            os.write(pong_w, b"x")
+
+    thread = threading.Thread(target=echo, daemon=True)
+    thread.start()
+    before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    for _ in range(HANDOFFS):
+        os.write(ping_w, b"x")
+        os.read(pong_r, 1)
+    thread.join()
+    after, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - started
+    for fd in (ping_r, ping_w, pong_r, pong_w):
+        os.close(fd)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"cpu_us": round(1e6 * cpu / HANDOFFS, 1), "wall_us": round(1e6 * wall / HANDOFFS, 1)}
 
 
 def _git() -> str | None:
@@ -357,7 +394,8 @@ def render(results: dict[str, Any]) -> str:
         f"{timing['repeat']} windows of {timing['duration']:g} s after {timing['warmup']:g} s warm-up; "
         "latencies and throughput as seen by the load client; server CPU = hub process only "
         "(100% = one core); other work = CPU of processes outside the benchmark during the windows "
-        f"(machine {meta['busy_before_pct_of_one_core']:.0f}% busy before the start)",
+        f"(machine {meta['busy_before_pct_of_one_core']:.0f}% busy before the start)"
+        + _handoff(meta.get("thread_round_trip_us")),
         "",
         round_trip_table(results["cases"]),
     ]
@@ -368,6 +406,15 @@ def render(results: dict[str, Any]) -> str:
         for profile in _profiles(name, case):
             parts += ["", profile]
     return "\n".join(parts)
+
+
+def _handoff(measured: dict[str, float] | None) -> str:
+    if not measured:
+        return ""
+    return (
+        f"; a round trip between two threads costs {measured['cpu_us']:g} us of CPU here "
+        f"({measured['wall_us']:g} us wall)"
+    )
 
 
 def _profiles(name: str, case: dict[str, Any]) -> list[str]:

@@ -5,8 +5,9 @@
   ``bench-http-aiohttp`` (invocation agent on aiohttp). A query picks its agent with
   ``allowed_agent_ids``, so one master serves the WebSocket and the HTTP cases.
 - :func:`scripted_setup`: a master whose real OpenAI client talks to the scripted
-  OpenAI-compatible server (its own process), and ``bench-ws``; optionally with a
-  context limit that never compacts a session (every earlier turn goes to the LLM).
+  OpenAI-compatible server (its own process), and one WebSocket agent (``bench-ws-scripted``
+  beside :func:`master_setup`, ``bench-ws`` alone); optionally with a context limit that never
+  compacts a session (every earlier turn goes to the LLM).
 - :func:`cluster_setup`: two masters on one Redis (``OPENAGENT_CLUSTER=1``), ``bench-ws`` on
   one, queries to the other: every call crosses masters through Redis.
 - :func:`workers_setup`: 1, 2 or 4 masters on one Redis, the load and the agents spread over them.
@@ -37,6 +38,8 @@ from bench.procs import Child, Group, free_port
 READY_WITHIN = 60.0
 
 WS_AGENT = "bench-ws"
+SCRIPTED_WS_AGENT = "bench-ws-scripted"
+"""The scripted master's agent while :func:`master_setup` runs beside it on the same Redis."""
 HTTP_SDK_AGENT = "bench-http-sdk"
 HTTP_AIOHTTP_AGENT = "bench-http-aiohttp"
 
@@ -140,7 +143,9 @@ async def master_setup(
 
 
 @asynccontextmanager
-async def scripted_setup(redis_url: str, *, context_max_tokens: int | None = None) -> AsyncIterator[Running]:
+async def scripted_setup(
+    redis_url: str, *, context_max_tokens: int | None = None, agent_id: str = WS_AGENT
+) -> AsyncIterator[Running]:
     async with Group() as group:
         llm_port = free_port()
         llm = await group.start(
@@ -155,9 +160,11 @@ async def scripted_setup(redis_url: str, *, context_max_tokens: int | None = Non
             context_max_tokens=context_max_tokens,
         )
         ws_url = url.replace("http://", "ws://") + "/ws"
-        agent = await group.start(Child("agent-ws-scripted", "bench.agents", "ws", "--master-ws", ws_url))
+        agent = await group.start(
+            Child("agent-ws-scripted", "bench.agents", "ws", "--master-ws", ws_url, "--agent-id", agent_id)
+        )
         await _ready(agent)
-        yield Running(master, url, {WS_AGENT: agent}, [llm])
+        yield Running(master, url, {agent_id: agent}, [llm])
 
 
 async def _listed(url: str, agent_id: str, within: float) -> None:

@@ -120,6 +120,15 @@ def summarise_reps(reps: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def merged(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One case's result from its windows measured apart (:func:`measure` with one window each):
+    the first one's fields, every window's reps, the summary over them all."""
+    result = {**windows[0], "reps": [rep for window in windows for rep in window["reps"]]}
+    result["summary"] = summarise_reps(result["reps"])
+    result["limited_by_machine"] = limited_by_machine(result["masters"], result["reps"])
+    return result
+
+
 async def run_load(
     running: Running,
     config: dict[str, Any],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,5 +76,19 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
     )  # 15 + the OpenAI door and the A2A door, each at two concurrencies + the MCP case's 3
     # "n/a" is what a target says when a tiny window measured nothing: allowed here.
     assert set(verdicts.values()) <= {"PASS", "FAIL", "info", "n/a"}, verdicts
+    # A case and the baseline it is judged against run window by window in turn, not one
+    # after the other: the same moment of the machine for both.
+    windows = [
+        (match["case"], int(match["window"]))
+        for match in re.finditer(r"\] (?P<case>\w+): .*, window (?P<window>\d+) of 3$", run.stderr, re.M)
+    ]
+    for case, baseline in (
+        ("ws_c1", "baseline_a_c1"),
+        ("scripted_c1", "ws_c1"),
+        ("mcp_hub_c16", "mcp_direct_c16"),
+    ):
+        both_first = max(windows.index((case, 1)), windows.index((baseline, 1)))
+        either_second = min(windows.index((case, 2)), windows.index((baseline, 2)))
+        assert both_first < either_second, (case, baseline, windows)
     assert "| target" in run.stdout and "ws_c32" in run.stdout
     assert "workers4_c32" in run.stdout and "| soak series" in run.stdout
