@@ -323,15 +323,16 @@ class ChatEndpoint:
                     response = await builder.build().send()
                 if response.status < 400:
                     return response, request
-                raw = await _body(response)
+                try:
+                    raw = await _body(response)
+                finally:
+                    await _close(request)
             except RequestError as exc:
-                await _close(request)
                 if retries_left <= 0:
                     raise _transport_error(model, exc) from exc
                 delay = _backoff(attempt)
                 logger.info("LLM request failed (%s), retrying in %.2f s", type(exc).__name__, delay)
             else:
-                await _close(request)
                 if retries_left <= 0 or not _should_retry(response):
                     raise _status_error(model, response.status, raw)
                 delay = _retry_delay(response, attempt)
