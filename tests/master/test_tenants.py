@@ -645,3 +645,75 @@ async def test_the_sdks_agent_reconnects_when_another_key_replaces_it_and_stops_
             await copy.close()
     finally:
         await client.close()
+
+
+# ---------------------------------------------------------------------- who approves
+
+
+async def test_keys_that_approve_a_tool_decide_its_approvals_and_never_the_asker(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """Without keys that approve ``bank__wire``, the asker's key decides its own call (approvals
+    guard against the model); once a key of the tenant approves it, only such keys decide, and
+    never the key that asked (403 naming the rule), through the one decision every door uses."""
+    store = hub.services.keys
+    assert store is not None
+    made = []
+
+    async def key(name: str, approves: list[str]) -> dict[str, str]:
+        stored, secret = await store.create(name=name, role=Role.CLIENT, tenant="ap", approves=approves)
+        made.append(stored.key_id)
+        return {"Authorization": f"Bearer {secret}"}
+
+    bank = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    try:
+        await bank.register("bank", tools=[GATED])
+
+        async def held(client: httpx.AsyncClient) -> str:
+            llm.add_tool_call("bank__wire", {"to": "bob"})
+            paused = (await ask(client, query="pay bob")).json()
+            assert paused["status"] == "awaiting_approval", paused
+            return str(paused["approvals"][0]["approval_id"])
+
+        async def approve(client: httpx.AsyncClient, approval_id: str) -> httpx.Response:
+            """Approve as ``client``; the bank answers the call that then runs."""
+            decided = asyncio.create_task(
+                client.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+            )
+            call = await bank.recv()
+            assert call["type"] == "tool_call", call
+            await bank.send(
+                {"type": "tool_result", "call_id": call["call_id"], "success": True, "result": "sent"}
+            )
+            return await decided
+
+        async with http(hub, await key("asker", [])) as asker:
+            first = await held(asker)
+            llm.add_text("Paid.")  # no key approves bank__wire yet: the asker decides
+            own = await approve(asker, first)
+            assert own.status_code == 200 and own.json()["answer"] == "Paid.", own.text
+
+            async with (
+                http(hub, await key("treasurer", ["bank__*"])) as treasurer,
+                http(hub, await key("teller", ["bank__wire"])) as teller,
+            ):
+                approval_id = await held(asker)
+                refused = await asker.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+                assert refused.status_code == 403 and refused.json()["error_code"] == "forbidden"
+                assert "only keys whose 'approves' patterns match 'bank__wire'" in refused.json()["detail"]
+                assert (await asker.get(f"/approvals/{approval_id}")).json()["status"] == "pending"
+                llm.add_text("Paid by the treasurer.")
+                decided = await approve(treasurer, approval_id)
+                assert decided.status_code == 200 and decided.json()["answer"] == "Paid by the treasurer."
+
+                mine = await held(teller)  # a key that approves the tool asked: not for it to decide
+                refused = await teller.post(f"/approvals/{mine}", json={"decision": "approve"})
+                assert refused.status_code == 403
+                assert "the key that asked never decides it" in refused.json()["detail"]
+                llm.add_text("Rejected.")
+                rejected = await treasurer.post(f"/approvals/{mine}", json={"decision": "reject"})
+                assert rejected.status_code == 200 and rejected.json()["answer"] == "Rejected."
+    finally:
+        await bank.close()
+        for key_id in made:  # the tests' Redis outlives this master
+            await store.revoke(key_id)
