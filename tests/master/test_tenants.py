@@ -570,25 +570,27 @@ async def test_an_action_agent_outranks_a_query_client_and_its_id_frees_on_disco
     first = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a"))
     other = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
     try:
-        await first.register("asker", role="query")
-        await other.send({"type": "register", "agent_id": "asker", "role": "query"})
+        await first.register("t-asker", role="query")
+        await other.send({"type": "register", "agent_id": "t-asker", "role": "query"})
         assert (await other.recv())["code"] == "agent_conflict"
         await first.close()
-        await until(lambda: hub.services.registry.get("asker") is None, "the client to leave")
-        await other.register("asker", role="query")
+        await until(lambda: hub.services.registry.get("t-asker") is None, "the client to leave")
+        await other.register("t-asker", role="query")
 
         agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
         try:
-            await agent.register("asker", tools=[tool("work")])
+            await agent.register("t-asker", tools=[tool("work")])
             replaced = await other.recv()
-            assert (replaced["code"], replaced["ref"]) == ("agent_replaced", "asker")
-            assert "key 'agent of a' registered agent 'asker'" in replaced["message"]
+            assert (replaced["code"], replaced["ref"]) == ("agent_replaced", "t-asker")
+            assert "key 'agent of a' registered agent 't-asker'" in replaced["message"]
             with pytest.raises(ConnectionClosed) as closed:
                 await other.recv()
             assert closed.value.rcvd is not None
             assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4001, REPLACED_BY_ANOTHER_KEY)
         finally:
             await agent.close()
+            async with http(hub, as_tenant("a", "agent")) as a_agent:  # the tests' Redis outlives this master
+                await a_agent.post("/unregister", json={"agent_id": "t-asker"})
     finally:
         await first.close()
         await other.close()
