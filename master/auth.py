@@ -47,6 +47,9 @@ class Principal:
     tenant: str = DEFAULT_TENANT
     agent_ids: tuple[str, ...] = ()
     """For the ``agent`` role: fnmatch patterns of the agent ids it may register or connect as."""
+    approves: tuple[str, ...] = ()
+    """fnmatch patterns of the tools (``<agent_id>__<tool>``) whose approvals it decides in its
+    tenant (:mod:`master.query.approvals`: who approves)."""
 
     @property
     def is_admin(self) -> bool:

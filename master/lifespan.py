@@ -375,7 +375,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         tenant_limit=settings.openagent_tenant_max_concurrent_queries,
     )
     entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics), runs=runs)
-    approvals = ApprovalDesk(entry, metrics=metrics)
+    approvals = ApprovalDesk(entry, metrics=metrics, keys=keys)
     hub = Hub(
         registry,
         dispatcher,

@@ -51,6 +51,7 @@ class ToolCatalog:
 
     def __init__(self, agents: AgentDirectory, limits: ToolLimits) -> None:
         registry = agents.registry
+        self.agents = agents
         self._registry = registry
         self._invocation = agents.invocation
         self.limits = limits
