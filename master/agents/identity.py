@@ -216,7 +216,15 @@ class AgentIds:
                     previous = raw.decode() if isinstance(raw, bytes) else raw
                     return Claim(agent_id, wanted, written, previous)
         except RedisError as exc:
-            raise SessionStoreUnavailable(f"agent id store unavailable (Redis): {exc}") from exc
+            if not principal.is_admin:  # fails closed: a tenant's claim needs the record
+                raise SessionStoreUnavailable(f"agent id store unavailable (Redis): {exc}") from exc
+            # An administrator may hold any id: its agent joins this master with Redis down (as
+            # agents always could), judged against the agents this master knows; nothing is kept.
+            found = refusal(self._owner(agent_id, None), principal, agent_id, role)
+            if found is not None:
+                raise found from None
+            logger.warning("agent id %s claimed without its record: Redis is unavailable (%s)", agent_id, exc)
+            return Claim(agent_id, wanted, written, None)
         raise RegistrationRefused(
             ErrorCode.AGENT_CONFLICT, f"agent id {agent_id!r} is being registered by others: try again"
         )

@@ -171,6 +171,11 @@ class ApprovalDesk:
             await self._remember(store, record)
         return record
 
+    async def check_decider(self, approval_id: str, principal: Principal) -> None:
+        """Refuse ``principal`` as :meth:`decide` would (who approves), without deciding: a door
+        that must refuse before it changes anything (an A2A message on a waiting task)."""
+        await self._check_decider(approval_id, await self.record(approval_id), principal)
+
     async def _check_decider(self, approval_id: str, record: dict[str, Any], principal: Principal) -> None:
         """Refuse ``principal`` when keys of the approval's tenant approve its tool and it is not
         one of them, or it is the key that asked (module docstring: who approves)."""

@@ -310,7 +310,14 @@ class HubExecutor(AgentExecutor):
             return
         stored = await self._store.get(message.task_id, context)
         if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await self._decisions_of(message, stored.task, principal_of_call(context).tenant)
+            principal = principal_of_call(context)
+            _, decisions = await self._decisions_of(message, stored.task, principal.tenant)
+            try:  # who approves: refused here, the task stays as it is
+                for decision in decisions:
+                    await self._approvals.check_decider(decision["approval_id"], principal)
+            except ApprovalRefused as exc:
+                detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
+                raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
 
     async def _decisions_of(
         self, message: Message | None, task: Task, tenant: str
