@@ -43,6 +43,7 @@ from master.auth import Principal, principal_of
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.gateway import frames
+from master.json_bytes import MAX_JSON_DEPTH
 from master.query.entry import QueryEntry
 from master.query.events import QueryRefused
 from protocol import (
@@ -66,10 +67,6 @@ from protocol import (
 )
 
 logger = logging.getLogger("master.gateway.hub")
-
-MAX_JSON_DEPTH = 200
-"""Nesting depth of a frame's JSON beyond which it is refused (``invalid_message``): the limit of
-pydantic-core's parser, which parses every frame (``protocol.parse_message``)."""
 
 
 class _Connection:
