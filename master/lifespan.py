@@ -132,6 +132,7 @@ def _access(stack: AsyncExitStack, settings: Settings, keys: KeyStore) -> Authen
             http=jwks_http,
             role_claim=settings.openagent_jwt_role_claim,
             tenant_claim=settings.openagent_jwt_tenant_claim,
+            max_lifetime_seconds=settings.openagent_jwt_max_lifetime_seconds,
         )
     return Authenticator(settings.api_key, keys, verifier)
 

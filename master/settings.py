@@ -119,7 +119,11 @@ class Settings(BaseSettings):
     openagent_jwt_role_claim: str = "role"
     """The JWT claim holding the caller's role (``admin``, ``client``, ``agent``, ``viewer``); a token without a valid one is refused."""
     openagent_jwt_tenant_claim: str = "tenant"
-    """The JWT claim holding the caller's tenant (``default`` when absent)."""
+    """The JWT claim holding the caller's tenant (``default`` when absent): a string matching the
+    tenant name pattern, or the token is refused."""
+    openagent_jwt_max_lifetime_seconds: int = Field(default=86400, gt=0)
+    """The longest a bearer JWT may live: a token whose ``exp`` is further than this from its
+    ``iat`` (or, without ``iat``, from now) is refused; ``exp`` is required."""
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
