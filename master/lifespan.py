@@ -167,6 +167,12 @@ def _live_metrics(
         "openagent_tool_calls_in_flight", "Tool calls waiting for their result.", lambda: dispatcher.in_flight
     )
     metrics.live(
+        "openagent_tool_progress_coalesced",
+        "Tool progress frames held back by OPENAGENT_MAX_PROGRESS_PER_SECOND (coalesced, not relayed at once).",
+        lambda: dispatcher.progress_coalesced,
+        counter=True,
+    )
+    metrics.live(
         "openagent_collaboration_sessions_active",
         "Collaboration sessions running.",
         lambda: collab.active_count,
@@ -268,6 +274,8 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             redis, master_id=master_id, session_ttl_seconds=settings.redis_session_ttl_seconds
         ),
         remote=outbox,
+        max_result_bytes=settings.openagent_max_tool_result_bytes,
+        progress_per_second=settings.openagent_max_progress_per_second,
     )
     stack.push_async_callback(dispatcher.aclose)
     router = (

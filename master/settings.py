@@ -138,6 +138,17 @@ class Settings(BaseSettings):
     """Tools one agent may register."""
     openagent_max_catalog_tools: int = Field(default=1024, gt=0)
     """Tools of every live and stored agent together."""
+    openagent_max_agent_metadata_bytes: int = Field(default=16 * 1024, gt=0)
+    """Bytes of one agent's ``metadata`` (as compact JSON) at registration; a larger one is refused
+    (``limit_exceeded``) and nothing is stored."""
+
+    # Limits on what agents send while they run
+    openagent_max_tool_result_bytes: int = Field(default=1024 * 1024, gt=0)
+    """Bytes of one tool result (as compact JSON), whatever brought it; a larger one fails the call
+    with an error the model sees, and is never stored."""
+    openagent_max_progress_per_second: int = Field(default=10, gt=0)
+    """Progress frames of one tool call relayed (and logged, at DEBUG) per second; the others are
+    coalesced (the latest is relayed when the second ends) and counted in ``/metrics``."""
 
     # Admission control (queries in flight)
     openagent_max_queries_in_flight: int = Field(default=256, gt=0)

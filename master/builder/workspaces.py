@@ -30,6 +30,7 @@ from master.agents.catalog import ToolCatalog
 from master.agents.directory import AgentDirectory
 from master.agents.invocation import InvocationRegistration
 from master.agents.registry import LiveAgent
+from master.auth import BOOTSTRAP_ADMIN
 from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
@@ -48,6 +49,10 @@ from openagent.workspace import (
 from openagent.workspace.processes import ProcessAgentRunner
 from openagent.workspace.schema import SECRET_REFERENCE
 from protocol import ToolSchema
+
+RESTORER = BOOTSTRAP_ADMIN
+"""Who registers a restored workspace's agents, for the agent URL policy: an administrator (only
+an administrator may call ``POST /internal/workspace/restore``)."""
 
 logger = logging.getLogger("master.builder.workspaces")
 
@@ -176,8 +181,10 @@ class Workspaces:
             return RestoreOutcome(spec.agent_id, "invalid", f"{where}: {first['msg']}")
         try:
             if self.catalog is not None:
-                self.catalog.check(spec.agent_id, registration.tools, invocation=True)
-            agent = await self.invocation.register(registration)
+                self.catalog.check(
+                    spec.agent_id, registration.tools, invocation=True, metadata=registration.metadata
+                )
+            agent = await self.invocation.register(registration, registrant=RESTORER)
         except RegistrationRefused as exc:
             return RestoreOutcome(spec.agent_id, "invalid", exc.message)
         except InvalidToolSchema as exc:
@@ -215,10 +222,10 @@ class Workspaces:
             headers[name] = SECRET_REFERENCE.sub(lambda match: secrets[match.group(1)], reference)
         try:
             found = await self.invocation.discover(
-                transport, url, headers, self.settings.openagent_remote_discovery_timeout
+                transport, url, headers, self.settings.openagent_remote_discovery_timeout, registrant=RESTORER
             )
             if self.catalog is not None:
-                self.catalog.check(spec.agent_id, found.tools, invocation=True)
+                self.catalog.check(spec.agent_id, found.tools, invocation=True, metadata=found.metadata)
             agent = await self.invocation.register_remote(transport, spec.agent_id, url, headers, found)
         except RegistrationRefused as exc:
             return RestoreOutcome(spec.agent_id, "invalid", exc.message)

@@ -314,7 +314,7 @@ class Hub:
             await self._register_invocation(conn, msg, msg.invocation_url)
             return
         try:
-            self._catalog.check(msg.agent_id, msg.tools, invocation=False)
+            self._catalog.check(msg.agent_id, msg.tools, invocation=False, metadata=msg.metadata)
             agent = LiveAgent.from_register(msg, conn.send, conn.close, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await conn.send_error(exc.code, exc.message, msg.agent_id)
@@ -353,8 +353,8 @@ class Hub:
             registration = InvocationRegistration(
                 agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
             )
-            self._catalog.check(msg.agent_id, msg.tools, invocation=True)
-            await self._invocation.register(registration, tenant=conn.agent_tenant)
+            self._catalog.check(msg.agent_id, msg.tools, invocation=True, metadata=msg.metadata)
+            await self._invocation.register(registration, registrant=conn.principal, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)
             return

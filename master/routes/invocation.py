@@ -131,9 +131,9 @@ class CallbackAnswer(BaseModel):
     """``recorded``: the session the result was appended to."""
 
 
-def _invalid_tools(code: ErrorCode, message: str) -> ApiError:
+def _invalid_tools(code: ErrorCode, message: str, field: str = "tools") -> ApiError:
     """422 with FastAPI's validation-error shape (the one the document declares for 422)."""
-    return ApiError(code, [{"loc": ["body", "tools"], "msg": message, "type": "value_error"}])
+    return ApiError(code, [{"loc": ["body", field], "msg": message, "type": "value_error"}])
 
 
 def _registration_kind(body: Any) -> str:
@@ -208,8 +208,8 @@ async def register(
         )
     try:
         if isinstance(body, InvocationRegistration):
-            services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
-            agent = await services.invocation.register(body, tenant=owner)
+            services.tool_catalog.check(body.agent_id, body.tools, invocation=True, metadata=body.metadata)
+            agent = await services.invocation.register(body, registrant=principal, tenant=owner)
         else:
             agent = await _register_remote(body, services, principal, owner)
     except UrlRefused as exc:
@@ -219,7 +219,7 @@ async def register(
     except RegistrationRefused as exc:
         if exc.code in (ErrorCode.AGENT_CONFLICT, ErrorCode.INVALID_REQUEST):
             raise ApiError(exc.code, exc.message) from None
-        raise _invalid_tools(exc.code, exc.message) from None
+        raise _invalid_tools(exc.code, exc.message, exc.field) from None
     except InvalidToolSchema as exc:
         raise _invalid_tools(ErrorCode.VALIDATION_ERROR, str(exc)) from None
     except SessionStoreUnavailable as exc:
@@ -263,7 +263,7 @@ async def _register_remote(
     else:
         transport, url, headers, agent_id = "a2a", body.a2a_url, body.a2a_headers, body.agent_id
     found = await services.invocation.discover(
-        transport, url, headers, services.settings.openagent_remote_discovery_timeout
+        transport, url, headers, services.settings.openagent_remote_discovery_timeout, registrant=principal
     )
     agent_id = agent_id or found.agent_id
     if not agent_id or not re.fullmatch(AGENT_ID_PATTERN, agent_id):
@@ -271,7 +271,7 @@ async def _register_remote(
             ErrorCode.INVALID_REQUEST, f"the {transport} agent at {url} gave no usable name: send an agent_id"
         )
     _check_agent_id(principal, agent_id)  # the name the agent gave, when the body named none
-    services.tool_catalog.check(agent_id, found.tools, invocation=True)
+    services.tool_catalog.check(agent_id, found.tools, invocation=True, metadata=found.metadata)
     agent: InvocationAgent = await services.invocation.register_remote(
         transport, agent_id, url, headers, found, tenant=tenant
     )
