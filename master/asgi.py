@@ -200,7 +200,11 @@ class JsonDepthGuard:
         messages: list[Message] = []
         chunks: list[bytes] = []
         while True:
-            message = await receive()
+            try:
+                message = await receive()
+            except Exception as exc:  # over the body limit: the route's own handlers answer it
+                await self.app(scope, _replay(messages, _raising(exc)), send)
+                return
             messages.append(message)
             if message["type"] != "http.request":  # the client went away: the route sees it
                 await self.app(scope, _replay(messages, receive), send)
@@ -233,6 +237,15 @@ class JsonDepthGuard:
                 response = error_response(ErrorCode.INVALID_BODY, TOO_DEEP)
         logger.info("%s %s refused: %s", scope["method"], path, TOO_DEEP)
         await send_response(send, response)
+
+
+def _raising(exc: Exception) -> Receive:
+    """A ``receive`` that raises ``exc`` again (where the route reads the body)."""
+
+    async def receive() -> Message:
+        raise exc
+
+    return receive
 
 
 def _is_form(scope: Scope) -> bool:
