@@ -30,6 +30,8 @@ class Role(StrEnum):
 
 
 DEFAULT_TENANT = "default"
+TENANT_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+"""What a tenant's name may be (a key's ``tenant``, a JWT's tenant claim): never ``*``, never empty."""
 
 
 @dataclass(frozen=True, slots=True)

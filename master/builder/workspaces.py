@@ -190,9 +190,11 @@ class Workspaces:
         tenant = self._tenant(principal)
         try:
             if self.catalog is not None:
-                self.catalog.check(spec.agent_id, registration.tools, invocation=True)
+                self.catalog.check(
+                    spec.agent_id, registration.tools, invocation=True, metadata=registration.metadata
+                )
             claim = await self.agents.ids.claim(principal, spec.agent_id, "action", tenant=tenant)
-            agent = await self.invocation.register(registration, tenant=tenant)
+            agent = await self.invocation.register(registration, registrant=principal, tenant=tenant)
         except (RegistrationRefused, InvalidToolSchema) as exc:
             if claim is not None:
                 await self.agents.ids.undo(claim)
@@ -237,10 +239,14 @@ class Workspaces:
         try:
             await self.agents.ids.check(principal, spec.agent_id, "action", tenant=tenant)
             found = await self.invocation.discover(
-                transport, url, headers, self.settings.openagent_remote_discovery_timeout
+                transport,
+                url,
+                headers,
+                self.settings.openagent_remote_discovery_timeout,
+                registrant=principal,
             )
             if self.catalog is not None:
-                self.catalog.check(spec.agent_id, found.tools, invocation=True)
+                self.catalog.check(spec.agent_id, found.tools, invocation=True, metadata=found.metadata)
             claim = await self.agents.ids.claim(principal, spec.agent_id, "action", tenant=tenant)
             agent = await self.invocation.register_remote(
                 transport, spec.agent_id, url, headers, found, tenant=tenant

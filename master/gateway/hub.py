@@ -49,6 +49,7 @@ from master.auth import Principal, principal_of
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.gateway import frames
+from master.json_bytes import MAX_JSON_DEPTH
 from master.query.entry import QueryEntry
 from master.query.events import QueryRefused
 from protocol import (
@@ -73,10 +74,6 @@ from protocol import (
 )
 
 logger = logging.getLogger("master.gateway.hub")
-
-MAX_JSON_DEPTH = 200
-"""Nesting depth of a frame's JSON beyond which it is refused (``invalid_message``): the limit of
-pydantic-core's parser, which parses every frame (``protocol.parse_message``)."""
 
 
 class _Connection:
@@ -327,7 +324,7 @@ class Hub:
             return
         role: IdRole = "query" if frames.register_permission(msg) is Permission.QUERY else "action"
         try:
-            self._catalog.check(msg.agent_id, msg.tools, invocation=False)
+            self._catalog.check(msg.agent_id, msg.tools, invocation=False, metadata=msg.metadata)
             agent = LiveAgent.from_register(
                 msg, conn.send, conn.close, tenant=conn.agent_tenant, key_id=conn.principal.key_id
             )
@@ -374,9 +371,9 @@ class Hub:
             registration = InvocationRegistration(
                 agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
             )
-            self._catalog.check(msg.agent_id, msg.tools, invocation=True)
+            self._catalog.check(msg.agent_id, msg.tools, invocation=True, metadata=msg.metadata)
             claim = await self._ids.claim(conn.principal, msg.agent_id, "action", tenant=conn.agent_tenant)
-            await self._invocation.register(registration, tenant=conn.agent_tenant)
+            await self._invocation.register(registration, registrant=conn.principal, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await self._undo(claim)
             await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)

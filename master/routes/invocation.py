@@ -130,9 +130,9 @@ class CallbackAnswer(BaseModel):
     """``recorded``: the session the result was appended to."""
 
 
-def _invalid_tools(code: ErrorCode, message: str) -> ApiError:
+def _invalid_tools(code: ErrorCode, message: str, field: str = "tools") -> ApiError:
     """422 with FastAPI's validation-error shape (the one the document declares for 422)."""
-    return ApiError(code, [{"loc": ["body", "tools"], "msg": message, "type": "value_error"}])
+    return ApiError(code, [{"loc": ["body", field], "msg": message, "type": "value_error"}])
 
 
 def _registration_kind(body: Any) -> str:
@@ -201,9 +201,9 @@ async def register(
     claimed: list[Claim] = []
     try:
         if isinstance(body, InvocationRegistration):
-            services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
+            services.tool_catalog.check(body.agent_id, body.tools, invocation=True, metadata=body.metadata)
             claimed.append(await services.agents.ids.claim(principal, body.agent_id, "action", tenant=owner))
-            agent = await services.invocation.register(body, tenant=owner)
+            agent = await services.invocation.register(body, registrant=principal, tenant=owner)
         else:
             agent = await _register_remote(body, services, principal, owner, claimed)
     except (RegistrationRefused, InvalidToolSchema, SessionStoreUnavailable) as exc:
@@ -221,7 +221,7 @@ def _refusal(exc: RegistrationRefused | InvalidToolSchema | SessionStoreUnavaila
     if isinstance(exc, RegistrationRefused):
         if exc.code in (ErrorCode.AGENT_CONFLICT, ErrorCode.INVALID_REQUEST, ErrorCode.FORBIDDEN):
             return ApiError(exc.code, exc.message)
-        return _invalid_tools(exc.code, exc.message)
+        return _invalid_tools(exc.code, exc.message, exc.field)
     if isinstance(exc, InvalidToolSchema):
         return _invalid_tools(ErrorCode.VALIDATION_ERROR, str(exc))
     return ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc))
@@ -265,14 +265,14 @@ async def _register_remote(
     if agent_id is not None:  # refused before the remote agent is asked anything
         await ids.check(principal, agent_id, "action", tenant=tenant)
     found = await services.invocation.discover(
-        transport, url, headers, services.settings.openagent_remote_discovery_timeout
+        transport, url, headers, services.settings.openagent_remote_discovery_timeout, registrant=principal
     )
     agent_id = agent_id or found.agent_id
     if not agent_id or not re.fullmatch(AGENT_ID_PATTERN, agent_id):
         raise RegistrationRefused(
             ErrorCode.INVALID_REQUEST, f"the {transport} agent at {url} gave no usable name: send an agent_id"
         )
-    services.tool_catalog.check(agent_id, found.tools, invocation=True)
+    services.tool_catalog.check(agent_id, found.tools, invocation=True, metadata=found.metadata)
     claimed.append(await ids.claim(principal, agent_id, "action", tenant=tenant))
     agent: InvocationAgent = await services.invocation.register_remote(
         transport, agent_id, url, headers, found, tenant=tenant

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.access import AuditAction, KeyStore, Permission, StoredKey, audit
-from master.auth import DEFAULT_TENANT, Role, principal_of
+from master.auth import DEFAULT_TENANT, TENANT_PATTERN, Role, principal_of
 from master.deps import Services, ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
@@ -36,7 +36,7 @@ class KeyRequest(BaseModel):
     """Who or what holds the key (shown in lists, audit lines and ``/whoami``)."""
     role: Role
     """``admin``, ``client``, ``agent`` or ``viewer`` (the Security page's roles table)."""
-    tenant: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")] = DEFAULT_TENANT
+    tenant: Annotated[str, Field(min_length=1, max_length=128, pattern=TENANT_PATTERN)] = DEFAULT_TENANT
     """The tenant whose objects the key creates and sees."""
     agent_ids: Annotated[list[Pattern], Field(max_length=100)] = Field(default_factory=list)
     """For the ``agent`` role: ``fnmatch`` patterns of the agent ids it may register or connect as

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from websockets.exceptions import ConnectionClosed
 
+from master.agents.url_policy import AgentUrlPolicy
 from master.auth import Principal, Role
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
@@ -401,9 +402,11 @@ async def test_a_tenants_flood_is_refused_while_the_other_tenants_queries_run() 
 
 
 async def test_http_registration_belongs_to_the_keys_tenant_or_the_one_an_administrator_names(
-    hub: InProcessMaster,
+    hub: InProcessMaster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = {"agent_id": "inv", "invocation_base_url": "http://127.0.0.1:9", "tools": [tool("t")]}
+    # Loopback is for an administrator's agents unless OPENAGENT_AGENT_URL_ALLOW names it.
+    monkeypatch.setattr(hub.services.invocation, "url_policy", AgentUrlPolicy(allow="127.0.0.1"))
     async with (
         http(hub) as admin,
         http(hub, as_tenant("a", "agent")) as a_agent,
