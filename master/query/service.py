@@ -223,8 +223,6 @@ class QueryService:
                 live.query_id = str(paused.get("query_id") or live.query_id)
                 live.completed[:0] = paused.get("completed") or []
                 live.created_at = float(paused.get("created_at") or live.created_at)
-        if extras.history and session_hint is None:
-            turns = await self._store_history(session_id, extras.history, principal.tenant)
         toolbox = Toolbox(targets)
         settings = self._settings
         budget = BudgetTracker.from_request(
@@ -256,15 +254,18 @@ class QueryService:
         extra_tools = self._collaboration_hook(
             hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
         )
-        rag = await self._rag_query(
-            session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
-        )
-        if rag is not None:
-            hooks.call_options = rag.call_options
         extra_tools += self._spawn_hook(hooks, request, principal)
         if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
             hooks.approval = approval
         extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
+        rag = await self._rag_query(  # the last check (its cap), storing the files it accepts
+            session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
+        )
+        if rag is not None:
+            hooks.call_options = rag.call_options
+        # Accepted: only now does the run have a record (a refusal above left nothing in Redis).
+        if live is not None and self.runs is not None:
+            await self.runs.accept(live)
         started = time.monotonic()
         run = _Run(
             orchestrator,
@@ -283,6 +284,8 @@ class QueryService:
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
         try:
+            if extras.history and session_hint is None:
+                run.turns = await self._store_history(session_id, extras.history, principal.tenant)
             if paused is not None and extras.resume_run is not None:
                 outcome = (
                     await self._resume_held(run, extra_tools, paused, taken=True)
