@@ -885,7 +885,11 @@ class QueryService:
                 system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
             )
             if context.summary_turn is not None:
-                await self._sessions.append(session_id, [context.summary_turn])
+                seen = sum(1 for turn in run.turns if turn.get("decision") == "summary")
+                if not await self._sessions.append_summary(session_id, context.summary_turn, seen):
+                    logger.info(
+                        "session %s: a summary of this span was stored first; this one is not", session_id
+                    )
         run.budget.add_tokens(spent)
         return context
 
