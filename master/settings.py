@@ -105,7 +105,7 @@ class Settings(BaseSettings):
     openagent_remote_discovery_timeout: float = Field(default=10.0, gt=0)
     """Seconds ``POST /register`` waits for an MCP server or A2A agent to list its tools (card)."""
     openagent_agent_url_allow: str = ""
-    """Comma-separated host names and addresses/CIDRs the master may call for agents even where the agent URL policy refuses them by default (link-local, cloud metadata, multicast, unspecified, broadcast), e.g. ``169.254.10.0/24``. Loopback and private ranges are allowed without it."""
+    """Comma-separated host names and addresses/CIDRs the master may call for agents even where the agent URL policy refuses them by default (link-local, cloud metadata, multicast, unspecified, broadcast), e.g. ``169.254.10.0/24``. Loopback and private ranges are allowed without it for an administrator's registrations only: name them here to let the other keys' agents use them."""
     openagent_agent_url_deny: str = ""
     """Comma-separated host names and addresses/CIDRs the master never calls for agents (registration is refused with 422, connections fail), e.g. ``10.0.0.0/8,db.internal``; wins over ``OPENAGENT_AGENT_URL_ALLOW``."""
 
