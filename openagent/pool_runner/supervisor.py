@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections import deque
@@ -322,6 +323,21 @@ _KILL_ALL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept Pr
 exactly its own, in one step the kernel takes atomically (a fork bomb cannot outrun it)."""
 
 
+def _kill_all_as(uid: int, gid: int, within: float) -> None:
+    subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _KILL_ALL],
+        user=uid,
+        group=gid,
+        extra_groups=[],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={},
+        timeout=within,
+        check=False,
+    )
+
+
 async def sweep_user(uid: int, gid: int, within: float = _STOP_GRACE_SECONDS * 2) -> int:
     """SIGKILL every process of ``uid`` (as root); how many are left after ``within`` seconds."""
     loop = asyncio.get_running_loop()
@@ -330,27 +346,11 @@ async def sweep_user(uid: int, gid: int, within: float = _STOP_GRACE_SECONDS * 2
         if loop.time() > deadline:
             return len(pids)
         try:
-            helper = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                _KILL_ALL,
-                user=uid,
-                group=gid,
-                extra_groups=[],
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL,
-                env={},
-            )
-        except OSError:  # e.g. the user is at its process limit: kill them one by one, as root
-            for pid in pids:
+            await asyncio.to_thread(_kill_all_as, uid, gid, max(deadline - loop.time(), 1.0))
+        except (OSError, subprocess.SubprocessError):  # e.g. the user is at its process limit
+            for pid in pids:  # one by one, as root
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-        else:
-            async with asyncio.timeout(max(deadline - loop.time(), 1.0)):
-                await helper.wait()
         await asyncio.sleep(0.02)  # the killed processes leave /proc as their parents reap them
     return 0
 
