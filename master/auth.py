@@ -30,6 +30,8 @@ class Role(StrEnum):
 
 
 DEFAULT_TENANT = "default"
+TENANT_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+"""What a tenant's name may be (a key's ``tenant``, a JWT's tenant claim): never ``*``, never empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,9 @@ class Principal:
     tenant: str = DEFAULT_TENANT
     agent_ids: tuple[str, ...] = ()
     """For the ``agent`` role: fnmatch patterns of the agent ids it may register or connect as."""
+    approves: tuple[str, ...] = ()
+    """fnmatch patterns of the tools (``<agent_id>__<tool>``) whose approvals it decides in its
+    tenant (:mod:`master.query.approvals`: who approves)."""
 
     @property
     def is_admin(self) -> bool:

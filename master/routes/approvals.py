@@ -128,6 +128,7 @@ async def decide_approval(
             arguments=body.arguments,
             remember=body.remember,
             tenant=principal.tenant_filter,
+            principal=principal,
         )
         return _json(await desk.resume(str(record["session_id"])))
     except ApprovalRefused as exc:
