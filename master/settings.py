@@ -206,8 +206,9 @@ class Settings(BaseSettings):
     openagent_agent_user: str = Field(default="openagent-agent", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
     """System user whose group agent processes run in (made with ``useradd --system`` when missing);
     each agent gets a uid of its own from ``OPENAGENT_AGENT_UID_BASE``. Used when the master is root."""
-    openagent_agent_uid_base: int = Field(default=200000, ge=1000)
-    """The first of the uids agent processes run as, one per running agent."""
+    openagent_agent_uid_base: int = Field(default=200000, ge=1)
+    """The first of the uids agent processes run as, one per running agent (pick a range no person
+    or service uses; never 0)."""
     openagent_agent_uid_count: int = Field(default=10000, ge=1)
     """How many uids from ``OPENAGENT_AGENT_UID_BASE`` agents may use."""
     openagent_allow_unisolated_agents: bool = False
