@@ -34,7 +34,7 @@ from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox
-from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
+from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.conversation.runs import LiveRun, RunState, RunStore
 from master.errors import QueryRejected
 from master.query.admission import Admission
@@ -177,7 +177,7 @@ class QueryEntry:
         stream: bool = False,
         deliver: Deliver | None = None,
         extras: RunExtras | None = None,
-        principal: Principal = BOOTSTRAP_ADMIN,
+        principal: Principal,
     ) -> QueryRun:
         """Admit ``request`` and start it; the run goes on whatever the door does next.
 
@@ -223,9 +223,9 @@ class QueryEntry:
                     more["extras"] = extras
                 if live is not None:
                     more["live"] = live
-                if principal is not BOOTSTRAP_ADMIN:
-                    more["principal"] = principal
-                response = await self.queries.run(request, run.query_id, events=events, **more)
+                response = await self.queries.run(
+                    request, run.query_id, events=events, principal=principal, **more
+                )
             except QueryRejected as exc:
                 response = rejected_response(request, run.query_id, exc)
             except Exception:  # a bug must not leave the asker waiting, nor answer without a code
@@ -273,12 +273,12 @@ class QueryEntry:
         return live
 
     def offered_tools(
-        self, allowed: Iterable[str] | None = None, *, principal: Principal = BOOTSTRAP_ADMIN
+        self, allowed: Iterable[str] | None = None, *, principal: Principal
     ) -> list[OfferedTool]:
         """Every tool the orchestrator could call now for ``principal`` (cluster-wide, every
         transport), named as the orchestrator names them; only the agents ``allowed`` when given."""
         assert self.agents is not None, "QueryEntry(agents=...) lists tools"
-        toolbox = Toolbox(self.agents.tool_targets(allowed, tenant=principal.tenant_filter))
+        toolbox = Toolbox(self.agents.tool_targets(Scope.of(principal), allowed))
         return [
             OfferedTool(
                 name,
@@ -299,7 +299,7 @@ class QueryEntry:
         *,
         door: Door,
         on_progress: Callable[[ToolProgress], None] | None = None,
-        principal: Principal = BOOTSTRAP_ADMIN,
+        principal: Principal,
     ) -> ToolRun:
         """Call one tool directly, without the model: a door's ``tools/call``.
 
@@ -312,7 +312,7 @@ class QueryEntry:
         is unknown to ``principal`` (``unknown_agent``), as one that does not exist.
         """
         assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
-        targets = self.agents.tool_targets([agent_id], tenant=principal.tenant_filter)
+        targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
         if not targets:
             raise ToolRefused(
                 ErrorCode.UNKNOWN_AGENT, f"no agent {agent_id!r} with tools is connected or registered"

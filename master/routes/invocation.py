@@ -26,7 +26,7 @@ from master.agents.invocation import (
 )
 from master.agents.registry import offered_to
 from master.agents.url_policy import UrlRefused
-from master.auth import Principal, principal_of
+from master.auth import Principal, Scope, principal_of
 from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
@@ -290,7 +290,7 @@ async def unregister(body: Unregistration, request: Request, services: ServicesD
     principal = principal_of(request.scope)
     _check_agent_id(principal, body.agent_id)
     known = services.invocation.get(body.agent_id)
-    if known is not None and not offered_to(known.tenant, principal.tenant_filter):
+    if known is not None and not offered_to(known.tenant, Scope.of(principal).tenant):
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}")
     try:
         removed = await services.invocation.unregister(body.agent_id)

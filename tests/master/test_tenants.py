@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from master.auth import Principal, Role
+from master.auth import Principal, Role, Scope
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
 from openagent.testing import ScriptedOpenAIServer
@@ -312,7 +312,7 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
             assert listed == {"ask", "shared__lookup"}
             with pytest.raises(MCPError) as unknown:
                 await mcp.call_tool("a-only__secret", {})
-            assert "no agent 'a-only' with tools is connected or registered" in str(unknown.value)
+            assert "unknown tool 'a-only__secret'" in str(unknown.value)  # as one that does not exist
 
         # A direct tool call (MCP and A2A tools/call go through it) to another tenant's agent.
         entry = hub.services.entry
@@ -331,7 +331,7 @@ async def test_an_administrator_registers_a_websocket_agent_for_one_tenant(hub: 
     try:
         await peer.register("for-a", tools=[tool("t")])
         assert hub.services.registry.get("for-a").tenant == "a"  # type: ignore[union-attr]
-        assert hub.services.agents.known_ids(["for-a"], tenant="b") == set()
+        assert hub.services.agents.known_ids(Scope.for_tenant("b"), ["for-a"]) == set()
     finally:
         await peer.close()
 

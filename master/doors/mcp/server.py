@@ -55,9 +55,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Send
+from starlette.types import Scope as ASGIScope
 
-from master.auth import BOOTSTRAP_ADMIN, Principal, principal_of
+from master.auth import ANONYMOUS, SYSTEM, Principal, Scope, principal_of
 from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
@@ -192,7 +193,7 @@ class McpDoor:
         if self._serving is not None:
             await asyncio.gather(self._serving, return_exceptions=True)
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         """Answer one HTTP request to ``/mcp`` (authorized by the route)."""
         await self.manager.handle_request(scope, receive, send)
 
@@ -203,7 +204,8 @@ class McpDoor:
     # ------------------------------------------------------------------ tools
 
     def _offered(self) -> list[OfferedTool]:
-        offered = self.entry.offered_tools()
+        """Every tool, for the door's own bookkeeping (names, change notices): the master's view."""
+        offered = self.entry.offered_tools(principal=SYSTEM)
         self._by_name = {tool.name: tool for tool in offered}
         return offered
 
@@ -242,7 +244,13 @@ class McpDoor:
         arguments = params.arguments or {}
         if params.name == ASK:
             return await self._ask(ctx, arguments, params.input_responses)
-        tool = self._find(params.name)
+        principal = _principal(ctx)
+        if principal.is_admin:
+            tool = self._find(params.name)
+        else:  # the tools on offer to the caller's tenant only
+            tool = next(
+                (t for t in self.entry.offered_tools(principal=principal) if t.name == params.name), None
+            )
         if tool is None:
             raise _unknown_tool(params.name)
         relay = ProgressRelay(ctx.session.report_progress, params.name)
@@ -337,7 +345,7 @@ class McpDoor:
                 except MCPError as exc:
                     logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
                     return answer_result(response)
-                if not await self._take(approval.approval_id, answer, _principal(ctx).tenant_filter):
+                if not await self._take(approval.approval_id, answer, Scope.of(_principal(ctx))):
                     return answer_result(response)  # dismissed: it waits, decided elsewhere
             followed = await self._resume(ctx, str(response.session_id))
             if isinstance(followed, types.CallToolResult):
@@ -359,7 +367,7 @@ class McpDoor:
         """A 2026 client retried ``ask`` with its user's answers, keyed by ``approval_id``."""
         desk = self._approvals
         assert desk is not None
-        tenant = _principal(ctx).tenant_filter  # another tenant's approval is unknown
+        scope = Scope.of(_principal(ctx))  # another tenant's approval is unknown
         sessions: set[str] = set()
         for approval_id, answer in answers.items():
             if not isinstance(answer, types.ElicitResult):
@@ -368,7 +376,7 @@ class McpDoor:
                     f"the answer for {approval_id!r} is not an elicitation result",
                 )
             try:
-                sessions.add(str((await desk.record(approval_id, tenant=tenant))["session_id"]))
+                sessions.add(str((await desk.record(approval_id, scope))["session_id"]))
             except ApprovalRefused as exc:
                 return refused_result(exc.code.value, str(exc))
         if len(sessions) != 1:
@@ -378,15 +386,15 @@ class McpDoor:
             )
         for approval_id, answer in answers.items():
             assert isinstance(answer, types.ElicitResult)
-            await self._take(approval_id, answer, tenant)
+            await self._take(approval_id, answer, scope)
         followed = await self._resume(ctx, sessions.pop())
         if isinstance(followed, types.CallToolResult):
             return followed
         return await self._answer(ctx, followed)
 
-    async def _take(self, approval_id: str, answer: types.ElicitResult, tenant: str | None) -> bool:
+    async def _take(self, approval_id: str, answer: types.ElicitResult, scope: Scope) -> bool:
         """Decide as the client's user answered; False when they dismissed it (it still waits).
-        ``tenant``: the asker's (``None``: an administrator), whose approvals only it decides."""
+        ``scope``: the asker's, whose approvals only it decides."""
         assert self._approvals is not None
         if answer.action == "cancel":
             return False
@@ -402,7 +410,7 @@ class McpDoor:
         )
         try:
             await self._approvals.decide(
-                approval_id, decision, message=message, remember=remember, tenant=tenant
+                approval_id, decision, message=message, remember=remember, scope=scope
             )
         except ApprovalRefused as exc:  # decided meanwhile, or expired: that stands
             logger.info("MCP decision on %s not taken: %s", approval_id, exc)
@@ -413,7 +421,9 @@ class McpDoor:
     ) -> QueryResponse | types.CallToolResult:
         assert self._approvals is not None
         try:
-            started = await self._approvals.start_resume(session_id, door="mcp", stream=True, tell=False)
+            started = await self._approvals.start_resume(
+                session_id, Scope.of(_principal(ctx)), door="mcp", stream=True, tell=False
+            )
         except ApprovalRefused as exc:
             return refused_result(exc.code.value, str(exc))
         except QueryRefused as exc:
@@ -439,9 +449,10 @@ class McpDoor:
 
 
 def _principal(ctx: ServerRequestContext[Any]) -> Principal:
-    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request)."""
+    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request;
+    :data:`~master.auth.ANONYMOUS` without one: fail closed)."""
     scope = getattr(ctx.request, "scope", None)
-    return principal_of(scope) if isinstance(scope, dict) else BOOTSTRAP_ADMIN
+    return principal_of(scope) if isinstance(scope, dict) else ANONYMOUS
 
 
 def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:
