@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dotenv import load_dotenv
+from dotenv import dotenv_values, load_dotenv
 
 from openagent.errors import ConfigurationError
 
@@ -88,7 +88,10 @@ class ClientConfig:
     serving one system as a comma-separated list, tried in turn when a connection is lost
     (see :attr:`master_urls`)."""
     api_key: str | None = field(default=None, repr=False)
-    """Sent as ``Authorization: Bearer <api_key>`` when set. Never shown in ``repr``."""
+    """Sent as ``Authorization: Bearer <api_key>`` when set. Never shown in ``repr``. Left out
+    (``None``), it is ``OPENAGENT_API_KEY`` of the environment, else of ``.env`` in the current
+    directory, so ``ClientConfig(master_ws=...)`` joins a master that needs the key as
+    :meth:`from_env` does; ``""`` sends no key."""
     connect_timeout: float = 10.0
     """Seconds allowed to open the WebSocket (TCP, TLS and HTTP upgrade)."""
     registration_timeout: float = 10.0
@@ -105,6 +108,8 @@ class ClientConfig:
     """Upper bound of the reconnect delay."""
 
     def __post_init__(self) -> None:
+        if not self.api_key:  # None: the environment's; "": none (kept as None)
+            object.__setattr__(self, "api_key", _api_key_of_environment() if self.api_key is None else None)
         if not self.master_urls or not all(url.startswith(("ws://", "wss://")) for url in self.master_urls):
             raise ConfigurationError(
                 f"master_ws must be a ws:// or wss:// URL, or a comma-separated list of them (env MASTER_WS),"
@@ -156,7 +161,7 @@ class ClientConfig:
         environ = _environ(environ)
         return cls(
             master_ws=_text(environ, "MASTER_WS") or f"ws://{_master_address(environ)}/ws",
-            api_key=_text(environ, "OPENAGENT_API_KEY"),
+            api_key=_text(environ, "OPENAGENT_API_KEY") or "",  # read here: "" is none
             connect_timeout=_number(environ, "WS_CONNECT_TIMEOUT", 10.0),
             registration_timeout=_number(environ, "WS_REGISTRATION_TIMEOUT", 10.0),
             keepalive_interval=_number(environ, "WS_KEEPALIVE_INTERVAL", 30.0, allow_zero=True),
@@ -282,6 +287,16 @@ def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
         logger.debug("loading %s", dotenv_path)
         load_dotenv(dotenv_path, override=False)
     return os.environ
+
+
+def _api_key_of_environment() -> str | None:
+    """``OPENAGENT_API_KEY`` of the process environment, else of ``.env`` in the current directory
+    (read, not loaded: building a configuration changes no environment)."""
+    key = _text(os.environ, "OPENAGENT_API_KEY")
+    dotenv_path = Path.cwd() / ".env"
+    if key is None and dotenv_path.is_file():
+        key = (dotenv_values(dotenv_path).get("OPENAGENT_API_KEY") or "").strip() or None
+    return key
 
 
 def _master_host(environ: Mapping[str, str]) -> str:

@@ -109,6 +109,13 @@ trap stop_children EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Every wait for something this script started (the demo LLM, the master, the agents) ends when
+# that process exits, or after OPENAGENT_START_TIMEOUT_SECONDS (default 180): a slow machine (a
+# busy CI runner, a laptop under load) may take a minute to import and start a Python process.
+start_timeout=${OPENAGENT_START_TIMEOUT_SECONDS:-180}
+[[ $start_timeout =~ ^[1-9][0-9]*$ ]] ||
+  die "OPENAGENT_START_TIMEOUT_SECONDS must be a whole number of seconds > 0 (got '$start_timeout')"
+
 if [[ -n $demo_llm ]]; then
   : >"$llm_log"
   log "no LLM configured (OPENAI_API_KEY and OPENAI_BASE_URL are empty): starting the demo LLM (log: .run/demo-llm.log)"
@@ -116,7 +123,7 @@ if [[ -n $demo_llm ]]; then
   "$VENV_PY" -m openagent.testing --demo --port "${OPENAGENT_DEMO_LLM_PORT:-0}" >>"$llm_log" 2>&1 </dev/null &
   llm_pid=$!
   llm_url=""
-  deadline=$((SECONDS + 15))
+  deadline=$((SECONDS + start_timeout))
   until llm_url=$(grep -o -m1 'http://127\.0\.0\.1:[0-9]*/v1' "$llm_log"); do
     if ! kill -0 "$llm_pid" 2>/dev/null || ((SECONDS >= deadline)); then
       cat "$llm_log" >&2
@@ -137,7 +144,9 @@ log "starting the master: python -m master --host $MASTER_HOST --port $MASTER_PO
 "$VENV_PY" -m master --host "$MASTER_HOST" --port "$MASTER_PORT" >>"$master_log" 2>&1 </dev/null &
 master_pid=$!
 
-deadline=$((SECONDS + 30))
+# Wait for GET /health while the master is alive (a master that exits stops the wait at once).
+deadline=$((SECONDS + start_timeout))
+next_note=$((SECONDS + 15))
 until http_status "$base_url/health" >/dev/null; do
   if ! kill -0 "$master_pid" 2>/dev/null; then
     tail -n 40 "$master_log" >&2
@@ -145,7 +154,11 @@ until http_status "$base_url/health" >/dev/null; do
   fi
   if ((SECONDS >= deadline)); then
     tail -n 40 "$master_log" >&2
-    die "the master did not answer GET $base_url/health with 200 within 30 s (log above, full log: .run/master.log)"
+    die "the master did not answer GET $base_url/health within ${start_timeout} s (log above, full log: .run/master.log); on a slow machine raise OPENAGENT_START_TIMEOUT_SECONDS"
+  fi
+  if ((SECONDS >= next_note)); then
+    log "still waiting for the master ($((deadline - SECONDS)) s left; last log line: $(tail -n 1 "$master_log" | cut -c1-160))"
+    next_note=$((SECONDS + 15))
   fi
   sleep 0.3
 done
@@ -164,7 +177,7 @@ start_agent() {
 for index in "${!agent_ids[@]}"; do start_agent "$index"; done
 
 # GET /agents lists connected agents; wait (bounded) until each shows up.
-deadline=$((SECONDS + 15))
+deadline=$((SECONDS + start_timeout))
 for index in "${!agent_ids[@]}"; do
   id=${agent_ids[$index]}
   until http_status "$base_url/agents" "$api_key" "\"$id\"" >/dev/null; do

@@ -11,32 +11,56 @@
 # (installed with apt when missing). OPENAGENT_UI_TESTS=0 skips the UI, =1 forces it.
 #
 # Creates .venv with the dev extra on first use and makes sure the tests' Redis answers
-# (OPENAGENT_TEST_REDIS_URL, default redis://127.0.0.1:6379/15), starting a local one if needed. Stops at the first
-# failing step. Needs no standard input (fine with CI=true).
+# (OPENAGENT_TEST_REDIS_URL, default redis://127.0.0.1:6379/15), starting a local one if needed. Runs every
+# step even when one fails, prints each step's time and every failure at the end, and exits with the
+# first failing step's status. Needs no standard input (fine with CI=true).
 set -euo pipefail
 # shellcheck source=scripts/_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 cd "$ROOT"
 
-# run_step NAME COMMAND...: run COMMAND; on failure say which step failed and exit with its status.
+# run_step NAME COMMAND...: run COMMAND, say how long it took, and remember a failure: every step
+# runs (the web UI's checks too when pytest fails) and the summary at the end lists each step's
+# time and every failure; the script then exits with the first failing step's status.
+steps=()
+failed=()
+first_status=0
 run_step() {
   local name=$1
   shift
   log "$name: $*"
-  local status=0
+  local status=0 started=$SECONDS
   "$@" </dev/null || status=$?
+  local took=$((SECONDS - started))
   if ((status == 0)); then
+    steps+=("$(printf '%-14s %5d s  ok' "$name" "$took")")
     return 0
   fi
+  steps+=("$(printf '%-14s %5d s  FAILED (status %d)' "$name" "$took" "$status")")
+  failed+=("$name")
+  ((first_status != 0)) || first_status=$status
   if [[ $name == pytest && $status -eq 5 ]]; then
     printf '[%s] FAILED: pytest collected no tests (exit 5); check the test paths and -k/-m filters\n' \
       "$_SCRIPT_NAME" >&2
   else
-    printf '[%s] FAILED: %s exited with status %d (output above)\n' "$_SCRIPT_NAME" "$name" "$status" >&2
+    printf '[%s] FAILED: %s exited with status %d (output above); the other steps still run\n' \
+      "$_SCRIPT_NAME" "$name" "$status" >&2
   fi
-  exit "$status"
+  return 0
 }
 
+# summary: each step's time, then every failure; exits with the first failing step's status.
+summary() {
+  log "steps (total $((SECONDS - suite_started)) s):"
+  printf '  %s\n' "${steps[@]}" >&2
+  if ((${#failed[@]})); then
+    printf '[%s] FAILED steps: %s\n' "$_SCRIPT_NAME" "${failed[*]}" >&2
+    exit "$first_status"
+  fi
+  summary
+}
+
+suite_started=$SECONDS
 ensure_venv dev
 # The local MiniLM embeddings (extra rag-local: sentence-transformers on torch, ~1.5 GB, ~2 min
 # to install) let tests/openagent/rag/test_minilm.py run; OPENAGENT_TEST_LOCAL_EMBEDDINGS=0
@@ -74,4 +98,4 @@ if [[ $ui_tests == 1 || ($ui_tests == auto && $# -eq 0) ]]; then
   run_step ui-e2e env PYTHON="$VENV_PY" OPENAGENT_TEST_REDIS_URL="${OPENAGENT_TEST_REDIS_URL:-redis://127.0.0.1:6379/15}" \
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm --prefix "$UI_DIR" run --silent e2e
 fi
-log "all checks passed"
+summary

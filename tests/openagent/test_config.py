@@ -42,7 +42,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]
     os.environ.update(saved)
 
 
-def test_defaults_match_the_spec_env_table() -> None:
+def test_defaults_match_the_spec_env_table(clean_env: Path) -> None:
     config = ClientConfig.from_env({})
 
     assert config == ClientConfig()
@@ -137,6 +137,23 @@ def test_from_env_loads_dotenv_without_overriding(clean_env: Path, monkeypatch: 
     assert config.master_ws == "ws://from-dotenv:8000/ws"
     assert config.connect_timeout == 3.0
     assert config.api_key == "process-key"  # the process environment wins
+
+
+def test_explicit_fields_keep_the_key_of_the_environment_or_dotenv(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ClientConfig(master_ws=...)`` (the guides' agents) still sends the key ``run.sh`` wrote, read
+    without loading ``.env`` into the environment; ``api_key=""`` sends none."""
+    (clean_env / ".env").write_text("OPENAGENT_API_KEY=dotenv-key\n")
+
+    assert ClientConfig(master_ws="ws://127.0.0.1:9/ws").api_key == "dotenv-key"
+    assert "OPENAGENT_API_KEY" not in os.environ
+    monkeypatch.setenv("OPENAGENT_API_KEY", "process-key")
+    config = ClientConfig(master_ws="ws://127.0.0.1:9/ws")
+    assert config.api_key == "process-key"
+    assert config.auth_headers == {"Authorization": "Bearer process-key"}
+    assert ClientConfig(master_ws="ws://127.0.0.1:9/ws", api_key="").auth_headers == {}
+    assert ClientConfig(api_key="explicit").api_key == "explicit"
 
 
 def test_from_env_invalid_dotenv_value_names_the_variable(clean_env: Path) -> None:
