@@ -122,6 +122,11 @@ class Scope:
     def every_tenant(self) -> bool:
         return self._tenant is None
 
+    @property
+    def sees_nothing(self) -> bool:
+        """:data:`ANONYMOUS`'s: no tenant's records (the shared agents stay on offer: a public card)."""
+        return self._tenant == _NO_TENANT
+
     def sees(self, owner_tenant: str | None) -> bool:
         """Whether a record owned by ``owner_tenant`` (``None``: ``default``) is in this scope."""
         return self._tenant is None or (owner_tenant or DEFAULT_TENANT) == self._tenant

@@ -187,8 +187,10 @@ class QueryEntry:
         answer, like the WebSocket) is awaited with the outcome before the run gives its slot
         back, so a draining master hands its connections off only once the answers are sent.
         ``extras`` are a door's inputs beyond the protocol's (:class:`master.query.extras.RunExtras`).
-        ``principal`` is who asks (its tenant's cap admits it; see the module docstring).
+        ``principal`` is who asks (its tenant's cap admits it; see the module docstring); one
+        nothing resolved (:data:`~master.auth.ANONYMOUS`) is refused (``unauthorized``).
         """
+        _check_resolved(principal)
         self.admission.enter(principal.tenant)
         run_id = (extras.run_id if extras is not None else None) or f"run-{secrets.token_hex(16)}"
         run = QueryRun(query_id or f"{door}-{secrets.token_hex(16)}", streamed=stream, run_id=run_id)
@@ -312,6 +314,7 @@ class QueryEntry:
         is unknown to ``principal`` (``unknown_agent``), as one that does not exist.
         """
         assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
+        _check_resolved(principal)
         targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
         if not targets:
             raise ToolRefused(
@@ -376,3 +379,12 @@ __all__ = [
     "RunExtras",
     "ToolRefused",
 ]
+
+
+def _check_resolved(principal: Principal) -> None:
+    """Refuse (``unauthorized``) a caller nothing resolved: no door runs anything for it."""
+    if not principal.resolved:
+        raise QueryRefused(
+            ErrorCode.UNAUTHORIZED,
+            "no API key was resolved for this request: nothing runs for an anonymous caller",
+        )
