@@ -10,7 +10,8 @@ waits (:mod:`master.doors.a2a`), an MCP client's answer to the ``ask`` tool's qu
   ``remember="session"`` approves the tool for the rest of the session, the round's other
   pending calls of that tool included;
 - **resuming** (:meth:`ApprovalDesk.resume`): once every call of the paused round is decided, the
-  run goes on through the query entry; whoever started it, the desk's listeners hear how it ended
+  run goes on through the query entry (a door's direct call held for approval, made by
+  :meth:`~master.query.entry.QueryEntry.call_tool`, runs then, once, and ends with the call); whoever started it, the desk's listeners hear how it ended
   (the A2A door moves a waiting task to its end that way). It goes on as it was asked: with the
   asker's tenant and view of the agents (:func:`resumer`), whoever decided;
 - **the expiry sweep** (:meth:`ApprovalDesk.sweep`, every ``OPENAGENT_APPROVAL_SWEEP_SECONDS``):
@@ -31,7 +32,7 @@ from master.auth import DEFAULT_TENANT, SYSTEM, Principal, Role, Scope
 from master.conversation.approvals import ApprovalStore
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from master.observability.metrics import Metrics
-from master.query.entry import Door, QueryEntry, QueryRefused, QueryRun
+from master.query.entry import DirectOutcome, Door, QueryEntry, QueryRefused, QueryRun
 from master.query.extras import RunExtras
 from master.query.service import rejected_response
 from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolSchema
@@ -41,8 +42,9 @@ logger = logging.getLogger("master.query.approvals")
 Outcome = Literal["approved", "edited", "rejected", "expired"]
 """How an approval ended, as the metrics count it (``edited``: approved with other arguments)."""
 
-Resumed = Callable[[str, QueryResponse], Awaitable[None]]
-"""Hears the end of a run a decision resumed: ``(session_id, response)``."""
+Resumed = Callable[[str, QueryResponse, DirectOutcome | None], Awaitable[None]]
+"""Hears the end of a run a decision resumed: ``(session_id, response, direct)``; ``direct`` is
+how a door's direct call held for approval ended (``None``: a query's run)."""
 
 _TRY_AGAIN = frozenset({ErrorCode.TOO_MANY_QUERIES, ErrorCode.DRAINING})
 """Refusals of a resume the sweep tries again at its next pass."""
@@ -233,7 +235,9 @@ class ApprovalDesk:
             )
         request = QueryRequest.model_validate({**state["request"], "session_id": session_id})
         try:
-            extras = RunExtras(resume_approvals=True, run_id=state.get("run_id"))
+            extras = RunExtras(
+                resume_approvals=True, run_id=state.get("run_id"), direct=bool(state.get("direct"))
+            )
             run = self._entry.submit(
                 request, door=door, stream=stream, extras=extras, principal=resumer(state)
             )
@@ -260,7 +264,7 @@ class ApprovalDesk:
             return
         for listener in list(self.listeners):
             try:
-                await listener(session_id, response)
+                await listener(session_id, response, run.direct)
             except Exception:
                 logger.exception("approvals: a listener failed on the resumed run of session %s", session_id)
 

@@ -24,6 +24,7 @@ translates what comes back (:mod:`master.query.events`) into its own wire form. 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -33,15 +34,15 @@ from typing import Any, Literal
 from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
-from master.agents.toolbox import Toolbox
+from master.agents.toolbox import Toolbox, function_name
 from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.conversation.runs import LiveRun, RunState, RunStore
-from master.errors import QueryRejected
+from master.errors import QueryRejected, SessionStoreUnavailable
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
 from master.query.extras import RunExtras
 from master.query.service import QueryService, rejected_response
-from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
+from protocol import AgentUsed, ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.query.entry")
 
@@ -55,6 +56,16 @@ Deliver = Callable[[QueryResponse], Awaitable[None]]
 class ToolRefused(QueryRejected):
     """A direct tool call that was not sent: ``unknown_agent``, ``unknown_tool`` or
     ``invalid_arguments`` (the message names the tool and each offending field)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectOutcome:
+    """How a direct call held for approval ended, once decided (:meth:`QueryEntry.call_tool`)."""
+
+    decision: Literal["approved", "rejected", "expired"]
+    run: ToolRun
+    """The call as it went: the agent's result or error when approved; else not sent, with the
+    error that says why (refused with the person's reason, or no one decided in time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +87,12 @@ class OfferedTool:
 class QueryRun:
     """One admitted query, running: await :meth:`result`, or iterate :meth:`events` when streamed."""
 
-    __slots__ = ("_events", "_task", "_waiter", "query_id", "run_id")
+    __slots__ = ("_events", "_task", "_waiter", "direct", "query_id", "run_id")
 
     def __init__(self, query_id: str, *, streamed: bool, run_id: str = "") -> None:
         self.query_id = query_id
+        self.direct: DirectOutcome | None = None
+        """Set when the run was a held direct call going on (its answer is the call's)."""
         self.run_id = run_id
         """The run's id (a resumed run keeps the id it had; a continuation found by its calls'
         ids takes its run's id later: the answer's ``run_id`` is the one that holds)."""
@@ -212,7 +225,8 @@ class QueryEntry:
         principal: Principal,
     ) -> QueryResponse:
         finished: Finished | None = None
-        live = self._begin(run, request, extras, principal)
+        direct = extras is not None and extras.direct
+        live = None if direct else self._begin(run, request, extras, principal)
         try:
             try:
                 events = run._emit if run._events is not None else None
@@ -225,9 +239,12 @@ class QueryEntry:
                     more["extras"] = extras
                 if live is not None:
                     more["live"] = live
-                response = await self.queries.run(
-                    request, run.query_id, events=events, principal=principal, **more
-                )
+                if direct:
+                    response = await self._resume_direct(request, run, principal)
+                else:
+                    response = await self.queries.run(
+                        request, run.query_id, events=events, principal=principal, **more
+                    )
             except QueryRejected as exc:
                 response = rejected_response(request, run.query_id, exc)
             except Exception:  # a bug must not leave the asker waiting, nor answer without a code
@@ -302,16 +319,22 @@ class QueryEntry:
         door: Door,
         on_progress: Callable[[ToolProgress], None] | None = None,
         principal: Principal,
-    ) -> ToolRun:
+    ) -> ToolRun | QueryResponse:
         """Call one tool directly, without the model: a door's ``tools/call``.
 
         Admitted like a query (raises :class:`QueryRefused` before anything runs), checked
         (raises :class:`ToolRefused`: the agent and the tool must be on offer, the arguments must
-        fit the tool's schema), then sent through the same :class:`ToolCaller` as the
-        orchestrator's calls (metrics, trace, call records). A tool that fails is a
-        :class:`ToolRun` with ``success`` false and its ``error``. Cancelling the caller abandons
-        the call: the dispatcher forgets it and a late result is dropped. Another tenant's agent
-        is unknown to ``principal`` (``unknown_agent``), as one that does not exist.
+        fit the tool's schema), then given the approval policy's verdict, the orchestrator's own
+        (:class:`master.query.policy.ApprovalPolicy`): a call that needs a person's approval is
+        not sent but held (:meth:`QueryService.hold_direct`), and the answer is then a
+        ``QueryResponse`` with ``status: "awaiting_approval"`` and its approval, as a held query's;
+        once decided (through any door, or expired) the approval desk runs it once and ends the
+        run with the call's outcome (:class:`DirectOutcome`). Otherwise the call is sent through
+        the same :class:`ToolCaller` as the orchestrator's calls (metrics, trace, call records).
+        A tool that fails is a :class:`ToolRun` with ``success`` false and its ``error``.
+        Cancelling the caller abandons the call: the dispatcher forgets it and a late result is
+        dropped. Another tenant's agent is unknown to ``principal`` (``unknown_agent``), as one
+        that does not exist.
         """
         assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
         _check_resolved(principal)
@@ -336,18 +359,145 @@ class QueryEntry:
             raise ToolRefused(
                 ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {tool_name!r}: " + "; ".join(problems)
             )
+        verdict = self.queries.policy.verdict(function_name(agent.agent_id, tool_name), agent.agent_id, tool)
+        if verdict == "refuse":
+            raise ToolRefused(
+                ErrorCode.INVALID_REQUEST,
+                f"{agent_id}.{tool_name} requires a person's approval and this master keeps no "
+                "approvals to wait for one; it was not run",
+            )
         self.admission.enter(principal.tenant)
         try:
+            if verdict == "hold":
+                query_id = f"{door}-{secrets.token_hex(16)}"
+                try:
+                    return await self.queries.hold_direct(
+                        agent.agent_id, tool, arguments, query_id=query_id, principal=principal
+                    )
+                except QueryRejected as exc:  # Redis did not answer: nothing was held, nothing ran
+                    raise QueryRefused(exc.code, exc.message) from None
             run, _ = await self._tools.run(agent, tool_name, arguments, on_progress=on_progress)
             return run
         finally:
             self.admission.leave(principal.tenant)
+
+    async def _resume_direct(
+        self, request: QueryRequest, run: QueryRun, principal: Principal
+    ) -> QueryResponse:
+        """Go on with a direct call held for approval, every approval decided: run it once when
+        approved (with the edited arguments, if any), never when rejected or expired; the answer
+        is the call's outcome (also :attr:`QueryRun.direct`), stored in the held call's session.
+        Of two resumes one takes the held call; the other is refused ("resumed already")."""
+        assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
+        store = self.queries.approvals
+        session_id = request.session_id
+        assert store is not None and session_id is not None
+        state, _ = await self._held(session_id, Scope.of(principal))
+        [held] = state.get("held") or [{}]
+        try:
+            record = await store.record(str(held.get("approval_id")), Scope.of(principal)) or {
+                "status": "expired"
+            }
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+        state = await self.queries.take_direct(session_id)  # the decision stands: take it once
+        agent_id, tool_name = str(record.get("agent_id")), str(record.get("tool_name"))
+        name = str(held.get("name") or function_name(agent_id, tool_name))
+        edited = record.get("edited_arguments")
+        arguments = edited if isinstance(edited, dict) else json.loads(str(held.get("arguments") or "{}"))
+        decision: Literal["approved", "rejected", "expired"]
+        if record.get("status") == "approved":
+            decision = "approved"
+            tool_run = await self._run_approved(run, agent_id, tool_name, arguments, principal)
+        elif record.get("status") == "rejected":
+            decision = "rejected"
+            reason = record.get("message") or "no reason given"
+            tool_run = ToolRun(
+                name,
+                agent_id,
+                tool_name,
+                arguments,
+                error=f"a person refused this call; it was not run: {reason}",
+            )
+        else:
+            decision = "expired"
+            tool_run = ToolRun(
+                name,
+                agent_id,
+                tool_name,
+                arguments,
+                error="no one decided on this call in time (its approval expired); it was not run",
+            )
+        run.direct = DirectOutcome(decision, tool_run)
+        await self.queries.record_direct(session_id, tool_run, principal.tenant)
+        used = [AgentUsed(agent_id=agent_id, tool_name=tool_name)] if tool_run.dispatched else []
+        return QueryResponse(
+            query_id=str(state.get("query_id") or run.query_id),
+            session_id=session_id,
+            success=tool_run.success,
+            answer=_text(tool_run.result) if tool_run.success else None,
+            error=tool_run.error,
+            status="completed",
+            agents_used=used,
+        )
+
+    async def _held(self, session_id: str, scope: Scope) -> tuple[dict[str, Any], list[Any]]:
+        try:
+            state, approvals = await self.queries.held_run(session_id, scope)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+        if state is None or not state.get("direct"):
+            raise QueryRejected(ErrorCode.INVALID_QUERY, "the paused run was resumed already")
+        return state, approvals
+
+    async def _run_approved(
+        self, run: QueryRun, agent_id: str, tool_name: str, arguments: dict[str, Any], principal: Principal
+    ) -> ToolRun:
+        """Send an approved direct call, still on offer to its asker and fitting its tool's schema."""
+        assert self.agents is not None and self._tools is not None
+        name = function_name(agent_id, tool_name)
+        targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
+        tool = targets[0].tools.get(tool_name) if targets else None
+        if tool is None:
+            return ToolRun(
+                name,
+                agent_id,
+                tool_name,
+                arguments,
+                error=f"agent {agent_id!r} no longer offers {tool_name!r}; the approved call was not run",
+            )
+        problems = tool.validate(arguments)
+        if problems:
+            return ToolRun(
+                name,
+                agent_id,
+                tool_name,
+                arguments,
+                error=f"invalid arguments for {tool_name!r}: " + "; ".join(problems),
+            )
+        labels = {"agent_id": agent_id, "tool_name": tool_name, "function_name": name}
+        emit = run._emit if run._events is not None else None
+        if emit is not None:
+            emit("tool_call", {**labels, "arguments": arguments})
+
+        def progress(update: ToolProgress) -> None:
+            if emit is not None:
+                emit("tool_progress", {**update.model_dump(exclude={"type"}), **labels})
+
+        tool_run, _ = await self._tools.run(targets[0], tool_name, arguments, on_progress=progress)
+        if emit is not None:
+            emit("tool_result", {**labels, "success": tool_run.success, "error": tool_run.error})
+        return tool_run
 
     async def aclose(self) -> None:
         """Cancel the runs still in flight (the master stops)."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _state_of(response: QueryResponse) -> RunState:
@@ -368,6 +518,7 @@ def _reason_of(response: QueryResponse) -> str | None:
 
 
 __all__ = [
+    "DirectOutcome",
     "Door",
     "Finished",
     "OfferedTool",

@@ -34,6 +34,9 @@ class RunExtras:
     resume_approvals: bool = False
     """Continue the session's run paused for approvals, every one of them decided (``POST
     /approvals/{approval_id}`` submits it once the last is)."""
+    direct: bool = False
+    """With ``resume_approvals``: the paused run is a door's direct call held for approval
+    (:meth:`master.query.entry.QueryEntry.call_tool`): it ends with the call, without the model."""
     run_id: str | None = None
     """Continue the stored run with this id (a resume) instead of starting a new one."""
     resume_run: Mapping[str, Any] | None = None

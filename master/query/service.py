@@ -9,7 +9,6 @@ It raises :class:`QueryRejected` (with a stable code) for requests it cannot run
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
 import time
@@ -22,7 +21,7 @@ from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Target
 from master.agents.registry import AgentTool
-from master.agents.toolbox import Toolbox
+from master.agents.toolbox import Toolbox, function_name
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
 from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.collaboration import CollaborationManager
@@ -32,7 +31,7 @@ from master.conversation.history import CLIENT, turns_from_messages
 from master.conversation.outcome import Outcome
 from master.conversation.runs import LiveRun, RunStore
 from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
-from master.conversation.turns import TurnRecorder
+from master.conversation.turns import TurnRecorder, tool_turn
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
 from master.llm.model import ToolCallRequest
 from master.llm.tokens import count_tool
@@ -58,9 +57,10 @@ from master.orchestration.plans import (
 )
 from master.orchestration.prompts import system_prompt
 from master.query.extras import NO_EXTRAS, RunExtras
+from master.query.policy import ApprovalPolicy
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
-from protocol import AgentUsed, Approval, QueryRequest, QueryResponse, Usage
+from protocol import AgentUsed, Approval, PendingToolCall, QueryRequest, QueryResponse, Usage
 
 logger = logging.getLogger("master.query.service")
 
@@ -127,6 +127,9 @@ class QueryService:
         self._metrics = metrics
         self.runs = runs
         self.approvals = approvals
+        self.policy = ApprovalPolicy(settings, can_wait=approvals is not None)
+        """Which calls wait for a person: the one verdict of the orchestrator's calls and of the
+        doors' direct calls (:meth:`master.query.entry.QueryEntry.call_tool`)."""
         self._settings = settings
         self._agents = agents
         self._sessions = sessions
@@ -311,9 +314,7 @@ class QueryService:
                     live.checkpoint = None
             approvals = await self._hold(run, outcome) if outcome.held else None
             if approvals and not outcome.answer:
-                outcome.answer = "Waiting for a person to decide: " + ", ".join(
-                    f"{a.agent_id}.{a.tool_name} (approval {a.approval_id})" for a in approvals
-                )
+                outcome.answer = waiting_for(approvals)
             notice = rag.notice() if rag is not None else None
             if notice:
                 outcome.answer = f"{notice}\n\n{outcome.answer}".strip()
@@ -369,66 +370,122 @@ class QueryService:
     async def _approval_hook_of(
         self, request: QueryRequest, session_id: str, toolbox: Toolbox
     ) -> tuple[Callable[[str, Target, AgentTool], Verdict], bool]:
-        """:meth:`_approval_hook`, with the tools a person approved for the rest of the session
-        (read only when one of the offered tools could wait at all: most queries need no read),
-        and whether any offered tool could wait or be refused (``False``: the hook says ``run``
-        to every one of them)."""
-        hook = self._approval_hook(request)
-        if self.approvals is None or all(hook(n, a, t) == "run" for n, (a, t) in toolbox.named()):
+        """The run's approval hook (:attr:`policy`, with the request's ``approval``), with the
+        tools a person approved for the rest of the session (read only when one of the offered
+        tools could wait at all: most queries need no read), and whether any offered tool could
+        wait or be refused (``False``: the hook says ``run`` to every one of them)."""
+        hook = self.policy.hook(request.approval)
+        if all(hook(n, a, t) == "run" for n, (a, t) in toolbox.named()):
             return hook, False
+        remembered = await self.remembered(session_id)
+        return (self.policy.hook(request.approval, remembered) if remembered else hook), True
+
+    async def remembered(self, session_id: str) -> frozenset[tuple[str, str]]:
+        """The ``(agent_id, tool_name)`` pairs a person approved for the rest of the session."""
+        if self.approvals is None:
+            return frozenset()
         try:
-            remembered = await self.approvals.remembered(session_id)
+            return await self.approvals.remembered(session_id)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
-        return (self._approval_hook(request, remembered) if remembered else hook), True
-
-    def _approval_hook(
-        self, request: QueryRequest, remembered: frozenset[tuple[str, str]] = frozenset()
-    ) -> Callable[[str, Target, AgentTool], Verdict]:
-        """Which calls wait for a person: the request's ``approval`` over the tools' own
-        ``requires_approval`` and the operator's patterns (the exemption wins), unless a person
-        approved the tool for the rest of the session (``remembered``: agent id, tool name)."""
-        settings = self._settings
-        wanted = _patterns(settings.openagent_approval_tools)
-        exempt = _patterns(settings.openagent_approval_exempt)
-        mode = request.approval
-
-        def verdict(name: str, agent: Target, tool: AgentTool) -> Verdict:
-            if self.approvals is None:  # no store to keep a paused run: nothing can wait
-                return "run"
-            if any(fnmatch.fnmatchcase(name, p) for p in exempt):
-                return "run"
-            if (agent.agent_id, tool.schema.name) in remembered:
-                return "run"
-            if mode == "always":
-                return "hold"
-            if tool.schema.requires_approval:
-                return "refuse" if mode == "never" else "hold"
-            if mode == "policy" and any(fnmatch.fnmatchcase(name, p) for p in wanted):
-                return "hold"
-            return "run"
-
-        return verdict
 
     async def _hold(self, run: _Run, outcome: Outcome) -> list[Approval]:
         """Pause a run whose calls wait for a person: one approval per held call, and the run's
         state (as a paused run of its session) to resume once every one is decided."""
-        store = self.approvals
-        assert store is not None
         recorder = run.recorder
         owner = await self._owner(run.principal, recorder.session_id, run.new_session)
-        now = time.time()
-        approvals: list[Approval] = []
-        extra: dict[str, dict[str, Any]] = {}
-        held: list[dict[str, Any]] = []
+        calls: list[tuple[PendingToolCall, str, AgentTool]] = []
         for call in outcome.held:
             target = run.toolbox.resolve(call.name)
             assert target is not None  # held calls were resolved and validated
             agent, tool = target
+            calls.append((call, agent.agent_id, tool))
+        state = {
+            "query": recorder.query,
+            "query_id": recorder.query_id,
+            "messages": run.messages or [],
+            "steps": outcome.steps,
+            "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+            **_run_part(run),
+        }
+        approvals = await self._keep_held(recorder.session_id, owner, run.principal, calls, state)
+        for approval in approvals:
+            run.hooks.emit("approval_required", approval.model_dump(mode="json"))
+        return approvals
+
+    async def hold_direct(
+        self,
+        agent_id: str,
+        tool: AgentTool,
+        arguments: dict[str, Any],
+        *,
+        query_id: str,
+        principal: Principal,
+    ) -> QueryResponse:
+        """Keep a door's direct call that :attr:`policy` holds, as the orchestrator keeps its held
+        calls: one approval, in a new session owned by the asker's tenant (its first turn says
+        what waits), and a paused run of kind ``direct`` that the approval desk resumes once the
+        approval is decided, through any door or by the expiry sweep: the call then runs once (or
+        not at all: rejected, expired), without the model (:meth:`master.query.entry.QueryEntry.resume_direct`).
+        Answers as a held query does (``status: "awaiting_approval"``, the approval)."""
+        session_id = self._sessions.new_session_id()
+        call = PendingToolCall(
+            id=f"call-{uuid.uuid4().hex}",
+            name=function_name(agent_id, tool.schema.name),
+            arguments=json.dumps(arguments),
+        )
+        query = f"a direct call of {agent_id}.{tool.schema.name}"
+        turn = {
+            "query": query,
+            "query_id": query_id,
+            "decision": "awaiting_approval",
+            "calls": [call.model_dump()],
+            "ts": time.time(),
+        }
+        state = {
+            "direct": True,
+            "query": query,
+            "query_id": query_id,
+            "request": {"query": query},
+        }
+        try:
+            await self._sessions.append(session_id, [turn], owner=principal.tenant)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        approvals = await self._keep_held(
+            session_id, principal.tenant, principal, [(call, agent_id, tool)], state
+        )
+        return QueryResponse(
+            query_id=query_id,
+            session_id=session_id,
+            success=True,
+            status="awaiting_approval",
+            answer=waiting_for(approvals),
+            approvals=approvals,
+        )
+
+    async def _keep_held(
+        self,
+        session_id: str,
+        owner: str,
+        asker: Principal,
+        calls: Sequence[tuple[PendingToolCall, str, AgentTool]],
+        state: dict[str, Any],
+    ) -> list[Approval]:
+        """One approval per held call ``(call, agent_id, tool)``, owned by ``owner``, and the
+        paused run (``state`` with its held calls and its asker) of ``session_id``, kept for as
+        long as the approvals' records."""
+        store = self.approvals
+        assert store is not None
+        now = time.time()
+        approvals: list[Approval] = []
+        extra: dict[str, dict[str, Any]] = {}
+        held: list[dict[str, Any]] = []
+        for call, agent_id, tool in calls:
             approval = Approval(
                 approval_id=f"appr-{uuid.uuid4().hex}",
-                session_id=recorder.session_id,
-                agent_id=agent.agent_id,
+                session_id=session_id,
+                agent_id=agent_id,
                 tool_name=tool.schema.name,
                 arguments=json.loads(call.arguments or "{}"),
                 created_at=now,
@@ -441,25 +498,37 @@ class QueryService:
                 **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
             }
             held.append({**call.model_dump(), "approval_id": approval.approval_id})
-        state = {
+        paused = {
+            **state,
             "kind": "approval",
-            "query": recorder.query,
-            "query_id": recorder.query_id,
-            "messages": run.messages or [],
-            "steps": outcome.steps,
             "held": held,
-            "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
-            "asker": {"tenant": run.principal.tenant, "admin": run.principal.is_admin},
-            **_run_part(run),
+            "asker": {"tenant": asker.tenant, "admin": asker.is_admin},
         }
         try:
             await store.create(approvals, extra)
-            await self._sessions.pause(recorder.session_id, state, [], ttl=store.keep_seconds)
+            await self._sessions.pause(session_id, paused, [], ttl=store.keep_seconds)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
-        for approval in approvals:
-            run.hooks.emit("approval_required", approval.model_dump(mode="json"))
         return approvals
+
+    async def take_direct(self, session_id: str) -> dict[str, Any]:
+        """Take the paused direct call of ``session_id`` to run it (of two resumes, one gets it:
+        the other is refused ``invalid_query``, "resumed already")."""
+        try:
+            state = await self._sessions.take_paused(session_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if state is None or not state.get("direct"):
+            raise QueryRejected("invalid_query", "the paused run was resumed already")
+        return state
+
+    async def record_direct(self, session_id: str, run: ToolRun, owner: str) -> None:
+        """Store how a held direct call ended in its session (a ``call_tool`` turn)."""
+        turn = tool_turn({"query": f"a direct call of {run.label}", "ts": time.time()}, run)
+        try:
+            await self._sessions.append(session_id, [turn], owner=owner)
+        except SessionStoreUnavailable as exc:
+            logger.error("could not store the end of the direct call in session %s: %s", session_id, exc)
 
     async def held_run(self, session_id: str, scope: Scope) -> tuple[dict[str, Any] | None, list[Approval]]:
         """The session's run paused for approvals (``None`` when there is none) and the approvals
@@ -1096,12 +1165,15 @@ def _halt_checkpoint(run: _Run, outcome: Outcome, live: LiveRun) -> dict[str, An
     }
 
 
-def _patterns(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
-
-
 def _with_note(system: str, note: str) -> str:
     return f"{system}\n\n{note}" if note else system
+
+
+def waiting_for(approvals: Sequence[Approval]) -> str:
+    """The answer of a run whose calls wait: what waits, and the approval that decides each."""
+    return "Waiting for a person to decide: " + ", ".join(
+        f"{a.agent_id}.{a.tool_name} (approval {a.approval_id})" for a in approvals
+    )
 
 
 def rejected_response(request: QueryRequest, query_id: str, exc: QueryRejected) -> QueryResponse:

@@ -160,7 +160,7 @@ def routes_of(app: Any, ids: dict[str, str]) -> list[tuple[str, str, Permission 
     for context in iter_route_contexts(app.routes):
         if isinstance(context.route, APIWebSocketRoute) or context.methods is None:
             continue
-        path = re.sub(r"\{([^}:]+)[^}]*\}", lambda m: ids.get(m.group(1), "some-id"), context.path)
+        path = re.sub(r"\{([^}:]+)[^}]*\}", lambda m: ids.get(m.group(1)) or "some-id", context.path or "")
         found += [(m, path, permission_of(context)) for m in sorted(context.methods) if m != "HEAD"]
     return found
 

@@ -51,7 +51,7 @@ from pydantic import ValidationError
 from master.auth import ANONYMOUS, SYSTEM, Principal, Scope
 from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
-from master.query.entry import QueryEntry, QueryRefused, QueryRun, ToolRefused
+from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
 from protocol import Approval, QueryRequest, QueryResponse, ToolProgress
 
@@ -209,7 +209,7 @@ class HubExecutor(AgentExecutor):
         current = context.current_task
         if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             updater = _Updater(event_queue, task_id, context_id)
-            await self._decide(context.message, context_id, updater, principal.tenant)
+            await self._decide(context.message, current, updater, principal.tenant)
             return
         calls = [item for item in data if isinstance(item, dict) and "tool" in item]
         if not calls and not text:
@@ -282,6 +282,9 @@ class HubExecutor(AgentExecutor):
             return
         if response is None:  # the master stopped under the run
             raise InternalError(message="the master stopped before the query ended")
+        if run.direct is not None:  # a direct call held for approval, decided: it ends as the call
+            await self._finish_direct(run.direct, updater)
+            return
         if response.session_id and response.success:
             await self._store.remember_session(context_id, response.session_id, tenant)
         await self._finish_query(response, updater, tenant)
@@ -308,17 +311,19 @@ class HubExecutor(AgentExecutor):
             return
         stored = await self._store.get(message.task_id, context)
         if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await self._decisions_of(message, stored.task.context_id, principal_of_call(context).tenant)
+            await self._decisions_of(message, stored.task, principal_of_call(context).tenant)
 
     async def _decisions_of(
-        self, message: Message | None, context_id: str, tenant: str
+        self, message: Message | None, task: Task, tenant: str
     ) -> tuple[str, list[dict[str, Any]]]:
-        """The session of a waiting task (its context's, for ``tenant``) and the decisions
-        ``message`` carries, checked."""
+        """The session of a waiting task (the one its status names: a held direct call's own, or
+        its context's, for ``tenant``) and the decisions ``message`` carries, checked."""
         desk = self._approvals
         assert desk is not None
-        session_id = await self._store.session_of(context_id, tenant) if context_id else None
-        scope = Scope.for_tenant(tenant)  # the context's session is the tenant's
+        session_id = _waiting_session(task) or (
+            await self._store.session_of(task.context_id, tenant) if task.context_id else None
+        )
+        scope = Scope.for_tenant(tenant)  # the waiting session is the tenant's
         try:
             pending = await desk.pending(session_id, scope) if session_id else []
             if session_id is not None and not pending and await desk.paused(session_id, scope):
@@ -335,13 +340,14 @@ class HubExecutor(AgentExecutor):
             raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
         return session_id, decisions
 
-    async def _decide(self, message: Message | None, context_id: str, updater: _Updater, tenant: str) -> None:
+    async def _decide(self, message: Message | None, task: Task, updater: _Updater, tenant: str) -> None:
         """Take the decisions of a message on a waiting task (checked already:
         :meth:`check_decisions`), then go on with the run if none waits any more."""
         desk = self._approvals
         if desk is None:
             raise InvalidParamsError(message="approvals are not kept on this master")
-        session_id, decisions = await self._decisions_of(message, context_id, tenant)
+        context_id = task.context_id
+        session_id, decisions = await self._decisions_of(message, task, tenant)
         for decision in decisions:
             try:
                 await desk.decide(
@@ -378,15 +384,25 @@ class HubExecutor(AgentExecutor):
         except ApprovalRefused:
             return False
 
-    async def run_resumed(self, session_id: str, response: QueryResponse) -> None:
+    async def run_resumed(
+        self, session_id: str, response: QueryResponse, direct: DirectOutcome | None = None
+    ) -> None:
         """A run resumed by a decision taken elsewhere ended (:attr:`ApprovalDesk.listeners`):
-        the task that waited on it ends as the run did (or waits again, for its next approvals)."""
+        the task that waited on it ends as the run did (or waits again, for its next approvals);
+        a held direct call's task ends as the call did (``direct``)."""
         task_id = await self._store.claim_waiting(session_id)
         if task_id is None:
             return
         response = settled(session_id, response)
-        paused = await self._still_paused(response, Scope.of(SYSTEM))  # a listener: the master's own
-        state, status, details = _ending(response, paused=paused)
+        parts: list[Part] | None = None
+        if direct is not None:
+            state, status, parts, details = _direct_ending(direct)
+        else:
+            state, status, details = _ending(
+                response, paused=await self._still_paused(response, Scope.of(SYSTEM))
+            )
+            if state == TaskState.TASK_STATE_COMPLETED:
+                parts = [new_text_part(response.answer or "")]
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             await self._store.wait_for_approvals(session_id, task_id)
 
@@ -401,10 +417,9 @@ class HubExecutor(AgentExecutor):
             task.status.state = state
             task.status.message.CopyFrom(message)
             task.status.timestamp.GetCurrentTime()
-            if state == TaskState.TASK_STATE_COMPLETED:
-                artifact = Artifact(
-                    artifact_id=str(uuid.uuid4()), name="answer", parts=[new_text_part(response.answer or "")]
-                )
+            if parts is not None:
+                name = "result" if direct is not None else "answer"
+                artifact = Artifact(artifact_id=str(uuid.uuid4()), name=name, parts=parts)
                 artifact.metadata.update(details)
                 task.artifacts.append(artifact)
 
@@ -455,7 +470,7 @@ class HubExecutor(AgentExecutor):
             while not progress.empty():
                 await self._progress(updater, agent_id, tool, progress.get_nowait())
             try:
-                run = pending.result()
+                outcome = pending.result()
             except QueryRefused as exc:
                 raise unavailable(exc) from None
             except ToolRefused as exc:
@@ -467,18 +482,19 @@ class HubExecutor(AgentExecutor):
             raise
         finally:
             self._running.pop(updater.task_id, None)
-        details = {"event": "tool_result", "agent_id": agent_id, "tool_name": tool, "success": run.success}
-        if not run.success:
-            await updater.finish(
-                TaskState.TASK_STATE_FAILED,
-                updater.new_agent_message(
-                    _status(f"{label} failed: {run.error}", {**details, "error": run.error})
-                ),
-            )
+        if isinstance(outcome, QueryResponse):  # held for a person's approval: INPUT_REQUIRED
+            await self._finish_query(outcome, updater, principal.tenant)
             return
-        await updater.finish(
-            TaskState.TASK_STATE_COMPLETED, parts=_result_parts(run.result), name="result", metadata=details
-        )
+        await self._finish_direct(DirectOutcome("approved", outcome), updater)
+
+    @staticmethod
+    async def _finish_direct(outcome: DirectOutcome, updater: _Updater) -> None:
+        """End a direct call's task as the call ended (:func:`_direct_ending`)."""
+        state, status, parts, details = _direct_ending(outcome)
+        if parts is not None:  # completed: the result is the artifact
+            await updater.finish(state, parts=parts, name="result", metadata=details)
+        else:
+            await updater.finish(state, updater.new_agent_message(status))
 
     @staticmethod
     async def _canceled(updater: _Updater) -> None:
@@ -502,6 +518,48 @@ class HubExecutor(AgentExecutor):
                 _status(f"{agent_id}.{tool}: {progress.message or 'working'}", {**data, "tool_name": tool})
             ),
         )
+
+
+def _direct_ending(outcome: DirectOutcome) -> tuple[TaskState, list[Part], list[Part] | None, dict[str, Any]]:
+    """How a direct call's task ends: ``COMPLETED`` with the result as its artifact's parts,
+    ``FAILED`` with the tool's error, or ``REJECTED`` when a person refused it or no one decided
+    in time (it was not run). Returns the state, the status message's parts, the artifact's parts
+    (``None``: no artifact) and the details."""
+    run = outcome.run
+    label = run.label
+    details: dict[str, Any] = {
+        "event": "tool_result",
+        "agent_id": run.agent_id,
+        "tool_name": run.tool_name,
+        "success": run.success,
+    }
+    if run.success:
+        return (
+            TaskState.TASK_STATE_COMPLETED,
+            _status(f"{label} returned", details),
+            _result_parts(run.result),
+            details,
+        )
+    details["error"] = run.error
+    if outcome.decision in ("rejected", "expired"):
+        details["approval"] = outcome.decision
+        return (
+            TaskState.TASK_STATE_REJECTED,
+            _status(f"{label} was not run: {run.error}", details),
+            None,
+            details,
+        )
+    return TaskState.TASK_STATE_FAILED, _status(f"{label} failed: {run.error}", details), None, details
+
+
+def _waiting_session(task: Task) -> str | None:
+    """The session a waiting task's status names (the data part :func:`_ending` wrote)."""
+    for part in task.status.message.parts:
+        if part.HasField("data"):
+            session_id = json_format.MessageToDict(part.data).get("session_id")
+            if isinstance(session_id, str) and session_id:
+                return session_id
+    return None
 
 
 def _ending(response: QueryResponse, *, paused: bool = False) -> tuple[TaskState, list[Part], dict[str, Any]]:

@@ -10,13 +10,16 @@ self-contained POST (``server/discover``, no session), anything else takes the 2
   orchestrator's function names (:meth:`master.query.entry.QueryEntry.offered_tools`), and
   :data:`~master.doors.mcp.tools.ASK`.
 - ``tools/call``: :meth:`master.query.entry.QueryEntry.call_tool` (admission, dispatch, schema
-  check, metrics, traces, call records: the orchestrator's path for one call). An unknown tool
+  check, the approval policy, metrics, traces, call records: the orchestrator's path for one
+  call). A call the policy holds for a person's approval is answered as a waiting ``ask`` is
+  (below), and runs once decided: the retried call (2026), or the call itself after the
+  elicitation (2025), then answers with the tool's result, or the refusal. An unknown tool
   is a JSON-RPC error ``-32602`` naming it (the spec's "protocol error"); arguments that do not
   fit the tool's schema, a refusal and a failed tool are ``isError: true`` results naming the
   field or carrying the agent's message (the spec's "tool execution error", which a model can
   read and correct), the same on both eras. ``ask`` goes through
   :meth:`~master.query.entry.QueryEntry.submit`.
-- approvals: when an ``ask`` run waits for a person (:mod:`master.query.approvals`), a
+- approvals: when an ``ask`` run (or a held ``tools/call``) waits for a person (:mod:`master.query.approvals`), a
   2026-07-28 client that declares elicitation gets an ``InputRequiredResult``, one elicitation
   per held call keyed by its ``approval_id``; it retries ``ask`` with the answers (accept with
   ``decision`` approve or reject, and ``remember`` to approve the tool for the rest of the
@@ -68,6 +71,7 @@ from master.doors.mcp.tools import (
     answer_result,
     approval_question,
     ask_tool,
+    direct_result,
     error_result,
     input_required,
     input_schema,
@@ -244,6 +248,8 @@ class McpDoor:
         arguments = params.arguments or {}
         if params.name == ASK:
             return await self._ask(ctx, arguments, params.input_responses)
+        if params.input_responses and self._approvals is not None:  # a held call, decided: it goes on
+            return await self._answered(ctx, params.input_responses)
         principal = _principal(ctx)
         if principal.is_admin:
             tool = self._find(params.name)
@@ -275,6 +281,8 @@ class McpDoor:
             return error_result(f"{exc.code.value}: {exc.message}")
         finally:
             await relay.aclose()
+        if isinstance(run, QueryResponse):  # held for a person's approval: asked as ask's are
+            return await self._answer(ctx, run)
         return run_result(run)
 
     async def _ask(
@@ -433,6 +441,8 @@ class McpDoor:
         response = await self._follow(ctx, started)
         if response is None:
             return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
+        if started.direct is not None:  # a held direct call: its answer is the tool's
+            return direct_result(started.direct)
         return settled(session_id, response)
 
     # ------------------------------------------------------------------ sessions

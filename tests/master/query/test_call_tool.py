@@ -4,6 +4,7 @@ checked before sending, admitted like a query, counted like the orchestrator's c
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,8 +18,9 @@ from master.observability.metrics import Metrics
 from master.query.admission import Admission
 from master.query.entry import QueryEntry, ToolRefused
 from master.query.events import QueryRefused
+from master.query.policy import ApprovalPolicy
 from protocol import ErrorCode, ToolProgress
-from tests.factories import answering_agent, dispatcher_for_tests
+from tests.factories import answering_agent, dispatcher_for_tests, master_settings
 
 ADD = {
     "name": "add",
@@ -36,8 +38,9 @@ def _entry(
     dispatcher: Dispatcher, registry: Registry, limit: int = 4, metrics: Metrics | None = None
 ) -> QueryEntry:
     agents = AgentDirectory(registry, dispatcher._invocation)
+    queries = SimpleNamespace(policy=ApprovalPolicy(master_settings(), can_wait=False))  # no approvals kept
     return QueryEntry(
-        None,  # type: ignore[arg-type]  # no query runs here
+        queries,  # type: ignore[arg-type]  # no query runs here, nothing can wait
         Admission(limit),
         agents=agents,
         tools=ToolCaller(dispatcher, metrics),
@@ -94,6 +97,21 @@ async def test_a_refused_call_names_the_problem_and_sends_nothing(
         assert entry.admission.in_flight == 0
     assert refused.value.code == code and named in refused.value.message
     assert sent == []
+
+
+async def test_without_approvals_kept_a_call_that_needs_one_is_refused_not_sent() -> None:
+    """Fail closed: a master with nowhere to keep a held call never runs it undecided."""
+    sent: list[Any] = []
+    async with dispatcher_for_tests() as dispatcher:
+        registry = Registry()
+        guarded = {**ADD, "requires_approval": True}
+        registry.add(answering_agent(dispatcher, "calc", [guarded], _answer, calls=sent))
+        entry = _entry(dispatcher, registry)
+        with pytest.raises(ToolRefused) as refused:
+            await entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp", principal=SYSTEM)
+        assert entry.admission.in_flight == 0
+    assert refused.value.code == ErrorCode.INVALID_REQUEST
+    assert "requires a person's approval" in refused.value.message and sent == []
 
 
 async def test_a_full_master_refuses_before_sending() -> None:
