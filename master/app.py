@@ -12,8 +12,9 @@ from fastapi.routing import iter_route_contexts
 
 from master.access import Permission
 from master.access.middleware import AccessMiddleware
-from master.asgi import LeanRoutes
+from master.asgi import JsonDepthGuard, LeanRoutes
 from master.deps import needs
+from master.doors.a2a.cards import HUB_PATH as A2A_HUB_PATH
 from master.error_responses import install_error_handlers
 from master.lifespan import lifespan
 from master.llm.model import ChatModel
@@ -97,6 +98,11 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     document_shared_responses(app)
     install_error_handlers(app)
     allow_every_method_on_405(app)
+    # Inside the access check: a body nested too deeply is read (and refused 400, in each door's
+    # shape) only for a caller who may use the route; the lean routes decline such a body to it.
+    app.add_middleware(
+        JsonDepthGuard, refusal=openai.refusal, jsonrpc_paths=(mcp_route.MCP_PATH, A2A_HUB_PATH)
+    )
     # 401/403 before a route reads its body (FastAPI parses the body before dependencies).
     app.add_middleware(
         AccessMiddleware,

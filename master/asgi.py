@@ -13,6 +13,12 @@ JWT is resolved as every route resolves it (:class:`master.access.Authenticator`
 or a handler that declines (say, a body that does not validate), goes on to the rest of the stack
 with the body replayed, so every error answer (401, 403, 413, 422...) is the route's own. The
 routes stay declared as usual, for the OpenAPI document.
+
+:class:`JsonDepthGuard` answers 400 to a body nested deeper than
+:data:`master.json_bytes.MAX_JSON_DEPTH`, for every door (each in its own error shape: a JSON-RPC
+parse error on ``/mcp`` and ``/a2a``, OpenAI's on ``/v1``), so that no door's JSON parser meets
+such a body; it sits just inside the access check (a body is read only for a caller who may use
+the route), and the lean routes decline such a body to it.
 """
 
 from __future__ import annotations
@@ -23,12 +29,16 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from master.access.middleware import Refusal
 from master.access.permissions import KEYLESS, Permission, permits
 from master.auth import BOOTSTRAP_ADMIN, key_matches, presented_key, set_principal
+from master.error_responses import error_response
 from master.errors import SessionStoreUnavailable
+from master.json_bytes import MAX_JSON_DEPTH, too_deep
+from protocol.errors import ErrorCode
 
 logger = logging.getLogger("master.asgi")
 
@@ -129,6 +139,8 @@ class LeanRoutes:
             if not message.get("more_body", False):
                 break
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if too_deep(body):  # JsonDepthGuard, inside, answers it
+            return _replay(messages, receive)
         started = False
 
         async def tracked(message: Message) -> None:
@@ -160,6 +172,87 @@ class LeanRoutes:
             return False
         set_principal(scope, principal)
         return True
+
+
+TOO_DEEP = f"the body is JSON nested deeper than {MAX_JSON_DEPTH} levels"
+JSON_RPC_PARSE_ERROR = -32700
+_BODILESS = frozenset(("GET", "HEAD", "OPTIONS"))
+_FORMS = (b"multipart/form-data", b"application/x-www-form-urlencoded")
+
+
+class JsonDepthGuard:
+    """Refuses an HTTP body nested deeper than :data:`MAX_JSON_DEPTH` with 400, before any route
+    or door parses it (module docstring): ``jsonrpc_paths`` (prefixes) get a JSON-RPC parse error,
+    ``refusal`` a door's own shape for its paths, the rest ``invalid_body``. Forms (uploads) pass:
+    no door reads them as JSON."""
+
+    def __init__(
+        self, app: ASGIApp, *, refusal: Refusal | None = None, jsonrpc_paths: tuple[str, ...] = ()
+    ) -> None:
+        self.app = app
+        self._refusal = refusal
+        self._jsonrpc = jsonrpc_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in _BODILESS or _is_form(scope):
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        chunks: list[bytes] = []
+        while True:
+            try:
+                message = await receive()
+            except Exception as exc:  # over the body limit: the route's own handlers answer it
+                await self.app(scope, _replay(messages, _raising(exc)), send)
+                return
+            messages.append(message)
+            if message["type"] != "http.request":  # the client went away: the route sees it
+                await self.app(scope, _replay(messages, receive), send)
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if too_deep(body):
+            await self._refuse(scope, send)
+            return
+        whole: Message = {"type": "http.request", "body": body, "more_body": False}
+        await self.app(scope, _replay([whole], receive), send)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        response: Response | None
+        if path.startswith(self._jsonrpc):
+            response = JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": JSON_RPC_PARSE_ERROR, "message": f"Parse error: {TOO_DEEP}"},
+                },
+                status_code=400,
+            )
+        else:
+            response = self._refusal(scope, ErrorCode.INVALID_BODY, TOO_DEEP) if self._refusal else None
+            if response is None:
+                response = error_response(ErrorCode.INVALID_BODY, TOO_DEEP)
+        logger.info("%s %s refused: %s", scope["method"], path, TOO_DEEP)
+        await send_response(send, response)
+
+
+def _raising(exc: Exception) -> Receive:
+    """A ``receive`` that raises ``exc`` again (where the route reads the body)."""
+
+    async def receive() -> Message:
+        raise exc
+
+    return receive
+
+
+def _is_form(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() in _FORMS
+    return False
 
 
 async def send_response(send: Send, response: Response) -> None:

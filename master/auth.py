@@ -39,6 +39,8 @@ class Role(StrEnum):
 
 
 DEFAULT_TENANT = "default"
+TENANT_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+"""What a tenant's name may be (a key's ``tenant``, a JWT's tenant claim): never ``*``, never empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,9 @@ class Principal:
     tenant: str = DEFAULT_TENANT
     agent_ids: tuple[str, ...] = ()
     """For the ``agent`` role: fnmatch patterns of the agent ids it may register or connect as."""
+    approves: tuple[str, ...] = ()
+    """fnmatch patterns of the tools (``<agent_id>__<tool>``) whose approvals it decides in its
+    tenant (:mod:`master.query.approvals`: who approves)."""
     resolved: bool = True
     """False for :data:`ANONYMOUS` only: nothing resolved the caller, so no role applies
     (:func:`master.access.permits` grants it the keyless permissions only)."""

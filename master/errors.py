@@ -78,12 +78,14 @@ class CollaborationRejected(MasterError):
 
 class RegistrationRefused(MasterError):
     """A registration that would exceed a limit (``limit_exceeded``) or take another agent's id or
-    function names (``agent_conflict``); the message names the limit or the other agent."""
+    function names (``agent_conflict``); the message names the limit or the other agent, ``field``
+    the registration's field at fault (``tools`` unless said)."""
 
-    def __init__(self, code: ErrorCode | str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str, field: str = "tools") -> None:
         super().__init__(message)
         self.code = ErrorCode.of(code)
         self.message = message
+        self.field = field
 
 
 class SessionStoreUnavailable(MasterError):

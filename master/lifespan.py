@@ -132,6 +132,7 @@ def _access(stack: AsyncExitStack, settings: Settings, keys: KeyStore) -> Authen
             http=jwks_http,
             role_claim=settings.openagent_jwt_role_claim,
             tenant_claim=settings.openagent_jwt_tenant_claim,
+            max_lifetime_seconds=settings.openagent_jwt_max_lifetime_seconds,
         )
     return Authenticator(settings.api_key, keys, verifier)
 
@@ -164,6 +165,12 @@ def _live_metrics(
     )
     metrics.live(
         "openagent_tool_calls_in_flight", "Tool calls waiting for their result.", lambda: dispatcher.in_flight
+    )
+    metrics.live(
+        "openagent_tool_progress_coalesced",
+        "Tool progress frames held back by OPENAGENT_MAX_PROGRESS_PER_SECOND (coalesced, not relayed at once).",
+        lambda: dispatcher.progress_coalesced,
+        counter=True,
     )
     metrics.live(
         "openagent_collaboration_sessions_active",
@@ -267,6 +274,8 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
             redis, master_id=master_id, session_ttl_seconds=settings.redis_session_ttl_seconds
         ),
         remote=outbox,
+        max_result_bytes=settings.openagent_max_tool_result_bytes,
+        progress_per_second=settings.openagent_max_progress_per_second,
     )
     stack.push_async_callback(dispatcher.aclose)
     router = (
@@ -375,7 +384,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         tenant_limit=settings.openagent_tenant_max_concurrent_queries,
     )
     entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics), runs=runs)
-    approvals = ApprovalDesk(entry, metrics=metrics)
+    approvals = ApprovalDesk(entry, metrics=metrics, keys=keys)
     hub = Hub(
         registry,
         dispatcher,

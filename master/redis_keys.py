@@ -131,6 +131,16 @@ def agent_key(agent_id: str) -> str:
     return f"{AGENT_PREFIX}{agent_id}"
 
 
+AGENT_OWNER_PREFIX = "agent_owner:"
+"""``agent_owner:{agent_id}`` → JSON of who holds the id: the tenant it serves, whether an
+administrator registered it, and the role (:class:`master.agents.identity.AgentIds`; TTL
+``REDIS_AGENT_TTL_SECONDS``, renewed at each registration)."""
+
+
+def agent_owner_key(agent_id: str) -> str:
+    return f"{AGENT_OWNER_PREFIX}{agent_id}"
+
+
 CALL_PREFIX = "call:"
 """``call:{call_id}`` → HASH of an HTTP invocation call the master sent: ``state`` (``pending``, then
 ``stored`` by the query's append or ``recorded`` by a late callback), ``token`` (SHA-256 of the

@@ -119,7 +119,11 @@ class Settings(BaseSettings):
     openagent_jwt_role_claim: str = "role"
     """The JWT claim holding the caller's role (``admin``, ``client``, ``agent``, ``viewer``); a token without a valid one is refused."""
     openagent_jwt_tenant_claim: str = "tenant"
-    """The JWT claim holding the caller's tenant (``default`` when absent)."""
+    """The JWT claim holding the caller's tenant (``default`` when absent): a string matching the
+    tenant name pattern, or the token is refused."""
+    openagent_jwt_max_lifetime_seconds: int = Field(default=86400, gt=0)
+    """The longest a bearer JWT may live: a token whose ``exp`` is further than this from its
+    ``iat`` (or, without ``iat``, from now) is refused; ``exp`` is required."""
 
     # Auto mode
     orchestrator_auto_max_steps: int = Field(default=20, gt=0)
@@ -134,6 +138,17 @@ class Settings(BaseSettings):
     """Tools one agent may register."""
     openagent_max_catalog_tools: int = Field(default=1024, gt=0)
     """Tools of every live and stored agent together."""
+    openagent_max_agent_metadata_bytes: int = Field(default=16 * 1024, gt=0)
+    """Bytes of one agent's ``metadata`` (as compact JSON) at registration; a larger one is refused
+    (``limit_exceeded``) and nothing is stored."""
+
+    # Limits on what agents send while they run
+    openagent_max_tool_result_bytes: int = Field(default=1024 * 1024, gt=0)
+    """Bytes of one tool result (as compact JSON), whatever brought it; a larger one fails the call
+    with an error the model sees, and is never stored."""
+    openagent_max_progress_per_second: int = Field(default=10, gt=0)
+    """Progress frames of one tool call relayed (and logged, at DEBUG) per second; the others are
+    coalesced (the latest is relayed when the second ends) and counted in ``/metrics``."""
 
     # Admission control (queries in flight)
     openagent_max_queries_in_flight: int = Field(default=256, gt=0)

@@ -2,7 +2,10 @@
 
 Used by :class:`~openagent.client.AgentClient`; :mod:`openagent.errors` draws the hierarchy.
 Close code 1008 and HTTP 401/403 mean a refused API key, close code 4001 (or an
-``agent_replaced`` error) a newer connection with the same ``agent_id``; the two are fatal.
+``agent_replaced`` error) a newer connection with the same ``agent_id``; the two are fatal. One
+exception: 4001 with the reason :data:`protocol.REPLACED_BY_ANOTHER_KEY` means the newer
+connection came with another key (an administrator, another agent key of the tenant), not a
+second copy of this agent; the agent logs why and reconnects with backoff.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from openagent.errors import (
     RegistrationError,
     TransportError,
 )
-from protocol import CLOSE_AGENT_REPLACED, CLOSE_POLICY_VIOLATION, ErrorMessage
+from protocol import CLOSE_AGENT_REPLACED, CLOSE_POLICY_VIOLATION, REPLACED_BY_ANOTHER_KEY, ErrorMessage
 
 __all__ = ["closed_error", "open_error", "registration_error"]
 
@@ -51,10 +54,18 @@ def registration_error(url: str, agent_id: str, message: ErrorMessage) -> Transp
     return RegistrationError(f"{text} ({message.code})")
 
 
-def closed_error(url: str, agent_id: str, exc: ConnectionClosed, *, replaced: bool) -> TransportError:
+def closed_error(
+    url: str, agent_id: str, exc: ConnectionClosed, *, replaced: bool, why: str | None = None
+) -> TransportError:
     """Why the connection closed: fatal for close codes 4001 and 1008 (or when an ``agent_replaced``
-    error came first, ``replaced``), else a :class:`ConnectionLostError` to reconnect after."""
+    error came first, ``replaced``), else a :class:`ConnectionLostError` to reconnect after; also
+    for 4001 when another key replaced the agent (``why``: what the ``agent_replaced`` error said)."""
     code = exc.rcvd.code if exc.rcvd is not None else None
+    if code == CLOSE_AGENT_REPLACED and exc.rcvd is not None and exc.rcvd.reason == REPLACED_BY_ANOTHER_KEY:
+        return ConnectionLostError(
+            f"agent {agent_id!r} was replaced on the master at {url} by a connection of another key"
+            f" ({why or 'no reason given'})"
+        )
     if replaced or code == CLOSE_AGENT_REPLACED:
         return AgentReplacedError(
             f"agent {agent_id!r} was replaced: a newer connection registered the same"

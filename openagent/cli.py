@@ -131,7 +131,13 @@ def _agents(args: argparse.Namespace) -> int:
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    body = {"name": args.name, "role": args.role, "tenant": args.tenant, "agent_ids": args.agent_id or []}
+    body = {
+        "name": args.name,
+        "role": args.role,
+        "tenant": args.tenant,
+        "agent_ids": args.agent_id or [],
+        "approves": args.approves or [],
+    }
     key = request("POST", "/keys", timeout=10.0, body=body, refusal=_refusal)
     if args.json:
         print(json.dumps(key, indent=2, ensure_ascii=False))
@@ -154,10 +160,11 @@ def _keys_list(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         patterns = ",".join(row.get("agent_ids") or []) or "-"
+        approves = ",".join(row.get("approves") or []) or "-"
         used = row.get("last_used")
         print(
             f"{row.get('key_id')}  {row.get('role'):<7}  tenant {row.get('tenant')}  agents {patterns}  "
-            f"last used {_when(used) if used else 'never'}  {row.get('name')}"
+            f"approves {approves}  last used {_when(used) if used else 'never'}  {row.get('name')}"
         )
     return 0
 
@@ -380,6 +387,13 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="PATTERN",
         help="for --role agent: an agent id pattern it may register, e.g. 'weather-*' (repeatable)",
+    )
+    create.add_argument(
+        "--approves",
+        action="append",
+        metavar="PATTERN",
+        help="a pattern of the tools whose approvals it decides, e.g. 'bank__*' (repeatable); once a "
+        "key of the tenant has one, only such keys decide those tools' approvals, never the asker's",
     )
     create.add_argument("--json", action="store_true", help="print the JSON answer")
     create.set_defaults(handler=_keys_create)

@@ -13,7 +13,9 @@
    the connection with code 1012 (service restart: it is draining) is left at once,
 
 and stops for good after :class:`~openagent.errors.AuthenticationError` (close code
-1008) or :class:`~openagent.errors.AgentReplacedError` (close code 4001).
+1008) or :class:`~openagent.errors.AgentReplacedError` (close code 4001: a second copy of the
+agent, with the same key, took its id). Replaced by a connection of another key (close reason
+:data:`protocol.REPLACED_BY_ANOTHER_KEY`), it logs who and reconnects with backoff.
 
 Most users never touch it: :class:`~openagent.action.OrchestratorActionAgent` and
 :class:`~openagent.query.QueryClient` build one. To speak the protocol directly::
@@ -228,7 +230,8 @@ class AgentClient:
         keepalive = None
         if self.config.keepalive_interval > 0:
             keepalive = asyncio.create_task(self._keepalive(ws), name=f"openagent-ping-{self.agent_id}")
-        replaced = False
+        replaced: str | None = None
+        """What the ``agent_replaced`` error said, when one came."""
         try:
             while True:
                 try:
@@ -244,7 +247,7 @@ class AgentClient:
                 if isinstance(message, Pong):
                     continue
                 if isinstance(message, ErrorMessage) and message.code == "agent_replaced":
-                    replaced = True
+                    replaced = message.message
                 await self._dispatch(message)
         finally:
             if keepalive is not None:
@@ -353,7 +356,7 @@ class AgentClient:
                 f" within {timeout}s (WS_REGISTRATION_TIMEOUT)"
             ) from None
         except ConnectionClosed as exc:
-            error = self._closed_error(exc, replaced=False)
+            error = self._closed_error(exc, replaced=None)
             if isinstance(error, ConnectionLostError):
                 error = RegistrationError(
                     f"the master at {url} closed the connection before registering agent"
@@ -361,9 +364,9 @@ class AgentClient:
                 )
             raise error from exc
 
-    def _closed_error(self, exc: ConnectionClosed, *, replaced: bool) -> TransportError:
+    def _closed_error(self, exc: ConnectionClosed, *, replaced: str | None) -> TransportError:
         self._draining = exc.rcvd is not None and exc.rcvd.code == CLOSE_SERVICE_RESTART
-        return closed_error(self.master_url, self.agent_id, exc, replaced=replaced)
+        return closed_error(self.master_url, self.agent_id, exc, replaced=replaced is not None, why=replaced)
 
     # ------------------------------------------------------------------ callbacks
 

@@ -104,7 +104,9 @@ class AgentReplacedError(TransportError):
 
     The client stops instead of reconnecting: reconnecting would in turn kick out the
     newer connection, and the two would fight forever. Run each agent once, or give
-    each copy its own ``agent_id``.
+    each copy its own ``agent_id``. Only a newer connection of the same key (a second copy of
+    the agent) ends it so; one of another key (an administrator's, another agent key of the
+    tenant) is logged and the client reconnects with backoff.
     """
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "AGENT_ID_PATTERN",
     "CLOSE_AGENT_REPLACED",
     "CLOSE_POLICY_VIOLATION",
+    "REPLACED_BY_ANOTHER_KEY",
     "MESSAGE_ADAPTER",
     "AgentUsed",
     "Attachment",
@@ -73,7 +74,13 @@ PromptProfile: TypeAlias = Literal["default", "auto_multi", "reasoning"]
 CLOSE_POLICY_VIOLATION = 1008
 """WebSocket close code: missing or wrong API key."""
 CLOSE_AGENT_REPLACED = 4001
-"""WebSocket close code: a newer connection registered the same ``agent_id``; do not reconnect."""
+"""WebSocket close code: a newer connection registered the same ``agent_id``; do not reconnect,
+unless the close reason is :data:`REPLACED_BY_ANOTHER_KEY`."""
+REPLACED_BY_ANOTHER_KEY = "replaced by a connection of another key"
+"""Close reason (with :data:`CLOSE_AGENT_REPLACED`): the newer connection came with another key
+(an administrator's, another agent key of the tenant, an action agent taking a query client's
+id), not a second copy of this agent: reconnect with backoff (the ``agent_replaced`` error that
+came first says who)."""
 CLOSE_SERVICE_RESTART = 1012
 """WebSocket close code: the master is stopping (draining); reconnect at once, to another master."""
 

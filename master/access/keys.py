@@ -26,8 +26,9 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -61,11 +62,22 @@ class StoredKey:
     agent_ids: tuple[str, ...]
     created: float
     last_used: float | None = None
+    approves: tuple[str, ...] = ()
+    """Patterns of the tools whose approvals the key decides (:attr:`Principal.approves`)."""
 
     def principal(self) -> Principal:
         return Principal(
-            key_id=self.key_id, name=self.name, role=self.role, tenant=self.tenant, agent_ids=self.agent_ids
+            key_id=self.key_id,
+            name=self.name,
+            role=self.role,
+            tenant=self.tenant,
+            agent_ids=self.agent_ids,
+            approves=self.approves,
         )
+
+    def decides(self, tool: str) -> bool:
+        """Whether an ``approves`` pattern matches ``tool`` (``fnmatch``, case-sensitive)."""
+        return any(fnmatchcase(tool, pattern) for pattern in self.approves)
 
     def record(self) -> str:
         return json.dumps(
@@ -76,6 +88,7 @@ class StoredKey:
                 "tenant": self.tenant,
                 "agent_ids": list(self.agent_ids),
                 "created": self.created,
+                **({"approves": list(self.approves)} if self.approves else {}),
             },
             separators=(",", ":"),
         )
@@ -91,6 +104,7 @@ class StoredKey:
             agent_ids=tuple(str(p) for p in data.get("agent_ids") or ()),
             created=float(data["created"]),
             last_used=last_used,
+            approves=tuple(str(p) for p in data.get("approves") or ()),
         )
 
 
@@ -103,7 +117,13 @@ class KeyStore:
         """key_id → last use seen by this master, not written yet."""
 
     async def create(
-        self, *, name: str, role: Role, tenant: str = DEFAULT_TENANT, agent_ids: Iterable[str] = ()
+        self,
+        *,
+        name: str,
+        role: Role,
+        tenant: str = DEFAULT_TENANT,
+        agent_ids: Iterable[str] = (),
+        approves: Iterable[str] = (),
     ) -> tuple[StoredKey, str]:
         """A new key: its record and its secret (shown once, never stored)."""
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -114,6 +134,7 @@ class KeyStore:
             tenant=tenant,
             agent_ids=tuple(agent_ids),
             created=time.time(),
+            approves=tuple(approves),
         )
         try:
             await self._redis.hset(API_KEYS, digest_of(secret), key.record())
@@ -163,6 +184,15 @@ class KeyStore:
             at = used.get(key.key_id)
             keys.append(dataclasses.replace(key, last_used=float(at)) if at is not None else key)
         return sorted(keys, key=lambda k: (k.created, k.key_id))
+
+    async def approvers(self, tenant: str, tool: str) -> Sequence[StoredKey]:
+        """The keys of ``tenant`` whose ``approves`` patterns match ``tool`` (``<agent_id>__<tool>``)."""
+        try:
+            records = await self._redis.hvals(API_KEYS)
+        except RedisError as exc:
+            raise SessionStoreUnavailable(f"cannot read the keys: Redis failed ({exc})") from exc
+        keys = (StoredKey.from_record(raw) for raw in records)
+        return [key for key in keys if key.tenant == tenant and key.decides(tool)]
 
     async def revoke(self, key_id: str) -> StoredKey | None:
         """Delete ``key_id`` (effective for every master's next request); ``None`` if unknown."""

@@ -4,7 +4,10 @@ On when ``OPENAGENT_JWT_ISSUER``, ``OPENAGENT_JWT_AUDIENCE`` and ``OPENAGENT_JWT
 set. A token is verified with PyJWT (signature, ``exp``, ``nbf``, ``iss``, ``aud``; only
 asymmetric algorithms, so a token signed with a public key as an HMAC secret is refused); its
 role and tenant come from the claims named by ``OPENAGENT_JWT_ROLE_CLAIM`` and
-``OPENAGENT_JWT_TENANT_CLAIM``. The JWKS is fetched with the event loop's HTTP client (never a
+``OPENAGENT_JWT_TENANT_CLAIM``. The rules fail closed: ``exp`` is required and may lie at most
+``OPENAGENT_JWT_MAX_LIFETIME_SECONDS`` after ``iat`` (and after now), so a leaked token does not
+live forever; the tenant claim, when present, must be a string matching
+:data:`master.auth.TENANT_PATTERN` (never another JSON type turned into a string, never ``*``). The JWKS is fetched with the event loop's HTTP client (never a
 blocking call), kept in memory, and fetched again when a token names a key id it does not hold
 (the provider rotated its keys), at most once per ``min_refresh_seconds``.
 """
@@ -13,15 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import Any
 
 import httpx
 import jwt
 
-from master.auth import DEFAULT_TENANT, Principal, Role
+from master.auth import DEFAULT_TENANT, TENANT_PATTERN, Principal, Role
 
 logger = logging.getLogger("master.access.oidc")
+
+DEFAULT_MAX_LIFETIME_SECONDS = 86400
+"""``OPENAGENT_JWT_MAX_LIFETIME_SECONDS``' default (24 h)."""
+LIFETIME_LEEWAY_SECONDS = 60
+"""Clock skew allowed between the identity provider and the master when judging the lifetime."""
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """The signature algorithms accepted (asymmetric only)."""
@@ -39,6 +48,7 @@ class JwtVerifier:
         http: httpx.AsyncClient,
         role_claim: str = "role",
         tenant_claim: str = "tenant",
+        max_lifetime_seconds: int = DEFAULT_MAX_LIFETIME_SECONDS,
         min_refresh_seconds: float = 10.0,
         fetch_timeout: float = 5.0,
     ) -> None:
@@ -48,6 +58,7 @@ class JwtVerifier:
         self._http = http
         self._role_claim = role_claim
         self._tenant_claim = tenant_claim
+        self._max_lifetime = max_lifetime_seconds
         self._min_refresh = min_refresh_seconds
         self._fetch_timeout = fetch_timeout
         self._keys: dict[str | None, jwt.PyJWK] = {}
@@ -87,14 +98,46 @@ class JwtVerifier:
                 "JWT refused: claim %r is %r, not a role", self._role_claim, claims.get(self._role_claim)
             )
             return None
+        why = self._lifetime_refusal(claims) or self._tenant_refusal(claims)
+        if why is not None:
+            logger.info("JWT refused: %s", why)
+            return None
         subject = str(claims.get("sub") or claims.get("email") or "jwt")
         tenant = claims.get(self._tenant_claim)
         return Principal(
             key_id=f"jwt:{subject}",
             name=str(claims.get("email") or claims.get("preferred_username") or subject),
             role=role,
-            tenant=str(tenant) if tenant else DEFAULT_TENANT,
+            tenant=tenant if isinstance(tenant, str) else DEFAULT_TENANT,
         )
+
+    def _lifetime_refusal(self, claims: dict[str, Any]) -> str | None:
+        """Why the token lives too long (``exp`` beyond the bound after ``iat`` or now), or ``None``."""
+        exp = claims.get("exp")
+        if not isinstance(exp, int | float):  # PyJWT checked it is an integer date; stay closed
+            return f"claim 'exp' is {exp!r}, not a date"
+        bound = self._max_lifetime + LIFETIME_LEEWAY_SECONDS
+        iat = claims.get("iat")
+        if isinstance(iat, int | float) and exp - iat > bound:
+            return (
+                f"it lives {int(exp - iat)} s (exp - iat), longer than "
+                f"OPENAGENT_JWT_MAX_LIFETIME_SECONDS ({self._max_lifetime})"
+            )
+        if exp - time.time() > bound:
+            return (
+                f"it expires in {int(exp - time.time())} s, later than "
+                f"OPENAGENT_JWT_MAX_LIFETIME_SECONDS ({self._max_lifetime})"
+            )
+        return None
+
+    def _tenant_refusal(self, claims: dict[str, Any]) -> str | None:
+        """Why the tenant claim is unusable (absent is fine: ``default``), or ``None``."""
+        if self._tenant_claim not in claims or claims[self._tenant_claim] is None:
+            return None
+        tenant = claims[self._tenant_claim]
+        if not isinstance(tenant, str) or not re.fullmatch(TENANT_PATTERN, tenant):
+            return f"claim {self._tenant_claim!r} is {tenant!r}, not a tenant name ({TENANT_PATTERN})"
+        return None
 
     async def _key(self, kid: str | None) -> jwt.PyJWK | None:
         found = self._lookup(kid)

@@ -60,7 +60,7 @@ from a2a.utils.errors import A2AError
 
 from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ToolsChanged
 from master.agents.invocation import InvocationAgent
-from master.agents.url_policy import AgentUrlPolicy, UrlRefused
+from master.agents.url_policy import AgentUrlPolicy
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import AGENT_ID_PATTERN, ToolSchema
 
@@ -403,22 +403,22 @@ class A2AConnector:
 
     async def discover(self, url: str, headers: Mapping[str, str], wait_seconds: float) -> Discovered:
         """Read the card: its skills as tools, a summary as metadata, an agent id from its name;
-        :class:`UrlRefused` when the card's endpoint is at an address the agent URL policy refuses."""
+        the card's endpoint, which may be on another host than the card, among the URLs the agent
+        URL policy judges with the registering principal (:meth:`InvocationAgents.discover`)."""
         async with self._http(headers) as http:
             card = await self._card(http, url, headers, wait_seconds)
         interface = pick_interface(card, url, headers)
-        try:  # the endpoint the hub will call, which may be on another host than the card
-            await self._url_policy.check_url(interface.url, "a2a_url")
-        except UrlRefused as exc:
-            raise UrlRefused(
-                "a2a_url", f"the agent card at {url} lists its endpoint at {interface.url}: {exc.reason}"
-            ) from None
         tools, skills = card_tools(card)
         if not tools:
             raise ConnectorError(
                 f"the agent card at {url} lists no skills; the hub offers an A2A agent's skills as its tools"
             )
-        return Discovered(tools, _metadata(card, interface, skills), suggested_agent_id(card.name))
+        return Discovered(
+            tools,
+            _metadata(card, interface, skills),
+            suggested_agent_id(card.name),
+            endpoints=[interface.url],
+        )
 
     async def check(self, agent: InvocationAgent, wait_seconds: float) -> str | None:
         """``None`` when the card can be read and used; else why not. A card whose skills changed

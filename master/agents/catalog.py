@@ -5,7 +5,8 @@ WebSocket agents and of the stored invocation agents. A registration is refused
 (:class:`~master.errors.RegistrationRefused`, naming the limit or the other agent) when
 
 - a tool's JSON (name, description, parameters, endpoint) is over
-  ``OPENAGENT_MAX_TOOL_SCHEMA_BYTES``, the agent declares more than
+  ``OPENAGENT_MAX_TOOL_SCHEMA_BYTES``, its ``metadata`` is over
+  ``OPENAGENT_MAX_AGENT_METADATA_BYTES`` (it is sent to every ``GET /agents``), the agent declares more than
   ``OPENAGENT_MAX_TOOLS_PER_AGENT`` tools, or the catalog would exceed
   ``OPENAGENT_MAX_CATALOG_TOOLS`` (code ``limit_exceeded``): one large or numerous agent
   cannot slow every query;
@@ -18,13 +19,15 @@ WebSocket agents and of the stored invocation agents. A registration is refused
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from master.agents.directory import AgentDirectory
 from master.agents.registry import LiveAgent
 from master.agents.toolbox import function_name
 from master.errors import RegistrationRefused
+from master.json_bytes import dump_json
 from master.settings import Settings
 from protocol import ToolSchema
 
@@ -36,6 +39,7 @@ class ToolLimits:
     schema_bytes: int = 16 * 1024
     tools_per_agent: int = 64
     catalog_tools: int = 1024
+    metadata_bytes: int = 16 * 1024
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ToolLimits:
@@ -43,6 +47,7 @@ class ToolLimits:
             settings.openagent_max_tool_schema_bytes,
             settings.openagent_max_tools_per_agent,
             settings.openagent_max_catalog_tools,
+            settings.openagent_max_agent_metadata_bytes,
         )
 
 
@@ -51,6 +56,7 @@ class ToolCatalog:
 
     def __init__(self, agents: AgentDirectory, limits: ToolLimits) -> None:
         registry = agents.registry
+        self.agents = agents
         self._registry = registry
         self._invocation = agents.invocation
         self.limits = limits
@@ -85,13 +91,29 @@ class ToolCatalog:
             if self._live_owners.get(name, ("",))[0] == agent_id:
                 del self._live_owners[name]
 
-    def check(self, agent_id: str, tools: Sequence[ToolSchema], *, invocation: bool) -> None:
-        """Raise :class:`RegistrationRefused` unless ``agent_id`` may register ``tools``.
+    def check(
+        self,
+        agent_id: str,
+        tools: Sequence[ToolSchema],
+        *,
+        invocation: bool,
+        metadata: Mapping[str, Any],
+    ) -> None:
+        """Raise :class:`RegistrationRefused` unless ``agent_id`` may register ``tools`` and
+        ``metadata`` (required: every registration states what it would store).
 
         An agent re-registering (a reconnect, a newer connection, an update) is compared with the
         others only: its own previous tools do not count.
         """
         limits = self.limits
+        size = len(dump_json(metadata))
+        if size > limits.metadata_bytes:
+            raise RegistrationRefused(
+                "limit_exceeded",
+                f"the metadata of agent {agent_id!r} is {size} bytes of JSON; the limit is "
+                f"OPENAGENT_MAX_AGENT_METADATA_BYTES={limits.metadata_bytes}",
+                "metadata",
+            )
         if len(tools) > limits.tools_per_agent:
             raise RegistrationRefused(
                 "limit_exceeded",

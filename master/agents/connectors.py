@@ -44,6 +44,9 @@ class Discovered:
     """Shown in ``GET /agents`` (the server's name and version, the card's summary...)."""
     agent_id: str | None = None
     """An id the remote agent suggests (an A2A card's name), used when the registration gives none."""
+    endpoints: list[str] = field(default_factory=list)
+    """Other URLs the master will call for the agent (an A2A card's endpoint): the agent URL
+    policy judges them at registration like the registered URL."""
 
 
 class Connector(Protocol):

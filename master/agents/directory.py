@@ -12,6 +12,9 @@ The rules of the merge: a live WebSocket agent shadows an agent of another maste
 id, and both shadow an invocation agent with that id. An agent registered for one tenant
 (``tenant`` on its entry) is offered to that tenant's queries only: the reads take the asker's
 :class:`~master.auth.Scope` (required; every agent for an administrator's).
+
+Who holds an agent id is decided by :attr:`AgentDirectory.ids` (:mod:`master.agents.identity`),
+which falls back on this directory for agents no owner record names.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from master.agents.dispatch import Target
+from master.agents.identity import AgentIds, Owner
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent, Registry, offered_to
 from master.agents.remote import RemoteAgent
@@ -46,6 +50,20 @@ class AgentDirectory(TenantRecords):
         self.registry = registry
         self.invocation = invocation
         self.remote = remote
+        self.ids = AgentIds(invocation.redis, ttl_seconds=invocation.ttl_seconds, known=self.known_owner)
+        """Who holds each agent id: every registration and unregistration claims or releases through it."""
+
+    def known_owner(self, agent_id: str) -> Owner | None:
+        """The owner of ``agent_id`` as the agents known now show it: connected here, to another
+        master, or stored for HTTP invocation (``None``: no agent has it)."""
+        live = self.registry.get(agent_id)
+        if live is not None:
+            return Owner.of_agent(live.tenant, live.role)
+        if self.remote is not None:
+            for remote in self.remote.remote_agents({agent_id}):
+                return Owner.of_agent(remote.tenant, remote.role)
+        stored = self.invocation.get(agent_id)
+        return None if stored is None else Owner.of_agent(stored.tenant, "action")
 
     def tool_targets(self, scope: Scope, allowed: Iterable[str] | None = None) -> list[Target]:
         """The agents a query may call: connected WebSocket action agents with tools, then other

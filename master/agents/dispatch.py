@@ -18,6 +18,17 @@ and change nothing; a repeated callback is answered as a duplicate. Each invocat
 recorded in Redis before it is sent (:mod:`master.agents.call_records`): a callback for a
 call this master does not know (another master's, or its own before a restart) is forwarded
 to the master waiting for it, or recorded in the call's session once.
+
+Every result and every progress frame passes here, whatever brought it (a WebSocket frame, an
+HTTP callback, a connector, another master), so the limits on what agents send are decided here
+once:
+
+- a result larger than ``OPENAGENT_MAX_TOOL_RESULT_BYTES`` (as compact JSON) fails the call with
+  a :class:`ToolFailed` naming the limit, which the model sees as the tool's failure; nothing of
+  it is kept;
+- at most ``OPENAGENT_MAX_PROGRESS_PER_SECOND`` progress frames of one call are relayed and
+  logged (at DEBUG) per second; the others are coalesced: the latest is relayed when the second
+  is over, and each one held back is counted (``openagent_tool_progress_coalesced_total``).
 """
 
 from __future__ import annotations
@@ -55,6 +66,12 @@ CallProgress = Callable[[ToolProgress], None]
 MAX_PROGRESS_MESSAGE_CHARS = 1000
 """A progress message is kept, relayed and shown cut to this many characters (and logged cut to
 :data:`master.observability.redaction.LOG_ARG_MAX_CHARS`, control characters escaped)."""
+
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""``OPENAGENT_MAX_TOOL_RESULT_BYTES``' default."""
+DEFAULT_PROGRESS_PER_SECOND = 10
+"""``OPENAGENT_MAX_PROGRESS_PER_SECOND``' default."""
+PROGRESS_WINDOW_SECONDS = 1.0
 
 _FINISHED_MEMORY = 10_000
 """How many finished calls are remembered, to tell duplicates and late callbacks apart."""
@@ -98,6 +115,13 @@ class PendingCall:
     started: float = field(default_factory=time.monotonic)
     last_progress: ToolProgress | None = None
     on_progress: CallProgress | None = None
+    window_start: float = -PROGRESS_WINDOW_SECONDS
+    """When the current second of progress frames began (the rate limit's window)."""
+    window_count: int = 0
+    """Progress frames relayed in the current window."""
+    held: ToolProgress | None = None
+    """The latest progress frame held back by the rate limit, relayed when the window ends."""
+    flush: asyncio.TimerHandle | None = None
 
     @property
     def agent_id(self) -> str:
@@ -127,6 +151,8 @@ class Dispatcher:
         clock: Callable[[], float] = time.monotonic,
         records: CallRecords | None = None,
         remote: RemoteCalls | None = None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        progress_per_second: int = DEFAULT_PROGRESS_PER_SECOND,
     ) -> None:
         self._http = http
         self._invocation = invocation
@@ -149,6 +175,13 @@ class Dispatcher:
         self.refusal: str | None = None
         """Why new calls fail at once (the master has drained: :meth:`stop`), or ``None``."""
         self._released: set[str] = set()
+        self.max_result_bytes = max_result_bytes
+        """``OPENAGENT_MAX_TOOL_RESULT_BYTES``: a larger result fails its call."""
+        self.progress_per_second = progress_per_second
+        """``OPENAGENT_MAX_PROGRESS_PER_SECOND``: progress frames relayed per call and second."""
+        self.progress_coalesced = 0
+        """Progress frames held back by the rate limit since start (a counter in ``/metrics``); of
+        those a call holds back in one second, only the latest is relayed, when the second ends."""
 
     def _tell_cancelled(self, agent: LiveAgent, call_id: str) -> None:
         """Send a WebSocket agent ``tool_cancel`` for a call whose caller was cancelled (best effort)."""
@@ -247,6 +280,8 @@ class Dispatcher:
         finally:
             if remote is not None and not remote.done():
                 remote.cancel()  # the connector cancels the remote work it started
+            if pending.flush is not None:
+                pending.flush.cancel()
             self._pending.pop(call_id, None)
             self._remember(pending)
             if self._remote is not None and isinstance(target, RemoteAgent):
@@ -290,7 +325,7 @@ class Dispatcher:
         else:
             await self._invocation.touch(agent)
             if not future.done():
-                future.set_result(result)
+                self._deliver(pending, result)
 
     async def _send_frame(self, agent: LiveAgent, frame: str) -> None:
         try:
@@ -371,7 +406,7 @@ class Dispatcher:
         if error is not None:
             pending.future.set_exception(error)
         else:
-            pending.future.set_result(result)
+            self._deliver(pending, result)
         return True
 
     def progress_remote(self, progress: ToolProgress) -> bool:
@@ -384,7 +419,7 @@ class Dispatcher:
 
     def _settle(self, pending: PendingCall, result: ToolResult) -> None:
         if result.success:
-            pending.future.set_result(result.result)
+            self._deliver(pending, result.result)
         else:
             pending.future.set_exception(
                 ToolFailed(
@@ -392,6 +427,29 @@ class Dispatcher:
                     f"{result.error or 'no error message given'}"
                 )
             )
+
+    def _deliver(self, pending: PendingCall, result: Any) -> None:
+        """End ``pending`` with ``result``, or with a :class:`ToolFailed` naming the limit when the
+        result is larger than :attr:`max_result_bytes` (the result is dropped, never stored)."""
+        size = len(dump_json(result))
+        if size <= self.max_result_bytes:
+            pending.future.set_result(result)
+            return
+        logger.warning(
+            "result of %s.%s call=%s dropped: %d bytes, over OPENAGENT_MAX_TOOL_RESULT_BYTES (%d)",
+            pending.agent_id,
+            pending.tool_name,
+            pending.call_id,
+            size,
+            self.max_result_bytes,
+        )
+        pending.future.set_exception(
+            ToolFailed(
+                f"tool {pending.tool_name!r} on agent {pending.agent_id!r} failed: its result is "
+                f"{size} bytes, over the limit of {self.max_result_bytes} bytes "
+                "(OPENAGENT_MAX_TOOL_RESULT_BYTES); the result was dropped"
+            )
+        )
 
     def progress(self, agent: LiveAgent, progress: ToolProgress) -> bool:
         """Record WebSocket progress; False when no such call is running on that connection."""
@@ -410,21 +468,54 @@ class Dispatcher:
         return True
 
     def _record_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
+        """Keep ``progress`` as the call's latest, and relay it unless the call has had
+        :attr:`progress_per_second` frames relayed in the current second: then it is held back
+        (the latest held one is relayed when the second ends) and counted."""
         if len(progress.message) > MAX_PROGRESS_MESSAGE_CHARS:
             progress = progress.model_copy(
                 update={"message": cap(progress.message, MAX_PROGRESS_MESSAGE_CHARS)}
             )
         pending.last_progress = progress
-        percent = "" if progress.progress is None else f" {progress.progress:.0%}"
-        logger.info(
-            "progress (%s) %s.%s call=%s%s %s",
-            transport,
-            pending.agent_id,
-            pending.tool_name,
-            progress.call_id,
-            percent,
-            progress.message,
-        )
+        now = self._clock()
+        if now - pending.window_start >= PROGRESS_WINDOW_SECONDS:
+            pending.window_start, pending.window_count = now, 0
+        if pending.window_count < self.progress_per_second:
+            pending.held = None  # superseded by this one (a flush late in its window)
+            if pending.flush is not None:
+                pending.flush.cancel()
+                pending.flush = None
+            pending.window_count += 1
+            self._relay_progress(pending, progress, transport)
+            return
+        self.progress_coalesced += 1
+        pending.held = progress
+        if pending.flush is None:
+            delay = max(0.0, pending.window_start + PROGRESS_WINDOW_SECONDS - now)
+            pending.flush = asyncio.get_running_loop().call_later(
+                delay, self._flush_progress, pending, transport
+            )
+
+    def _flush_progress(self, pending: PendingCall, transport: str) -> None:
+        """The window of a call with a held progress frame ended: relay that frame (the latest)."""
+        pending.flush = None
+        held, pending.held = pending.held, None
+        if held is None or pending.future.done():
+            return
+        pending.window_start, pending.window_count = self._clock(), 1
+        self._relay_progress(pending, held, transport)
+
+    def _relay_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
+        if logger.isEnabledFor(logging.DEBUG):
+            percent = "" if progress.progress is None else f" {progress.progress:.0%}"
+            logger.debug(
+                "progress (%s) %s.%s call=%s%s %s",
+                transport,
+                pending.agent_id,
+                pending.tool_name,
+                progress.call_id,
+                percent,
+                progress.message,
+            )
         if pending.on_progress is not None:
             pending.on_progress(progress)
 

@@ -41,7 +41,8 @@ from master.agents.connectors import (
     Discovered,
 )
 from master.agents.registry import AgentTool, compile_tools, lookup
-from master.agents.url_policy import AgentUrlPolicy
+from master.agents.url_policy import AgentUrlPolicy, UrlRefused
+from master.auth import Principal
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.redis_keys import AGENT_INDEX, AGENT_INDEX_VERSION, agent_key, quarantined_agent_key
 from master.settings import Settings
@@ -313,22 +314,35 @@ class InvocationAgents:
         found = self._agents.values() if allowed is None else lookup(self._agents, allowed)
         return [agent for agent in found if agent.status != "DOWN"]
 
-    async def register(self, reg: InvocationRegistration, *, tenant: str | None = None) -> InvocationAgent:
+    async def register(
+        self, reg: InvocationRegistration, *, registrant: Principal, tenant: str | None = None
+    ) -> InvocationAgent:
         """Store the agent in Redis (atomically with the index) and check its health once; raises
-        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses its base URL.
-        ``tenant``: the only tenant whose queries it serves (``None``: every tenant's)."""
-        await self.url_policy.check_url(reg.invocation_base_url, "invocation_base_url")
+        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses its base URL for
+        ``registrant``. ``tenant``: the only tenant whose queries it serves (``None``: every tenant's)."""
+        await self.url_policy.check_url(reg.invocation_base_url, "invocation_base_url", registrant=registrant)
         agent = InvocationAgent.from_registration(reg)
         agent.tenant = tenant
         return await self._store(agent)
 
     async def discover(
-        self, transport: Transport, url: str, headers: dict[str, str], wait_seconds: float
+        self,
+        transport: Transport,
+        url: str,
+        headers: dict[str, str],
+        wait_seconds: float,
+        *,
+        registrant: Principal,
     ) -> Discovered:
         """Ask a remote agent for its tools through its transport's connector; raises
         :class:`RegistrationRefused` (``invalid_request``, never naming a header value), and
-        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses ``url``."""
-        await self.url_policy.check_url(url, f"{transport}_url")
+        :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses ``url`` or an
+        endpoint the agent lists, for ``registrant``. A key that is not an administrator's learns
+        only that the agent could not be listed, never why (a refused connection, a timeout, an
+        answer that is not the protocol's): that would tell an open port from a closed one; the
+        log says why."""
+        field_name = f"{transport}_url"
+        await self.url_policy.check_url(url, field_name, registrant=registrant)
         connector = self.connectors.get(transport)
         if connector is None:
             raise RegistrationRefused(
@@ -336,14 +350,33 @@ class InvocationAgents:
             )
         try:
             async with asyncio.timeout(wait_seconds):
-                return await connector.discover(url, headers, wait_seconds)
+                found = await connector.discover(url, headers, wait_seconds)
         except TimeoutError:
-            raise RegistrationRefused(
-                ErrorCode.INVALID_REQUEST,
-                f"the {transport} agent at {url} did not answer within {wait_seconds:g} s",
-            ) from None
+            why = f"the {transport} agent at {url} did not answer within {wait_seconds:g} s"
+            raise self._discovery_refused(transport, url, why, registrant) from None
         except ConnectorError as exc:
-            raise RegistrationRefused(ErrorCode.INVALID_REQUEST, str(exc)) from None
+            raise self._discovery_refused(transport, url, str(exc), registrant) from None
+        for endpoint in found.endpoints:
+            try:
+                await self.url_policy.check_url(endpoint, field_name, registrant=registrant)
+            except UrlRefused as exc:
+                raise UrlRefused(
+                    field_name, f"the agent card at {url} lists its endpoint at {endpoint}: {exc.reason}"
+                ) from None
+        return found
+
+    @staticmethod
+    def _discovery_refused(transport: str, url: str, why: str, registrant: Principal) -> RegistrationRefused:
+        if registrant.is_admin:
+            return RegistrationRefused(ErrorCode.INVALID_REQUEST, why)
+        logger.info(
+            "registration of the %s agent at %s by %s failed: %s", transport, url, registrant.key_id, why
+        )
+        return RegistrationRefused(
+            ErrorCode.INVALID_REQUEST,
+            f"the {transport} agent at {url} could not be listed (unreachable, too slow, or not a "
+            f"{transport} agent)",
+        )
 
     async def register_remote(
         self,

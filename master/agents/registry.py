@@ -2,7 +2,9 @@
 
 In memory only: a WebSocket agent exists while its connection does. When a second
 connection registers an ``agent_id`` that is live, the newest wins: the registry
-returns the previous connection so the hub can tell it and close it.
+returns the previous connection so the hub can tell it and close it. Whether that second
+connection may take the id at all is decided before, once, by
+:class:`master.agents.identity.AgentIds`.
 """
 
 from __future__ import annotations
@@ -109,6 +111,8 @@ class LiveAgent:
     tenant: str | None = None
     """The tenant whose queries it serves (registered with that tenant's ``agent`` key); ``None``:
     shared with every tenant (:func:`offered_to`)."""
+    key_id: str | None = None
+    """The key it connected with: a newer connection of the same key is a second copy of it."""
 
     @classmethod
     def from_register(
@@ -117,10 +121,20 @@ class LiveAgent:
         send: SendFrame,
         close: Callable[[int, str], Awaitable[None]],
         tenant: str | None = None,
+        key_id: str | None = None,
     ) -> LiveAgent:
         """Build the entry, compiling every tool's schema (raises :class:`InvalidToolSchema`)."""
         tools = compile_tools(message.agent_id, message.tools)
-        return cls(message.agent_id, message.role, dict(message.metadata), tools, send, close, tenant=tenant)
+        return cls(
+            message.agent_id,
+            message.role,
+            dict(message.metadata),
+            tools,
+            send,
+            close,
+            tenant=tenant,
+            key_id=key_id,
+        )
 
     def describe(self) -> dict[str, Any]:
         """The agent's row in ``GET /agents``."""

@@ -10,14 +10,19 @@ that nobody meant to expose, above all a cloud provider's metadata service. One
   addresses (``169.254.169.254``, ``fd00:ec2::254``, ``100.100.100.200``, the name
   ``metadata.google.internal``), multicast, unspecified (``0.0.0.0``, ``::``) and broadcast
   (``255.255.255.255``); an IPv4 address written as IPv6 (``::ffff:a.b.c.d``) is judged as IPv4;
-- loopback and private ranges stay allowed: agents run on loopback in development and on
-  private addresses inside a cluster;
-- ``OPENAGENT_AGENT_URL_ALLOW`` (host names and CIDRs) re-opens what the defaults refuse,
-  ``OPENAGENT_AGENT_URL_DENY`` refuses more; an address or name both lists match is refused.
+- loopback and private ranges (``127.0.0.0/8``, ``::1``, ``10.0.0.0/8``, ``172.16.0.0/12``,
+  ``192.168.0.0/16``, ``100.64.0.0/10``, ``fc00::/7``...) are refused at registration unless an
+  administrator registers the agent: an administrator's agents run on loopback in development
+  (``scripts/run.sh``) and on private addresses inside a cluster, while another key could use
+  them to reach what the master's own network hides (and learn which loopback ports answer);
+- ``OPENAGENT_AGENT_URL_ALLOW`` (host names and CIDRs) re-opens what the defaults refuse, for
+  every key, ``OPENAGENT_AGENT_URL_DENY`` refuses more; an address or name both lists match is
+  refused.
 
 A host name is judged by the addresses it resolves to (every one must be allowed), and so is
-every redirect. It is checked at registration (``POST /register``, a workspace restore: a 422
-naming the rule) and again whenever the master connects, on the address it connects to: the
+every redirect. It is checked at registration (``POST /register``, the WebSocket ``register`` with
+an ``invocation_url``, a workspace restore: a 422 naming the rule), with the registering principal,
+and again whenever the master connects, on the address it connects to: the
 master's aiohttp session uses :meth:`AgentUrlPolicy.aiohttp_connector`, which resolves through
 the policy and refuses a refused host, IP literals included (aiohttp never resolves those),
 before each request and each followed redirect; the MCP and A2A connectors' httpx clients
@@ -43,6 +48,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.connector import Connection
 
+from master.auth import Principal
 from master.errors import RegistrationRefused
 from protocol import ErrorCode
 
@@ -65,6 +71,8 @@ METADATA_NAMES = frozenset({"metadata.google.internal"})
 """Names of metadata services refused whatever they resolve to."""
 
 _BROADCAST = ipaddress.ip_address("255.255.255.255")
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+"""Carrier-grade NAT space: not ``is_private`` for Python, internal all the same."""
 
 
 class AddressRefused(aiohttp.ClientConnectionError, OSError):
@@ -216,6 +224,23 @@ class AgentUrlPolicy:
             return None
         return f"{subject} is {kind}, refused by the agent URL policy (OPENAGENT_AGENT_URL_ALLOW to allow)"
 
+    def internal_refusal(self, address: Address, host: str | None = None) -> str | None:
+        """Why a registration by a key that is not an administrator's may not use ``address``
+        (loopback or private), or ``None`` (a public address, or one ``OPENAGENT_AGENT_URL_ALLOW``
+        names)."""
+        if host is not None and host.lower().rstrip(".") in self.allow_hosts:
+            return None
+        if any(address.version == n.version and address in n for n in self.allow_networks):
+            return None
+        internal = address.is_loopback or address.is_private or (address.version == 4 and address in _SHARED)
+        if not internal:
+            return None
+        subject = f"{host} resolves to {address}, which" if host else str(address)
+        return (
+            f"{subject} is a loopback or private address, which only an administrator's key may "
+            "register (OPENAGENT_AGENT_URL_ALLOW to allow it for every key)"
+        )
+
     # ------------------------------------------------------------------ resolution
 
     async def resolve(self, host: str, port: int) -> list[str]:
@@ -227,14 +252,18 @@ class AgentUrlPolicy:
             raise OSError(f"{host} resolves to no address")
         return addresses
 
-    async def allowed_addresses(self, host: str, port: int) -> list[str]:
+    async def allowed_addresses(self, host: str, port: int, *, internal: bool = True) -> list[str]:
         """The addresses of ``host`` the master may connect to; :class:`AddressRefused` naming the
-        rule when the name or any of its addresses is refused."""
+        rule when the name or any of its addresses is refused. ``internal=False``: loopback and
+        private addresses are refused too (a registration by a key that is not an administrator's)."""
         why = self.host_refusal(host)
         if why is not None:
             raise AddressRefused(why)
         literal = _address(host)
         if literal is not None:
+            why = None if internal else self.internal_refusal(literal)
+            if why is not None:
+                raise AddressRefused(why)
             return [str(literal)]
         try:
             addresses = await self.resolve(host, port)
@@ -242,14 +271,18 @@ class AgentUrlPolicy:
             raise ResolveTimeout(f"{host} did not resolve within {self.resolve_timeout:g} s") from None
         for address in addresses:
             why = self.address_refusal(address, host)
+            if why is None and not internal:
+                parsed = _address(address)
+                why = None if parsed is None else self.internal_refusal(parsed, host)
             if why is not None:
                 raise AddressRefused(why)
         return addresses
 
-    async def check_url(self, url: str, field: str) -> None:
-        """Registration: :class:`UrlRefused` (422, naming ``field`` and the rule) when the URL's host
-        or an address it resolves to is refused. A name that does not resolve (yet) passes: the
-        connection is checked again when it is made."""
+    async def check_url(self, url: str, field: str, *, registrant: Principal) -> None:
+        """Registration by ``registrant``: :class:`UrlRefused` (422, naming ``field`` and the rule)
+        when the URL's host or an address it resolves to is refused; loopback and private
+        addresses only for an administrator (or as ``OPENAGENT_AGENT_URL_ALLOW`` names them).
+        A name that does not resolve (yet) passes: the connection is checked again when it is made."""
         parts = urlsplit(url)
         host = parts.hostname or ""
         try:
@@ -257,7 +290,7 @@ class AgentUrlPolicy:
         except ValueError:
             port = 80
         try:
-            await self.allowed_addresses(host, port)
+            await self.allowed_addresses(host, port, internal=registrant.is_admin)
         except ResolveTimeout:
             return
         except AddressRefused as exc:

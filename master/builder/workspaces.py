@@ -9,7 +9,8 @@
   agents exactly as ``POST /register`` does (stored in Redis, health-checked once; the header
   references resolved from the request's ``secrets``) and answers per agent:
   ``registered`` (UP), ``unreachable`` (stored, but ``/health`` failed; the background check
-  brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents).
+  brings it back), ``invalid`` (with the reason) or ``skipped`` (WebSocket agents). Each id is
+  claimed for the restoring principal as any registration's is (:mod:`master.agents.identity`).
 - :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
   modules, each in a supervised child process (:class:`openagent.workspace.processes.ProcessAgentRunner`),
   connected over loopback: their code cannot take the master down.
@@ -28,8 +29,10 @@ from pydantic import ValidationError
 
 from master.agents.catalog import ToolCatalog
 from master.agents.directory import AgentDirectory
+from master.agents.identity import Claim
 from master.agents.invocation import InvocationRegistration
 from master.agents.registry import LiveAgent
+from master.auth import Principal
 from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
@@ -127,9 +130,15 @@ class Workspaces:
     # ------------------------------------------------------------------ restore
 
     async def restore(
-        self, workspace: Workspace, *, register_http: bool = True, secrets: Mapping[str, str] | None = None
+        self,
+        workspace: Workspace,
+        *,
+        principal: Principal,
+        register_http: bool = True,
+        secrets: Mapping[str, str] | None = None,
     ) -> list[RestoreOutcome]:
-        """Register the workspace's invocation agents, MCP servers and A2A agents; raises
+        """Register the workspace's invocation agents, MCP servers and A2A agents for
+        ``principal`` (shared with every tenant when it is an administrator); raises
         ``SessionStoreUnavailable``.
 
         ``secrets`` holds the values of the ``${NAME}`` references in MCP and A2A agents' headers
@@ -143,7 +152,7 @@ class Workspaces:
                 if not register_http:
                     outcomes.append(RestoreOutcome(spec.agent_id, "skipped", "register_http is false"))
                 else:
-                    outcomes.append(await self._register_remote(spec, secrets or {}))
+                    outcomes.append(await self._register_remote(spec, secrets or {}, principal))
                 continue
             if spec.transport != "invocation":
                 outcomes.append(
@@ -157,10 +166,13 @@ class Workspaces:
             if not register_http:
                 outcomes.append(RestoreOutcome(spec.agent_id, "skipped", "register_http is false"))
                 continue
-            outcomes.append(await self._register(spec))
+            outcomes.append(await self._register(spec, principal))
         return outcomes
 
-    async def _register(self, spec: AgentSpec) -> RestoreOutcome:
+    def _tenant(self, principal: Principal) -> str | None:
+        return None if principal.is_admin else principal.tenant
+
+    async def _register(self, spec: AgentSpec, principal: Principal) -> RestoreOutcome:
         if self.registry.get(spec.agent_id) is not None:
             return RestoreOutcome(spec.agent_id, "invalid", "an agent of this id is connected over WebSocket")
         try:
@@ -174,14 +186,21 @@ class Workspaces:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
             return RestoreOutcome(spec.agent_id, "invalid", f"{where}: {first['msg']}")
+        claim: Claim | None = None
+        tenant = self._tenant(principal)
         try:
             if self.catalog is not None:
-                self.catalog.check(spec.agent_id, registration.tools, invocation=True)
-            agent = await self.invocation.register(registration)
-        except RegistrationRefused as exc:
-            return RestoreOutcome(spec.agent_id, "invalid", exc.message)
-        except InvalidToolSchema as exc:
-            return RestoreOutcome(spec.agent_id, "invalid", str(exc))
+                self.catalog.check(
+                    spec.agent_id, registration.tools, invocation=True, metadata=registration.metadata
+                )
+            claim = await self.agents.ids.claim(principal, spec.agent_id, "action", tenant=tenant)
+            agent = await self.invocation.register(registration, registrant=principal, tenant=tenant)
+        except (RegistrationRefused, InvalidToolSchema) as exc:
+            if claim is not None:
+                await self.agents.ids.undo(claim)
+            return RestoreOutcome(
+                spec.agent_id, "invalid", exc.message if isinstance(exc, RegistrationRefused) else str(exc)
+            )
         if agent.status == "UP":
             return RestoreOutcome(spec.agent_id, "registered")
         return RestoreOutcome(
@@ -191,7 +210,9 @@ class Workspaces:
             "in the background",
         )
 
-    async def _register_remote(self, spec: AgentSpec, secrets: Mapping[str, str]) -> RestoreOutcome:
+    async def _register_remote(
+        self, spec: AgentSpec, secrets: Mapping[str, str], principal: Principal
+    ) -> RestoreOutcome:
         """As ``POST /register`` with ``mcp_url`` or ``a2a_url``: list the agent's tools (an MCP
         server's, an A2A card's skills), check them, store it."""
         if self.registry.get(spec.agent_id) is not None:
@@ -213,17 +234,29 @@ class Workspaces:
                     "in the environment of 'openagent workspace restore'",
                 )
             headers[name] = SECRET_REFERENCE.sub(lambda match: secrets[match.group(1)], reference)
+        claim: Claim | None = None
+        tenant = self._tenant(principal)
         try:
+            await self.agents.ids.check(principal, spec.agent_id, "action", tenant=tenant)
             found = await self.invocation.discover(
-                transport, url, headers, self.settings.openagent_remote_discovery_timeout
+                transport,
+                url,
+                headers,
+                self.settings.openagent_remote_discovery_timeout,
+                registrant=principal,
             )
             if self.catalog is not None:
-                self.catalog.check(spec.agent_id, found.tools, invocation=True)
-            agent = await self.invocation.register_remote(transport, spec.agent_id, url, headers, found)
-        except RegistrationRefused as exc:
-            return RestoreOutcome(spec.agent_id, "invalid", exc.message)
-        except InvalidToolSchema as exc:
-            return RestoreOutcome(spec.agent_id, "invalid", str(exc))
+                self.catalog.check(spec.agent_id, found.tools, invocation=True, metadata=found.metadata)
+            claim = await self.agents.ids.claim(principal, spec.agent_id, "action", tenant=tenant)
+            agent = await self.invocation.register_remote(
+                transport, spec.agent_id, url, headers, found, tenant=tenant
+            )
+        except (RegistrationRefused, InvalidToolSchema) as exc:
+            if claim is not None:
+                await self.agents.ids.undo(claim)
+            return RestoreOutcome(
+                spec.agent_id, "invalid", exc.message if isinstance(exc, RegistrationRefused) else str(exc)
+            )
         if agent.status == "UP":
             return RestoreOutcome(spec.agent_id, "registered")
         return RestoreOutcome(

@@ -3,22 +3,17 @@
 A connection's caller is resolved at connect (:mod:`master.routes.ws`); then every frame an
 agent or client sends needs a permission its role holds, else the hub answers an ``error``
 ``forbidden`` naming the role needed, and nothing happens. ``register`` needs ``agent`` to join
-as an action agent (tools, or an invocation URL) and ``query`` to join as a query client; an
-``agent`` key may only take agent ids its ``agent_ids`` patterns match.
+as an action agent (tools, or an invocation URL) and ``query`` to join as a query client; which
+agent ids a key may take is decided by the registration itself
+(:class:`master.agents.identity.AgentIds`), not here.
 """
 
 from __future__ import annotations
 
 from typing import get_args
 
-from master.access.permissions import (
-    Permission,
-    agent_id_refused,
-    forbidden_message,
-    may_act_as,
-    permits,
-)
-from master.auth import Principal, Role
+from master.access.permissions import Permission, forbidden_message, permits
+from master.auth import Principal
 from protocol import Message, Register
 
 FRAME_PERMISSIONS: dict[str, Permission] = {
@@ -59,6 +54,4 @@ def refusal(principal: Principal, msg: Message) -> str | None:
     if not permits(principal, permission):
         what = f"a {msg.type!r} frame" + (f" as a {msg.role} agent" if isinstance(msg, Register) else "")
         return forbidden_message(principal, permission, what)
-    if isinstance(msg, Register) and principal.role is Role.AGENT and not may_act_as(principal, msg.agent_id):
-        return agent_id_refused(principal, msg.agent_id)
     return None

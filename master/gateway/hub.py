@@ -6,9 +6,13 @@ Malformed JSON, JSON nested deeper than :data:`MAX_JSON_DEPTH`, an unknown ``typ
 oversized frames get an ``error`` too;
 only auth failures (1008) and replacement by a newer connection (4001) close it.
 
-Rule for a duplicate ``agent_id``: the newest connection wins. The old one gets
-``error`` ``agent_replaced``, its calls in flight fail, and it is closed with
-code 4001, which tells the SDK not to reconnect.
+Who may take an ``agent_id`` at all is decided by :class:`master.agents.identity.AgentIds`
+(an id is its tenant's; a query client never takes an action agent's id): a ``register`` it
+refuses gets an ``error`` naming why, and nothing changes. Among the connections it admits, the
+newest wins. The old one gets ``error`` ``agent_replaced`` naming who replaced it, its calls in
+flight fail, and it is closed with code 4001: with the close reason
+:data:`protocol.REPLACED_BY_ANOTHER_KEY` when the newer connection came with another key (the SDK
+then reconnects with backoff), else the SDK takes it as a second copy of itself and stops.
 
 A master that is stopping (:mod:`master.drain`) first closes new connections at once with
 1012 (service restart), then, once its work in flight is done, closes every connection with
@@ -34,19 +38,23 @@ from pydantic_core import from_json
 from starlette.datastructures import QueryParams
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from master.access.permissions import Permission
 from master.agents.catalog import ToolCatalog, ToolLimits
 from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
+from master.agents.identity import Claim, IdRole
 from master.agents.invocation import InvocationAgents, InvocationRegistration
 from master.agents.registry import LiveAgent, Registry
 from master.auth import Principal, principal_of
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.gateway import frames
+from master.json_bytes import MAX_JSON_DEPTH
 from master.query.entry import QueryEntry
 from master.query.events import QueryRefused
 from protocol import (
     CLOSE_AGENT_REPLACED,
+    REPLACED_BY_ANOTHER_KEY,
     CollaborationEnd,
     CollaborationStart,
     ErrorMessage,
@@ -67,10 +75,6 @@ from protocol import (
 
 logger = logging.getLogger("master.gateway.hub")
 
-MAX_JSON_DEPTH = 200
-"""Nesting depth of a frame's JSON beyond which it is refused (``invalid_message``): the limit of
-pydantic-core's parser, which parses every frame (``protocol.parse_message``)."""
-
 
 class _Connection:
     """One accepted WebSocket, with serialized sends."""
@@ -79,6 +83,7 @@ class _Connection:
         self.websocket = websocket
         self.principal = principal
         self.agent: LiveAgent | None = None
+        self.claim: Claim | None = None
         self.queries_in_flight = 0
         self._send_lock = asyncio.Lock()
         self.closed = False
@@ -179,6 +184,7 @@ class Hub:
         self._max_message_bytes = max_message_bytes
         self._max_queries_per_connection = max_queries_per_connection
         self._catalog = catalog or ToolCatalog(AgentDirectory(registry, invocation), ToolLimits())
+        self._ids = self._catalog.agents.ids
         self._connections: set[_Connection] = set()
         self._refusing: tuple[int, str] | None = None
         """(close code, reason) for new connections while the master drains."""
@@ -316,55 +322,71 @@ class Hub:
         if msg.invocation_url is not None:
             await self._register_invocation(conn, msg, msg.invocation_url)
             return
+        role: IdRole = "query" if frames.register_permission(msg) is Permission.QUERY else "action"
         try:
-            self._catalog.check(msg.agent_id, msg.tools, invocation=False)
-            agent = LiveAgent.from_register(msg, conn.send, conn.close, tenant=conn.agent_tenant)
+            self._catalog.check(msg.agent_id, msg.tools, invocation=False, metadata=msg.metadata)
+            agent = LiveAgent.from_register(
+                msg, conn.send, conn.close, tenant=conn.agent_tenant, key_id=conn.principal.key_id
+            )
+            claim = await self._ids.claim(conn.principal, msg.agent_id, role, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
             await conn.send_error(exc.code, exc.message, msg.agent_id)
             return
         except InvalidToolSchema as exc:
             await conn.send_error("invalid_message", str(exc), msg.agent_id)
             return
-        live = self._registry.get(msg.agent_id)
-        if live is not None and live.tenant != agent.tenant and not conn.principal.is_admin:
-            await conn.send_error(  # a tenant's key does not take over another tenant's agent
-                "agent_conflict", f"agent id {msg.agent_id!r} is taken by a connected agent", msg.agent_id
-            )
+        except SessionStoreUnavailable as exc:
+            await conn.send_error("session_store_unavailable", str(exc), msg.agent_id)
             return
         previous = self._registry.add(agent)
-        conn.agent = agent
+        conn.agent, conn.claim = agent, claim
         if previous is not None:
-            logger.warning("agent %s registered again: replacing the older connection", msg.agent_id)
-            self._dispatcher.fail_agent(previous, "was replaced by a newer connection")
-            try:
-                await previous.send(
-                    ErrorMessage(
-                        code="agent_replaced",
-                        message=f"a newer connection registered agent {msg.agent_id!r}; closing this one",
-                        ref=msg.agent_id,
-                    ).model_dump_json()
-                )
-            except ConnectionError:
-                pass
-            await previous.close(CLOSE_AGENT_REPLACED, "replaced by a newer connection")
+            await self._replace(previous, conn.principal, msg.agent_id)
         logger.info("registered %s agent %s (%d tools)", msg.role, msg.agent_id, len(agent.tools))
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
 
+    async def _replace(self, previous: LiveAgent, principal: Principal, agent_id: str) -> None:
+        """Tell the older connection of ``agent_id`` why it goes, fail its calls, close it (4001)."""
+        itself = previous.key_id is not None and previous.key_id == principal.key_id
+        who = "a newer connection of the same key" if itself else f"key {principal.name!r}"
+        logger.warning("agent %s registered again by %s: replacing the older connection", agent_id, who)
+        self._dispatcher.fail_agent(previous, "was replaced by a newer connection")
+        try:
+            await previous.send(
+                ErrorMessage(
+                    code="agent_replaced",
+                    message=f"{who} registered agent {agent_id!r}; closing this connection",
+                    ref=agent_id,
+                ).model_dump_json()
+            )
+        except ConnectionError:
+            pass
+        reason = "replaced by a newer connection" if itself else REPLACED_BY_ANOTHER_KEY
+        await previous.close(CLOSE_AGENT_REPLACED, reason)
+
     async def _register_invocation(self, conn: _Connection, msg: Register, url: str) -> None:
         """Legacy path: a ``register`` carrying ``invocation_url`` stores an HTTP agent in Redis."""
+        claim: Claim | None = None
         try:
             registration = InvocationRegistration(
                 agent_id=msg.agent_id, invocation_base_url=url, tools=msg.tools, metadata=msg.metadata
             )
-            self._catalog.check(msg.agent_id, msg.tools, invocation=True)
-            await self._invocation.register(registration, tenant=conn.agent_tenant)
+            self._catalog.check(msg.agent_id, msg.tools, invocation=True, metadata=msg.metadata)
+            claim = await self._ids.claim(conn.principal, msg.agent_id, "action", tenant=conn.agent_tenant)
+            await self._invocation.register(registration, registrant=conn.principal, tenant=conn.agent_tenant)
         except RegistrationRefused as exc:
+            await self._undo(claim)
             await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)
             return
         except (ValidationError, InvalidToolSchema, SessionStoreUnavailable) as exc:
+            await self._undo(claim)
             await conn.send_error("invalid_message", f"cannot register invocation agent: {exc}", msg.agent_id)
             return
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
+
+    async def _undo(self, claim: Claim | None) -> None:
+        if claim is not None:
+            await self._ids.undo(claim)
 
     async def _admit_query(self, conn: _Connection, msg: Query) -> None:
         """Start the query, unless the connection or the master is at its cap (then nothing runs)."""
@@ -407,3 +429,5 @@ class Hub:
             await self._collaboration.agent_disconnected(agent)
         if self._registry.remove(agent):
             logger.info("agent %s disconnected (%d calls in flight failed)", agent.agent_id, failed)
+            if conn.claim is not None:
+                await self._ids.leave(conn.claim)

@@ -5,8 +5,9 @@ waits (:mod:`master.doors.a2a`), an MCP client's answer to the ``ask`` tool's qu
 (:mod:`master.doors.mcp`) and the expiry sweep all go through one :class:`ApprovalDesk`:
 
 - **deciding** (:meth:`ApprovalDesk.decide`): once per approval (SET NX in
-  :class:`~master.conversation.approvals.ApprovalStore`), edited arguments checked against the
-  tool's schema, counted by outcome with the time it took (``GET /metrics``);
+  :class:`~master.conversation.approvals.ApprovalStore`), by whom may decide it (below), edited
+  arguments checked against the tool's schema, counted by outcome with the time it took
+  (``GET /metrics``);
   ``remember="session"`` approves the tool for the rest of the session, the round's other
   pending calls of that tool included;
 - **resuming** (:meth:`ApprovalDesk.resume`): once every call of the paused round is decided, the
@@ -18,6 +19,13 @@ waits (:mod:`master.doors.a2a`), an MCP client's answer to the ``ask`` tool's qu
   the approvals whose ``expires_at`` has passed become ``expired`` (on a cluster, one master wins
   each, by the same SET NX as deciding) and their runs end with the answer that says no one
   decided in time, without anyone reading them.
+
+**Who approves.** A key may carry ``approves`` patterns of tool names (``bank__*``). Once any key
+of a tenant has one matching a tool, only those keys decide that tool's approvals in the tenant,
+and never the key whose query asked for the call (``forbidden``, naming the rule), whichever door
+the decision comes through: every door's decision passes :meth:`ApprovalDesk.decide` with the
+deciding principal. Without such keys, any key that sees the approval decides it: approvals then
+guard against the model, not against the asker.
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from master.access.keys import KeyStore
 from master.agents.registry import AgentTool
+from master.agents.toolbox import function_name
 from master.auth import DEFAULT_TENANT, SYSTEM, Principal, Role, Scope
 from master.conversation.approvals import ApprovalStore
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
@@ -65,9 +75,13 @@ class ApprovalRefused(Exception):
 class ApprovalDesk:
     """Decides approvals, resumes their runs and sweeps the expired ones (module docstring)."""
 
-    def __init__(self, entry: QueryEntry, *, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self, entry: QueryEntry, *, metrics: Metrics | None = None, keys: KeyStore | None = None
+    ) -> None:
         self._entry = entry
         self._metrics = metrics
+        self._keys = keys
+        """The stored keys, whose ``approves`` patterns say who decides (``None``: anyone who sees it)."""
         self.listeners: list[Resumed] = []
         """Called with each resumed run's outcome (a failing listener is logged, not raised)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -122,12 +136,15 @@ class ApprovalDesk:
         message: str | None = None,
         arguments: dict[str, Any] | None = None,
         remember: Literal["session"] | None = None,
-        scope: Scope,
+        principal: Principal,
     ) -> dict[str, Any]:
-        """Decide one pending approval; returns its record, decided. Does not resume the run
-        (:meth:`resume`). An approval found expired is recorded ``expired``, its run resumed (the
-        model is told no one decided in time), and the decision refused (``approval_decided``).
-        An approval ``scope`` does not see (another tenant's) is unknown."""
+        """Decide one pending approval as ``principal``; returns its record, decided. Does not
+        resume the run (:meth:`resume`). An approval found expired is recorded ``expired``, its run
+        resumed (the model is told no one decided in time), and the decision refused
+        (``approval_decided``). An approval ``principal``'s scope does not see (another tenant's)
+        is unknown. A principal the tool's approvers exclude is refused (``forbidden``: module
+        docstring)."""
+        scope = Scope.of(principal)
         record = await self.record(approval_id, scope)
         store = self.store
         assert store is not None
@@ -144,6 +161,7 @@ class ApprovalDesk:
             )
         if record["status"] != "pending":
             raise ApprovalRefused(ErrorCode.APPROVAL_DECIDED, _decided(approval_id, record))
+        await self._check_decider(approval_id, record, principal)
         if arguments is not None and decision == "approve":
             check_arguments(record, arguments)
         status: Literal["approved", "rejected"] = "approved" if decision == "approve" else "rejected"
@@ -153,6 +171,37 @@ class ApprovalDesk:
         if remember == "session" and status == "approved":
             await self._remember(store, record)
         return record
+
+    async def check_decider(self, approval_id: str, principal: Principal) -> None:
+        """Refuse ``principal`` as :meth:`decide` would (who approves), without deciding: a door
+        that must refuse before it changes anything (an A2A message on a waiting task)."""
+        await self._check_decider(approval_id, await self.record(approval_id, Scope.of(principal)), principal)
+
+    async def _check_decider(self, approval_id: str, record: dict[str, Any], principal: Principal) -> None:
+        """Refuse ``principal`` when keys of the approval's tenant approve its tool and it is not
+        one of them, or it is the key that asked (module docstring: who approves)."""
+        if self._keys is None:
+            return
+        tenant = str(record.get("tenant") or DEFAULT_TENANT)
+        tool = function_name(str(record["agent_id"]), str(record["tool_name"]))
+        try:
+            approvers = await self._keys.approvers(tenant, tool)
+        except SessionStoreUnavailable as exc:
+            raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+        if not approvers:
+            return
+        if principal.key_id not in {key.key_id for key in approvers}:
+            raise ApprovalRefused(
+                ErrorCode.FORBIDDEN,
+                f"only keys whose 'approves' patterns match {tool!r} decide its approvals in tenant "
+                f"{tenant!r}; key {principal.name!r} approves {list(principal.approves)}",
+            )
+        if principal.key_id == record.get("asker_key"):
+            raise ApprovalRefused(
+                ErrorCode.FORBIDDEN,
+                f"approval {approval_id!r} of {tool!r} was asked for with key {principal.name!r}: the key "
+                f"that asked never decides it, as keys of tenant {tenant!r} approve {tool!r}",
+            )
 
     async def _decide(
         self,

@@ -495,6 +495,7 @@ class QueryService:
             extra[approval.approval_id] = {
                 "call_id": call.id,
                 "parameters": tool.schema.parameters,
+                "asker_key": asker.key_id,  # never the decider once the tool has approvers
                 **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
             }
             held.append({**call.model_dump(), "approval_id": approval.approval_id})

@@ -127,7 +127,7 @@ async def decide_approval(
             message=body.message,
             arguments=body.arguments,
             remember=body.remember,
-            scope=Scope.of(principal),
+            principal=principal,
         )
         return _json(await desk.resume(str(record["session_id"]), Scope.of(principal)))
     except ApprovalRefused as exc:

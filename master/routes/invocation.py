@@ -14,9 +14,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from master.access import Permission
-from master.access.permissions import agent_id_refused, may_act_as
 from master.agents.call_records import DeliveryStatus
 from master.agents.connectors import transport_of
+from master.agents.identity import Claim
 from master.agents.invocation import (
     A2ARegistration,
     Health,
@@ -24,9 +24,8 @@ from master.agents.invocation import (
     InvocationRegistration,
     McpRegistration,
 )
-from master.agents.registry import offered_to
 from master.agents.url_policy import UrlRefused
-from master.auth import Principal, Scope, principal_of
+from master.auth import Principal, principal_of
 from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
@@ -131,9 +130,9 @@ class CallbackAnswer(BaseModel):
     """``recorded``: the session the result was appended to."""
 
 
-def _invalid_tools(code: ErrorCode, message: str) -> ApiError:
+def _invalid_tools(code: ErrorCode, message: str, field: str = "tools") -> ApiError:
     """422 with FastAPI's validation-error shape (the one the document declares for 422)."""
-    return ApiError(code, [{"loc": ["body", "tools"], "msg": message, "type": "value_error"}])
+    return ApiError(code, [{"loc": ["body", field], "msg": message, "type": "value_error"}])
 
 
 def _registration_kind(body: Any) -> str:
@@ -198,39 +197,34 @@ async def register(
     an administrator's key is shared with every tenant, unless ``?tenant=`` names one."""
     body = registration.root
     principal = principal_of(request.scope)
-    if body.agent_id is not None:
-        _check_agent_id(principal, body.agent_id)
     owner = _owner_tenant(principal, tenant)
-    existing = services.invocation.get(body.agent_id) if body.agent_id else None
-    if existing is not None and existing.tenant != owner and not principal.is_admin:
-        raise ApiError(  # a tenant's key does not take over another tenant's (or a shared) agent
-            ErrorCode.AGENT_CONFLICT, f"agent id {body.agent_id!r} is taken by another registration"
-        )
+    claimed: list[Claim] = []
     try:
         if isinstance(body, InvocationRegistration):
-            services.tool_catalog.check(body.agent_id, body.tools, invocation=True)
-            agent = await services.invocation.register(body, tenant=owner)
+            services.tool_catalog.check(body.agent_id, body.tools, invocation=True, metadata=body.metadata)
+            claimed.append(await services.agents.ids.claim(principal, body.agent_id, "action", tenant=owner))
+            agent = await services.invocation.register(body, registrant=principal, tenant=owner)
         else:
-            agent = await _register_remote(body, services, principal, owner)
-    except UrlRefused as exc:
-        raise ApiError(
-            exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
-        ) from None
-    except RegistrationRefused as exc:
-        if exc.code in (ErrorCode.AGENT_CONFLICT, ErrorCode.INVALID_REQUEST):
-            raise ApiError(exc.code, exc.message) from None
-        raise _invalid_tools(exc.code, exc.message) from None
-    except InvalidToolSchema as exc:
-        raise _invalid_tools(ErrorCode.VALIDATION_ERROR, str(exc)) from None
-    except SessionStoreUnavailable as exc:
-        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+            agent = await _register_remote(body, services, principal, owner, claimed)
+    except (RegistrationRefused, InvalidToolSchema, SessionStoreUnavailable) as exc:
+        for claim in claimed:  # a refused registration leaves nothing behind, its claim included
+            await services.agents.ids.undo(claim)
+        raise _refusal(exc) from None
     services.mcp.tools_changed()  # MCP clients hear of its tools now, not at the next check
     return {"registered": True, "agent_id": agent.agent_id, "status": agent.status}
 
 
-def _check_agent_id(principal: Principal, agent_id: str) -> None:
-    if not may_act_as(principal, agent_id):
-        raise ApiError(ErrorCode.FORBIDDEN, agent_id_refused(principal, agent_id))
+def _refusal(exc: RegistrationRefused | InvalidToolSchema | SessionStoreUnavailable) -> ApiError:
+    """The HTTP error of a refused registration."""
+    if isinstance(exc, UrlRefused):
+        return ApiError(exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}])
+    if isinstance(exc, RegistrationRefused):
+        if exc.code in (ErrorCode.AGENT_CONFLICT, ErrorCode.INVALID_REQUEST, ErrorCode.FORBIDDEN):
+            return ApiError(exc.code, exc.message)
+        return _invalid_tools(exc.code, exc.message, exc.field)
+    if isinstance(exc, InvalidToolSchema):
+        return _invalid_tools(ErrorCode.VALIDATION_ERROR, str(exc))
+    return ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc))
 
 
 def _owner_tenant(principal: Principal, requested: str | None) -> str | None:
@@ -253,25 +247,33 @@ def _owner_tenant(principal: Principal, requested: str | None) -> str | None:
 
 
 async def _register_remote(
-    body: McpRegistration | A2ARegistration, services: Any, principal: Principal, tenant: str | None
+    body: McpRegistration | A2ARegistration,
+    services: Any,
+    principal: Principal,
+    tenant: str | None,
+    claimed: list[Claim],
 ) -> InvocationAgent:
-    """List a remote agent's tools through its connector, check them like any agent's, store it."""
+    """List a remote agent's tools through its connector, check them like any agent's, store it
+    (the id claimed in ``claimed``, for the caller to undo when this fails)."""
     agent_id: str | None
     if isinstance(body, McpRegistration):
         transport: Literal["mcp", "a2a"] = "mcp"
         url, headers, agent_id = body.mcp_url, body.mcp_headers, body.agent_id
     else:
         transport, url, headers, agent_id = "a2a", body.a2a_url, body.a2a_headers, body.agent_id
+    ids = services.agents.ids
+    if agent_id is not None:  # refused before the remote agent is asked anything
+        await ids.check(principal, agent_id, "action", tenant=tenant)
     found = await services.invocation.discover(
-        transport, url, headers, services.settings.openagent_remote_discovery_timeout
+        transport, url, headers, services.settings.openagent_remote_discovery_timeout, registrant=principal
     )
     agent_id = agent_id or found.agent_id
     if not agent_id or not re.fullmatch(AGENT_ID_PATTERN, agent_id):
         raise RegistrationRefused(
             ErrorCode.INVALID_REQUEST, f"the {transport} agent at {url} gave no usable name: send an agent_id"
         )
-    _check_agent_id(principal, agent_id)  # the name the agent gave, when the body named none
-    services.tool_catalog.check(agent_id, found.tools, invocation=True)
+    services.tool_catalog.check(agent_id, found.tools, invocation=True, metadata=found.metadata)
+    claimed.append(await ids.claim(principal, agent_id, "action", tenant=tenant))
     agent: InvocationAgent = await services.invocation.register_remote(
         transport, agent_id, url, headers, found, tenant=tenant
     )
@@ -282,18 +284,24 @@ async def _register_remote(
     "/unregister",
     dependencies=needs(Permission.AGENT),
     response_model=Unregistered,
-    responses={404: error("Unknown invocation agent (not_found)"), 503: error("Redis unavailable")},
+    responses={
+        403: error("The key's agent_ids do not match, or an administrator registered the agent"),
+        404: error("Unknown invocation agent (not_found)"),
+        503: error("Redis unavailable"),
+    },
 )
 async def unregister(body: Unregistration, request: Request, services: ServicesDep) -> dict[str, Any]:
-    """Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match;
-    another tenant's is unknown to a tenant's key)."""
+    """Forget a cached HTTP agent and free its id (an ``agent`` key: one its ``agent_ids``
+    patterns match; another tenant's is unknown to a tenant's key, and one an administrator
+    registered is removed by an administrator only: 403)."""
     principal = principal_of(request.scope)
-    _check_agent_id(principal, body.agent_id)
-    known = services.invocation.get(body.agent_id)
-    if known is not None and not offered_to(known.tenant, Scope.of(principal).tenant):
-        raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}")
     try:
+        await services.agents.ids.release(principal, body.agent_id)
         removed = await services.invocation.unregister(body.agent_id)
+    except RegistrationRefused as exc:
+        if exc.code == ErrorCode.NOT_FOUND:
+            raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}") from None
+        raise ApiError(exc.code, exc.message) from None
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not removed:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.access import AuditAction, KeyStore, Permission, StoredKey, audit
-from master.auth import DEFAULT_TENANT, Role, principal_of
+from master.auth import DEFAULT_TENANT, TENANT_PATTERN, Role, principal_of
 from master.deps import Services, ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
@@ -36,11 +36,15 @@ class KeyRequest(BaseModel):
     """Who or what holds the key (shown in lists, audit lines and ``/whoami``)."""
     role: Role
     """``admin``, ``client``, ``agent`` or ``viewer`` (the Security page's roles table)."""
-    tenant: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.-]+$")] = DEFAULT_TENANT
+    tenant: Annotated[str, Field(min_length=1, max_length=128, pattern=TENANT_PATTERN)] = DEFAULT_TENANT
     """The tenant whose objects the key creates and sees."""
     agent_ids: Annotated[list[Pattern], Field(max_length=100)] = Field(default_factory=list)
     """For the ``agent`` role: ``fnmatch`` patterns of the agent ids it may register or connect as
     (e.g. ``weather-*``); none: no agent id."""
+    approves: Annotated[list[Pattern], Field(max_length=100)] = Field(default_factory=list)
+    """``fnmatch`` patterns of the tools (``<agent_id>__<tool>``, e.g. ``bank__*``) whose approvals
+    the key decides: once a key of the tenant has one matching a tool, only such keys decide that
+    tool's approvals in the tenant, and never the key that asked."""
 
 
 class KeyInfo(BaseModel):
@@ -53,6 +57,8 @@ class KeyInfo(BaseModel):
     role: Role
     tenant: str
     agent_ids: list[str]
+    approves: list[str]
+    """Patterns of the tools whose approvals it decides."""
     created: float
     """Seconds since the epoch."""
     last_used: float | None = None
@@ -83,6 +89,7 @@ class WhoAmI(BaseModel):
     role: Role
     tenant: str
     agent_ids: list[str]
+    approves: list[str]
 
 
 def _info(key: StoredKey) -> dict[str, Any]:
@@ -92,6 +99,7 @@ def _info(key: StoredKey) -> dict[str, Any]:
         "role": key.role,
         "tenant": key.tenant,
         "agent_ids": list(key.agent_ids),
+        "approves": list(key.approves),
         "created": key.created,
         "last_used": key.last_used,
     }
@@ -111,7 +119,11 @@ async def create_key(body: KeyRequest, request: Request, services: ServicesDep) 
     """Create a key; the answer holds its secret, which is never shown again."""
     try:
         key, secret = await _store(services).create(
-            name=body.name, role=body.role, tenant=body.tenant, agent_ids=body.agent_ids
+            name=body.name,
+            role=body.role,
+            tenant=body.tenant,
+            agent_ids=body.agent_ids,
+            approves=body.approves,
         )
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
@@ -168,4 +180,5 @@ async def whoami(request: Request) -> dict[str, Any]:
         "role": principal.role,
         "tenant": principal.tenant,
         "agent_ids": list(principal.agent_ids),
+        "approves": list(principal.approves),
     }

@@ -203,7 +203,10 @@ async def restore_workspace(body: RestoreBody, request: Request, services: Servi
     workspace = await _load(body.yaml)
     try:
         outcomes = await services.builder.workspaces.restore(
-            workspace, register_http=body.register_http, secrets=body.secrets
+            workspace,
+            principal=principal_of(request.scope),
+            register_http=body.register_http,
+            secrets=body.secrets,
         )
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from master.access.middleware import AccessMiddleware
-from master.asgi import LeanRequest, LeanRoutes
+from master.asgi import JsonDepthGuard, LeanRequest, LeanRoutes
 from master.llm.model import ChatResult, FunctionChatModel
 from master.routes.query import _json as query_json
 from master.routes.query import send_json_answer
@@ -218,7 +218,7 @@ def test_no_middleware_sits_between_the_lean_routes_and_the_app_unseen(master: I
     """The lean routes skip every layer inside :class:`LeanRoutes`. This pins the stack: a new
     middleware must be added outside it (after it in ``create_app``) or be done by it too, and
     then this list changes on purpose."""
-    assert [m.cls for m in master.app.user_middleware] == [LeanRoutes, AccessMiddleware]
+    assert [m.cls for m in master.app.user_middleware] == [LeanRoutes, AccessMiddleware, JsonDepthGuard]
     layers = built_stack(master.app)
     index = next(i for i, layer in enumerate(layers) if isinstance(layer, LeanRoutes))
     outside = [type(layer) for layer in layers[:index]]
@@ -227,7 +227,12 @@ def test_no_middleware_sits_between_the_lean_routes_and_the_app_unseen(master: I
     )
     assert type(layers[0]).__name__ == "ServerErrorMiddleware"  # a lean handler's bug is still a 500
     inside = [type(layer).__name__ for layer in layers[index + 1 :]]
-    assert inside == ["AccessMiddleware", "ExceptionMiddleware", "AsyncExitStackMiddleware"], inside
+    assert inside == [
+        "AccessMiddleware",
+        "JsonDepthGuard",  # the lean routes decline a body nested too deeply to it
+        "ExceptionMiddleware",
+        "AsyncExitStackMiddleware",
+    ], inside
 
 
 @pytest.mark.parametrize(

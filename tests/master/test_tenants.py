@@ -19,11 +19,17 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from websockets.exceptions import ConnectionClosed
 
+from master.agents.url_policy import AgentUrlPolicy
 from master.auth import Principal, Role, Scope
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
+from openagent.client import AgentClient
+from openagent.config import ClientConfig
+from openagent.errors import AgentReplacedError
 from openagent.testing import ScriptedOpenAIServer
+from protocol import REPLACED_BY_ANOTHER_KEY, Register, ToolSchema
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
 DEADLINE = 60
@@ -396,9 +402,11 @@ async def test_a_tenants_flood_is_refused_while_the_other_tenants_queries_run() 
 
 
 async def test_http_registration_belongs_to_the_keys_tenant_or_the_one_an_administrator_names(
-    hub: InProcessMaster,
+    hub: InProcessMaster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = {"agent_id": "inv", "invocation_base_url": "http://127.0.0.1:9", "tools": [tool("t")]}
+    # Loopback is for an administrator's agents unless OPENAGENT_AGENT_URL_ALLOW names it.
+    monkeypatch.setattr(hub.services.invocation, "url_policy", AgentUrlPolicy(allow="127.0.0.1"))
     async with (
         http(hub) as admin,
         http(hub, as_tenant("a", "agent")) as a_agent,
@@ -475,3 +483,245 @@ async def test_a_collaboration_belongs_to_the_tenant_that_started_it(hub: InProc
     finally:
         for peer in (alice, bob):
             await peer.close()
+
+
+# ---------------------------------------------------------------------- agent identity
+# Every way an id is claimed or released goes through master.agents.identity.AgentIds.
+
+
+async def test_a_websocket_register_cannot_take_another_tenants_http_agent(
+    hub: InProcessMaster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The legacy ``register`` frame with an ``invocation_url`` is refused for b's agent id, as
+    ``POST /register`` is: b's agent keeps its URL and tenant, and b can register it again."""
+    monkeypatch.setattr(hub.services.invocation, "url_policy", AgentUrlPolicy(allow="127.0.0.1"))
+    body = {"agent_id": "b-bank", "invocation_base_url": "http://127.0.0.1:9", "tools": [tool("pay")]}
+    attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    try:
+        async with http(hub, as_tenant("b", "agent")) as b_agent:
+            assert (await b_agent.post("/register", json=body)).status_code == 200
+            await attacker.send(
+                {
+                    "type": "register",
+                    "agent_id": "b-bank",
+                    "role": "action",
+                    "tools": [tool("pay")],
+                    "invocation_url": "http://127.0.0.1:8",
+                }
+            )
+            refused = await attacker.recv()
+            assert (refused["type"], refused["code"], refused["ref"]) == ("error", "agent_conflict", "b-bank")
+            assert "'b-bank' is another tenant's" in refused["message"]
+            stored = hub.services.invocation.get("b-bank")
+            assert stored is not None and (stored.tenant, stored.base_url) == ("b", "http://127.0.0.1:9")
+            assert (await b_agent.post("/register", json=body)).status_code == 200
+            # Nor can a's key claim it as a WebSocket agent.
+            await attacker.send(
+                {"type": "register", "agent_id": "b-bank", "role": "action", "tools": [tool("x")]}
+            )
+            assert (await attacker.recv())["code"] == "agent_conflict"
+            assert hub.services.registry.get("b-bank") is None
+            assert (await b_agent.post("/unregister", json={"agent_id": "b-bank"})).status_code == 200
+    finally:
+        await attacker.close()
+
+
+async def test_only_an_administrator_unregisters_a_shared_agent(hub: InProcessMaster) -> None:
+    body = {"agent_id": "shared-inv", "invocation_base_url": "http://127.0.0.1:9", "tools": [tool("t")]}
+    async with http(hub) as admin, http(hub, as_tenant("a", "agent")) as a_agent:
+        try:
+            assert (await admin.post("/register", json=body)).status_code == 200
+            refused = await a_agent.post("/unregister", json={"agent_id": "shared-inv"})
+            assert refused.status_code == 403 and refused.json()["error_code"] == "forbidden"
+            assert "only an administrator may unregister it" in refused.json()["detail"]
+            assert hub.services.invocation.get("shared-inv") is not None
+            taken = await a_agent.post(
+                "/register", json={**body, "invocation_base_url": "http://127.0.0.1:8"}
+            )
+            assert (
+                taken.status_code == 409 and "only an administrator may change it" in taken.json()["detail"]
+            )
+            assert hub.services.invocation.get("shared-inv").base_url == "http://127.0.0.1:9"  # type: ignore[union-attr]
+            assert (await admin.post("/unregister", json={"agent_id": "shared-inv"})).status_code == 200
+        finally:
+            await hub.services.invocation.unregister("shared-inv")
+
+
+async def test_a_query_client_never_takes_an_action_agents_id(hub: InProcessMaster) -> None:
+    """A client key's ``register`` as a query client under its tenant's action agent's id is
+    refused with a clear error; the agent stays connected and is not replaced."""
+    agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    client = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a"))
+    try:
+        await agent.register("a-worker", tools=[tool("work")])
+        await client.send({"type": "register", "agent_id": "a-worker", "role": "query"})
+        refused = await client.recv()
+        assert (refused["code"], refused["ref"]) == ("agent_conflict", "a-worker")
+        assert "a query client registers under an id of its own" in refused["message"]
+        live = hub.services.registry.get("a-worker")
+        assert live is not None and live.role == "action"
+        await agent.send({"type": "ping"})
+        assert await agent.recv() == {"type": "pong"}  # still open: not closed with 4001
+        await client.register("a-asker", role="query")  # its own id is fine
+    finally:
+        await agent.close()
+        await client.close()
+
+
+async def test_an_action_agent_outranks_a_query_client_and_its_id_frees_on_disconnect(
+    hub: InProcessMaster,
+) -> None:
+    """A query client's id is its own while connected: another tenant's query client cannot take
+    it, the id is free once it leaves, and an action agent of the tenant takes it over."""
+    first = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a"))
+    other = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
+    try:
+        await first.register("t-asker", role="query")
+        await other.send({"type": "register", "agent_id": "t-asker", "role": "query"})
+        assert (await other.recv())["code"] == "agent_conflict"
+        await first.close()
+        await until(lambda: hub.services.registry.get("t-asker") is None, "the client to leave")
+        await other.register("t-asker", role="query")
+
+        agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+        try:
+            await agent.register("t-asker", tools=[tool("work")])
+            replaced = await other.recv()
+            assert (replaced["code"], replaced["ref"]) == ("agent_replaced", "t-asker")
+            assert "key 'agent of a' registered agent 't-asker'" in replaced["message"]
+            with pytest.raises(ConnectionClosed) as closed:
+                await other.recv()
+            assert closed.value.rcvd is not None
+            assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4001, REPLACED_BY_ANOTHER_KEY)
+        finally:
+            await agent.close()
+            async with http(hub, as_tenant("a", "agent")) as a_agent:  # the tests' Redis outlives this master
+                await a_agent.post("/unregister", json={"agent_id": "t-asker"})
+    finally:
+        await first.close()
+        await other.close()
+
+
+async def test_the_sdks_agent_reconnects_when_another_key_replaces_it_and_stops_when_a_copy_does(
+    hub: InProcessMaster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Replaced by a connection of another key of its tenant, the SDK's agent logs who and
+    reconnects (with backoff) under its id; replaced by a second copy of itself (its own key),
+    it stops with ``AgentReplacedError``."""
+    store = hub.services.keys
+    assert store is not None
+    _, other_key = await store.create(name="second agent of a", role=Role.AGENT, tenant="a", agent_ids=["*"])
+    own_key = _SECRETS[("a", "agent")]
+    register = Register(agent_id="sdk-worker", role="action", tools=[ToolSchema.model_validate(tool("work"))])
+    config = ClientConfig(
+        master_ws=hub.ws_url,
+        api_key=own_key,
+        keepalive_interval=0,
+        reconnect_initial_delay=0.05,
+        reconnect_max_delay=0.2,
+    )
+    client = AgentClient(register, config=config)
+    await client.connect()
+    try:
+        first = hub.services.registry.get("sdk-worker")
+        assert first is not None
+        other = await RawPeer.connect(hub.ws_url, additional_headers={"Authorization": f"Bearer {other_key}"})
+        try:
+            await other.register("sdk-worker", tools=[tool("work")])
+            replaced = await other.recv()  # the SDK's agent came back and took its id again
+            assert (replaced["code"], replaced["ref"]) == ("agent_replaced", "sdk-worker")
+        finally:
+            await other.close()
+        await until(
+            lambda: (
+                (live := hub.services.registry.get("sdk-worker")) is not None
+                and live.key_id == first.key_id
+                and live is not first
+            ),
+            "the SDK's agent to reconnect",
+        )
+        assert client.fatal_error is None
+        assert "by a connection of another key (key 'second agent of a' registered agent" in caplog.text
+
+        copy = await RawPeer.connect(hub.ws_url, additional_headers={"Authorization": f"Bearer {own_key}"})
+        try:
+            await copy.register("sdk-worker", tools=[tool("work")])
+            with pytest.raises(AgentReplacedError, match="newer connection registered the same agent_id"):
+                async with asyncio.timeout(DEADLINE):
+                    await client.wait_closed()
+        finally:
+            await copy.close()
+    finally:
+        await client.close()
+
+
+# ---------------------------------------------------------------------- who approves
+
+
+async def test_keys_that_approve_a_tool_decide_its_approvals_and_never_the_asker(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """Without keys that approve ``bank__wire``, the asker's key decides its own call (approvals
+    guard against the model); once a key of the tenant approves it, only such keys decide, and
+    never the key that asked (403 naming the rule), through the one decision every door uses."""
+    store = hub.services.keys
+    assert store is not None
+    made = []
+
+    async def key(name: str, approves: list[str]) -> dict[str, str]:
+        stored, secret = await store.create(name=name, role=Role.CLIENT, tenant="ap", approves=approves)
+        made.append(stored.key_id)
+        return {"Authorization": f"Bearer {secret}"}
+
+    bank = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    try:
+        await bank.register("bank", tools=[GATED])
+
+        async def held(client: httpx.AsyncClient) -> str:
+            llm.add_tool_call("bank__wire", {"to": "bob"})
+            paused = (await ask(client, query="pay bob")).json()
+            assert paused["status"] == "awaiting_approval", paused
+            return str(paused["approvals"][0]["approval_id"])
+
+        async def approve(client: httpx.AsyncClient, approval_id: str) -> httpx.Response:
+            """Approve as ``client``; the bank answers the call that then runs."""
+            decided = asyncio.create_task(
+                client.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+            )
+            call = await bank.recv()
+            assert call["type"] == "tool_call", call
+            await bank.send(
+                {"type": "tool_result", "call_id": call["call_id"], "success": True, "result": "sent"}
+            )
+            return await decided
+
+        async with http(hub, await key("asker", [])) as asker:
+            first = await held(asker)
+            llm.add_text("Paid.")  # no key approves bank__wire yet: the asker decides
+            own = await approve(asker, first)
+            assert own.status_code == 200 and own.json()["answer"] == "Paid.", own.text
+
+            async with (
+                http(hub, await key("treasurer", ["bank__*"])) as treasurer,
+                http(hub, await key("teller", ["bank__wire"])) as teller,
+            ):
+                approval_id = await held(asker)
+                refused = await asker.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+                assert refused.status_code == 403 and refused.json()["error_code"] == "forbidden"
+                assert "only keys whose 'approves' patterns match 'bank__wire'" in refused.json()["detail"]
+                assert (await asker.get(f"/approvals/{approval_id}")).json()["status"] == "pending"
+                llm.add_text("Paid by the treasurer.")
+                decided = await approve(treasurer, approval_id)
+                assert decided.status_code == 200 and decided.json()["answer"] == "Paid by the treasurer."
+
+                mine = await held(teller)  # a key that approves the tool asked: not for it to decide
+                refused = await teller.post(f"/approvals/{mine}", json={"decision": "approve"})
+                assert refused.status_code == 403
+                assert "the key that asked never decides it" in refused.json()["detail"]
+                llm.add_text("Rejected.")
+                rejected = await treasurer.post(f"/approvals/{mine}", json={"decision": "reject"})
+                assert rejected.status_code == 200 and rejected.json()["answer"] == "Rejected."
+    finally:
+        await bank.close()
+        for key_id in made:  # the tests' Redis outlives this master
+            await store.revoke(key_id)

@@ -43,6 +43,34 @@ async def test_create_list_and_revoke(master: InProcessMaster, capsys: pytest.Ca
     assert "not_found" in capsys.readouterr().err
 
 
+async def test_create_a_key_that_approves_tools(
+    master: InProcessMaster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = (
+        "keys",
+        "create",
+        "treasurer",
+        "--role",
+        "client",
+        "--approves",
+        "bank__*",
+        "--approves",
+        "pay__x",
+    )
+    assert await run_cli(*argv) == 0
+    out = capsys.readouterr().out
+    secret = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("secret: "))
+    key_id = out.split()[1]
+    try:
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+            me = (await http.get("/whoami", headers={"Authorization": f"Bearer {secret}"})).json()
+            assert me["approves"] == ["bank__*", "pay__x"]
+        assert await run_cli("keys", "list") == 0
+        assert "approves bank__*,pay__x" in capsys.readouterr().out
+    finally:
+        assert await run_cli("keys", "revoke", key_id) == 0
+
+
 async def test_a_client_key_cannot_manage_keys(
     master: InProcessMaster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

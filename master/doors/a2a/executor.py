@@ -209,7 +209,7 @@ class HubExecutor(AgentExecutor):
         current = context.current_task
         if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             updater = _Updater(event_queue, task_id, context_id)
-            await self._decide(context.message, current, updater, principal.tenant)
+            await self._decide(context.message, current, updater, principal)
             return
         calls = [item for item in data if isinstance(item, dict) and "tool" in item]
         if not calls and not text:
@@ -311,7 +311,14 @@ class HubExecutor(AgentExecutor):
             return
         stored = await self._store.get(message.task_id, context)
         if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await self._decisions_of(message, stored.task, principal_of_call(context).tenant)
+            principal = principal_of_call(context)
+            _, decisions = await self._decisions_of(message, stored.task, principal.tenant)
+            try:  # who approves: refused here, the task stays as it is
+                for decision in decisions:
+                    await self._approvals.check_decider(decision["approval_id"], principal)
+            except ApprovalRefused as exc:
+                detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
+                raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
 
     async def _decisions_of(
         self, message: Message | None, task: Task, tenant: str
@@ -340,14 +347,16 @@ class HubExecutor(AgentExecutor):
             raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
         return session_id, decisions
 
-    async def _decide(self, message: Message | None, task: Task, updater: _Updater, tenant: str) -> None:
+    async def _decide(
+        self, message: Message | None, task: Task, updater: _Updater, principal: Principal
+    ) -> None:
         """Take the decisions of a message on a waiting task (checked already:
         :meth:`check_decisions`), then go on with the run if none waits any more."""
         desk = self._approvals
         if desk is None:
             raise InvalidParamsError(message="approvals are not kept on this master")
         context_id = task.context_id
-        session_id, decisions = await self._decisions_of(message, task, tenant)
+        session_id, decisions = await self._decisions_of(message, task, principal.tenant)
         for decision in decisions:
             try:
                 await desk.decide(
@@ -356,23 +365,23 @@ class HubExecutor(AgentExecutor):
                     message=decision.get("message"),
                     arguments=decision.get("arguments"),
                     remember=decision.get("remember"),
-                    scope=Scope.for_tenant(tenant),
+                    principal=principal,
                 )
             except ApprovalRefused as exc:  # decided meanwhile elsewhere: that decision stands
                 logger.info("A2A decision on %s not taken: %s", decision["approval_id"], exc)
         await self._store.claim_waiting(session_id)  # this task goes on here, not in run_resumed
         try:
             started = await desk.start_resume(
-                session_id, Scope.for_tenant(tenant), door="a2a", stream=True, tell=False
+                session_id, Scope.of(principal), door="a2a", stream=True, tell=False
             )
         except ApprovalRefused as exc:
             raise InternalError(message=str(exc), data={"error_code": str(exc.code)}) from None
         except QueryRefused as exc:
             raise unavailable(exc) from None
         if isinstance(started, QueryResponse):  # approvals still wait, or another decision resumed it
-            await self._finish_query(started, updater, tenant)
+            await self._finish_query(started, updater, principal.tenant)
             return
-        await self._follow(started, updater, context_id, tenant)
+        await self._follow(started, updater, context_id, principal.tenant)
 
     async def _still_paused(self, response: QueryResponse, scope: Scope) -> bool:
         """A failed run whose decisions stand and which can be resumed (its resume failed: the

@@ -353,7 +353,7 @@ class McpDoor:
                 except MCPError as exc:
                     logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
                     return answer_result(response)
-                if not await self._take(approval.approval_id, answer, Scope.of(_principal(ctx))):
+                if not await self._take(approval.approval_id, answer, _principal(ctx)):
                     return answer_result(response)  # dismissed: it waits, decided elsewhere
             followed = await self._resume(ctx, str(response.session_id))
             if isinstance(followed, types.CallToolResult):
@@ -394,15 +394,15 @@ class McpDoor:
             )
         for approval_id, answer in answers.items():
             assert isinstance(answer, types.ElicitResult)
-            await self._take(approval_id, answer, scope)
+            await self._take(approval_id, answer, _principal(ctx))
         followed = await self._resume(ctx, sessions.pop())
         if isinstance(followed, types.CallToolResult):
             return followed
         return await self._answer(ctx, followed)
 
-    async def _take(self, approval_id: str, answer: types.ElicitResult, scope: Scope) -> bool:
-        """Decide as the client's user answered; False when they dismissed it (it still waits).
-        ``scope``: the asker's, whose approvals only it decides."""
+    async def _take(self, approval_id: str, answer: types.ElicitResult, principal: Principal) -> bool:
+        """Decide as the client's user answered, as ``principal``; False when they dismissed it
+        (it still waits). Another tenant's approval is unknown to a tenant's key."""
         assert self._approvals is not None
         if answer.action == "cancel":
             return False
@@ -418,7 +418,11 @@ class McpDoor:
         )
         try:
             await self._approvals.decide(
-                approval_id, decision, message=message, remember=remember, scope=scope
+                approval_id,
+                decision,
+                message=message,
+                remember=remember,
+                principal=principal,
             )
         except ApprovalRefused as exc:  # decided meanwhile, or expired: that stands
             logger.info("MCP decision on %s not taken: %s", approval_id, exc)

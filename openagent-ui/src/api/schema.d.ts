@@ -845,8 +845,9 @@ export interface paths {
         put?: never;
         /**
          * Unregister
-         * @description Forget a cached HTTP agent (an ``agent`` key: one its ``agent_ids`` patterns match;
-         *     another tenant's is unknown to a tenant's key).
+         * @description Forget a cached HTTP agent and free its id (an ``agent`` key: one its ``agent_ids``
+         *     patterns match; another tenant's is unknown to a tenant's key, and one an administrator
+         *     registered is removed by an administrator only: 403).
          */
         post: operations["unregister_unregister_post"];
         delete?: never;
@@ -1504,6 +1505,11 @@ export interface components {
             /** Agent Ids */
             agent_ids: string[];
             /**
+             * Approves
+             * @description Patterns of the tools whose approvals it decides.
+             */
+            approves: string[];
+            /**
              * Created
              * @description Seconds since the epoch.
              */
@@ -1744,6 +1750,11 @@ export interface components {
             /** Agent Ids */
             agent_ids: string[];
             /**
+             * Approves
+             * @description Patterns of the tools whose approvals it decides.
+             */
+            approves: string[];
+            /**
              * Created
              * @description Seconds since the epoch.
              */
@@ -1777,6 +1788,13 @@ export interface components {
              *     (e.g. ``weather-*``); none: no agent id.
              */
             agent_ids?: string[];
+            /**
+             * Approves
+             * @description ``fnmatch`` patterns of the tools (``<agent_id>__<tool>``, e.g. ``bank__*``) whose approvals
+             *     the key decides: once a key of the tenant has one matching a tool, only such keys decide that
+             *     tool's approvals in the tenant, and never the key that asked.
+             */
+            approves?: string[];
             /**
              * Name
              * @description Who or what holds the key (shown in lists, audit lines and ``/whoami``).
@@ -2784,6 +2802,8 @@ export interface components {
         WhoAmI: {
             /** Agent Ids */
             agent_ids: string[];
+            /** Approves */
+            approves: string[];
             /** Key Id */
             key_id: string;
             /** Name */
@@ -5482,6 +5502,15 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key's agent_ids do not match, or an administrator registered the agent */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -101,6 +101,15 @@ async def test_the_master_accepts_a_valid_token_and_refuses_the_others(
             "wrong issuer": idp.token(iss="https://evil.example.test"),
             "bad signature": idp.token(key=new_key()),
             "no role": idp.token(role=None),
+            "a tenant that is an object": idp.token(tenant={"a": 1}),
+            "a tenant that is a number": idp.token(tenant=7),
+            "the tenant '*'": idp.token(tenant="*"),
+            "an empty tenant": idp.token(tenant=""),
+            "no exp": jwt.encode(
+                {"iss": ISSUER, "aud": AUDIENCE, "role": "client"}, idp.keys["k1"], "RS256", {"kid": "k1"}
+            ),
+            "an exp in 2999": idp.token(exp=32503680000),
+            "a lifetime over 24 h": idp.token(iat=int(time.time()), exp=int(time.time()) + 2 * 86400),
             "unknown role": idp.token(role="root"),
             "HMAC with the public key": jwt.encode(
                 {"iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 60, "role": "admin"},
@@ -113,6 +122,27 @@ async def test_the_master_accepts_a_valid_token_and_refuses_the_others(
             response = await whoami(token)
             assert response.status_code == 401, (case, response.text)
             assert response.json()["error_code"] == "unauthorized"
+
+
+async def test_the_lifetime_bound_is_a_setting(provider: tuple[Provider, str]) -> None:
+    idp, jwks_url = provider
+    settings = {
+        "openagent_api_key": KEY,
+        "openagent_jwt_issuer": ISSUER,
+        "openagent_jwt_audience": AUDIENCE,
+        "openagent_jwt_jwks_url": jwks_url,
+        "openagent_jwt_max_lifetime_seconds": 300,
+    }
+    async with in_process_master(**settings) as master, httpx.AsyncClient(base_url=master.base_url) as http:
+
+        async def whoami(token: str) -> int:
+            response = await http.get("/whoami", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            return response.status_code
+
+        now = int(time.time())
+        assert await whoami(idp.token(iat=now, exp=now + 240)) == 200
+        assert await whoami(idp.token(exp=now + 600)) == 401  # no iat: judged from now
+        assert await whoami(idp.token(iat=now - 3000, exp=now + 60)) == 401  # issued to live 51 min
 
 
 async def test_the_jwks_is_cached_and_fetched_again_for_an_unknown_key_id(

@@ -34,7 +34,7 @@ def _catalog(limits: ToolLimits, *live: tuple[str, list[ToolSchema]]) -> ToolCat
 
 def _refusal(catalog: ToolCatalog, agent_id: str, tools: list[ToolSchema], invocation: bool = False) -> str:
     with pytest.raises(RegistrationRefused) as info:
-        catalog.check(agent_id, tools, invocation=invocation)
+        catalog.check(agent_id, tools, invocation=invocation, metadata={})
     return f"{info.value.code}: {info.value.message}"
 
 
@@ -49,8 +49,8 @@ def test_limits_are_named_when_exceeded() -> None:
     )
     three = [ToolSchema(name=f"t{n}") for n in range(3)]
     assert _refusal(catalog, "a", three).startswith("limit_exceeded: agent 'a' would bring the catalog to 6")
-    catalog.check("a", three[:2], invocation=False)
-    catalog.check("big", three, invocation=False)  # re-registering replaces its own tools
+    catalog.check("a", three[:2], invocation=False, metadata={})
+    catalog.check("big", three, invocation=False, metadata={})  # re-registering replaces its own tools
 
 
 def test_colliding_function_names_are_refused_naming_the_other_agent() -> None:
@@ -58,7 +58,7 @@ def test_colliding_function_names_are_refused_naming_the_other_agent() -> None:
     catalog = _catalog(ToolLimits(), ("sq_a", [ECHO]))
     refusal = _refusal(catalog, "sq.a", [ECHO])
     assert refusal.startswith("agent_conflict:") and "'sq_a__echo'" in refusal and "agent 'sq_a'" in refusal
-    catalog.check("sq_a", [ECHO], invocation=False)  # the genuine agent reconnects
+    catalog.check("sq_a", [ECHO], invocation=False, metadata={})  # the genuine agent reconnects
 
 
 def test_an_invocation_agent_may_not_take_a_live_websocket_agents_id() -> None:
@@ -67,7 +67,7 @@ def test_an_invocation_agent_may_not_take_a_live_websocket_agents_id() -> None:
     assert _refusal(catalog, "live", [ECHO], invocation=True).startswith(
         "agent_conflict: agent 'live' is connected"
     )
-    catalog.check("live", [ECHO], invocation=False)  # over WebSocket, the newest connection wins
+    catalog.check("live", [ECHO], invocation=False, metadata={})  # over WebSocket, the newest connection wins
 
 
 def test_the_catalog_follows_agents_that_connect_reconnect_and_leave() -> None:
@@ -89,11 +89,11 @@ def test_the_catalog_follows_agents_that_connect_reconnect_and_leave() -> None:
     assert _refusal(catalog, "sq.a", [ECHO]).startswith("agent_conflict:")
     assert "catalog to 4" in _refusal(catalog, "other", [ToolSchema(name="a"), ToolSchema(name="b")])
     connect("sq_a", "ping")  # a newer connection with fewer tools replaces the first
-    catalog.check("sq.a", [ECHO], invocation=False)  # 'sq_a__echo' is free again
+    catalog.check("sq.a", [ECHO], invocation=False, metadata={})  # 'sq_a__echo' is free again
     assert not registry.remove(first)  # the replaced connection leaving changes nothing
     assert "catalog to 4" in _refusal(catalog, "other", [ToolSchema(name=n) for n in "abc"])
     registry.remove(registry.get("sq_a"))  # type: ignore[arg-type]
-    catalog.check("other", [ToolSchema(name=n) for n in "abc"], invocation=False)
+    catalog.check("other", [ToolSchema(name=n) for n in "abc"], invocation=False, metadata={})
 
 
 async def test_registration_paths_refuse_with_the_limit_or_the_other_agent(master: MasterProcess) -> None:

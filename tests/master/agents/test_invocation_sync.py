@@ -7,6 +7,7 @@ import aiohttp
 import redis.asyncio as aioredis
 
 from master.agents.invocation import InvocationAgents, InvocationRegistration
+from master.auth import BOOTSTRAP_ADMIN
 from protocol import ToolSchema
 
 AGENT_ID = "sync-echo"
@@ -27,7 +28,7 @@ async def test_a_registration_and_a_removal_on_one_view_reach_the_other_at_its_n
             tools=[ToolSchema(name="echo", parameters={"type": "object"})],
         )
         try:
-            await a.register(registration)
+            await a.register(registration, registrant=BOOTSTRAP_ADMIN)
             assert b.get(AGENT_ID) is None
             assert await b.sync() is True
             known = b.get(AGENT_ID)

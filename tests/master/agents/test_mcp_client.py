@@ -16,6 +16,7 @@ from master.agents.connectors import CONNECTORS, ConnectorContext, ConnectorErro
 from master.agents.invocation import InvocationAgents
 from master.agents.mcp_client import McpConnector, scrub
 from master.agents.url_policy import AgentUrlPolicy
+from master.auth import BOOTSTRAP_ADMIN
 from master.errors import AgentUnavailable, ToolFailed
 from protocol import ToolSchema
 from tests.factories import master_settings
@@ -251,7 +252,7 @@ async def test_a_second_master_reaches_the_server_with_the_stored_headers(redis_
         try:
             await a.reload()
             await b.reload()
-            found = await a.discover("mcp", url, headers, WAIT)
+            found = await a.discover("mcp", url, headers, WAIT, registrant=BOOTSTRAP_ADMIN)
             registered = await a.register_remote("mcp", "shared-mcp", url, headers, found)
             assert registered.status == "UP"
             assert await b.sync() is True

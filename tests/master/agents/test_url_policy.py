@@ -18,9 +18,10 @@ from starlette.routing import Route
 from master.agents.a2a_client import A2AConnector
 from master.agents.policy_transport import PolicyTransport, PolicyTransport2
 from master.agents.url_policy import AddressRefused, AgentUrlPolicy, UrlRefused
+from master.auth import BOOTSTRAP_ADMIN, Role
 from master.errors import AgentUnavailable
 from master.settings import Settings
-from tests.factories import InProcessMaster, free_port, in_process_master, serve_app
+from tests.factories import InProcessMaster, RawPeer, free_port, in_process_master, serve_app
 from tests.master.agents.connections import Connections, Rebinding
 
 TOOL = {
@@ -120,10 +121,10 @@ async def test_a_name_is_judged_by_every_address_it_resolves_to() -> None:
     with pytest.raises(AddressRefused, match="mixed.test resolves to fe80::1"):
         await policy.allowed_addresses("mixed.test", 80)
     with pytest.raises(UrlRefused, match="^mcp_url: meta.test resolves to 169.254.169.254") as refused:
-        await policy.check_url("http://meta.test:9000/mcp", "mcp_url")
+        await policy.check_url("http://meta.test:9000/mcp", "mcp_url", registrant=BOOTSTRAP_ADMIN)
     assert refused.value.field == "mcp_url"
     await policy.check_url(
-        "http://unknown.test/", "a2a_url"
+        "http://unknown.test/", "a2a_url", registrant=BOOTSTRAP_ADMIN
     )  # does not resolve (yet): checked at connect time
 
 
@@ -229,7 +230,7 @@ async def test_allow_setting_reopens_a_refused_range() -> None:
     async with in_process_master(openagent_agent_url_allow="169.254.0.0/16") as master:
         policy = master.services.invocation.url_policy
         assert policy.host_refusal(METADATA) is None
-        await policy.check_url(f"http://{METADATA}/", "invocation_base_url")  # no refusal
+        await policy.check_url(f"http://{METADATA}/", "invocation_base_url", registrant=BOOTSTRAP_ADMIN)
 
 
 # --------------------------------------------------------------------------- the httpx clients
@@ -356,23 +357,31 @@ agents:
         assert master.services.invocation.get(agent_id) is None
 
 
-async def test_an_a2a_card_whose_endpoint_is_refused_is_refused_at_discovery(monkeypatch: Any) -> None:
-    from a2a.types.a2a_pb2 import AgentCard, AgentInterface
+async def test_an_a2a_card_whose_endpoint_is_refused_is_refused_at_discovery(
+    master: InProcessMaster, monkeypatch: Any
+) -> None:
+    from a2a.types.a2a_pb2 import AgentCard, AgentInterface, AgentSkill
 
     card = AgentCard(
         name="x",
         supported_interfaces=[AgentInterface(url=f"http://{METADATA}/rpc", protocol_binding="JSONRPC")],
+        skills=[AgentSkill(id="s", name="s", description="a skill")],
     )
-    connector = A2AConnector(url_policy=AgentUrlPolicy())
+    connector = master.services.invocation.connectors["a2a"]
+    assert isinstance(connector, A2AConnector)
 
     async def read_card(*args: Any) -> AgentCard:
         return card
 
     monkeypatch.setattr(connector, "_card", read_card)
+    found = await connector.discover("http://127.0.0.1:9", {}, 5)
+    assert found.endpoints == [f"http://{METADATA}/rpc"]  # the registration judges it
     with pytest.raises(
         UrlRefused, match="lists its endpoint at http://169.254.169.254/rpc: 169.254.169.254 is"
     ):
-        await connector.discover("http://127.0.0.1:9", {}, 5)
+        await master.services.invocation.discover(
+            "a2a", "http://127.0.0.1:9", {}, 5, registrant=BOOTSTRAP_ADMIN
+        )
 
 
 async def test_the_masters_session_refuses_literals_before_connecting(master: InProcessMaster) -> None:
@@ -386,3 +395,118 @@ async def test_the_masters_session_refuses_literals_before_connecting(master: In
         master.services.invocation.url_policy.resolver = fake_resolver({"meta.test": [METADATA]})
         async with http.get("http://meta.test/latest/meta-data"):
             pass
+
+
+# --------------------------------------------------------------------------- who registers
+
+
+@pytest.fixture
+async def keyed() -> AsyncIterator[tuple[InProcessMaster, dict[str, str], dict[str, str]]]:
+    """A master with an administrator's key and a tenant's ``agent`` key (any agent id)."""
+    async with in_process_master(openagent_api_key="url-admin") as running:
+        assert running.services.keys is not None
+        _, secret = await running.services.keys.create(
+            name="bot", role=Role.AGENT, tenant="t1", agent_ids=["*"]
+        )
+        yield running, {"Authorization": "Bearer url-admin"}, {"Authorization": f"Bearer {secret}"}
+
+
+async def test_loopback_and_private_addresses_are_for_an_administrators_registrations_only(
+    keyed: tuple[InProcessMaster, dict[str, str], dict[str, str]],
+) -> None:
+    master, admin, agent = keyed
+    master.services.invocation.url_policy.resolver = fake_resolver({"inside.test": ["10.1.2.3"]})
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+        for url in ("http://127.0.0.1:9", "http://[::1]:9", "http://192.168.1.5:9", "http://inside.test:9"):
+            for body in (
+                {"agent_id": "probe", "invocation_base_url": url, "tools": [TOOL]},
+                {"agent_id": "probe", "mcp_url": f"{url}/mcp"},
+                {"agent_id": "probe", "a2a_url": url},
+            ):
+                refused = await http.post("/register", json=body, headers=agent)
+                assert refused.status_code == 422, (body, refused.text)
+                assert "only an administrator's key may register" in refused.text, refused.text
+        assert master.services.invocation.get("probe") is None
+        # the WebSocket register with an invocation_url goes through the same rule
+        peer = await RawPeer.connect(master.ws_url, additional_headers=agent)
+        try:
+            await peer.send(
+                {
+                    "type": "register",
+                    "agent_id": "probe",
+                    "role": "action",
+                    "tools": [TOOL],
+                    "invocation_url": "http://127.0.0.1:9",
+                }
+            )
+            refused_frame = await peer.recv()
+            assert (
+                refused_frame["type"] == "error" and "only an administrator's key" in refused_frame["message"]
+            )
+        finally:
+            await peer.close()
+        try:  # the administrator's agents on loopback keep working (scripts/run.sh)
+            registered = await http.post(
+                "/register",
+                json={"agent_id": "admin-loop", "invocation_base_url": "http://127.0.0.1:9", "tools": [TOOL]},
+                headers=admin,
+            )
+            assert registered.status_code == 200, registered.text
+        finally:
+            await master.services.invocation.unregister("admin-loop")
+
+
+async def test_the_allow_setting_opens_loopback_to_every_key() -> None:
+    async with in_process_master(
+        openagent_api_key="url-admin", openagent_agent_url_allow="127.0.0.1"
+    ) as master:
+        assert master.services.keys is not None
+        _, secret = await master.services.keys.create(
+            name="bot", role=Role.AGENT, tenant="t1", agent_ids=["*"]
+        )
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+            try:
+                registered = await http.post(
+                    "/register",
+                    json={
+                        "agent_id": "allowed-loop",
+                        "invocation_base_url": "http://127.0.0.1:9",
+                        "tools": [TOOL],
+                    },
+                    headers={"Authorization": f"Bearer {secret}"},
+                )
+                assert registered.status_code == 200, registered.text
+            finally:
+                await master.services.invocation.unregister("allowed-loop")
+
+
+async def test_a_failed_listing_tells_a_tenants_key_nothing_of_the_port(
+    keyed: tuple[InProcessMaster, dict[str, str], dict[str, str]],
+) -> None:
+    """A port that answers something else and a port where nothing listens give a key that is
+    not an administrator's the same error (loopback opened to it for the test: the same holds
+    for any address it may register)."""
+    master, admin, agent = keyed
+    master.services.invocation.url_policy = AgentUrlPolicy(allow="127.0.0.1")
+    closed = f"http://127.0.0.1:{free_port()}"
+    async with (
+        serve_app(_agent_app("/elsewhere")) as open_url,
+        httpx.AsyncClient(base_url=master.base_url, timeout=30) as http,
+    ):
+        for transport in ("mcp", "a2a"):
+            answers = []
+            for url in (open_url, closed):
+                suffix = "/mcp" if transport == "mcp" else ""
+                body = {"agent_id": "probe", f"{transport}_url": f"{url}{suffix}"}
+                refused = await http.post("/register", json=body, headers=agent)
+                assert refused.status_code == 400, refused.text
+                answers.append(refused.json()["detail"].replace(url, "URL"))
+            assert answers[0] == answers[1], answers
+            assert "could not be listed" in answers[0]
+            # an administrator is told why
+            why = await http.post(
+                "/register",
+                json={"agent_id": "probe", f"{transport}_url": f"{closed}{suffix}"},
+                headers=admin,
+            )
+            assert why.status_code == 400 and "could not be listed (unreachable" not in why.text, why.text
