@@ -16,7 +16,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import Registry
 from master.attachments import AttachmentStore
-from master.auth import Principal, principal_of
+from master.auth import Principal, Scope, principal_of
 from master.builder.service import AgentBuilder
 from master.cluster.directory import ClusterDirectory
 from master.cluster.router import ClusterRouter
@@ -116,6 +116,12 @@ def get_principal(request: Request) -> Principal:
     return principal_of(request.scope)
 
 
+def get_scope(request: Request) -> Scope:
+    """What the caller may read of the tenant-owned stores (:meth:`master.auth.Scope.of` its principal)."""
+    return Scope.of(principal_of(request.scope))
+
+
 ServicesDep = Annotated[Services, Depends(get_services)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+ScopeDep = Annotated[Scope, Depends(get_scope)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -334,7 +334,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         remote=remote_members,
     )
     tool_catalog = ToolCatalog(agents, ToolLimits.from_settings(settings))
-    agent_builder = AgentBuilder.build(settings, agents, chat_model, reason, tool_catalog)
+    agent_builder = AgentBuilder.build(settings, agents, chat_model, reason, tool_catalog, keys)
     stack.push_async_callback(agent_builder.aclose)
     # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
     sandbox_http = AsyncClient(timeout=settings.openagent_k8s_api_timeout)

@@ -105,7 +105,7 @@ class Settings(BaseSettings):
     openagent_remote_discovery_timeout: float = Field(default=10.0, gt=0)
     """Seconds ``POST /register`` waits for an MCP server or A2A agent to list its tools (card)."""
     openagent_agent_url_allow: str = ""
-    """Comma-separated host names and addresses/CIDRs the master may call for agents even where the agent URL policy refuses them by default (link-local, cloud metadata, multicast, unspecified, broadcast), e.g. ``169.254.10.0/24``. Loopback and private ranges are allowed without it."""
+    """Comma-separated host names and addresses/CIDRs the master may call for agents even where the agent URL policy refuses them by default (link-local, cloud metadata, multicast, unspecified, broadcast), e.g. ``169.254.10.0/24``. Loopback and private ranges are allowed without it for an administrator's registrations only: name them here to let the other keys' agents use them."""
     openagent_agent_url_deny: str = ""
     """Comma-separated host names and addresses/CIDRs the master never calls for agents (registration is refused with 422, connections fail), e.g. ``10.0.0.0/8,db.internal``; wins over ``OPENAGENT_AGENT_URL_ALLOW``."""
 
@@ -201,6 +201,27 @@ class Settings(BaseSettings):
     # Agent builder
     openagent_agents_root: Path = Path(__file__).resolve().parent.parent
     """The directory holding ``agents/``, ``system_agents/`` and ``sample_agents/`` (the repository)."""
+
+    # Agent code the master starts (YAML and builder agents): its user and limits
+    openagent_agent_user: str = Field(default="openagent-agent", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
+    """System user whose group agent processes run in (made with ``useradd --system`` when missing);
+    each agent gets a uid of its own from ``OPENAGENT_AGENT_UID_BASE``. Used when the master is root."""
+    openagent_agent_uid_base: int = Field(default=200000, ge=1)
+    """The first of the uids agent processes run as, one per running agent (pick a range no person
+    or service uses; never 0)."""
+    openagent_agent_uid_count: int = Field(default=10000, ge=1)
+    """How many uids from ``OPENAGENT_AGENT_UID_BASE`` agents may use."""
+    openagent_allow_unisolated_agents: bool = False
+    """Start agent code even when the master is not root and cannot give it a user of its own: the
+    agents then run as the master's user and could read its secrets (said once in the log at start)."""
+    openagent_agent_memory_mb: int = Field(default=1024, ge=0)
+    """Address-space limit of each agent process, in MiB (0: none)."""
+    openagent_agent_cpu_seconds: int = Field(default=3600, ge=0)
+    """CPU-time limit of each agent process; past it the process ends and is started again (0: none)."""
+    openagent_agent_open_files: int = Field(default=256, ge=0)
+    """Open files of each agent process (0: the master's limit)."""
+    openagent_agent_max_processes: int = Field(default=128, ge=0)
+    """Processes and threads one agent may have (``RLIMIT_NPROC`` of its own uid; 0: none)."""
 
     # RAG / attachments (the RAG agents read OPENAGENT_EMBEDDING_MODEL, OPENAGENT_RAG_EXTRACT_MODEL
     # and RAG_EXTRACT_CACHE_TTL_SECONDS themselves: see openagent.rag.config)

@@ -183,6 +183,7 @@ ensure_redis() {
   if ! mkdir -p "$data_dir" 2>/dev/null || [[ ! -w $data_dir ]]; then
     data_dir=$(mktemp -d "${TMPDIR:-/tmp}/openagent-redis.XXXXXX")
   fi
+  chmod 700 "$data_dir" 2>/dev/null || true # its AOF holds the key table and the sessions
   local logfile="$data_dir/redis.log"
   local bind=127.0.0.1
   [[ $host == *:* ]] && bind=$host

@@ -28,11 +28,31 @@ fi
 if [[ ! -f .env ]]; then
   [[ -f .env.example ]] || die ".env.example is missing; cannot create .env"
   api_key=$("$VENV_PY" -c 'import secrets;print(secrets.token_urlsafe(32))')
+  # Redis requires a password: agent code that reaches its port cannot use it. The Redis that
+  # ensure_redis starts gets it (--requirepass), on a free port from 6380 (a Redis without a
+  # password may already hold 6379).
+  redis_url=$("$VENV_PY" - <<'PY'
+import secrets
+import socket
+
+for port in range(6380, 6480):
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) != 0:
+            break
+print(f"redis://:{secrets.token_urlsafe(32)}@127.0.0.1:{port}/0")
+PY
+  )
   # token_urlsafe uses only [A-Za-z0-9_-], safe in a sed replacement.
-  (umask 077 && sed "s|^OPENAGENT_API_KEY=.*\$|OPENAGENT_API_KEY=$api_key|" .env.example >.env)
-  log "created .env from .env.example with a fresh OPENAGENT_API_KEY; put your OPENAI_API_KEY in it"
+  (umask 077 && sed -e "s|^OPENAGENT_API_KEY=.*\$|OPENAGENT_API_KEY=$api_key|" \
+    -e "s|^REDIS_URL=.*\$|REDIS_URL=$redis_url|" .env.example >.env)
+  log "created .env from .env.example with a fresh OPENAGENT_API_KEY and Redis password; put your OPENAI_API_KEY in it"
 fi
+# The .env holds the master's secrets: readable by its owner only (agent code runs as other users).
+[[ -O .env ]] && chmod 600 .env
 load_env_file .env
+if [[ ${REDIS_URL:-} != *:*@* ]]; then
+  warn "REDIS_URL has no password: any local process, agent code included, can use Redis; put one in it (redis://:PASSWORD@host:port) and Redis started by this script requires it"
+fi
 
 ensure_redis
 

@@ -24,6 +24,7 @@ from master.agents.dispatch import Dispatcher
 from master.agents.invocation import InvocationAgents
 from master.agents.registry import LiveAgent, compile_tools
 from master.app import create_app
+from master.auth import SYSTEM, Scope
 from master.deps import Services
 from master.llm.model import ChatModel
 from master.redis_client import create_redis
@@ -34,6 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 SECOND_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL_2", "redis://127.0.0.1:6379/12")
 """A second master's database (workspace export/restore between masters); emptied by the tests that use it."""
+
+EVERY_TENANT = Scope.of(SYSTEM)
+"""What the master's own paths see (a test's reads of the stores that are not about tenants)."""
 
 
 def free_port() -> int:

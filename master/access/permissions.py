@@ -60,7 +60,10 @@ _ROLE_ORDER = (Role.ADMIN, Role.CLIENT, Role.AGENT, Role.VIEWER)
 
 
 def permits(principal: Principal, permission: Permission) -> bool:
-    """Whether ``principal``'s role holds ``permission``."""
+    """Whether ``principal``'s role holds ``permission`` (:data:`master.auth.ANONYMOUS`, whom
+    nothing resolved, holds the keyless ones only)."""
+    if not principal.resolved:
+        return permission in KEYLESS
     return principal.role in ROLES_WITH[permission]
 
 

@@ -11,7 +11,7 @@ Three sources, merged here only:
 The rules of the merge: a live WebSocket agent shadows an agent of another master with the same
 id, and both shadow an invocation agent with that id. An agent registered for one tenant
 (``tenant`` on its entry) is offered to that tenant's queries only: the reads take the asker's
-``tenant`` (``None``: an administrator, every agent).
+:class:`~master.auth.Scope` (required; every agent for an administrator's).
 
 Who holds an agent id is decided by :attr:`AgentDirectory.ids` (:mod:`master.agents.identity`),
 which falls back on this directory for agents no owner record names.
@@ -27,6 +27,7 @@ from master.agents.identity import AgentIds, Owner
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent, Registry, offered_to
 from master.agents.remote import RemoteAgent
+from master.auth import Scope, TenantRecords
 
 
 class RemoteAgents(Protocol):
@@ -40,7 +41,7 @@ class RemoteAgents(Protocol):
         """Agents of other live masters, limited to ``allowed`` ids when given."""
 
 
-class AgentDirectory:
+class AgentDirectory(TenantRecords):
     """The registry, the invocation agents and the other masters' agents, as one list."""
 
     def __init__(
@@ -64,13 +65,12 @@ class AgentDirectory:
         stored = self.invocation.get(agent_id)
         return None if stored is None else Owner.of_agent(stored.tenant, "action")
 
-    def tool_targets(
-        self, allowed: Iterable[str] | None = None, *, tenant: str | None = None
-    ) -> list[Target]:
+    def tool_targets(self, scope: Scope, allowed: Iterable[str] | None = None) -> list[Target]:
         """The agents a query may call: connected WebSocket action agents with tools, then other
         masters' (called through them), then invocation agents not known to be DOWN; limited to
-        ``allowed`` ids when given, and to the agents offered to ``tenant`` when given (another
-        tenant's agent does not shadow a shared one: it is not there for this asker)."""
+        ``allowed`` ids when given, and to the agents offered to ``scope`` (another tenant's
+        agent does not shadow a shared one: it is not there for this asker)."""
+        tenant = self._scoped("tool_targets", scope).tenant
         targets: list[Target] = list(self.registry.action_agents(allowed))
         if tenant is not None:
             targets = [agent for agent in targets if offered_to(agent.tenant, tenant)]
@@ -101,10 +101,11 @@ class AgentDirectory:
         agents += [agent for agent in self.invocation.all() if agent.agent_id not in live]
         return agents
 
-    def rows(self, *, tenant: str | None = None) -> list[dict[str, Any]]:
+    def rows(self, scope: Scope) -> list[dict[str, Any]]:
         """Every agent's row in ``GET /agents``: connected WebSocket agents, other masters' (with
         several masters, every row names the master holding the agent), then invocation agents
-        with their last health check; only those offered to ``tenant`` when given."""
+        with their last health check; only those offered to ``scope``."""
+        tenant = self._scoped("rows", scope).tenant
         rows = [agent.describe() for agent in self.registry.all() if offered_to(agent.tenant, tenant)]
         if self.remote is not None:
             for row in rows:
@@ -123,10 +124,11 @@ class AgentDirectory:
         ]
         return rows
 
-    def known_ids(self, wanted: Iterable[str] | None = None, *, tenant: str | None = None) -> set[str]:
+    def known_ids(self, scope: Scope, wanted: Iterable[str] | None = None) -> set[str]:
         """The ids of every agent any source knows (connected here or to another master, or
         registered for HTTP invocation, up or down); only among ``wanted`` when given, and only
-        those offered to ``tenant`` when given."""
+        those offered to ``scope``."""
+        tenant = self._scoped("known_ids", scope).tenant
         wanted_set = None if wanted is None else set(wanted)
         registry: Iterable[LiveAgent | InvocationAgent]
         invocation: Iterable[LiveAgent | InvocationAgent]

@@ -23,6 +23,7 @@ from master.agents.dispatch import Target
 from master.agents.toolbox import Toolbox
 from master.attachments.files import NewFile
 from master.attachments.store import AttachmentStore, StoredAttachment
+from master.auth import Scope
 from protocol.rag import (
     EXTRACT_TOOL,
     EXTRACTOR_AGENT_ID,
@@ -176,12 +177,20 @@ class RagLink:
         self._http_timeout = http_timeout
 
     async def prepare(
-        self, session_id: str, toolbox: Toolbox, new_files: list[NewFile], *, seconds: float
+        self,
+        session_id: str,
+        toolbox: Toolbox,
+        new_files: list[NewFile],
+        scope: Scope,
+        *,
+        owner: str,
+        seconds: float,
     ) -> RagQuery | None:
-        """Store the query's files and describe the session's; ``None`` when it has none."""
+        """Store the query's files (``owner``'s: the session's tenant) and describe the session's
+        files that ``scope`` (the asker's) sees; ``None`` when it has none."""
         if new_files:
-            await self.store.save(session_id, new_files)
-        attachments = await self.store.files(session_id)
+            await self.store.save(session_id, new_files, owner=owner)
+        attachments = await self.store.files(session_id, scope)
         if not attachments:
             return None
         if not new_files:

@@ -7,6 +7,10 @@ every query of the session. The RAG agents read blobs with a token issued per qu
 (:meth:`AttachmentStore.issue_token`), which opens that session's blobs only. A session holds
 at most ``session_max_bytes`` of distinct content (``OPENAGENT_SESSION_ATTACHMENT_MAX_BYTES``):
 a query that would pass it is refused (``attachment_too_large``, 413) and stores nothing.
+
+A session's files belong to the tenant of the query that attached them (a ``~tenant`` field of
+the file list, for tenants other than ``default``): the reads take the asker's
+:class:`~master.auth.Scope`, and another tenant's files are not there for it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.attachments.files import NewFile
+from master.auth import DEFAULT_TENANT, Scope, TenantRecords
 from master.errors import (
     AttachmentAccessDenied,
     AttachmentNotFound,
@@ -50,7 +55,11 @@ class StoredAttachment:
         return asdict(self)
 
 
-class AttachmentStore:
+_OWNER_FIELD = "~tenant"
+"""The file list's field naming its tenant (no ref starts with ``~``)."""
+
+
+class AttachmentStore(TenantRecords):
     """Session attachments, their tokens and their indexing state, in the master's Redis."""
 
     def __init__(
@@ -60,14 +69,15 @@ class AttachmentStore:
         self.ttl_seconds = ttl_seconds
         self.session_max_bytes = session_max_bytes
 
-    async def save(self, session_id: str, files: list[NewFile]) -> list[StoredAttachment]:
-        """Store ``files`` (each content once) and return them as stored; one transaction.
+    async def save(self, session_id: str, files: list[NewFile], *, owner: str) -> list[StoredAttachment]:
+        """Store ``files`` (each content once) for ``owner`` (the session's tenant) and return them
+        as stored; one transaction.
 
         Raises ``QueryRejected('attachment_too_large')`` naming the cap when the session's
         distinct content would pass ``session_max_bytes`` (nothing is stored then).
         """
         stored: list[StoredAttachment] = []
-        known = {item.ref: item for item in await self.files(session_id)}
+        known = {item.ref: item for item in (await self._files(session_id))[1]}
         self._check_cap(known, files)
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
@@ -86,6 +96,8 @@ class AttachmentStore:
                         known[file.ref] = entry
                         pipe.hset(attachment_files_key(session_id), file.ref, json.dumps(entry.as_dict()))
                         pipe.set(attachment_blob_key(session_id, file.sha256), file.data, ex=self.ttl_seconds)
+                if owner != DEFAULT_TENANT:
+                    pipe.hsetnx(attachment_files_key(session_id), _OWNER_FIELD, owner)
                 pipe.expire(attachment_files_key(session_id), self.ttl_seconds)
                 await pipe.execute()
         except RedisError as exc:
@@ -106,14 +118,27 @@ class AttachmentStore:
                 "(OPENAGENT_SESSION_ATTACHMENT_MAX_BYTES): start a new session",
             )
 
-    async def files(self, session_id: str) -> list[StoredAttachment]:
-        """The session's files, oldest first."""
+    async def files(self, session_id: str, scope: Scope) -> list[StoredAttachment]:
+        """The session's files, oldest first (none when ``scope`` does not see them)."""
+        self._scoped("files", scope)
+        owner, items = await self._files(session_id)
+        return items if scope.sees(owner) else []
+
+    async def _files(self, session_id: str) -> tuple[str | None, list[StoredAttachment]]:
+        """The tenant of the session's files (``None``: ``default``) and the files, oldest first."""
         try:
             raw = await self._redis.hgetall(attachment_files_key(session_id))
         except RedisError as exc:
             raise SessionStoreUnavailable(f"could not read attachments: {exc}") from exc
-        items = [StoredAttachment(**json.loads(value)) for value in raw.values()]
-        return sorted(items, key=lambda item: (item.attached_at, item.ref))
+        owner: str | None = None
+        items: list[StoredAttachment] = []
+        for key, value in raw.items():
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            if name == _OWNER_FIELD:
+                owner = value.decode() if isinstance(value, bytes) else str(value)
+            else:
+                items.append(StoredAttachment(**json.loads(value)))
+        return owner, sorted(items, key=lambda item: (item.attached_at, item.ref))
 
     async def touch(self, session_id: str, attachments: list[StoredAttachment]) -> None:
         """Keep the session's files alive as long as the session (called by each query)."""
@@ -134,7 +159,7 @@ class AttachmentStore:
             if session_id is None:
                 raise AttachmentAccessDenied("invalid or expired call token")
             session = session_id.decode() if isinstance(session_id, bytes) else str(session_id)
-            raw = await self._redis.hget(attachment_files_key(session), ref)
+            raw = await self._redis.hget(attachment_files_key(session), ref) if ref != _OWNER_FIELD else None
             if raw is None:
                 raise AttachmentNotFound(f"no attachment {ref!r} in this session")
             item = StoredAttachment(**json.loads(raw))
@@ -175,7 +200,12 @@ class AttachmentStore:
         except RedisError as exc:
             raise SessionStoreUnavailable(f"could not record indexing state: {exc}") from exc
 
-    async def index_states(self, session_id: str) -> dict[str, dict[str, Any]]:
+    async def index_states(self, session_id: str, scope: Scope) -> dict[str, dict[str, Any]]:
+        """What the indexer reported per ref (none when ``scope`` does not see the session's files)."""
+        self._scoped("index_states", scope)
+        owner, _ = await self._files(session_id)
+        if not scope.sees(owner):
+            return {}
         try:
             raw = await self._redis.hgetall(attachment_rag_key(session_id))
         except RedisError as exc:

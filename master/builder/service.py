@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from master.access.keys import KeyStore
 from master.agents.catalog import ToolCatalog
 from master.agents.directory import AgentDirectory
+from master.builder.credentials import AgentKeys
 from master.builder.discovery import AgentDiscovery
 from master.builder.files import AgentFiles
 from master.builder.generator import AgentGenerator
@@ -33,13 +35,16 @@ class AgentBuilder:
         llm: ChatModel | None,
         unavailable_reason: str,
         catalog: ToolCatalog | None = None,
+        keys: KeyStore | None = None,
     ) -> AgentBuilder:
         root = settings.openagent_agents_root
         return cls(
             files=AgentFiles(root),
             discovery=AgentDiscovery(root),
             generator=AgentGenerator(llm) if llm is not None else None,
-            workspaces=Workspaces(settings, agents, root, catalog),
+            workspaces=Workspaces(
+                settings, agents, root, catalog, AgentKeys(keys) if keys is not None else None
+            ),
             unavailable_reason=unavailable_reason,
         )
 

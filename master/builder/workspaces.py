@@ -13,7 +13,8 @@
   claimed for the restoring principal as any registration's is (:mod:`master.agents.identity`).
 - :meth:`Workspaces.start` / :meth:`Workspaces.stop` run WebSocket agents from their handler
   modules, each in a supervised child process (:class:`openagent.workspace.processes.ProcessAgentRunner`),
-  connected over loopback: their code cannot take the master down.
+  connected over loopback: their code cannot take the master down. Each gets a key of its own
+  (:class:`~master.builder.credentials.AgentKeys`), never the master's.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from master.agents.identity import Claim
 from master.agents.invocation import InvocationRegistration
 from master.agents.registry import LiveAgent
 from master.auth import Principal
+from master.builder.credentials import AgentKeys
 from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
@@ -48,6 +50,7 @@ from openagent.workspace import (
     Workspace,
     export_workspace,
 )
+from openagent.workspace.isolation import AgentLimits, Isolation
 from openagent.workspace.processes import ProcessAgentRunner
 from openagent.workspace.schema import SECRET_REFERENCE
 from protocol import ToolSchema
@@ -85,22 +88,28 @@ class Workspaces:
         agents: AgentDirectory,
         root: Path,
         catalog: ToolCatalog | None = None,
+        keys: AgentKeys | None = None,
     ) -> None:
         self.settings = settings
+        self.keys = keys
+        """Makes each started agent's key; ``None`` (tests of export and restore): agents get no key."""
         self.catalog = catalog
         """The limits and function-name rules of ``POST /register``, applied to restored agents too."""
         self.agents = agents
         self.registry = agents.registry
         self.invocation = agents.invocation
         self.runner = ProcessAgentRunner(
-            self._client_config(settings.master_base_url), root=root, is_connected=self._connected_elsewhere
+            self._client_config(settings.master_base_url),
+            root=root,
+            is_connected=self._connected_elsewhere,
+            isolation=isolation_of(settings),
         )
         self._layout = Layout()
 
     def _client_config(self, base_url: str) -> ClientConfig:
         return ClientConfig(
             master_ws=ws_url_for(base_url),
-            api_key=self.settings.api_key,
+            api_key=None,  # never the master's key: each agent gets its own (AgentKeys)
             keepalive_interval=0,  # same process: no proxy to keep the socket alive through
             reconnect_max_delay=1.0,
         )
@@ -114,12 +123,14 @@ class Workspaces:
 
     # ------------------------------------------------------------------ running
 
-    async def start(self, workspace: Workspace, loopback_port: int | None) -> list[AgentOutcome]:
-        """Start the workspace's WebSocket agents, connected to this master over loopback."""
+    async def start(self, workspace: Workspace, loopback_port: int | None, tenant: str) -> list[AgentOutcome]:
+        """Start the workspace's WebSocket agents, connected to this master over loopback, each
+        with a key of role ``agent`` for its own id in ``tenant`` (the starter's)."""
         if loopback_port is not None:
             self.runner.config = self._client_config(f"http://127.0.0.1:{loopback_port}")
         self._remember_layout(workspace)
-        return await self.runner.start(workspace)
+        issuer = self.keys.issuer(tenant) if self.keys is not None else None
+        return await self.runner.start(workspace, issuer)
 
     async def stop(self, agent_ids: Iterable[str] | None) -> list[AgentOutcome]:
         return await self.runner.stop(agent_ids)
@@ -315,6 +326,22 @@ class Workspaces:
 
     def export(self) -> str:
         return export_workspace(self.snapshot())
+
+
+def isolation_of(settings: Settings) -> Isolation:
+    """The agents' user and limits from the ``OPENAGENT_AGENT_*`` settings."""
+    return Isolation(
+        user=settings.openagent_agent_user,
+        uid_base=settings.openagent_agent_uid_base,
+        uid_count=settings.openagent_agent_uid_count,
+        allow_unisolated=settings.openagent_allow_unisolated_agents,
+        limits=AgentLimits(
+            memory_mb=settings.openagent_agent_memory_mb,
+            cpu_seconds=settings.openagent_agent_cpu_seconds,
+            open_files=settings.openagent_agent_open_files,
+            processes=settings.openagent_agent_max_processes,
+        ),
+    )
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9-]{0,31}) \S+$")

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from master.agents.registry import LiveAgent, Registry
-from master.auth import DEFAULT_TENANT
+from master.auth import DEFAULT_TENANT, Scope
 from master.collaboration.remote import RemoteMembers, RemoteMembersFactory
 from master.collaboration.rules import (
     DISABLED,
@@ -211,13 +211,13 @@ class CollaborationManager:
     def limits(self) -> dict[str, Any]:
         return {"timeout_seconds": self.timeout, "max_messages": self.max_messages}
 
-    async def load(self, collab_session_id: str) -> dict[str, Any] | None:
-        """The stored ``collab:{id}`` document, or ``None``."""
-        return await self._store.load(collab_session_id)
+    async def load(self, collab_session_id: str, scope: Scope) -> dict[str, Any] | None:
+        """The stored ``collab:{id}`` document, or ``None`` (also another tenant's for ``scope``)."""
+        return await self._store.load(collab_session_id, scope)
 
-    async def for_parent(self, parent_session_id: str) -> list[str]:
-        """Ids of the collaborations started from an orchestrator session."""
-        return await self._store.for_parent(parent_session_id)
+    async def for_parent(self, parent_session_id: str, scope: Scope) -> list[str]:
+        """Ids of the collaborations started from an orchestrator session that ``scope`` sees."""
+        return await self._store.for_parent(parent_session_id, scope)
 
     async def aclose(self) -> None:
         """End every running session (master shutdown)."""

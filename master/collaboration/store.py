@@ -7,6 +7,9 @@ by a small Lua script, one round trip per relayed message, with no JSON decoding
 Redis (cjson would turn an empty ``{}`` or ``[]`` inside an entry into the other).
 The first write and the final one (metadata updated at the end) are plain ``SET``\\ s
 of the whole document in a transaction with the ``collab:by_parent:{id}`` SET.
+
+A document keeps the tenant that owns it (``tenant``; none: ``default``): the reads take the
+asker's :class:`~master.auth.Scope` and another tenant's document is not there for it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import collab_by_parent_key, collab_key
 
@@ -52,7 +56,7 @@ def dump_document(document: Document) -> str:
     return _compact({**metadata, "entries": list(document.get("entries", []))})
 
 
-class CollabStore:
+class CollabStore(TenantRecords):
     """Create, append to, finalize and read collaboration documents."""
 
     def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int) -> None:
@@ -84,18 +88,29 @@ class CollabStore:
             raise SessionStoreUnavailable(f"collaboration store unavailable (Redis): {exc}") from exc
         return bool(written)
 
-    async def load(self, collab_session_id: str) -> Document | None:
-        """The stored document, or ``None`` when unknown or expired."""
+    async def load(self, collab_session_id: str, scope: Scope) -> Document | None:
+        """The stored document, or ``None`` when unknown, expired or not seen by ``scope``."""
+        self._scoped("load", scope)
         try:
             raw = await self._redis.get(collab_key(collab_session_id))
         except RedisError as exc:
             raise SessionStoreUnavailable(f"collaboration store unavailable (Redis): {exc}") from exc
-        return None if raw is None else cast(Document, json.loads(raw))
+        document = None if raw is None else cast(Document, json.loads(raw))
+        return document if document is not None and scope.sees(document.get("tenant")) else None
 
-    async def for_parent(self, parent_session_id: str) -> list[str]:
-        """Ids of the collaborations started from an orchestrator session, sorted."""
+    async def for_parent(self, parent_session_id: str, scope: Scope) -> list[str]:
+        """Ids of the collaborations started from an orchestrator session that ``scope`` sees, sorted."""
+        self._scoped("for_parent", scope)
         try:
             members = await self._redis.smembers(collab_by_parent_key(parent_session_id))
+            ids = sorted(str(member) for member in members)
+            if scope.every_tenant or not ids:
+                return ids
+            documents = await self._redis.mget([collab_key(i) for i in ids])
         except RedisError as exc:
             raise SessionStoreUnavailable(f"collaboration store unavailable (Redis): {exc}") from exc
-        return sorted(str(member) for member in members)
+        return [
+            i
+            for i, raw in zip(ids, documents, strict=True)
+            if raw is not None and scope.sees(json.loads(raw).get("tenant"))
+        ]

@@ -10,8 +10,8 @@ expiry sweep reads; each new approval also drops the ids there whose records are
 a TTL ago), so the set stays bounded while the sweep is off. A person's "approve this tool for
 the rest of the session" is a set of tools per session (:meth:`ApprovalStore.remember`). A
 record keeps the tenant of the query that made it (``tenant``; none: ``default``): the reads take
-the asker's tenant (``None``: an administrator) and another tenant's approval does not exist for
-them.
+the asker's :class:`~master.auth.Scope` (required) and another tenant's approval does not exist
+for them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Literal
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from master.auth import DEFAULT_TENANT
+from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import (
     APPROVALS_EXPIRING_KEY,
@@ -39,7 +39,7 @@ from protocol import Approval
 Decision = Literal["approved", "rejected", "expired"]
 
 
-class ApprovalStore:
+class ApprovalStore(TenantRecords):
     """The approvals of paused runs (see the module docstring)."""
 
     def __init__(
@@ -81,9 +81,15 @@ class ApprovalStore:
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
-    async def record(self, approval_id: str, *, tenant: str | None = None) -> dict[str, Any] | None:
+    async def record(self, approval_id: str, scope: Scope) -> dict[str, Any] | None:
         """The stored approval with its decision (``status`` as it stands now), or ``None`` (also
-        when ``tenant`` is given and another tenant's query made it)."""
+        when ``scope`` does not see it: another tenant's query made it)."""
+        self._scoped("record", scope)
+        record = await self._record(approval_id)
+        return record if record is not None and scope.sees(record.get("tenant")) else None
+
+    async def _record(self, approval_id: str) -> dict[str, Any] | None:
+        """:meth:`record`, whoever's it is (the callers filter)."""
         try:
             async with asyncio.timeout(self._timeout):
                 raw, decision = await self._redis.mget(
@@ -94,32 +100,32 @@ class ApprovalStore:
         if raw is None:
             return None
         record: dict[str, Any] = json.loads(raw)
-        if tenant is not None and (record.get("tenant") or DEFAULT_TENANT) != tenant:
-            return None
         if decision is not None:
             record.update(json.loads(decision))
         elif record["expires_at"] <= self.clock():
             record["status"] = "expired"
         return record
 
-    async def get(self, approval_id: str, *, tenant: str | None = None) -> Approval | None:
-        record = await self.record(approval_id, tenant=tenant)
+    async def get(self, approval_id: str, scope: Scope) -> Approval | None:
+        record = await self.record(approval_id, scope)
         return Approval.model_validate(record) if record is not None else None
 
-    async def of_session(self, session_id: str, *, tenant: str | None = None) -> list[Approval]:
-        """The session's approvals, oldest first (only ``tenant``'s when given)."""
+    async def of_session(self, session_id: str, scope: Scope) -> list[Approval]:
+        """The session's approvals that ``scope`` sees, oldest first."""
+        self._scoped("of_session", scope)
         try:
             async with asyncio.timeout(self._timeout):
                 ids = await self._redis.smembers(session_approvals_key(session_id))
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        found = [await self.get(i.decode() if isinstance(i, bytes) else str(i), tenant=tenant) for i in ids]
+        found = [await self.get(i.decode() if isinstance(i, bytes) else str(i), scope) for i in ids]
         return sorted((a for a in found if a is not None), key=lambda a: (a.created_at, a.approval_id))
 
-    async def pending(self, limit: int = 500, *, tenant: str | None = None) -> list[Approval]:
-        """The approvals of every session still waiting for a decision, oldest first (at most
-        ``limit``; the sweep's sorted set, by ``expires_at``; only ``tenant``'s when given). Ids
-        found decided or gone leave it; expired ones stay for the sweep to end their runs."""
+    async def pending(self, scope: Scope, limit: int = 500) -> list[Approval]:
+        """The approvals ``scope`` sees still waiting for a decision, oldest first (at most
+        ``limit``; the sweep's sorted set, by ``expires_at``). Ids found decided or gone leave it;
+        expired ones stay for the sweep to end their runs."""
+        self._scoped("pending", scope)
         try:
             async with asyncio.timeout(self._timeout):
                 ids = await self._redis.zrange(APPROVALS_EXPIRING_KEY, 0, limit - 1)
@@ -129,12 +135,10 @@ class ApprovalStore:
         stale: list[str] = []
         for raw in ids:
             approval_id = raw.decode() if isinstance(raw, bytes) else str(raw)
-            record = await self.record(approval_id)
+            record = await self._record(approval_id)
             if record is None or record["status"] not in ("pending", "expired"):
                 stale.append(approval_id)
-            elif record["status"] == "pending" and (
-                tenant is None or (record.get("tenant") or DEFAULT_TENANT) == tenant
-            ):
+            elif record["status"] == "pending" and scope.sees(record.get("tenant")):
                 found.append(Approval.model_validate(record))
         if stale:
             try:

@@ -41,6 +41,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.agents.calls import ToolRun
+from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
 from master.json_bytes import dump_json
 from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key, run_key, run_lease_key
@@ -157,8 +158,9 @@ class LiveRun:
         self.dirty = True
 
 
-class RunStore:
-    """The run records of this master (see the module docstring)."""
+class RunStore(TenantRecords):
+    """The run records of this master (see the module docstring). Reads take the asker's
+    :class:`~master.auth.Scope`: another tenant's run is unknown."""
 
     def __init__(
         self,
@@ -272,9 +274,11 @@ class RunStore:
 
     # ------------------------------------------------------------------ reading and resuming
 
-    async def get(self, run_id: str) -> dict[str, Any] | None:
-        """The run's record, ``None`` when unknown. A ``running`` run whose holder's lease is gone
-        is marked ``failed`` first. Raises :class:`SessionStoreUnavailable`."""
+    async def get(self, run_id: str, scope: Scope) -> dict[str, Any] | None:
+        """The run's record, ``None`` when unknown (or ``scope`` does not see it). A ``running``
+        run whose holder's lease is gone is marked ``failed`` first. Raises
+        :class:`SessionStoreUnavailable`."""
+        self._scoped("get", scope)
         try:
             async with asyncio.timeout(self._timeout):
                 row = _row(await self._redis.get(run_key(run_id)))
@@ -284,10 +288,15 @@ class RunStore:
                     row = _row(await self._redis.get(run_key(run_id)))
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        return _record(run_id, row) if row is not None else None
+        if row is None or not scope.sees(row.get("tenant")):
+            return None
+        return _record(run_id, row)
 
-    async def checkpoint(self, run_id: str) -> dict[str, Any] | None:
-        """What the run resumes from, or ``None``. Raises :class:`SessionStoreUnavailable`."""
+    async def checkpoint(self, run_id: str, scope: Scope) -> dict[str, Any] | None:
+        """What the run resumes from, or ``None`` (also for a run ``scope`` does not see).
+        Raises :class:`SessionStoreUnavailable`."""
+        if await self.get(run_id, scope) is None:
+            return None
         try:
             async with asyncio.timeout(self._timeout):
                 raw = await self._redis.get(run_checkpoint_key(run_id))

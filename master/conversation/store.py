@@ -10,9 +10,10 @@ rather than silently starting an empty conversation: the client then knows the
 model has lost the context, and starts a new session by omitting ``session_id``.
 
 A session belongs to the tenant that started it (``session_owner:{id}``, written by the append
-that creates the session, for tenants other than ``default`` only). :meth:`SessionStore.load` and
-:meth:`SessionStore.delete` take the asker's ``tenant`` (``None``: an administrator, no filter)
-and treat another tenant's session as unknown, within the same script and round trip.
+that creates the session, for tenants other than ``default`` only). :meth:`SessionStore.load`,
+:meth:`SessionStore.visible` and :meth:`SessionStore.delete` take the asker's
+:class:`~master.auth.Scope` (required) and treat another tenant's session as unknown, within the
+same script and round trip.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from master.auth import DEFAULT_TENANT
+from master.auth import DEFAULT_TENANT, Scope, TenantRecords
 from master.caches import SizedLRU
 from master.errors import SessionStoreUnavailable
 from master.json_bytes import dump_json
@@ -249,7 +250,7 @@ class _Step:
             raise unavailable from exc
 
 
-class SessionStore:
+class SessionStore(TenantRecords):
     """Load and append conversation turns.
 
     Sessions only ever grow (turns are appended, never rewritten), so the store keeps the
@@ -318,9 +319,10 @@ class SessionStore:
             await self._redis.ping()
         self._answered_at = time.monotonic()
 
-    async def load(self, session_id: str, *, tenant: str | None = None) -> list[Turn] | None:
+    async def load(self, session_id: str, scope: Scope) -> list[Turn] | None:
         """The session's turns, or ``None`` when it does not exist (or expired), or when
-        ``tenant`` is given and does not own it (``None``: any session, an administrator's view)."""
+        ``scope`` does not see it (another tenant's)."""
+        tenant = self._scoped("load", scope).tenant
         cached = self._cache.get(session_id)
         known = cached.length if cached else 0
         key = session_key(session_id)
@@ -482,13 +484,16 @@ class SessionStore:
             found = found.decode()
         return str(found) if found else DEFAULT_TENANT
 
-    async def visible(self, session_id: str, tenant: str | None) -> bool:
-        """Whether ``tenant`` (``None``: an administrator) may see the session's records (its
-        attachments, approvals, collaborations); no round trip for an administrator."""
-        return tenant is None or await self.owner(session_id) == tenant
+    async def visible(self, session_id: str, scope: Scope) -> bool:
+        """Whether ``scope`` sees the session's records (its attachments, approvals,
+        collaborations); no round trip for every tenant's scope."""
+        if self._scoped("visible", scope).every_tenant:
+            return True
+        return scope.sees(await self.owner(session_id))
 
-    async def delete(self, session_id: str, *, tenant: str | None = None) -> bool:
-        """Forget a session; True when it existed (and ``tenant``, when given, owns it)."""
+    async def delete(self, session_id: str, scope: Scope) -> bool:
+        """Forget a session; True when it existed and ``scope`` sees it."""
+        tenant = self._scoped("delete", scope).tenant
         try:
             deleted = await self._delete(
                 keys=[

@@ -38,7 +38,7 @@ from typing import Any, Literal
 from master.access.keys import KeyStore
 from master.agents.registry import AgentTool
 from master.agents.toolbox import function_name
-from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal, Role
+from master.auth import DEFAULT_TENANT, SYSTEM, Principal, Role, Scope
 from master.conversation.approvals import ApprovalStore
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from master.observability.metrics import Metrics
@@ -96,12 +96,12 @@ class ApprovalDesk:
 
     # Reading.
 
-    async def record(self, approval_id: str, *, tenant: str | None = None) -> dict[str, Any]:
+    async def record(self, approval_id: str, scope: Scope) -> dict[str, Any]:
         """The approval as it stands (:meth:`ApprovalStore.record`); refuses an unknown one, and
-        another tenant's when ``tenant`` is given (as unknown)."""
+        one ``scope`` does not see (another tenant's, as unknown)."""
         store = self.store
         try:
-            record = await store.record(approval_id, tenant=tenant) if store is not None else None
+            record = await store.record(approval_id, scope) if store is not None else None
         except SessionStoreUnavailable as exc:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         if record is None:
@@ -110,18 +110,18 @@ class ApprovalDesk:
             )
         return record
 
-    async def pending(self, session_id: str) -> list[Approval]:
-        """The approvals of the session's paused round still waiting for a decision."""
+    async def pending(self, session_id: str, scope: Scope) -> list[Approval]:
+        """The approvals of the session's paused round still waiting for a decision (``scope``'s)."""
         try:
-            _, approvals = await self._entry.queries.held_run(session_id)
+            _, approvals = await self._entry.queries.held_run(session_id, scope)
         except SessionStoreUnavailable as exc:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         return [a for a in approvals if a.status == "pending"]
 
-    async def paused(self, session_id: str) -> bool:
+    async def paused(self, session_id: str, scope: Scope) -> bool:
         """Whether the session has a run paused for approvals (decided or not)."""
         try:
-            state, _ = await self._entry.queries.held_run(session_id)
+            state, _ = await self._entry.queries.held_run(session_id, scope)
         except SessionStoreUnavailable as exc:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         return state is not None
@@ -136,20 +136,21 @@ class ApprovalDesk:
         message: str | None = None,
         arguments: dict[str, Any] | None = None,
         remember: Literal["session"] | None = None,
-        tenant: str | None = None,
         principal: Principal,
     ) -> dict[str, Any]:
         """Decide one pending approval as ``principal``; returns its record, decided. Does not
         resume the run (:meth:`resume`). An approval found expired is recorded ``expired``, its run
         resumed (the model is told no one decided in time), and the decision refused
-        (``approval_decided``). With ``tenant`` (a tenant's key), another tenant's approval is
-        unknown. A principal the tool's approvers exclude is refused (``forbidden``: module docstring)."""
-        record = await self.record(approval_id, tenant=tenant)
+        (``approval_decided``). An approval ``principal``'s scope does not see (another tenant's)
+        is unknown. A principal the tool's approvers exclude is refused (``forbidden``: module
+        docstring)."""
+        scope = Scope.of(principal)
+        record = await self.record(approval_id, scope)
         store = self.store
         assert store is not None
         if record["status"] == "expired" and record.get("decided_at") is None:
             await self._decide(store, approval_id, record, "expired")
-            await self.resume(str(record["session_id"]))
+            await self.resume(str(record["session_id"]), scope)
             record["decided_at"] = record["expires_at"]
             raise ApprovalRefused(
                 ErrorCode.APPROVAL_DECIDED,
@@ -174,7 +175,7 @@ class ApprovalDesk:
     async def check_decider(self, approval_id: str, principal: Principal) -> None:
         """Refuse ``principal`` as :meth:`decide` would (who approves), without deciding: a door
         that must refuse before it changes anything (an A2A message on a waiting task)."""
-        await self._check_decider(approval_id, await self.record(approval_id), principal)
+        await self._check_decider(approval_id, await self.record(approval_id, Scope.of(principal)), principal)
 
     async def _check_decider(self, approval_id: str, record: dict[str, Any], principal: Principal) -> None:
         """Refuse ``principal`` when keys of the approval's tenant approve its tool and it is not
@@ -215,7 +216,10 @@ class ApprovalDesk:
         try:
             won, decision = await store.decide(approval_id, status, message=message, arguments=arguments)
             if not won:
-                record = await store.record(approval_id) or {**record, **decision}
+                record = await store.record(approval_id, Scope.for_tenant(record.get("tenant"))) or {
+                    **record,
+                    **decision,
+                }
         except SessionStoreUnavailable as exc:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         if not won:
@@ -230,7 +234,7 @@ class ApprovalDesk:
             await store.remember(session_id, agent_id, tool_name)
         except SessionStoreUnavailable as exc:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
-        for other in await self.pending(session_id):
+        for other in await self.pending(session_id, Scope.for_tenant(record.get("tenant"))):
             if (other.agent_id, other.tool_name) != (agent_id, tool_name):
                 continue
             try:
@@ -254,16 +258,17 @@ class ApprovalDesk:
     # Resuming.
 
     async def start_resume(
-        self, session_id: str, *, door: Door = "http", stream: bool = False, tell: bool = True
+        self, session_id: str, scope: Scope, *, door: Door = "http", stream: bool = False, tell: bool = True
     ) -> QueryRun | QueryResponse:
         """Start the session's paused run again when every approval of its round is decided: the
         run (its outcome goes to :attr:`listeners` too, unless not ``tell``: a door that follows
         the run itself). Else an answer without a run: the round's approvals as they stand
         (``awaiting_approval``), or that another decision resumed it. Raises :class:`QueryRefused`
         when the master does not admit the run (``too_many_queries``, ``draining``) only if
-        ``stream``; otherwise that is the answer."""
+        ``stream``; otherwise that is the answer. ``scope``: the decider's (the sweep's: every
+        tenant's), which must see the round's approvals."""
         try:
-            state, approvals = await self._entry.queries.held_run(session_id)
+            state, approvals = await self._entry.queries.held_run(session_id, scope)
         except SessionStoreUnavailable as exc:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         if state is None:
@@ -295,9 +300,9 @@ class ApprovalDesk:
             task.add_done_callback(self._tasks.discard)
         return run
 
-    async def resume(self, session_id: str) -> QueryResponse:
+    async def resume(self, session_id: str, scope: Scope) -> QueryResponse:
         """:meth:`start_resume`, waiting for the run's outcome."""
-        started = await self.start_resume(session_id)
+        started = await self.start_resume(session_id, scope)
         if isinstance(started, QueryResponse):
             return started
         return settled(session_id, await started.result())
@@ -328,7 +333,7 @@ class ApprovalDesk:
             raise ApprovalRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         for approval_id in overdue:
             try:
-                record = await store.record(approval_id)
+                record = await store.record(approval_id, Scope.of(SYSTEM))
                 if record is None or record.get("decided_at") is not None:
                     await store.forget_overdue(approval_id)
                     continue
@@ -345,7 +350,7 @@ class ApprovalDesk:
         for session_id in sessions:
             logger.info("approvals of session %s expired: its run resumes without them", session_id)
         for session_id in [*sessions, *(s for s in self._unresumed if s not in sessions)]:
-            started = await self.start_resume(session_id)
+            started = await self.start_resume(session_id, Scope.of(SYSTEM))
             if isinstance(started, QueryResponse) and started.error_code in _TRY_AGAIN:
                 self._unresumed.add(session_id)  # not admitted now: the next pass tries again
             else:
@@ -380,11 +385,11 @@ def resumer(state: dict[str, Any]) -> Principal:
     agents only when an administrator asked (a run paused before tenants: an administrator's)."""
     asker = state.get("asker")
     if not isinstance(asker, dict):
-        return BOOTSTRAP_ADMIN
+        return SYSTEM
     tenant = str(asker.get("tenant") or DEFAULT_TENANT)
     admin = bool(asker.get("admin", True))
     if admin and tenant == DEFAULT_TENANT:
-        return BOOTSTRAP_ADMIN
+        return SYSTEM
     role = Role.ADMIN if admin else Role.CLIENT
     return Principal(key_id="approvals", name=f"a resumed run of tenant {tenant}", role=role, tenant=tenant)
 

@@ -35,7 +35,7 @@ from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox, function_name
-from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
+from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.conversation.runs import LiveRun, RunState, RunStore
 from master.errors import QueryRejected, SessionStoreUnavailable
 from master.query.admission import Admission
@@ -190,7 +190,7 @@ class QueryEntry:
         stream: bool = False,
         deliver: Deliver | None = None,
         extras: RunExtras | None = None,
-        principal: Principal = BOOTSTRAP_ADMIN,
+        principal: Principal,
     ) -> QueryRun:
         """Admit ``request`` and start it; the run goes on whatever the door does next.
 
@@ -200,8 +200,10 @@ class QueryEntry:
         answer, like the WebSocket) is awaited with the outcome before the run gives its slot
         back, so a draining master hands its connections off only once the answers are sent.
         ``extras`` are a door's inputs beyond the protocol's (:class:`master.query.extras.RunExtras`).
-        ``principal`` is who asks (its tenant's cap admits it; see the module docstring).
+        ``principal`` is who asks (its tenant's cap admits it; see the module docstring); one
+        nothing resolved (:data:`~master.auth.ANONYMOUS`) is refused (``unauthorized``).
         """
+        _check_resolved(principal)
         self.admission.enter(principal.tenant)
         run_id = (extras.run_id if extras is not None else None) or f"run-{secrets.token_hex(16)}"
         run = QueryRun(query_id or f"{door}-{secrets.token_hex(16)}", streamed=stream, run_id=run_id)
@@ -237,12 +239,12 @@ class QueryEntry:
                     more["extras"] = extras
                 if live is not None:
                     more["live"] = live
-                if principal is not BOOTSTRAP_ADMIN:
-                    more["principal"] = principal
                 if direct:
                     response = await self._resume_direct(request, run, principal)
                 else:
-                    response = await self.queries.run(request, run.query_id, events=events, **more)
+                    response = await self.queries.run(
+                        request, run.query_id, events=events, principal=principal, **more
+                    )
             except QueryRejected as exc:
                 response = rejected_response(request, run.query_id, exc)
             except Exception:  # a bug must not leave the asker waiting, nor answer without a code
@@ -293,12 +295,12 @@ class QueryEntry:
         return live
 
     def offered_tools(
-        self, allowed: Iterable[str] | None = None, *, principal: Principal = BOOTSTRAP_ADMIN
+        self, allowed: Iterable[str] | None = None, *, principal: Principal
     ) -> list[OfferedTool]:
         """Every tool the orchestrator could call now for ``principal`` (cluster-wide, every
         transport), named as the orchestrator names them; only the agents ``allowed`` when given."""
         assert self.agents is not None, "QueryEntry(agents=...) lists tools"
-        toolbox = Toolbox(self.agents.tool_targets(allowed, tenant=principal.tenant_filter))
+        toolbox = Toolbox(self.agents.tool_targets(Scope.of(principal), allowed))
         return [
             OfferedTool(
                 name,
@@ -319,7 +321,7 @@ class QueryEntry:
         *,
         door: Door,
         on_progress: Callable[[ToolProgress], None] | None = None,
-        principal: Principal = BOOTSTRAP_ADMIN,
+        principal: Principal,
     ) -> ToolRun | QueryResponse:
         """Call one tool directly, without the model: a door's ``tools/call``.
 
@@ -338,7 +340,8 @@ class QueryEntry:
         that does not exist.
         """
         assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
-        targets = self.agents.tool_targets([agent_id], tenant=principal.tenant_filter)
+        _check_resolved(principal)
+        targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
         if not targets:
             raise ToolRefused(
                 ErrorCode.UNKNOWN_AGENT, f"no agent {agent_id!r} with tools is connected or registered"
@@ -392,10 +395,12 @@ class QueryEntry:
         store = self.queries.approvals
         session_id = request.session_id
         assert store is not None and session_id is not None
-        state, _ = await self._held(session_id)
+        state, _ = await self._held(session_id, Scope.of(principal))
         [held] = state.get("held") or [{}]
         try:
-            record = await store.record(str(held.get("approval_id"))) or {"status": "expired"}
+            record = await store.record(str(held.get("approval_id")), Scope.of(principal)) or {
+                "status": "expired"
+            }
         except SessionStoreUnavailable as exc:
             raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         state = await self.queries.take_direct(session_id)  # the decision stands: take it once
@@ -439,9 +444,9 @@ class QueryEntry:
             agents_used=used,
         )
 
-    async def _held(self, session_id: str) -> tuple[dict[str, Any], list[Any]]:
+    async def _held(self, session_id: str, scope: Scope) -> tuple[dict[str, Any], list[Any]]:
         try:
-            state, approvals = await self.queries.held_run(session_id)
+            state, approvals = await self.queries.held_run(session_id, scope)
         except SessionStoreUnavailable as exc:
             raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         if state is None or not state.get("direct"):
@@ -454,7 +459,7 @@ class QueryEntry:
         """Send an approved direct call, still on offer to its asker and fitting its tool's schema."""
         assert self.agents is not None and self._tools is not None
         name = function_name(agent_id, tool_name)
-        targets = self.agents.tool_targets([agent_id], tenant=principal.tenant_filter)
+        targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
         tool = targets[0].tools.get(tool_name) if targets else None
         if tool is None:
             return ToolRun(
@@ -528,3 +533,12 @@ __all__ = [
     "RunExtras",
     "ToolRefused",
 ]
+
+
+def _check_resolved(principal: Principal) -> None:
+    """Refuse (``unauthorized``) a caller nothing resolved: no door runs anything for it."""
+    if not principal.resolved:
+        raise QueryRefused(
+            ErrorCode.UNAUTHORIZED,
+            "no API key was resolved for this request: nothing runs for an anonymous caller",
+        )

@@ -23,7 +23,7 @@ from master.agents.dispatch import Target
 from master.agents.registry import AgentTool
 from master.agents.toolbox import Toolbox, function_name
 from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
-from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
+from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.collaboration import CollaborationManager
 from master.conversation.approvals import ApprovalStore
 from master.conversation.context import Context, ContextBuilder
@@ -92,13 +92,13 @@ class _Run:
     budget: BudgetTracker
     recorder: TurnRecorder
     hooks: RunHooks
+    principal: Principal
+    """Who asked (see :meth:`QueryService._owner`)."""
     system_note: str = ""
     """Added to the system prompt: the session's attached files (refs and names only)."""
     extras: RunExtras = NO_EXTRAS
     messages: list[Any] | None = None
     """The run's messages, as the orchestrator leaves them (kept when the run pauses)."""
-    principal: Principal = BOOTSTRAP_ADMIN
-    """Who asked (see :meth:`QueryService._owner`)."""
     new_session: bool = True
     """Whether the run started its session (its owner is then the asker's tenant)."""
     live: LiveRun | None = None
@@ -147,7 +147,8 @@ class QueryService:
         events: EventSink | None = None,
         extras: RunExtras | None = None,
         live: LiveRun | None = None,
-        principal: Principal = BOOTSTRAP_ADMIN,
+        *,
+        principal: Principal,
     ) -> QueryResponse:
         """Answer one query. Raises :class:`QueryRejected` (with a stable code) when it cannot.
 
@@ -184,7 +185,7 @@ class QueryService:
         live: LiveRun | None,
         principal: Principal,
     ) -> QueryResponse:
-        tenant = principal.tenant_filter
+        scope = Scope.of(principal)
         new_files = self._decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
@@ -198,22 +199,22 @@ class QueryService:
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
         # The agents on offer, from the start (an allowed id among them is known: no other look).
-        targets = self.tool_agents(request.allowed_agent_ids, tenant=tenant)
+        targets = self.tool_agents(request.allowed_agent_ids, scope)
         if request.allowed_agent_ids:
             offered = {agent.agent_id for agent in targets}
             if unoffered := [agent_id for agent_id in request.allowed_agent_ids if agent_id not in offered]:
-                self._check_known(unoffered, auto_mode=request.auto_mode, tenant=tenant)
+                self._check_known(unoffered, scope, auto_mode=request.auto_mode)
 
         results = extras.tool_results
         session_hint = request.session_id
         if results is not None and session_hint is None:
             session_hint = await self._session_of_calls(results)
-        session_id, turns = await self._load_session(session_hint, extras.new_session_id, tenant)
+        session_id, turns = await self._load_session(session_hint, scope, extras.new_session_id)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
         paused = await self._paused(session_id, results) if results is not None else None
         if extras.resume_approvals:
-            paused = await self._held_state(session_id)
+            paused = await self._held_state(session_id, scope)
         if extras.resume_run is not None:
             paused = dict(extras.resume_run["checkpoint"])
         if live is not None:
@@ -259,7 +260,12 @@ class QueryService:
             hooks.approval = approval
         extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
         rag = await self._rag_query(  # the last check (its cap), storing the files it accepts
-            session_id, toolbox, new_files, budget.remaining_seconds, new_session=session_hint is None
+            session_id,
+            toolbox,
+            new_files,
+            budget.remaining_seconds,
+            new_session=session_hint is None,
+            principal=principal,
         )
         if rag is not None:
             hooks.call_options = rag.call_options
@@ -528,18 +534,18 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("could not store the end of the direct call in session %s: %s", session_id, exc)
 
-    async def held_run(self, session_id: str) -> tuple[dict[str, Any] | None, list[Approval]]:
+    async def held_run(self, session_id: str, scope: Scope) -> tuple[dict[str, Any] | None, list[Approval]]:
         """The session's run paused for approvals (``None`` when there is none) and the approvals
-        of its round as they stand. Raises :class:`SessionStoreUnavailable`."""
+        of its round that ``scope`` sees, as they stand. Raises :class:`SessionStoreUnavailable`."""
         state = await self._sessions.paused(session_id)
         if state is None or state.get("kind") != "approval" or self.approvals is None:
             return None, []
-        found = [await self.approvals.get(str(call["approval_id"])) for call in state.get("held", ())]
+        found = [await self.approvals.get(str(call["approval_id"]), scope) for call in state.get("held", ())]
         return state, [a for a in found if a is not None]
 
-    async def _held_state(self, session_id: str) -> dict[str, Any]:
+    async def _held_state(self, session_id: str, scope: Scope) -> dict[str, Any]:
         try:
-            state, approvals = await self.held_run(session_id)
+            state, approvals = await self.held_run(session_id, scope)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         if state is None:
@@ -585,7 +591,9 @@ class QueryService:
         try:
             while remaining:
                 held = remaining[0]
-                record = await store.record(str(held["approval_id"])) or {"status": "expired"}
+                record = await store.record(str(held["approval_id"]), Scope.of(run.principal)) or {
+                    "status": "expired"
+                }
                 if record.get("status") == "approved":
                     await self._before_held_call(run, state, messages, remaining[1:], held)
                     sending = remaining.pop(0)
@@ -879,7 +887,7 @@ class QueryService:
         session_id = run.recorder.session_id
         async with self._sessions.summary_lock(session_id):
             run.turns = (
-                await self._sessions.load(session_id) or run.turns
+                await self._sessions.load(session_id, Scope.of(run.principal)) or run.turns
             )  # with the summary another query made
             context, spent = await builder.build(
                 system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
@@ -1035,13 +1043,17 @@ class QueryService:
         seconds: float,
         *,
         new_session: bool,
+        principal: Principal,
     ) -> RagQuery | None:
         # A session whose id was made for this query has no files but the ones it brings: no
         # Redis round trip to find that out.
         if self._rag is None or (new_session and not new_files):
             return None
         try:
-            return await self._rag.prepare(session_id, toolbox, new_files, seconds=seconds)
+            owner = await self._owner(principal, session_id, new_session) if new_files else principal.tenant
+            return await self._rag.prepare(
+                session_id, toolbox, new_files, Scope.of(principal), owner=owner, seconds=seconds
+            )
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
 
@@ -1072,17 +1084,17 @@ class QueryService:
         return [spawn_tool(candidates)]
 
     async def _load_session(
-        self, session_id: str | None, new_id: str | None = None, tenant: str | None = None
+        self, session_id: str | None, scope: Scope, new_id: str | None = None
     ) -> tuple[str, list[Turn]]:
         """The session's turns; either way Redis has answered (for a new session: within
         :data:`CHECK_FRESH_SECONDS`, over a connection still open), so no LLM or tool call runs
-        for an answer that could not be stored (tools may have side effects). Another tenant's
-        session is unknown to ``tenant`` (``None``: an administrator's query)."""
+        for an answer that could not be stored (tools may have side effects). A session
+        ``scope`` does not see (another tenant's) is unknown."""
         try:
             if session_id is None:
                 await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
                 return new_id or self._sessions.new_session_id(), []
-            loaded = await self._sessions.load(session_id, tenant=tenant)
+            loaded = await self._sessions.load(session_id, scope)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         if loaded is None:
@@ -1099,19 +1111,19 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
 
-    def _check_known(self, allowed: list[str], *, auto_mode: bool, tenant: str | None = None) -> None:
+    def _check_known(self, allowed: list[str], scope: Scope, *, auto_mode: bool) -> None:
         """Refuse (``unknown_agent``) ``allowed_agent_ids`` naming an agent no source knows: not
         connected here or to another master, not registered for HTTP invocation (down or not), and
         in auto mode not a saved agent that could be started. The refusal names the unknown ids
         and up to :data:`MAX_KNOWN_LISTED` known ones."""
-        found = self._agents.known_ids(allowed, tenant=tenant)
+        found = self._agents.known_ids(scope, allowed)
         unknown = [agent_id for agent_id in dict.fromkeys(allowed) if agent_id not in found]
-        if unknown and auto_mode and self._spawner is not None and tenant is None:
+        if unknown and auto_mode and self._spawner is not None and scope.every_tenant:
             startable = set(self._spawner.candidates(unknown))
             unknown = [agent_id for agent_id in unknown if agent_id not in startable]
         if not unknown:
             return
-        listed = sorted(self._agents.known_ids(tenant=tenant))
+        listed = sorted(self._agents.known_ids(scope))
         some = ", ".join(repr(agent_id) for agent_id in listed[:MAX_KNOWN_LISTED])
         more = f" and {len(listed) - MAX_KNOWN_LISTED} more" if len(listed) > MAX_KNOWN_LISTED else ""
         raise QueryRejected(
@@ -1120,11 +1132,10 @@ class QueryService:
             + (f"known agents: {some}{more}" if listed else "no agent is connected or registered"),
         )
 
-    def tool_agents(self, allowed: list[str] | None, *, tenant: str | None = None) -> list[Target]:
+    def tool_agents(self, allowed: list[str] | None, scope: Scope) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
-        WebSocket agent shadows an invocation agent with the same id); those offered to ``tenant``
-        when given."""
-        return self._agents.tool_targets(allowed, tenant=tenant)
+        WebSocket agent shadows an invocation agent with the same id); those offered to ``scope``."""
+        return self._agents.tool_targets(scope, allowed)
 
 
 def _run_part(run: _Run) -> dict[str, Any]:

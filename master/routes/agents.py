@@ -7,6 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict
 
+from master.auth import Scope
 from master.deps import PrincipalDep, ServicesDep
 from protocol import Role, ToolSchema
 
@@ -87,7 +88,7 @@ async def list_agents(services: ServicesDep, principal: PrincipalDep) -> dict[st
     With the sandbox on, every row has a ``sandbox`` field (``null`` for agents not deployed by it),
     and sandboxed agents that are not connected follow as rows of their own.
     """
-    rows = services.agents.rows(tenant=principal.tenant_filter)
+    rows = services.agents.rows(Scope.of(principal))
     if services.sandbox.enabled:
         # Sandbox metadata and live Pod status; deployed agents not (yet) connected get a row too.
         fields = await services.sandbox.agent_fields()

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from master.auth import Principal
+from master.auth import Principal, Scope
 from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
@@ -84,10 +84,10 @@ async def list_approvals(
     if store is None:
         return {"approvals": []}
     try:
-        tenant = principal.tenant_filter
+        scope = Scope.of(principal)
         if session_id is None:
-            return {"approvals": await store.pending(tenant=tenant)}
-        return {"approvals": await store.of_session(session_id, tenant=tenant)}
+            return {"approvals": await store.pending(scope)}
+        return {"approvals": await store.of_session(session_id, scope)}
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
 
@@ -127,10 +127,9 @@ async def decide_approval(
             message=body.message,
             arguments=body.arguments,
             remember=body.remember,
-            tenant=principal.tenant_filter,
             principal=principal,
         )
-        return _json(await desk.resume(str(record["session_id"])))
+        return _json(await desk.resume(str(record["session_id"]), Scope.of(principal)))
     except ApprovalRefused as exc:
         raise ApiError(exc.code, exc.detail) from None
 
@@ -147,8 +146,8 @@ async def resume_approval(
     the LLM down): the decisions stand and the calls already run are not run again."""
     desk = _desk(services)
     try:
-        record = await desk.record(approval_id, tenant=principal.tenant_filter)
-        return _json(await desk.resume(str(record["session_id"])))
+        record = await desk.record(approval_id, Scope.of(principal))
+        return _json(await desk.resume(str(record["session_id"]), Scope.of(principal)))
     except ApprovalRefused as exc:
         raise ApiError(exc.code, exc.detail) from None
 
@@ -159,6 +158,6 @@ def _desk(services: ServicesDep) -> ApprovalDesk:
 
 async def _record(services: ServicesDep, approval_id: str, principal: Principal) -> dict[str, Any]:
     try:
-        return await _desk(services).record(approval_id, tenant=principal.tenant_filter)
+        return await _desk(services).record(approval_id, Scope.of(principal))
     except ApprovalRefused as exc:
         raise ApiError(exc.code, exc.detail) from None

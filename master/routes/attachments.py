@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from master.access import Permission
 from master.agents.toolbox import Toolbox
 from master.attachments.rag import rag_agents
-from master.deps import PrincipalDep, ServicesDep, needs
+from master.deps import ScopeDep, ServicesDep, needs
 from master.error_responses import ApiError
 from master.errors import AttachmentAccessDenied, AttachmentNotFound, SessionStoreUnavailable
 from master.openapi import error
@@ -108,7 +108,7 @@ async def get_attachment(
 )
 async def session_rag_context(
     services: ServicesDep,
-    principal: PrincipalDep,
+    scope: ScopeDep,
     session_id: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{1,128}$")],
 ) -> dict[str, Any]:
     """The session's attachments (ref, filename, size) and their indexing state per file.
@@ -117,18 +117,17 @@ async def session_rag_context(
     session is unknown (404).
     """
     store = services.attachments
-    tenant = principal.tenant_filter
     try:
-        if not await services.sessions.visible(session_id, tenant):
+        if not await services.sessions.visible(session_id, scope):
             raise ApiError(ErrorCode.UNKNOWN_SESSION, f"unknown or expired session {session_id!r}")
-        files = await store.files(session_id) if store is not None else []
-        states = await store.index_states(session_id) if store is not None else {}
-        known = bool(files) or await services.sessions.load(session_id) is not None
+        files = await store.files(session_id, scope) if store is not None else []
+        states = await store.index_states(session_id, scope) if store is not None else {}
+        known = bool(files) or await services.sessions.load(session_id, scope) is not None
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not known:
         raise ApiError(ErrorCode.UNKNOWN_SESSION, f"unknown or expired session {session_id!r}")
-    extractor, indexer = rag_agents(Toolbox(services.queries.tool_agents(None, tenant=tenant)))
+    extractor, indexer = rag_agents(Toolbox(services.queries.tool_agents(None, scope)))
     return {
         "session_id": session_id,
         "attachments": [{**item.as_dict(), "index": states.get(item.ref)} for item in files],

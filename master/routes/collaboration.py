@@ -13,7 +13,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from master.deps import PrincipalDep, ServicesDep
+from master.auth import Scope
+from master.deps import PrincipalDep, ScopeDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import CollaborationRejected, SessionStoreUnavailable
 from master.openapi import error
@@ -118,9 +119,9 @@ async def start_collaboration(
     """Run a collaboration to its end and answer its outcome (summary, reason, transcript)."""
     manager = services.collaboration
     parent = body.parent_session_id
-    tenant = principal.tenant_filter
-    if tenant is not None and manager.enabled:  # another tenant's agents are unknown to this key
-        offered = services.agents.known_ids(body.agents, tenant=tenant)
+    scope = Scope.of(principal)
+    if manager.enabled:  # another tenant's agents are unknown to this key
+        offered = services.agents.known_ids(scope, body.agents)
         for agent_id in body.agents:
             if agent_id not in offered:
                 raise ApiError(
@@ -130,7 +131,7 @@ async def start_collaboration(
     try:
         if parent is None:
             parent = services.sessions.new_session_id()
-        elif manager.enabled and await services.sessions.load(parent, tenant=principal.tenant_filter) is None:
+        elif manager.enabled and await services.sessions.load(parent, scope) is None:
             raise ApiError(
                 ErrorCode.UNKNOWN_SESSION,
                 f"unknown or expired session {parent!r}; omit parent_session_id to start a new session",
@@ -152,14 +153,14 @@ async def start_collaboration(
 @router.get("", response_model=CollaborationIds, responses={503: error("Redis unavailable")})
 async def list_collaborations(
     services: ServicesDep,
-    principal: PrincipalDep,
+    scope: ScopeDep,
     parent_session_id: Annotated[str, Query(min_length=1, max_length=128)],
 ) -> dict[str, Any]:
     """The ids of the collaborations started from an orchestrator session (``collab:by_parent:{id}``;
     none for another tenant's session)."""
     try:
-        visible = await services.sessions.visible(parent_session_id, principal.tenant_filter)
-        ids = await services.collaboration.for_parent(parent_session_id) if visible else []
+        visible = await services.sessions.visible(parent_session_id, scope)
+        ids = await services.collaboration.for_parent(parent_session_id, scope) if visible else []
     except SessionStoreUnavailable as exc:
         raise _unavailable(exc) from exc
     return {"parent_session_id": parent_session_id, "collab_session_ids": ids}
@@ -171,16 +172,14 @@ async def list_collaborations(
     response_model_exclude_unset=True,
     responses={404: error("Unknown or expired collaboration session"), 503: error("Redis unavailable")},
 )
-async def get_collaboration(
-    collab_session_id: str, services: ServicesDep, principal: PrincipalDep
-) -> dict[str, Any]:
+async def get_collaboration(collab_session_id: str, services: ServicesDep, scope: ScopeDep) -> dict[str, Any]:
     """The recorded session: the ``collab:{id}`` document (metadata and every entry); another
     tenant's is unknown (404)."""
     try:
-        document = await services.collaboration.load(collab_session_id)
+        document = await services.collaboration.load(collab_session_id, scope)
     except SessionStoreUnavailable as exc:
         raise _unavailable(exc) from exc
-    if document is None or not principal.sees(document.get("tenant")):
+    if document is None:
         raise ApiError(
             ErrorCode.UNKNOWN_COLLABORATION, f"unknown or expired collaboration session {collab_session_id!r}"
         )

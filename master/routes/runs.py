@@ -16,7 +16,7 @@ from fastapi import APIRouter, Path
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.auth import Principal
+from master.auth import Principal, Scope
 from master.conversation.runs import RESUMABLE
 from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
@@ -109,10 +109,9 @@ async def _record(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     runs = services.queries.runs
     try:
-        record = await runs.get(run_id) if runs is not None else None
-        if record is not None and not principal.sees(record.get("tenant")):
-            record = None  # another tenant's run: as if it did not exist
-        checkpoint = await runs.checkpoint(run_id) if runs is not None and record is not None else None
+        scope = Scope.of(principal)
+        record = await runs.get(run_id, scope) if runs is not None else None  # another tenant's: None
+        checkpoint = await runs.checkpoint(run_id, scope) if runs is not None and record is not None else None
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if record is None:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict
 
-from master.deps import PrincipalDep, ServicesDep
+from master.deps import ScopeDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
@@ -47,12 +47,10 @@ class SessionDeleted(BaseModel):
 
 
 @router.get("/sessions/{session_id}", response_model=SessionTurns, responses=_ERRORS)
-async def read_session(
-    session_id: SessionId, services: ServicesDep, principal: PrincipalDep
-) -> dict[str, Any]:
+async def read_session(session_id: SessionId, services: ServicesDep, scope: ScopeDep) -> dict[str, Any]:
     """The session's turns, oldest first (404 when unknown or expired, or another tenant's)."""
     try:
-        turns = await services.sessions.load(session_id, tenant=principal.tenant_filter)
+        turns = await services.sessions.load(session_id, scope)
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if turns is None:
@@ -61,12 +59,10 @@ async def read_session(
 
 
 @router.delete("/sessions/{session_id}", response_model=SessionDeleted, responses=_ERRORS)
-async def delete_session(
-    session_id: SessionId, services: ServicesDep, principal: PrincipalDep
-) -> dict[str, Any]:
+async def delete_session(session_id: SessionId, services: ServicesDep, scope: ScopeDep) -> dict[str, Any]:
     """Forget the session: a follow-up with this ``session_id`` then gets 404 ``unknown_session``."""
     try:
-        deleted = await services.sessions.delete(session_id, tenant=principal.tenant_filter)
+        deleted = await services.sessions.delete(session_id, scope)
     except SessionStoreUnavailable as exc:
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not deleted:

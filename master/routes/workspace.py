@@ -146,15 +146,17 @@ async def _load(text: str) -> Workspace:
     responses=_YAML_ERRORS,
 )
 async def start_yaml_agents(body: YamlBody, request: Request, services: ServicesDep) -> dict[str, Any]:
-    """Run the YAML's WebSocket agents, each in a supervised child process (idempotent; per-agent outcomes)."""
+    """Run the YAML's WebSocket agents, each in a supervised child process with a key of its own
+    (role ``agent``, its id, the caller's tenant); idempotent, per-agent outcomes."""
     _require(services.settings.openagent_yaml_runner, "the YAML agent runner", "OPENAGENT_YAML_RUNNER")
     workspace = await _load(body.yaml)
     server = request.scope.get("server")
     port = int(server[1]) if server and server[1] else None
-    outcomes = await services.builder.workspaces.start(workspace, port)
+    principal = principal_of(request.scope)
+    outcomes = await services.builder.workspaces.start(workspace, port, principal.tenant)
     audit(
         services.metrics,
-        principal_of(request.scope),
+        principal,
         AuditAction.YAML_AGENTS_STARTED,
         agents=[outcome.agent_id for outcome in outcomes],
     )

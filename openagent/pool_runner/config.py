@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -79,6 +78,14 @@ class PoolRunnerConfig:
     agent_uid: int = 65534
     """Used only when the runner runs as root; ``-1`` keeps root (not recommended)."""
     agent_gid: int = 65534
+    agent_nproc: int = 0
+    """``RLIMIT_NPROC`` of each agent: processes and threads of the user it runs as (0: none)."""
+    agent_nice: int = 0
+    """How much lower than the runner's the agents' scheduling priority is."""
+    agent_uid_dedicated: bool = False
+    """``agent_uid`` is this agent's alone: stopping it ends every process of that user, those it
+    double-forked or moved to a session of their own included (the master's runner; not the pool
+    runner's shared ``65534``)."""
     log_lines: int = 1000
     backoff_initial: float = 1.0
     backoff_max: float = 60.0
@@ -97,7 +104,7 @@ class PoolRunnerConfig:
         for name in ("max_agents", "log_lines", "crash_loop_threshold"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be at least 1, got {getattr(self, name)!r}")
-        for name in ("agent_memory_mb", "agent_cpu_seconds", "agent_nofile"):
+        for name in ("agent_memory_mb", "agent_cpu_seconds", "agent_nofile", "agent_nproc"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(
                     f"{name} must be 0 (no limit) or positive, got {getattr(self, name)!r}"
@@ -105,12 +112,6 @@ class PoolRunnerConfig:
         if not 0 < self.backoff_initial <= self.backoff_max:
             raise ConfigurationError(
                 f"need 0 < backoff_initial ({self.backoff_initial!r}) <= backoff_max ({self.backoff_max!r})"
-            )
-        if os.geteuid() == 0 and self.agent_uid >= 0 and not readable_by_others(Path(sys.base_prefix)):
-            raise ConfigurationError(
-                f"the pool runner runs as root, so agents run as uid {self.agent_uid}, but the Python "
-                f"installation {sys.base_prefix} is not readable by other users: install Python where every user "
-                "can read it, run the runner as a non-root user, or set POOL_RUNNER_AGENT_UID=-1 to keep root"
             )
         if not self.master_ws.startswith(("ws://", "wss://")):
             raise ConfigurationError(

@@ -3,11 +3,15 @@
 The pool runner starts ``python -m openagent.pool_runner.launch [limits] (--module M | --path P)``.
 Before any agent code is imported, this module
 
-- sets resource limits on itself (address space, CPU time, open files, no core dumps);
+- sets resource limits on itself (address space, CPU time, open files, processes of its user,
+  no core dumps) and lowers its scheduling priority, so a busy agent leaves the CPU to the master;
 - sets ``PR_SET_NO_NEW_PRIVS`` (Linux), so nothing the agent executes can gain privileges
   (set-uid binaries, file capabilities);
 - when started as root, drops to an unprivileged uid/gid with no supplementary groups
-  (unless ``--uid=-1``);
+  (unless ``--uid=-1``); if Python or this package lies below a folder other users cannot
+  enter (pyenv's ``/root/.pyenv``), it first takes a mount namespace of its own in which
+  that folder is an empty ``tmpfs`` holding only the way to them (:func:`reach`): the agent
+  can run Python, and sees nothing else of that folder;
 
 then runs the agent module (``runpy``, as ``__main__``). Doing this in the child itself,
 rather than in a ``preexec_fn``, keeps the runner's event loop free of fork-time hooks.
@@ -20,11 +24,16 @@ import ctypes
 import os
 import resource
 import runpy
+import stat
 import sys
+import tempfile
+from pathlib import Path
 
-__all__ = ["confine", "main"]
+__all__ = ["confine", "main", "reach"]
 
 _PR_SET_NO_NEW_PRIVS = 38
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_MOVE, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 8192, 16384, 1 << 18
 
 
 def _set_limit(which: int, value: int) -> None:
@@ -42,8 +51,71 @@ def _no_new_privs() -> bool:
         return False
 
 
-def confine(*, memory_mb: int, cpu_seconds: int, nofile: int, uid: int, gid: int) -> None:
-    """Limit this process and drop root (``uid=-1`` keeps it); 0 leaves a limit as it is."""
+def _blocked(path: Path) -> Path | None:
+    """The highest folder on the way to ``path`` that other users cannot enter, if any."""
+    for part in reversed([path, *path.parents]):
+        try:
+            mode = part.stat().st_mode
+        except OSError:
+            return None
+        if not mode & stat.S_IXOTH:
+            return part
+    return None
+
+
+def _mount(
+    libc: ctypes.CDLL, source: str | None, target: str, kind: str | None, flags: int, data: str
+) -> None:
+    if libc.mount(
+        source.encode() if source else None,
+        target.encode(),
+        kind.encode() if kind else None,
+        flags,
+        data.encode() if data else None,
+    ):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
+
+
+def reach(paths: list[Path]) -> None:
+    """As root, make ``paths`` reachable by any user in a mount namespace of this process's own.
+
+    Each folder on their way that others cannot enter is replaced, in this namespace only, by
+    an empty ``tmpfs`` (mode 0755) into which the one sub-folder leading to the path is
+    bind-mounted back. Nothing outside this process changes. Raises :class:`OSError` when the
+    namespace cannot be made (no ``CAP_SYS_ADMIN``, not Linux)."""
+    todo = [path for path in paths if _blocked(path) is not None]
+    if not todo:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNS):
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare(CLONE_NEWNS): {os.strerror(err)}")
+    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE, "")
+    for path in todo:
+        while (blocked := _blocked(path)) is not None and blocked != path:
+            child = blocked / path.relative_to(blocked).parts[0]
+            staging = tempfile.mkdtemp(prefix="openagent-reach-")
+            _mount(libc, str(child), staging, None, _MS_BIND | _MS_REC, "")
+            _mount(libc, "tmpfs", str(blocked), "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=64k")
+            child.mkdir(mode=0o755)
+            _mount(libc, staging, str(child), None, _MS_MOVE, "")
+            os.rmdir(staging)
+        if blocked == path:
+            raise OSError(f"{path} itself cannot be read by other users")
+
+
+def confine(
+    *, memory_mb: int, cpu_seconds: int, nofile: int, uid: int, gid: int, nproc: int = 0, nice: int = 0
+) -> None:
+    """Limit this process and drop root (``uid=-1`` keeps it); 0 leaves a limit as it is.
+
+    ``nproc`` bounds the processes (and threads) of the user it runs as: per agent when each
+    agent has a user of its own, as the master's runner arranges."""
+    if nice:
+        os.nice(nice)
+    if nproc:
+        _set_limit(resource.RLIMIT_NPROC, nproc)
     if memory_mb:
         _set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
     if cpu_seconds:
@@ -53,6 +125,7 @@ def confine(*, memory_mb: int, cpu_seconds: int, nofile: int, uid: int, gid: int
     _set_limit(resource.RLIMIT_CORE, 0)
     _no_new_privs()
     if os.geteuid() == 0 and uid >= 0:
+        reach([Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[2]])
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
@@ -63,6 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-mb", type=int, default=0)
     parser.add_argument("--cpu-seconds", type=int, default=0)
     parser.add_argument("--nofile", type=int, default=0)
+    parser.add_argument("--nproc", type=int, default=0)
+    parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--uid", type=int, default=65534)
     parser.add_argument("--gid", type=int, default=65534)
     code = parser.add_mutually_exclusive_group(required=True)
@@ -70,7 +145,13 @@ def main(argv: list[str] | None = None) -> None:
     code.add_argument("--path")
     args = parser.parse_args(argv)
     confine(
-        memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds, nofile=args.nofile, uid=args.uid, gid=args.gid
+        memory_mb=args.memory_mb,
+        cpu_seconds=args.cpu_seconds,
+        nofile=args.nofile,
+        uid=args.uid,
+        gid=args.gid,
+        nproc=args.nproc,
+        nice=args.nice,
     )
     if args.module:
         sys.argv = [args.module]

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections import deque
@@ -114,6 +115,11 @@ class ManagedAgent:
         return self.spec.agent_id
 
     @property
+    def uid(self) -> int:
+        """The user its processes run as (``-1``: the runner's)."""
+        return self._config.agent_uid
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
@@ -145,8 +151,11 @@ class ManagedAgent:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o755)
         home = self.directory / "home"
         home.mkdir(exist_ok=True, mode=0o700)
-        if os.geteuid() == 0:  # the agent runs as agent_uid: it needs its home
+        if os.geteuid() == 0 and config.agent_uid >= 0:  # the agent runs as agent_uid: it needs its home
             os.chown(home, config.agent_uid, config.agent_gid)
+            if config.agent_uid_dedicated:  # its folder is its own: no other agent can look in
+                self.directory.chmod(0o700)
+                os.chown(self.directory, config.agent_uid, config.agent_gid)
         command = [
             sys.executable,
             "-m",
@@ -154,6 +163,8 @@ class ManagedAgent:
             f"--memory-mb={config.agent_memory_mb}",
             f"--cpu-seconds={config.agent_cpu_seconds}",
             f"--nofile={config.agent_nofile}",
+            f"--nproc={config.agent_nproc}",
+            f"--nice={config.agent_nice}",
             f"--uid={config.agent_uid}",
             f"--gid={config.agent_gid}",
         ]
@@ -221,6 +232,7 @@ class ManagedAgent:
                 await self._pump(self._process.stdout)
                 code = await self._process.wait()
                 self._process = None
+                await self._sweep()  # what it left running (double forks) does not outlive the run
             self.last_exit_code = code
             if loop.time() - began >= config.stable_seconds:
                 self.consecutive_crashes = 0
@@ -275,8 +287,72 @@ class ManagedAgent:
                 except TimeoutError:
                     continue
             self.last_exit_code = process.returncode
+        await self._sweep()
         self.status = "stopped"
         self._log("[pool-runner] stopped")
+
+    async def _sweep(self) -> None:
+        """End every process of the agent's dedicated user (nothing when it has none)."""
+        uid = self._config.agent_uid
+        if self._config.agent_uid_dedicated and uid > 0 and os.geteuid() == 0:
+            left = await sweep_user(uid, self._config.agent_gid)
+            if left:
+                self._log(f"[pool-runner] {left} process(es) of uid {uid} would not end")
+
+
+def processes_of(uid: int) -> list[int]:
+    """The live (not zombie) processes whose real uid is ``uid`` (Linux ``/proc``)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except OSError:  # ended meanwhile
+            continue
+        if fields.get("State", "").strip().startswith(("Z", "X")):
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            found.append(int(entry.name))
+    return found
+
+
+_KILL_ALL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n    pass\n"
+"""Run as the agent's user: ``kill(-1)`` reaches every process that user may signal, which are
+exactly its own, in one step the kernel takes atomically (a fork bomb cannot outrun it)."""
+
+
+def _kill_all_as(uid: int, gid: int, within: float) -> None:
+    subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _KILL_ALL],
+        user=uid,
+        group=gid,
+        extra_groups=[],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={},
+        timeout=within,
+        check=False,
+    )
+
+
+async def sweep_user(uid: int, gid: int, within: float = _STOP_GRACE_SECONDS * 2) -> int:
+    """SIGKILL every process of ``uid`` (as root); how many are left after ``within`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while pids := await asyncio.to_thread(processes_of, uid):
+        if loop.time() > deadline:
+            return len(pids)
+        try:
+            await asyncio.to_thread(_kill_all_as, uid, gid, max(deadline - loop.time(), 1.0))
+        except (OSError, subprocess.SubprocessError):  # e.g. the user is at its process limit
+            for pid in pids:  # one by one, as root
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.02)  # the killed processes leave /proc as their parents reap them
+    return 0
 
 
 class Supervisor:

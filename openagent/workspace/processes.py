@@ -2,10 +2,12 @@
 
 :class:`ProcessAgentRunner` has the interface of :class:`~.runner.YamlAgentRunner`, but runs
 each agent in a process of its own (:mod:`.child`), started by the pool runner's supervisor
-(:class:`~openagent.pool_runner.supervisor.ManagedAgent`): resource limits (address space,
-open files, no core dumps), no new privileges, root dropped, and an environment with nothing
-of the host's but ``PATH``, the locale and the master's address (and the agent's key for the
-master, when it has one): no ``OPENAI_API_KEY``, no other secret. The agent connects over
+(:class:`~openagent.pool_runner.supervisor.ManagedAgent`): resource limits (address space, CPU
+time, open files, processes, no core dumps), no new privileges, a user of its own when this
+process is root (:mod:`.isolation`; otherwise no agent code runs unless the operator accepts
+the risk), and an environment with nothing of the host's but ``PATH``, the locale and the
+master's address (and the agent's own key for the master, when it has one): no
+``OPENAI_API_KEY``, no other secret. The agent connects over
 loopback like any WebSocket agent. Whatever its code does (``sys.exit()``, ``KeyboardInterrupt``,
 ``os._exit()``, an import that never ends, unbounded allocation), only the child ends; a child
 that ends after it started is started again with backoff.
@@ -19,37 +21,50 @@ import hashlib
 import logging
 import os
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from openagent.agent_modules import ModuleRef, module_file, parse_handler
 from openagent.config import ClientConfig
 from openagent.errors import AgentModuleError
-from openagent.pool_runner.config import PoolRunnerConfig, readable_by_others
+from openagent.pool_runner.config import PoolRunnerConfig
 from openagent.pool_runner.supervisor import AgentSpec as ProcessSpec
 from openagent.pool_runner.supervisor import ManagedAgent
 from openagent.workspace.child import AGENT_VARIABLE, FAILED, ROOT_VARIABLE, STARTED
+from openagent.workspace.isolation import AgentUsers, Isolation
 from openagent.workspace.runner import AgentOutcome, not_to_start, start_each
 from openagent.workspace.schema import AgentSpec, Workspace
 
-__all__ = ["ProcessAgentRunner"]
+__all__ = ["AgentCredential", "IssueCredential", "ProcessAgentRunner"]
 
 logger = logging.getLogger("openagent.workspace")
 
-_NOBODY = 65534
-"""The user and group children run as when this process is root."""
 _EXITED = "[pool-runner] exited with code"
 _TAIL = 5
 """Output lines quoted when a child ends before its agent connected."""
+
+
+@dataclass(frozen=True)
+class AgentCredential:
+    """A key made for one agent alone: its process gets it as ``OPENAGENT_API_KEY``, and
+    :attr:`revoke` is awaited when the agent stops (the master makes keys of role ``agent``,
+    scoped to the agent's id and its starter's tenant)."""
+
+    secret: str = field(repr=False)
+    revoke: Callable[[], Awaitable[None]]
+
+
+IssueCredential = Callable[[str], Awaitable[AgentCredential]]
+"""Makes the credential of the agent id it is given; raises when it cannot."""
 
 
 @dataclass
 class _Child:
     process: ManagedAgent
     handler: str
+    credential: AgentCredential | None = None
 
 
 class ProcessAgentRunner:
@@ -62,7 +77,7 @@ class ProcessAgentRunner:
         is_connected: Tells whether an agent id is already connected to the master by
             someone else; such agents are skipped rather than replaced.
         start_timeout: Seconds a child has to import its module and register.
-        memory_mb: Address-space limit of each child (0: none).
+        isolation: Who the children run as and their limits (:class:`~.isolation.Isolation`).
         workdir: Where the children's home directories go (a temporary directory by default).
 
     Outcomes are those of :class:`~.runner.YamlAgentRunner`: ``started`` once the agent is
@@ -77,7 +92,7 @@ class ProcessAgentRunner:
         root: Path,
         is_connected: Callable[[str], bool] | None = None,
         start_timeout: float = 30.0,
-        memory_mb: int = 1024,
+        isolation: Isolation | None = None,
         workdir: Path | None = None,
     ) -> None:
         self.config = config
@@ -85,17 +100,9 @@ class ProcessAgentRunner:
         self.start_timeout = start_timeout
         self._is_connected = is_connected or (lambda _agent_id: False)
         self._workdir = workdir or Path(tempfile.gettempdir()) / f"openagent-workspace-{os.getpid()}"
-        self._memory_mb = memory_mb
+        self.users = AgentUsers(isolation or Isolation())
         self._children: dict[str, _Child] = {}
         self._lock = asyncio.Lock()
-        self._may_drop_root = os.geteuid() != 0 or readable_by_others(Path(sys.base_prefix))
-        """As root, children run as an unprivileged user, if that user can read Python itself."""
-        if not self._may_drop_root:
-            logger.warning(
-                "YAML agents keep this process's root user: the Python installation %s is not readable "
-                "by other users (the other limits still apply)",
-                sys.base_prefix,
-            )
 
     def running(self) -> dict[str, str]:
         """Agent id → handler of every agent this runner runs."""
@@ -106,33 +113,57 @@ class ProcessAgentRunner:
         found = self._children.get(agent_id)
         return found.process if found is not None else None
 
-    async def start(self, workspace: Workspace) -> list[AgentOutcome]:
-        """Start every WebSocket action agent of the workspace that has a handler."""
-        async with self._lock:
-            return await start_each(workspace, self._start_one)
+    async def start(
+        self, workspace: Workspace, credentials: IssueCredential | None = None
+    ) -> list[AgentOutcome]:
+        """Start every WebSocket action agent of the workspace that has a handler.
 
-    async def _start_one(self, spec: AgentSpec) -> AgentOutcome:
+        With ``credentials``, each agent gets a key of its own, made before its process starts
+        and revoked when it stops; without, the key of :attr:`config` (if any) is handed on.
+        """
+        async with self._lock:
+            return await start_each(workspace, lambda spec: self._start_one(spec, credentials))
+
+    async def _start_one(self, spec: AgentSpec, credentials: IssueCredential | None) -> AgentOutcome:
         agent_id = spec.agent_id
         known = self._children.get(agent_id)
         refused = not_to_start(spec, known.handler if known else None, self._is_connected)
         if refused is not None:
             return refused
         assert spec.handler is not None  # not_to_start skips an agent without one
+        if self.users.refusal is not None:
+            return AgentOutcome(
+                agent_id,
+                "failed",
+                f"agent code is not started here: {self.users.refusal} (run the master as root, or set "
+                "OPENAGENT_ALLOW_UNISOLATED_AGENTS=1 to accept that agent code can read its secrets)",
+                spec.handler,
+            )
         try:
             ref = parse_handler(spec.handler)
             source = module_file(self.root, ref)  # refused or missing: no process at all
         except AgentModuleError as exc:
             return AgentOutcome(agent_id, "failed", str(exc), spec.handler)
-        process, reason = await self._spawn(spec, ref, source)
+        credential = None
+        if credentials is not None:
+            try:
+                credential = await credentials(agent_id)
+            except Exception as exc:  # any failure to make a key: no process without one
+                logger.warning("YAML agent %s not started: no key for it (%s)", agent_id, exc)
+                return AgentOutcome(agent_id, "failed", f"could not make its key: {exc}", spec.handler)
+        key = credential.secret if credential is not None else self.config.api_key
+        process, reason = await self._spawn(spec, ref, source, key)
         if reason is not None:
-            await self._end(agent_id, process)
+            await self._end(agent_id, _Child(process, spec.handler, credential))
             logger.warning("YAML agent %s not started: %s", agent_id, reason)
             return AgentOutcome(agent_id, "failed", reason, spec.handler)
-        self._children[agent_id] = _Child(process, spec.handler)
+        self._children[agent_id] = _Child(process, spec.handler, credential)
         logger.info("YAML agent %s started from %s in pid %s", agent_id, spec.handler, process.pid)
         return AgentOutcome(agent_id, "started", handler=spec.handler)
 
-    async def _spawn(self, spec: AgentSpec, ref: ModuleRef, source: Path) -> tuple[ManagedAgent, str | None]:
+    async def _spawn(
+        self, spec: AgentSpec, ref: ModuleRef, source: Path, key: str | None
+    ) -> tuple[ManagedAgent, str | None]:
         """Start the child; wait until it registered (reason ``None``) or why it did not.
 
         The child gets a copy of its module in its own directory, readable by the user it
@@ -158,16 +189,23 @@ class ProcessAgentRunner:
             elif not line.startswith("[pool-runner]"):
                 output.append(line)
 
+        busy = {child.process.uid for child in self._children.values()}
+        uid = self.users.next_uid(busy)  # -1: this process's user (accepted by the operator)
         code = self._code_root(spec.agent_id)
-        _copy_module(source, code, ref)
-        identity = _NOBODY if self._may_drop_root else -1  # -1: keep this process's user
+        _copy_module(source, code, ref, uid, self.users.gid)
+        limits = self.users.isolation.limits
         config = PoolRunnerConfig(
             workdir=self._workdir,
-            agent_memory_mb=self._memory_mb,
+            agent_memory_mb=limits.memory_mb,
+            agent_cpu_seconds=limits.cpu_seconds,
+            agent_nofile=limits.open_files,
+            agent_nproc=limits.processes,
+            agent_nice=limits.nice,
             master_ws=self.config.master_ws,
-            agent_api_key=self.config.api_key,
-            agent_uid=identity,
-            agent_gid=identity,
+            agent_api_key=key,
+            agent_uid=uid,
+            agent_gid=self.users.gid,
+            agent_uid_dedicated=self.users.isolated,
         )
         process = ManagedAgent(
             ProcessSpec(
@@ -188,10 +226,16 @@ class ProcessAgentRunner:
     def _code_root(self, agent_id: str) -> Path:
         return self._workdir / "code" / hashlib.sha256(agent_id.encode()).hexdigest()[:16]
 
-    async def _end(self, agent_id: str, process: ManagedAgent) -> None:
-        await process.stop()
-        shutil.rmtree(process.directory, ignore_errors=True)
+    async def _end(self, agent_id: str, child: _Child) -> None:
+        """Stop the agent's processes, remove its folders, revoke its key (a failure is logged)."""
+        await child.process.stop()
+        shutil.rmtree(child.process.directory, ignore_errors=True)
         shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
+        if child.credential is not None:
+            try:
+                await child.credential.revoke()
+            except Exception as exc:  # logged: the stop itself has happened
+                logger.warning("the key of YAML agent %s could not be revoked: %s", agent_id, exc)
 
     async def stop(self, agent_ids: Iterable[str] | None = None) -> list[AgentOutcome]:
         """Stop the given agents (every running one when ``None``): their processes end."""
@@ -203,7 +247,7 @@ class ProcessAgentRunner:
                 if child is None:
                     outcomes.append(AgentOutcome(agent_id, "not_running"))
                     continue
-                await self._end(agent_id, child.process)
+                await self._end(agent_id, child)
                 outcomes.append(AgentOutcome(agent_id, "stopped", handler=child.handler))
         return outcomes
 
@@ -215,13 +259,19 @@ class ProcessAgentRunner:
                 folder.rmdir()
 
 
-def _copy_module(source: Path, root: Path, ref: ModuleRef) -> None:
-    """``source`` as ``root/<folder>/.../<module>.py``, readable by every user (the child may not be root)."""
+def _copy_module(source: Path, root: Path, ref: ModuleRef, uid: int, gid: int) -> None:
+    """``source`` as ``root/<folder>/.../<module>.py``; ``root`` and what it holds are the agent's
+    own (``uid``, mode 0700) when it has a user of its own (``uid`` ≥ 0), so no other agent reads it."""
     target = root.joinpath(ref.folder, *ref.parts[:-1], f"{ref.parts[-1]}.py")
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    root.parent.chmod(0o755)  # the folder of every agent's code: only traversed
+    shutil.copyfile(source, target)
     for folder in [target.parent, *target.parent.parents]:
         if folder == root.parent:
             break
-        folder.chmod(0o755)
-    shutil.copyfile(source, target)
-    target.chmod(0o644)
+        folder.chmod(0o700)
+        if uid >= 0:
+            os.chown(folder, uid, gid)
+    target.chmod(0o600)
+    if uid >= 0:
+        os.chown(target, uid, gid)

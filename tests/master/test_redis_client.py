@@ -14,7 +14,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from master.conversation.store import SessionStore
 from master.redis_client import GroupCommit, create_redis
-from tests.factories import TEST_REDIS_URL
+from tests.factories import EVERY_TENANT, TEST_REDIS_URL
 
 
 async def _drop_connections(client: aioredis.Redis, killer: aioredis.Redis) -> None:
@@ -39,7 +39,7 @@ async def test_a_dropped_connection_is_retried_on_a_fresh_one(redis_client: aior
         sid = store.new_session_id()
         await store.append(sid, [{"n": 1}])
         await _drop_connections(client, redis_client)
-        assert await store.load(sid) == [{"n": 1}]  # a Lua script over a fresh connection
+        assert await store.load(sid, EVERY_TENANT) == [{"n": 1}]  # a Lua script over a fresh connection
         await _drop_connections(client, redis_client)
         await store.check()
     finally:
@@ -155,7 +155,7 @@ async def test_group_commit_sends_again_on_a_fresh_connection_after_a_restart(
         await store.append(sid, [{"n": 2}])
         await _drop_appends_connection(store, redis_client)
         await store.append(sid, [{"n": 3}])
-        assert await store.load(sid) == [{"n": 1}, {"n": 2}, {"n": 3}]
+        assert await store.load(sid, EVERY_TENANT) == [{"n": 1}, {"n": 2}, {"n": 3}]
     finally:
         await client.aclose()
 

@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from websockets.exceptions import ConnectionClosed
 
 from master.agents.url_policy import AgentUrlPolicy
-from master.auth import Principal, Role
+from master.auth import Principal, Role, Scope
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
 from openagent.client import AgentClient
@@ -318,7 +318,7 @@ async def test_a_tenants_agents_are_offered_to_its_queries_only(
             assert listed == {"ask", "shared__lookup"}
             with pytest.raises(MCPError) as unknown:
                 await mcp.call_tool("a-only__secret", {})
-            assert "no agent 'a-only' with tools is connected or registered" in str(unknown.value)
+            assert "unknown tool 'a-only__secret'" in str(unknown.value)  # as one that does not exist
 
         # A direct tool call (MCP and A2A tools/call go through it) to another tenant's agent.
         entry = hub.services.entry
@@ -337,7 +337,7 @@ async def test_an_administrator_registers_a_websocket_agent_for_one_tenant(hub: 
     try:
         await peer.register("for-a", tools=[tool("t")])
         assert hub.services.registry.get("for-a").tenant == "a"  # type: ignore[union-attr]
-        assert hub.services.agents.known_ids(["for-a"], tenant="b") == set()
+        assert hub.services.agents.known_ids(Scope.for_tenant("b"), ["for-a"]) == set()
     finally:
         await peer.close()
 
@@ -489,9 +489,12 @@ async def test_a_collaboration_belongs_to_the_tenant_that_started_it(hub: InProc
 # Every way an id is claimed or released goes through master.agents.identity.AgentIds.
 
 
-async def test_a_websocket_register_cannot_take_another_tenants_http_agent(hub: InProcessMaster) -> None:
+async def test_a_websocket_register_cannot_take_another_tenants_http_agent(
+    hub: InProcessMaster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The legacy ``register`` frame with an ``invocation_url`` is refused for b's agent id, as
     ``POST /register`` is: b's agent keeps its URL and tenant, and b can register it again."""
+    monkeypatch.setattr(hub.services.invocation, "url_policy", AgentUrlPolicy(allow="127.0.0.1"))
     body = {"agent_id": "b-bank", "invocation_base_url": "http://127.0.0.1:9", "tools": [tool("pay")]}
     attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
     try:

@@ -128,3 +128,33 @@ def test_ensure_redis_starts_a_redis_that_keeps_its_data_across_a_restart() -> N
         except redis.RedisError:
             pass
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_ensure_redis_starts_a_redis_that_requires_the_urls_password() -> None:
+    """With a password in REDIS_URL (run.sh writes one into .env), the Redis it starts refuses a
+    client without it: agent code that reaches the port cannot use it."""
+    import redis
+
+    from tests.factories import free_port
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    port = free_port()
+    url = f"redis://:s3cret-pw@127.0.0.1:{port}/0"
+    data_dir = COMMON.parents[1] / ".run" / f"redis-{port}"
+    try:
+        started = bash("ensure_redis", REDIS_URL=url)
+        assert started.returncode == 0, started.stderr
+        assert "s3cret-pw" not in started.stderr
+        assert oct(data_dir.stat().st_mode & 0o777) == "0o700"
+        anonymous = redis.Redis(host="127.0.0.1", port=port)
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.set("forged", "admin")
+        anonymous.close()
+        assert redis.Redis.from_url(url).ping()
+    finally:
+        try:
+            redis.Redis.from_url(url).shutdown(nosave=True)
+        except redis.RedisError:
+            pass
+        shutil.rmtree(data_dir, ignore_errors=True)

@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from master.agents.directory import AgentDirectory
-from master.auth import BOOTSTRAP_ADMIN, Principal, principal_of
+from master.auth import Principal, Scope, principal_of
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor
 from master.doors.a2a.logs import logged, quiet_sdk
@@ -96,8 +96,7 @@ class _ScopedHandler(DefaultRequestHandler):
 
     def _check(self, context: ServerCallContext) -> None:
         scope = scope_of(context)
-        tenant = principal_of_call(context).tenant_filter
-        if scope and not self._agents.known_ids([scope], tenant=tenant):
+        if scope and not self._agents.known_ids(Scope.of(principal_of_call(context)), [scope]):
             raise InvalidParamsError(
                 message=f"unknown agent {scope!r}: no agent with that id is connected to the hub",
                 data={"error_code": ErrorCode.UNKNOWN_AGENT.value},
@@ -188,10 +187,10 @@ class A2ADoor:
         """The SDK endpoint of the route declared as ``path`` (see :func:`route_specs`)."""
         return self._endpoints[(path, method)]
 
-    def tools(self, agent_id: str, principal: Principal = BOOTSTRAP_ADMIN) -> list[OfferedTool] | None:
+    def tools(self, agent_id: str, principal: Principal) -> list[OfferedTool] | None:
         """The tools of ``agent_id`` wherever it is connected; ``None`` when the hub does not know
         it, or it serves another tenant than ``principal``'s."""
-        if not self.agents.known_ids([agent_id], tenant=principal.tenant_filter):
+        if not self.agents.known_ids(Scope.of(principal), [agent_id]):
             return None
         return self.entry.offered_tools([agent_id], principal=principal)
 

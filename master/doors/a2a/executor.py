@@ -48,7 +48,7 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from master.auth import BOOTSTRAP_ADMIN, Principal
+from master.auth import ANONYMOUS, SYSTEM, Principal, Scope
 from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
@@ -204,7 +204,7 @@ class HubExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
         scope = context.call_context.state.get(SCOPE_KEY, "") if context.call_context else ""
-        principal = principal_of_call(context.call_context) if context.call_context else BOOTSTRAP_ADMIN
+        principal = principal_of_call(context.call_context) if context.call_context else ANONYMOUS
         text, data = _parts(context.message)
         current = context.current_task
         if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
@@ -287,10 +287,11 @@ class HubExecutor(AgentExecutor):
             return
         if response.session_id and response.success:
             await self._store.remember_session(context_id, response.session_id, tenant)
-        await self._finish_query(response, updater)
+        await self._finish_query(response, updater, tenant)
 
-    async def _finish_query(self, response: QueryResponse, updater: _Updater) -> None:
-        state, status, details = _ending(response, paused=await self._still_paused(response))
+    async def _finish_query(self, response: QueryResponse, updater: _Updater, tenant: str) -> None:
+        paused = await self._still_paused(response, Scope.for_tenant(tenant))
+        state, status, details = _ending(response, paused=paused)
         if state == TaskState.TASK_STATE_INPUT_REQUIRED and response.session_id:
             await self._store.wait_for_approvals(response.session_id, updater.task_id)
         if state != TaskState.TASK_STATE_COMPLETED:
@@ -329,9 +330,10 @@ class HubExecutor(AgentExecutor):
         session_id = _waiting_session(task) or (
             await self._store.session_of(task.context_id, tenant) if task.context_id else None
         )
+        scope = Scope.for_tenant(tenant)  # the waiting session is the tenant's
         try:
-            pending = await desk.pending(session_id) if session_id else []
-            if session_id is not None and not pending and await desk.paused(session_id):
+            pending = await desk.pending(session_id, scope) if session_id else []
+            if session_id is not None and not pending and await desk.paused(session_id, scope):
                 return session_id, []  # every call decided, the resume failed: try again
             if session_id is None or not pending:
                 raise InvalidParamsError(message="no approval of this task waits for a decision any more")
@@ -339,7 +341,7 @@ class HubExecutor(AgentExecutor):
             decisions = _decisions(text, data, pending)
             for decision in decisions:
                 if decision["decision"] == "approve" and decision.get("arguments") is not None:
-                    check_arguments(await desk.record(decision["approval_id"]), decision["arguments"])
+                    check_arguments(await desk.record(decision["approval_id"], scope), decision["arguments"])
         except ApprovalRefused as exc:
             detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
             raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
@@ -369,23 +371,25 @@ class HubExecutor(AgentExecutor):
                 logger.info("A2A decision on %s not taken: %s", decision["approval_id"], exc)
         await self._store.claim_waiting(session_id)  # this task goes on here, not in run_resumed
         try:
-            started = await desk.start_resume(session_id, door="a2a", stream=True, tell=False)
+            started = await desk.start_resume(
+                session_id, Scope.of(principal), door="a2a", stream=True, tell=False
+            )
         except ApprovalRefused as exc:
             raise InternalError(message=str(exc), data={"error_code": str(exc.code)}) from None
         except QueryRefused as exc:
             raise unavailable(exc) from None
         if isinstance(started, QueryResponse):  # approvals still wait, or another decision resumed it
-            await self._finish_query(started, updater)
+            await self._finish_query(started, updater, principal.tenant)
             return
         await self._follow(started, updater, context_id, principal.tenant)
 
-    async def _still_paused(self, response: QueryResponse) -> bool:
+    async def _still_paused(self, response: QueryResponse, scope: Scope) -> bool:
         """A failed run whose decisions stand and which can be resumed (its resume failed: the
         LLM or an agent was down), rather than a run that ended."""
         if response.success or not response.session_id or self._approvals is None:
             return False
         try:
-            return await self._approvals.paused(response.session_id)
+            return await self._approvals.paused(response.session_id, scope)
         except ApprovalRefused:
             return False
 
@@ -403,7 +407,9 @@ class HubExecutor(AgentExecutor):
         if direct is not None:
             state, status, parts, details = _direct_ending(direct)
         else:
-            state, status, details = _ending(response, paused=await self._still_paused(response))
+            state, status, details = _ending(
+                response, paused=await self._still_paused(response, Scope.of(SYSTEM))
+            )
             if state == TaskState.TASK_STATE_COMPLETED:
                 parts = [new_text_part(response.answer or "")]
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
@@ -486,7 +492,7 @@ class HubExecutor(AgentExecutor):
         finally:
             self._running.pop(updater.task_id, None)
         if isinstance(outcome, QueryResponse):  # held for a person's approval: INPUT_REQUIRED
-            await self._finish_query(outcome, updater)
+            await self._finish_query(outcome, updater, principal.tenant)
             return
         await self._finish_direct(DirectOutcome("approved", outcome), updater)
 

@@ -24,6 +24,8 @@ Keys (:mod:`master.redis_keys`, all with the session TTL):
 
 A task belongs to the tenant of the key that created it: for another tenant's key (not an
 administrator's) it does not exist (``GetTask``, ``ListTasks``, ``CancelTask``, ``SubscribeToTask``).
+The store filters by the :class:`~master.auth.Scope` of the request's principal itself; a request
+the door attached no principal to is :data:`~master.auth.ANONYMOUS` and sees no task.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Role, Task, T
 from a2a.utils.errors import InternalError, InvalidParamsError
 from redis.exceptions import RedisError
 
-from master.auth import BOOTSTRAP_ADMIN, DEFAULT_TENANT, Principal
+from master.auth import ANONYMOUS, DEFAULT_TENANT, SYSTEM, Principal, Scope, TenantRecords
 from master.conversation.runs import RunStore
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
@@ -132,16 +134,16 @@ def scope_of(context: ServerCallContext) -> str:
 
 
 def principal_of_call(context: ServerCallContext) -> Principal:
-    """Who sent the request (the bootstrap admin when the door attached no one)."""
+    """Who sent the request (:data:`~master.auth.ANONYMOUS` when the door attached no one: fail closed)."""
     principal = context.state.get(PRINCIPAL_KEY)
-    return principal if isinstance(principal, Principal) else BOOTSTRAP_ADMIN
+    return principal if isinstance(principal, Principal) else ANONYMOUS
 
 
 def _unavailable(exc: RedisError) -> InternalError:
     return InternalError(message=f"the task store (Redis) is not answering: {exc}")
 
 
-class RedisTaskStore(VersionedTaskStore):
+class RedisTaskStore(VersionedTaskStore, TenantRecords):
     """A2A tasks in Redis, shared by every master, versioned (module docstring).
 
     A task belongs to the endpoint that created it (the hub or one agent): asked through
@@ -210,10 +212,20 @@ class RedisTaskStore(VersionedTaskStore):
             raw = await self._redis.hmget(task_key(task_id), _FIELDS)
         except RedisError as exc:
             raise _unavailable(exc) from None
-        stored = _stored(raw, scope_of(context), principal_of_call(context))
-        return await self._lost_run(stored) if stored is not None else None
+        seen = Scope.of(principal_of_call(context))
+        stored = self._visible("get", raw, scope_of(context), seen)
+        return await self._lost_run(stored, seen) if stored is not None else None
 
-    async def _lost_run(self, stored: StoredTask) -> StoredTask:
+    def _visible(self, what: str, raw: list[Any], endpoint: str, seen: Scope) -> StoredTask | None:
+        """The task of ``raw`` when it is ``endpoint``'s and ``seen`` sees its tenant."""
+        body, version, owner, tenant = raw
+        if body is None or owner is None or owner.decode() != endpoint:
+            return None
+        if not self._sees(what, seen, tenant.decode() if tenant is not None else None):
+            return None
+        return StoredTask(Task.FromString(body), TaskVersion(int(version)))
+
+    async def _lost_run(self, stored: StoredTask, seen: Scope) -> StoredTask:
         """A ``WORKING`` task not updated for a run lease, whose run failed (its master was lost):
         read as ``FAILED`` with the reason, rather than ``WORKING`` forever. A task updated more
         recently costs no read of the run."""
@@ -228,7 +240,7 @@ class RedisTaskStore(VersionedTaskStore):
         if time.time() - task.status.timestamp.ToSeconds() < runs.lease_seconds:
             return stored
         try:
-            record = await runs.get(str(task.metadata[RUN_ID_KEY]))
+            record = await runs.get(str(task.metadata[RUN_ID_KEY]), seen)
         except SessionStoreUnavailable as exc:
             raise InternalError(message=str(exc)) from None
         if record is None or record["state"] != "failed":
@@ -251,11 +263,12 @@ class RedisTaskStore(VersionedTaskStore):
             raw = await self._redis.hmget(task_key(task_id), _FIELDS)
         except RedisError as exc:
             raise _unavailable(exc) from None
-        return _stored(raw, raw[2].decode() if isinstance(raw[2], bytes) else "", BOOTSTRAP_ADMIN)
+        endpoint = raw[2].decode() if isinstance(raw[2], bytes) else ""
+        return self._visible("get_any", raw, endpoint, Scope.of(SYSTEM))
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         scope = scope_of(context)
-        principal = principal_of_call(context)
+        seen = Scope.of(principal_of_call(context))
         try:
             found: list[Any] = await self._redis.zrevrange(index_key(scope), 0, LIST_LIMIT - 1)
             ids = [i.decode() for i in found]
@@ -271,10 +284,12 @@ class RedisTaskStore(VersionedTaskStore):
             if raw[0] is None:
                 gone.append(task_id)
                 continue
-            stored = _stored(raw, scope, principal)
+            stored = self._visible("list", raw, scope, seen)
             if stored is None:  # another endpoint's or tenant's
                 continue
-            task = (await self._lost_run(stored)).task  # FAILED, as get() reads it, if its master was lost
+            task = (
+                await self._lost_run(stored, seen)
+            ).task  # FAILED, as get() reads it, if its master was lost
             if params.context_id and task.context_id != params.context_id:
                 continue
             if params.status and task.status.state != params.status:
@@ -352,12 +367,12 @@ class RedisTaskStore(VersionedTaskStore):
             except RedisError as exc:
                 raise _unavailable(exc) from None
             scope = raw[2].decode() if isinstance(raw[2], bytes) else ""
-            stored = _stored(raw, scope, BOOTSTRAP_ADMIN)
+            stored = self._visible("change", raw, scope, Scope.of(SYSTEM))
             if stored is None or stored.task.status.state in TERMINAL_STATES:
                 return False
             task = stored.task
             change(task)
-            context = ServerCallContext(state={SCOPE_KEY: scope})
+            context = ServerCallContext(state={SCOPE_KEY: scope, PRINCIPAL_KEY: SYSTEM})
             try:
                 await self.save(task, event=None, prev=None, prev_version=stored.version, context=context)
                 return True
@@ -378,15 +393,6 @@ _FIELDS = ["task", "version", "scope", "tenant"]
 
 def _recorded_tenant(principal: Principal) -> str:
     return "" if principal.tenant == DEFAULT_TENANT else principal.tenant
-
-
-def _stored(raw: list[Any], scope: str, principal: Principal) -> StoredTask | None:
-    body, version, owner, tenant = raw
-    if body is None or owner is None or owner.decode() != scope:
-        return None
-    if not principal.sees(tenant.decode() if tenant is not None else None):
-        return None
-    return StoredTask(Task.FromString(body), TaskVersion(int(version)))
 
 
 def _page_start(token: str) -> int:

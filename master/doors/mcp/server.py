@@ -58,9 +58,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Send
+from starlette.types import Scope as ASGIScope
 
-from master.auth import BOOTSTRAP_ADMIN, Principal, principal_of
+from master.auth import ANONYMOUS, SYSTEM, Principal, Scope, principal_of
 from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
@@ -196,7 +197,7 @@ class McpDoor:
         if self._serving is not None:
             await asyncio.gather(self._serving, return_exceptions=True)
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         """Answer one HTTP request to ``/mcp`` (authorized by the route)."""
         await self.manager.handle_request(scope, receive, send)
 
@@ -207,7 +208,8 @@ class McpDoor:
     # ------------------------------------------------------------------ tools
 
     def _offered(self) -> list[OfferedTool]:
-        offered = self.entry.offered_tools()
+        """Every tool, for the door's own bookkeeping (names, change notices): the master's view."""
+        offered = self.entry.offered_tools(principal=SYSTEM)
         self._by_name = {tool.name: tool for tool in offered}
         return offered
 
@@ -248,7 +250,13 @@ class McpDoor:
             return await self._ask(ctx, arguments, params.input_responses)
         if params.input_responses and self._approvals is not None:  # a held call, decided: it goes on
             return await self._answered(ctx, params.input_responses)
-        tool = self._find(params.name)
+        principal = _principal(ctx)
+        if principal.is_admin:
+            tool = self._find(params.name)
+        else:  # the tools on offer to the caller's tenant only
+            tool = next(
+                (t for t in self.entry.offered_tools(principal=principal) if t.name == params.name), None
+            )
         if tool is None:
             raise _unknown_tool(params.name)
         relay = ProgressRelay(ctx.session.report_progress, params.name)
@@ -367,7 +375,7 @@ class McpDoor:
         """A 2026 client retried ``ask`` with its user's answers, keyed by ``approval_id``."""
         desk = self._approvals
         assert desk is not None
-        tenant = _principal(ctx).tenant_filter  # another tenant's approval is unknown
+        scope = Scope.of(_principal(ctx))  # another tenant's approval is unknown
         sessions: set[str] = set()
         for approval_id, answer in answers.items():
             if not isinstance(answer, types.ElicitResult):
@@ -376,7 +384,7 @@ class McpDoor:
                     f"the answer for {approval_id!r} is not an elicitation result",
                 )
             try:
-                sessions.add(str((await desk.record(approval_id, tenant=tenant))["session_id"]))
+                sessions.add(str((await desk.record(approval_id, scope))["session_id"]))
             except ApprovalRefused as exc:
                 return refused_result(exc.code.value, str(exc))
         if len(sessions) != 1:
@@ -414,7 +422,6 @@ class McpDoor:
                 decision,
                 message=message,
                 remember=remember,
-                tenant=principal.tenant_filter,
                 principal=principal,
             )
         except ApprovalRefused as exc:  # decided meanwhile, or expired: that stands
@@ -426,7 +433,9 @@ class McpDoor:
     ) -> QueryResponse | types.CallToolResult:
         assert self._approvals is not None
         try:
-            started = await self._approvals.start_resume(session_id, door="mcp", stream=True, tell=False)
+            started = await self._approvals.start_resume(
+                session_id, Scope.of(_principal(ctx)), door="mcp", stream=True, tell=False
+            )
         except ApprovalRefused as exc:
             return refused_result(exc.code.value, str(exc))
         except QueryRefused as exc:
@@ -454,9 +463,10 @@ class McpDoor:
 
 
 def _principal(ctx: ServerRequestContext[Any]) -> Principal:
-    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request)."""
+    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request;
+    :data:`~master.auth.ANONYMOUS` without one: fail closed)."""
     scope = getattr(ctx.request, "scope", None)
-    return principal_of(scope) if isinstance(scope, dict) else BOOTSTRAP_ADMIN
+    return principal_of(scope) if isinstance(scope, dict) else ANONYMOUS
 
 
 def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:

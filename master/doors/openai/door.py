@@ -26,7 +26,7 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from master.agents.directory import AgentDirectory
-from master.auth import BOOTSTRAP_ADMIN, Principal
+from master.auth import Principal, Scope
 from master.doors.openai import wire
 from master.doors.openai.wire import DONE, SESSION_HEADER, OpenAIError, chunk, error_body
 from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
@@ -66,10 +66,10 @@ class OpenAIDoor:
     def enabled(self) -> bool:
         return self._settings.openagent_openai_api
 
-    def models(self, principal: Principal = BOOTSTRAP_ADMIN) -> dict[str, Any]:
+    def models(self, principal: Principal) -> dict[str, Any]:
         """``openagent`` and ``openagent/<agent_id>`` for every agent with tools offered to
         ``principal``, cluster-wide."""
-        targets = self._agents.tool_targets(tenant=principal.tenant_filter)
+        targets = self._agents.tool_targets(Scope.of(principal))
         ids = dict.fromkeys(target.agent_id for target in targets)
         return {
             "object": "list",
@@ -79,9 +79,7 @@ class OpenAIDoor:
             ],
         }
 
-    async def chat(
-        self, raw: bytes, session_header: str | None, principal: Principal = BOOTSTRAP_ADMIN
-    ) -> Response:
+    async def chat(self, raw: bytes, session_header: str | None, principal: Principal) -> Response:
         """``POST /v1/chat/completions``: a ``chat.completion``, or a stream of chunks
         (``session_header``: the request's ``X-OpenAgent-Session-Id``; ``principal``: who asks)."""
         request = self.read(raw, session_header)
@@ -101,7 +99,7 @@ class OpenAIDoor:
         except OpenAIError as exc:
             return error_response(exc.code, exc.message, exc.status, exc.param)
 
-    async def answer(self, request: wire.ChatRequest, principal: Principal = BOOTSTRAP_ADMIN) -> Response:
+    async def answer(self, request: wire.ChatRequest, principal: Principal) -> Response:
         """Run a request read by :meth:`read`: a ``chat.completion``, or a stream of chunks.
         Another tenant's session (``X-OpenAgent-Session-Id``, or the paused run of tool results)
         is unknown to ``principal``."""

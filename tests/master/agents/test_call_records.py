@@ -12,6 +12,7 @@ from master.conversation.history import history_messages
 from master.conversation.store import SessionStore
 from master.observability import logs
 from protocol import ToolResult
+from tests.factories import EVERY_TENANT
 
 TOKEN = "the-per-call-token"
 
@@ -67,7 +68,7 @@ async def test_a_late_callback_is_recorded_once_and_a_wrong_token_changes_nothin
     again = await restarted.deliver(TOKEN, result(call_id, success=False))
     assert again.status == "already_recorded" and again.session_id == sid
 
-    turns = await store.load(sid)
+    turns = await store.load(sid, EVERY_TENANT)
     assert turns is not None and len(turns) == 2
     late = turns[1]
     assert late["decision"] == "call_tool" and late["late_callback"] is True
@@ -93,7 +94,9 @@ async def test_concurrent_deliveries_record_the_result_once(redis_client: aiored
     masters = [CallRecords(redis_client, master_id=f"m{n}", session_ttl_seconds=100) for n in range(8)]
     deliveries = await asyncio.gather(*(m.deliver(TOKEN, result(call_id, success=False)) for m in masters))
     assert sorted(d.status for d in deliveries) == ["already_recorded"] * 7 + ["recorded"]
-    turns = await store.load(sid)  # a session the dead query never stored: created by the record
+    turns = await store.load(
+        sid, EVERY_TENANT
+    )  # a session the dead query never stored: created by the record
     assert turns is not None and len(turns) == 1 and turns[0]["error"] == "sensor offline"
 
 
@@ -113,7 +116,7 @@ async def test_a_call_whose_query_stored_its_outcome_is_finished(redis_client: a
         TOKEN, result(call_id)
     )
     assert delivery.status == "finished"
-    assert await store.load(sid) == [turn]
+    assert await store.load(sid, EVERY_TENANT) == [turn]
 
 
 async def test_a_recorded_call_stays_recorded_when_its_query_stores_later(

@@ -15,6 +15,7 @@ import pytest
 from master.agents import connectors
 from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ProgressSink
 from master.agents.invocation import InvocationAgent
+from master.auth import SYSTEM
 from master.errors import ToolFailed
 from protocol import ToolSchema
 from tests.factories import in_process_master
@@ -115,17 +116,17 @@ async def test_a_registered_remote_agent_is_stored_listed_called_and_survives_a_
         [row] = [r for r in (await client.get("/agents")).json()["agents"] if r["agent_id"] == agent_id]
         assert row["connection_type"] == "mcp" and row["mcp_url"] == "http://fake/mcp"
         assert row["tools"][0]["annotations"] == {"readOnlyHint": True}
-        names = {tool.name for tool in master.services.entry.offered_tools()}
+        names = {tool.name for tool in master.services.entry.offered_tools(principal=SYSTEM)}
         assert {f"{agent_id}__add", f"{agent_id}__fail"} <= names
 
         progress: list[Any] = []
         run = await master.services.entry.call_tool(
-            agent_id, "add", {"a": 2, "b": 3}, door="mcp", on_progress=progress.append
+            agent_id, "add", {"a": 2, "b": 3}, door="mcp", on_progress=progress.append, principal=SYSTEM
         )
         assert (run.success, run.result) == (True, 5)
         assert [(p.message, p.progress) for p in progress] == [("adding", 0.5)]
         assert fake_mcp[-1].headers_seen[-1] == {"Authorization": SECRET}
-        failed = await master.services.entry.call_tool(agent_id, "fail", {}, door="mcp")
+        failed = await master.services.entry.call_tool(agent_id, "fail", {}, door="mcp", principal=SYSTEM)
         assert failed.success is False and "division by zero" in (failed.error or "")
 
         fake_mcp[-1].healthy = False
@@ -137,7 +138,9 @@ async def test_a_registered_remote_agent_is_stored_listed_called_and_survives_a_
     async with in_process_master() as master, httpx.AsyncClient(base_url=master.base_url) as client:
         [row] = [r for r in (await client.get("/agents")).json()["agents"] if r["agent_id"] == agent_id]
         assert row["connection_type"] == "mcp" and SECRET not in str(row)
-        run = await master.services.entry.call_tool(agent_id, "add", {"a": 1, "b": 1}, door="a2a")
+        run = await master.services.entry.call_tool(
+            agent_id, "add", {"a": 1, "b": 1}, door="a2a", principal=SYSTEM
+        )
         assert run.result == 2 and fake_mcp[-1].headers_seen[-1] == {"Authorization": SECRET}
         assert (await client.post("/unregister", json={"agent_id": agent_id})).status_code == 200
         assert fake_mcp[-1].forgotten == [agent_id]
@@ -148,7 +151,9 @@ async def test_a_cancelled_call_cancels_the_connector_call(fake_mcp: list[FakeCo
     body = {"agent_id": agent_id, "mcp_url": "http://fake/mcp"}
     async with in_process_master() as master, httpx.AsyncClient(base_url=master.base_url) as client:
         assert (await client.post("/register", json=body)).status_code == 200
-        call = asyncio.create_task(master.services.entry.call_tool(agent_id, "slow", {}, door="mcp"))
+        call = asyncio.create_task(
+            master.services.entry.call_tool(agent_id, "slow", {}, door="mcp", principal=SYSTEM)
+        )
         async with asyncio.timeout(30):
             while master.services.dispatcher.in_flight == 0:
                 await asyncio.sleep(0.01)

@@ -8,7 +8,9 @@ from master.agents.directory import AgentDirectory
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent, Registry, compile_tools
 from master.agents.remote import RemoteAgent
+from master.auth import Scope
 from protocol import Register, ToolSchema
+from tests.factories import EVERY_TENANT
 
 ECHO = ToolSchema(name="echo")
 
@@ -64,22 +66,28 @@ def test_tool_targets_put_live_agents_first_and_shadow_the_same_id_below() -> No
         [_invocation("ws"), _invocation("http"), _invocation("down", status="DOWN"), _invocation("far")],
         _OtherMasters(_remote("far"), _remote("ws"), _remote("far-asker", role="query")),
     )
-    targets = directory.tool_targets()
+    targets = directory.tool_targets(EVERY_TENANT)
     assert [(type(t).__name__, t.agent_id) for t in targets] == [
         ("LiveAgent", "ws"),
         ("RemoteAgent", "far"),
         ("InvocationAgent", "http"),
     ]
-    assert [t.agent_id for t in directory.tool_targets(["far", "http", "asker"])] == ["far", "http"]
+    assert [t.agent_id for t in directory.tool_targets(EVERY_TENANT, ["far", "http", "asker"])] == [
+        "far",
+        "http",
+    ]
 
 
 def test_rows_name_the_master_holding_each_agent_with_several_masters() -> None:
     alone = _directory([_live("ws")], [_invocation("http")])
-    assert [(row["agent_id"], "master_id" in row) for row in alone.rows()] == [("ws", False), ("http", False)]
+    assert [(row["agent_id"], "master_id" in row) for row in alone.rows(EVERY_TENANT)] == [
+        ("ws", False),
+        ("http", False),
+    ]
     several = _directory(
         [_live("ws")], [_invocation("http"), _invocation("far")], _OtherMasters(_remote("far"))
     )
-    assert [(row["agent_id"], row.get("master_id")) for row in several.rows()] == [
+    assert [(row["agent_id"], row.get("master_id")) for row in several.rows(EVERY_TENANT)] == [
         ("ws", "master-here"),
         ("far", "master-there"),
         ("http", None),
@@ -107,19 +115,31 @@ def test_named_agents_are_looked_up_by_id_among_many() -> None:
     directory = _directory(live, invocation, _OtherMasters(_remote("remote-1")))
     named = ["http-3", "ws-1999", "remote-1", "ws-7", "ws-query", "http-down", "nobody", "ws-1999"]
 
-    assert [t.agent_id for t in directory.tool_targets(named)] == ["ws-1999", "ws-7", "remote-1", "http-3"]
-    assert [t.agent_id for t in directory.tool_targets(named, tenant="team-a")] == [
+    assert [t.agent_id for t in directory.tool_targets(EVERY_TENANT, named)] == [
+        "ws-1999",
+        "ws-7",
+        "remote-1",
+        "http-3",
+    ]
+    assert [t.agent_id for t in directory.tool_targets(Scope.for_tenant("team-a"), named)] == [
         "ws-1999",
         "remote-1",
         "http-3",
     ]
-    assert directory.known_ids(named) == {"http-3", "ws-1999", "remote-1", "ws-7", "ws-query", "http-down"}
-    assert directory.known_ids(named, tenant="team-a") == {
+    assert directory.known_ids(EVERY_TENANT, named) == {
+        "http-3",
+        "ws-1999",
+        "remote-1",
+        "ws-7",
+        "ws-query",
+        "http-down",
+    }
+    assert directory.known_ids(Scope.for_tenant("team-a"), named) == {
         "http-3",
         "ws-1999",
         "remote-1",
         "ws-query",
         "http-down",
     }
-    everything = directory.known_ids()
-    assert len(everything) == 2000 + 1 + 51 + 1 and directory.known_ids(named) <= everything
+    everything = directory.known_ids(EVERY_TENANT)
+    assert len(everything) == 2000 + 1 + 51 + 1 and directory.known_ids(EVERY_TENANT, named) <= everything

@@ -21,7 +21,7 @@ from openagent.testing import ScriptedOpenAIServer
 from protocol import CollaborationEnd, PeerMessage
 from sample_agents import negotiation_buyer, negotiation_seller
 from tests.conftest import master_env
-from tests.factories import InProcessMaster, MasterProcess, RawPeer, in_process_master
+from tests.factories import EVERY_TENANT, InProcessMaster, MasterProcess, RawPeer, in_process_master
 
 WAIT = 60.0
 """Upper bound of every wait in these tests, in seconds."""
@@ -536,7 +536,7 @@ async def test_one_redis_round_trip_per_relayed_message(
     async with asyncio.timeout(WAIT):
         outcome = await run
     assert (outcome.reason, outcome.summary, outcome.message_count) == ("completed", "deal", 3)
-    turns = await SessionStore(redis_client, ttl_seconds=60).load(parent)
+    turns = await SessionStore(redis_client, ttl_seconds=60).load(parent, EVERY_TENANT)
     assert turns is not None and turns[-1]["query_id"] == "q-7" and turns[-1]["decision"] == "collaboration"
 
 
@@ -548,7 +548,7 @@ async def test_store_appends_keep_empty_containers_and_never_create_documents(
     await store.save({"collab_session_id": sid, "entries": [], "context": {}, "agents": []})
     for entry in ({"type": "message", "content": {}}, {"type": "message", "content": {"a": [], "b": [{}]}}):
         assert await store.append(sid, entry)
-    document = await store.load(sid)
+    document = await store.load(sid, EVERY_TENANT)
     assert document == {
         "collab_session_id": sid,
         "context": {},
@@ -556,4 +556,4 @@ async def test_store_appends_keep_empty_containers_and_never_create_documents(
         "entries": [{"type": "message", "content": {}}, {"type": "message", "content": {"a": [], "b": [{}]}}],
     }
     assert not await store.append(f"unit-missing-{uuid.uuid4()}", {"type": "message"})
-    assert await store.load(f"unit-missing-{uuid.uuid4()}") is None
+    assert await store.load(f"unit-missing-{uuid.uuid4()}", EVERY_TENANT) is None

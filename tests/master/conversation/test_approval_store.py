@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 from master.conversation.approvals import ApprovalStore
 from master.redis_keys import APPROVALS_EXPIRING_KEY
 from protocol import Approval
+from tests.factories import EVERY_TENANT
 
 TTL = 600
 
@@ -41,7 +42,7 @@ async def test_undecided_approvals_leave_the_pending_set_once_their_records_are_
     newer = _approval(store)
     await store.create([newer], {})
     assert await redis_client.zscore(APPROVALS_EXPIRING_KEY, old.approval_id) is not None
-    assert (await store.record(old.approval_id) or {}).get("status") == "expired"
+    assert (await store.record(old.approval_id, EVERY_TENANT) or {}).get("status") == "expired"
 
     store.clock = lambda: start + 2 * TTL + 1  # its record has expired too
     latest = _approval(store)

@@ -11,8 +11,10 @@ import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from master.auth import Scope
 from master.conversation.store import SessionStore, SessionTurns
 from master.errors import SessionStoreUnavailable
+from tests.factories import EVERY_TENANT
 
 
 class _Switchable:
@@ -96,10 +98,10 @@ async def test_a_recent_answer_stands_for_the_ping_until_a_command_fails(
 async def test_append_load_and_ttl(redis_client: aioredis.Redis) -> None:
     store = SessionStore(redis_client, ttl_seconds=100)
     sid = store.new_session_id()
-    assert await store.load(sid) is None
+    assert await store.load(sid, EVERY_TENANT) is None
     await store.append(sid, [{"query": "a", "decision": "answer_directly", "tool_args": {}, "agents": []}])
     await store.append(sid, [{"query": "b"}, {"query": "c"}])
-    turns = await store.load(sid)
+    turns = await store.load(sid, EVERY_TENANT)
     assert turns is not None and [t["query"] for t in turns] == ["a", "b", "c"]
     assert turns[0]["tool_args"] == {} and turns[0]["agents"] == []
     assert 0 < await redis_client.ttl(f"session:{sid}") <= 100
@@ -110,7 +112,7 @@ async def test_concurrent_appends_lose_nothing(redis_client: aioredis.Redis) -> 
     store = SessionStore(redis_client, ttl_seconds=100)
     sid = store.new_session_id()
     await asyncio.gather(*(store.append(sid, [{"n": n}]) for n in range(200)))
-    turns = await store.load(sid)
+    turns = await store.load(sid, EVERY_TENANT)
     assert turns is not None and sorted(t["n"] for t in turns) == list(range(200))
 
 
@@ -119,11 +121,12 @@ async def test_cached_load_reads_only_what_was_appended(redis_client: aioredis.R
     other = SessionStore(redis_client, ttl_seconds=100)  # another master appending to the same session
     sid = store.new_session_id()
     await store.append(sid, [{"n": 0, "text": "é ünïcode"}])
-    assert [t["n"] for t in await store.load(sid) or []] == [0]
+    assert [t["n"] for t in await store.load(sid, EVERY_TENANT) or []] == [0]
     await other.append(sid, [{"n": 1}, {"n": 2}])
-    assert [t["n"] for t in await store.load(sid) or []] == [0, 1, 2]
-    assert [t["n"] for t in await store.load(sid) or []] == [0, 1, 2]  # unchanged: nothing re-read
-    assert json.loads(await redis_client.get(f"session:{sid}")) == await store.load(sid)
+    assert [t["n"] for t in await store.load(sid, EVERY_TENANT) or []] == [0, 1, 2]
+    unchanged = await store.load(sid, EVERY_TENANT)  # nothing re-read
+    assert [t["n"] for t in unchanged or []] == [0, 1, 2]
+    assert json.loads(await redis_client.get(f"session:{sid}")) == await store.load(sid, EVERY_TENANT)
 
 
 async def test_concurrent_loads_of_a_grown_session_add_its_new_turns_once(
@@ -135,11 +138,11 @@ async def test_concurrent_loads_of_a_grown_session_add_its_new_turns_once(
     other = SessionStore(redis_client, ttl_seconds=100)
     sid = store.new_session_id()
     await store.append(sid, [{"n": 0}])
-    first = await store.load(sid)
+    first = await store.load(sid, EVERY_TENANT)
     assert isinstance(first, SessionTurns) and first.stored == 1
     for n in range(1, 6):
         await other.append(sid, [{"n": n}])
-        loads = await asyncio.gather(*(store.load(sid) for _ in range(4)))
+        loads = await asyncio.gather(*(store.load(sid, EVERY_TENANT) for _ in range(4)))
         assert all([t["n"] for t in turns or []] == list(range(n + 1)) for turns in loads)
         assert [t["n"] for t in first] == [0]
         log = loads[-1].log if isinstance(loads[-1], SessionTurns) else None
@@ -151,15 +154,15 @@ async def test_cached_load_notices_a_rewritten_session(redis_client: aioredis.Re
     store = SessionStore(redis_client, ttl_seconds=100)
     sid = store.new_session_id()
     await store.append(sid, [{"n": 0}, {"n": 1}])
-    assert len(await store.load(sid) or []) == 2
+    assert len(await store.load(sid, EVERY_TENANT) or []) == 2
     await redis_client.set(f"session:{sid}", json.dumps([{"m": "x" * 50}]))  # replaced, longer
-    assert await store.load(sid) == [{"m": "x" * 50}]
+    assert await store.load(sid, EVERY_TENANT) == [{"m": "x" * 50}]
     await redis_client.delete(f"session:{sid}")
-    assert await store.load(sid) is None
+    assert await store.load(sid, EVERY_TENANT) is None
     await redis_client.set(f"session:{sid}", "[]")
-    assert await store.load(sid) == []
+    assert await store.load(sid, EVERY_TENANT) == []
     await store.append(sid, [{"n": 5}])
-    assert await store.load(sid) == [{"n": 5}]
+    assert await store.load(sid, EVERY_TENANT) == [{"n": 5}]
 
 
 async def test_a_session_stored_as_something_else_is_refused_by_name_and_left_as_it_is(
@@ -168,15 +171,15 @@ async def test_a_session_stored_as_something_else_is_refused_by_name_and_left_as
     store = SessionStore(redis_client, ttl_seconds=100)
     sid = store.new_session_id()
     await store.append(sid, [{"n": 0}])
-    assert await store.load(sid) == [{"n": 0}]
+    assert await store.load(sid, EVERY_TENANT) == [{"n": 0}]
     await redis_client.append(f"session:{sid}", "garbage")  # after the cached copy was read
     for value in (None, "[not json at all", '{"n": 0}', "[1, 2]"):
         if value is not None:
             await redis_client.set(f"session:{sid}", value)
         with pytest.raises(SessionStoreUnavailable, match=f"session {sid!r} is stored in Redis as something"):
-            await store.load(sid)
+            await store.load(sid, EVERY_TENANT)
         assert await redis_client.exists(f"session:{sid}")  # nothing removed behind the user's back
-    assert await store.delete(sid) and await store.load(sid) is None
+    assert await store.delete(sid, EVERY_TENANT) and await store.load(sid, EVERY_TENANT) is None
 
 
 async def test_the_session_cache_is_bounded_by_bytes(redis_client: aioredis.Redis) -> None:
@@ -188,9 +191,9 @@ async def test_the_session_cache_is_bounded_by_bytes(redis_client: aioredis.Redi
     ids = [store.new_session_id() for _ in range(200)]  # 40 MB of JSON in all
     for sid in ids:
         await store.append(sid, [{"text": big}])
-        assert await store.load(sid) == [{"text": big}]
+        assert await store.load(sid, EVERY_TENANT) == [{"text": big}]
     assert store._cache.size <= store_module.SESSION_CACHE_BYTES
-    assert await store.load(ids[0]) == [{"text": big}]  # evicted ones are read again
+    assert await store.load(ids[0], EVERY_TENANT) == [{"text": big}]  # evicted ones are read again
     await redis_client.delete(*(f"session:{sid}" for sid in ids))
 
 
@@ -217,16 +220,16 @@ async def test_a_session_is_its_tenants_and_every_administrators(redis_client: a
     await store.append("s-a", [{"query": "more"}], owner="b")  # only the creating append records it
     await store.append("s-old", [{"query": "legacy"}])
     assert await store.owner("s-a") == "a" and await store.owner("s-old") == "default"
-    assert await store.load("s-a", tenant="b") is None
-    assert [t["query"] for t in await store.load("s-a", tenant="a") or []] == ["secret", "more"]
-    assert await store.load("s-a") is not None  # an administrator's read
-    assert await store.load("s-old", tenant="a") is None
-    assert await store.load("s-old", tenant="default") is not None
-    assert await store.visible("s-a", None) and await store.visible("s-a", "a")
-    assert not await store.visible("s-a", "b")
+    assert await store.load("s-a", Scope.for_tenant("b")) is None
+    assert [t["query"] for t in await store.load("s-a", Scope.for_tenant("a")) or []] == ["secret", "more"]
+    assert await store.load("s-a", EVERY_TENANT) is not None  # an administrator's read
+    assert await store.load("s-old", Scope.for_tenant("a")) is None
+    assert await store.load("s-old", Scope.for_tenant("default")) is not None
+    assert await store.visible("s-a", EVERY_TENANT) and await store.visible("s-a", Scope.for_tenant("a"))
+    assert not await store.visible("s-a", Scope.for_tenant("b"))
     # The owner key lives as long as the session.
     assert 0 < await redis_client.ttl("session_owner:s-a") <= 100
-    assert await store.delete("s-a", tenant="b") is False
-    assert await store.load("s-a", tenant="a") is not None
-    assert await store.delete("s-a", tenant="a") is True
+    assert await store.delete("s-a", Scope.for_tenant("b")) is False
+    assert await store.load("s-a", Scope.for_tenant("a")) is not None
+    assert await store.delete("s-a", Scope.for_tenant("a")) is True
     assert await redis_client.exists("session:s-a", "session_owner:s-a") == 0

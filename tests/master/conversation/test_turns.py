@@ -11,6 +11,7 @@ from master.conversation.outcome import Outcome
 from master.conversation.store import SessionStore
 from master.conversation.turns import TurnRecorder
 from protocol import Plan, PlanStep
+from tests.factories import EVERY_TENANT
 
 
 def run(n: int, success: bool = True) -> ToolRun:
@@ -36,7 +37,7 @@ async def recorded(
 
 
 async def stored(store: SessionStore, sid: str) -> list[dict[str, Any]]:
-    return await store.load(sid) or []
+    return await store.load(sid, EVERY_TENANT) or []
 
 
 async def test_a_direct_answer(redis_client: aioredis.Redis) -> None:
@@ -57,7 +58,7 @@ async def test_one_round_the_answer_rides_on_the_last_call(redis_client: aioredi
     recorder, store, sid = await recorded(redis_client)
     recorder.add_summary({"decision": "summary", "summary": "s", "covers_through_index": 3})
     await recorder.steps([run(1), run(2, success=False)])
-    assert await store.load(sid) is None  # nothing stored before the answer (one round)
+    assert await store.load(sid, EVERY_TENANT) is None  # nothing stored before the answer (one round)
     await recorder.finish(Outcome(answer="done"))
     turns = await stored(store, sid)
     assert [t["decision"] for t in turns] == ["summary", "call_tool", "call_tool"]

@@ -55,7 +55,7 @@ from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
 from sample_agents import calculator
 from tests.conftest import master_env
-from tests.factories import InProcessMaster, MasterProcess, in_process_master
+from tests.factories import EVERY_TENANT, InProcessMaster, MasterProcess, in_process_master
 
 KEY = "a2a-door-key"
 AGENT = "a2a-calc"
@@ -105,7 +105,7 @@ async def hub(
         config = AgentConfig(master_ws=master.ws_url, api_key=KEY)
         async with OrchestratorActionAgent(AGENT, [ADD, SLOW], calculator.handle, config=config):
             async with asyncio.timeout(30):
-                while not master.services.agents.known_ids([AGENT]):
+                while not master.services.agents.known_ids(EVERY_TENANT, [AGENT]):
                     await asyncio.sleep(0.02)
             yield master, calculator
 
@@ -579,7 +579,7 @@ async def test_the_guides_call_adds_with_the_calculator_and_no_llm() -> None:
     async with in_process_master(openagent_api_key=KEY) as master:
         async with calculator.build_agent(AgentConfig(master_ws=master.ws_url, api_key=KEY)):
             async with asyncio.timeout(30):
-                while not master.services.agents.known_ids([calculator.AGENT_ID]):
+                while not master.services.agents.known_ids(EVERY_TENANT, [calculator.AGENT_ID]):
                     await asyncio.sleep(0.02)
             async with a2a_client(agent_url(master, calculator.AGENT_ID)) as client:
                 task = final_task(await send(client, call_message("add", {"a": 2, "b": 3})))

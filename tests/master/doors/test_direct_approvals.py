@@ -43,7 +43,7 @@ from master.auth import Role as KeyRole
 from master.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import ClientConfig as AgentConfig
 from openagent import OrchestratorActionAgent, ToolSchema
-from tests.factories import InProcessMaster, in_process_master
+from tests.factories import EVERY_TENANT, InProcessMaster, in_process_master
 
 ADMIN_KEY = "direct-approvals-admin"
 DEADLINE = 60
@@ -129,7 +129,7 @@ async def bank(**settings: Any) -> AsyncIterator[Bank]:
         config = AgentConfig(master_ws=master.ws_url, api_key=ADMIN_KEY)
         async with OrchestratorActionAgent("bank", [TRANSFER, BALANCE], handler, config=config):
             async with asyncio.timeout(DEADLINE):
-                while "bank" not in master.services.agents.known_ids():
+                while "bank" not in master.services.agents.known_ids(EVERY_TENANT):
                     await asyncio.sleep(0.01)
             yield running
 

@@ -20,7 +20,7 @@ import pytest
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer, ToolCall
-from tests.factories import InProcessMaster, in_process_master
+from tests.factories import EVERY_TENANT, InProcessMaster, in_process_master
 
 KEY = "openai-door-key"
 SESSION_HEADER = "X-OpenAgent-Session-Id"
@@ -89,7 +89,7 @@ async def hub(llm: ScriptedOpenAIServer) -> AsyncIterator[Hub]:
         config = ClientConfig(master_ws=master.ws_url, api_key=KEY)
         async with OrchestratorActionAgent("calc", [MULTIPLY], handler, config=config):
             async with asyncio.timeout(30):
-                while "calc" not in master.services.agents.known_ids():
+                while "calc" not in master.services.agents.known_ids(EVERY_TENANT):
                     await asyncio.sleep(0.01)
             hub = Hub(master, llm, calls, [])
             try:
@@ -316,7 +316,9 @@ async def test_client_tools_pause_the_run_and_the_tool_messages_continue_it(hub:
         content for call_id, content in results.items() if call_id != "call_clock1"
     )
     # The session holds the run as one exchange: the hub's call, the pause, the client's call.
-    turns = await hub.master.services.sessions.load(first.model_extra["openagent"]["session_id"])
+    turns = await hub.master.services.sessions.load(
+        first.model_extra["openagent"]["session_id"], EVERY_TENANT
+    )
     assert turns is not None
     assert [turn["decision"] for turn in turns] == ["call_tool", "awaiting_tool_results", "call_tool"]
     assert len({turn["query_id"] for turn in turns}) == 1
@@ -423,7 +425,7 @@ async def test_the_demo_llm_answers_12_times_7_through_the_calculator_agent() ->
         ) as m:
             async with build_agent(ClientConfig(master_ws=m.ws_url, api_key=KEY)):
                 async with asyncio.timeout(30):
-                    while "calculator-agent" not in m.services.agents.known_ids():
+                    while "calculator-agent" not in m.services.agents.known_ids(EVERY_TENANT):
                         await asyncio.sleep(0.01)
 
                 def ask() -> Any:

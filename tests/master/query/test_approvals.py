@@ -20,7 +20,7 @@ from master.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import InProcessMaster, free_port, in_process_master
+from tests.factories import EVERY_TENANT, InProcessMaster, free_port, in_process_master
 
 KEY = "approvals-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}
@@ -75,7 +75,7 @@ async def bank(llm: ScriptedOpenAIServer, *, port: int | None = None, **settings
         config = ClientConfig(master_ws=master.ws_url, api_key=KEY)
         async with OrchestratorActionAgent("bank", [TRANSFER, BALANCE, DELETE], handler, config=config):
             async with asyncio.timeout(30):
-                while "bank" not in master.services.agents.known_ids():
+                while "bank" not in master.services.agents.known_ids(EVERY_TENANT):
                     await asyncio.sleep(0.01)
             async with httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=60) as http:
                 yield Bank(master, llm, calls, http)
@@ -474,7 +474,7 @@ async def test_the_expiry_sweep_ends_the_run_without_anyone_reading(
         assert approval["status"] == "expired" and approval["decided_at"] is not None
         assert b.calls == []
         async with asyncio.timeout(30):
-            while await b.master.services.queries.held_run(paused["session_id"]) != (None, []):
+            while await b.master.services.queries.held_run(paused["session_id"], EVERY_TENANT) != (None, []):
                 await asyncio.sleep(0.02)
         metrics = (await b.http.get("/metrics")).text
         assert _sample(metrics, "openagent_approvals_total", "expired") == 1.0
@@ -506,8 +506,8 @@ async def test_two_masters_sweeping_expire_an_approval_once(
             while (
                 len(llm.requests) < 2
                 or approval_id in await store.overdue()
-                or (await store.record(approval_id) or {}).get("decided_at") is None
-                or await a.master.services.queries.held_run(paused["session_id"]) != (None, [])
+                or (await store.record(approval_id, EVERY_TENANT) or {}).get("decided_at") is None
+                or await a.master.services.queries.held_run(paused["session_id"], EVERY_TENANT) != (None, [])
             ):
                 await asyncio.sleep(0.02)
         async with httpx.AsyncClient(base_url=b.base_url, headers=HEADERS) as other:
@@ -533,7 +533,7 @@ async def test_the_sweep_resumes_a_run_it_could_not_admit_at_its_next_pass(
         try:
             await _due_now(redis_client, paused["approvals"][0]["approval_id"])
             async with asyncio.timeout(30):
-                while (await store.record(paused["approvals"][0]["approval_id"]) or {}).get(
+                while (await store.record(paused["approvals"][0]["approval_id"], EVERY_TENANT) or {}).get(
                     "decided_at"
                 ) is None:
                     await asyncio.sleep(0.02)
@@ -570,7 +570,7 @@ async def test_an_approved_call_cut_off_in_flight_is_unknown_on_resume_never_rer
             httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=60) as http,
         ):
             async with asyncio.timeout(30):
-                while "bank" not in master.services.agents.known_ids():
+                while "bank" not in master.services.agents.known_ids(EVERY_TENANT):
                     await asyncio.sleep(0.01)
             llm.add_tool_call("bank__transfer", {"to": "bob", "amount": 10})
             paused = (await http.post("/query", json={"query": "pay Bob"})).json()

@@ -13,6 +13,7 @@ from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Dispatcher
 from master.agents.registry import Registry
 from master.agents.tool_calls import ToolCaller
+from master.auth import SYSTEM
 from master.observability.metrics import Metrics
 from master.query.admission import Admission
 from master.query.entry import QueryEntry, ToolRefused
@@ -56,7 +57,7 @@ async def test_offered_tools_are_named_as_the_orchestrator_names_them() -> None:
     async with dispatcher_for_tests() as dispatcher:
         registry = Registry()
         registry.add(answering_agent(dispatcher, "calc", [ADD], _answer))
-        [tool] = _entry(dispatcher, registry).offered_tools()
+        [tool] = _entry(dispatcher, registry).offered_tools(principal=SYSTEM)
     assert (tool.name, tool.agent_id, tool.tool_name) == ("calc__add", "calc", "add")
     assert tool.parameters == ADD["parameters"]
     assert tool.annotations == {"readOnlyHint": True}
@@ -68,7 +69,7 @@ async def test_a_direct_call_goes_through_dispatch_and_is_counted() -> None:
         registry = Registry()
         registry.add(answering_agent(dispatcher, "calc", [ADD], _answer))
         entry = _entry(dispatcher, registry, metrics=metrics)
-        run = await entry.call_tool("calc", "add", {"a": 2, "b": 3}, door="mcp")
+        run = await entry.call_tool("calc", "add", {"a": 2, "b": 3}, door="mcp", principal=SYSTEM)
         assert entry.admission.in_flight == 0
     assert (run.success, run.result, run.agent_id, run.tool_name) == (True, 5, "calc", "add")
     assert metrics.tool_calls.labels("calc", "add", "success")._value.get() == 1
@@ -92,7 +93,7 @@ async def test_a_refused_call_names_the_problem_and_sends_nothing(
         registry.add(answering_agent(dispatcher, "calc", [ADD], _answer, calls=sent))
         entry = _entry(dispatcher, registry)
         with pytest.raises(ToolRefused) as refused:
-            await entry.call_tool(agent_id, tool, arguments, door="a2a")
+            await entry.call_tool(agent_id, tool, arguments, door="a2a", principal=SYSTEM)
         assert entry.admission.in_flight == 0
     assert refused.value.code == code and named in refused.value.message
     assert sent == []
@@ -107,7 +108,7 @@ async def test_without_approvals_kept_a_call_that_needs_one_is_refused_not_sent(
         registry.add(answering_agent(dispatcher, "calc", [guarded], _answer, calls=sent))
         entry = _entry(dispatcher, registry)
         with pytest.raises(ToolRefused) as refused:
-            await entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp")
+            await entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp", principal=SYSTEM)
         assert entry.admission.in_flight == 0
     assert refused.value.code == ErrorCode.INVALID_REQUEST
     assert "requires a person's approval" in refused.value.message and sent == []
@@ -120,7 +121,7 @@ async def test_a_full_master_refuses_before_sending() -> None:
         registry.add(answering_agent(dispatcher, "calc", [ADD], _answer, calls=sent))
         entry = _entry(dispatcher, registry, limit=0)
         with pytest.raises(QueryRefused) as refused:
-            await entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp")
+            await entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp", principal=SYSTEM)
     assert refused.value.code == ErrorCode.TOO_MANY_QUERIES and sent == []
 
 
@@ -131,7 +132,9 @@ async def test_a_failed_tool_is_a_run_with_its_error_and_cancelling_abandons_the
         registry.add(answering_agent(dispatcher, "calc", [ADD]))  # never answers
         entry = _entry(dispatcher, registry)
         call = asyncio.create_task(
-            entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp", on_progress=progress.append)
+            entry.call_tool(
+                "calc", "add", {"a": 1, "b": 2}, door="mcp", on_progress=progress.append, principal=SYSTEM
+            )
         )
         async with asyncio.timeout(30):
             while dispatcher.in_flight == 0:
@@ -141,5 +144,5 @@ async def test_a_failed_tool_is_a_run_with_its_error_and_cancelling_abandons_the
             await call
         assert dispatcher.in_flight == 0 and entry.admission.in_flight == 0
         dispatcher.refusal = "the master is draining"
-        run = await entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp")
+        run = await entry.call_tool("calc", "add", {"a": 1, "b": 2}, door="mcp", principal=SYSTEM)
     assert run.success is False and "draining" in (run.error or "")

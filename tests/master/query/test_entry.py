@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from master.auth import SYSTEM
 from master.errors import QueryRejected
 from master.orchestration.orchestrator import EventSink
 from master.query.admission import Admission
@@ -68,7 +69,7 @@ async def test_events_in_order_then_the_outcome(
     service = FakeService(outcome)
     service.release.set()
     owner = entry(service)
-    run = owner.submit(QueryRequest(query="hi"), door="sse", query_id="q1", stream=True)
+    run = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="sse", query_id="q1", stream=True)
     with caplog.at_level(logging.ERROR, "master.query.entry"):
         events = [event async for event in run.events()]
     assert shape(events) == ["step", "token", "token", "finished"]
@@ -84,14 +85,14 @@ async def test_events_in_order_then_the_outcome(
 async def test_a_refused_query_runs_nothing_and_names_its_cap() -> None:
     service = FakeService()
     owner = entry(service, limit=1)
-    held = owner.submit(QueryRequest(query="hi"), door="http")
+    held = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="http")
     with pytest.raises(QueryRefused) as refused:
-        owner.submit(QueryRequest(query="hi"), door="websocket")
+        owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="websocket")
     assert refused.value.code == "too_many_queries"
     assert "OPENAGENT_MAX_QUERIES_IN_FLIGHT=1" in refused.value.message
     owner.admission.close("the master is stopping")
     with pytest.raises(QueryRefused) as draining:
-        owner.submit(QueryRequest(query="hi"), door="sse")
+        owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="sse")
     assert (draining.value.code, draining.value.message) == ("draining", "the master is stopping")
     service.release.set()
     assert (await held.result()).success
@@ -101,7 +102,7 @@ async def test_a_refused_query_runs_nothing_and_names_its_cap() -> None:
 async def test_a_door_that_goes_away_does_not_stop_the_run() -> None:
     service = FakeService()
     owner = entry(service)
-    run = owner.submit(QueryRequest(query="hi"), door="sse", stream=True)
+    run = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="sse", stream=True)
     body = run.events()
     first = await anext(body)
     assert isinstance(first, Progress) and first.event == "step"
@@ -119,7 +120,7 @@ async def test_a_door_that_goes_away_does_not_stop_the_run() -> None:
 async def test_aclose_cancels_runs_in_flight_and_ends_their_events() -> None:
     service = FakeService()
     owner = entry(service)
-    run = owner.submit(QueryRequest(query="hi"), door="sse", stream=True)
+    run = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="sse", stream=True)
     body = run.events()
     await anext(body)
     await owner.aclose()
@@ -143,7 +144,9 @@ async def test_the_slot_is_held_until_the_outcome_is_delivered() -> None:
         await sent.wait()
         delivered.append(response)
 
-    run = owner.submit(QueryRequest(query="hi"), door="websocket", query_id="q1", deliver=deliver)
+    run = owner.submit(
+        QueryRequest(query="hi"), principal=SYSTEM, door="websocket", query_id="q1", deliver=deliver
+    )
     over = asyncio.Event()
     run.on_done(lambda: (ended.append("done"), over.set()))
     async with asyncio.timeout(30):
@@ -163,7 +166,7 @@ async def test_every_waiting_door_gets_the_runs_outcome() -> None:
     door that gives up does not stop the run."""
     service = FakeService()
     owner = entry(service)
-    run = owner.submit(QueryRequest(query="hi"), door="http")
+    run = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="http")
     first, second = asyncio.create_task(run.result()), asyncio.create_task(run.result())
     await asyncio.sleep(0)  # both wait
     service.release.set()
@@ -174,12 +177,12 @@ async def test_every_waiting_door_gets_the_runs_outcome() -> None:
     async def broken(_: QueryResponse) -> None:
         raise ConnectionError("the door's socket is gone")
 
-    failing = owner.submit(QueryRequest(query="hi"), door="websocket", deliver=broken)
+    failing = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="websocket", deliver=broken)
     with pytest.raises(ConnectionError):
         await asyncio.wait_for(failing.result(), timeout=30)
 
     service.release.clear()
-    stopped = owner.submit(QueryRequest(query="hi"), door="http")
+    stopped = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="http")
     waiting = asyncio.create_task(stopped.result())
     await asyncio.sleep(0)
     stopped.cancel()  # the run is stopped (its client cancelled it, or the master stops)

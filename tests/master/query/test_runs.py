@@ -23,7 +23,7 @@ from openagent import OrchestratorActionAgent, QueryClient, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
-from tests.factories import InProcessMaster, MasterProcess, in_process_master
+from tests.factories import EVERY_TENANT, InProcessMaster, MasterProcess, in_process_master
 
 KEY = "runs-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}
@@ -79,7 +79,7 @@ async def works(llm: ScriptedOpenAIServer) -> AsyncIterator[Works]:
         calls: list[tuple[str, dict[str, Any]]] = []
         async with works_agent(master.ws_url, calls):
             async with asyncio.timeout(30):
-                while "works" not in master.services.agents.known_ids():
+                while "works" not in master.services.agents.known_ids(EVERY_TENANT):
                     await asyncio.sleep(0.01)
             async with httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=60) as http:
                 yield Works(master, http, calls)

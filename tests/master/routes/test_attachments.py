@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from master.llm.model import ChatResult, FunctionChatModel
-from tests.factories import in_process_master
+from tests.factories import EVERY_TENANT, in_process_master
 
 CAP = 3000
 LLM_CALLS: list[int] = []
@@ -34,7 +34,7 @@ async def test_an_html_attachment_is_served_as_a_download_not_a_page() -> None:
             assert query.status_code == 200, query.text
             session_id = query.json()["session_id"]
             store = master.app.state.services.attachments
-            (item,) = await store.files(session_id)
+            (item,) = await store.files(session_id, EVERY_TENANT)
             token = await store.issue_token(session_id, 60)
             blob = await http.get(f"/attachments/{item.ref}", headers={"X-OpenAgent-Call-Token": token})
     assert blob.status_code == 200 and blob.content == page
@@ -72,7 +72,7 @@ async def test_a_session_s_attachments_are_capped_with_a_413_naming_the_setting(
             message = str(body.get("error") or body.get("detail"))
             assert "OPENAGENT_SESSION_ATTACHMENT_MAX_BYTES" in message and "3000 bytes per session" in message
             assert len(LLM_CALLS) == calls  # refused before the model ran
-            files = await master.app.state.services.attachments.files(session_id)
+            files = await master.app.state.services.attachments.files(session_id, EVERY_TENANT)
             assert [item.filename for item in files] == ["a.txt"]
             other = await http.post(
                 "/query", json={"query": "fresh", "attachments": [attachment("b.txt", b"b" * 1600)]}
