@@ -363,6 +363,7 @@ class ApprovalDesk:
             self._sweeping = asyncio.create_task(self._sweep_every(interval_seconds), name="approvals-sweep")
 
     async def _sweep_every(self, interval: float) -> None:
+        current = asyncio.current_task()
         while True:
             await asyncio.sleep(interval)
             try:
@@ -371,6 +372,10 @@ class ApprovalDesk:
                 logger.warning("approvals sweep: %s; trying again in %.0f s", exc, interval)
             except Exception:
                 logger.exception("approvals sweep failed; trying again in %.0f s", interval)
+            if current is not None and current.cancelling():
+                # Cancelled (aclose) just as a Redis call's own timeout fired: the call failed
+                # with the timeout instead of the cancellation, which must still stop the loop.
+                raise asyncio.CancelledError
 
     async def aclose(self) -> None:
         """Stop sweeping and stop waiting for resumed runs (their runs are the entry's to end)."""
