@@ -361,10 +361,13 @@ def test_master_service_account_may_manage_agent_workloads() -> None:
         ("", "pods", ("get", "list", "watch", "create", "delete")),
         ("", "pods/log", ("get",)),
         ("", "configmaps", ("get", "list", "create", "delete")),
+        ("", "secrets", ("list", "create", "delete")),  # each agent Pod's own key
         ("apps", "deployments", ("get", "list", "watch", "create", "delete")),
     ]:
         for verb in verbs:
             assert (group, resource, verb) in granted, (group, resource, verb)
+    # Secrets: only making, listing (to tear down by label) and removing agents' own.
+    assert not {verb for group, resource, verb in granted if resource == "secrets"} & {"get", "watch"}
     # Nothing outside the namespace, and no wildcards.
     assert not _objects("ClusterRole") and not _objects("ClusterRoleBinding")
     assert all("*" not in values for rule in rules for values in rule.values())
@@ -404,8 +407,10 @@ def test_pool_pods_carry_the_pool_label_selector_and_serve_the_runner_port() -> 
     assert [p["containerPort"] for p in container["ports"]] == [port]
     env = {var["name"]: var for var in container["env"]}
     assert env["MASTER_WS"]["value"] == "ws://openagent-master:8000/ws"
-    # The runner's token is the master's key: the master authenticates with it.
-    assert env["OPENAGENT_API_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "OPENAGENT_API_KEY"
+    # The runner's token is the master's key: the master authenticates with it. It is not
+    # OPENAGENT_API_KEY, which a runner would hand to its agents: each gets its own from the master.
+    assert env["POOL_RUNNER_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "OPENAGENT_API_KEY"
+    assert "OPENAGENT_API_KEY" not in env
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
     # Only the master's Pods carry the pool label: the sandbox must not pick another workload.
