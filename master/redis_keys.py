@@ -20,6 +20,16 @@ def session_owner_key(session_id: str) -> str:
     return f"{SESSION_OWNER_PREFIX}{session_id}"
 
 
+SESSION_SUMMARIES_PREFIX = "session_summaries:"
+"""``session_summaries:{session_id}`` → how many summary turns the session has, written with each
+summary (a compare-and-set: one summary per span, whatever the interleaving of the queries and
+masters that decided one); its TTL follows the session's."""
+
+
+def session_summaries_key(session_id: str) -> str:
+    return f"{SESSION_SUMMARIES_PREFIX}{session_id}"
+
+
 SUMMARY_LOCK_PREFIX = "summary_lock:"
 """``summary_lock:{session_id}`` → a random token while one master summarizes the session
 (TTL ``SUMMARY_LOCK_SECONDS``; deleted by its holder only)."""

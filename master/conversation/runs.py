@@ -6,7 +6,10 @@ state (``running``, ``awaiting_approval``, ``awaiting_tool_results``, ``stopped`
 ``failed``), which master holds it, its session, the tool calls it completed and the ones in
 flight. Off the hot path as far as it goes:
 
-- a run starts in this master's memory only (:meth:`RunStore.begin`, no round trip);
+- a run starts in this master's memory only (:meth:`RunStore.begin`, no round trip), and is
+  nobody's business until the query service has accepted its request (:meth:`RunStore.accept`):
+  a request refused before that (unknown session, bad attachment, unknown agent...) leaves no
+  record, since a record would keep what the refusal names (a file name, a session id);
 - the holder's lease and the records of the runs that have lasted since the last tick are
   written together, in one pipeline per tick (a third of ``OPENAGENT_RUN_LEASE_SECONDS``), for
   every run of the master: one lease (``run_lease:{master_id}``, a token new at every start), not
@@ -129,6 +132,11 @@ class LiveRun:
     dirty: bool = True
     ended: bool = False
     """Its final record is written (along with the session's last turns)."""
+    accepted: bool = False
+    """The query service accepted its request (:meth:`RunStore.accept`): until then nothing of
+    the run is written, and a refusal ends it without a record."""
+    announce: bool = False
+    """Its door names the run before its end (a stream): written ``running`` as soon as accepted."""
 
     def sending(self, calls: Iterable[tuple[str, str, Any]]) -> None:
         """Calls ``(id, function name, arguments)`` about to be sent."""
@@ -184,15 +192,26 @@ class RunStore(TenantRecords):
     def begin(
         self, run_id: str, *, query_id: str, session_id: str | None, tenant: str | None = None
     ) -> LiveRun:
-        """A new run held here: in memory until the next tick or its end."""
-        live = LiveRun(run_id, query_id, session_id, tenant)
+        """A new run held here, in memory only until it is accepted (:meth:`accept`)."""
+        return LiveRun(run_id, query_id, session_id, tenant)
+
+    async def accept(self, live: LiveRun) -> None:
+        """The query service accepted the run's request: from now on the run has a record (the
+        next tick, its end, or now when its door names it before the end: :attr:`LiveRun.announce`)."""
+        if live.accepted:
+            return
+        live.accepted = True
         self._live.add(live)
-        return live
+        if live.announce:
+            await self.announce(live)
 
     async def end(self, live: LiveRun, state: RunState, *, reason: str | None = None) -> None:
         """Write the run's final state (one pipeline). A failing write is retried at the next tick
-        and logged; it never fails the answer."""
+        and logged; it never fails the answer. A run never accepted (its request was refused)
+        ends without a record."""
         self._live.discard(live)
+        if not live.accepted:
+            return
         try:
             async with asyncio.timeout(self._timeout):
                 if live.synced is None and live.checkpoint is None:  # the common case: one SET
@@ -225,7 +244,7 @@ class RunStore(TenantRecords):
     def abandon(self, live: LiveRun, reason: str) -> None:
         """The run stopped without an answer (cancelled): recorded ``failed`` at the next tick."""
         self._live.discard(live)
-        if live.ended:
+        if live.ended or not live.accepted:
             return
         self._ended.append((live, "failed", reason))
 
@@ -316,7 +335,10 @@ class RunStore(TenantRecords):
 
     def claimed(self, live: LiveRun, record: dict[str, Any], checkpoint: dict[str, Any]) -> None:
         """``live`` continues the claimed run of ``record`` (same id, its earlier calls kept); if
-        it fails before it gets anywhere, it can resume from ``checkpoint`` again."""
+        it fails before it gets anywhere, it can resume from ``checkpoint`` again. Its record
+        exists already: the run is accepted."""
+        live.accepted = True
+        self._live.add(live)
         live.synced = live.run_id
         live.checkpoint = checkpoint
         live.query_id = str(record.get("query_id") or live.query_id)

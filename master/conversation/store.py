@@ -43,6 +43,7 @@ from master.redis_keys import (
     plan_claim_key,
     session_key,
     session_owner_key,
+    session_summaries_key,
     summary_lock_key,
 )
 
@@ -151,6 +152,23 @@ end
 return 1
 """
 
+# Appends a summary turn only if the session still has the ARGV[3] summary turns its query saw
+# (KEYS[3] counts them; no count: a session summarized before it was kept, taken as it is), then
+# counts it: of the queries that decided a summary of the same span, one stores it.
+# KEYS: session, owner, count; ARGV: turn, ttl, summaries seen.
+_APPEND_SUMMARY = """
+local seen = tonumber(ARGV[3])
+local count = redis.call('GET', KEYS[3])
+if count and tonumber(count) ~= seen then return 0 end
+local n = redis.call('STRLEN', KEYS[1])
+if n <= 2 then return 0 end
+redis.call('SETRANGE', KEYS[1], n - 1, ',' .. ARGV[1] .. ']')
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[3], seen + 1, 'EX', ARGV[2])
+return 1
+"""
+
 # Reads only what was appended since the caller's copy of ``known`` bytes: {length, text}, where
 # text is "" (unchanged), the tail from the old closing ']' on, or the whole value. With a
 # tenant in ARGV[2], a session KEYS[2] says another tenant owns answers {-1, ''}.
@@ -164,11 +182,11 @@ if known > 2 and n > known then return {n, redis.call('GETRANGE', KEYS[1], known
 return {n, redis.call('GET', KEYS[1])}
 """
 
-# Deletes the session (and its owner key) unless ARGV[1] names a tenant that does not own it.
+# Deletes the session (its owner key, its summary count) unless ARGV[1] names a tenant that does not own it.
 _DELETE = """
 if ARGV[1] ~= '' and (redis.call('GET', KEYS[2]) or ARGV[2]) ~= ARGV[1] then return 0 end
 local n = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2])
+redis.call('DEL', KEYS[2], KEYS[3])
 return n
 """
 
@@ -250,6 +268,7 @@ class SessionStore(TenantRecords):
         command and the client's one retry together (``REDIS_QUERY_TIMEOUT_SECONDS``); ``None``: the
         client's own socket timeouts only."""
         self._append = redis.register_script(_APPEND)
+        self._append_summary = redis.register_script(_APPEND_SUMMARY)
         self._appends = GroupCommit(redis)
         """Concurrent queries' appends go out as one pipeline (each still waits for its own answer)."""
         self._load = redis.register_script(_LOAD)
@@ -368,6 +387,17 @@ class SessionStore(TenantRecords):
             await self._appends.run(self._append, keys, args)
         self._answered_at = time.monotonic()
 
+    async def append_summary(self, session_id: str, turn: Turn, seen: int) -> bool:
+        """Append the summary ``turn`` of a query that saw ``seen`` summary turns in the session,
+        unless another summary was stored since (False: this one is not stored). The summary lock
+        makes that rare; this makes it impossible (at most one summary per span), whatever the
+        interleaving: a lock lost to its TTL, a reload that raced an append, several masters."""
+        keys = [session_key(session_id), session_owner_key(session_id), session_summaries_key(session_id)]
+        async with self._step():
+            stored = await self._append_summary(keys=keys, args=[dump_json(turn), self._ttl, seen])
+        self._answered_at = time.monotonic()
+        return bool(stored)
+
     @asynccontextmanager
     async def summary_lock(self, session_id: str) -> AsyncIterator[None]:
         """Hold the session's summary lock: one summarization per session at a time, across masters.
@@ -466,7 +496,11 @@ class SessionStore(TenantRecords):
         tenant = self._scoped("delete", scope).tenant
         try:
             deleted = await self._delete(
-                keys=[session_key(session_id), session_owner_key(session_id)],
+                keys=[
+                    session_key(session_id),
+                    session_owner_key(session_id),
+                    session_summaries_key(session_id),
+                ],
                 args=[tenant or "", DEFAULT_TENANT],
             )
         except RedisError as exc:

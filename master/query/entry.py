@@ -231,9 +231,9 @@ class QueryEntry:
             try:
                 events = run._emit if run._events is not None else None
                 if events is not None and live is not None and extras is None:
-                    # A stream names its run before the end (SSE header, A2A task): readable now.
-                    assert self.runs is not None
-                    await self.runs.announce(live)
+                    # A stream names its run before the end (SSE header, A2A task): readable as
+                    # soon as the service accepts the request (a refusal leaves no record).
+                    live.announce = True
                 more: dict[str, Any] = {}
                 if extras is not None:
                     more["extras"] = extras
@@ -256,7 +256,10 @@ class QueryEntry:
                         ErrorCode.INTERNAL_ERROR, "internal error while answering; see the master's log"
                     ),
                 )
-            if live is not None:
+            if live is not None and not live.accepted:  # refused: no run, nothing of it stored
+                response.run_id = None
+                live = None
+            elif live is not None:
                 response.run_id = run.run_id = live.run_id
                 assert self.runs is not None
                 if not live.ended:  # written with the session's answer, as a rule

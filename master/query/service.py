@@ -225,8 +225,6 @@ class QueryService:
                 live.query_id = str(paused.get("query_id") or live.query_id)
                 live.completed[:0] = paused.get("completed") or []
                 live.created_at = float(paused.get("created_at") or live.created_at)
-        if extras.history and session_hint is None:
-            turns = await self._store_history(session_id, extras.history, principal.tenant)
         toolbox = Toolbox(targets)
         settings = self._settings
         budget = BudgetTracker.from_request(
@@ -258,7 +256,11 @@ class QueryService:
         extra_tools = self._collaboration_hook(
             hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
         )
-        rag = await self._rag_query(
+        extra_tools += self._spawn_hook(hooks, request, principal)
+        if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
+            hooks.approval = approval
+        extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
+        rag = await self._rag_query(  # the last check (its cap), storing the files it accepts
             session_id,
             toolbox,
             new_files,
@@ -268,10 +270,9 @@ class QueryService:
         )
         if rag is not None:
             hooks.call_options = rag.call_options
-        extra_tools += self._spawn_hook(hooks, request, principal)
-        if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
-            hooks.approval = approval
-        extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
+        # Accepted: only now does the run have a record (a refusal above left nothing in Redis).
+        if live is not None and self.runs is not None:
+            await self.runs.accept(live)
         started = time.monotonic()
         run = _Run(
             orchestrator,
@@ -290,6 +291,8 @@ class QueryService:
         run.system_note = rag.system_note() if rag is not None else ""
         outcome: Outcome | None = None
         try:
+            if extras.history and session_hint is None:
+                run.turns = await self._store_history(session_id, extras.history, principal.tenant)
             if paused is not None and extras.resume_run is not None:
                 outcome = (
                     await self._resume_held(run, extra_tools, paused, taken=True)
@@ -891,7 +894,11 @@ class QueryService:
                 system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
             )
             if context.summary_turn is not None:
-                await self._sessions.append(session_id, [context.summary_turn])
+                seen = sum(1 for turn in run.turns if turn.get("decision") == "summary")
+                if not await self._sessions.append_summary(session_id, context.summary_turn, seen):
+                    logger.info(
+                        "session %s: a summary of this span was stored first; this one is not", session_id
+                    )
         run.budget.add_tokens(spent)
         return context
 

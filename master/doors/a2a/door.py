@@ -40,6 +40,7 @@ from master.agents.directory import AgentDirectory
 from master.auth import Principal, Scope, principal_of
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor
+from master.doors.a2a.logs import logged, quiet_sdk
 from master.doors.a2a.store import (
     PRINCIPAL_KEY,
     SCOPE_KEY,
@@ -173,10 +174,12 @@ class A2ADoor:
         )
         self._watch: asyncio.Task[None] | None = None
         self._endpoints: dict[tuple[str, str], Endpoint] = {}
+        quiet_sdk()  # a client's mistake is one WARNING of this door's, not the SDK's tracebacks
         for route in _sdk_routes(self.handler):
             endpoint = route.endpoint
             if route.path.endswith(_V03_STREAMS):
                 endpoint = _eager(endpoint)
+            endpoint = logged(endpoint, route.path)
             for method in route.methods or ():
                 self._endpoints[(route.path, method)] = endpoint
 

@@ -126,11 +126,16 @@ async def test_every_answer_names_its_run_and_the_record_has_its_calls(
     openagent_run = completion.json()["openagent"]["run_id"]
     assert (await works.http.get(f"/runs/{openagent_run}")).json()["state"] == "completed"
 
-    # A failed run is recorded failed, with why.
-    failed = await works.http.post("/query", json={"query": "hi", "session_id": "no-such-session"})
-    assert failed.status_code == 404
+    # A run that failed is recorded failed, with why.
+    llm.add_error(400, "the provider refused it", retry=False)
+    failed = await works.http.post("/query", json={"query": "hi"})
+    assert failed.status_code == 502, failed.text
     record = (await works.http.get(f"/runs/{failed.json()['run_id']}")).json()
-    assert record["state"] == "failed" and "unknown_session" in record["reason"]
+    assert record["state"] == "failed" and "the provider refused it" in record["reason"]
+
+    # A refused request has no run (a record would keep what the refusal names).
+    refused = await works.http.post("/query", json={"query": "hi", "session_id": "no-such-session"})
+    assert refused.status_code == 404 and refused.json()["run_id"] is None
 
 
 async def test_a_budget_halt_resumes_with_a_larger_budget_without_repeating_calls(

@@ -26,10 +26,11 @@ from typing import Any
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 from mcp import Client
 
 from master.llm.model import ChatMessage, ChatResult, FunctionChatModel, ToolCallRequest
-from tests.factories import WEATHER_TOOL, InProcessMaster, RawPeer, in_process_master
+from tests.factories import TEST_REDIS_URL, WEATHER_TOOL, InProcessMaster, RawPeer, in_process_master
 
 Outcome = tuple[str | None, int | None]
 """``(error_code, HTTP status or None)``."""
@@ -227,3 +228,67 @@ async def test_unknown_agent_names_the_ids_and_at_most_20_known_ones(master: InP
     # 21 connected here (and maybe invocation agents other tests left in Redis): 20 named, the rest counted
     known = message.split("known agents: ", 1)[1]
     assert len(re.findall(r"'[^']+'", known)) == 20 and re.search(r"' and \d+ more$", known), message
+
+
+async def stored_mentions(marker: str) -> list[str]:
+    """Every key of the tests' Redis whose name or value mentions ``marker`` (any type of value)."""
+    redis = aioredis.Redis.from_url(TEST_REDIS_URL)
+    found: list[str] = []
+    try:
+        async for raw in redis.scan_iter(count=1000):
+            key = raw.decode(errors="replace")
+            kind = (await redis.type(raw)).decode()
+            if kind == "string":
+                value: Any = await redis.get(raw)
+            elif kind == "hash":
+                value = await redis.hgetall(raw)
+            elif kind == "list":
+                value = await redis.lrange(raw, 0, -1)
+            elif kind == "set":
+                value = await redis.smembers(raw)
+            elif kind == "zset":
+                value = await redis.zrange(raw, 0, -1)
+            elif kind == "stream":
+                value = await redis.xrange(raw)
+            else:
+                value = b""
+            if marker in key or marker.encode() in repr(value).encode():
+                found.append(key)
+    finally:
+        await redis.aclose()
+    return found
+
+
+@pytest.mark.parametrize("door", DOORS, ids=[d.name for d in DOORS])
+async def test_a_refused_request_leaves_nothing_in_redis_on_every_door(
+    master: InProcessMaster, door: Door
+) -> None:
+    """A request the service refuses (an unknown session) has no run record and no other trace:
+    a record written before the refusal would keep what the refusal names."""
+    marker = f"secret-session-{door.name}"
+    code, _ = await door.ask(master, {"query": "Weather in Paris?", "session_id": marker})
+    assert code == "unknown_session"
+    assert await stored_mentions(marker) == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_an_attachment_refused_for_its_base64_leaves_no_file_name_and_no_run(
+    master: InProcessMaster, stream: bool
+) -> None:
+    name = f"secret-name-{'sse' if stream else 'json'}.pdf"
+    attachment = {"filename": name, "mime_type": "application/pdf", "content_base64": "%%% not base64 %%%"}
+    body = {"query": "read it", "attachments": [attachment], "stream": stream}
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=60) as http:
+        response = await http.post("/query", json=body)
+        if stream:  # the stream's header named its run before the refusal: it has no record
+            assert response.headers["content-type"].startswith("text/event-stream")
+            last = response.text.strip().split("\n\n")[-1].split("\n")[1]
+            answer = json.loads(last.removeprefix("data: "))
+            run = await http.get(f"/runs/{response.headers['OpenAgent-Run-Id']}")
+            assert run.status_code == 404 and run.json()["error_code"] == "unknown_run"
+        else:
+            assert response.status_code == 400, response.text
+            answer = response.json()
+    assert answer["error_code"] == "invalid_attachment" and name in answer["error"]
+    assert answer["run_id"] is None  # refused before it ran: no run
+    assert await stored_mentions(name) == [] and await stored_mentions(answer["query_id"]) == []
