@@ -9,7 +9,8 @@
 # Talks to the kube context of the Minikube profile (MINIKUBE_PROFILE, default "minikube"),
 # never to whatever context happens to be current. OPENAI_API_KEY and OPENAGENT_API_KEY come
 # from the environment or .env (created from .env.example with a fresh OPENAGENT_API_KEY when
-# missing) and go into the Secret openagent-secrets. Rerun it after a code change: it rebuilds
+# missing) and go into the Secret openagent-secrets, with the password the cluster's Redis
+# requires (K8S_REDIS_PASSWORD, generated into .env once). Rerun it after a code change: it rebuilds
 # the images and restarts the Deployments that use them. ROLLOUT_TIMEOUT (default 180s)
 # bounds each wait.
 set -euo pipefail
@@ -64,15 +65,25 @@ if [[ ! -f .env ]]; then
   log "created .env from .env.example with a fresh OPENAGENT_API_KEY; put your OPENAI_API_KEY in it"
 fi
 load_env_file .env
+# The cluster's Redis requires a password (deploy/k8s/redis.yaml): generated once into .env
+# (K8S_REDIS_PASSWORD, apart from REDIS_URL, which is the host's Redis), so a rerun keeps the
+# password the running Redis was started with.
+if [[ -z ${K8S_REDIS_PASSWORD:-} ]]; then
+  K8S_REDIS_PASSWORD=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  # A leading newline: the last line of .env may lack its own.
+  (umask 077 && printf '\nK8S_REDIS_PASSWORD=%s\n' "$K8S_REDIS_PASSWORD" >>.env)
+  log "added a fresh K8S_REDIS_PASSWORD to .env (the password of the cluster's Redis)"
+fi
 
 log "applying $K8S_DIR/namespace.yaml"
 kube apply -f "$K8S_DIR/namespace.yaml"
 
 # The values go through pipes, not the command line, so they never show in the process list.
-log "creating/updating the Secret openagent-secrets from .env (OPENAI_API_KEY, OPENAGENT_API_KEY)"
+log "creating/updating the Secret openagent-secrets from .env (OPENAI_API_KEY, OPENAGENT_API_KEY, REDIS_PASSWORD)"
 kube -n "$NAMESPACE" create secret generic openagent-secrets \
   --from-file=OPENAI_API_KEY=<(printf '%s' "${OPENAI_API_KEY:-}") \
   --from-file=OPENAGENT_API_KEY=<(printf '%s' "${OPENAGENT_API_KEY:-}") \
+  --from-file=REDIS_PASSWORD=<(printf '%s' "${K8S_REDIS_PASSWORD:?}") \
   --dry-run=client -o yaml | kube apply -f -
 
 # wait_rollout NAME: wait until deployment/NAME is rolled out, or show its Pods and fail.

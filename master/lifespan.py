@@ -40,6 +40,7 @@ from master.agents.registry import Registry
 from master.agents.tool_calls import ToolCaller
 from master.agents.url_policy import AgentUrlPolicy
 from master.attachments import AttachmentStore, RagLink
+from master.builder.credentials import AgentKeys
 from master.builder.service import AgentBuilder
 from master.cluster.collaboration import ClusterCollaborations
 from master.cluster.directory import ClusterDirectory
@@ -339,7 +340,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
     sandbox_http = AsyncClient(timeout=settings.openagent_k8s_api_timeout)
     stack.push_async_callback(sandbox_http.aclose)
-    sandbox = create_sandbox(settings, redis, sandbox_http)
+    sandbox = create_sandbox(settings, redis, sandbox_http, AgentKeys(keys))
     stack.callback(sandbox.close)
     await _report_sandbox(sandbox)
     queries = QueryService(

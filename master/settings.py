@@ -318,7 +318,8 @@ class Settings(BaseSettings):
     openagent_k8s_indexer_redis_sidecar: bool = True
     """Give ``document-indexer-agent`` a Redis sidecar in ``new_pod`` placement."""
     openagent_k8s_indexer_redis_url: str | None = None
-    """Unset: ``REDIS_URL``."""
+    """Redis of ``document-indexer-agent`` without its sidecar (unset: none; never ``REDIS_URL``,
+    whose password is the master's)."""
     openagent_k8s_sandbox_runtime_ttl: int = Field(default=604800, gt=0)
     """TTL of the sandbox's placement records (``sandbox:placement:{id}``)."""
     # Not in the spec's table: the resources and runtime class of new_pod agent Pods.

@@ -1,7 +1,10 @@
 # The OpenAgent master: FastAPI app (HTTP API + WebSocket hub at /ws) on port 8000.
 #
 #   docker build -f deploy/docker/master.Dockerfile -t openagent/master:latest .
-#   docker run --rm -p 8000:8000 -e REDIS_URL=redis://host.docker.internal:6379 openagent/master:latest
+#   docker run --rm -p 8000:8000 -e REDIS_URL=redis://:PASSWORD@host.docker.internal:6379 openagent/master:latest
+#
+# Give Redis a password (redis-server --requirepass): agent code that reaches its port must not
+# be able to use it.
 #
 # Build from the repository root (the context). Configuration comes from the environment
 # (see .env.example); .env is kept out of the image by .dockerignore.

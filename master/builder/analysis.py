@@ -1,6 +1,8 @@
 """Static analysis of an agent module's source: what agent it defines, without importing it.
 
-The module is parsed with :mod:`ast` and never executed. An agent definition is a call to
+The module is parsed with :mod:`ast` and never executed. It is first decoded as Python decodes
+it when it imports the file (:func:`python_text`): a coding cookie such as ``# coding: utf-7``
+changes what the bytes mean, so analysing the text as written would check other code than runs. An agent definition is a call to
 ``OrchestratorActionAgent``, ``OrchestratorWebSocketActionAgent`` or ``InvocationActionAgent``
 (or a subclass defined in the module, or its ``super().__init__``); its ``agent_id`` and
 ``tools`` must be literals, or names of module-level literals (``TOOLS = [ToolSchema(...)]``),
@@ -11,6 +13,7 @@ unresolvable rather than guessed.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import itertools
 import re
 from collections.abc import Iterable
@@ -211,13 +214,24 @@ def _statements_to_walk(tree: ast.Module, source: str, names: Iterable[str]) -> 
     ]
 
 
+def python_text(source: str) -> str:
+    """``source`` as Python reads it from a UTF-8 file: decoded with the encoding its coding
+    cookie declares (UTF-8 without one). Raises ``SyntaxError`` when that fails."""
+    try:
+        return importlib.util.decode_source(source.encode("utf-8", "surrogateescape"))
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise SyntaxError(f"cannot be decoded as Python reads the file: {exc}") from exc
+
+
 def analyse(source: str, filename: str = "<agent>", *, full: bool = True) -> ModuleAnalysis:
-    """Parse ``source`` and find its agent definitions. Raises ``SyntaxError``.
+    """Decode ``source`` as Python would (:func:`python_text`), parse it and find its agent
+    definitions. Raises ``SyntaxError``.
 
     ``full`` walks every node (imports anywhere, for the code checks); without it (discovery)
     only the top-level statements that mention an agent class are walked, and only top-level
     imports are listed.
     """
+    source = python_text(source)
     tree = ast.parse(source, filename=filename)
     evaluator = _Evaluator(_constants(tree))
     subclasses = _subclasses(tree)

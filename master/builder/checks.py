@@ -134,7 +134,8 @@ def static_checks(
     try:
         analysis = analyse(source, "<generated>")
     except SyntaxError as exc:
-        return CheckReport([Check("parses", False, f"line {exc.lineno}: {exc.msg}")])
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        return CheckReport([Check("parses", False, f"{where}{exc.msg}")])
     except (ValueError, RecursionError) as exc:
         return CheckReport([Check("parses", False, str(exc))])
     checks = [Check("parses", True)]

@@ -30,19 +30,28 @@ class AgentKeys:
     def __init__(self, keys: KeyStore) -> None:
         self._keys = keys
 
+    async def make(self, agent_id: str, tenant: str) -> tuple[str, str]:
+        """A new key for ``agent_id`` owned by ``tenant``: its id (to revoke it) and its secret."""
+        key, secret = await self._keys.create(
+            name=AGENT_KEY_NAME.format(agent_id=agent_id),
+            role=Role.AGENT,
+            tenant=tenant,
+            agent_ids=[exact_pattern(agent_id)],
+        )
+        return key.key_id, secret
+
+    async def revoke(self, key_id: str) -> None:
+        """Revoke a key :meth:`make` made (nothing when it is gone already)."""
+        await self._keys.revoke(key_id)
+
     def issuer(self, tenant: str) -> IssueCredential:
         """What the process runner calls for each agent it starts on behalf of ``tenant``."""
 
         async def issue(agent_id: str) -> AgentCredential:
-            key, secret = await self._keys.create(
-                name=AGENT_KEY_NAME.format(agent_id=agent_id),
-                role=Role.AGENT,
-                tenant=tenant,
-                agent_ids=[exact_pattern(agent_id)],
-            )
+            key_id, secret = await self.make(agent_id, tenant)
 
             async def revoke() -> None:
-                await self._keys.revoke(key.key_id)
+                await self.revoke(key_id)
 
             return AgentCredential(secret=secret, revoke=revoke)
 

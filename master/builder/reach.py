@@ -9,8 +9,23 @@ never are) and refused when that object is, or comes from, a denied module. Path
 cannot follow statically (a method of a run-time object such as ``loop.subprocess_exec``) are
 refused by the attribute's name.
 
-The checks make misuse hard to write by accident or to slip past a reviewer; they are not a
-sandbox. What an agent may do at run time is bounded by the process it runs in.
+What the walk resolves beyond names and paths: a built-in of :data:`DYNAMIC_CALLS` referred to
+at all, not only called (``e = eval``, an ``@eval`` decorator, ``functools.partial(exec)``);
+attribute names given as literal strings (``getattr(x, "...")``, ``operator.attrgetter`` and
+``methodcaller``, the fields of ``str.format`` / ``string.Formatter`` strings such as
+``"{0.__globals__}"``), and string annotations (which ``typing.get_type_hints`` and pydantic
+evaluate), parsed and checked as code; ``typing.ForwardRef`` and ``get_type_hints`` themselves
+are refused.
+
+No well-kept analyser fits this job: linters such as bandit flag direct calls but follow no
+alias and resolve no module path, RestrictedPython rewrites the code to run under its own guards
+(the agents run unmodified, with the SDK), and type checkers answer other questions. So the walk
+stays hand-written and small.
+
+The checks make misuse hard to write by accident or to slip past a reviewer; they are a second
+line, not a sandbox, and cannot be complete (Python reaches the same object in endless ways).
+What an agent may do at run time is bounded by the process it runs in: its own user, key and
+limits (the security page's "What agent code can reach").
 """
 
 from __future__ import annotations
@@ -18,8 +33,11 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import re
+import string
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 ALLOWED_PACKAGES = frozenset({"openagent", "protocol", "httpx", "pydantic"})
@@ -134,6 +152,12 @@ DENIED_ATTRIBUTES = frozenset(
         "cr_frame",
         "ag_frame",
         "tb_frame",
+        # evaluation of strings hidden in typing
+        "ForwardRef",
+        "get_type_hints",
+        "_eval_type",
+        "_evaluate",
+        "evaluate_forward_ref",
     }
 )
 """Attribute names refused on any object: process creation and interpreter internals reached from
@@ -141,6 +165,14 @@ run-time values the checker cannot resolve."""
 
 ALLOWED_DUNDERS = frozenset({"__init__", "__name__"})
 _DENIED_NAMES = frozenset({"__builtins__", "__import__", "__loader__", "__spec__"})
+_ATTRIBUTE_STRINGS = frozenset({"attrgetter", "methodcaller"})
+"""Callables whose string arguments name attributes (``operator.attrgetter("a.b")``)."""
+_FORMAT_METHODS = frozenset({"format", "format_map", "vformat", "get_field", "get_value"})
+"""Methods whose format string reaches attributes through its fields (``"{0.__globals__}"``)."""
+_FORMATTER = string.Formatter()
+_FIELD_HEAD = re.compile(r"[^.\[]*")
+_FIELD_PARTS = re.compile(r"\.([^.\[]*)|\[([^\]]*)\]")
+"""A replacement field's first name, then its ``.attribute`` and ``[index]`` parts."""
 _MODULE_ATTRIBUTES = frozenset(
     {"os", "sys", "posix", "nt", "subprocess", "posixsubprocess", "builtins", "importlib", "ctypes"}
     | {"multiprocessing", "pty", "shutil", "runpy", "marshal", "pickle"}
@@ -242,7 +274,55 @@ class _Reach:
                                 changed = True
         for node in ast.walk(self.tree):
             self._visit(node)
+        for annotation in _string_annotations(self.tree):
+            self._annotation(annotation)
         return imports, list(dict.fromkeys(self.problems))
+
+    def _annotation(self, node: ast.Constant) -> None:
+        """A string annotation is code that typing and pydantic evaluate: check it as code."""
+        line = node.lineno
+        try:
+            expression = ast.parse(str(node.value).strip(), mode="eval")
+        except SyntaxError:
+            self.problems.append(f"line {line}: the string annotation {node.value!r} is not an expression")
+            return
+        for inner in ast.walk(expression):
+            if hasattr(inner, "lineno"):
+                inner.lineno = line
+            self._visit(inner)
+
+    def _attribute_names(self, names: list[str], line: int, what: str) -> None:
+        """Attribute names given as text: each dotted part is checked like ``x.part``."""
+        for name in names:
+            for part in name.replace("[", ".").replace("]", "").split("."):
+                if _attribute_denied(part) or part in DYNAMIC_CALLS or part in _DENIED_NAMES:
+                    self.problems.append(f"line {line}: attribute {part!r} ({what}) is not allowed")
+
+    def _strings(self, node: ast.Call, line: int) -> None:
+        """Attribute access written as strings: attrgetter, methodcaller and format fields."""
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in _ATTRIBUTE_STRINGS:
+            literals = [arg.value for arg in node.args if isinstance(arg, ast.Constant)]
+            if name == "methodcaller":
+                literals = literals[:1]
+                dynamic = not node.args or not _is_text(node.args[0])
+            else:
+                dynamic = not all(_is_text(arg) for arg in node.args)
+            if dynamic:
+                self.problems.append(f"line {line}: {name}() needs literal attribute names; not allowed")
+            self._attribute_names([str(text) for text in literals], line, name)
+        elif name in _FORMAT_METHODS:
+            receiver = func.value if isinstance(func, ast.Attribute) else None
+            texts = [arg for arg in [receiver, *node.args] if arg is not None and _is_text(arg)]
+            if name in ("vformat", "get_field") and not (node.args and _is_text(node.args[0])):
+                self.problems.append(f"line {line}: {name}() needs a literal format string; not allowed")
+            for text in texts:
+                assert isinstance(text, ast.Constant)
+                # get_field takes one field name ("0.__globals__"), the others a format string.
+                value = str(text.value)
+                parts = _field_parts(value) if name == "get_field" else _format_attributes(value)
+                self._attribute_names(parts, line, f"in {text.value!r}")
 
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -340,15 +420,19 @@ class _Reach:
 
     def _visit(self, node: ast.AST) -> None:
         line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Call):
+            self._strings(node, line)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in DYNAMIC_CALLS:
-                self.problems.append(f"line {line}: {node.func.id}() is not allowed")
-            elif node.func.id == "getattr" and len(node.args) >= 2:
+            if node.func.id in ("getattr", "hasattr") and len(node.args) >= 2:
                 name = node.args[1]
                 if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-                    self.problems.append(f"line {line}: getattr() needs a literal attribute name")
-                elif _attribute_denied(name.value):
+                    self.problems.append(f"line {line}: {node.func.id}() needs a literal attribute name")
+                elif _attribute_denied(name.value) or name.value in DYNAMIC_CALLS:
                     self.problems.append(f"line {line}: attribute {name.value!r} is not allowed")
+        # A built-in that runs code is refused wherever it is named, not only where it is called:
+        # ``e = eval``, ``@exec``, ``functools.partial(exec)`` and ``map(eval, ...)`` run it too.
+        if isinstance(node, ast.Name) and node.id in DYNAMIC_CALLS:
+            self.problems.append(f"line {line}: {node.id}() is not allowed")
         if isinstance(node, ast.Name) and node.id in _DENIED_NAMES:
             self.problems.append(f"line {line}: {node.id!r} is not allowed")
         elif isinstance(node, ast.Attribute) and _attribute_denied(node.attr):
@@ -359,6 +443,46 @@ class _Reach:
                 problem = self._resolve(path)
                 if problem is not None:
                     self.problems.append(f"line {line}: {problem}")
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _field_parts(field: str) -> list[str]:
+    """The ``.attribute`` and ``[index]`` names of one replacement field (``0.a[b]``: a, b)."""
+    start = len(_FIELD_HEAD.match(field)[0])  # type: ignore[index]
+    return [part[0] or part[1] for part in _FIELD_PARTS.findall(field, start)]
+
+
+def _format_attributes(text: str) -> list[str]:
+    """The attribute and index names of every replacement field of a format string (nested
+    fields in format specs included), split as ``str.format`` splits them."""
+    names: list[str] = []
+    try:
+        for _, field, spec, _ in _FORMATTER.parse(text):
+            if field is not None:
+                names.extend(_field_parts(field))
+            if spec and "{" in spec:
+                names.extend(_format_attributes(spec))
+    except ValueError:  # not a valid format string: str.format would refuse it too
+        return names
+    return names
+
+
+def _string_annotations(tree: ast.Module) -> Iterator[ast.Constant]:
+    """Annotations written as strings (of variables, arguments and return values)."""
+    for node in ast.walk(tree):
+        annotations: list[ast.expr | None] = []
+        if isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.arg):
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            annotations.append(node.returns)
+        for annotation in annotations:
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                yield annotation
 
 
 def reach_problems(tree: ast.Module) -> tuple[list[str], list[str]]:

@@ -9,6 +9,7 @@ It raises :class:`QueryRejected` (with a stable code) for requests it cannot run
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -1080,7 +1081,7 @@ class QueryService:
         candidates = spawner.candidates(request.allowed_agent_ids)
         if not candidates:
             return []
-        hooks.spawn = spawner.spawn
+        hooks.spawn = functools.partial(spawner.spawn, tenant=principal.tenant)
         return [spawn_tool(candidates)]
 
     async def _load_session(

@@ -163,6 +163,7 @@ async def start_agent(body: SandboxStartRequest, request: Request, services: Ser
     try:
         started = await services.sandbox.start(
             body.agent_id,
+            tenant=principal_of(request.scope).tenant,  # the agent's key is its deployer's tenant's
             placement=body.placement,
             module=body.module,
             source=body.source,

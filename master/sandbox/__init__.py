@@ -15,6 +15,7 @@ from __future__ import annotations
 import httpx
 import redis.asyncio as aioredis
 
+from master.builder.credentials import AgentKeys
 from master.sandbox.placements import Placement, Placements
 from master.sandbox.pools import PoolRunners
 from master.sandbox.service import Sandbox
@@ -23,8 +24,11 @@ from master.settings import Settings
 __all__ = ["Placement", "Placements", "PoolRunners", "Sandbox", "create_sandbox"]
 
 
-def create_sandbox(settings: Settings, redis: aioredis.Redis, http: httpx.AsyncClient) -> Sandbox:
-    """The sandbox of the settings: off (no cluster) unless ``OPENAGENT_K8S_SANDBOX=1``.
+def create_sandbox(
+    settings: Settings, redis: aioredis.Redis, http: httpx.AsyncClient, keys: AgentKeys
+) -> Sandbox:
+    """The sandbox of the settings: off (no cluster) unless ``OPENAGENT_K8S_SANDBOX=1``; ``keys``
+    makes each deployed agent's own key.
 
     The ``kubernetes`` client (a heavy import) is loaded only when the sandbox is on.
     """
@@ -40,5 +44,6 @@ def create_sandbox(settings: Settings, redis: aioredis.Redis, http: httpx.AsyncC
         cluster,
         PoolRunners(http, port=settings.openagent_k8s_pool_runner_port, token=settings.api_key),
         Placements(redis, ttl_seconds=settings.openagent_k8s_sandbox_runtime_ttl),
+        keys,
         code_root=settings.openagent_agents_root,
     )

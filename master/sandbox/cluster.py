@@ -37,7 +37,7 @@ _load_kube_config: Any = k8s_config.load_kube_config
 
 
 class Cluster:
-    """Pods, ConfigMaps and logs in one namespace."""
+    """Pods, ConfigMaps, Secrets and logs in one namespace."""
 
     def __init__(
         self, api: k8s.ApiClient | None, namespace: str, *, timeout: float, reason: str = ""
@@ -138,6 +138,37 @@ class Cluster:
             return items
 
         return await self._call("list config maps", call)
+
+    async def list_secrets(self, label_selector: str) -> list[dict[str, Any]]:
+        """The Secrets with the labels (their metadata is what the sandbox uses)."""
+
+        def call(core: Any) -> list[dict[str, Any]]:
+            response = core.list_namespaced_secret(
+                self.namespace,
+                label_selector=label_selector,
+                _preload_content=False,
+                _request_timeout=self.timeout,
+            )
+            items: list[dict[str, Any]] = _json(response).get("items") or []
+            return items
+
+        return await self._call("list secrets", call)
+
+    async def create_secret(self, body: dict[str, Any]) -> None:
+        await self._call(
+            "create secret",
+            lambda core: core.create_namespaced_secret(
+                self.namespace, body, _preload_content=False, _request_timeout=self.timeout
+            ),
+        )
+
+    async def delete_secret(self, name: str) -> bool:
+        return await self._delete(
+            "delete secret",
+            lambda core: core.delete_namespaced_secret(
+                name, self.namespace, _preload_content=False, _request_timeout=self.timeout
+            ),
+        )
 
     async def create_pod(self, body: dict[str, Any]) -> None:
         await self._call(

@@ -34,6 +34,8 @@ class Placement:
     config_map: str | None = None
     pod_ip: str | None = None
     """The pool runner's address when it was chosen."""
+    key_id: str | None = None
+    """The agent's own key for the master (role ``agent``), revoked when it is torn down."""
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> Placement:

@@ -4,9 +4,16 @@
 puts together the cluster (:mod:`.cluster`), the Pod specs (:mod:`.specs`), the pool runners'
 API (:mod:`.pools`) and the placement records in Redis (:mod:`.placements`).
 
-Deploying an agent that is already deployed replaces it: every Pod and ConfigMap labelled with
-the agent (also orphans of an interrupted earlier deploy) is deleted, and a pool placement is
-stopped in its runner, before the new workload is created. Stopping tears all of it down.
+Each deployed agent gets a key of its own for the master (:class:`~master.builder.credentials.AgentKeys`:
+role ``agent``, its id only, the tenant of whoever deployed it), made at deploy and revoked when
+it is replaced or stopped; its id is kept in the placement, so any master sharing Redis revokes
+it. A ``new_pod`` agent reads it from a Secret of its own, a pool agent gets it in its runner's
+start request: never the master's key.
+
+Deploying an agent that is already deployed replaces it: every Pod, ConfigMap and Secret labelled
+with the agent (also orphans of an interrupted earlier deploy) is deleted, its key revoked, and a
+pool placement is stopped in its runner, before the new workload is created. Stopping tears all
+of it down.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from master.builder.credentials import AgentKeys
 from master.errors import (
     SandboxDisabled,
     SandboxError,
@@ -54,6 +62,7 @@ class Sandbox:
         cluster: Cluster | None,
         pools: PoolRunners,
         placements: Placements,
+        keys: AgentKeys,
         *,
         code_root: Path,
     ) -> None:
@@ -61,6 +70,7 @@ class Sandbox:
         self._cluster = cluster
         self._pools = pools
         self._placements = placements
+        self._keys = keys
         self._code_root = code_root
         self._lock = asyncio.Lock()
 
@@ -122,6 +132,7 @@ class Sandbox:
         self,
         agent_id: str,
         *,
+        tenant: str,
         placement: Literal["new_pod", "pool"],
         module: str | None = None,
         source: str | None = None,
@@ -129,7 +140,8 @@ class Sandbox:
         master_ws: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Deploy (or redeploy) ``agent_id``; the answer says where and what it replaced."""
+        """Deploy (or redeploy) ``agent_id`` with a key of its own owned by ``tenant`` (whoever
+        deploys it); the answer says where and what it replaced."""
         cluster = self._require()
         _check_agent_id(agent_id)
         variables = _checked_env(env or {})
@@ -144,27 +156,50 @@ class Sandbox:
         async with self._lock:
             if placement == "new_pod":
                 replaced = await self._teardown(cluster, agent_id)
-                result = await self._start_pod(cluster, agent_id, code, master_ws, variables)
             else:
                 pool_pod = await self._choose_pool(cluster, pool_pod_name)
                 replaced = await self._teardown(cluster, agent_id, keep_pool_pod=pool_pod["pod"])
-                result = await self._start_in_pool(agent_id, code, master_ws, variables, pool_pod)
+            key_id, api_key = await self._keys.make(agent_id, tenant)
+            try:
+                if placement == "new_pod":
+                    result = await self._start_pod(
+                        cluster, agent_id, code, master_ws, variables, key_id, api_key
+                    )
+                else:
+                    result = await self._start_in_pool(
+                        agent_id, code, master_ws, variables, pool_pod, key_id, api_key
+                    )
+            except BaseException:
+                await self._keys.revoke(key_id)  # the agent never ran: its key goes with it
+                raise
         return {**result, "replaced": replaced}
 
     async def _start_pod(
-        self, cluster: Cluster, agent_id: str, code: AgentCode, master_ws: str, env: dict[str, str]
+        self,
+        cluster: Cluster,
+        agent_id: str,
+        code: AgentCode,
+        master_ws: str,
+        env: dict[str, str],
+        key_id: str,
+        api_key: str,
     ) -> dict[str, Any]:
         namespace = self._settings.openagent_k8s_namespace
         name = specs.pod_name(agent_id)
-        await cluster.create_config_map(specs.config_map(name, agent_id, code, namespace))
+        await cluster.create_secret(specs.secret(name, agent_id, api_key, namespace))
         try:
-            await cluster.create_pod(
-                specs.pod(
-                    self._settings, name=name, agent_id=agent_id, code=code, master_ws=master_ws, env=env
+            await cluster.create_config_map(specs.config_map(name, agent_id, code, namespace))
+            try:
+                await cluster.create_pod(
+                    specs.pod(
+                        self._settings, name=name, agent_id=agent_id, code=code, master_ws=master_ws, env=env
+                    )
                 )
-            )
+            except SandboxError:
+                await cluster.delete_config_map(name)  # no orphan ConfigMap when the Pod is refused
+                raise
         except SandboxError:
-            await cluster.delete_config_map(name)  # no orphan ConfigMap when the Pod is refused
+            await cluster.delete_secret(name)
             raise
         placement = Placement(
             agent_id=agent_id,
@@ -175,6 +210,7 @@ class Sandbox:
             code=code.origin,
             master_ws=master_ws,
             deployed_at=time.time(),
+            key_id=key_id,
         )
         await self._placements.save(placement)
         logger.info("sandbox: deployed %s in Pod %s/%s (%s)", agent_id, namespace, name, code.origin)
@@ -190,11 +226,24 @@ class Sandbox:
         }
 
     async def _start_in_pool(
-        self, agent_id: str, code: AgentCode, master_ws: str, env: dict[str, str], pool_pod: dict[str, Any]
+        self,
+        agent_id: str,
+        code: AgentCode,
+        master_ws: str,
+        env: dict[str, str],
+        pool_pod: dict[str, Any],
+        key_id: str,
+        api_key: str,
     ) -> dict[str, Any]:
         answer = await self._pools.start(
             pool_pod["pod_ip"],
-            {"agent_id": agent_id, "source": code.source, "master_ws": master_ws, "env": env},
+            {
+                "agent_id": agent_id,
+                "source": code.source,
+                "master_ws": master_ws,
+                "env": env,
+                "api_key": api_key,  # the runner hands it to this agent alone
+            },
         )
         placement = Placement(
             agent_id=agent_id,
@@ -205,6 +254,7 @@ class Sandbox:
             code=code.origin,
             master_ws=master_ws,
             deployed_at=time.time(),
+            key_id=key_id,
         )
         await self._placements.save(placement)
         logger.info("sandbox: deployed %s in pool Pod %s (%s)", agent_id, pool_pod["pod"], code.origin)
@@ -263,20 +313,26 @@ class Sandbox:
     async def _teardown(
         self, cluster: Cluster, agent_id: str, *, keep_pool_pod: str | None = None
     ) -> dict[str, Any]:
-        """Delete the agent's Pods and ConfigMaps (by label) and its pool placement elsewhere."""
+        """Delete the agent's Pods, ConfigMaps and Secrets (by label), its pool placement elsewhere,
+        and revoke the key of its placement."""
         selector = specs.agent_selector(agent_id)
         pods = [pod["metadata"]["name"] for pod in await cluster.list_pods(selector)]
         config_maps = [cm["metadata"]["name"] for cm in await cluster.list_config_maps(selector)]
+        secrets = [secret["metadata"]["name"] for secret in await cluster.list_secrets(selector)]
         for name in pods:
             await cluster.delete_pod(name)
         for name in config_maps:
             await cluster.delete_config_map(name)
+        for name in secrets:
+            await cluster.delete_secret(name)
         pool_pod = None
         placement = await self._placements.get(agent_id)
         if placement is not None and placement.placement == "pool" and placement.pod_name != keep_pool_pod:
             pool_pod = placement.pod_name
             await self._stop_in_pool(placement)
-        return {"pods": pods, "config_maps": config_maps, "pool_pod": pool_pod}
+        if placement is not None and placement.key_id is not None:
+            await self._keys.revoke(placement.key_id)
+        return {"pods": pods, "config_maps": config_maps, "secrets": secrets, "pool_pod": pool_pod}
 
     async def _stop_in_pool(self, placement: Placement) -> None:
         if placement.pod_ip is None:
@@ -295,7 +351,7 @@ class Sandbox:
             removed = await self._teardown(cluster, agent_id)
             if placement is not None and placement.placement == "pool":
                 removed["pool_pod"] = placement.pod_name
-            if placement is None and not removed["pods"] and not removed["config_maps"]:
+            if placement is None and not any(removed[kind] for kind in ("pods", "config_maps", "secrets")):
                 raise SandboxRejected("not_deployed", f"agent {agent_id!r} has no sandbox workload")
             await self._placements.delete(agent_id)
         logger.info("sandbox: stopped %s (%s)", agent_id, removed)

@@ -56,8 +56,9 @@ class Spawner:
             if self._registry.get(agent_id) is None and (wanted is None or agent_id in wanted)
         )
 
-    async def spawn(self, agent_id: str) -> LiveAgent:
-        """Deploy ``agent_id`` and return it once connected; raises :class:`SpawnFailed`."""
+    async def spawn(self, agent_id: str, *, tenant: str) -> LiveAgent:
+        """Deploy ``agent_id`` for ``tenant`` (whose query asked; the agent's key is that tenant's)
+        and return it once connected; raises :class:`SpawnFailed`."""
         module = self._saved().get(agent_id)
         if module is None:
             raise SpawnFailed(f"no saved agent {agent_id!r} under {SAVED_FOLDER}/")
@@ -65,7 +66,7 @@ class Spawner:
         if live is not None:
             return live
         try:
-            deployed = await self._sandbox.start(agent_id, placement="new_pod", module=module)
+            deployed = await self._sandbox.start(agent_id, tenant=tenant, placement="new_pod", module=module)
         except SandboxError as exc:
             raise SpawnFailed(f"could not deploy {agent_id!r}: {exc}") from exc
         logger.info(

@@ -4,8 +4,10 @@ Secure by default: the Pod runs as a non-root numeric user with a read-only root
 (a writable ``emptyDir`` at ``/tmp`` only), every capability dropped, no privilege escalation,
 seccomp ``RuntimeDefault``, no service-account token and no service links; CPU and memory
 requests and limits come from the settings, and so does an optional ``runtimeClassName``
-(e.g. gVisor). The API key comes from the Secret ``openagent-secrets`` (``./start.sh``), never
-from the Pod spec itself.
+(e.g. gVisor). The agent's key for the master is its own (role ``agent``, its id and its
+starter's tenant only, made by :class:`~master.sandbox.service.Sandbox` at deploy and revoked at
+stop), in a Secret of its own (:func:`secret`) that the Pod refers to: never the master's key,
+and never in the Pod spec itself.
 
 Labels tie every object to its agent: ``openagent.io/agent`` is a DNS-safe key derived from the
 agent id (:func:`agent_key`), and the id itself is the annotation ``openagent.io/agent-id``.
@@ -31,8 +33,8 @@ CODE_ANNOTATION = "openagent.io/code"
 AGENT_ROLE = "agent"
 AGENT_POD_SELECTOR = f"{ROLE_LABEL}={AGENT_ROLE}"
 
-API_KEY_SECRET = "openagent-secrets"
-"""The Secret ``./start.sh`` creates; its key ``OPENAGENT_API_KEY`` is the agents' key for the master."""
+API_KEY_ENTRY = "OPENAGENT_API_KEY"
+"""The entry of an agent's Secret (:func:`secret`) that holds its key for the master."""
 AGENT_UID = 10001
 """The images' numeric non-root user (deploy/docker/agent-runtime.Dockerfile)."""
 CODE_DIR = "/opt/openagent/agent"
@@ -98,6 +100,24 @@ def config_map(name: str, agent_id: str, code: AgentCode, namespace: str) -> dic
     }
 
 
+def secret(name: str, agent_id: str, api_key: str, namespace: str) -> dict[str, Any]:
+    """The agent's own key for the master, referred to by its Pod (``stringData``: the API server
+    encodes it)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels(agent_id),
+            "annotations": {AGENT_ID_ANNOTATION: agent_id},
+        },
+        "type": "Opaque",
+        "immutable": True,
+        "stringData": {API_KEY_ENTRY: api_key},
+    }
+
+
 def _restricted_container_context(uid: int, gid: int) -> dict[str, Any]:
     return {
         "runAsNonRoot": True,
@@ -135,17 +155,16 @@ def pod(
     master_ws: str,
     env: Mapping[str, str],
 ) -> dict[str, Any]:
-    """The agent's Pod; ``env`` are the request's extra variables (none of :data:`RESERVED_ENV`)."""
+    """The agent's Pod; ``env`` are the request's extra variables (none of :data:`RESERVED_ENV`).
+
+    Its key is the entry :data:`API_KEY_ENTRY` of the Secret ``name`` (:func:`secret`)."""
     variables: list[dict[str, Any]] = [
         {"name": "MASTER_WS", "value": master_ws},
         {"name": "OPENAGENT_AGENT_ID", "value": agent_id},
         {"name": "HOME", "value": "/tmp"},
         {
             "name": "OPENAGENT_API_KEY",
-            "valueFrom": {
-                # optional: a master without a key runs agents without one.
-                "secretKeyRef": {"name": API_KEY_SECRET, "key": "OPENAGENT_API_KEY", "optional": True}
-            },
+            "valueFrom": {"secretKeyRef": {"name": name, "key": API_KEY_ENTRY}},
         },
     ]
     containers: list[dict[str, Any]] = []
@@ -159,8 +178,9 @@ def pod(
             extra["REDIS_URL"] = REDIS_SIDECAR_URL
             containers.append(_redis_sidecar())
             volumes.append({"name": "redis-data", "emptyDir": {"sizeLimit": "256Mi"}})
-        else:
-            extra.setdefault("REDIS_URL", settings.openagent_k8s_indexer_redis_url or settings.redis_url)
+        elif settings.openagent_k8s_indexer_redis_url:
+            # Never the master's own REDIS_URL: it holds the password of the master's Redis.
+            extra.setdefault("REDIS_URL", settings.openagent_k8s_indexer_redis_url)
     variables += [{"name": key, "value": value} for key, value in sorted(extra.items())]
     agent = {
         "name": AGENT_CONTAINER,

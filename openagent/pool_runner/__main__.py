@@ -10,12 +10,19 @@ import uvicorn
 from openagent.errors import ConfigurationError
 from openagent.pool_runner.app import create_app
 from openagent.pool_runner.config import PoolRunnerConfig
+from openagent.pool_runner.launch import not_dumpable
 
 logger = logging.getLogger("openagent.pool_runner")
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Its environment holds its token: agents running as its own user (a non-root Pod) must not
+    # read it from /proc/<pid>/environ.
+    if not not_dumpable():
+        logger.warning(
+            "could not make the pool runner non-dumpable (not Linux?): agents of its user may read its environment"
+        )
     try:
         config = PoolRunnerConfig.from_env()
     except ConfigurationError as exc:

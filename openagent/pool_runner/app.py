@@ -8,7 +8,7 @@ Route                          What it does
 ============================== ====================================================================
 ``GET /health``                ``{"status": "ok", "agents": N}`` (no token: the kubelet probes it)
 ``GET /agents``                every agent: status, healthy, crash_loop, pid, restarts, exit code
-``POST /agents``               start (or replace) ``{agent_id, module | source, env?, master_ws?}``
+``POST /agents``               start (or replace) ``{agent_id, module | source, env?, master_ws?, api_key?}``
 ``GET /agents/{id}``           one agent
 ``DELETE /agents/{id}``        stop it and remove its files
 ``GET /agents/{id}/logs``      ``?tail_lines=N`` (default 100): its last output lines, as JSON
@@ -47,7 +47,7 @@ def _spec(body: Any) -> AgentSpec:
     env = body.get("env") or {}
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise InvalidAgentSpec("'env' must be an object of strings")
-    for name in ("agent_id", "module", "source", "master_ws"):
+    for name in ("agent_id", "module", "source", "master_ws", "api_key"):
         if body.get(name) is not None and not isinstance(body[name], str):
             raise InvalidAgentSpec(f"{name!r} must be a string")
     return AgentSpec(
@@ -56,6 +56,7 @@ def _spec(body: Any) -> AgentSpec:
         source=body.get("source"),
         env=env,
         master_ws=body.get("master_ws"),
+        api_key=body.get("api_key"),  # the key the master made for this agent alone
     )
 
 

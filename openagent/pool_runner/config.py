@@ -17,7 +17,7 @@ Variable                                  Default                      Meaning
 ``POOL_RUNNER_CRASH_LOOP_THRESHOLD``      ``3``                        Consecutive short runs that make a crash loop
 ``POOL_RUNNER_STABLE_SECONDS``            ``60``                       A run this long resets the crash count
 ``MASTER_WS``                             ``ws://127.0.0.1:8000/ws``   The agents' master, unless a start names one
-``OPENAGENT_API_KEY``                     unset                        Handed to the agents (their key for the master)
+``OPENAGENT_API_KEY``                     unset                        Only the token's fallback: never handed to agents
 ========================================= ============================ ==================================
 """
 
@@ -93,7 +93,9 @@ class PoolRunnerConfig:
     stable_seconds: float = 60.0
     master_ws: str = DEFAULT_MASTER_WS
     agent_api_key: str | None = field(default=None, repr=False)
-    """``OPENAGENT_API_KEY`` handed to every agent, so it can register with the master."""
+    """``OPENAGENT_API_KEY`` of agents whose start request brings no key of its own (the master's
+    own runner sets it per agent). Never read from the runner's environment: the runner's key
+    is not an agent's."""
 
     def __post_init__(self) -> None:
         if not self.token and not _is_loopback(self.host):
@@ -154,5 +156,4 @@ class PoolRunnerConfig:
             crash_loop_threshold=int(number("POOL_RUNNER_CRASH_LOOP_THRESHOLD", 3, int)),
             stable_seconds=number("POOL_RUNNER_STABLE_SECONDS", 60.0, float),
             master_ws=env.get("MASTER_WS", DEFAULT_MASTER_WS),
-            agent_api_key=api_key,
         )

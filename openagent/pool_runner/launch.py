@@ -6,7 +6,8 @@ Before any agent code is imported, this module
 - sets resource limits on itself (address space, CPU time, open files, processes of its user,
   no core dumps) and lowers its scheduling priority, so a busy agent leaves the CPU to the master;
 - sets ``PR_SET_NO_NEW_PRIVS`` (Linux), so nothing the agent executes can gain privileges
-  (set-uid binaries, file capabilities);
+  (set-uid binaries, file capabilities), and makes itself non-dumpable (:func:`not_dumpable`),
+  so another agent of the same user cannot read its environment (its key) or memory;
 - when started as root, drops to an unprivileged uid/gid with no supplementary groups
   (unless ``--uid=-1``); if Python or this package lies below a folder other users cannot
   enter (pyenv's ``/root/.pyenv``), it first takes a mount namespace of its own in which
@@ -29,8 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["confine", "main", "reach"]
+__all__ = ["confine", "main", "not_dumpable", "reach"]
 
+_PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_MOVE, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 8192, 16384, 1 << 18
@@ -47,6 +49,18 @@ def _no_new_privs() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return bool(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):  # not Linux
+        return False
+
+
+def not_dumpable() -> bool:
+    """``PR_SET_DUMPABLE`` 0 (Linux): this process's ``/proc/<pid>/environ``, ``mem`` and the
+    like belong to root, and it cannot be traced, so processes of the same user (agent code in a
+    runner that cannot switch users, as in a non-root Pod) cannot read its secrets. Whether it
+    took effect."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
     except (OSError, AttributeError):  # not Linux
         return False
 
@@ -129,6 +143,7 @@ def confine(
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
+    not_dumpable()  # after setuid, which may reset it
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -55,6 +55,9 @@ class AgentSpec:
     source: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     master_ws: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """This agent's own key for the master (``OPENAGENT_API_KEY`` of its process), made for it
+    by the master; without one, the config's ``agent_api_key``."""
 
     def __post_init__(self) -> None:
         if not self.agent_id or len(self.agent_id) > 128 or not self.agent_id.isprintable():
@@ -191,9 +194,10 @@ class ManagedAgent:
                 "OPENAGENT_AGENT_ID": self.agent_id,
             }
         )
-        if config.agent_api_key:
-            env["OPENAGENT_API_KEY"] = config.agent_api_key
         env.update(self.spec.env)
+        key = self.spec.api_key or config.agent_api_key
+        if key:
+            env["OPENAGENT_API_KEY"] = key
         return env
 
     def start(self) -> None:

@@ -224,7 +224,7 @@ def _service_address(name: str) -> tuple[str, int]:
 
 def test_references_to_secrets_and_configmaps_resolve() -> None:
     secret_keys = _secret_keys()
-    assert secret_keys == {"OPENAI_API_KEY", "OPENAGENT_API_KEY"}
+    assert secret_keys == {"OPENAI_API_KEY", "OPENAGENT_API_KEY", "REDIS_PASSWORD"}
     secret_name = re.search(r"create secret generic (\S+)", START_SH.read_text())
     assert secret_name is not None
     config_maps = {cm["metadata"]["name"]: cm["data"] for cm in _objects("ConfigMap")}
@@ -254,7 +254,8 @@ def test_config_map_names_only_master_settings() -> None:
 
 def test_urls_point_at_the_services() -> None:
     config = _one("ConfigMap", "openagent-config")["data"]
-    redis = urlsplit(config["REDIS_URL"])
+    master_env = _env(_one("Deployment", "openagent-master")["spec"]["template"]["spec"]["containers"][0])
+    redis = urlsplit(master_env["REDIS_URL"]["value"])
     assert (redis.scheme, redis.hostname, redis.port) == ("redis", *_service_address("redis"))
     master_host, master_port = _service_address("openagent-master")
     for url in (config["MASTER_BASE_URL"], config["OPENAGENT_K8S_MASTER_WS"]):
@@ -277,7 +278,7 @@ def test_master_probes_liveness_and_readiness_and_gets_both_secrets() -> None:
     assert container["startupProbe"]["httpGet"]["path"] == "/health"
     assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
     secret_env = {var["name"] for var in container["env"] if "secretKeyRef" in var.get("valueFrom", {})}
-    assert secret_env == {"OPENAI_API_KEY", "OPENAGENT_API_KEY"}
+    assert secret_env == {"OPENAI_API_KEY", "OPENAGENT_API_KEY", "REDIS_PASSWORD"}
 
 
 def test_master_runs_two_replicas_in_cluster_mode() -> None:
@@ -360,10 +361,13 @@ def test_master_service_account_may_manage_agent_workloads() -> None:
         ("", "pods", ("get", "list", "watch", "create", "delete")),
         ("", "pods/log", ("get",)),
         ("", "configmaps", ("get", "list", "create", "delete")),
+        ("", "secrets", ("list", "create", "delete")),  # each agent Pod's own key
         ("apps", "deployments", ("get", "list", "watch", "create", "delete")),
     ]:
         for verb in verbs:
             assert (group, resource, verb) in granted, (group, resource, verb)
+    # Secrets: only making, listing (to tear down by label) and removing agents' own.
+    assert not {verb for group, resource, verb in granted if resource == "secrets"} & {"get", "watch"}
     # Nothing outside the namespace, and no wildcards.
     assert not _objects("ClusterRole") and not _objects("ClusterRoleBinding")
     assert all("*" not in values for rule in rules for values in rule.values())
@@ -403,8 +407,10 @@ def test_pool_pods_carry_the_pool_label_selector_and_serve_the_runner_port() -> 
     assert [p["containerPort"] for p in container["ports"]] == [port]
     env = {var["name"]: var for var in container["env"]}
     assert env["MASTER_WS"]["value"] == "ws://openagent-master:8000/ws"
-    # The runner's token is the master's key: the master authenticates with it.
-    assert env["OPENAGENT_API_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "OPENAGENT_API_KEY"
+    # The runner's token is the master's key: the master authenticates with it. It is not
+    # OPENAGENT_API_KEY, which a runner would hand to its agents: each gets its own from the master.
+    assert env["POOL_RUNNER_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "OPENAGENT_API_KEY"
+    assert "OPENAGENT_API_KEY" not in env
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
     # Only the master's Pods carry the pool label: the sandbox must not pick another workload.
@@ -473,3 +479,99 @@ def test_redis_keeps_its_data_on_a_persistent_volume_with_aof() -> None:
         and claim["spec"]["resources"]["requests"]["storage"]
     )
     assert deployment["spec"]["strategy"]["type"] == "Recreate"  # one Pod at a time on a RWO volume
+
+
+def _env(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {var["name"]: var for var in container.get("env", [])}
+
+
+def _from_secret(var: dict[str, Any], key: str) -> bool:
+    ref = var.get("valueFrom", {}).get("secretKeyRef", {})
+    return bool(ref.get("key") == key and ref.get("name") == "openagent-secrets" and not ref.get("optional"))
+
+
+def _redis_containers() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(d, c) for d, c in _containers() if c["image"].split(":")[0] == "redis"]
+
+
+def test_every_redis_requires_a_password_from_the_secret() -> None:
+    """Agent code that reaches a Redis port cannot use it: every Redis runs with
+    ``--requirepass $(VAR)`` where VAR comes from the Secret, and its probes authenticate."""
+    redis_containers = _redis_containers()
+    assert redis_containers, "no Redis container in deploy/k8s"
+    for deployment, container in redis_containers:
+        where = f"{deployment['metadata']['name']}/{container['name']}"
+        command = [*container.get("command", []), *container.get("args", [])]
+        assert "--requirepass" in command, where
+        reference = command[command.index("--requirepass") + 1]
+        match = re.fullmatch(r"\$\(([A-Z_][A-Z0-9_]*)\)", reference)
+        assert match, f"{where}: --requirepass {reference!r} is not a variable reference"
+        env = _env(container)
+        assert _from_secret(env[match.group(1)], "REDIS_PASSWORD"), where
+        # redis-cli in the probes reads the password from REDISCLI_AUTH.
+        assert _from_secret(env["REDISCLI_AUTH"], "REDIS_PASSWORD"), where
+
+
+def test_the_master_reaches_redis_with_the_password_of_the_secret() -> None:
+    container = _one("Deployment", "openagent-master")["spec"]["template"]["spec"]["containers"][0]
+    names = [var["name"] for var in container["env"]]
+    env = _env(container)
+    url = urlsplit(env["REDIS_URL"]["value"])
+    match = re.fullmatch(r"\$\(([A-Z_][A-Z0-9_]*)\)", url.password or "")
+    assert match, f"REDIS_URL {env['REDIS_URL']['value']!r} takes no password from a variable"
+    assert _from_secret(env[match.group(1)], "REDIS_PASSWORD")
+    # Kubernetes expands $(VAR) only from variables listed before.
+    assert names.index(match.group(1)) < names.index("REDIS_URL")
+    # envFrom (the ConfigMap) must not bring a REDIS_URL without the password.
+    assert "REDIS_URL" not in _one("ConfigMap", "openagent-config")["data"]
+
+
+def test_start_sh_puts_a_generated_redis_password_into_the_secret() -> None:
+    text = START_SH.read_text()
+    assert re.search(r"--from-file=REDIS_PASSWORD=<\(printf '%s' \"\$\{K8S_REDIS_PASSWORD", text)
+    assert "K8S_REDIS_PASSWORD=$(head -c 32 /dev/urandom" in text
+
+
+_SECRET_VALUE = re.compile(
+    r"(requirepass|password|passwd|secret|token|api[_-]?key)\b[\"']?\s*[:=]?\s*[\"']?([^\s\"'$(),]{8,})",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_no_manifest_holds_a_literal_password(path: Path) -> None:
+    """Secrets come from the Secret (valueFrom, $(VAR)); no value in a manifest looks like one."""
+    for obj in _load(path):
+        assert obj["kind"] != "Secret", f"{path.name} defines a Secret: ./start.sh makes it from .env"
+        for _, container in _containers_of(obj):
+            for var in container.get("env", []):
+                if re.search(r"PASSWORD|SECRET|TOKEN|_KEY$|AUTH", var["name"]):
+                    assert "value" not in var, f"{path.name}: {var['name']} has a literal value"
+                url = urlsplit(var.get("value", "")) if "://" in var.get("value", "") else None
+                if url is not None and url.password:
+                    assert re.fullmatch(r"\$\([A-Z_][A-Z0-9_]*\)", url.password), var["name"]
+            command = [*container.get("command", []), *container.get("args", [])]
+            for flag, value in zip(command, command[1:], strict=False):
+                if flag in ("--requirepass", "--masterauth", "-a"):
+                    assert re.fullmatch(r"\$\([A-Z_][A-Z0-9_]*\)", value), f"{path.name}: {flag} {value!r}"
+    for line in path.read_text().splitlines():
+        code = line.split("#", 1)[0]
+        found = _SECRET_VALUE.search(code)
+        assert found is None or found.group(2).startswith(("secretKeyRef", "openagent-secrets")), (
+            f"{path.name}: {line.strip()!r} looks like a literal secret"
+        )
+
+
+def _containers_of(obj: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    if obj["kind"] != "Deployment":
+        return []
+    return [(obj, c) for c in obj["spec"]["template"]["spec"]["containers"]]
+
+
+def test_the_literal_password_check_is_not_vacuous(tmp_path: Path) -> None:
+    """A Redis with ``--requirepass hunter2hunter2`` or a REDIS_URL with a password fails it."""
+    redis = (K8S_DIR / "redis.yaml").read_text().replace("$(REDIS_PASSWORD)", "hunter2hunter2")
+    broken = tmp_path / "redis.yaml"
+    broken.write_text(redis)
+    with pytest.raises(AssertionError, match="hunter2hunter2"):
+        test_no_manifest_holds_a_literal_password(broken)

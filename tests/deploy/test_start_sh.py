@@ -217,3 +217,20 @@ def test_refuses_when_a_tool_is_missing(tree: Path, tool: str) -> None:
     assert run.returncode != 0
     assert f"'{tool}' not found on PATH" in run.output
     assert not any(call.startswith(("docker ", "kubectl ")) for call in run.calls)
+
+
+def test_generates_the_cluster_redis_password_once_and_puts_it_into_the_secret(tree: Path) -> None:
+    (tree / ".env").write_text("OPENAI_API_KEY=\nOPENAGENT_API_KEY=k")  # no final newline
+    run = run_start(tree)
+    assert run.returncode == 0, run.output
+    text = (tree / ".env").read_text()
+    password = re.search(r"^K8S_REDIS_PASSWORD=(.*)$", text, re.MULTILINE)
+    assert password is not None and re.fullmatch(r"[0-9a-f]{64}", password.group(1))
+    assert "OPENAGENT_API_KEY=k\n" in text  # the last line was not joined with the new one
+    assert f"stdin: REDIS_PASSWORD={password.group(1)}" in run.calls
+    assert password.group(1) not in "\n".join(c for c in run.calls if not c.startswith("stdin: "))
+    # A rerun keeps it: the running Redis was started with it.
+    again = run_start(tree, existing=True)
+    assert again.returncode == 0, again.output
+    assert (tree / ".env").read_text() == text
+    assert f"stdin: REDIS_PASSWORD={password.group(1)}" in again.calls

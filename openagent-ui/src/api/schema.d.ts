@@ -456,7 +456,8 @@ export interface paths {
         put?: never;
         /**
          * Start Yaml Agents
-         * @description Run the YAML's WebSocket agents, each in a supervised child process (idempotent; per-agent outcomes).
+         * @description Run the YAML's WebSocket agents, each in a supervised child process with a key of its own
+         *     (role ``agent``, its id, the caller's tenant); idempotent, per-agent outcomes.
          */
         post: operations["start_yaml_agents_internal_yaml_agents_start_post"];
         delete?: never;
@@ -625,7 +626,8 @@ export interface paths {
         };
         /**
          * Ready
-         * @description The master can serve queries: Redis answers, and it is not stopping (readiness).
+         * @description The master can serve queries: Redis answers, and it is not stopping (readiness); with an
+         *     administrator's key, also the isolation layers of agent code.
          */
         get: operations["ready_ready_get"];
         put?: never;
@@ -1810,6 +1812,16 @@ export interface components {
             tenant?: string;
         };
         /**
+         * Layer
+         * @description One layer between agent code and the master's secrets.
+         */
+        Layer: {
+            /** Active */
+            active: boolean;
+            /** Detail */
+            detail: string;
+        };
+        /**
          * McpRegistration
          * @description Body of ``POST /register`` for an MCP server (Streamable HTTP).
          */
@@ -2168,6 +2180,10 @@ export interface components {
              * @default []
              */
             failing?: "redis"[];
+            /** Isolation */
+            isolation?: {
+                [key: string]: components["schemas"]["Layer"];
+            } | null;
             /**
              * Status
              * @enum {string}

@@ -174,6 +174,10 @@ export function Builder() {
                 {b.generated.model ? ` · ${modelLabel(b.generated.model)}` : ""}
               </p>
               <Checks checks={b.generated.checks} />
+              <p className="hint" aria-label="What the checks are">
+                The checks are a second line that catches mistakes, not a security boundary: what agent code can reach is
+                bounded by the process it runs in (its own user, key and limits).
+              </p>
               {b.generated.source ? <CodeView source={b.generated.source} /> : null}
               {b.generated.source ? (
                 <div className="save-row">

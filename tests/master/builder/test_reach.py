@@ -53,6 +53,32 @@ BYPASSES = [
     "vars()['__builtins__']",
     "x = (lambda: 0).__globals__",
     "import shutil",
+    # aliases of the built-ins that run code: named, not called
+    "e = eval\ne('1')",
+    "x = exec",
+    "run = [compile][0]",
+    "@eval\ndef f():\n    pass",
+    "import functools\nfunctools.partial(exec, 'x')()",
+    "x = list(map(eval, ['1']))",
+    # attribute access through strings
+    "getattr(handle_tool, 'eval')",
+    "hasattr(handle_tool, '__globals__')",
+    "import operator\noperator.attrgetter('__globals__')(handle_tool)",
+    "import operator\nx = operator.attrgetter('x', '__code__.co_consts')",
+    "import operator\nname = '__globals__'\noperator.attrgetter(name)",
+    "import operator\noperator.methodcaller('system', 'id')",
+    "from operator import attrgetter\nattrgetter('__globals__')",
+    "x = '{0.__globals__}'.format(handle_tool)",
+    "x = '{0.__init__.__globals__[__builtins__]}'.format(handle_tool)",
+    "x = '{a:{b.__class__}}'.format_map({})",
+    "import string\nstring.Formatter().get_field('0.__globals__', [handle_tool], {})",
+    "import string\nfield = '0.__globals__'\nstring.Formatter().get_field(field, [handle_tool], {})",
+    # evaluation hidden in typing and in string annotations
+    'import typing\ntyping.ForwardRef("1")',
+    "from typing import ForwardRef",
+    "from typing import get_type_hints",
+    "x: \"__import__('os').system('id')\" = 1",
+    "def f(a: 'eval(\"1\")'):\n    pass",
 ]
 """Ways to reach a process, the import machinery or the interpreter from generated code."""
 
@@ -80,6 +106,12 @@ INNOCENT = [
     "import re\nimport random\nimport uuid\nx = re.sub('a', 'b', str(uuid.uuid4()))\ny = random.randint(1, 2)",
     "from collections import Counter, deque\nimport itertools\nx = deque(itertools.chain([1], [2]))",
     "import httpx\nclient = httpx.AsyncClient()",
+    "x = '{0} and {1.real} {2[0]}'.format(1, 2, [3])",
+    "x = '{:>{width}}'.format('a', width=3)",
+    "import operator\nx = operator.attrgetter('name', 'value.real')",
+    "import operator\nx = operator.methodcaller('upper')",
+    "y: 'int' = 1",
+    "from typing import Optional\nz: Optional[int] = None",
 ]
 """What tool handlers ordinarily do: none of it is refused."""
 
@@ -96,3 +128,22 @@ def test_every_known_bypass_of_the_allow_list_is_refused(snippet: str) -> None:
     failures = {check.name: check.detail for check in report.failures()}
     assert failures.keys() & {"imports", "restricted_calls"}, f"passed the checks: {snippet!r}"
     assert all("not allowed" in detail or "literal attribute name" in detail for detail in failures.values())
+
+
+def test_a_coding_cookie_is_decoded_as_python_decodes_it() -> None:
+    """A UTF-7 source shows one comment to a text check; Python, which reads the cookie, sees a
+    second line (``+AAo-`` is a newline). The checks decode first and see what Python runs."""
+    visible = embed("# harmless HIDDEN").encode("utf-7").decode("ascii")
+    plain = "# -*- coding: utf-7 -*-\n" + visible.replace("HIDDEN", "")
+    assert static_checks(plain, transport="websocket").passed  # the cookie itself is no fault
+    hidden = "# -*- coding: utf-7 -*-\n" + visible.replace("HIDDEN", "+AAo-    x = eval('1')")
+    failures = {check.name: check.detail for check in static_checks(hidden, transport="websocket").failures()}
+    assert failures == {"restricted_calls": failures["restricted_calls"]}
+    assert "eval() is not allowed" in failures["restricted_calls"]
+
+
+def test_a_source_that_python_cannot_decode_does_not_parse() -> None:
+    broken = "# -*- coding: utf-7 -*-\n" + embed("x = 1 +AAo")  # an unfinished UTF-7 shift
+    (check,) = static_checks(broken, transport="websocket").checks
+    assert check.name == "parses" and not check.passed
+    assert "cannot be decoded as Python reads the file" in check.detail

@@ -78,6 +78,27 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[FakeKubernetes, Path]]:
         yield fake, write_kubeconfig(tmp_path / "kubeconfig", url)
 
 
+async def whoami(http: httpx.AsyncClient, key: str) -> httpx.Response:
+    return await http.get("/whoami", headers={"Authorization": f"Bearer {key}"})
+
+
+async def assert_own_agent_key(http: httpx.AsyncClient, key: str | None, agent_id: str) -> None:
+    """``key`` is a key of role ``agent`` for ``agent_id`` alone, in the deployer's tenant: not the
+    master's key, and without the right to make keys."""
+    assert key and key != API_KEY
+    me = await whoami(http, key)
+    assert me.status_code == 200, me.text
+    assert (me.json()["role"], me.json()["agent_ids"], me.json()["tenant"]) == (
+        "agent",
+        [agent_id],
+        "default",
+    )
+    made = await http.post(
+        "/keys", json={"name": "x", "role": "admin"}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert made.status_code == 403, made.text
+
+
 async def rows(http: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
     response = await http.get("/agents")
     response.raise_for_status()
@@ -177,10 +198,22 @@ async def test_start_new_pod_creates_a_secure_pod_a_code_config_map_and_a_secret
         assert response.status_code == 201, response.text
         answer = response.json()
         assert answer["placement"] == "new_pod" and answer["code"] == "source"
-        assert answer["replaced"] == {"pods": [], "config_maps": [], "pool_pod": None}
+        assert answer["replaced"] == {"pods": [], "config_maps": [], "secrets": [], "pool_pod": None}
 
         (pod,) = fake.live("pods", NS)
         (config_map,) = fake.live("configmaps", NS)
+        (secret,) = fake.live("secrets", NS)
+        # The agent's own key, in a Secret of its own that the Pod refers to.
+        key = fake.secret_value(NS, secret["metadata"]["name"], "OPENAGENT_API_KEY")
+        await assert_own_agent_key(http, key, "echo-agent")
+        assert secret["metadata"]["labels"] == pod["metadata"]["labels"] and secret["immutable"] is True
+
+        assert 0 < await redis_client.ttl(sandbox_placement_key("echo-agent")) <= 604800
+        stopped = await http.post("/internal/sandbox-agent/stop", json={"agent_id": "echo-agent"})
+        assert stopped.status_code == 200
+        assert stopped.json()["removed"]["secrets"] == [secret["metadata"]["name"]]
+        assert (await whoami(http, key or "")).status_code == 401  # revoked at stop
+        assert fake.live("secrets", NS) == []
     assert pod["metadata"]["name"] == answer["pod_name"] == config_map["metadata"]["name"]
     assert config_map["data"] == {"agent.py": ECHO_AGENT_SOURCE} and config_map["immutable"] is True
     labels = pod["metadata"]["labels"]
@@ -214,18 +247,17 @@ async def test_start_new_pod_creates_a_secure_pod_a_code_config_map_and_a_secret
     assert "emptyDir" in volumes["tmp"]
     env = {e["name"]: e for e in container["env"]}
     assert env["OPENAGENT_API_KEY"]["valueFrom"]["secretKeyRef"] == {
-        "name": "openagent-secrets",
+        "name": secret["metadata"]["name"],
         "key": "OPENAGENT_API_KEY",
-        "optional": True,
     }
-    assert API_KEY not in yaml.safe_dump(pod)  # the key itself never goes into the Pod spec
+    # Neither the master's key nor the agent's own goes into the Pod spec.
+    assert API_KEY not in yaml.safe_dump(pod) and str(key) not in yaml.safe_dump(pod)
+    assert "openagent-secrets" not in yaml.safe_dump(pod)
     assert env["MASTER_WS"]["value"] == "ws://m:8000/ws" and env["GREETING"]["value"] == "hi"
     assert env["OPENAGENT_AGENT_ID"]["value"] == "echo-agent"
-    for obj in (pod, config_map):
+    for obj in (pod, config_map, secret):
         kubernetes_validate.validate(obj, "1.28.0", strict=True)
-
-    placement_key = sandbox_placement_key("echo-agent")
-    assert 0 < await redis_client.ttl(placement_key) <= 604800
+    assert await redis_client.get(sandbox_placement_key("echo-agent")) is None  # stopped
 
 
 @pytest.mark.parametrize("sidecar", ["1", "0"])
@@ -275,6 +307,7 @@ async def test_replace_leaves_no_orphans_and_stop_tears_everything_down(
         assert second["replaced"] == {
             "pods": [first["pod_name"]],
             "config_maps": sorted([first["config_map"], "oa-orphan"]),
+            "secrets": [first["pod_name"]],
             "pool_pod": None,
         }
         pods = sorted(p["metadata"]["name"] for p in fake.live("pods", NS))
@@ -288,6 +321,7 @@ async def test_replace_leaves_no_orphans_and_stop_tears_everything_down(
         assert stopped.json()["removed"]["pods"] == [second["pod_name"]]
         assert [p["metadata"]["name"] for p in fake.live("pods", NS)] == [other["pod_name"]]
         assert [c["metadata"]["name"] for c in fake.live("configmaps", NS)] == [other["pod_name"]]
+        assert [s["metadata"]["name"] for s in fake.live("secrets", NS)] == [other["pod_name"]]
         assert await redis_client.get(sandbox_placement_key("echo-agent")) is None
         again = await http.post("/internal/sandbox-agent/stop", json={"agent_id": "echo-agent"})
         assert again.status_code == 404 and again.json()["detail"]["code"] == "not_deployed"
@@ -349,7 +383,8 @@ async def test_logs_and_the_sandbox_field_of_a_crash_looping_pod(
 async def pool_runners(tmp_path: Path) -> AsyncIterator[list[PoolRunnerProcess]]:
     """Two real pool runners on one port at two loopback addresses, as two Pods would be."""
     port = free_port()
-    env = {"OPENAGENT_API_KEY": API_KEY, "POOL_RUNNER_TOKEN": API_KEY}
+    # The runners hold the master's key as their token only: no OPENAGENT_API_KEY to hand out.
+    env = {"POOL_RUNNER_TOKEN": API_KEY}
     runners = [
         PoolRunnerProcess(tmp_path / f"pool-{n}", env, token=API_KEY, host=f"127.0.0.{n}", port=port)
         for n in (1, 2)
@@ -393,11 +428,16 @@ async def test_pool_placement_least_loaded_named_logs_listing_stop(
         assert named["pool_pod_name"] == "agent-pool-2"
         unknown = await start(http, agent_id="pool-d", pool_pod_name="agent-pool-pending", **env)
         assert unknown.status_code == 404 and unknown.json()["detail"]["code"] == "unknown_pool_pod"
-        assert fake.live("configmaps", NS) == []  # pool agents need no ConfigMap
+        assert fake.live("configmaps", NS) == fake.live("secrets", NS) == []  # pool agents need neither
 
-        # The agents really run: they register with this master over WebSocket.
+        # The agents really run: they register with this master over WebSocket, each with the
+        # key the master made for it and sent with its start (the runners have none to give).
         for agent_id in ("pool-a", "pool-b", "pool-c"):
             row = await wait_for_row(http, agent_id, lambda r: r["connection_type"] == "websocket")
+        keys = {k["name"]: k for k in (await http.get("/keys")).json()["keys"]}
+        for agent_id in ("pool-a", "pool-b", "pool-c"):
+            key = keys[f"agent {agent_id} (started by the master)"]
+            assert (key["role"], key["agent_ids"], key["tenant"]) == ("agent", [agent_id], "default")
         assert row["sandbox"]["placement"] == "pool" and row["sandbox"]["pod"] == "agent-pool-2"
         assert row["sandbox"]["ready"] is True and row["sandbox"]["restarts"] == 0
 
@@ -428,6 +468,9 @@ async def test_pool_placement_least_loaded_named_logs_listing_stop(
 
         stopped = (await http.post("/internal/sandbox-agent/stop", json={"agent_id": "pool-a"})).json()
         assert stopped["removed"]["pool_pod"] == first["pool_pod_name"]
+        names = {k["name"] for k in (await http.get("/keys")).json()["keys"]}
+        assert "agent pool-a (started by the master)" not in names  # revoked at stop
+        assert "agent pool-b (started by the master)" in names
         await wait_for_row(http, "pool-b", lambda r: True)
         async with asyncio.timeout(30):
             while "pool-a" in await rows(http):

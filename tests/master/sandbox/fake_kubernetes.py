@@ -11,6 +11,7 @@ kubelet by setting Pod statuses (:meth:`FakeKubernetes.set_pod_status`).
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import os
 import subprocess
@@ -30,6 +31,7 @@ from tests.factories import ROOT
 
 PODS = "v1/pods"
 CONFIG_MAPS = "v1/configmaps"
+SECRETS = "v1/secrets"
 
 
 def _matches(selector: str, labels: dict[str, str]) -> bool:
@@ -60,7 +62,11 @@ class FakeKubernetes(kmock.KubernetesEmulator):
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         self.fallback["get /version/"] << self._serve_server_version  # the Python client's spelling
-        for resource, kind in ((PODS, "Pod"), (CONFIG_MAPS, "ConfigMap")):  # listed empty before any exists
+        for resource, kind in (
+            (PODS, "Pod"),
+            (CONFIG_MAPS, "ConfigMap"),
+            (SECRETS, "Secret"),
+        ):  # listed empty before any exists
             self.resources[resource] = kmock.ResourceInfo(kind=kind, namespaced=True)
 
     async def _handle(self, request: rendering.Request) -> Any:
@@ -106,6 +112,16 @@ class FakeKubernetes(kmock.KubernetesEmulator):
             for (resource, ns, _), obj in self.objects.items()
             if resource.plural == plural and ns == namespace and not obj.deleted
         ]
+
+    def secret_value(self, namespace: str, name: str, key: str) -> str | None:
+        """An entry of a live Secret (``stringData`` as sent, or ``data`` decoded), else ``None``."""
+        for secret in self.live("secrets", namespace):
+            if secret["metadata"]["name"] == name:
+                if key in (secret.get("stringData") or {}):
+                    return str(secret["stringData"][key])
+                if key in (secret.get("data") or {}):
+                    return base64.b64decode(secret["data"][key]).decode()
+        return None
 
     def set_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.objects[PODS, namespace, name].patch({"status": status})
@@ -175,32 +191,47 @@ async def fake_kubernetes() -> AsyncIterator[tuple[FakeKubernetes, str]]:
 class FakeKubelet:
     """Plays the kubelet for agent Pods created in the fake: runs each one's code as a local process.
 
-    The code comes from the Pod's ConfigMap, the environment from its ``env`` values (the
-    ``secretKeyRef`` to the API key becomes ``api_key``), and the Pod is then marked Running.
+    The code comes from the Pod's ConfigMap, the environment from its ``env``: values, and
+    ``secretKeyRef`` entries read from the fake's Secrets (a reference to a missing Secret keeps
+    the Pod from starting, as the kubelet does). Nothing of this process's environment but
+    ``PATH`` reaches the agent. The Pod is then marked Running.
     """
 
-    def __init__(self, fake: FakeKubernetes, namespace: str, workdir: Path, *, api_key: str) -> None:
+    def __init__(self, fake: FakeKubernetes, namespace: str, workdir: Path) -> None:
         self._fake = fake
         self._namespace = namespace
         self._workdir = workdir
-        self._api_key = api_key
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.environments: dict[str, dict[str, str]] = {}
+        """Pod name → the environment its container got."""
+
+    def _environment(self, container: dict[str, Any]) -> dict[str, str] | None:
+        env: dict[str, str] = {}
+        for var in container["env"]:
+            if "value" in var:
+                env[var["name"]] = var["value"]
+                continue
+            ref = var["valueFrom"]["secretKeyRef"]
+            value = self._fake.secret_value(self._namespace, ref["name"], ref["key"])
+            if value is None:
+                if ref.get("optional"):
+                    continue
+                return None  # CreateContainerConfigError: the Secret is missing
+            env[var["name"]] = value
+        return env
 
     def _start(self, pod: dict[str, Any], code: str) -> None:
         name = pod["metadata"]["name"]
-        container = pod["spec"]["containers"][0]
-        env = {var["name"]: var["value"] for var in container["env"] if "value" in var}
+        env = self._environment(pod["spec"]["containers"][0])
+        if env is None:
+            return
+        env = {**env, "PATH": os.environ.get("PATH", ""), "HOME": str(self._workdir), "PYTHONPATH": str(ROOT)}
+        self.environments[name] = env
         script = self._workdir / f"{name}.py"
         script.write_text(code)
         self.processes[name] = subprocess.Popen(
             [sys.executable, str(script)],
-            env={
-                **os.environ,
-                **env,
-                "HOME": str(self._workdir),
-                "OPENAGENT_API_KEY": self._api_key,
-                "PYTHONPATH": str(ROOT),
-            },
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -225,10 +256,8 @@ class FakeKubelet:
 
 
 @asynccontextmanager
-async def fake_kubelet(
-    fake: FakeKubernetes, namespace: str, workdir: Path, *, api_key: str
-) -> AsyncIterator[FakeKubelet]:
-    kubelet = FakeKubelet(fake, namespace, workdir, api_key=api_key)
+async def fake_kubelet(fake: FakeKubernetes, namespace: str, workdir: Path) -> AsyncIterator[FakeKubelet]:
+    kubelet = FakeKubelet(fake, namespace, workdir)
     task = asyncio.create_task(kubelet.run())
     try:
         yield kubelet

@@ -51,7 +51,7 @@ def agents_root(tmp_path: Path) -> Path:
 
 async def test_auto_mode_spawns_a_saved_agent_and_uses_it(llm: ScriptedOpenAIServer, tmp_path: Path) -> None:
     port = free_port()
-    async with fake_kubernetes() as (fake, url), fake_kubelet(fake, NS, tmp_path, api_key=API_KEY) as kubelet:
+    async with fake_kubernetes() as (fake, url), fake_kubelet(fake, NS, tmp_path) as kubelet:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", url)
         env = {
             "OPENAGENT_AGENTS_ROOT": str(agents_root(tmp_path)),
@@ -81,6 +81,11 @@ async def test_auto_mode_spawns_a_saved_agent_and_uses_it(llm: ScriptedOpenAISer
             (pod,) = fake.live("pods", NS)
             assert pod["metadata"]["annotations"]["openagent.io/code"] == "module:agents.saved_echo"
             assert list(kubelet.processes) == [pod["metadata"]["name"]]
+            # It registered with a key of its own (role agent, its id only), never the master's.
+            key = kubelet.environments[pod["metadata"]["name"]]["OPENAGENT_API_KEY"]
+            assert key != API_KEY
+            me = (await http.get("/whoami", headers={"Authorization": f"Bearer {key}"})).json()
+            assert (me["role"], me["agent_ids"]) == ("agent", ["saved-echo"])
             row = next(
                 r for r in (await http.get("/agents")).json()["agents"] if r["agent_id"] == "saved-echo"
             )

@@ -96,3 +96,32 @@ def test_module_code_comes_from_agents_or_system_agents_only(tmp_path: Path) -> 
         assert raised.value.code == reason, module
     with pytest.raises(SandboxRejected, match="larger than"):
         resolve_code(tmp_path, module=None, source="#" * (600 * 1024))
+
+
+def test_the_indexer_never_gets_the_masters_redis_url() -> None:
+    """Without the sidecar and OPENAGENT_K8S_INDEXER_REDIS_URL, no REDIS_URL: the master's own
+    holds the password of its Redis, which agent code must not have."""
+    settings = Settings(
+        redis_url="redis://:master-redis-password@redis:6379", openagent_k8s_indexer_redis_sidecar=False
+    )
+    pod = _pod(settings, specs.INDEXER_AGENT_ID)
+    env = {var["name"] for var in pod["spec"]["containers"][0]["env"]}
+    assert "REDIS_URL" not in env
+    assert "master-redis-password" not in yaml.safe_dump(pod)
+
+
+def test_the_pod_reads_its_key_from_its_own_secret() -> None:
+    """The agent's key is the Secret of its own name (made with the Pod), never the master's
+    Secret, and the Secret object carries the agent's labels (torn down with it)."""
+    pod = _pod(Settings())
+    name = pod["metadata"]["name"]
+    (key,) = [var for var in pod["spec"]["containers"][0]["env"] if var["name"] == "OPENAGENT_API_KEY"]
+    assert key == {
+        "name": "OPENAGENT_API_KEY",
+        "valueFrom": {"secretKeyRef": {"name": name, "key": "OPENAGENT_API_KEY"}},
+    }
+    secret = specs.secret(name, "weather-agent", "oa_agent_secret", "agents")
+    assert secret["stringData"] == {"OPENAGENT_API_KEY": "oa_agent_secret"}
+    assert secret["metadata"]["labels"] == pod["metadata"]["labels"]
+    for version in VERSIONS:
+        kubernetes_validate.validate(secret, version, strict=True)

@@ -19,6 +19,9 @@ from tests.factories import CRASHING_AGENT_SOURCE
 
 TOKEN = "runner-token"
 SLEEPER = "import os, time\nprint('env', sorted(os.environ), flush=True)\ntime.sleep(600)\n"
+KEY_PRINTER = (
+    "import os, time\nprint('key', os.environ.get('OPENAGENT_API_KEY'), flush=True)\ntime.sleep(600)\n"
+)
 
 
 @pytest.fixture
@@ -138,3 +141,25 @@ async def test_start_replaces_stop_removes_and_errors_name_the_value(
     assert not directory.exists()
     missing = await http.get("/agents/a/logs")
     assert missing.status_code == 404 and "'a' is not running in this pool runner" in missing.json()["detail"]
+
+
+async def test_each_agent_gets_the_key_of_its_start_request_and_no_other(
+    runner: tuple[httpx.AsyncClient, Supervisor],
+) -> None:
+    """The master makes each pool agent a key of its own and sends it with the start: that agent
+    alone gets it, never the runner's token, and no answer shows it back."""
+    http, _ = runner
+    for agent_id, key in (("key-a", "own-key-a"), ("key-b", "own-key-b")):
+        started = await http.post(
+            "/agents", json={"agent_id": agent_id, "source": KEY_PRINTER, "api_key": key}
+        )
+        assert started.status_code == 201, started.text
+        assert key not in started.text
+    for agent_id, key in (("key-a", "own-key-a"), ("key-b", "own-key-b")):
+        row = await wait_for(http, agent_id, lambda r: any(line.startswith("key ") for line in r["lines"]))
+        assert f"key {key}" in row["lines"], row["lines"]
+        assert TOKEN not in "\n".join(row["lines"])
+    listed = await http.get("/agents")
+    assert "own-key" not in listed.text
+    refused = await http.post("/agents", json={"agent_id": "bad", "source": "x", "api_key": 7})
+    assert refused.status_code == 400 and "'api_key' must be a string" in refused.text

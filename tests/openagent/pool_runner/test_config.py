@@ -10,7 +10,7 @@ from openagent.errors import ConfigurationError
 from openagent.pool_runner import PoolRunnerConfig
 
 
-def test_from_env_reads_the_variables_and_falls_back_to_the_api_key() -> None:
+def test_from_env_reads_the_variables_and_the_token_falls_back_to_the_api_key() -> None:
     config = PoolRunnerConfig.from_env(
         {
             "POOL_RUNNER_HOST": "0.0.0.0",
@@ -23,7 +23,9 @@ def test_from_env_reads_the_variables_and_falls_back_to_the_api_key() -> None:
         }
     )
     assert (config.host, config.port, config.max_agents) == ("0.0.0.0", 18501, 7)
-    assert config.token == config.agent_api_key == "shared-key"
+    assert config.token == "shared-key"
+    # The runner's key is never an agent's: each gets its own in its start request.
+    assert config.agent_api_key is None
     assert config.workdir == Path("/tmp/pool-x")
     assert config.master_ws == "ws://master:8000/ws"
     assert "shared-key" not in repr(config)
@@ -33,7 +35,7 @@ def test_a_token_of_its_own_wins_over_the_api_key() -> None:
     config = PoolRunnerConfig.from_env(
         {"POOL_RUNNER_TOKEN": "runner", "OPENAGENT_API_KEY": "agents", "POOL_RUNNER_AGENT_UID": "-1"}
     )
-    assert (config.token, config.agent_api_key) == ("runner", "agents")
+    assert (config.token, config.agent_api_key) == ("runner", None)
 
 
 def test_listening_beyond_loopback_needs_a_token() -> None:

@@ -40,7 +40,8 @@ async def master_with_key(llm: ScriptedOpenAIServer) -> AsyncIterator[MasterProc
 
 @pytest.fixture
 async def runner(master_with_key: MasterProcess, tmp_path: Path) -> AsyncIterator[PoolRunnerProcess]:
-    env = {"MASTER_WS": master_with_key.ws_url, "OPENAGENT_API_KEY": API_KEY}
+    # No OPENAGENT_API_KEY for the runner: each agent brings a key of its own.
+    env = {"MASTER_WS": master_with_key.ws_url}
     async with PoolRunnerProcess(tmp_path / "pool", env) as process:
         yield process
 
@@ -58,13 +59,26 @@ async def agent_status(http: httpx.AsyncClient, agent_id: str) -> dict[str, Any]
     return row
 
 
+async def agent_key(master: MasterProcess, agent_id: str) -> str:
+    """A key of role ``agent`` for ``agent_id`` alone, as the master's sandbox makes one."""
+    async with httpx.AsyncClient(base_url=master.base_url, headers=HEADERS, timeout=10) as http:
+        made = await http.post("/keys", json={"name": agent_id, "role": "agent", "agent_ids": [agent_id]})
+    assert made.status_code == 201, made.text
+    secret: str = made.json()["secret"]
+    return secret
+
+
 async def test_pool_agents_register_answer_a_query_and_come_back_after_a_kill(
     master_with_key: MasterProcess, runner: PoolRunnerProcess, llm: ScriptedOpenAIServer
 ) -> None:
     async with httpx.AsyncClient(base_url=runner.base_url, headers=runner.headers, timeout=10) as pool:
         for agent_id in ("pool-echo-1", "pool-echo-2"):
-            started = await pool.post("/agents", json={"agent_id": agent_id, "source": ECHO_AGENT_SOURCE})
+            key = await agent_key(master_with_key, agent_id)
+            started = await pool.post(
+                "/agents", json={"agent_id": agent_id, "source": ECHO_AGENT_SOURCE, "api_key": key}
+            )
             assert started.status_code == 201, started.text
+            assert key not in started.text  # never shown back
         await registered(master_with_key, "pool-echo-1")
         await registered(master_with_key, "pool-echo-2")
 

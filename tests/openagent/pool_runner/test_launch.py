@@ -66,3 +66,61 @@ def test_root_is_dropped_to_the_agent_identity() -> None:
         shutil.rmtree(directory)
     assert (report["uid"], report["gid"], report["groups"]) == (65534, 65534, [])
     assert report["no_new_privs"] == "1"
+
+
+NEIGHBOUR = """
+import json, subprocess
+launch, victim = LAUNCH, VICTIM
+env = {"PATH": "/usr/bin:/bin", "SECRET_PROBE": "s3cret-of-the-neighbour"}
+found = {}
+for how, command in (
+    ("launched", ["/usr/bin/python3", launch, "--uid=-1", f"--path={victim}"]),
+    ("plain", ["/usr/bin/python3", victim]),
+):
+    other = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    assert other.stdout.readline().strip() == "ready"
+    try:
+        with open(f"/proc/{other.pid}/environ", "rb") as environ:
+            found[how] = "s3cret-of-the-neighbour" in environ.read().decode(errors="replace")
+    except PermissionError:
+        found[how] = "denied"
+    other.kill()
+    other.wait(timeout=30)
+print(json.dumps(found))
+"""
+VICTIM = "import time\nprint('ready', flush=True)\ntime.sleep(600)\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping root needs root")
+@pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="needs a Python every user can read")
+def test_an_agent_cannot_read_the_environment_of_another_process_of_its_user() -> None:
+    """Agents that share a user (a runner that cannot switch users, as in a non-root Pod) cannot
+    read each other's keys from /proc/<pid>/environ: launch makes each non-dumpable. The plain
+    process of the same user is readable, so the check is not vacuous."""
+    directory = Path(tempfile.mkdtemp(prefix="openagent-launch-"))
+    try:
+        directory.chmod(0o755)
+        neighbour = NEIGHBOUR.replace("LAUNCH", repr(str(LAUNCH))).replace(
+            "VICTIM", repr(str(directory / "victim.py"))
+        )
+        for name, text in (("neighbour.py", neighbour), ("victim.py", VICTIM)):
+            (directory / name).write_text(text)
+            (directory / name).chmod(0o644)
+        result = subprocess.run(
+            [
+                "/usr/bin/python3",
+                str(LAUNCH),
+                "--uid=65534",
+                "--gid=65534",
+                f"--path={directory / 'neighbour.py'}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd="/",
+        )
+    finally:
+        shutil.rmtree(directory)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"launched": "denied", "plain": True}
