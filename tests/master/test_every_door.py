@@ -37,7 +37,7 @@ from master.query.entry import Door
 from openagent import ClientConfig as AgentConfig
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import InProcessMaster, RawPeer, in_process_master
+from tests.factories import EVERY_TENANT, InProcessMaster, RawPeer, in_process_master
 
 ADMIN_KEY = "every-door-admin"
 DEADLINE = 60
@@ -104,7 +104,7 @@ async def hub(llm: ScriptedOpenAIServer) -> AsyncIterator[Hub]:
         config = AgentConfig(master_ws=master.ws_url, api_key=ADMIN_KEY)
         async with OrchestratorActionAgent("bank", [TRANSFER], handler, config=config):
             async with asyncio.timeout(DEADLINE):
-                while "bank" not in master.services.agents.known_ids():
+                while "bank" not in master.services.agents.known_ids(EVERY_TENANT):
                     await asyncio.sleep(0.01)
             yield running
 
@@ -419,7 +419,7 @@ async def test_another_tenants_agent_id_cannot_be_claimed_or_released(hub: Hub, 
             rows = {row["agent_id"]: row for row in (await admin.get("/agents")).json()["agents"]}
         assert rows["a-ledger"].get("tenant") == rows["a-inv"].get("tenant") == "a"
         assert "tenant" not in rows["bank"] and "tenant" not in rows["shared-inv"]
-        assert "bank" in hub.master.services.agents.known_ids()
+        assert "bank" in hub.master.services.agents.known_ids(EVERY_TENANT)
     finally:
         with contextlib.suppress(Exception):
             await ledger.close()
