@@ -401,6 +401,7 @@ async def test_another_tenants_agent_id_cannot_be_claimed_or_released(hub: Hub, 
     """Tenant a holds ``a-ledger`` (WebSocket) and ``a-inv`` (HTTP); an administrator's ``bank``
     (WebSocket) and ``shared-inv`` (HTTP) are shared with every tenant. Tenant b's key tries to take
     or drop each through ``path``: every one is refused by the identity rule."""
+    own = f"b-own-{uuid.uuid4().hex[:8]}"
     ledger = await RawPeer.connect(hub.master.ws_url, additional_headers=hub.headers("a", "agent"))
     try:
         await ledger.register("a-ledger", tools=LEDGER_TOOLS)
@@ -408,7 +409,6 @@ async def test_another_tenants_agent_id_cannot_be_claimed_or_released(hub: Hub, 
         assert await _http_register(hub, hub.headers(None), "shared-inv") is None
         role, claim = CLAIMS[path]
         # The path works on an id of b's own (so a refusal below is the identity rule's).
-        own = f"b-own-{uuid.uuid4().hex[:8]}"
         if claim is _http_unregister:
             assert await _http_register(hub, hub.headers("b", "agent"), own) is None
         assert await claim(hub, hub.headers("b", role), own) is None
@@ -423,3 +423,6 @@ async def test_another_tenants_agent_id_cannot_be_claimed_or_released(hub: Hub, 
     finally:
         with contextlib.suppress(Exception):
             await ledger.close()
+        # HTTP agents are stored in Redis: the later tests of the suite must not find them.
+        for agent_id in ("a-inv", "shared-inv", own):
+            await _http_unregister(hub, hub.headers(None), agent_id)
