@@ -226,7 +226,7 @@ OpenAgent is running:
   calculator-agent  sample_agents/calculator.py   (pid ${agent_pids[1]}, log .run/calculator-agent.log; offline)
   RAG agents        system_agents/rag_stack_ws.py: document-extractor-agent + document-indexer-agent
                     (pid ${agent_pids[2]}, log .run/document-indexer-agent.log; attach files to /query)
-  redis             ${REDIS_URL:-redis://127.0.0.1:6379}
+  redis             $(shown_url "${REDIS_URL:-redis://127.0.0.1:6379}")   (its password: REDIS_URL in .env)
 EOF
 if [[ -n $demo_llm ]]; then
   cat <<EOF
