@@ -114,36 +114,20 @@ class Cluster:
         return await self._call("version", call)
 
     async def list_pods(self, label_selector: str) -> list[dict[str, Any]]:
-        def call(core: Any) -> list[dict[str, Any]]:
-            response = core.list_namespaced_pod(
-                self.namespace,
-                label_selector=label_selector,
-                _preload_content=False,
-                _request_timeout=self.timeout,
-            )
-            items: list[dict[str, Any]] = _json(response).get("items") or []
-            return items
-
-        return await self._call("list pods", call)
+        return await self._list("list_namespaced_pod", "list pods", label_selector)
 
     async def list_config_maps(self, label_selector: str) -> list[dict[str, Any]]:
-        def call(core: Any) -> list[dict[str, Any]]:
-            response = core.list_namespaced_config_map(
-                self.namespace,
-                label_selector=label_selector,
-                _preload_content=False,
-                _request_timeout=self.timeout,
-            )
-            items: list[dict[str, Any]] = _json(response).get("items") or []
-            return items
-
-        return await self._call("list config maps", call)
+        return await self._list("list_namespaced_config_map", "list config maps", label_selector)
 
     async def list_secrets(self, label_selector: str) -> list[dict[str, Any]]:
         """The Secrets with the labels (their metadata is what the sandbox uses)."""
+        return await self._list("list_namespaced_secret", "list secrets", label_selector)
+
+    async def _list(self, method: str, what: str, label_selector: str) -> list[dict[str, Any]]:
+        """The items of the namespace's ``method`` (``list_namespaced_<kind>``) with the labels."""
 
         def call(core: Any) -> list[dict[str, Any]]:
-            response = core.list_namespaced_secret(
+            response = getattr(core, method)(
                 self.namespace,
                 label_selector=label_selector,
                 _preload_content=False,
@@ -152,7 +136,7 @@ class Cluster:
             items: list[dict[str, Any]] = _json(response).get("items") or []
             return items
 
-        return await self._call("list secrets", call)
+        return await self._call(what, call)
 
     async def create_secret(self, body: dict[str, Any]) -> None:
         await self._call(
