@@ -57,7 +57,7 @@ summary() {
     printf '[%s] FAILED steps: %s\n' "$_SCRIPT_NAME" "${failed[*]}" >&2
     exit "$first_status"
   fi
-  summary
+  log "all checks passed"
 }
 
 suite_started=$SECONDS
