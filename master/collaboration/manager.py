@@ -143,12 +143,14 @@ class CollaborationManager:
         parent_session_id: str,
         agent_ids: list[str],
         task: str,
+        scope: Scope,
         context: dict[str, Any] | None = None,
         query_id: str | None = None,
         tenant: str | None = None,
     ) -> CollaborationOutcome:
-        """Run one collaboration to its end; the first agent is the initiator. ``tenant`` owns
-        its record and, when this creates it, the parent session (``None``: ``default``).
+        """Run one collaboration to its end; the first agent is the initiator. Only agents
+        offered to ``scope`` (the asker's) may take part. ``tenant`` owns its record and, when
+        this creates it, the parent session (``None``: ``default``).
 
         Appends ``outcome.session_turn(query_id)`` (``decision: "collaboration"``) to
         ``session:{parent_session_id}``, creating that session if needed.
@@ -162,6 +164,7 @@ class CollaborationManager:
             self._registry,
             agent_ids,
             task,
+            scope,
             enabled=self.enabled,
             remote=None if self.cluster is None else self.cluster.member,
         )

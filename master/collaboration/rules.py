@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from master.agents.registry import LiveAgent, Registry
+from master.agents.registry import LiveAgent, Registry, offered_to
+from master.auth import Scope
 from master.collaboration.session import CollabSession, Refusal
 from master.errors import CollaborationRejected
 
@@ -20,12 +21,15 @@ def check_agents(
     registry: Registry,
     agent_ids: list[str],
     task: str,
+    scope: Scope,
     *,
     enabled: bool,
     remote: Callable[[str], LiveAgent | None] | None = None,
 ) -> list[LiveAgent]:
     """The connections of ``agent_ids``, in order; raises :class:`CollaborationRejected` naming
-    the first problem. ``remote`` finds an agent held by another master (a cluster member)."""
+    the first problem. ``remote`` finds an agent held by another master (a cluster member). An
+    agent not offered to ``scope`` (another tenant's) is unknown, as one that does not exist:
+    whoever names it, a route's caller or the model of a query."""
     if not enabled:
         raise CollaborationRejected("collaboration_disabled", DISABLED)
     if not task.strip():
@@ -45,6 +49,8 @@ def check_agents(
         agent = registry.get(agent_id)
         if agent is None and remote is not None:
             agent = remote(agent_id)
+        if agent is not None and not offered_to(agent.tenant, scope.tenant):
+            agent = None
         if agent is None:
             where = "this master" if remote is None else "any master"
             raise CollaborationRejected(

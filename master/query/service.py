@@ -254,7 +254,12 @@ class QueryService:
         approval, may_wait = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
         extra_tools = self._collaboration_hook(
-            hooks, toolbox, session_id, query_id, lambda: self._owner(principal, session_id, new_session)
+            hooks,
+            toolbox,
+            session_id,
+            query_id,
+            Scope.of(principal),
+            lambda: self._owner(principal, session_id, new_session),
         )
         extra_tools += self._spawn_hook(hooks, request, principal)
         if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
@@ -992,9 +997,11 @@ class QueryService:
         toolbox: Toolbox,
         session_id: str,
         query_id: str,
+        scope: Scope,
         owner: Callable[[], Awaitable[str]],
     ) -> list[dict[str, Any]]:
-        """Offer ``start_collaboration`` when two or more linked agents support it."""
+        """Offer ``start_collaboration`` when two or more linked agents support it (the model may
+        name any agent: the manager refuses one not offered to the asker's ``scope``)."""
         manager = self._collaboration
         if manager is None:
             return []
@@ -1007,6 +1014,7 @@ class QueryService:
                 parent_session_id=session_id,
                 agent_ids=agents,
                 task=task,
+                scope=scope,
                 query_id=query_id,
                 tenant=await owner(),
             )

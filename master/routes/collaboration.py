@@ -120,14 +120,6 @@ async def start_collaboration(
     manager = services.collaboration
     parent = body.parent_session_id
     scope = Scope.of(principal)
-    if manager.enabled:  # another tenant's agents are unknown to this key
-        offered = services.agents.known_ids(scope, body.agents)
-        for agent_id in body.agents:
-            if agent_id not in offered:
-                raise ApiError(
-                    ErrorCode.UNKNOWN_AGENT,
-                    f"unknown agent {agent_id!r}: it is not connected to this master over WebSocket",
-                )
     try:
         if parent is None:
             parent = services.sessions.new_session_id()
@@ -140,6 +132,7 @@ async def start_collaboration(
             parent_session_id=parent,
             agent_ids=body.agents,
             task=body.task,
+            scope=scope,
             context=body.context,
             tenant=principal.tenant,
         )

@@ -485,6 +485,29 @@ async def test_a_collaboration_belongs_to_the_tenant_that_started_it(hub: InProc
             await peer.close()
 
 
+async def test_the_model_cannot_bring_another_tenants_agent_into_a_collaboration(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """The model names whom to collaborate with (an ``enum`` no provider enforces): an agent of
+    another tenant is refused as unknown by the collaboration manager, and hears nothing."""
+    buyer = await collaborator(hub, "a-buyer", as_tenant("a", "agent"))
+    clerk = await collaborator(hub, "a-clerk", as_tenant("a", "agent"))
+    seller = await collaborator(hub, "b-seller", as_tenant("b", "agent"))
+    try:
+        llm.add_tool_call("start_collaboration", {"agents": ["a-buyer", "b-seller"], "task": "agree a price"})
+        llm.add_text("No deal.")
+        async with http(hub, as_tenant("a")) as a:
+            answered = await ask(a, query="negotiate with the seller")
+        assert answered.status_code == 200 and answered.json()["answer"] == "No deal.", answered.text
+        told = llm.requests[1]["messages"][-1]
+        assert told["role"] == "tool" and "unknown agent 'b-seller'" in told["content"], told
+        with pytest.raises(TimeoutError):  # nothing reached b's agent (nor a's: nothing started)
+            await seller.recv(timeout=0.2)
+    finally:
+        for peer in (buyer, clerk, seller):
+            await peer.close()
+
+
 # ---------------------------------------------------------------------- agent identity
 # Every way an id is claimed or released goes through master.agents.identity.AgentIds.
 

@@ -495,7 +495,7 @@ async def test_eligible_agents_are_connected_and_declare_support(redis_client: a
     assert manager.eligible(["c", "b", "ghost", "a", "c"]) == ["c", "a"]
     assert manager_with(redis_client, registry, enabled=False).eligible(["a", "c"]) == []
     with pytest.raises(CollaborationRejected, match="'b' does not support collaboration") as rejected:
-        await manager.run(parent_session_id="p", agent_ids=["a", "b"], task="t")
+        await manager.run(parent_session_id="p", agent_ids=["a", "b"], task="t", scope=EVERY_TENANT)
     assert rejected.value.code == "collaboration_unsupported"
 
 
@@ -508,7 +508,13 @@ async def test_one_redis_round_trip_per_relayed_message(
     manager = manager_with(redis_client, registry)
     parent = f"unit-parent-{uuid.uuid4()}"
     run = asyncio.create_task(
-        manager.run(parent_session_id=parent, agent_ids=["unit-alice", "unit-bob"], task="t", query_id="q-7")
+        manager.run(
+            parent_session_id=parent,
+            agent_ids=["unit-alice", "unit-bob"],
+            task="t",
+            scope=EVERY_TENANT,
+            query_id="q-7",
+        )
     )
     assert (await bob_conn.next())["role"] == "responder"  # responders are introduced first
     sid = (await alice_conn.next())["session_id"]
