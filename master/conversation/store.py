@@ -128,7 +128,8 @@ def _stored(text: str) -> list[Turn]:
 # invocation calls whose outcome these turns store: each still pending one becomes 'stored', so
 # a late callback cannot append the result a second time (master.agents.call_records).
 # KEYS[2] is the session's owner key: set to ARGV[3] (a tenant, '' for none) by the append that
-# creates the session, and its TTL follows the session's. With ARGV[4], the last key is the
+# creates the session, and its TTL follows the session's, as KEYS[3]'s does (the count of its
+# summary turns, written by _APPEND_SUMMARY). KEYS[4...] are call records. With ARGV[4], the last key is the
 # run's record, set to ARGV[4] with TTL ARGV[5] in the same trip (master.conversation.runs: a
 # run's end costs no round trip of its own).
 _APPEND = """
@@ -140,13 +141,14 @@ else
   redis.call('SETRANGE', KEYS[1], n - 1, ',' .. ARGV[1] .. ']')
   redis.call('EXPIRE', KEYS[1], ARGV[2])
   redis.call('EXPIRE', KEYS[2], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
 end
 local last = #KEYS
 if ARGV[4] then
   redis.call('SET', KEYS[last], ARGV[4], 'EX', ARGV[5])
   last = last - 1
 end
-for i = 3, last do
+for i = 4, last do
   if redis.call('HGET', KEYS[i], 'state') == 'pending' then redis.call('HSET', KEYS[i], 'state', 'stored') end
 end
 return 1
@@ -376,6 +378,7 @@ class SessionStore(TenantRecords):
         keys = [
             session_key(session_id),
             session_owner_key(session_id),
+            session_summaries_key(session_id),
             *(call_record_key(call_id) for call_id in settled_calls),
         ]
         recorded = owner if owner is not None and owner != DEFAULT_TENANT else ""

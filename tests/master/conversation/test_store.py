@@ -108,6 +108,21 @@ async def test_append_load_and_ttl(redis_client: aioredis.Redis) -> None:
     assert json.loads(await redis_client.get(f"session:{sid}")) == turns
 
 
+async def test_the_summary_count_lives_as_long_as_its_session(redis_client: aioredis.Redis) -> None:
+    """Each append refreshes the count of summary turns with the session (else the count of a
+    long-lived session would expire first, and the one-summary-per-span check with it)."""
+    store = SessionStore(redis_client, ttl_seconds=100)
+    sid = store.new_session_id()
+    await store.append(sid, [{"query": "q", "answer": "a"}])
+    assert await store.append_summary(sid, {"summary": "s"}, 0)
+    await redis_client.expire(f"session_summaries:{sid}", 5)  # as if set long ago
+
+    await store.append(sid, [{"query": "q2", "answer": "a2"}])
+
+    assert await redis_client.ttl(f"session_summaries:{sid}") > 5
+    assert not await store.append_summary(sid, {"summary": "again"}, 0)  # the span was summarized
+
+
 async def test_concurrent_appends_lose_nothing(redis_client: aioredis.Redis) -> None:
     store = SessionStore(redis_client, ttl_seconds=100)
     sid = store.new_session_id()
