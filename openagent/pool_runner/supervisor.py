@@ -57,7 +57,7 @@ class AgentSpec:
     master_ws: str | None = None
     api_key: str | None = field(default=None, repr=False)
     """This agent's own key for the master (``OPENAGENT_API_KEY`` of its process), made for it
-    by the master; without one, the config's ``agent_api_key``."""
+    by the master; without one, the agent gets no key."""
 
     def __post_init__(self) -> None:
         if not self.agent_id or len(self.agent_id) > 128 or not self.agent_id.isprintable():
@@ -195,9 +195,8 @@ class ManagedAgent:
             }
         )
         env.update(self.spec.env)
-        key = self.spec.api_key or config.agent_api_key
-        if key:
-            env["OPENAGENT_API_KEY"] = key
+        if self.spec.api_key:
+            env["OPENAGENT_API_KEY"] = self.spec.api_key
         return env
 
     def start(self) -> None:
