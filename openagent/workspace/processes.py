@@ -149,7 +149,17 @@ class ProcessAgentRunner:
         except Exception as exc:  # any failure to make a key: no process without one
             logger.warning("YAML agent %s not started: no key for it (%s)", agent_id, exc)
             return AgentOutcome(agent_id, "failed", f"could not make its key: {exc}", spec.handler)
-        process, reason = await self._spawn(spec, ref, source, credential.secret)
+        try:  # from here on, whatever stops the start revokes the key
+            process, reason = await self._spawn(spec, ref, source, credential.secret)
+        except OSError as exc:  # no uid free, the module not copied: this agent fails, not the start
+            shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
+            await _revoke(agent_id, credential)
+            logger.warning("YAML agent %s not started: %s", agent_id, exc)
+            return AgentOutcome(agent_id, "failed", f"its process could not be prepared: {exc}", spec.handler)
+        except BaseException:
+            shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
+            await _revoke(agent_id, credential)
+            raise
         if reason is not None:
             await self._end(agent_id, _Child(process, spec.handler, credential))
             logger.warning("YAML agent %s not started: %s", agent_id, reason)
@@ -228,10 +238,7 @@ class ProcessAgentRunner:
         await child.process.stop()
         shutil.rmtree(child.process.directory, ignore_errors=True)
         shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
-        try:
-            await child.credential.revoke()
-        except Exception as exc:  # logged: the stop itself has happened
-            logger.warning("the key of YAML agent %s could not be revoked: %s", agent_id, exc)
+        await _revoke(agent_id, child.credential)
 
     async def stop(self, agent_ids: Iterable[str] | None = None) -> list[AgentOutcome]:
         """Stop the given agents (every running one when ``None``): their processes end."""
@@ -253,6 +260,14 @@ class ProcessAgentRunner:
         for folder in (self._workdir / "code", self._workdir):
             with contextlib.suppress(OSError):
                 folder.rmdir()
+
+
+async def _revoke(agent_id: str, credential: AgentCredential) -> None:
+    """Revoke an agent's key; a failure is logged (the agent's processes have ended already)."""
+    try:
+        await credential.revoke()
+    except Exception as exc:
+        logger.warning("the key of YAML agent %s could not be revoked: %s", agent_id, exc)
 
 
 def _copy_module(source: Path, root: Path, ref: ModuleRef, uid: int, gid: int) -> None:
