@@ -305,6 +305,16 @@ class ManagedAgent:
 
 def processes_of(uid: int) -> list[int]:
     """The live (not zombie) processes whose real uid is ``uid`` (Linux ``/proc``)."""
+    return [pid for pid, owner in _live_processes() if owner == uid]
+
+
+def uids_in_use() -> set[int]:
+    """The real uids of every live (not zombie) process, from one scan of ``/proc``."""
+    return {owner for _pid, owner in _live_processes()}
+
+
+def _live_processes() -> list[tuple[int, int]]:
+    """(pid, real uid) of every live (not zombie) process (Linux ``/proc``)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -316,8 +326,7 @@ def processes_of(uid: int) -> list[int]:
             continue
         if fields.get("State", "").strip().startswith(("Z", "X")):
             continue
-        if int(fields.get("Uid", "-1").split()[0]) == uid:
-            found.append(int(entry.name))
+        found.append((int(entry.name), int(fields.get("Uid", "-1").split()[0])))
     return found
 
 

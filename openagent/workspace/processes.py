@@ -197,7 +197,7 @@ class ProcessAgentRunner:
                 output.append(line)
 
         busy = {child.process.uid for child in self._children.values()}
-        uid = self.users.next_uid(busy)  # -1: this process's user (accepted by the operator)
+        uid = await self.users.next_uid(busy)  # -1: this process's user (accepted by the operator)
         code = self._code_root(spec.agent_id)
         _copy_module(source, code, ref, uid, self.users.gid)
         limits = self.users.isolation.limits

@@ -7,6 +7,8 @@ agent's own key cannot be made.
 
 from __future__ import annotations
 
+import os
+import pwd
 import textwrap
 from pathlib import Path
 
@@ -16,6 +18,10 @@ import pytest
 from master.builder.credentials import AgentKeys
 from openagent.workspace.isolation import AgentUsers
 from tests.factories import in_process_master
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="agent code starts (with uids of its own) only from a root master"
+)
 
 MASTER_KEY = "master-bootstrap-key-in-the-environment"
 MODULE = """
@@ -76,12 +82,12 @@ async def test_a_start_that_fails_after_the_key_was_made_revokes_it_and_keeps_th
 
     calls = 0
 
-    def second_has_no_uid(self: AgentUsers, busy: set[int]) -> int:
+    async def second_has_no_uid(self: AgentUsers, busy: set[int]) -> int:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise OSError("every uid of 200000+2 is in use")
-        return next_uid(self, busy)
+        return await next_uid(self, busy)
 
     monkeypatch.setattr(AgentKeys, "make", recording_make)
     monkeypatch.setattr(AgentKeys, "revoke", recording_revoke)
@@ -103,3 +109,22 @@ async def test_a_start_that_fails_after_the_key_was_made_revokes_it_and_keeps_th
             stopped = await http.post("/internal/yaml-agents/stop", json={"agent_ids": [ok]})
             assert stopped.json()["agents"][0]["status"] == "stopped"
             assert sorted(revoked) == sorted(made.values())
+
+
+async def test_a_uid_range_holding_an_existing_user_is_refused_clearly(tmp_path: Path) -> None:
+    """An agent under an existing user's uid would own that user's files and processes: no agent
+    code is started, and the outcome names the user and the settings to change."""
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "keyed.py").write_text(textwrap.dedent(MODULE))
+    nobody = pwd.getpwnam("nobody")
+    settings = {"openagent_agent_uid_base": nobody.pw_uid, "openagent_agent_uid_count": 1}
+    async with in_process_master(openagent_agents_root=str(tmp_path), **settings) as master:
+        async with httpx.AsyncClient(base_url=master.base_url, timeout=120) as http:
+            started = await http.post(
+                "/internal/yaml-agents/start",
+                json={"yaml": "version: 1\nagents:\n  - agent_id: keyed-n\n    handler: agents.keyed\n"},
+            )
+            [row] = started.json()["agents"]
+            assert row["status"] == "failed", row
+            assert f"holds the existing user 'nobody' (uid {nobody.pw_uid})" in row["reason"]
+            assert "OPENAGENT_AGENT_UID_BASE" in row["reason"]
