@@ -129,7 +129,8 @@ class Workspaces:
 
     async def start(self, workspace: Workspace, loopback_port: int | None, tenant: str) -> list[AgentOutcome]:
         """Start the workspace's WebSocket agents, connected to this master over loopback, each
-        with a key of role ``agent`` for its own id in ``tenant`` (the starter's)."""
+        with a key of role ``agent`` for its own id in ``tenant``: the starter's (an
+        administrator's: ``default``), so the agent serves that tenant's queries only."""
         if loopback_port is not None:
             self.runner.config = self._client_config(f"http://127.0.0.1:{loopback_port}")
         self._remember_layout(workspace)
@@ -152,7 +153,9 @@ class Workspaces:
         secrets: Mapping[str, str] | None = None,
     ) -> list[RestoreOutcome]:
         """Register the workspace's invocation agents, MCP servers and A2A agents for
-        ``principal`` (shared with every tenant when it is an administrator); raises
+        ``principal`` (shared with every tenant when it is an administrator: registered agents
+        follow the registration rule of :mod:`master.agents.identity`; agents the master
+        *starts* instead belong to the starter's tenant, see :meth:`start`); raises
         ``SessionStoreUnavailable``.
 
         ``secrets`` holds the values of the ``${NAME}`` references in MCP and A2A agents' headers
