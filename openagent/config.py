@@ -91,7 +91,8 @@ class ClientConfig:
     """Sent as ``Authorization: Bearer <api_key>`` when set. Never shown in ``repr``. Left out
     (``None``), it is ``OPENAGENT_API_KEY`` of the environment, else of ``.env`` in the current
     directory, so ``ClientConfig(master_ws=...)`` joins a master that needs the key as
-    :meth:`from_env` does; ``""`` sends no key."""
+    :meth:`from_env` does; ``""`` sends no key and stays ``""``, so a copy made with
+    :func:`dataclasses.replace` is keyless too (never the environment's key)."""
     connect_timeout: float = 10.0
     """Seconds allowed to open the WebSocket (TCP, TLS and HTTP upgrade)."""
     registration_timeout: float = 10.0
@@ -108,8 +109,8 @@ class ClientConfig:
     """Upper bound of the reconnect delay."""
 
     def __post_init__(self) -> None:
-        if not self.api_key:  # None: the environment's; "": none (kept as None)
-            object.__setattr__(self, "api_key", _api_key_of_environment() if self.api_key is None else None)
+        if self.api_key is None:  # left out: the environment's; "" (no key) is kept as it is
+            object.__setattr__(self, "api_key", _api_key_of_environment() or "")
         if not self.master_urls or not all(url.startswith(("ws://", "wss://")) for url in self.master_urls):
             raise ConfigurationError(
                 f"master_ws must be a ws:// or wss:// URL, or a comma-separated list of them (env MASTER_WS),"

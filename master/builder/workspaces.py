@@ -51,7 +51,7 @@ from openagent.workspace import (
     export_workspace,
 )
 from openagent.workspace.isolation import AgentLimits, Isolation
-from openagent.workspace.processes import ProcessAgentRunner
+from openagent.workspace.processes import AgentCredential, ProcessAgentRunner
 from openagent.workspace.schema import SECRET_REFERENCE
 from protocol import ToolSchema
 
@@ -73,6 +73,10 @@ class RestoreOutcome:
         return row
 
 
+async def _no_keys(agent_id: str) -> AgentCredential:
+    raise RuntimeError("this master makes no agent keys (no key store), so it starts no agent code")
+
+
 def ws_url_for(base_url: str) -> str:
     """``http://host:8000`` → ``ws://host:8000/ws``."""
     scheme, _, rest = base_url.rstrip("/").partition("://")
@@ -92,7 +96,7 @@ class Workspaces:
     ) -> None:
         self.settings = settings
         self.keys = keys
-        """Makes each started agent's key; ``None`` (tests of export and restore): agents get no key."""
+        """Makes each started agent's key; ``None`` (tests of export and restore): no agent is started."""
         self.catalog = catalog
         """The limits and function-name rules of ``POST /register``, applied to restored agents too."""
         self.agents = agents
@@ -109,7 +113,7 @@ class Workspaces:
     def _client_config(self, base_url: str) -> ClientConfig:
         return ClientConfig(
             master_ws=ws_url_for(base_url),
-            api_key=None,  # never the master's key: each agent gets its own (AgentKeys)
+            api_key="",  # no key, never the master's (None would read OPENAGENT_API_KEY): each agent gets its own
             keepalive_interval=0,  # same process: no proxy to keep the socket alive through
             reconnect_max_delay=1.0,
         )
@@ -125,12 +129,12 @@ class Workspaces:
 
     async def start(self, workspace: Workspace, loopback_port: int | None, tenant: str) -> list[AgentOutcome]:
         """Start the workspace's WebSocket agents, connected to this master over loopback, each
-        with a key of role ``agent`` for its own id in ``tenant`` (the starter's)."""
+        with a key of role ``agent`` for its own id in ``tenant``: the starter's (an
+        administrator's: ``default``), so the agent serves that tenant's queries only."""
         if loopback_port is not None:
             self.runner.config = self._client_config(f"http://127.0.0.1:{loopback_port}")
         self._remember_layout(workspace)
-        issuer = self.keys.issuer(tenant) if self.keys is not None else None
-        return await self.runner.start(workspace, issuer)
+        return await self.runner.start(workspace, self.keys.issuer(tenant) if self.keys else _no_keys)
 
     async def stop(self, agent_ids: Iterable[str] | None) -> list[AgentOutcome]:
         return await self.runner.stop(agent_ids)
@@ -149,7 +153,9 @@ class Workspaces:
         secrets: Mapping[str, str] | None = None,
     ) -> list[RestoreOutcome]:
         """Register the workspace's invocation agents, MCP servers and A2A agents for
-        ``principal`` (shared with every tenant when it is an administrator); raises
+        ``principal`` (shared with every tenant when it is an administrator: registered agents
+        follow the registration rule of :mod:`master.agents.identity`; agents the master
+        *starts* instead belong to the starter's tenant, see :meth:`start`); raises
         ``SessionStoreUnavailable``.
 
         ``secrets`` holds the values of the ``${NAME}`` references in MCP and A2A agents' headers

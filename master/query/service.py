@@ -1077,7 +1077,7 @@ class QueryService:
         self, hooks: RunHooks, request: QueryRequest, principal: Principal
     ) -> list[dict[str, Any]]:
         """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on; an
-        administrator's queries only: the agents it starts are shared with every tenant)."""
+        administrator's queries only: the agents it starts belong to tenant ``default``)."""
         spawner = self._spawner
         if (
             spawner is None

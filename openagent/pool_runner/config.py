@@ -92,10 +92,6 @@ class PoolRunnerConfig:
     crash_loop_threshold: int = 3
     stable_seconds: float = 60.0
     master_ws: str = DEFAULT_MASTER_WS
-    agent_api_key: str | None = field(default=None, repr=False)
-    """``OPENAGENT_API_KEY`` of agents whose start request brings no key of its own (the master's
-    own runner sets it per agent). Never read from the runner's environment: the runner's key
-    is not an agent's."""
 
     def __post_init__(self) -> None:
         if not self.token and not _is_loopback(self.host):

@@ -57,7 +57,7 @@ class AgentSpec:
     master_ws: str | None = None
     api_key: str | None = field(default=None, repr=False)
     """This agent's own key for the master (``OPENAGENT_API_KEY`` of its process), made for it
-    by the master; without one, the config's ``agent_api_key``."""
+    by the master; without one, the agent gets no key."""
 
     def __post_init__(self) -> None:
         if not self.agent_id or len(self.agent_id) > 128 or not self.agent_id.isprintable():
@@ -195,9 +195,8 @@ class ManagedAgent:
             }
         )
         env.update(self.spec.env)
-        key = self.spec.api_key or config.agent_api_key
-        if key:
-            env["OPENAGENT_API_KEY"] = key
+        if self.spec.api_key:
+            env["OPENAGENT_API_KEY"] = self.spec.api_key
         return env
 
     def start(self) -> None:
@@ -306,6 +305,16 @@ class ManagedAgent:
 
 def processes_of(uid: int) -> list[int]:
     """The live (not zombie) processes whose real uid is ``uid`` (Linux ``/proc``)."""
+    return [pid for pid, owner in _live_processes() if owner == uid]
+
+
+def uids_in_use() -> set[int]:
+    """The real uids of every live (not zombie) process, from one scan of ``/proc``."""
+    return {owner for _pid, owner in _live_processes()}
+
+
+def _live_processes() -> list[tuple[int, int]]:
+    """(pid, real uid) of every live (not zombie) process (Linux ``/proc``)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -317,8 +326,7 @@ def processes_of(uid: int) -> list[int]:
             continue
         if fields.get("State", "").strip().startswith(("Z", "X")):
             continue
-        if int(fields.get("Uid", "-1").split()[0]) == uid:
-            found.append(int(entry.name))
+        found.append((int(entry.name), int(fields.get("Uid", "-1").split()[0])))
     return found
 
 

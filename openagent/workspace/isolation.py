@@ -18,6 +18,7 @@ could read its secrets. Either way the decision is logged once, at start.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import pwd
@@ -25,7 +26,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from openagent.pool_runner.supervisor import processes_of
+from openagent.pool_runner.supervisor import uids_in_use
 
 __all__ = ["AgentLimits", "AgentUsers", "Isolation"]
 
@@ -74,7 +75,8 @@ class AgentUsers:
         if os.geteuid() == 0:
             try:
                 self.gid = _system_group(isolation.user)
-                self.isolated = True
+                self.refusal = _user_in_range(isolation.uid_base, isolation.uid_count)
+                self.isolated = self.refusal is None
             except OSError as exc:
                 self.refusal = f"the agents' user {isolation.user!r} cannot be made: {exc}"
         else:
@@ -103,17 +105,35 @@ class AgentUsers:
                 self.refusal,
             )
 
-    def next_uid(self, busy: set[int]) -> int:
-        """A uid of the range that runs no process and is not in ``busy`` (``-1``: keep ours)."""
+    async def next_uid(self, busy: set[int]) -> int:
+        """A uid of the range that runs no process and is not in ``busy`` (``-1``: keep ours).
+
+        ``/proc`` is scanned once, in a thread (the event loop goes on meanwhile)."""
         if not self.isolated:
             return -1
+        in_use = busy | await asyncio.to_thread(uids_in_use)
         count = self.isolation.uid_count
         for _ in range(count):
             uid = self.isolation.uid_base + self._next
             self._next = (self._next + 1) % count
-            if uid not in busy and not processes_of(uid):
+            if uid not in in_use:
                 return uid
         raise OSError(f"every uid of {self.isolation.uid_base}+{count} is in use")
+
+
+def _user_in_range(base: int, count: int) -> str | None:
+    """Why the agents' uid range cannot be used: it holds an existing user's uid, whose files and
+    processes an agent would own (``None``: no user has one)."""
+    taken = sorted(
+        (entry.pw_uid, entry.pw_name) for entry in pwd.getpwall() if base <= entry.pw_uid < base + count
+    )
+    if not taken:
+        return None
+    uid, name = taken[0]
+    return (
+        f"the agents' uid range {base}-{base + count - 1} holds the existing user {name!r} (uid {uid}); "
+        "set OPENAGENT_AGENT_UID_BASE and OPENAGENT_AGENT_UID_COUNT to a range no user has"
+    )
 
 
 def _system_group(user: str) -> int:

@@ -64,15 +64,16 @@ IssueCredential = Callable[[str], Awaitable[AgentCredential]]
 class _Child:
     process: ManagedAgent
     handler: str
-    credential: AgentCredential | None = None
+    credential: AgentCredential
 
 
 class ProcessAgentRunner:
     """Runs a workspace's WebSocket agents, each in a supervised child process.
 
     Args:
-        config: How the agents reach the master: its ``master_ws`` and ``api_key`` are
-            handed to the children (nothing else of this process's environment is).
+        config: How the agents reach the master: its ``master_ws`` is handed to the children
+            (nothing else of this process's environment is; its ``api_key`` never: each agent
+            gets the key made for it alone).
         root: The directory holding ``agents/``, ``system_agents/`` and ``sample_agents/``.
         is_connected: Tells whether an agent id is already connected to the master by
             someone else; such agents are skipped rather than replaced.
@@ -113,18 +114,17 @@ class ProcessAgentRunner:
         found = self._children.get(agent_id)
         return found.process if found is not None else None
 
-    async def start(
-        self, workspace: Workspace, credentials: IssueCredential | None = None
-    ) -> list[AgentOutcome]:
+    async def start(self, workspace: Workspace, credentials: IssueCredential) -> list[AgentOutcome]:
         """Start every WebSocket action agent of the workspace that has a handler.
 
-        With ``credentials``, each agent gets a key of its own, made before its process starts
-        and revoked when it stops; without, the key of :attr:`config` (if any) is handed on.
+        Each agent gets a key of its own from ``credentials``, made before its process starts
+        and revoked when it stops; an agent whose key cannot be made is not started (never a
+        fallback to another key).
         """
         async with self._lock:
             return await start_each(workspace, lambda spec: self._start_one(spec, credentials))
 
-    async def _start_one(self, spec: AgentSpec, credentials: IssueCredential | None) -> AgentOutcome:
+    async def _start_one(self, spec: AgentSpec, credentials: IssueCredential) -> AgentOutcome:
         agent_id = spec.agent_id
         known = self._children.get(agent_id)
         refused = not_to_start(spec, known.handler if known else None, self._is_connected)
@@ -144,15 +144,22 @@ class ProcessAgentRunner:
             source = module_file(self.root, ref)  # refused or missing: no process at all
         except AgentModuleError as exc:
             return AgentOutcome(agent_id, "failed", str(exc), spec.handler)
-        credential = None
-        if credentials is not None:
-            try:
-                credential = await credentials(agent_id)
-            except Exception as exc:  # any failure to make a key: no process without one
-                logger.warning("YAML agent %s not started: no key for it (%s)", agent_id, exc)
-                return AgentOutcome(agent_id, "failed", f"could not make its key: {exc}", spec.handler)
-        key = credential.secret if credential is not None else self.config.api_key
-        process, reason = await self._spawn(spec, ref, source, key)
+        try:
+            credential = await credentials(agent_id)
+        except Exception as exc:  # any failure to make a key: no process without one
+            logger.warning("YAML agent %s not started: no key for it (%s)", agent_id, exc)
+            return AgentOutcome(agent_id, "failed", f"could not make its key: {exc}", spec.handler)
+        try:  # from here on, whatever stops the start revokes the key
+            process, reason = await self._spawn(spec, ref, source, credential.secret)
+        except OSError as exc:  # no uid free, the module not copied: this agent fails, not the start
+            shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
+            await _revoke(agent_id, credential)
+            logger.warning("YAML agent %s not started: %s", agent_id, exc)
+            return AgentOutcome(agent_id, "failed", f"its process could not be prepared: {exc}", spec.handler)
+        except BaseException:
+            shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
+            await _revoke(agent_id, credential)
+            raise
         if reason is not None:
             await self._end(agent_id, _Child(process, spec.handler, credential))
             logger.warning("YAML agent %s not started: %s", agent_id, reason)
@@ -162,7 +169,7 @@ class ProcessAgentRunner:
         return AgentOutcome(agent_id, "started", handler=spec.handler)
 
     async def _spawn(
-        self, spec: AgentSpec, ref: ModuleRef, source: Path, key: str | None
+        self, spec: AgentSpec, ref: ModuleRef, source: Path, key: str
     ) -> tuple[ManagedAgent, str | None]:
         """Start the child; wait until it registered (reason ``None``) or why it did not.
 
@@ -190,7 +197,7 @@ class ProcessAgentRunner:
                 output.append(line)
 
         busy = {child.process.uid for child in self._children.values()}
-        uid = self.users.next_uid(busy)  # -1: this process's user (accepted by the operator)
+        uid = await self.users.next_uid(busy)  # -1: this process's user (accepted by the operator)
         code = self._code_root(spec.agent_id)
         _copy_module(source, code, ref, uid, self.users.gid)
         limits = self.users.isolation.limits
@@ -202,7 +209,6 @@ class ProcessAgentRunner:
             agent_nproc=limits.processes,
             agent_nice=limits.nice,
             master_ws=self.config.master_ws,
-            agent_api_key=key,
             agent_uid=uid,
             agent_gid=self.users.gid,
             agent_uid_dedicated=self.users.isolated,
@@ -212,6 +218,7 @@ class ProcessAgentRunner:
                 agent_id=spec.agent_id,
                 module="openagent.workspace.child",
                 env={AGENT_VARIABLE: spec.model_dump_json(), ROOT_VARIABLE: str(code)},
+                api_key=key,
             ),
             config,
             on_log=watch,
@@ -231,11 +238,7 @@ class ProcessAgentRunner:
         await child.process.stop()
         shutil.rmtree(child.process.directory, ignore_errors=True)
         shutil.rmtree(self._code_root(agent_id), ignore_errors=True)
-        if child.credential is not None:
-            try:
-                await child.credential.revoke()
-            except Exception as exc:  # logged: the stop itself has happened
-                logger.warning("the key of YAML agent %s could not be revoked: %s", agent_id, exc)
+        await _revoke(agent_id, child.credential)
 
     async def stop(self, agent_ids: Iterable[str] | None = None) -> list[AgentOutcome]:
         """Stop the given agents (every running one when ``None``): their processes end."""
@@ -257,6 +260,14 @@ class ProcessAgentRunner:
         for folder in (self._workdir / "code", self._workdir):
             with contextlib.suppress(OSError):
                 folder.rmdir()
+
+
+async def _revoke(agent_id: str, credential: AgentCredential) -> None:
+    """Revoke an agent's key; a failure is logged (the agent's processes have ended already)."""
+    try:
+        await credential.revoke()
+    except Exception as exc:
+        logger.warning("the key of YAML agent %s could not be revoked: %s", agent_id, exc)
 
 
 def _copy_module(source: Path, root: Path, ref: ModuleRef, uid: int, gid: int) -> None:

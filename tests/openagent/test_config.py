@@ -47,7 +47,7 @@ def test_defaults_match_the_spec_env_table(clean_env: Path) -> None:
 
     assert config == ClientConfig()
     assert config.master_ws == "ws://127.0.0.1:8000/ws"
-    assert config.api_key is None
+    assert config.api_key == "" and config.auth_headers == {}  # no key
     assert (config.connect_timeout, config.registration_timeout) == (10.0, 10.0)
     assert config.keepalive_interval == 30
     assert config.query_timeout == 180.0
@@ -154,6 +154,19 @@ def test_explicit_fields_keep_the_key_of_the_environment_or_dotenv(
     assert config.auth_headers == {"Authorization": "Bearer process-key"}
     assert ClientConfig(master_ws="ws://127.0.0.1:9/ws", api_key="").auth_headers == {}
     assert ClientConfig(api_key="explicit").api_key == "explicit"
+
+
+def test_a_keyless_config_stays_keyless_when_copied(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``""`` means no key and stays so: a copy made with ``dataclasses.replace`` (as the CLI and the
+    master's runner do) never picks up the key of the environment or of ``.env``."""
+    (clean_env / ".env").write_text("OPENAGENT_API_KEY=dotenv-key\n")
+    monkeypatch.setenv("OPENAGENT_API_KEY", "process-key")
+    for keyless in (ClientConfig(api_key=""), ClientConfig.from_env({})):
+        assert keyless.api_key == ""
+        copy = dataclasses.replace(keyless, master_ws="ws://elsewhere:8000/ws")
+        assert copy.api_key == "" and copy.auth_headers == {}
+    with_key = ClientConfig()  # left out: the environment's, and the copy keeps it
+    assert dataclasses.replace(with_key, query_timeout=5.0).api_key == "process-key"
 
 
 def test_from_env_invalid_dotenv_value_names_the_variable(clean_env: Path) -> None:

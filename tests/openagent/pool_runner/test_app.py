@@ -33,7 +33,6 @@ async def runner(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Super
         agent_uid=-1,
         backoff_initial=0.05,
         backoff_max=0.2,
-        agent_api_key="agents-key",
     )
     supervisor = Supervisor(config)
     transport = httpx.ASGITransport(app=create_app(config, supervisor))
@@ -84,6 +83,7 @@ async def test_agent_gets_a_minimal_environment_without_the_token(
                 "source": SLEEPER,
                 "env": {"EXTRA": "1"},
                 "master_ws": "ws://m/ws",
+                "api_key": "its-own-key",
             },
         )
         assert started.status_code == 201, started.text

@@ -15,7 +15,7 @@ import pytest
 from openagent import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
 from openagent.workspace import load_workspace
-from openagent.workspace.processes import ProcessAgentRunner
+from openagent.workspace.processes import AgentCredential, ProcessAgentRunner
 from tests.conftest import master_env
 from tests.factories import MasterProcess, agent_rows
 
@@ -144,6 +144,10 @@ async def test_agent_code_sees_none_of_the_masters_secrets(
         await http.post("/internal/yaml-agents/stop", json={"agent_ids": ["iso-good"]})
 
 
+async def no_key_expected(agent_id: str) -> AgentCredential:
+    raise AssertionError(f"a key was made for {agent_id}, whose module is refused")
+
+
 async def test_the_runner_reports_module_problems_without_starting_a_process(
     master: MasterProcess, tmp_path: Path
 ) -> None:
@@ -161,7 +165,7 @@ async def test_the_runner_reports_module_problems_without_starting_a_process(
         "  - agent_id: iso-http\n    transport: invocation\n    invocation_base_url: http://127.0.0.1:9\n"
     )
     try:
-        outcomes = {o.agent_id: o for o in await runner.start(workspace)}
+        outcomes = {o.agent_id: o for o in await runner.start(workspace, no_key_expected)}
         assert outcomes["iso-missing"].status == "failed"
         assert "no module 'agents.nowhere'" in outcomes["iso-missing"].reason
         assert outcomes["iso-escape"].status == "failed"
