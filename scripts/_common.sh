@@ -133,15 +133,15 @@ _redis_server_bin() {
   return 1
 }
 
-# ensure_redis: Redis answers PING at ${REDIS_URL:-redis://127.0.0.1:6379}. When it does not
-# and the URL is on loopback, start a redis-server with append-only persistence (AOF, fsync every
-# second; data dir and log in .run/redis-PORT/, so sessions and registrations survive a Redis
-# restart), installing the Debian package first when we are root with apt-get.
 # shown_url URL: URL as messages show it, without its password.
 shown_url() {
   sed -E 's#//([^:@/]*):[^@/]*@#//\1:***@#' <<<"$1"
 }
 
+# ensure_redis: Redis answers PING at ${REDIS_URL:-redis://127.0.0.1:6379}. When it does not
+# and the URL is on loopback, start a redis-server with append-only persistence (AOF, fsync every
+# second; data dir and log in .run/redis-PORT/, so sessions and registrations survive a Redis
+# restart), installing the Debian package first when we are root with apt-get.
 ensure_redis() {
   local url=${REDIS_URL:-redis://127.0.0.1:6379}
   local shown

@@ -24,7 +24,6 @@ Variable                                  Default                      Meaning
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,18 +38,6 @@ __all__ = ["PoolRunnerConfig"]
 
 def _default_workdir() -> Path:
     return Path(tempfile.gettempdir()) / "openagent-pool"
-
-
-def readable_by_others(path: Path) -> bool:
-    """Whether ``path`` and every directory above it can be read/traversed by any user."""
-    for part in [path, *path.parents]:
-        try:
-            mode = part.stat().st_mode
-        except OSError:
-            return False
-        if not mode & stat.S_IXOTH or not mode & stat.S_IROTH:
-            return False
-    return True
 
 
 def _is_loopback(host: str) -> bool:
