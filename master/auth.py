@@ -49,7 +49,7 @@ class Principal:
 
     Resolved once per request or WebSocket and kept in ``scope["state"]["principal"]``
     (:func:`principal_of`). Objects a principal creates (sessions, runs, approvals, attachments,
-    tasks) are owned by its ``tenant``; :meth:`sees` says whether it may read one.
+    tasks) are owned by its ``tenant``; :meth:`Scope.of` says which of them it may read.
     """
 
     key_id: str
@@ -184,9 +184,7 @@ def principal_of(scope: ASGIScope) -> Principal:
     """The principal resolved for ``scope`` by the access middleware, or :data:`ANONYMOUS` when
     none was (fail closed: the middleware attaches the bootstrap administrator itself when auth
     is off; in-process callers pass :data:`SYSTEM` explicitly)."""
-    state = scope.get("state")
-    found = state.get("principal") if isinstance(state, dict) else None
-    return found if isinstance(found, Principal) else ANONYMOUS
+    return resolved_principal(scope) or ANONYMOUS
 
 
 def resolved_principal(scope: ASGIScope) -> Principal | None:
