@@ -507,7 +507,12 @@ class QueryService:
             **state,
             "kind": "approval",
             "held": held,
-            "asker": {"tenant": asker.tenant, "admin": asker.is_admin},
+            "asker": {
+                "key": asker.key_id,
+                "name": asker.name,
+                "tenant": asker.tenant,
+                "admin": asker.is_admin,
+            },
         }
         try:
             await store.create(approvals, extra)
