@@ -220,6 +220,37 @@ async def test_mcp_answer_decides_the_held_call(hub: Bank, revision: str, action
         assert hub.transfers() == []
 
 
+@era
+async def test_mcp_answer_of_a_key_that_may_not_decide_is_refused_naming_the_rule(
+    hub: Bank, revision: str
+) -> None:
+    """Once a key of tenant a approves ``bank__*``, the asker's answer through its MCP client is
+    refused (``forbidden``, naming who approves) instead of being asked again; nothing runs and
+    the approval still waits for an approver."""
+    store = hub.master.services.keys
+    assert store is not None
+    treasurer, _ = await store.create(name="treasurer", role=KeyRole.CLIENT, tenant="a", approves=["bank__*"])
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    try:
+        async with hub.mcp(revision, elicitation_callback=answer) as client:
+            result = await client.call_tool("bank__transfer", PAYMENT)
+        assert result.is_error is True, result
+        assert "forbidden" in _text(result), result
+        assert "only keys whose 'approves' patterns match 'bank__transfer'" in _text(result), result
+        assert len(asked) == 1  # refused once, not asked again
+        assert hub.transfers() == []
+        async with hub.http("a") as tenant_a:
+            waiting = (await tenant_a.get("/approvals")).json()
+        assert waiting["approvals"] and all(a["status"] == "pending" for a in waiting["approvals"]), waiting
+    finally:
+        await store.revoke(treasurer.key_id)
+
+
 # --------------------------------------------------------------------------- A2A direct call
 
 
