@@ -776,3 +776,31 @@ async def test_the_key_that_asked_never_decides_a_later_round_of_its_run(
         await bank.close()
         for key_id in made:  # the tests' Redis outlives this master
             await store.revoke(key_id)
+
+
+async def test_another_tenants_paused_run_is_not_found_nor_resumed(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """``held_run`` answers nothing for a scope that does not see the session, so a desk asked
+    to resume another tenant's paused run never takes "no pending approval visible" for "all
+    decided": the run stays paused for its own tenant."""
+    bank = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    try:
+        await bank.register("bank", tools=[GATED])
+        llm.add_tool_call("bank__wire", {"to": "bob"})
+        async with http(hub, as_tenant("a")) as tenant_a:
+            paused = (await ask(tenant_a, query="pay bob")).json()
+        assert paused["status"] == "awaiting_approval", paused
+        session_id = paused["session_id"]
+        queries = hub.services.queries
+        assert await queries.held_run(session_id, Scope.for_tenant("b")) == (None, [])
+        state, approvals = await queries.held_run(session_id, Scope.for_tenant("a"))
+        assert state is not None and [a.status for a in approvals] == ["pending"]
+        desk = hub.services.approvals
+        assert desk is not None
+        assert not await desk.paused(session_id, Scope.for_tenant("b"))
+        started = await desk.start_resume(session_id, Scope.for_tenant("b"))
+        assert getattr(started, "status", None) == "completed"  # nothing of b's to resume
+        assert await desk.paused(session_id, Scope.for_tenant("a"))  # still waits for a's decision
+    finally:
+        await bank.close()
