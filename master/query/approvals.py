@@ -75,13 +75,12 @@ class ApprovalRefused(Exception):
 class ApprovalDesk:
     """Decides approvals, resumes their runs and sweeps the expired ones (module docstring)."""
 
-    def __init__(
-        self, entry: QueryEntry, *, metrics: Metrics | None = None, keys: KeyStore | None = None
-    ) -> None:
+    def __init__(self, entry: QueryEntry, *, keys: KeyStore | None, metrics: Metrics | None = None) -> None:
         self._entry = entry
         self._metrics = metrics
         self._keys = keys
-        """The stored keys, whose ``approves`` patterns say who decides (``None``: anyone who sees it)."""
+        """The stored keys, whose ``approves`` patterns say who decides (required, so that wiring
+        cannot drop the rule; ``None`` only where no key is stored: auth off, anyone decides)."""
         self.listeners: list[Resumed] = []
         """Called with each resumed run's outcome (a failing listener is logged, not raised)."""
         self._tasks: set[asyncio.Task[Any]] = set()
