@@ -75,13 +75,12 @@ class ApprovalRefused(Exception):
 class ApprovalDesk:
     """Decides approvals, resumes their runs and sweeps the expired ones (module docstring)."""
 
-    def __init__(
-        self, entry: QueryEntry, *, metrics: Metrics | None = None, keys: KeyStore | None = None
-    ) -> None:
+    def __init__(self, entry: QueryEntry, *, keys: KeyStore | None, metrics: Metrics | None = None) -> None:
         self._entry = entry
         self._metrics = metrics
         self._keys = keys
-        """The stored keys, whose ``approves`` patterns say who decides (``None``: anyone who sees it)."""
+        """The stored keys, whose ``approves`` patterns say who decides (required, so that wiring
+        cannot drop the rule; ``None`` only where no key is stored: auth off, anyone decides)."""
         self.listeners: list[Resumed] = []
         """Called with each resumed run's outcome (a failing listener is logged, not raised)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -386,17 +385,18 @@ class ApprovalDesk:
 
 
 def resumer(state: dict[str, Any]) -> Principal:
-    """Who a paused run goes on as: its asker's tenant, with an administrator's view of the
-    agents only when an administrator asked (a run paused before tenants: an administrator's)."""
+    """Who a paused run goes on as: its asker, by the key that asked (so that the next round's
+    approvals still know it: who approves), with its tenant, and an administrator's view of the
+    agents only when an administrator asked. A run paused without its asker (before tenants)
+    goes on as a client of the default tenant, never as an administrator."""
     asker = state.get("asker")
     if not isinstance(asker, dict):
-        return SYSTEM
+        asker = {}
     tenant = str(asker.get("tenant") or DEFAULT_TENANT)
-    admin = bool(asker.get("admin", True))
-    if admin and tenant == DEFAULT_TENANT:
-        return SYSTEM
-    role = Role.ADMIN if admin else Role.CLIENT
-    return Principal(key_id="approvals", name=f"a resumed run of tenant {tenant}", role=role, tenant=tenant)
+    admin = asker.get("admin") is True
+    key = str(asker.get("key") or "approvals")
+    name = str(asker.get("name") or f"a resumed run of tenant {tenant}")
+    return Principal(key_id=key, name=name, role=Role.ADMIN if admin else Role.CLIENT, tenant=tenant)
 
 
 def settled(session_id: str, response: QueryResponse) -> QueryResponse:

@@ -512,7 +512,12 @@ class QueryService:
             **state,
             "kind": "approval",
             "held": held,
-            "asker": {"tenant": asker.tenant, "admin": asker.is_admin},
+            "asker": {
+                "key": asker.key_id,
+                "name": asker.name,
+                "tenant": asker.tenant,
+                "admin": asker.is_admin,
+            },
         }
         try:
             await store.create(approvals, extra)
@@ -541,8 +546,11 @@ class QueryService:
             logger.error("could not store the end of the direct call in session %s: %s", session_id, exc)
 
     async def held_run(self, session_id: str, scope: Scope) -> tuple[dict[str, Any] | None, list[Approval]]:
-        """The session's run paused for approvals (``None`` when there is none) and the approvals
-        of its round that ``scope`` sees, as they stand. Raises :class:`SessionStoreUnavailable`."""
+        """The session's run paused for approvals (``None`` when there is none, or when ``scope``
+        does not see the session: another tenant's) and the approvals of its round that
+        ``scope`` sees, as they stand. Raises :class:`SessionStoreUnavailable`."""
+        if not await self._sessions.visible(session_id, scope):
+            return None, []
         state = await self._sessions.paused(session_id)
         if state is None or state.get("kind") != "approval" or self.approvals is None:
             return None, []

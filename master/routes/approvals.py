@@ -153,7 +153,7 @@ async def resume_approval(
 
 
 def _desk(services: ServicesDep) -> ApprovalDesk:
-    return services.approvals or ApprovalDesk(services.entry, metrics=services.metrics)
+    return services.approvals or ApprovalDesk(services.entry, keys=services.keys, metrics=services.metrics)
 
 
 async def _record(services: ServicesDep, approval_id: str, principal: Principal) -> dict[str, Any]:

@@ -748,3 +748,82 @@ async def test_keys_that_approve_a_tool_decide_its_approvals_and_never_the_asker
         await bank.close()
         for key_id in made:  # the tests' Redis outlives this master
             await store.revoke(key_id)
+
+
+async def test_the_key_that_asked_never_decides_a_later_round_of_its_run(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """A run resumed after its first approval goes on as the key that asked: when the model
+    then holds another call, that key (itself an approver of the tool) is still refused on the
+    second round, and another approver decides it."""
+    store = hub.services.keys
+    assert store is not None
+    made = []
+
+    async def key(name: str, approves: list[str]) -> dict[str, str]:
+        stored, secret = await store.create(name=name, role=Role.CLIENT, tenant="ap2", approves=approves)
+        made.append(stored.key_id)
+        return {"Authorization": f"Bearer {secret}"}
+
+    bank = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    try:
+        await bank.register("bank", tools=[GATED])
+        async with (
+            http(hub, await key("teller", ["bank__*"])) as teller,
+            http(hub, await key("treasurer", ["bank__*"])) as treasurer,
+        ):
+            llm.add_tool_call("bank__wire", {"to": "bob"})
+            paused = (await ask(teller, query="pay bob, then carol", auto_mode=True)).json()
+            assert paused["status"] == "awaiting_approval", paused
+            first = paused["approvals"][0]["approval_id"]
+            llm.add_tool_call("bank__wire", {"to": "carol"})  # the resumed run holds a second call
+            decided = asyncio.create_task(treasurer.post(f"/approvals/{first}", json={"decision": "approve"}))
+            call = await bank.recv()
+            assert call["type"] == "tool_call", call
+            await bank.send(
+                {"type": "tool_result", "call_id": call["call_id"], "success": True, "result": "sent"}
+            )
+            again = (await decided).json()
+            assert again["status"] == "awaiting_approval", json.dumps(again)
+            second = again["approvals"][0]["approval_id"]
+            assert second != first
+
+            refused = await teller.post(f"/approvals/{second}", json={"decision": "approve"})
+            assert refused.status_code == 403, refused.text
+            assert "the key that asked never decides it" in refused.json()["detail"]
+            assert (await teller.get(f"/approvals/{second}")).json()["status"] == "pending"
+            llm.add_text("Carol is not paid.")
+            rejected = await treasurer.post(f"/approvals/{second}", json={"decision": "reject"})
+            assert rejected.status_code == 200 and rejected.json()["answer"] == "Carol is not paid."
+    finally:
+        await bank.close()
+        for key_id in made:  # the tests' Redis outlives this master
+            await store.revoke(key_id)
+
+
+async def test_another_tenants_paused_run_is_not_found_nor_resumed(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """``held_run`` answers nothing for a scope that does not see the session, so a desk asked
+    to resume another tenant's paused run never takes "no pending approval visible" for "all
+    decided": the run stays paused for its own tenant."""
+    bank = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    try:
+        await bank.register("bank", tools=[GATED])
+        llm.add_tool_call("bank__wire", {"to": "bob"})
+        async with http(hub, as_tenant("a")) as tenant_a:
+            paused = (await ask(tenant_a, query="pay bob")).json()
+        assert paused["status"] == "awaiting_approval", paused
+        session_id = paused["session_id"]
+        queries = hub.services.queries
+        assert await queries.held_run(session_id, Scope.for_tenant("b")) == (None, [])
+        state, approvals = await queries.held_run(session_id, Scope.for_tenant("a"))
+        assert state is not None and [a.status for a in approvals] == ["pending"]
+        desk = hub.services.approvals
+        assert desk is not None
+        assert not await desk.paused(session_id, Scope.for_tenant("b"))
+        started = await desk.start_resume(session_id, Scope.for_tenant("b"))
+        assert getattr(started, "status", None) == "completed"  # nothing of b's to resume
+        assert await desk.paused(session_id, Scope.for_tenant("a"))  # still waits for a's decision
+    finally:
+        await bank.close()

@@ -253,11 +253,11 @@ class HubExecutor(AgentExecutor):
             run = self._entry.submit(request, door="a2a", stream=True, principal=principal)
         except QueryRefused as exc:
             raise unavailable(exc) from None
-        await self._follow(run, updater, context_id, tenant)
+        await self._follow(run, updater, context_id, principal)
 
-    async def _follow(self, run: QueryRun, updater: _Updater, context_id: str, tenant: str) -> None:
+    async def _follow(self, run: QueryRun, updater: _Updater, context_id: str, principal: Principal) -> None:
         """Hand the run's steps on as ``WORKING`` updates, then end the task as the run ended
-        (the session is ``tenant``'s context's)."""
+        (the session is the context's of ``principal``'s tenant)."""
         self._running[updater.task_id] = run
         updater.run_id = run.run_id
         try:
@@ -286,11 +286,11 @@ class HubExecutor(AgentExecutor):
             await self._finish_direct(run.direct, updater)
             return
         if response.session_id and response.success:
-            await self._store.remember_session(context_id, response.session_id, tenant)
-        await self._finish_query(response, updater, tenant)
+            await self._store.remember_session(context_id, response.session_id, principal.tenant)
+        await self._finish_query(response, updater, principal)
 
-    async def _finish_query(self, response: QueryResponse, updater: _Updater, tenant: str) -> None:
-        paused = await self._still_paused(response, Scope.for_tenant(tenant))
+    async def _finish_query(self, response: QueryResponse, updater: _Updater, principal: Principal) -> None:
+        paused = await self._still_paused(response, Scope.of(principal))
         state, status, details = _ending(response, paused=paused)
         if state == TaskState.TASK_STATE_INPUT_REQUIRED and response.session_id:
             await self._store.wait_for_approvals(response.session_id, updater.task_id)
@@ -312,7 +312,7 @@ class HubExecutor(AgentExecutor):
         stored = await self._store.get(message.task_id, context)
         if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
             principal = principal_of_call(context)
-            _, decisions = await self._decisions_of(message, stored.task, principal.tenant)
+            _, decisions = await self._decisions_of(message, stored.task, principal)
             try:  # who approves: refused here, the task stays as it is
                 for decision in decisions:
                     await self._approvals.check_decider(decision["approval_id"], principal)
@@ -321,16 +321,17 @@ class HubExecutor(AgentExecutor):
                 raise InvalidParamsError(message=detail, data={"error_code": str(exc.code)}) from None
 
     async def _decisions_of(
-        self, message: Message | None, task: Task, tenant: str
+        self, message: Message | None, task: Task, principal: Principal
     ) -> tuple[str, list[dict[str, Any]]]:
         """The session of a waiting task (the one its status names: a held direct call's own, or
-        its context's, for ``tenant``) and the decisions ``message`` carries, checked."""
+        its context's, for ``principal``'s tenant) and the decisions ``message`` carries, checked
+        in ``principal``'s scope (an administrator's: every tenant's)."""
         desk = self._approvals
         assert desk is not None
         session_id = _waiting_session(task) or (
-            await self._store.session_of(task.context_id, tenant) if task.context_id else None
+            await self._store.session_of(task.context_id, principal.tenant) if task.context_id else None
         )
-        scope = Scope.for_tenant(tenant)  # the waiting session is the tenant's
+        scope = Scope.of(principal)
         try:
             pending = await desk.pending(session_id, scope) if session_id else []
             if session_id is not None and not pending and await desk.paused(session_id, scope):
@@ -356,7 +357,7 @@ class HubExecutor(AgentExecutor):
         if desk is None:
             raise InvalidParamsError(message="approvals are not kept on this master")
         context_id = task.context_id
-        session_id, decisions = await self._decisions_of(message, task, principal.tenant)
+        session_id, decisions = await self._decisions_of(message, task, principal)
         for decision in decisions:
             try:
                 await desk.decide(
@@ -379,9 +380,9 @@ class HubExecutor(AgentExecutor):
         except QueryRefused as exc:
             raise unavailable(exc) from None
         if isinstance(started, QueryResponse):  # approvals still wait, or another decision resumed it
-            await self._finish_query(started, updater, principal.tenant)
+            await self._finish_query(started, updater, principal)
             return
-        await self._follow(started, updater, context_id, principal.tenant)
+        await self._follow(started, updater, context_id, principal)
 
     async def _still_paused(self, response: QueryResponse, scope: Scope) -> bool:
         """A failed run whose decisions stand and which can be resumed (its resume failed: the
@@ -492,7 +493,7 @@ class HubExecutor(AgentExecutor):
         finally:
             self._running.pop(updater.task_id, None)
         if isinstance(outcome, QueryResponse):  # held for a person's approval: INPUT_REQUIRED
-            await self._finish_query(outcome, updater, principal.tenant)
+            await self._finish_query(outcome, updater, principal)
             return
         await self._finish_direct(DirectOutcome("approved", outcome), updater)
 

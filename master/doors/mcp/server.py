@@ -353,7 +353,11 @@ class McpDoor:
                 except MCPError as exc:
                     logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
                     return answer_result(response)
-                if not await self._take(approval.approval_id, answer, _principal(ctx)):
+                try:
+                    taken = await self._take(approval.approval_id, answer, _principal(ctx))
+                except ApprovalRefused as exc:  # not this key's to decide (who approves), or unknown
+                    return refused_result(exc.code.value, str(exc))
+                if not taken:
                     return answer_result(response)  # dismissed: it waits, decided elsewhere
             followed = await self._resume(ctx, str(response.session_id))
             if isinstance(followed, types.CallToolResult):
@@ -394,7 +398,10 @@ class McpDoor:
             )
         for approval_id, answer in answers.items():
             assert isinstance(answer, types.ElicitResult)
-            await self._take(approval_id, answer, _principal(ctx))
+            try:
+                await self._take(approval_id, answer, _principal(ctx))
+            except ApprovalRefused as exc:  # not this key's to decide (who approves), or unknown
+                return refused_result(exc.code.value, str(exc))
         followed = await self._resume(ctx, sessions.pop())
         if isinstance(followed, types.CallToolResult):
             return followed
@@ -402,7 +409,9 @@ class McpDoor:
 
     async def _take(self, approval_id: str, answer: types.ElicitResult, principal: Principal) -> bool:
         """Decide as the client's user answered, as ``principal``; False when they dismissed it
-        (it still waits). Another tenant's approval is unknown to a tenant's key."""
+        (it still waits). A decision taken meanwhile (or an expiry) stands and is not an error;
+        any other refusal is raised (:class:`ApprovalRefused`: ``forbidden`` when the key may not
+        decide it, ``unknown_approval`` for another tenant's)."""
         assert self._approvals is not None
         if answer.action == "cancel":
             return False
@@ -424,8 +433,10 @@ class McpDoor:
                 remember=remember,
                 principal=principal,
             )
-        except ApprovalRefused as exc:  # decided meanwhile, or expired: that stands
-            logger.info("MCP decision on %s not taken: %s", approval_id, exc)
+        except ApprovalRefused as exc:
+            if exc.code is not ErrorCode.APPROVAL_DECIDED:
+                raise
+            logger.info("MCP decision on %s not taken: %s", approval_id, exc)  # decided meanwhile, or expired
         return True
 
     async def _resume(

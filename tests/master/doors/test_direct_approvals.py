@@ -98,9 +98,10 @@ class Bank:
             yield client
 
     @contextlib.asynccontextmanager
-    async def a2a(self, *, streaming: bool = False) -> AsyncIterator[A2AClient]:
-        """The official A2A client on the bank agent's endpoint, with tenant a's ``client`` key."""
-        http = httpx.AsyncClient(headers=self.headers(), timeout=DEADLINE)
+    async def a2a(self, *, streaming: bool = False, tenant: str | None = "a") -> AsyncIterator[A2AClient]:
+        """The official A2A client on the bank agent's endpoint, with ``tenant``'s ``client`` key
+        (``None``: the administrator's)."""
+        http = httpx.AsyncClient(headers=self.headers(tenant), timeout=DEADLINE)
         config = ClientConfig(httpx_client=http, streaming=streaming)
         client = await ClientFactory(config).create_from_url(f"{self.master.base_url}/a2a/agents/bank")
         try:
@@ -220,6 +221,37 @@ async def test_mcp_answer_decides_the_held_call(hub: Bank, revision: str, action
         assert hub.transfers() == []
 
 
+@era
+async def test_mcp_answer_of_a_key_that_may_not_decide_is_refused_naming_the_rule(
+    hub: Bank, revision: str
+) -> None:
+    """Once a key of tenant a approves ``bank__*``, the asker's answer through its MCP client is
+    refused (``forbidden``, naming who approves) instead of being asked again; nothing runs and
+    the approval still waits for an approver."""
+    store = hub.master.services.keys
+    assert store is not None
+    treasurer, _ = await store.create(name="treasurer", role=KeyRole.CLIENT, tenant="a", approves=["bank__*"])
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    try:
+        async with hub.mcp(revision, elicitation_callback=answer) as client:
+            result = await client.call_tool("bank__transfer", PAYMENT)
+        assert result.is_error is True, result
+        assert "forbidden" in _text(result), result
+        assert "only keys whose 'approves' patterns match 'bank__transfer'" in _text(result), result
+        assert len(asked) == 1  # refused once, not asked again
+        assert hub.transfers() == []
+        async with hub.http("a") as tenant_a:
+            waiting = (await tenant_a.get("/approvals")).json()
+        assert waiting["approvals"] and all(a["status"] == "pending" for a in waiting["approvals"]), waiting
+    finally:
+        await store.revoke(treasurer.key_id)
+
+
 # --------------------------------------------------------------------------- A2A direct call
 
 
@@ -281,6 +313,20 @@ async def test_a2a_call_waits_and_a_message_on_the_task_approves_it_once(hub: Ba
     async with hub.http() as admin:
         again = await admin.post(f"/approvals/{approval['approval_id']}", json={"decision": "approve"})
         assert again.status_code == 409
+    assert hub.transfers() == [PAYMENT]
+
+
+async def test_an_administrators_message_decides_another_tenants_waiting_task(hub: Bank) -> None:
+    """An administrator sees every tenant's approvals: its "approve" on tenant a's waiting task
+    decides it (not silently dropped as another tenant's) and the task completes."""
+    async with hub.a2a() as client, hub.a2a(tenant=None) as admin:
+        task, approval = await _held_task(client, hub)
+        await _send(admin, _reply(task, new_text_part("approve")))
+        ended = await _state(client, task.id, TaskState.TASK_STATE_COMPLETED)
+        assert _result(ended) == {"done": "transfer", "arguments": PAYMENT}
+    async with hub.http("a") as http:
+        decided = (await http.get(f"/approvals/{approval['approval_id']}")).json()
+        assert decided["status"] == "approved", decided
     assert hub.transfers() == [PAYMENT]
 
 
