@@ -14,7 +14,8 @@ The rules:
 - an administrator's shared registration (for every tenant: no ``?tenant=``) is changed or
   released by an administrator only; one an administrator made for a tenant is that tenant's;
 - a query client never takes an action agent's id (``agent_conflict``), and an action agent
-  outranks a query client: query clients' ids are theirs only while they are connected.
+  outranks a query client of its own tenant (an administrator's any): query clients' ids are
+  theirs only while they are connected, and another tenant's agent cannot take them.
 
 Owners live in Redis (``agent_owner:{id}``, :mod:`master.redis_keys`), so the rules hold across
 every master sharing it; a claim is decided and written in one optimistic transaction (``WATCH``),
@@ -112,8 +113,15 @@ def refusal(
             ErrorCode.AGENT_CONFLICT,
             f"agent id {agent_id!r} is an action agent's: a query client registers under an id of its own",
         )
-    if principal.is_admin or (role == "action" and owner.role == "query"):
-        return None  # an administrator decides; an agent outranks a query client
+    if principal.is_admin:
+        return None  # an administrator decides
+    if (
+        role == "action"
+        and owner.role == "query"
+        and owner.tenant is not None
+        and owner.tenant == principal.tenant
+    ):
+        return None  # an agent outranks a query client of its own tenant
     if owner.tenant is None:
         return RegistrationRefused(
             ErrorCode.AGENT_CONFLICT,

@@ -572,7 +572,8 @@ async def test_an_action_agent_outranks_a_query_client_and_its_id_frees_on_disco
     hub: InProcessMaster,
 ) -> None:
     """A query client's id is its own while connected: another tenant's query client cannot take
-    it, the id is free once it leaves, and an action agent of the tenant takes it over."""
+    it, the id is free once it leaves, and an action agent of the client's tenant takes it over
+    (another tenant's agent cannot: the next test)."""
     first = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a"))
     other = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
     try:
@@ -583,23 +584,45 @@ async def test_an_action_agent_outranks_a_query_client_and_its_id_frees_on_disco
         await until(lambda: hub.services.registry.get("t-asker") is None, "the client to leave")
         await other.register("t-asker", role="query")
 
-        agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+        agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
         try:
             await agent.register("t-asker", tools=[tool("work")])
             replaced = await other.recv()
             assert (replaced["code"], replaced["ref"]) == ("agent_replaced", "t-asker")
-            assert "key 'agent of a' registered agent 't-asker'" in replaced["message"]
+            assert "key 'agent of b' registered agent 't-asker'" in replaced["message"]
             with pytest.raises(ConnectionClosed) as closed:
                 await other.recv()
             assert closed.value.rcvd is not None
             assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4001, REPLACED_BY_ANOTHER_KEY)
         finally:
             await agent.close()
-            async with http(hub, as_tenant("a", "agent")) as a_agent:  # the tests' Redis outlives this master
-                await a_agent.post("/unregister", json={"agent_id": "t-asker"})
+            async with http(hub, as_tenant("b", "agent")) as b_agent:  # the tests' Redis outlives this master
+                await b_agent.post("/unregister", json={"agent_id": "t-asker"})
     finally:
         await first.close()
         await other.close()
+
+
+async def test_another_tenants_agent_key_cannot_take_a_live_query_clients_id(hub: InProcessMaster) -> None:
+    """An action agent outranks a query client of its own tenant only: tenant a's agent key gets
+    ``agent_conflict`` for b's live query client's id, and b's client stays connected."""
+    asker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
+    attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    try:
+        await asker.register("b-asker", role="query")
+        await attacker.send(
+            {"type": "register", "agent_id": "b-asker", "role": "action", "tools": [tool("x")]}
+        )
+        refused = await attacker.recv()
+        assert (refused["type"], refused["code"], refused["ref"]) == ("error", "agent_conflict", "b-asker")
+        assert "'b-asker' is another tenant's" in refused["message"]
+        live = hub.services.registry.get("b-asker")
+        assert live is not None and (live.role, live.tenant) == ("query", "b")
+        await asker.send({"type": "ping"})
+        assert await asker.recv() == {"type": "pong"}  # still open: not closed with 4001
+    finally:
+        await attacker.close()
+        await asker.close()
 
 
 async def test_the_sdks_agent_reconnects_when_another_key_replaces_it_and_stops_when_a_copy_does(
