@@ -748,3 +748,43 @@ async def test_keys_that_approve_a_tool_decide_its_approvals_and_never_the_asker
         await bank.close()
         for key_id in made:  # the tests' Redis outlives this master
             await store.revoke(key_id)
+
+
+async def test_approves_on_keys_that_cannot_decide_locks_no_one_out(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """A viewer's or an agent's key carrying ``approves`` (stored before ``POST /keys`` refused
+    it) cannot decide approvals, so it does not make the tenant's client keys lose them: the
+    asker still decides its own call."""
+    store = hub.services.keys
+    assert store is not None
+    made = [
+        (await store.create(name=f"{role} approver", role=role, tenant="ap2", approves=["bank__*"]))[0]
+        for role in (Role.VIEWER, Role.AGENT)
+    ]
+    asker_key, asker_secret = await store.create(name="asker", role=Role.CLIENT, tenant="ap2")
+    made.append(asker_key)
+    bank = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    try:
+        await bank.register("bank", tools=[GATED])
+        async with http(hub, {"Authorization": f"Bearer {asker_secret}"}) as asker:
+            llm.add_tool_call("bank__wire", {"to": "bob"})
+            paused = (await ask(asker, query="pay bob")).json()
+            assert paused["status"] == "awaiting_approval", paused
+            llm.add_text("Paid.")
+            decided = asyncio.create_task(
+                asker.post(
+                    f"/approvals/{paused['approvals'][0]['approval_id']}", json={"decision": "approve"}
+                )
+            )
+            call = await bank.recv()
+            assert call["type"] == "tool_call", call
+            await bank.send(
+                {"type": "tool_result", "call_id": call["call_id"], "success": True, "result": "sent"}
+            )
+            answer = await decided
+            assert answer.status_code == 200 and answer.json()["answer"] == "Paid.", answer.text
+    finally:
+        await bank.close()
+        for key in made:  # the tests' Redis outlives this master
+            await store.revoke(key.key_id)
