@@ -3,7 +3,8 @@
 Every way an agent id is taken goes through :meth:`AgentIds.claim`: the WebSocket ``register``
 (action agents and query clients, and the legacy ``invocation_url``), ``POST /register`` (HTTP
 invocation agents, MCP servers, A2A agents), a restored workspace, and, through ``/ws``, YAML
-agents and sandboxed agents. ``POST /unregister`` goes through :meth:`AgentIds.release`. No
+agents and sandboxed agents. ``POST /unregister`` goes through :meth:`AgentIds.check_release`
+before it removes the agent and :meth:`AgentIds.release` once it removed one. No
 caller compares owners itself: :func:`refusal` and :func:`release_refusal` are the rules.
 
 The rules:
@@ -244,9 +245,17 @@ class AgentIds:
         except RedisError as exc:
             logger.warning("could not undo the claim of agent id %s: %s", claim.agent_id, exc)
 
+    async def check_release(self, principal: Principal, agent_id: str) -> None:
+        """Raise the :class:`RegistrationRefused` that :meth:`release` would, changing nothing
+        (``POST /unregister`` refuses before it removes anything, and releases the id only once
+        it removed an agent)."""
+        found = release_refusal(await self.owner(agent_id), principal, agent_id)
+        if found is not None:
+            raise found
+
     async def release(self, principal: Principal, agent_id: str) -> Owner | None:
-        """Give ``agent_id`` up (``POST /unregister``): returns who held it. Raises
-        :class:`RegistrationRefused` (``forbidden``, ``not_found``) and
+        """Give ``agent_id`` up (``POST /unregister``, once its agent is removed): returns who
+        held it. Raises :class:`RegistrationRefused` (``forbidden``, ``not_found``) and
         :class:`SessionStoreUnavailable`."""
         key = agent_owner_key(agent_id)
         try:

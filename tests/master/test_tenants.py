@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from websockets.exceptions import ConnectionClosed
 
 from master.agents.url_policy import AgentUrlPolicy
-from master.auth import Principal, Role, Scope
+from master.auth import SYSTEM, Principal, Role, Scope
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
 from openagent.client import AgentClient
@@ -545,6 +545,31 @@ async def test_only_an_administrator_unregisters_a_shared_agent(hub: InProcessMa
             assert (await admin.post("/unregister", json={"agent_id": "shared-inv"})).status_code == 200
         finally:
             await hub.services.invocation.unregister("shared-inv")
+
+
+async def test_a_refused_unregister_keeps_the_id_of_a_websocket_agent(hub: InProcessMaster) -> None:
+    """``POST /unregister`` of a WebSocket agent's id is a 404 (no HTTP agent of that id) and
+    leaves the id's owner as it was: once the agent disconnects, another tenant still cannot
+    take its id."""
+    agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
+    try:
+        await agent.register("a-live", tools=[tool("work")])
+        async with http(hub, as_tenant("a", "agent")) as a_agent:
+            refused = await a_agent.post("/unregister", json={"agent_id": "a-live"})
+            assert refused.status_code == 404 and refused.json()["error_code"] == "not_found"
+        await agent.close()
+        await until(lambda: hub.services.registry.get("a-live") is None, "the agent to leave")
+        await attacker.send(
+            {"type": "register", "agent_id": "a-live", "role": "action", "tools": [tool("x")]}
+        )
+        taken = await attacker.recv()
+        assert (taken["type"], taken["code"], taken["ref"]) == ("error", "agent_conflict", "a-live")
+        assert hub.services.registry.get("a-live") is None
+    finally:
+        await agent.close()
+        await attacker.close()
+        await hub.services.agents.ids.release(SYSTEM, "a-live")  # the tests' Redis outlives this master
 
 
 async def test_a_query_client_never_takes_an_action_agents_id(hub: InProcessMaster) -> None:
