@@ -21,8 +21,9 @@ The rules:
 Owners live in Redis (``agent_owner:{id}``, :mod:`master.redis_keys`), so the rules hold across
 every master sharing it; a claim is decided and written in one optimistic transaction (``WATCH``),
 so two registrations racing for a free id cannot both win. An owner record expires
-``REDIS_AGENT_TTL_SECONDS`` after its last registration; an agent still known then (connected
-here or to another master, or stored for HTTP invocation) keeps its id through ``known``.
+``REDIS_AGENT_TTL_SECONDS`` after its last registration, or after its WebSocket agent last
+disconnected (:meth:`AgentIds.leave` writes it again); an agent still known then (connected here
+or to another master, or stored for HTTP invocation) keeps its id through ``known``.
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   else
     redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
   end
+  return 1
+end
+return 0
+"""
+
+# Writes ARGV[1] with a TTL of ARGV[2] seconds while KEYS[1] holds it or nothing (an action agent
+# left: its id stays its owner's for the TTL from now, unless someone claimed it since).
+_HOLD_FROM_NOW = """
+local current = redis.call('GET', KEYS[1])
+if current == false or current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
   return 1
 end
 return 0
@@ -171,6 +183,7 @@ class AgentIds:
         self._ttl = ttl_seconds
         self._known = known
         self._script: AsyncScript | None = None
+        self._hold: AsyncScript | None = None
 
     async def _restore_if_same(self, agent_id: str, expected: str, restored: str) -> None:
         """Set the owner record of ``agent_id`` back to ``restored`` (empty: delete it) while it
@@ -281,11 +294,16 @@ class AgentIds:
         )
 
     async def leave(self, claim: Claim) -> None:
-        """A query client disconnected: its id is free again (unless someone claimed it since).
-        An action agent's id stays its owner's when it disconnects: its reconnection finds it."""
-        if claim.owner.role != "query":
-            return
+        """An agent disconnected. A query client's id is free again (unless someone claimed it
+        since). An action agent's id stays its owner's, for ``REDIS_AGENT_TTL_SECONDS`` from now
+        (its record is written again with the TTL: while it was connected, the record written at
+        its claim may have expired), so its reconnection finds it and no other tenant takes it."""
         try:
-            await self._restore_if_same(claim.agent_id, claim.written, "")
+            if claim.owner.role == "query":
+                await self._restore_if_same(claim.agent_id, claim.written, "")
+                return
+            if self._hold is None:
+                self._hold = self._redis.register_script(_HOLD_FROM_NOW)
+            await self._hold(keys=[agent_owner_key(claim.agent_id)], args=[claim.written, self._ttl])
         except RedisError as exc:
-            logger.warning("could not free the id of query client %s: %s", claim.agent_id, exc)
+            logger.warning("could not keep the owner of agent id %s after it left: %s", claim.agent_id, exc)

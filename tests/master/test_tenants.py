@@ -25,6 +25,7 @@ from master.agents.url_policy import AgentUrlPolicy
 from master.auth import SYSTEM, Principal, Role, Scope
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
+from master.redis_keys import agent_owner_key
 from openagent.client import AgentClient
 from openagent.config import ClientConfig
 from openagent.errors import AgentReplacedError
@@ -570,6 +571,34 @@ async def test_a_refused_unregister_keeps_the_id_of_a_websocket_agent(hub: InPro
         await agent.close()
         await attacker.close()
         await hub.services.agents.ids.release(SYSTEM, "a-live")  # the tests' Redis outlives this master
+
+
+async def test_a_websocket_agents_id_is_held_for_the_ttl_after_it_leaves(hub: InProcessMaster) -> None:
+    """An agent connected for longer than ``REDIS_AGENT_TTL_SECONDS`` (its owner record, written
+    at its claim, expired: deleted here) still holds its id for the TTL after it disconnects:
+    the record is written again when it leaves, and another tenant cannot take the id."""
+    redis = hub.services.invocation.redis
+    key = agent_owner_key("a-long")
+    ttl = hub.services.settings.redis_agent_ttl_seconds
+    agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
+    try:
+        await agent.register("a-long", tools=[tool("work")])
+        await redis.delete(key)  # as if a day passed while it stayed connected
+        await agent.close()
+        async with asyncio.timeout(DEADLINE):  # written when the master saw it leave
+            while not await redis.exists(key):
+                await asyncio.sleep(0.01)
+        assert 0 < await redis.ttl(key) <= ttl
+        await attacker.send(
+            {"type": "register", "agent_id": "a-long", "role": "action", "tools": [tool("x")]}
+        )
+        taken = await attacker.recv()
+        assert (taken["type"], taken["code"], taken["ref"]) == ("error", "agent_conflict", "a-long")
+    finally:
+        await agent.close()
+        await attacker.close()
+        await hub.services.agents.ids.release(SYSTEM, "a-long")  # the tests' Redis outlives this master
 
 
 async def test_a_query_client_never_takes_an_action_agents_id(hub: InProcessMaster) -> None:
