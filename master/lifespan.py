@@ -272,7 +272,10 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         invoke_timeout=settings.tool_invoke_http_timeout,
         inflight_health_interval=settings.openagent_inflight_health_interval,
         records=CallRecords(
-            redis, master_id=master_id, session_ttl_seconds=settings.redis_session_ttl_seconds
+            redis,
+            master_id=master_id,
+            session_ttl_seconds=settings.redis_session_ttl_seconds,
+            max_result_bytes=settings.openagent_max_tool_result_bytes,
         ),
         remote=outbox,
         max_result_bytes=settings.openagent_max_tool_result_bytes,

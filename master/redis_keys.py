@@ -142,9 +142,10 @@ def agent_key(agent_id: str) -> str:
 
 
 AGENT_OWNER_PREFIX = "agent_owner:"
-"""``agent_owner:{agent_id}`` → JSON of who holds the id: the tenant it serves, whether an
-administrator registered it, and the role (:class:`master.agents.identity.AgentIds`; TTL
-``REDIS_AGENT_TTL_SECONDS``, renewed at each registration)."""
+"""``agent_owner:{agent_id}`` → JSON of who holds the id: the tenant it serves (``null``: shared
+with every tenant by an administrator) and the role, ``action`` or ``query``
+(:class:`master.agents.identity.AgentIds`; TTL ``REDIS_AGENT_TTL_SECONDS``, renewed at each
+registration and when an action agent's WebSocket disconnects)."""
 
 
 def agent_owner_key(agent_id: str) -> str:

@@ -392,8 +392,9 @@ def _parser() -> argparse.ArgumentParser:
         "--approves",
         action="append",
         metavar="PATTERN",
-        help="a pattern of the tools whose approvals it decides, e.g. 'bank__*' (repeatable); once a "
-        "key of the tenant has one, only such keys decide those tools' approvals, never the asker's",
+        help="for --role client or admin: a pattern of the tools whose approvals it decides, e.g. "
+        "'bank__*' (repeatable); once a key of the tenant has one, only such keys decide those tools' "
+        "approvals, never the asker's",
     )
     create.add_argument("--json", action="store_true", help="print the JSON answer")
     create.set_defaults(handler=_keys_create)

@@ -34,6 +34,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from master.access.permissions import ROLES_WITH, Permission
 from master.auth import DEFAULT_TENANT, Principal, Role
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import API_KEYS, API_KEYS_LAST_USED
@@ -44,6 +45,12 @@ KEY_PREFIX = "oak_"
 """Every stored key starts with it (secret scanners and the resolver tell it from a JWT)."""
 FLUSH_SECONDS = 15.0
 """How often the lifespan writes the keys' ``last_used`` times."""
+
+
+def may_decide_approvals(role: Role) -> bool:
+    """Whether a key of ``role`` may decide approvals (it needs :attr:`Permission.QUERY`): only
+    such a key's ``approves`` patterns count, and ``POST /keys`` refuses them on any other."""
+    return role in ROLES_WITH[Permission.QUERY]
 
 
 def digest_of(secret: str) -> str:
@@ -186,13 +193,19 @@ class KeyStore:
         return sorted(keys, key=lambda k: (k.created, k.key_id))
 
     async def approvers(self, tenant: str, tool: str) -> Sequence[StoredKey]:
-        """The keys of ``tenant`` whose ``approves`` patterns match ``tool`` (``<agent_id>__<tool>``)."""
+        """The keys of ``tenant`` that may decide approvals (:func:`may_decide_approvals`) and whose
+        ``approves`` patterns match ``tool`` (``<agent_id>__<tool>``). A key that could not decide
+        (a viewer's, an agent's) never locks its tenant's deciders out."""
         try:
             records = await self._redis.hvals(API_KEYS)
         except RedisError as exc:
             raise SessionStoreUnavailable(f"cannot read the keys: Redis failed ({exc})") from exc
         keys = (StoredKey.from_record(raw) for raw in records)
-        return [key for key in keys if key.tenant == tenant and key.decides(tool)]
+        return [
+            key
+            for key in keys
+            if key.tenant == tenant and may_decide_approvals(key.role) and key.decides(tool)
+        ]
 
     async def revoke(self, key_id: str) -> StoredKey | None:
         """Delete ``key_id`` (effective for every master's next request); ``None`` if unknown."""

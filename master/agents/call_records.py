@@ -12,7 +12,9 @@ accepted call**:
 - or the query is gone (its master was killed or restarted, or stopped before storing), and a
   master receiving the callback *claims* the record (:data:`_CLAIM`): it checks the token hash
   and the state, appends the result to the session as a ``call_tool`` turn with
-  ``late_callback: true``, and marks the record ``recorded``.
+  ``late_callback: true``, and marks the record ``recorded``. A result over
+  ``OPENAGENT_MAX_TOOL_RESULT_BYTES`` is recorded as the error a waiting query would have seen
+  (:func:`result_too_large`), never whole.
 
 A second delivery of the same callback then finds ``recorded`` or ``stored`` and is refused
 (409 or 410); a wrong token changes nothing. After the record expires, a callback is unknown
@@ -34,6 +36,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
+from master.json_bytes import dump_json
 from master.observability import logs
 from master.redis_client import GroupCommit
 from master.redis_keys import call_record_key, session_key
@@ -89,6 +92,32 @@ class Delivery:
     session_id: str | None = None
 
 
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""``OPENAGENT_MAX_TOOL_RESULT_BYTES``' default."""
+
+
+def result_too_large(agent_id: str, tool_name: str, call_id: str, result: Any, limit: int) -> str | None:
+    """The error of a tool result larger than ``limit`` bytes as JSON (``None``: within it). The
+    one size check of every result an agent sends: a waiting call fails with it
+    (:meth:`master.agents.dispatch.Dispatcher._deliver`), a late callback records it
+    (:meth:`CallRecords.deliver`); the result is dropped, never stored."""
+    size = len(dump_json(result))
+    if size <= limit:
+        return None
+    logger.warning(
+        "result of %s.%s call=%s dropped: %d bytes, over OPENAGENT_MAX_TOOL_RESULT_BYTES (%d)",
+        agent_id,
+        tool_name,
+        call_id,
+        size,
+        limit,
+    )
+    return (
+        f"tool {tool_name!r} on agent {agent_id!r} failed: its result is {size} bytes, over the limit "
+        f"of {limit} bytes (OPENAGENT_MAX_TOOL_RESULT_BYTES); the result was dropped"
+    )
+
+
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -96,8 +125,17 @@ def token_hash(token: str) -> str:
 class CallRecords:
     """Writes the record of each HTTP invocation call, and claims it for a callback whose query is gone."""
 
-    def __init__(self, redis: aioredis.Redis, *, master_id: str, session_ttl_seconds: int) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        master_id: str,
+        session_ttl_seconds: int,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> None:
         self._redis = redis
+        self.max_result_bytes = max_result_bytes
+        """A late result larger than this is recorded as an error (:func:`result_too_large`)."""
         self.master_id = master_id
         self._session_ttl = session_ttl_seconds
         self._write = redis.register_script(_WRITE)
@@ -162,7 +200,7 @@ class CallRecords:
             forwarded = await forward(holder)
             if forwarded is not None:
                 return Delivery(forwarded, session_id)
-        turn = _late_turn(record, result) if session_id else None
+        turn = _late_turn(record, result, self.max_result_bytes) if session_id else None
         payload = json.dumps(turn, separators=(",", ":"), default=str) if turn else ""
         try:
             before = await self._claim(
@@ -186,7 +224,7 @@ class CallRecords:
         return Delivery("unknown" if before == "unknown" else "finished", session_id)
 
 
-def _late_turn(record: dict[str, str], result: ToolResult) -> dict[str, Any]:
+def _late_turn(record: dict[str, str], result: ToolResult, max_result_bytes: int) -> dict[str, Any]:
     try:
         arguments = json.loads(record.get("args") or "null")
     except ValueError:
@@ -198,7 +236,16 @@ def _late_turn(record: dict[str, str], result: ToolResult) -> dict[str, Any]:
         "tool_name": record.get("tool"),
         "tool_args": arguments,
     }
-    if result.success:
+    too_large = (
+        result_too_large(
+            str(record.get("agent")), str(record.get("tool")), result.call_id, result.result, max_result_bytes
+        )
+        if result.success
+        else None
+    )
+    if too_large is not None:
+        turn["error"] = too_large
+    elif result.success:
         turn["result"] = result.result
     else:
         turn["error"] = result.error or "no error message given"

@@ -45,7 +45,12 @@ from typing import Any, Literal, Protocol
 import aiohttp
 from aiohttp.payload import BytesPayload
 
-from master.agents.call_records import RECORD_MARGIN_SECONDS, CallRecords
+from master.agents.call_records import (
+    DEFAULT_MAX_RESULT_BYTES,
+    RECORD_MARGIN_SECONDS,
+    CallRecords,
+    result_too_large,
+)
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.agents.remote import RemoteAgent
@@ -67,8 +72,6 @@ MAX_PROGRESS_MESSAGE_CHARS = 1000
 """A progress message is kept, relayed and shown cut to this many characters (and logged cut to
 :data:`master.observability.redaction.LOG_ARG_MAX_CHARS`, control characters escaped)."""
 
-DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
-"""``OPENAGENT_MAX_TOOL_RESULT_BYTES``' default."""
 DEFAULT_PROGRESS_PER_SECOND = 10
 """``OPENAGENT_MAX_PROGRESS_PER_SECOND``' default."""
 PROGRESS_WINDOW_SECONDS = 1.0
@@ -430,26 +433,15 @@ class Dispatcher:
 
     def _deliver(self, pending: PendingCall, result: Any) -> None:
         """End ``pending`` with ``result``, or with a :class:`ToolFailed` naming the limit when the
-        result is larger than :attr:`max_result_bytes` (the result is dropped, never stored)."""
-        size = len(dump_json(result))
-        if size <= self.max_result_bytes:
+        result is larger than :attr:`max_result_bytes` (:func:`result_too_large`: the result is
+        dropped, never stored)."""
+        too_large = result_too_large(
+            pending.agent_id, pending.tool_name, pending.call_id, result, self.max_result_bytes
+        )
+        if too_large is None:
             pending.future.set_result(result)
-            return
-        logger.warning(
-            "result of %s.%s call=%s dropped: %d bytes, over OPENAGENT_MAX_TOOL_RESULT_BYTES (%d)",
-            pending.agent_id,
-            pending.tool_name,
-            pending.call_id,
-            size,
-            self.max_result_bytes,
-        )
-        pending.future.set_exception(
-            ToolFailed(
-                f"tool {pending.tool_name!r} on agent {pending.agent_id!r} failed: its result is "
-                f"{size} bytes, over the limit of {self.max_result_bytes} bytes "
-                "(OPENAGENT_MAX_TOOL_RESULT_BYTES); the result was dropped"
-            )
-        )
+        else:
+            pending.future.set_exception(ToolFailed(too_large))
 
     def progress(self, agent: LiveAgent, progress: ToolProgress) -> bool:
         """Record WebSocket progress; False when no such call is running on that connection."""

@@ -3,7 +3,8 @@
 Every way an agent id is taken goes through :meth:`AgentIds.claim`: the WebSocket ``register``
 (action agents and query clients, and the legacy ``invocation_url``), ``POST /register`` (HTTP
 invocation agents, MCP servers, A2A agents), a restored workspace, and, through ``/ws``, YAML
-agents and sandboxed agents. ``POST /unregister`` goes through :meth:`AgentIds.release`. No
+agents and sandboxed agents. ``POST /unregister`` goes through :meth:`AgentIds.check_release`
+before it removes the agent and :meth:`AgentIds.release` once it removed one. No
 caller compares owners itself: :func:`refusal` and :func:`release_refusal` are the rules.
 
 The rules:
@@ -14,13 +15,15 @@ The rules:
 - an administrator's shared registration (for every tenant: no ``?tenant=``) is changed or
   released by an administrator only; one an administrator made for a tenant is that tenant's;
 - a query client never takes an action agent's id (``agent_conflict``), and an action agent
-  outranks a query client: query clients' ids are theirs only while they are connected.
+  outranks a query client of its own tenant (an administrator's any): query clients' ids are
+  theirs only while they are connected, and another tenant's agent cannot take them.
 
 Owners live in Redis (``agent_owner:{id}``, :mod:`master.redis_keys`), so the rules hold across
 every master sharing it; a claim is decided and written in one optimistic transaction (``WATCH``),
 so two registrations racing for a free id cannot both win. An owner record expires
-``REDIS_AGENT_TTL_SECONDS`` after its last registration; an agent still known then (connected
-here or to another master, or stored for HTTP invocation) keeps its id through ``known``.
+``REDIS_AGENT_TTL_SECONDS`` after its last registration, or after its WebSocket agent last
+disconnected (:meth:`AgentIds.leave` writes it again); an agent still known then (connected here
+or to another master, or stored for HTTP invocation) keeps its id through ``known``.
 """
 
 from __future__ import annotations
@@ -57,6 +60,17 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   else
     redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
   end
+  return 1
+end
+return 0
+"""
+
+# Writes ARGV[1] with a TTL of ARGV[2] seconds while KEYS[1] holds it or nothing (an action agent
+# left: its id stays its owner's for the TTL from now, unless someone claimed it since).
+_HOLD_FROM_NOW = """
+local current = redis.call('GET', KEYS[1])
+if current == false or current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
   return 1
 end
 return 0
@@ -112,8 +126,15 @@ def refusal(
             ErrorCode.AGENT_CONFLICT,
             f"agent id {agent_id!r} is an action agent's: a query client registers under an id of its own",
         )
-    if principal.is_admin or (role == "action" and owner.role == "query"):
-        return None  # an administrator decides; an agent outranks a query client
+    if principal.is_admin:
+        return None  # an administrator decides
+    if (
+        role == "action"
+        and owner.role == "query"
+        and owner.tenant is not None
+        and owner.tenant == principal.tenant
+    ):
+        return None  # an agent outranks a query client of its own tenant
     if owner.tenant is None:
         return RegistrationRefused(
             ErrorCode.AGENT_CONFLICT,
@@ -162,6 +183,7 @@ class AgentIds:
         self._ttl = ttl_seconds
         self._known = known
         self._script: AsyncScript | None = None
+        self._hold: AsyncScript | None = None
 
     async def _restore_if_same(self, agent_id: str, expected: str, restored: str) -> None:
         """Set the owner record of ``agent_id`` back to ``restored`` (empty: delete it) while it
@@ -236,9 +258,17 @@ class AgentIds:
         except RedisError as exc:
             logger.warning("could not undo the claim of agent id %s: %s", claim.agent_id, exc)
 
+    async def check_release(self, principal: Principal, agent_id: str) -> None:
+        """Raise the :class:`RegistrationRefused` that :meth:`release` would, changing nothing
+        (``POST /unregister`` refuses before it removes anything, and releases the id only once
+        it removed an agent)."""
+        found = release_refusal(await self.owner(agent_id), principal, agent_id)
+        if found is not None:
+            raise found
+
     async def release(self, principal: Principal, agent_id: str) -> Owner | None:
-        """Give ``agent_id`` up (``POST /unregister``): returns who held it. Raises
-        :class:`RegistrationRefused` (``forbidden``, ``not_found``) and
+        """Give ``agent_id`` up (``POST /unregister``, once its agent is removed): returns who
+        held it. Raises :class:`RegistrationRefused` (``forbidden``, ``not_found``) and
         :class:`SessionStoreUnavailable`."""
         key = agent_owner_key(agent_id)
         try:
@@ -264,11 +294,16 @@ class AgentIds:
         )
 
     async def leave(self, claim: Claim) -> None:
-        """A query client disconnected: its id is free again (unless someone claimed it since).
-        An action agent's id stays its owner's when it disconnects: its reconnection finds it."""
-        if claim.owner.role != "query":
-            return
+        """An agent disconnected. A query client's id is free again (unless someone claimed it
+        since). An action agent's id stays its owner's, for ``REDIS_AGENT_TTL_SECONDS`` from now
+        (its record is written again with the TTL: while it was connected, the record written at
+        its claim may have expired), so its reconnection finds it and no other tenant takes it."""
         try:
-            await self._restore_if_same(claim.agent_id, claim.written, "")
+            if claim.owner.role == "query":
+                await self._restore_if_same(claim.agent_id, claim.written, "")
+                return
+            if self._hold is None:
+                self._hold = self._redis.register_script(_HOLD_FROM_NOW)
+            await self._hold(keys=[agent_owner_key(claim.agent_id)], args=[claim.written, self._ttl])
         except RedisError as exc:
-            logger.warning("could not free the id of query client %s: %s", claim.agent_id, exc)
+            logger.warning("could not keep the owner of agent id %s after it left: %s", claim.agent_id, exc)

@@ -378,9 +378,15 @@ class Hub:
             await self._undo(claim)
             await conn.send_error(exc.code, f"cannot register invocation agent: {exc.message}", msg.agent_id)
             return
-        except (ValidationError, InvalidToolSchema, SessionStoreUnavailable) as exc:
+        except (ValidationError, InvalidToolSchema) as exc:
             await self._undo(claim)
             await conn.send_error("invalid_message", f"cannot register invocation agent: {exc}", msg.agent_id)
+            return
+        except SessionStoreUnavailable as exc:  # as _register answers it: not the agent's mistake
+            await self._undo(claim)
+            await conn.send_error(
+                "session_store_unavailable", f"cannot register invocation agent: {exc}", msg.agent_id
+            )
             return
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
 

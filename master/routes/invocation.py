@@ -293,11 +293,15 @@ async def _register_remote(
 async def unregister(body: Unregistration, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Forget a cached HTTP agent and free its id (an ``agent`` key: one its ``agent_ids``
     patterns match; another tenant's is unknown to a tenant's key, and one an administrator
-    registered is removed by an administrator only: 403)."""
+    registered is removed by an administrator only: 403). The id is released only when an agent
+    was removed: a refused request (a WebSocket agent's id, say) leaves its owner as it was."""
     principal = principal_of(request.scope)
+    ids = services.agents.ids
     try:
-        await services.agents.ids.release(principal, body.agent_id)
+        await ids.check_release(principal, body.agent_id)
         removed = await services.invocation.unregister(body.agent_id)
+        if removed:
+            await ids.release(principal, body.agent_id)
     except RegistrationRefused as exc:
         if exc.code == ErrorCode.NOT_FOUND:
             raise ApiError(ErrorCode.NOT_FOUND, f"unknown invocation agent {body.agent_id!r}") from None

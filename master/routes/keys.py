@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from master.access import AuditAction, KeyStore, Permission, StoredKey, audit
+from master.access.keys import may_decide_approvals
 from master.auth import DEFAULT_TENANT, TENANT_PATTERN, Role, principal_of
 from master.deps import Services, ServicesDep, needs
 from master.error_responses import ApiError
@@ -44,7 +45,17 @@ class KeyRequest(BaseModel):
     approves: Annotated[list[Pattern], Field(max_length=100)] = Field(default_factory=list)
     """``fnmatch`` patterns of the tools (``<agent_id>__<tool>``, e.g. ``bank__*``) whose approvals
     the key decides: once a key of the tenant has one matching a tool, only such keys decide that
-    tool's approvals in the tenant, and never the key that asked."""
+    tool's approvals in the tenant, and never the key that asked. Only for roles that may decide
+    approvals (``admin``, ``client``): refused (422) on an ``agent`` or ``viewer`` key."""
+
+    @model_validator(mode="after")
+    def _approves_needs_a_decider(self) -> KeyRequest:
+        if self.approves and not may_decide_approvals(self.role):
+            raise ValueError(
+                f"'approves' is for keys that may decide approvals (roles admin and client): "
+                f"a key of role {self.role.value!r} cannot decide them"
+            )
+        return self
 
 
 class KeyInfo(BaseModel):

@@ -209,10 +209,16 @@ def test_the_walk_covers_every_door() -> None:
     assert set(DOORS) == set(get_args(Door))
 
 
-async def _pending(hub: Hub) -> list[dict[str, Any]]:
+async def _pending(hub: Hub, but: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Tenant a's pending approvals, but those whose ids are in ``but`` (the tests' Redis outlives
+    each master: other tests of tenant a may have left some)."""
     async with hub.http("a") as a:
         approvals: list[dict[str, Any]] = (await a.get("/approvals")).json()["approvals"]
-    return [x for x in approvals if x["status"] == "pending"]
+    return [x for x in approvals if x["status"] == "pending" and x["approval_id"] not in but]
+
+
+async def _pending_ids(hub: Hub) -> frozenset[str]:
+    return frozenset(x["approval_id"] for x in await _pending(hub))
 
 
 async def _approve_once(hub: Hub, approval_id: str) -> None:
@@ -234,11 +240,12 @@ async def test_a_tool_that_needs_approval_waits_through_every_door(
 ) -> None:
     llm.add_tool_call("bank__transfer", PAYMENT)
     llm.add_text("Sent 250 to bob.")  # the answer once the run goes on
+    before = await _pending_ids(hub)
 
     answer = await DOORS[door](hub, hub.headers("a"), "send 250 to bob", None)
 
     assert answer.error_code is None, answer
-    [approval] = await _pending(hub)
+    [approval] = await _pending(hub, before)
     assert (approval["agent_id"], approval["tool_name"], approval["arguments"]) == (
         "bank",
         "transfer",
@@ -279,9 +286,10 @@ DIRECT.update({"mcp tools/call": _mcp_direct, "a2a data part": _a2a_direct})
 
 @pytest.mark.parametrize("door", list(DIRECT))
 async def test_a_direct_call_that_needs_approval_waits_through_every_door(hub: Hub, door: str) -> None:
+    before = await _pending_ids(hub)
     await DIRECT[door](hub)
 
-    [approval] = await _pending(hub)
+    [approval] = await _pending(hub, before)
     assert (approval["agent_id"], approval["tool_name"], approval["arguments"]) == (
         "bank",
         "transfer",

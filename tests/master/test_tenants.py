@@ -22,9 +22,10 @@ from mcp.shared.exceptions import MCPError
 from websockets.exceptions import ConnectionClosed
 
 from master.agents.url_policy import AgentUrlPolicy
-from master.auth import Principal, Role, Scope
+from master.auth import SYSTEM, Principal, Role, Scope
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
+from master.redis_keys import agent_owner_key
 from openagent.client import AgentClient
 from openagent.config import ClientConfig
 from openagent.errors import AgentReplacedError
@@ -570,6 +571,59 @@ async def test_only_an_administrator_unregisters_a_shared_agent(hub: InProcessMa
             await hub.services.invocation.unregister("shared-inv")
 
 
+async def test_a_refused_unregister_keeps_the_id_of_a_websocket_agent(hub: InProcessMaster) -> None:
+    """``POST /unregister`` of a WebSocket agent's id is a 404 (no HTTP agent of that id) and
+    leaves the id's owner as it was: once the agent disconnects, another tenant still cannot
+    take its id."""
+    agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
+    try:
+        await agent.register("a-live", tools=[tool("work")])
+        async with http(hub, as_tenant("a", "agent")) as a_agent:
+            refused = await a_agent.post("/unregister", json={"agent_id": "a-live"})
+            assert refused.status_code == 404 and refused.json()["error_code"] == "not_found"
+        await agent.close()
+        await until(lambda: hub.services.registry.get("a-live") is None, "the agent to leave")
+        await attacker.send(
+            {"type": "register", "agent_id": "a-live", "role": "action", "tools": [tool("x")]}
+        )
+        taken = await attacker.recv()
+        assert (taken["type"], taken["code"], taken["ref"]) == ("error", "agent_conflict", "a-live")
+        assert hub.services.registry.get("a-live") is None
+    finally:
+        await agent.close()
+        await attacker.close()
+        await hub.services.agents.ids.release(SYSTEM, "a-live")  # the tests' Redis outlives this master
+
+
+async def test_a_websocket_agents_id_is_held_for_the_ttl_after_it_leaves(hub: InProcessMaster) -> None:
+    """An agent connected for longer than ``REDIS_AGENT_TTL_SECONDS`` (its owner record, written
+    at its claim, expired: deleted here) still holds its id for the TTL after it disconnects:
+    the record is written again when it leaves, and another tenant cannot take the id."""
+    redis = hub.services.invocation.redis
+    key = agent_owner_key("a-long")
+    ttl = hub.services.settings.redis_agent_ttl_seconds
+    agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
+    try:
+        await agent.register("a-long", tools=[tool("work")])
+        await redis.delete(key)  # as if a day passed while it stayed connected
+        await agent.close()
+        async with asyncio.timeout(DEADLINE):  # written when the master saw it leave
+            while not await redis.exists(key):
+                await asyncio.sleep(0.01)
+        assert 0 < await redis.ttl(key) <= ttl
+        await attacker.send(
+            {"type": "register", "agent_id": "a-long", "role": "action", "tools": [tool("x")]}
+        )
+        taken = await attacker.recv()
+        assert (taken["type"], taken["code"], taken["ref"]) == ("error", "agent_conflict", "a-long")
+    finally:
+        await agent.close()
+        await attacker.close()
+        await hub.services.agents.ids.release(SYSTEM, "a-long")  # the tests' Redis outlives this master
+
+
 async def test_a_query_client_never_takes_an_action_agents_id(hub: InProcessMaster) -> None:
     """A client key's ``register`` as a query client under its tenant's action agent's id is
     refused with a clear error; the agent stays connected and is not replaced."""
@@ -595,7 +649,8 @@ async def test_an_action_agent_outranks_a_query_client_and_its_id_frees_on_disco
     hub: InProcessMaster,
 ) -> None:
     """A query client's id is its own while connected: another tenant's query client cannot take
-    it, the id is free once it leaves, and an action agent of the tenant takes it over."""
+    it, the id is free once it leaves, and an action agent of the client's tenant takes it over
+    (another tenant's agent cannot: the next test)."""
     first = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a"))
     other = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
     try:
@@ -606,23 +661,45 @@ async def test_an_action_agent_outranks_a_query_client_and_its_id_frees_on_disco
         await until(lambda: hub.services.registry.get("t-asker") is None, "the client to leave")
         await other.register("t-asker", role="query")
 
-        agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+        agent = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b", "agent"))
         try:
             await agent.register("t-asker", tools=[tool("work")])
             replaced = await other.recv()
             assert (replaced["code"], replaced["ref"]) == ("agent_replaced", "t-asker")
-            assert "key 'agent of a' registered agent 't-asker'" in replaced["message"]
+            assert "key 'agent of b' registered agent 't-asker'" in replaced["message"]
             with pytest.raises(ConnectionClosed) as closed:
                 await other.recv()
             assert closed.value.rcvd is not None
             assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4001, REPLACED_BY_ANOTHER_KEY)
         finally:
             await agent.close()
-            async with http(hub, as_tenant("a", "agent")) as a_agent:  # the tests' Redis outlives this master
-                await a_agent.post("/unregister", json={"agent_id": "t-asker"})
+            async with http(hub, as_tenant("b", "agent")) as b_agent:  # the tests' Redis outlives this master
+                await b_agent.post("/unregister", json={"agent_id": "t-asker"})
     finally:
         await first.close()
         await other.close()
+
+
+async def test_another_tenants_agent_key_cannot_take_a_live_query_clients_id(hub: InProcessMaster) -> None:
+    """An action agent outranks a query client of its own tenant only: tenant a's agent key gets
+    ``agent_conflict`` for b's live query client's id, and b's client stays connected."""
+    asker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("b"))
+    attacker = await RawPeer.connect(hub.ws_url, additional_headers=as_tenant("a", "agent"))
+    try:
+        await asker.register("b-asker", role="query")
+        await attacker.send(
+            {"type": "register", "agent_id": "b-asker", "role": "action", "tools": [tool("x")]}
+        )
+        refused = await attacker.recv()
+        assert (refused["type"], refused["code"], refused["ref"]) == ("error", "agent_conflict", "b-asker")
+        assert "'b-asker' is another tenant's" in refused["message"]
+        live = hub.services.registry.get("b-asker")
+        assert live is not None and (live.role, live.tenant) == ("query", "b")
+        await asker.send({"type": "ping"})
+        assert await asker.recv() == {"type": "pong"}  # still open: not closed with 4001
+    finally:
+        await attacker.close()
+        await asker.close()
 
 
 async def test_the_sdks_agent_reconnects_when_another_key_replaces_it_and_stops_when_a_copy_does(
@@ -827,3 +904,43 @@ async def test_another_tenants_paused_run_is_not_found_nor_resumed(
         assert await desk.paused(session_id, Scope.for_tenant("a"))  # still waits for a's decision
     finally:
         await bank.close()
+
+
+async def test_approves_on_keys_that_cannot_decide_locks_no_one_out(
+    hub: InProcessMaster, llm: ScriptedOpenAIServer
+) -> None:
+    """A viewer's or an agent's key carrying ``approves`` (stored before ``POST /keys`` refused
+    it) cannot decide approvals, so it does not make the tenant's client keys lose them: the
+    asker still decides its own call."""
+    store = hub.services.keys
+    assert store is not None
+    made = [
+        (await store.create(name=f"{role} approver", role=role, tenant="ap2", approves=["bank__*"]))[0]
+        for role in (Role.VIEWER, Role.AGENT)
+    ]
+    asker_key, asker_secret = await store.create(name="asker", role=Role.CLIENT, tenant="ap2")
+    made.append(asker_key)
+    bank = await RawPeer.connect(hub.ws_url, additional_headers=ADMIN)
+    try:
+        await bank.register("bank", tools=[GATED])
+        async with http(hub, {"Authorization": f"Bearer {asker_secret}"}) as asker:
+            llm.add_tool_call("bank__wire", {"to": "bob"})
+            paused = (await ask(asker, query="pay bob")).json()
+            assert paused["status"] == "awaiting_approval", paused
+            llm.add_text("Paid.")
+            decided = asyncio.create_task(
+                asker.post(
+                    f"/approvals/{paused['approvals'][0]['approval_id']}", json={"decision": "approve"}
+                )
+            )
+            call = await bank.recv()
+            assert call["type"] == "tool_call", call
+            await bank.send(
+                {"type": "tool_result", "call_id": call["call_id"], "success": True, "result": "sent"}
+            )
+            answer = await decided
+            assert answer.status_code == 200 and answer.json()["answer"] == "Paid.", answer.text
+    finally:
+        await bank.close()
+        for key in made:  # the tests' Redis outlives this master
+            await store.revoke(key.key_id)

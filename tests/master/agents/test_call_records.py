@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import httpx
 import redis.asyncio as aioredis
 
 from master.agents.call_records import RECORD_MARGIN_SECONDS, CallRecords, DeliveryStatus, token_hash
 from master.conversation.history import history_messages
 from master.conversation.store import SessionStore
+from master.llm.model import ChatResult, FunctionChatModel
 from master.observability import logs
 from protocol import ToolResult
-from tests.factories import EVERY_TENANT
+from tests.factories import EVERY_TENANT, in_process_master
 
 TOKEN = "the-per-call-token"
 
@@ -165,3 +167,27 @@ async def test_unknown_expired_or_sessionless_calls(redis_client: aioredis.Redis
     assert (await records.deliver(TOKEN, result(orphan))).status == "no_session"
     assert (await records.deliver(TOKEN, result(orphan))).status == "already_recorded"
     assert await redis_client.exists("session:-") == 0
+
+
+async def test_an_oversized_late_result_is_recorded_as_the_limits_error(redis_client: aioredis.Redis) -> None:
+    """A ``POST /tool_callback`` for a call no master holds, with a result over
+    ``OPENAGENT_MAX_TOOL_RESULT_BYTES``, records the error a waiting query would have got
+    (naming the limit), never the result."""
+    llm = FunctionChatModel(lambda messages, tools: ChatResult("ok"))
+    async with (
+        in_process_master(llm, openagent_max_tool_result_bytes=200) as master,
+        httpx.AsyncClient(base_url=master.base_url, timeout=60) as http,
+    ):
+        session_id = (await http.post("/query", json={"query": "hi"})).json()["session_id"]
+        gone = CallRecords(redis_client, master_id="gone-master", session_ttl_seconds=100)
+        call_id = await recorded_call(gone, session_id)
+        big = ToolResult(call_id=call_id, success=True, result={"blob": "x" * 1000})
+        answer = await http.post(
+            f"/tool_callback?call_id={call_id}&token={TOKEN}", json=big.model_dump(mode="json")
+        )
+        assert answer.status_code == 200 and answer.json()["status"] == "recorded", answer.text
+        turns = (await http.get(f"/sessions/{session_id}")).json()["turns"]
+        [late] = [turn for turn in turns if turn.get("call_id") == call_id]
+        assert "result" not in late and "x" * 1000 not in str(turns)
+        assert "over the limit of 200 bytes (OPENAGENT_MAX_TOOL_RESULT_BYTES)" in late["error"]
+        assert late["error"].startswith("tool 'get_weather' on agent 'weather' failed: its result is")

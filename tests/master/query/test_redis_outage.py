@@ -1,4 +1,5 @@
-"""A query when Redis stops or hangs: 503 ``session_store_unavailable`` before any LLM or tool call.
+"""A query when Redis stops or hangs: 503 ``session_store_unavailable`` before any LLM or tool call
+(and a WebSocket registration then: an ``error`` ``session_store_unavailable``).
 
 These tests run their own ``redis-server`` on a free port, so they can stop it (shutdown) or
 freeze it (SIGSTOP) without touching the tests' shared Redis.
@@ -16,8 +17,9 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from master.auth import Role
 from master.llm.model import ChatResult, FunctionChatModel, ToolCallRequest
-from tests.factories import free_port, in_process_master
+from tests.factories import RawPeer, free_port, in_process_master
 from tests.master.orchestration.test_orchestrator import counter_agent
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
@@ -139,3 +141,39 @@ async def test_a_hung_redis_answers_503_within_the_query_deadline(
         # Redis woke: the connections the deadline cut are not reused, the session goes on.
         again = (await http.post("/query", json={"query": "again", "session_id": first["session_id"]})).json()
         assert again["success"] and calls == [1], again
+
+
+async def test_a_legacy_invocation_register_with_redis_down_is_session_store_unavailable(
+    own_redis: tuple[str, asyncio.subprocess.Process],
+) -> None:
+    """A ``register`` frame carrying an ``invocation_url`` whose id cannot be claimed because
+    Redis stopped is answered ``session_store_unavailable``, as the plain ``register`` is, not
+    ``invalid_message`` (the agent did nothing wrong)."""
+    url, process = own_redis
+    async with in_process_master(
+        FunctionChatModel(_Model()), redis_url=url, openagent_api_key="outage-admin"
+    ) as m:
+        assert m.services.keys is not None
+        _, secret = await m.services.keys.create(name="agent", role=Role.AGENT, tenant="a", agent_ids=["*"])
+        peer = await RawPeer.connect(m.ws_url, additional_headers={"Authorization": f"Bearer {secret}"})
+        try:
+            process.terminate()
+            async with asyncio.timeout(30):
+                await process.wait()
+            await peer.send(
+                {
+                    "type": "register",
+                    "agent_id": "legacy-http",
+                    "role": "action",
+                    "tools": [{"name": "t", "description": "A tool", "parameters": {"type": "object"}}],
+                    "invocation_url": "http://127.0.0.1:9",
+                }
+            )
+            refused = await peer.recv()
+            assert (refused["type"], refused["code"], refused["ref"]) == (
+                "error",
+                "session_store_unavailable",
+                "legacy-http",
+            ), refused
+        finally:
+            await peer.close()

@@ -164,3 +164,26 @@ async def test_administrative_actions_are_counted(
         metrics = (await http.get("/metrics", headers=ADMIN)).text
     assert 'openagent_audit_events_total{action="key_created"} 1.0' in metrics
     assert 'openagent_audit_events_total{action="key_revoked"} 1.0' in metrics
+
+
+async def test_approves_is_refused_on_a_key_that_cannot_decide_approvals(
+    two_masters: tuple[InProcessMaster, InProcessMaster],
+) -> None:
+    """Deciding approvals needs the ``query`` permission: ``approves`` on an ``agent`` or
+    ``viewer`` key is a 422 naming the rule, and no key is stored."""
+    first, _ = two_masters
+    async with httpx.AsyncClient(base_url=first.base_url, timeout=30) as http:
+        before = len((await http.get("/keys", headers=ADMIN)).json()["keys"])
+        for role in ("agent", "viewer"):
+            bad = await http.post(
+                "/keys", json={"name": "x", "role": role, "approves": ["bank__*"]}, headers=ADMIN
+            )
+            assert bad.status_code == 422, bad.text
+            assert "'approves' is for keys that may decide approvals" in bad.text
+            assert f"role {role!r} cannot decide them" in bad.text
+        assert len((await http.get("/keys", headers=ADMIN)).json()["keys"]) == before
+        made = await http.post(
+            "/keys", json={"name": "treasurer", "role": "client", "approves": ["bank__*"]}, headers=ADMIN
+        )
+        assert made.status_code == 201 and made.json()["approves"] == ["bank__*"]
+        await http.delete(f"/keys/{made.json()['key_id']}", headers=ADMIN)
