@@ -197,15 +197,12 @@ class AgentUrlPolicy:
         parsed = _address(address) if isinstance(address, str) else address
         if parsed is None:
             return f"{address} is not an IP address"
-        if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
-            parsed = parsed.ipv4_mapped
+        parsed = _unmapped(parsed)
         subject = f"{host} resolves to {parsed}, which" if host else str(parsed)
         for network in self.deny_networks:
             if parsed.version == network.version and parsed in network:
                 return f"{subject} is denied by OPENAGENT_AGENT_URL_DENY ({network})"
-        if host is not None and host.lower().rstrip(".") in self.allow_hosts:
-            return None
-        if any(parsed.version == n.version and parsed in n for n in self.allow_networks):
+        if self._allowed(parsed, host):
             return None
         kind = (
             "a link-local/cloud-metadata address"
@@ -228,9 +225,8 @@ class AgentUrlPolicy:
         """Why a registration by a key that is not an administrator's may not use ``address``
         (loopback or private), or ``None`` (a public address, or one ``OPENAGENT_AGENT_URL_ALLOW``
         names)."""
-        if host is not None and host.lower().rstrip(".") in self.allow_hosts:
-            return None
-        if any(address.version == n.version and address in n for n in self.allow_networks):
+        address = _unmapped(address)
+        if self._allowed(address, host):
             return None
         internal = address.is_loopback or address.is_private or (address.version == 4 and address in _SHARED)
         if not internal:
@@ -240,6 +236,12 @@ class AgentUrlPolicy:
             f"{subject} is a loopback or private address, which only an administrator's key may "
             "register (OPENAGENT_AGENT_URL_ALLOW to allow it for every key)"
         )
+
+    def _allowed(self, address: Address, host: str | None) -> bool:
+        """Whether ``OPENAGENT_AGENT_URL_ALLOW`` names ``host`` or a network holding ``address``."""
+        if host is not None and host.lower().rstrip(".") in self.allow_hosts:
+            return True
+        return any(address.version == n.version and address in n for n in self.allow_networks)
 
     # ------------------------------------------------------------------ resolution
 
@@ -366,3 +368,10 @@ class _PolicyResolver(AbstractResolver):
 
     async def close(self) -> None:
         return None
+
+
+def _unmapped(address: Address) -> Address:
+    """An IPv4 address written as IPv6 (``::ffff:10.0.0.5``) as the IPv4 address it is."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address

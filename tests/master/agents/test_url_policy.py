@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -98,6 +99,17 @@ def test_allow_reopens_and_deny_wins() -> None:
     assert "OPENAGENT_AGENT_URL_DENY" in (policy.host_refusal("DB.internal") or "")
     both = AgentUrlPolicy(allow="169.254.0.0/16", deny="169.254.169.254")
     assert both.host_refusal("169.254.1.1") is None and both.host_refusal(METADATA) is not None
+
+
+def test_an_ipv4_address_written_as_ipv6_is_judged_as_itself_for_a_tenants_key() -> None:
+    """The rule for keys that are not an administrator's unmaps ``::ffff:a.b.c.d`` as the default
+    rules do: the allowed range stays allowed, shared address space stays internal."""
+    policy = AgentUrlPolicy(allow="10.0.0.0/8")
+    assert policy.internal_refusal(ipaddress.ip_address("::ffff:10.0.0.5")) is None
+    assert policy.internal_refusal(ipaddress.ip_address("10.0.0.5")) is None
+    refused = policy.internal_refusal(ipaddress.ip_address("::ffff:100.64.0.1"))
+    assert refused is not None and "loopback or private" in refused
+    assert policy.internal_refusal(ipaddress.ip_address("::ffff:127.0.0.1")) is not None
 
 
 def test_bad_entries_are_refused_naming_them() -> None:
