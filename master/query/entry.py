@@ -520,6 +520,15 @@ def _reason_of(response: QueryResponse) -> str | None:
     return None
 
 
+def _check_resolved(principal: Principal) -> None:
+    """Refuse (``unauthorized``) a caller nothing resolved: no door runs anything for it."""
+    if not principal.resolved:
+        raise QueryRefused(
+            ErrorCode.UNAUTHORIZED,
+            "no API key was resolved for this request: nothing runs for an anonymous caller",
+        )
+
+
 __all__ = [
     "DirectOutcome",
     "Door",
@@ -533,12 +542,3 @@ __all__ = [
     "RunExtras",
     "ToolRefused",
 ]
-
-
-def _check_resolved(principal: Principal) -> None:
-    """Refuse (``unauthorized``) a caller nothing resolved: no door runs anything for it."""
-    if not principal.resolved:
-        raise QueryRefused(
-            ErrorCode.UNAUTHORIZED,
-            "no API key was resolved for this request: nothing runs for an anonymous caller",
-        )

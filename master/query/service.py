@@ -435,7 +435,7 @@ class QueryService:
         calls: one approval, in a new session owned by the asker's tenant (its first turn says
         what waits), and a paused run of kind ``direct`` that the approval desk resumes once the
         approval is decided, through any door or by the expiry sweep: the call then runs once (or
-        not at all: rejected, expired), without the model (:meth:`master.query.entry.QueryEntry.resume_direct`).
+        not at all: rejected, expired), without the model (:meth:`master.query.entry.QueryEntry._resume_direct`).
         Answers as a held query does (``status: "awaiting_approval"``, the approval)."""
         session_id = self._sessions.new_session_id()
         call = PendingToolCall(

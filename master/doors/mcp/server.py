@@ -71,7 +71,6 @@ from master.doors.mcp.tools import (
     answer_result,
     approval_question,
     ask_tool,
-    direct_result,
     error_result,
     input_required,
     input_schema,
@@ -457,7 +456,7 @@ class McpDoor:
         if response is None:
             return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
         if started.direct is not None:  # a held direct call: its answer is the tool's
-            return direct_result(started.direct)
+            return run_result(started.direct.run)  # the decided call: its result, or why it did not run
         return settled(session_id, response)
 
     # ------------------------------------------------------------------ sessions

@@ -18,7 +18,7 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from master.agents.calls import ToolRun
-from master.query.entry import DirectOutcome, OfferedTool
+from master.query.entry import OfferedTool
 from protocol import Approval, QueryResponse
 
 logger = logging.getLogger("master.doors.mcp")
@@ -184,12 +184,6 @@ def run_result(run: ToolRun) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=_text(run.result))], structured_content=structured
     )
-
-
-def direct_result(outcome: DirectOutcome) -> types.CallToolResult:
-    """A ``tools/call`` held for approval, decided: the tool's result once approved and run, else
-    the error that says it was not run (refused, with the reason, or expired)."""
-    return run_result(outcome.run)
 
 
 def error_result(message: str) -> types.CallToolResult:
