@@ -282,8 +282,8 @@ class RunStore(TenantRecords):
         try:
             async with asyncio.timeout(self._timeout):
                 row = _row(await self._redis.get(run_key(run_id)))
-                if row is None:
-                    return None
+                if row is None or not scope.sees(row.get("tenant")):
+                    return None  # another tenant's run: not even its lease is looked at
                 if row.get("state") == "running" and await self._lost([(run_id, row)]):
                     row = _row(await self._redis.get(run_key(run_id)))
         except (RedisError, TimeoutError) as exc:
