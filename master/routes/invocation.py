@@ -24,7 +24,6 @@ from master.agents.invocation import (
     InvocationRegistration,
     McpRegistration,
 )
-from master.agents.url_policy import UrlRefused
 from master.auth import Principal, principal_of
 from master.deps import ServicesDep, needs
 from master.error_responses import ApiError
@@ -216,9 +215,7 @@ async def register(
 
 def _refusal(exc: RegistrationRefused | InvalidToolSchema | SessionStoreUnavailable) -> ApiError:
     """The HTTP error of a refused registration."""
-    if isinstance(exc, UrlRefused):
-        return ApiError(exc.code, [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}])
-    if isinstance(exc, RegistrationRefused):
+    if isinstance(exc, RegistrationRefused):  # a refused URL too: its field is the URL's
         if exc.code in (ErrorCode.AGENT_CONFLICT, ErrorCode.INVALID_REQUEST, ErrorCode.FORBIDDEN):
             return ApiError(exc.code, exc.message)
         return _invalid_tools(exc.code, exc.message, exc.field)
