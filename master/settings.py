@@ -208,7 +208,8 @@ class Settings(BaseSettings):
     each agent gets a uid of its own from ``OPENAGENT_AGENT_UID_BASE``. Used when the master is root."""
     openagent_agent_uid_base: int = Field(default=200000, ge=1)
     """The first of the uids agent processes run as, one per running agent (pick a range no person
-    or service uses; never 0)."""
+    or service uses; never 0). A range that holds the uid of an existing user (`/etc/passwd`) is
+    refused: no agent code starts, and the start's outcome names the user."""
     openagent_agent_uid_count: int = Field(default=10000, ge=1)
     """How many uids from ``OPENAGENT_AGENT_UID_BASE`` agents may use."""
     openagent_allow_unisolated_agents: bool = False
