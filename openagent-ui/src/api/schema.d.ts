@@ -849,7 +849,8 @@ export interface paths {
          * Unregister
          * @description Forget a cached HTTP agent and free its id (an ``agent`` key: one its ``agent_ids``
          *     patterns match; another tenant's is unknown to a tenant's key, and one an administrator
-         *     registered is removed by an administrator only: 403).
+         *     registered is removed by an administrator only: 403). The id is released only when an agent
+         *     was removed: a refused request (a WebSocket agent's id, say) leaves its owner as it was.
          */
         post: operations["unregister_unregister_post"];
         delete?: never;
@@ -1794,7 +1795,8 @@ export interface components {
              * Approves
              * @description ``fnmatch`` patterns of the tools (``<agent_id>__<tool>``, e.g. ``bank__*``) whose approvals
              *     the key decides: once a key of the tenant has one matching a tool, only such keys decide that
-             *     tool's approvals in the tenant, and never the key that asked.
+             *     tool's approvals in the tenant, and never the key that asked. Only for roles that may decide
+             *     approvals (``admin``, ``client``): refused (422) on an ``agent`` or ``viewer`` key.
              */
             approves?: string[];
             /**
