@@ -36,7 +36,9 @@ def create_sandbox(
     if settings.openagent_k8s_sandbox:
         from master.sandbox.cluster import Cluster
 
-        cluster = Cluster.connect(settings.openagent_k8s_namespace, timeout=settings.openagent_k8s_api_timeout)
+        cluster = Cluster.connect(
+            settings.openagent_k8s_namespace, timeout=settings.openagent_k8s_api_timeout
+        )
     return Sandbox(
         settings,
         cluster,
