@@ -137,7 +137,9 @@ def results(junit: Path) -> dict[str, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tck-dir", default=os.environ.get("A2A_TCK_DIR"), help="an a2a-tck checkout to use")
     parser.add_argument("--tck-repo", default=os.environ.get("A2A_TCK_REPO", TCK_REPO))
     parser.add_argument("--tck-ref", default=TCK_REF)
@@ -172,7 +174,10 @@ def main() -> int:
     outcomes = results(source / "reports" / "junitreport.xml")
     listed = expected_failures()
     failed = sorted(test for test, outcome in outcomes.items() if outcome == "failed")
-    counts = {outcome: sum(1 for o in outcomes.values() if o == outcome) for outcome in ("passed", "failed", "skipped")}
+    counts = {
+        outcome: sum(1 for o in outcomes.values() if o == outcome)
+        for outcome in ("passed", "failed", "skipped")
+    }
     unexpected = [test for test in failed if test not in listed]
     fixed = sorted(test for test in listed if outcomes.get(test) == "passed")
     log(

@@ -36,7 +36,12 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
 from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.error_handlers import build_rest_error_payload
-from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError, ContentTypeNotSupportedError, InvalidParamsError
+from a2a.utils.errors import (
+    JSON_RPC_ERROR_CODE_MAP,
+    A2AError,
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+)
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -331,7 +336,11 @@ def _jsonrpc_error(request_id: object, error: A2AError) -> JSONResponse:
 
 def _rest_error(error: A2AError) -> JSONResponse:
     payload = build_rest_error_payload(error)
-    status = _UNSUPPORTED_MEDIA_TYPE if isinstance(error, ContentTypeNotSupportedError) else payload["error"]["code"]
+    status = (
+        _UNSUPPORTED_MEDIA_TYPE
+        if isinstance(error, ContentTypeNotSupportedError)
+        else payload["error"]["code"]
+    )
     payload["error"]["code"] = status
     return JSONResponse(payload, status_code=int(status))
 
@@ -371,9 +380,10 @@ def _rest_checked(endpoint: Endpoint) -> Endpoint:
         if not _json_content(request):
             return _rest_error(_content_type_error(request))
         response = await endpoint(request)
-        if response.status_code == 400 and _CONTENT_TYPE_REASON in getattr(response, "body", b""):
+        body = getattr(response, "body", b"")
+        if response.status_code == 400 and isinstance(body, bytes) and _CONTENT_TYPE_REASON in body:
             # The SDK's refusal of a part's media type: 415, as the binding says.
-            payload = json.loads(response.body)
+            payload = json.loads(body)
             payload["error"]["code"] = _UNSUPPORTED_MEDIA_TYPE
             return JSONResponse(payload, status_code=_UNSUPPORTED_MEDIA_TYPE)
         return response

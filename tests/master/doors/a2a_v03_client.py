@@ -22,7 +22,9 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, Task, TextPart
 
 
-async def ask(http: httpx.AsyncClient, card: Any, transport: str, streaming: bool, text: str) -> dict[str, Any]:
+async def ask(
+    http: httpx.AsyncClient, card: Any, transport: str, streaming: bool, text: str
+) -> dict[str, Any]:
     config = ClientConfig(httpx_client=http, streaming=streaming, supported_transports=[transport])
     client = ClientFactory(config).create(card)
     message = Message(role=Role.user, message_id=uuid.uuid4().hex, parts=[Part(root=TextPart(text=text))])
@@ -49,17 +51,14 @@ async def main(url: str, key: str) -> None:
             await ask(http, card, "JSONRPC", False, "first question"),
             await ask(http, card, "HTTP+JSON", True, "second question"),
         ]
-    print(
-        json.dumps(
-            {
-                "name": card.name,
-                "url": card.url,
-                "preferred_transport": card.preferred_transport,
-                "protocol_version": card.protocol_version,
-                "results": results,
-            }
-        )
-    )
+    report = {
+        "name": card.name,
+        "url": card.url,
+        "preferred_transport": card.preferred_transport,
+        "protocol_version": card.protocol_version,
+        "results": results,
+    }
+    sys.stdout.write(json.dumps(report) + "\n")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,9 @@ async def test_trailing_slash_and_the_specs_errors(llm: ScriptedOpenAIServer) ->
             # A file part (unsupported media type): ContentTypeNotSupportedError, not InvalidParams.
             with pytest.raises(ContentTypeNotSupportedError, match="application/x-unsupported"):
                 await send(client, file_message())
-            typed = Message(role=Role.ROLE_USER, message_id="typed", parts=[Part(text="x", media_type="image/png")])
+            typed = Message(
+                role=Role.ROLE_USER, message_id="typed", parts=[Part(text="x", media_type="image/png")]
+            )
             with pytest.raises(ContentTypeNotSupportedError, match="image/png"):
                 await send(client, typed)
             # ListTasks with a status that names no task state is refused, not a list of every task.
@@ -121,7 +123,9 @@ async def test_trailing_slash_and_the_specs_errors(llm: ScriptedOpenAIServer) ->
         assert answer["error"]["code"] == -32005, answer
         rest = await http.post(f"{hub_url}/message:send", content=b"{}", headers=plain)
         assert rest.status_code == 415, rest.text
-        file_part = {"message": {"role": "ROLE_USER", "messageId": "f", "parts": [{"raw": "dGNr", "mediaType": "x/y"}]}}
+        file_part = {
+            "message": {"role": "ROLE_USER", "messageId": "f", "parts": [{"raw": "dGNr", "mediaType": "x/y"}]}
+        }
         rest = await http.post(f"{hub_url}/message:send", json=file_part, headers={"A2A-Version": "1.0"})
         assert rest.status_code == 415 and rest.json()["error"]["code"] == 415, rest.text
 
