@@ -12,6 +12,11 @@ The app declares the routes when it is created (:func:`route_specs`, the SDK's o
 this door, built in the lifespan, answers them (:meth:`A2ADoor.endpoint`). Auth is the master's:
 the routes are protected like every other (the early auth middleware), the cards too unless
 ``OPENAGENT_A2A_PUBLIC_CARDS`` is on.
+
+Before the SDK, the door refuses what its parser would let through: a body that is not JSON
+(``ContentTypeNotSupportedError``, 415 on HTTP+JSON as the binding says, where the SDK answers
+400) and a ``ListTasks`` whose ``status`` names no task state (the SDK drops an unknown enum
+value, which would list every task). The cards carry cache headers (:class:`_CardCache`).
 """
 
 from __future__ import annotations
@@ -403,30 +408,29 @@ def _listing_checked(endpoint: Endpoint) -> Endpoint:
 
 class _CardCache:
     """A card's answer with its cache headers: ``ETag`` (the card's hash), ``Last-Modified`` (when
-    this master first served that version of it), ``Cache-Control``; a 304 to a matching
-    ``If-None-Match``. Remembers the last version of each card URL (a bounded number)."""
+    this master first served that version of the card), ``Cache-Control``; a 304 to a matching
+    ``If-None-Match``. Remembers when it first served each version (a bounded number, the oldest
+    forgotten first)."""
 
     _LIMIT = 4096
 
     def __init__(self, *, public: bool) -> None:
-        self._seen: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._first_served: OrderedDict[str, str] = OrderedDict()
         visibility = "public" if public else "private"
         self._cache_control = f"{visibility}, max-age={CARD_MAX_AGE_SECONDS}"
 
     def respond(self, request: Request, card: AgentCard) -> Response:
         body = json.dumps(agent_card_to_dict(card), separators=(",", ":"), ensure_ascii=False).encode()
         etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
-        key = str(request.url.replace(query=""))
-        seen = self._seen.get(key)
-        if seen is None or seen[0] != etag:
-            seen = (etag, formatdate(time.time(), usegmt=True))
-            self._seen[key] = seen
-            while len(self._seen) > self._LIMIT:
-                self._seen.popitem(last=False)
-        self._seen.move_to_end(key)
+        modified = self._first_served.get(etag)
+        if modified is None:
+            modified = self._first_served[etag] = formatdate(time.time(), usegmt=True)
+            while len(self._first_served) > self._LIMIT:
+                self._first_served.popitem(last=False)
+        self._first_served.move_to_end(etag)
         headers = {
             "ETag": etag,
-            "Last-Modified": seen[1],
+            "Last-Modified": modified,
             "Cache-Control": self._cache_control,
             "Vary": "Authorization",
         }
