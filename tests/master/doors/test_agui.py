@@ -74,11 +74,22 @@ def test_tokens_steps_and_tool_calls_become_ag_ui_events() -> None:
         Progress("step", {"step": 1, "tool_calls": ["bank__balance"]}),
         Progress("tool_call", {"call_id": "c1", "agent_id": "bank", "tool_name": "balance", "arguments": {}}),
         Progress("tool_progress", {"agent_id": "bank", "tool_name": "balance", "message": "half"}),
-        Progress("tool_result", {"call_id": "c1", "agent_id": "bank", "tool_name": "balance", "success": True, "result": {"eur": 3}}),  # noqa: E501
+        Progress(
+            "tool_result",
+            {
+                "call_id": "c1",
+                "agent_id": "bank",
+                "tool_name": "balance",
+                "success": True,
+                "result": {"eur": 3},
+            },
+        ),
         Progress("token", {"text": "You have "}),
         Progress("token", {"text": "3 EUR."}),
     ]
-    response = QueryResponse(query_id="q", session_id="thread-1", run_id="r", success=True, answer="You have 3 EUR.")
+    response = QueryResponse(
+        query_id="q", session_id="thread-1", run_id="r", success=True, answer="You have 3 EUR."
+    )
     events = [e for p in [*progress, Finished(response)] for e in run.translate(p)]
 
     assert _types(events) == [
@@ -144,7 +155,11 @@ def test_an_approval_is_an_interrupt_and_its_resumed_call_keeps_its_id() -> None
 def test_a_failed_run_is_a_run_error_and_front_end_tools_stay_pending() -> None:
     failed = QueryResponse(query_id="q", success=False, error="no such session", error_code="unknown_session")
     [error] = list(RunEvents("t", "r").translate(Finished(failed)))
-    assert (error.type.value, error.code, error.message) == ("RUN_ERROR", "unknown_session", "no such session")
+    assert (error.type.value, error.code, error.message) == (
+        "RUN_ERROR",
+        "unknown_session",
+        "no such session",
+    )
 
     pending = QueryResponse(
         query_id="q",
@@ -154,7 +169,13 @@ def test_a_failed_run_is_a_run_error_and_front_end_tools_stay_pending() -> None:
         tool_calls=[PendingToolCall(id="fc-1", name="pick_color", arguments='{"hue": 3}')],
     )
     events = list(RunEvents("t", "r").translate(Finished(pending)))
-    assert _types(events) == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "STATE_SNAPSHOT", "RUN_FINISHED"]
+    assert _types(events) == [
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "STATE_SNAPSHOT",
+        "RUN_FINISHED",
+    ]
     assert events[-1].outcome.pending_tool_call_ids == ["fc-1"]
 
 
@@ -196,7 +217,9 @@ class Bank:
 
 @pytest.fixture
 async def bank(llm: ScriptedOpenAIServer) -> AsyncIterator[Bank]:
-    async with in_process_master(openai_base_url=llm.base_url, openai_api_key="scripted", openagent_api_key=KEY) as master:
+    async with in_process_master(
+        openai_base_url=llm.base_url, openai_api_key="scripted", openagent_api_key=KEY
+    ) as master:
         running = Bank(master, llm)
 
         async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> Any:
@@ -247,7 +270,9 @@ async def test_an_approval_interrupts_the_run_and_resume_decides_it(bank: Bank) 
     refused = await bank.run(thread, "something else")  # open interrupts block new input
     assert _types(refused) == ["RUN_STARTED", "RUN_ERROR"] and interrupt.id in refused[-1].message
 
-    bad = await bank.run(thread, resume=[{"interruptId": interrupt.id, "status": "resolved", "payload": {"yes": 1}}])
+    bad = await bank.run(
+        thread, resume=[{"interruptId": interrupt.id, "status": "resolved", "payload": {"yes": 1}}]
+    )
     assert _types(bad) == ["RUN_STARTED", "RUN_ERROR"] and "responseSchema" in bad[-1].message
 
     resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}]
@@ -292,7 +317,13 @@ async def test_front_end_tools_wait_for_the_next_input(bank: Bank) -> None:
 
     messages = [
         {"id": "m1", "role": "user", "content": "pick a color"},
-        {"id": "m2", "role": "assistant", "toolCalls": [{"id": "fc-1", "type": "function", "function": {"name": "pick_color", "arguments": "{}"}}]},  # noqa: E501
+        {
+            "id": "m2",
+            "role": "assistant",
+            "toolCalls": [
+                {"id": "fc-1", "type": "function", "function": {"name": "pick_color", "arguments": "{}"}}
+            ],
+        },
         {"id": "m3", "role": "tool", "toolCallId": "fc-1", "content": "red"},
     ]
     second = await bank.run(thread, messages=messages, tools=[tool])
