@@ -142,7 +142,9 @@ class RunEvents:
                 code=str(response.error_code) if response.error_code else None,
             )
             return
-        streamed, final = "".join(self._written), response.answer or ""
+        pending = [a for a in response.approvals or [] if a.status == "pending"]
+        streamed = "".join(self._written)
+        final = "" if pending else response.answer or ""  # waiting: the interrupts say it
         rest = final[len(streamed) :] if final.startswith(streamed) else ("" if streamed else final)
         if rest:
             if self._text is None:
@@ -150,7 +152,6 @@ class RunEvents:
                 yield TextMessageStartEvent(message_id=self._text, role="assistant")
             yield TextMessageContentEvent(message_id=self._text, delta=rest)
         yield from self._end_text()
-        pending = [a for a in response.approvals or [] if a.status == "pending"]
         for approval in pending:
             yield from self._held_call(approval)
         client_calls = response.tool_calls or [] if response.status == "awaiting_tool_results" else []
