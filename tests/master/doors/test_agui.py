@@ -22,6 +22,7 @@ import pytest
 from ag_ui.core import Event
 from pydantic import TypeAdapter
 
+from master.auth import Role as KeyRole
 from master.doors.agui.events import RunEvents
 from master.query.events import Finished, Progress
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
@@ -188,12 +189,12 @@ class Bank:
     llm: ScriptedOpenAIServer
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
-    def http(self) -> httpx.AsyncClient:
+    def http(self, key: str = KEY) -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            base_url=self.master.base_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=DEADLINE
+            base_url=self.master.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=DEADLINE
         )
 
-    async def run(self, thread: str, text: str | None = None, **more: Any) -> list[Any]:
+    async def run(self, thread: str, text: str | None = None, key: str = KEY, **more: Any) -> list[Any]:
         """One ``POST /ag-ui``: its events, parsed with the official models."""
         body: dict[str, Any] = {
             "threadId": thread,
@@ -205,7 +206,7 @@ class Bank:
             "forwardedProps": {},
             **more,
         }
-        async with self.http() as http:
+        async with self.http(key) as http:
             response = await http.post("/ag-ui", json=body)
         assert response.status_code == 200, response.text
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -336,3 +337,20 @@ async def test_a_body_that_is_not_a_run_agent_input_is_refused(bank: Bank) -> No
         response = await http.post("/ag-ui", json={"threadId": "t"})
     assert response.status_code == 422
     assert "runId" in response.text and response.json()["error_code"] == "validation_error"
+
+
+async def test_another_tenants_interrupt_cannot_be_resumed(bank: Bank) -> None:
+    thread = f"thread-{uuid.uuid4().hex}"
+    bank.llm.add_tool_call("bank__transfer", PAYMENT)
+    [interrupt] = (await bank.run(thread, "send 250 to bob"))[-1].outcome.interrupts
+    keys = bank.master.services.keys
+    assert keys is not None
+    _, other = await keys.create(name="client of b", role=KeyRole.CLIENT, tenant="b", agent_ids=[])
+    resume = [{"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}]
+
+    refused = await bank.run(thread, resume=resume, key=other)
+
+    assert _types(refused) == ["RUN_STARTED", "RUN_ERROR"] and refused[-1].code == "unknown_approval"
+    assert bank.calls == []
+    async with bank.http() as http:
+        assert (await http.get(f"/approvals/{interrupt.id}")).json()["status"] == "pending"
