@@ -115,8 +115,13 @@ def read_input(raw: bytes) -> RunAgentInput:
 
 def translate(run: RunAgentInput) -> Input:
     """What the input asks for (module docstring); raises :class:`InputError`."""
-    if not run.thread_id.strip():
-        raise InputError(ErrorCode.VALIDATION_ERROR, "threadId is empty: name the conversation")
+    try:
+        QueryRequest(query="-", session_id=run.thread_id)  # the threadId is a session id
+    except ValidationError:
+        raise InputError(
+            ErrorCode.VALIDATION_ERROR,
+            f"threadId {run.thread_id[:200]!r} is not a session id: 1 to 128 letters, digits, '-' or '_'",
+        ) from None
     if run.resume:
         return Input(run, None, RunExtras(), [decision_of(entry) for entry in run.resume])
     messages = run.messages

@@ -354,3 +354,9 @@ async def test_another_tenants_interrupt_cannot_be_resumed(bank: Bank) -> None:
     assert bank.calls == []
     async with bank.http() as http:
         assert (await http.get(f"/approvals/{interrupt.id}")).json()["status"] == "pending"
+
+
+async def test_a_thread_id_that_cannot_be_a_session_id_is_refused(bank: Bank) -> None:
+    refused = await bank.run("a thread/with spaces", "hi")
+    assert _types(refused) == ["RUN_STARTED", "RUN_ERROR"] and refused[-1].code == "validation_error"
+    assert "threadId" in refused[-1].message and bank.llm.requests == []
