@@ -52,6 +52,7 @@ from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor
+from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.drain import Drain, hook_sigterm
@@ -463,6 +464,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         cluster_router=router,
         drain=drain,
         openai=OpenAIDoor(entry, agents, settings),
+        agui=AgUiDoor(entry, approvals),
         approvals=approvals,
         access=_access(stack, settings, keys),
         keys=keys,

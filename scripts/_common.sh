@@ -300,6 +300,26 @@ a2a_v03_client_deps() {
   printf '%s\n' "$A2A_V03_SDK" >"$stamp"
 }
 
+# ---------------------------------------------------------------- AG-UI client
+#   agui_client_deps      npm ci in tests/ag_ui_client (the pinned @ag-ui/client that
+#                         tests/master/doors/test_agui_client.py drives against /ag-ui) when
+#                         node_modules is missing or older than package-lock.json; a warning without
+#                         npm (the test then skips)
+AGUI_CLIENT_DIR="$ROOT/tests/ag_ui_client"
+
+agui_client_deps() {
+  if ! command -v npm >/dev/null 2>&1; then
+    warn "npm not found: the AG-UI client test will be skipped (apt-get install nodejs npm)"
+    return 0
+  fi
+  local lock="$AGUI_CLIENT_DIR/package-lock.json" stamp="$AGUI_CLIENT_DIR/node_modules/.package-lock.json"
+  if [[ ! -f $stamp || $lock -nt $stamp ]]; then
+    log "installing the AG-UI client: npm ci (tests/ag_ui_client)"
+    (cd "$AGUI_CLIENT_DIR" && npm ci --no-audit --no-fund --loglevel=error </dev/null) ||
+      die "npm ci failed in tests/ag_ui_client (output above)"
+  fi
+}
+
 # ---------------------------------------------------------------- web UI (openagent-ui/)
 #   ui_deps               npm ci in openagent-ui when node_modules is missing or older than package-lock.json
 #   ui_build_if_stale     npm run build when openagent-ui/dist is missing or older than its sources

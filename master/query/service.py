@@ -210,7 +210,10 @@ class QueryService:
         session_hint = request.session_id
         if results is not None and session_hint is None:
             session_hint = await self._session_of_calls(results)
-        session_id, turns = await self._load_session(session_hint, scope, extras.new_session_id)
+        new_id = extras.new_session_id
+        if extras.thread_id is not None and session_hint is None:
+            session_hint, new_id = await self._thread_session(extras.thread_id, scope)
+        session_id, turns = await self._load_session(session_hint, scope, new_id)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
         paused = await self._paused(session_id, results) if results is not None else None
@@ -1099,6 +1102,23 @@ class QueryService:
             return []
         hooks.spawn = functools.partial(spawner.spawn, tenant=principal.tenant)
         return [spawn_tool(candidates)]
+
+    async def _thread_session(self, thread_id: str, scope: Scope) -> tuple[str | None, str | None]:
+        """``(session_id, new_session_id)`` of a client's thread (:attr:`RunExtras.thread_id`): its
+        session when ``scope`` sees it, else a new session of that id when the id is free; another
+        tenant's is unknown, as everywhere."""
+        try:
+            if await self._sessions.load(thread_id, scope) is not None:
+                return thread_id, None
+            taken = await self._sessions.taken(thread_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if taken:
+            raise QueryRejected(
+                "unknown_session",
+                f"unknown or expired session {thread_id!r}; start a new thread (a new threadId)",
+            )
+        return None, thread_id
 
     async def _load_session(
         self, session_id: str | None, scope: Scope, new_id: str | None = None

@@ -200,8 +200,10 @@ async def test_every_route_reaches_the_stores_with_its_callers_scope(
             "task": "t",
             "decision": "approve",
             "agent_id": "some-id",
-            "messages": [{"role": "user", "content": "hi"}],
+            "messages": [{"id": "m1", "role": "user", "content": "hi"}],
             "model": "openagent",
+            "threadId": ids["session_id"],  # AG-UI (/ag-ui): b's session as the thread
+            "runId": "r1",
         }
         seen.clear()
         for role in (Role.CLIENT, Role.VIEWER, Role.AGENT):
