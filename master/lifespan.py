@@ -340,6 +340,9 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     tool_catalog = ToolCatalog(agents, ToolLimits.from_settings(settings))
     agent_builder = AgentBuilder.build(settings, agents, chat_model, reason, tool_catalog, keys)
     stack.push_async_callback(agent_builder.aclose)
+    # The YAML agents this master ran before a restart: they connect once it listens.
+    resumed = asyncio.create_task(agent_builder.workspaces.resume(), name="yaml-agents-resume")
+    stack.push_async_callback(_cancel, resumed)
     # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
     sandbox_http = AsyncClient(timeout=settings.openagent_k8s_api_timeout)
     stack.push_async_callback(sandbox_http.aclose)

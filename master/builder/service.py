@@ -12,6 +12,7 @@ from master.builder.discovery import AgentDiscovery
 from master.builder.files import AgentFiles
 from master.builder.generator import AgentGenerator
 from master.builder.workspaces import Workspaces
+from master.builder.yaml_records import YamlAgentRecords
 from master.llm.model import ChatModel
 from master.settings import Settings
 
@@ -43,7 +44,12 @@ class AgentBuilder:
             discovery=AgentDiscovery(root),
             generator=AgentGenerator(llm) if llm is not None else None,
             workspaces=Workspaces(
-                settings, agents, root, catalog, AgentKeys(keys) if keys is not None else None
+                settings,
+                agents,
+                root,
+                catalog,
+                AgentKeys(keys) if keys is not None else None,
+                YamlAgentRecords(agents.invocation.redis, settings.openagent_master_id or "local"),
             ),
             unavailable_reason=unavailable_reason,
         )
