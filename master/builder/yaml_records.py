@@ -42,16 +42,14 @@ class YamlAgentRecords:
 
     async def save(self, specs: Iterable[AgentSpec], tenant: str, port: int | None) -> None:
         """Remember these agents as running; a Redis failure is logged (they run all the same)."""
-        entries = {
-            spec.agent_id: json.dumps(
-                {"spec": spec.model_dump(mode="json"), "tenant": tenant, "port": port}
-            )
+        entries: dict[str | bytes, str | bytes] = {
+            spec.agent_id: json.dumps({"spec": spec.model_dump(mode="json"), "tenant": tenant, "port": port})
             for spec in specs
         }
         if not entries:
             return
         try:
-            await self.redis.hset(self.key, mapping=entries)
+            await self.redis.hset(self.key, mapping=entries)  # type: ignore[arg-type]
         except RedisError as exc:
             logger.warning("could not remember the YAML agents %s for a restart: %s", sorted(entries), exc)
 
@@ -77,7 +75,9 @@ class YamlAgentRecords:
             try:
                 entry = json.loads(text)
                 records.append(
-                    YamlAgentRecord(AgentSpec.model_validate(entry["spec"]), str(entry["tenant"]), entry["port"])
+                    YamlAgentRecord(
+                        AgentSpec.model_validate(entry["spec"]), str(entry["tenant"]), entry["port"]
+                    )
                 )
             except (ValueError, KeyError, TypeError, ValidationError) as exc:
                 logger.warning("dropping the unreadable YAML agent entry %r: %s", agent_id, exc)

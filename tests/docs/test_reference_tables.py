@@ -29,7 +29,14 @@ def test_the_pages_name_the_commands_and_routes_users_look_for() -> None:
     for command in ("openagent keys create", "openagent keys list", "openagent keys revoke", "--attach FILE"):
         assert command in cli, command
     http = http_table.PAGE.read_text(encoding="utf-8")
-    for route in ("`GET /keys`", "`GET /whoami`", "/mcp`", "`/a2a`", "`GET /runs/{run_id}`", "`/ws` (WebSocket)"):
+    for route in (
+        "`GET /keys`",
+        "`GET /whoami`",
+        "/mcp`",
+        "`/a2a`",
+        "`GET /runs/{run_id}`",
+        "`/ws` (WebSocket)",
+    ):
         assert route in http, route
 
 

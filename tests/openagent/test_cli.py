@@ -380,7 +380,11 @@ async def test_ask_attach_sends_each_file_as_an_attachment(fake_master: FakeMast
     (workdir / "data.bin").write_bytes(b"\x00\x01")
     assert await run_cli("ask", "--attach", "notes.txt", "--attach", "data.bin", "When is the launch?") == 0
     assert fake_master.queries[0]["attachments"] == [
-        {"filename": "notes.txt", "mime_type": "text/plain", "content_base64": "VGhlIGxhdW5jaCBpcyBvbiBUdWVzZGF5Lg=="},
+        {
+            "filename": "notes.txt",
+            "mime_type": "text/plain",
+            "content_base64": "VGhlIGxhdW5jaCBpcyBvbiBUdWVzZGF5Lg==",
+        },
         {"filename": "data.bin", "mime_type": "application/octet-stream", "content_base64": "AAE="},
     ]
 
@@ -403,4 +407,6 @@ async def test_ask_attach_stores_the_file_in_the_session_of_a_real_master(
     session = capsys.readouterr().out.split("session: ")[1].split()[0]
     async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
         context = (await http.get("/query/session-rag-context", params={"session_id": session})).json()
-    assert [(item["filename"], item["size"]) for item in context["attachments"]] == [("notes.txt", 25)], context
+    assert [(item["filename"], item["size"]) for item in context["attachments"]] == [("notes.txt", 25)], (
+        context
+    )

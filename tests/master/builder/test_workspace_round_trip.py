@@ -71,7 +71,9 @@ async def test_export_and_restore_keep_requires_approval_and_every_tool_field(
             },
         )
         assert registered.status_code == 200, registered.text
-        assert (await http.post("/register", json={"agent_id": "calc", "mcp_url": mcp_url})).status_code == 200
+        assert (
+            await http.post("/register", json={"agent_id": "calc", "mcp_url": mcp_url})
+        ).status_code == 200
 
         exported = (await http.get("/internal/workspace/export")).text
         workspace = load_workspace(exported)
@@ -84,7 +86,9 @@ async def test_export_and_restore_keep_requires_approval_and_every_tool_field(
         # The MCP server cannot say which tool needs approval; the workspace can.
         calc = workspace.agent("calc")
         assert calc is not None and "add" in [tool.name for tool in calc.tools]
-        tools = [tool.model_copy(update={"requires_approval": tool.name == "add" or None}) for tool in calc.tools]
+        tools = [
+            tool.model_copy(update={"requires_approval": tool.name == "add" or None}) for tool in calc.tools
+        ]
         calc = calc.model_copy(update={"tools": tools})
         agents = [calc if agent.agent_id == "calc" else agent for agent in workspace.agents]
         guarded = export_workspace(workspace.model_copy(update={"agents": agents}))
