@@ -17,6 +17,17 @@ from master.llm.model import ChatModel
 from master.settings import Settings
 
 
+def _records(settings: Settings, agents: AgentDirectory) -> YamlAgentRecords | None:
+    """Where this master keeps the YAML agents it started, for its restart: under its
+    ``OPENAGENT_MASTER_ID``, or ``local`` for a master alone; nowhere for a master of a cluster
+    without a fixed id (it could not tell its own agents from another master's)."""
+    if settings.openagent_master_id:
+        return YamlAgentRecords(agents.invocation.redis, settings.openagent_master_id)
+    if settings.openagent_cluster:
+        return None
+    return YamlAgentRecords(agents.invocation.redis, "local")
+
+
 @dataclass
 class AgentBuilder:
     """Files, discovery, the generator (``None`` without an LLM) and workspaces."""
@@ -49,7 +60,7 @@ class AgentBuilder:
                 root,
                 catalog,
                 AgentKeys(keys) if keys is not None else None,
-                YamlAgentRecords(agents.invocation.redis, settings.openagent_master_id or "local"),
+                _records(settings, agents),
             ),
             unavailable_reason=unavailable_reason,
         )

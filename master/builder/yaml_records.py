@@ -3,8 +3,8 @@
 Each started agent is stored with its workspace entry (:class:`~openagent.workspace.AgentSpec`,
 its handler module among it), the tenant it serves and the loopback port it connected to;
 stopping it removes the entry, a master's shutdown keeps it. The entries are the master's own
-(``OPENAGENT_MASTER_ID``, ``local`` when unset), so masters of a cluster do not start each
-other's agents.
+(``OPENAGENT_MASTER_ID``; ``local`` for a master alone; none are kept by a master of a cluster
+without a fixed id), so masters of a cluster do not start each other's agents.
 """
 
 from __future__ import annotations

@@ -52,3 +52,17 @@ async def test_yaml_agents_come_back_after_a_master_restart_and_stay_stopped_whe
             assert stopped.json()["agents"][0]["status"] == "stopped", stopped.text
         records = second.services.builder.workspaces.records
         assert records is not None and await records.load() == []  # not started by the next start
+
+
+def test_a_master_keeps_its_own_list_and_a_cluster_master_without_an_id_none() -> None:
+    from types import SimpleNamespace
+
+    from master.builder.service import _records
+    from tests.factories import master_settings
+
+    agents = SimpleNamespace(invocation=SimpleNamespace(redis=object()))
+    alone = _records(master_settings(), agents)  # type: ignore[arg-type]
+    named = _records(master_settings(openagent_cluster=True, openagent_master_id="m-1"), agents)  # type: ignore[arg-type]
+    assert alone is not None and alone.key == "yaml_agents:local"
+    assert named is not None and named.key == "yaml_agents:m-1"
+    assert _records(master_settings(openagent_cluster=True), agents) is None  # type: ignore[arg-type]
