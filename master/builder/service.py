@@ -20,7 +20,10 @@ from master.settings import Settings
 def _records(settings: Settings, agents: AgentDirectory) -> YamlAgentRecords | None:
     """Where this master keeps the YAML agents it started, for its restart: under its
     ``OPENAGENT_MASTER_ID``, or ``local`` for a master alone; nowhere for a master of a cluster
-    without a fixed id (it could not tell its own agents from another master's)."""
+    without a fixed id (it could not tell its own agents from another master's), nor with
+    ``OPENAGENT_YAML_AGENTS_RESTART=0``."""
+    if not settings.openagent_yaml_agents_restart:
+        return None
     if settings.openagent_master_id:
         return YamlAgentRecords(agents.invocation.redis, settings.openagent_master_id)
     if settings.openagent_cluster:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -34,7 +35,11 @@ async def test_yaml_agents_come_back_after_a_master_restart_and_stay_stopped_whe
 ) -> None:
     root = agents_root(tmp_path)
     (root / "agents" / "pinger.py").write_text(textwrap.dedent(MODULE))
-    settings = {"openagent_agents_root": str(root), "openagent_allow_unisolated_agents": True}
+    settings = {
+        "openagent_agents_root": str(root),
+        "openagent_allow_unisolated_agents": True,
+        "openagent_yaml_agents_restart": True,  # off for the other tests (tests/conftest.py)
+    }
     port = free_port()
 
     async with in_process_master(port=port, **settings) as first:
@@ -60,9 +65,11 @@ def test_a_master_keeps_its_own_list_and_a_cluster_master_without_an_id_none() -
     from master.builder.service import _records
     from tests.factories import master_settings
 
-    agents = SimpleNamespace(invocation=SimpleNamespace(redis=object()))
-    alone = _records(master_settings(), agents)  # type: ignore[arg-type]
-    named = _records(master_settings(openagent_cluster=True, openagent_master_id="m-1"), agents)  # type: ignore[arg-type]
+    agents: Any = SimpleNamespace(invocation=SimpleNamespace(redis=object()))
+    on = {"openagent_yaml_agents_restart": True}
+    alone = _records(master_settings(**on), agents)
+    named = _records(master_settings(openagent_cluster=True, openagent_master_id="m-1", **on), agents)
     assert alone is not None and alone.key == "yaml_agents:local"
     assert named is not None and named.key == "yaml_agents:m-1"
-    assert _records(master_settings(openagent_cluster=True), agents) is None  # type: ignore[arg-type]
+    assert _records(master_settings(openagent_cluster=True, **on), agents) is None
+    assert _records(master_settings(openagent_yaml_agents_restart=False), agents) is None
