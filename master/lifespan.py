@@ -193,6 +193,13 @@ async def _settle(task: asyncio.Task[Any]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
+async def _cancel_any(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` unless it ended, and wait for it, whatever it ends with."""
+    if not task.done():
+        task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
 async def _cancel(task: asyncio.Task[None] | None) -> None:
     if task is not None and not task.done():
         task.cancel()
@@ -341,6 +348,9 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     tool_catalog = ToolCatalog(agents, ToolLimits.from_settings(settings))
     agent_builder = AgentBuilder.build(settings, agents, chat_model, reason, tool_catalog, keys)
     stack.push_async_callback(agent_builder.aclose)
+    # The YAML agents this master ran before a restart: they connect once it listens.
+    resumed = asyncio.create_task(agent_builder.workspaces.resume(), name="yaml-agents-resume")
+    stack.push_async_callback(_cancel_any, resumed)
     # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
     sandbox_http = AsyncClient(timeout=settings.openagent_k8s_api_timeout)
     stack.push_async_callback(sandbox_http.aclose)

@@ -7,6 +7,7 @@
 #   ensure_redis          Redis answers PING at $REDIS_URL; starts a local one if it can
 #   load_env_file FILE    exports every variable of FILE, letting the environment win
 #   master_urls           where the master listens and is reached (MASTER_PORT moves it)
+#   save_master_port FILE writes MASTER_PORT into FILE (.env) when the environment moved it
 #   llm_configured        true when OPENAI_API_KEY or OPENAI_BASE_URL is set
 #   log / warn / die      messages on stderr, prefixed with the script's name
 #
@@ -254,6 +255,22 @@ master_urls() {
   export MASTER_HOST MASTER_PORT
   export MASTER_BASE_URL=${MASTER_BASE_URL:-$base_url}
   export MASTER_WS=${MASTER_WS:-$ws_url}
+}
+
+# save_master_port FILE: when MASTER_PORT (from the environment) is not the one FILE holds, write
+# it into FILE, so the openagent command, which reads FILE, finds the master started on it.
+save_master_port() {
+  local file=$1 saved
+  saved=$(sed -n -E 's/^[[:space:]]*(export[[:space:]]+)?MASTER_PORT=(.*)$/\2/p' "$file" | tail -n 1)
+  saved=${saved//[\"\' ]/}
+  [[ $saved == "$MASTER_PORT" ]] && return 0
+  if [[ -n $saved ]] || grep -qE '^[[:space:]]*(export[[:space:]]+)?MASTER_PORT=' "$file"; then
+    sed -i -E "s/^[[:space:]]*(export[[:space:]]+)?MASTER_PORT=.*/MASTER_PORT=$MASTER_PORT/" "$file"
+  else
+    [[ -s $file && -n $(tail -c 1 "$file") ]] && printf '\n' >>"$file"  # a last line without its newline
+    printf 'MASTER_PORT=%s\n' "$MASTER_PORT" >>"$file"
+  fi
+  log "wrote MASTER_PORT=$MASTER_PORT into $file: the openagent command reads the port from there"
 }
 
 # llm_configured: true when an LLM is configured (OPENAI_API_KEY or OPENAI_BASE_URL not empty),
