@@ -9,7 +9,7 @@ persists, streams events and opens the person's decision on a disagreement.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection
 from typing import Any, Literal, Protocol, TypeVar
 
 from master.llm.model import ChatMessage, ChatResult
@@ -72,7 +72,7 @@ class RoleHost(Protocol):
 class Coordinator:
     """Runs the phases of one coordinated run (module docstring)."""
 
-    def __init__(self, host: RoleHost, query: str, roles: Mapping[str, Any]) -> None:
+    def __init__(self, host: RoleHost, query: str, roles: Collection[str]) -> None:
         self._host = host
         self._query = query
         self._reviewer = "reviewer" in roles

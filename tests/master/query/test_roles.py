@@ -13,11 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
+from openagent import OrchestratorActionAgent
+from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import EVERY_TENANT, in_process_master
 from tests.master.query.test_runs import (
     HEADERS,
     KEY,
+    PAY,
     Works,
     _wait_for,
     _wait_for_agent,
@@ -171,15 +174,23 @@ async def test_a_role_answering_without_its_tool_gets_one_reminder_then_blocks(
 
 async def test_each_role_uses_its_model_or_the_querys(works: Works, llm: ScriptedOpenAIServer) -> None:
     models = (await works.http.get("/query/orchestrator-models")).json()
-    other = models["models"][-1] if models.get("models") else None
+    default, other = models["default_model"], models["allowed_models"][-1]
+    assert other != default
     plan(llm, {"subtasks": [{"task": "only step"}]})
     execute(llm, None, "Done.")
     review(llm, "pass")
     roles: dict[str, Any] = {"planner": {}, "executor": {}, "reviewer": {"model": other}}
     answer = await works.query(auto_mode=True, roles=roles)
     assert answer["status"] == "completed", answer
-    used = [r["model"] for r in llm.requests]
-    assert used[2] == (other or used[0])
+    assert [r["model"] for r in llm.requests] == [default, default, other]
+
+    refused = await works.http.post(
+        "/query",
+        json={"query": "x", "auto_mode": True, "roles": {"planner": {"model": "nope"}, "executor": {}}},
+    )
+    assert (
+        refused.json()["error_code"] == "invalid_model" and "roles.planner.model" in refused.json()["error"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -285,3 +296,35 @@ async def test_a_run_killed_mid_plan_resumes_on_another_master_without_rerunning
         ]
         release.set()
     assert calls == [("step", {"n": 1}), ("slow", {})]  # step one never ran again
+
+
+async def test_an_executor_call_that_needs_approval_waits_then_the_subtask_goes_on(
+    works: Works, llm: ScriptedOpenAIServer
+) -> None:
+    paid: list[str] = []
+
+    async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> dict[str, Any]:
+        paid.append(arguments["to"])
+        return {"paid": arguments["to"]}
+
+    config = ClientConfig(master_ws=works.master.ws_url, api_key=KEY)
+    async with OrchestratorActionAgent("payer", [PAY], handler, config=config):
+        await _wait_for_agent(works.http, "payer")
+        plan(llm, {"subtasks": [{"task": "pay bob", "criteria": ["bob is paid"]}]})
+        llm.add_tool_call("payer__pay", {"to": "bob"})
+        paused = await works.query(auto_mode=True, roles=ROLES)
+        assert paused["status"] == "awaiting_approval", paused
+        approval = paused["approvals"][0]
+        assert (approval["agent_id"], approval["tool_name"]) == ("payer", "pay") and paid == []
+        record = (await works.http.get(f"/runs/{paused['run_id']}")).json()
+        assert record["state"] == "awaiting_approval" and record["roles"]["phase"] == "execute"
+
+        llm.add_text("Bob is paid.")
+        review(llm, "pass", "paid")
+        decided = await works.http.post(f"/approvals/{approval['approval_id']}", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        assert decided.json()["status"] == "completed" and decided.json()["answer"] == "Bob is paid."
+    assert paid == ["bob"]
+    record = (await works.http.get(f"/runs/{paused['run_id']}")).json()
+    assert record["state"] == "completed"
+    assert [(s["status"], s["attempts"]) for s in record["roles"]["subtasks"]] == [("passed", 1)]
