@@ -18,6 +18,7 @@ import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from master.agents.calls import ToolRun
 from master.agents.registry import AgentTool
 from master.auth import Scope
 from master.conversation.outcome import Outcome
@@ -98,15 +99,30 @@ class RolesRun:
         ]
         self._unknown_note = ""
         run.messages = messages
-        outcome = await run.orchestrator.run(
-            messages=messages,
-            tools=[*run.toolbox.openai_tools(), *self._extra_tools] if run.extras.offer_tools else [],
-            toolbox=run.toolbox,
-            model=self.model_of("executor"),
-            auto_mode=True,
-            budget=run.budget,
-            hooks=run.hooks,
-        )
+        rounds = 0
+        on_step = run.hooks.on_step
+
+        async def step_done(runs: list[ToolRun]) -> None:
+            # Each round's results kept with the state: a resume goes on from here, not again.
+            nonlocal rounds
+            rounds += 1
+            if on_step is not None:
+                await on_step(runs)
+            await self._save({**self.checkpoint(self._state), "messages": messages, "steps": rounds})
+
+        run.hooks.on_step = step_done
+        try:
+            outcome = await run.orchestrator.run(
+                messages=messages,
+                tools=[*run.toolbox.openai_tools(), *self._extra_tools] if run.extras.offer_tools else [],
+                toolbox=run.toolbox,
+                model=self.model_of("executor"),
+                auto_mode=True,
+                budget=run.budget,
+                hooks=run.hooks,
+            )
+        finally:
+            run.hooks.on_step = on_step
         return await self.executed(outcome, subtask)
 
     async def executed(self, outcome: Outcome, subtask: int) -> str | None:
@@ -119,7 +135,16 @@ class RolesRun:
             return outcome.answer
         if outcome.status == "stopped":
             self.outcome.status, self.outcome.stopped_by = "stopped", outcome.stopped_by
-            self._run.resume_from = self.checkpoint(self._state)
+            messages = list(self._run.messages or [])
+            last = messages[-1] if messages else None
+            if outcome.stopped_by == "max_steps" and isinstance(last, dict) and last.get("role") == "user":
+                messages.pop()  # the step limit's note: a resume goes on with tools
+            self._run.resume_from = {
+                **self.checkpoint(self._state),
+                "messages": messages,
+                "steps": outcome.steps,
+                "stopped_by": outcome.stopped_by,
+            }
             return None
         if outcome.held:
             self.approvals = await self._hold(outcome)
@@ -131,15 +156,19 @@ class RolesRun:
         )
 
     async def persist(self, state: CoordinatorState) -> None:
+        await self._save(self.checkpoint(state))
+
+    async def _save(self, checkpoint: dict[str, Any]) -> None:
+        """The run's record (with the coordinator's state) and ``checkpoint``, written now."""
         live, runs = self._run.live, self._service.runs
         if live is None:
             return
-        live.coordinator = state.model_dump(mode="json")
+        live.coordinator = checkpoint["roles"]
         live.dirty = True
         if runs is None:
             return
         try:
-            await runs.save(live, self.checkpoint(state))
+            await runs.save(live, checkpoint)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
 
@@ -308,6 +337,19 @@ async def run_roles(
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         decided = found or {"status": "expired"}
+    elif state.phase == "execute" and paused.get("messages"):  # the executor's rounds so far, kept
+        host.adopt(state)
+        run.model = host.model_of("executor")
+        answered = {str(m.get("tool_call_id")) for m in paused["messages"] if isinstance(m, dict)}
+        unknown = [
+            call for call in (run.live.unknown if run.live else []) if str(call.get("id")) not in answered
+        ]
+        outcome = await service._resume_halted(run, extra_tools, {**paused, "unknown": unknown})
+        answer = await host.executed(outcome, state.current)
+        if answer is None:
+            return host.ended(state), host.approvals
+        host.coordinator.executed(state, answer)
+        await host.persist(state)
     else:  # a lost or halted run: what it spent counts against its new budget
         spent = paused.get("spent") or {}
         run.budget.tool_calls = int(spent.get("tool_calls") or 0)

@@ -260,6 +260,7 @@ async def test_a_run_killed_mid_plan_resumes_on_another_master_without_rerunning
     plan(llm)
     execute(llm, 1, "Step one is done.")
     review(llm, "pass")
+    llm.add_tool_call("works__step", {"n": 2})  # sub-task 2: a round that completes, then one cut off
     llm.add_tool_call("works__slow", {})
     async with (
         master_a_and_b(llm) as (a, b),
@@ -286,8 +287,10 @@ async def test_a_run_killed_mid_plan_resumes_on_another_master_without_rerunning
             resumed = await on_b.post(f"/runs/{run_id}/resume", json={})
             assert resumed.status_code == 200, resumed.text
             assert resumed.json()["status"] == "completed", resumed.json()
-        told = llm.requests[-2]["messages"][-1]["content"]
-        assert "do step two" in told and "works__slow" in told  # the lost call is told, not re-sent
+        told = llm.requests[-2]["messages"]  # the executor goes on from its kept rounds
+        assert "do step two" in told[1]["content"]
+        assert [m["role"] for m in told[2:]] == ["assistant", "tool", "assistant", "tool"]
+        assert '"n": 2' in told[3]["content"] and "unknown" in told[5]["content"]  # slow: told, not re-sent
         record = (await on_b.get(f"/runs/{run_id}")).json()
         assert record["state"] == "completed" and record["holder"] == "master-b"
         assert [(s["status"], s["attempts"]) for s in record["roles"]["subtasks"]] == [
@@ -295,7 +298,7 @@ async def test_a_run_killed_mid_plan_resumes_on_another_master_without_rerunning
             ("passed", 1),
         ]
         release.set()
-    assert calls == [("step", {"n": 1}), ("slow", {})]  # step one never ran again
+    assert calls == [("step", {"n": 1}), ("step", {"n": 2}), ("slow", {})]  # nothing ran again
 
 
 async def test_an_executor_call_that_needs_approval_waits_then_the_subtask_goes_on(
