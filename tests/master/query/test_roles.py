@@ -331,3 +331,29 @@ async def test_an_executor_call_that_needs_approval_waits_then_the_subtask_goes_
     record = (await works.http.get(f"/runs/{paused['run_id']}")).json()
     assert record["state"] == "completed"
     assert [(s["status"], s["attempts"]) for s in record["roles"]["subtasks"]] == [("passed", 1)]
+
+
+async def test_a_budget_stop_in_a_subtask_resumes_from_its_last_round(
+    works: Works, llm: ScriptedOpenAIServer
+) -> None:
+    plan(llm, {"subtasks": [{"task": "two steps", "criteria": ["both done"]}]})
+    llm.add_tool_call("works__step", {"n": 1})
+    llm.add_tool_call("works__step", {"n": 2})
+    stopped = await works.query(auto_mode=True, roles=ROLES, budget={"max_tool_calls": 1})
+    assert stopped["status"] == "stopped" and stopped["stopped_by"] == "max_tool_calls", stopped
+    record = (await works.http.get(f"/runs/{stopped['run_id']}")).json()
+    assert record["resumable"] is True and record["roles"]["phase"] == "execute"
+
+    llm.add_tool_call("works__step", {"n": 2})
+    llm.add_text("Both steps are done.")
+    review(llm, "pass")
+    resumed = await works.http.post(
+        f"/runs/{stopped['run_id']}/resume", json={"budget": {"max_tool_calls": 5}}
+    )
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["status"] == "completed" and resumed.json()["answer"] == "Both steps are done."
+    assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]  # step 1 not run again
+    kept = [m for m in llm.requests[-3]["messages"] if m.get("role") == "tool"]
+    assert len(kept) == 1 and '"n": 1' in kept[0]["content"]  # the executor went on from its round
+    record = (await works.http.get(f"/runs/{stopped['run_id']}")).json()
+    assert record["state"] == "completed" and record["roles"]["subtasks"][0]["attempts"] == 1
