@@ -24,10 +24,11 @@ from master.auth import Scope
 from master.conversation.outcome import Outcome
 from master.errors import BudgetExceeded, QueryRejected, SessionStoreUnavailable
 from master.llm.model import ChatMessage, ChatResult
+from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.prompts import system_prompt
 from master.orchestration.roles import Coordinator, CoordinatorState
 from master.orchestration.roles.coordinator import AskedRole
-from protocol import Approval, PendingToolCall, RoleName, ToolSchema
+from protocol import Approval, PendingToolCall, QueryRequest, RoleName, ToolSchema
 
 if TYPE_CHECKING:
     from master.query.service import QueryService, _Run
@@ -302,6 +303,16 @@ class RolesRun:
 
 class _Blocked(Exception):
     """The executor paused in a way the coordinator does not wait through."""
+
+
+def check_role_models(catalog: ModelCatalog, request: QueryRequest) -> None:
+    """Refuse a role's model the master does not offer (``invalid_model``), before the run starts."""
+    for role, config in request.role_map().items():
+        if config.model is not None:
+            try:
+                catalog.resolve(config.model)
+            except ValueError as exc:
+                raise QueryRejected("invalid_model", f"roles.{role}.model: {exc}") from None
 
 
 async def run_roles(

@@ -59,7 +59,7 @@ from master.orchestration.plans import (
 from master.orchestration.prompts import system_prompt
 from master.query.extras import NO_EXTRAS, RunExtras
 from master.query.policy import ApprovalPolicy
-from master.query.roles import run_roles
+from master.query.roles import check_role_models, run_roles
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
 from protocol import AgentUsed, Approval, PendingToolCall, QueryRequest, QueryResponse, Usage
@@ -204,6 +204,7 @@ class QueryService:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
+        check_role_models(self._catalog, request)
         # The agents on offer, from the start (an allowed id among them is known: no other look).
         targets = self.tool_agents(request.allowed_agent_ids, scope)
         if request.allowed_agent_ids:

@@ -191,6 +191,7 @@ async def test_each_role_uses_its_model_or_the_querys(works: Works, llm: Scripte
     assert (
         refused.json()["error_code"] == "invalid_model" and "roles.planner.model" in refused.json()["error"]
     )
+    assert refused.json()["run_id"] is None and len(llm.requests) == 3  # refused before it ran
 
 
 @pytest.mark.parametrize(
