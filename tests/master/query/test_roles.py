@@ -358,3 +358,16 @@ async def test_a_budget_stop_in_a_subtask_resumes_from_its_last_round(
     assert len(kept) == 1 and '"n": 1' in kept[0]["content"]  # the executor went on from its round
     record = (await works.http.get(f"/runs/{stopped['run_id']}")).json()
     assert record["state"] == "completed" and record["roles"]["subtasks"][0]["attempts"] == 1
+
+
+async def test_the_roles_prompt_profile_runs_planner_executor_and_reviewer(
+    works: Works, llm: ScriptedOpenAIServer
+) -> None:
+    plan(llm, {"subtasks": [{"task": "only step"}]})
+    execute(llm, None, "Done.")
+    review(llm, "pass")
+    answer = await works.query(orchestrator_prompt_profile="roles")
+    assert answer["status"] == "completed" and answer["answer"] == "Done."
+    offered = [[t["function"]["name"] for t in r.get("tools") or []] for r in llm.requests]
+    assert offered[0] == ["submit_plan"] and offered[2] == ["submit_review"]
+    assert "executor of one sub-task" in llm.requests[1]["messages"][0]["content"]
