@@ -59,6 +59,7 @@ from master.orchestration.plans import (
 from master.orchestration.prompts import system_prompt
 from master.query.extras import NO_EXTRAS, RunExtras
 from master.query.policy import ApprovalPolicy
+from master.query.roles import check_role_models, run_roles
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
 from protocol import AgentUsed, Approval, PendingToolCall, QueryRequest, QueryResponse, Usage
@@ -104,6 +105,10 @@ class _Run:
     """Whether the run started its session (its owner is then the asker's tenant)."""
     live: LiveRun | None = None
     """The run's record as it goes (:mod:`master.conversation.runs`)."""
+    coordinated: bool = False
+    """The coordinator of roles runs it (:mod:`master.query.roles`)."""
+    resume_from: dict[str, Any] | None = None
+    """What a coordinated run a budget stopped resumes from."""
 
 
 class QueryService:
@@ -199,6 +204,7 @@ class QueryService:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
+        check_role_models(self._catalog, request)
         # The agents on offer, from the start (an allowed id among them is known: no other look).
         targets = self.tool_agents(request.allowed_agent_ids, scope)
         if request.allowed_agent_ids:
@@ -301,7 +307,10 @@ class QueryService:
         try:
             if extras.history and session_hint is None:
                 run.turns = await self._store_history(session_id, extras.history, principal.tenant)
-            if paused is not None and extras.resume_run is not None:
+            held: list[Approval] | None = None
+            if paused is not None and (paused.get("kind") == "roles" or paused.get("roles") is not None):
+                outcome, held = await run_roles(self, run, extra_tools, paused)
+            elif paused is not None and extras.resume_run is not None:
                 outcome = (
                     await self._resume_held(run, extra_tools, paused, taken=True)
                     if paused.get("kind") == "approval"
@@ -311,6 +320,8 @@ class QueryService:
                 outcome = await self._resume_held(run, extra_tools, paused)
             elif paused is not None and results is not None:
                 outcome = await self._continue(run, extra_tools, paused, results)
+            elif request.roles is not None:
+                outcome, held = await run_roles(self, run, extra_tools)
             elif request.auto_require_plan_approval and request.auto_plan_execute is None:
                 outcome = await self._propose_plan(run)
             else:
@@ -319,12 +330,14 @@ class QueryService:
                 await self._pause(run, outcome)
             if live is not None:
                 live.stopped_by = outcome.stopped_by
-                if outcome.status == "stopped" and recorder.plan_id is None and run.messages is not None:
+                if run.coordinated:  # resumable from the coordinator's state, or not at all
+                    live.checkpoint, live.checkpoint_calls = run.resume_from, len(live.completed)
+                elif outcome.status == "stopped" and recorder.plan_id is None and run.messages is not None:
                     live.checkpoint = _halt_checkpoint(run, outcome, live)
                     live.checkpoint_calls = len(live.completed)
                 else:  # answered, or paused again (its session keeps it)
                     live.checkpoint = None
-            approvals = await self._hold(run, outcome) if outcome.held else None
+            approvals = await self._hold(run, outcome) if outcome.held else held
             if approvals and not outcome.answer:
                 outcome.answer = waiting_for(approvals)
             notice = rag.notice() if rag is not None else None

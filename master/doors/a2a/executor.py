@@ -130,6 +130,14 @@ def _describe(event: Progress) -> str:
         return f"{target}: {message}" + (f" ({progress:.0%})" if isinstance(progress, float) else "")
     if event.event == "tool_result":
         return f"{target} returned" if data.get("success") else f"{target} failed: {data.get('error')}"
+    if event.event == "plan":
+        return f"plan of {len(data.get('subtasks') or [])} sub-task(s)"
+    if event.event == "subtask_started":
+        return (
+            f"sub-task {int(data.get('index') or 0) + 1} (attempt {data.get('attempt')}): {data.get('task')}"
+        )
+    if event.event == "verdict":
+        return f"{data.get('role')}: {data.get('verdict')} ({data.get('reason')})"
     return f"step {data.get('step')}: {', '.join(data.get('tool_calls') or [])}"
 
 
