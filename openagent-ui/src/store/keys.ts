@@ -21,11 +21,19 @@ export interface KeysSlice {
 
   /** Whether the key may use administrator features (builder, restore, deploy, keys). */
   isAdmin(): boolean;
+  /**
+   * Whether the key may ask questions and decide approvals (the master's `query` permission:
+   * roles `admin` and `client`). A `viewer` (read-only) or `agent` key is offered neither.
+   */
+  canQuery(): boolean;
   openKeys(): Promise<void>;
   closeKeys(): void;
   createKey(body: KeyRequest): Promise<boolean>;
   revokeKey(keyId: string): Promise<void>;
 }
+
+/** The roles holding the master's `query` permission (master/access/permissions.py, ROLES_WITH). */
+const QUERY_ROLES: ReadonlySet<string> = new Set(["admin", "client"]);
 
 const CLOSED: KeysState = { open: false, rows: [], created: null, busy: false, error: null };
 
@@ -47,6 +55,10 @@ export const createKeysSlice: SliceCreator<KeysSlice> = (set, get) => {
     isAdmin() {
       const identity = get().identity;
       return identity === null || identity.role === "admin"; // an older master: no roles
+    },
+    canQuery() {
+      const identity = get().identity;
+      return identity === null || QUERY_ROLES.has(identity.role);
     },
     async openKeys() {
       set({ keys: { ...CLOSED, open: true, busy: true } });
