@@ -60,6 +60,11 @@ test("a viewer key is offered no chat and no approvals, and nothing it does is r
   await expect(chat.getByLabel("Message", { exact: true })).toHaveCount(0);
   await expect(chat.getByRole("button")).toHaveCount(0);
   await expect(page.getByRole("separator", { name: "Resize chat" })).toHaveCount(0);
+  // Linking a registered HTTP agent scopes the canvas only: no POST /register, which the viewer may not call.
+  await app.sidebarRow("demo-invocation-agent").getByRole("button", { name: "Add demo-invocation-agent to canvas" }).click();
+  await app.agentNode().click();
+  await page.getByRole("button", { name: "Link to orchestrator" }).click();
+  await expect(app.node("Orchestrator")).toContainText("1 linked agent");
   // The page's polls (agents, discovery) keep going; none of its calls is refused.
   await page.getByRole("button", { name: "Disconnect" }).click();
   expect(refused).toEqual([]);

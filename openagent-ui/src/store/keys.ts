@@ -26,6 +26,8 @@ export interface KeysSlice {
    * roles `admin` and `client`). A `viewer` (read-only) or `agent` key is offered neither.
    */
   canQuery(): boolean;
+  /** Whether the key may register agents (`POST /register`, the `agent` permission: roles `admin` and `agent`). */
+  canRegister(): boolean;
   openKeys(): Promise<void>;
   closeKeys(): void;
   createKey(body: KeyRequest): Promise<boolean>;
@@ -34,6 +36,8 @@ export interface KeysSlice {
 
 /** The roles holding the master's `query` permission (master/access/permissions.py, ROLES_WITH). */
 const QUERY_ROLES: ReadonlySet<string> = new Set(["admin", "client"]);
+/** The roles holding the master's `agent` permission (registering agents). */
+const AGENT_ROLES: ReadonlySet<string> = new Set(["admin", "agent"]);
 
 const CLOSED: KeysState = { open: false, rows: [], created: null, busy: false, error: null };
 
@@ -59,6 +63,10 @@ export const createKeysSlice: SliceCreator<KeysSlice> = (set, get) => {
     canQuery() {
       const identity = get().identity;
       return identity === null || QUERY_ROLES.has(identity.role);
+    },
+    canRegister() {
+      const identity = get().identity;
+      return identity === null || AGENT_ROLES.has(identity.role);
     },
     async openKeys() {
       set({ keys: { ...CLOSED, open: true, busy: true } });
