@@ -194,7 +194,7 @@ export function Chat() {
   if (!s.canQuery) {
     // A viewer (read-only) or agent key lacks the master's query permission: nothing here would work.
     return (
-      <section className="chat chat-read-only" aria-label="Chat">
+      <section className="chat" aria-label="Chat">
         <p className="hint" role="note">
           This key's role ({s.role}) is read-only here: asking questions and deciding approvals need a key with the role
           client or admin.
