@@ -66,6 +66,10 @@ DOORS: tuple[tuple[str, str, str], ...] = (
 _UI_CELL = "`GET /ui/` (and `/` redirecting there)"
 
 
+TAG_TITLES = {"openai": "OpenAI", "ag-ui": "AG-UI"}
+"""Section titles of the tags that are names, not words."""
+
+
 def _first_sentence(text: str) -> str:
     paragraph = " ".join(text.strip().split("\n\n")[0].split())
     sentence = re.split(r"(?<=[.;])\s+(?=[A-Z(`])", paragraph)[0]
@@ -116,7 +120,8 @@ def route_table(app: Any | None = None) -> str:
     doors = {cell: what for _, cell, what in DOORS if what and (cell in seen or cell == _UI_CELL)}
     lines: list[str] = []
     for tag, rows in by_tag.items():
-        lines += [f"### {tag[:1].upper()}{tag[1:]}", "", "| Route | What |", "| --- | --- |", *rows, ""]
+        title = TAG_TITLES.get(tag, f"{tag[:1].upper()}{tag[1:]}")
+        lines += [f"### {title}", "", "| Route | What |", "| --- | --- |", *rows, ""]
     lines += ["### Doors and pages outside the OpenAPI document", "", "| Route | What |", "| --- | --- |"]
     lines += [f"| {cell} | {what} |" for cell, what in doors.items()]
     return "\n".join(lines) + "\n"

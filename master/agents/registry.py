@@ -163,7 +163,11 @@ class LiveAgent:
             "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
             **({"tenant": self.tenant} if self.tenant is not None else {}),
             "replicas": [
-                {"instance": replica.instance, "connected_at": replica.connected_at, "in_flight": replica.in_flight}
+                {
+                    "instance": replica.instance,
+                    "connected_at": replica.connected_at,
+                    "in_flight": replica.in_flight,
+                }
                 for replica in self.group or [self]
             ],
         }

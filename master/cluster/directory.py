@@ -157,7 +157,9 @@ class ClusterDirectory:
                 elif self._registry.get(agent.agent_id) is None:  # removed, and not replaced since
                     entry = entry_field(agent.agent_id, self.master_id)
                     raw = self._written.pop(entry, "")
-                    await self._delete_if_same(keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[entry, raw])
+                    await self._delete_if_same(
+                        keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[entry, raw]
+                    )
             except RedisError as exc:
                 logger.warning("could not record agent %s %s in Redis: %s", agent.agent_id, change, exc)
 

@@ -5,6 +5,28 @@
  */
 
 export interface paths {
+    "/ag-ui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Agent
+         * @description Run a query for an AG-UI front end: the ``threadId`` is the session, the last user message
+         *     the question; a call that needs approval ends the run with an interrupt, answered by the next
+         *     input's ``resume`` (see the guide "Build your own front end with AG-UI").
+         */
+        post: operations["run_agent_ag_ui_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent-source": {
         parameters: {
             query?: never;
@@ -1073,6 +1095,12 @@ export interface components {
             /** Registered At */
             registered_at?: number | null;
             /**
+             * Replicas
+             * @description WebSocket agents on this master: every connection serving the agent id (its replicas;
+             *     calls go to the one with the fewest in flight).
+             */
+            replicas?: components["schemas"]["Replica"][] | null;
+            /**
              * Role
              * @enum {string}
              */
@@ -1501,6 +1529,38 @@ export interface components {
             total_tokens: number;
         };
         /**
+         * CoordinatorState
+         * @description Where a coordinated run is (see the module docstring).
+         */
+        CoordinatorState: {
+            /**
+             * Answer
+             * @description The final answer (``phase: complete``).
+             */
+            answer?: string | null;
+            /**
+             * Current
+             * @description Index of the sub-task being worked on.
+             * @default 0
+             */
+            current?: number;
+            /** @description The disagreement a person decides (``phase: escalated``). */
+            pending?: components["schemas"]["Disagreement"] | null;
+            /**
+             * Phase
+             * @default init
+             * @enum {string}
+             */
+            phase?: "init" | "plan" | "dispatch" | "execute" | "review_step" | "next_subtask" | "complete" | "blocked" | "escalated";
+            /**
+             * Reason
+             * @description Why the run is blocked (``phase: blocked``).
+             */
+            reason?: string | null;
+            /** Subtasks */
+            subtasks?: components["schemas"]["Subtask"][];
+        };
+        /**
          * CreatedKey
          * @description ``POST /keys``: the key's record and its secret, shown this once.
          */
@@ -1534,6 +1594,21 @@ export interface components {
             secret: string;
             /** Tenant */
             tenant: string;
+        };
+        /**
+         * Disagreement
+         * @description The reviewer and the critic disagree on a sub-task: a person decides (an approval).
+         */
+        Disagreement: {
+            /** Approval Id */
+            approval_id: string;
+            critic: components["schemas"]["ReviewVerdict"];
+            reviewer: components["schemas"]["ReviewVerdict"];
+            /**
+             * Subtask
+             * @description Index of the sub-task in :attr:`CoordinatorState.subtasks`.
+             */
+            subtask: number;
         };
         /**
          * DiscoveredAgent
@@ -1932,7 +2007,7 @@ export interface components {
              * Prompt Profiles
              * @description The system prompt profiles a query may ask for (``orchestrator_prompt_profile``).
              */
-            prompt_profiles: ("default" | "auto_multi" | "reasoning")[];
+            prompt_profiles: ("default" | "auto_multi" | "reasoning" | "roles")[];
         };
         /**
          * PendingToolCall
@@ -2074,12 +2149,24 @@ export interface components {
              * @default default
              * @enum {string}
              */
-            orchestrator_prompt_profile?: "default" | "auto_multi" | "reasoning";
+            orchestrator_prompt_profile?: "default" | "auto_multi" | "reasoning" | "roles";
             /**
              * Query
              * @description The user's question.
              */
             query: string;
+            /**
+             * Roles
+             * @description Auto mode as a coordinator of roles: a ``planner`` splits the question into sub-tasks with
+             *     acceptance criteria, the ``executor`` runs each with the agents' tools, a ``reviewer`` judges
+             *     each result (``pass``, ``fail``, ``needs_retry``), an optional ``critic`` gives a second
+             *     opinion. A list of role names, or a map of role name to its settings (its own ``model``).
+             *     ``planner`` and ``executor`` are required; ``critic`` needs ``reviewer``. Needs ``auto_mode``
+             *     (the ``roles`` prompt profile implies planner, executor and reviewer).
+             */
+            roles?: ("planner" | "executor" | "reviewer" | "critic")[] | {
+                [key: string]: components["schemas"]["RoleConfig"];
+            } | null;
             /**
              * Session Id
              * @description Continue this session; omit to start a new one.
@@ -2222,6 +2309,27 @@ export interface components {
          *     ``tools``), an MCP server (``mcp_url``) or an A2A agent (``a2a_url``); the key present says which.
          */
         Registration: components["schemas"]["InvocationRegistration"] | components["schemas"]["McpRegistration"] | components["schemas"]["A2ARegistration"];
+        /**
+         * Replica
+         * @description One connection serving a WebSocket agent (:class:`AgentRow.replicas`).
+         */
+        Replica: {
+            /**
+             * Connected At
+             * @description When it registered (Unix time).
+             */
+            connected_at: number;
+            /**
+             * In Flight
+             * @description Calls sent to it and not answered yet.
+             */
+            in_flight: number;
+            /**
+             * Instance
+             * @description Its ``instance`` name (``null``: it registered without one).
+             */
+            instance?: string | null;
+        };
         /** RestoreBody */
         RestoreBody: {
             /**
@@ -2262,6 +2370,34 @@ export interface components {
              */
             stream?: boolean;
         };
+        /**
+         * ReviewVerdict
+         * @description One judgement of a sub-task's result.
+         */
+        ReviewVerdict: {
+            /**
+             * Attempt
+             * @description The attempt of the sub-task it judged (1, or 2 after a ``needs_retry``).
+             * @default 1
+             */
+            attempt?: number;
+            /**
+             * Reason
+             * @default
+             */
+            reason?: string;
+            /**
+             * Role
+             * @description Who judged (``person``: the decision of a disagreement between reviewer and critic).
+             * @enum {string}
+             */
+            role: "reviewer" | "critic" | "person";
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "pass" | "fail" | "needs_retry";
+        };
         /** Revoked */
         Revoked: {
             /** Key Id */
@@ -2275,6 +2411,18 @@ export interface components {
          * @enum {string}
          */
         Role: "admin" | "client" | "agent" | "viewer";
+        /**
+         * RoleConfig
+         * @description How one role of the coordinator is played.
+         */
+        RoleConfig: {
+            /**
+             * Model
+             * @description Model id for this role (from ``GET /query/orchestrator-models``); the query's
+             *     ``orchestrator_model`` when omitted.
+             */
+            model?: string | null;
+        };
         /**
          * RunCall
          * @description A tool call of a run.
@@ -2344,6 +2492,11 @@ export interface components {
              * @default false
              */
             resumable?: boolean;
+            /**
+             * @description A run with ``roles``: the coordinator's phase, the plan's sub-tasks (each with its status,
+             *     attempts, last output and verdicts), why it is blocked, or the disagreement a person decides.
+             */
+            roles?: components["schemas"]["CoordinatorState"] | null;
             /** Run Id */
             run_id: string;
             /** Session Id */
@@ -2703,6 +2856,46 @@ export interface components {
             agent_ids?: string[] | null;
         };
         /**
+         * Subtask
+         * @description One step of the planner's plan.
+         */
+        Subtask: {
+            /**
+             * Attempts
+             * @description How many times the executor ran it.
+             * @default 0
+             */
+            attempts?: number;
+            /**
+             * Criteria
+             * @description How the reviewer tells it was done.
+             */
+            criteria?: string[];
+            /**
+             * Output
+             * @description The executor's last answer.
+             */
+            output?: string | null;
+            /**
+             * Retry Reason
+             * @description The reviewer's reason for ``needs_retry``, given to the executor on its second attempt.
+             */
+            retry_reason?: string | null;
+            /**
+             * Status
+             * @default pending
+             * @enum {string}
+             */
+            status?: "pending" | "running" | "reviewing" | "passed" | "failed" | "blocked";
+            /**
+             * Task
+             * @description What to do.
+             */
+            task: string;
+            /** Verdicts */
+            verdicts?: components["schemas"]["ReviewVerdict"][];
+        };
+        /**
          * ToolSchema
          * @description A tool an action agent exposes, in OpenAI function-calling shape.
          */
@@ -2866,6 +3059,95 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    run_agent_ag_ui_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    context?: Record<string, never>[];
+                    forwardedProps?: unknown;
+                    messages: Record<string, never>[];
+                    /** @description Answers to the interrupts of the thread's last run */
+                    resume?: Record<string, never>[];
+                    runId: string;
+                    state?: unknown;
+                    /** @description The conversation: the hub's session id */
+                    threadId: string;
+                    tools?: Record<string, never>[];
+                };
+            };
+        };
+        responses: {
+            /** @description AG-UI events as Server-Sent Events: RUN_STARTED, the run's steps, text and tool calls, STATE_SNAPSHOT, then RUN_FINISHED (success, or interrupt with the approvals that wait) or RUN_ERROR */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The body is not JSON, or nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not an AG-UI RunAgentInput (validation_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many queries in flight (too_many_queries, Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The master is stopping (draining, Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     agent_source_agent_source_get: {
         parameters: {
             query: {
