@@ -297,3 +297,13 @@ API_KEYS = "api_keys"
 ``agent_ids``, created); never the key itself (:mod:`master.access.keys`). No TTL."""
 API_KEYS_LAST_USED = "api_keys:last_used"
 """HASH: key id → when a master last saw it used (seconds since the epoch, written in batches)."""
+
+
+OPENAI_RESPONSE_PREFIX = "openai_response:"
+"""``openai_response:{response_id}`` → JSON of a stored Responses API answer (``POST /v1/responses``
+with ``store``): the response object as ``GET /v1/responses/{response_id}`` gives it, with its
+tenant, run, session and the master that holds a background one (TTL ``REDIS_SESSION_TTL_SECONDS``)."""
+
+
+def openai_response_key(response_id: str) -> str:
+    return f"{OPENAI_RESPONSE_PREFIX}{response_id}"
