@@ -29,6 +29,7 @@ import json
 import logging
 import secrets
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -186,7 +187,7 @@ class ResponsesDoor:
                     request.chat,
                     session_id,
                     auto_mode=self._settings.openagent_openai_auto_mode,
-                    new_session_id=lambda: str(secrets.token_hex(16)),
+                    new_session_id=lambda: str(uuid.uuid4()),
                 )
         except OpenAIError as exc:
             return error_response(exc.code, exc.message, exc.status, rwire.param(exc.param))
