@@ -55,6 +55,9 @@ from protocol import ErrorCode, QueryResponse
 
 logger = logging.getLogger("master.doors.openai.responses")
 
+STORE_WAIT_SECONDS = 30.0
+"""How long a stream's last event waits for its response to be stored (the write's own timeout
+is ``REDIS_QUERY_TIMEOUT_SECONDS``)."""
 CANCEL_KIND = "openai_response_cancel"
 """The cluster inbox message that asks a response's master to stop its run."""
 
@@ -216,7 +219,13 @@ class ResponsesDoor:
         except OpenAIError as exc:
             return error_response(exc.code, exc.message, exc.status, exc.param)
         if isinstance(started, QueryResponse):  # approvals still wait: nothing ran
-            return await self._answer(response_id, echo, created, started, stored=None)
+            waiting = {
+                "tenant": principal.tenant if principal.tenant != DEFAULT_TENANT else None,
+                "holder": self._master_id,
+                "run_id": started.run_id,
+            }
+            stored = waiting if request.store else None
+            return await self._answer(response_id, echo, created, started, stored=stored)
         run = started
         base = {
             "tenant": principal.tenant if principal.tenant != DEFAULT_TENANT else None,
@@ -234,15 +243,17 @@ class ResponsesDoor:
                 code = ErrorCode.SESSION_STORE_UNAVAILABLE
                 return error_response(code, str(exc), code.status)
             self._running[response_id] = run
-            self._keep(run, response_id, echo, created, base, message_id)
+            kept: asyncio.Task[None] | None = self._keep(run, response_id, echo, created, base, message_id)
             if not request.stream:
                 return _json(pending)
         elif request.store and request.stream:
-            self._keep(run, response_id, echo, created, base, message_id)
+            kept = self._keep(run, response_id, echo, created, base, message_id)
+        else:
+            kept = None
         if request.stream:
             known = base["session_id"]
             return StreamingResponse(
-                self._events(run, response_id, echo, created, message_id),
+                self._events(run, response_id, echo, created, message_id, kept),
                 media_type="text/event-stream",
                 headers={
                     "Cache-Control": "no-cache",
@@ -335,13 +346,15 @@ class ResponsesDoor:
         created: float,
         base: dict[str, Any],
         message_id: str,
-    ) -> None:
+    ) -> asyncio.Task[None]:
+        """Store the response when its run ends, whatever its client does meanwhile."""
         task = asyncio.create_task(
             self._store_end(run, response_id, echo, created, base, message_id),
             name=f"responses: keep {response_id}",
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _store_end(
         self,
@@ -469,13 +482,25 @@ class ResponsesDoor:
     # ------------------------------------------------------------------ the stream
 
     async def _events(
-        self, run: QueryRun, response_id: str, echo: dict[str, Any], created: float, message_id: str
+        self,
+        run: QueryRun,
+        response_id: str,
+        echo: dict[str, Any],
+        created: float,
+        message_id: str,
+        kept: asyncio.Task[None] | None,
     ) -> AsyncIterator[bytes]:
-        """The run as the Responses events (module docstring)."""
+        """The run as the Responses events (module docstring). A stored response is written
+        (``kept``) before the last event, so that the client's next request finds it."""
         numbers = itertools.count()
 
         def event(kind: str, **fields: Any) -> bytes:
             return rwire.sse(kind, next(numbers), fields)
+
+        async def stored() -> None:
+            if kept is not None:
+                with contextlib.suppress(TimeoutError):  # the write has its own timeout
+                    await asyncio.wait_for(asyncio.shield(kept), STORE_WAIT_SECONDS)
 
         start = rwire.response_object(response_id, echo, created_at=created, status="in_progress")
         yield event("response.created", response=start)
@@ -502,6 +527,7 @@ class ResponsesDoor:
                 body = rwire.response_object(
                     response_id, echo, created_at=created, status="failed", answer=answer, error=error
                 )
+                await stored()
                 yield event("response.failed", response=body)
                 return
             so_far = "".join(streamed)
@@ -536,6 +562,7 @@ class ResponsesDoor:
                 index += 1
             body = _finished(response_id, echo, created, answer, message_id, text)
             kind = "response.incomplete" if body["status"] == "incomplete" else "response.completed"
+            await stored()
             yield event(kind, response=body)
             return
         # The run was cancelled (by a cancel, or the master stopping).

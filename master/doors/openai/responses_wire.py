@@ -39,7 +39,8 @@ class ResponsesRequest:
     body: dict[str, Any]
     """The request as sent (what the response object echoes)."""
     chat: dict[str, Any] | None
-    """The chat-completions body it amounts to; ``None`` when it only decides approvals."""
+    """The chat-completions body it amounts to; ``None`` when it decides approvals (the paused run
+    goes on from its session: the other items, a stateless client's history, are not needed)."""
     stream: bool = False
     background: bool = False
     store: bool = True
@@ -61,7 +62,7 @@ def read_request(raw: bytes) -> ResponsesRequest:
         raise _invalid("'previous_response_id' must be a response id", "previous_response_id")
     messages, decisions = _input(body.get("input"), body.get("instructions"))
     chat: dict[str, Any] | None = None
-    if messages:
+    if messages and not decisions:  # with decisions, the run goes on from its session
         chat = {"model": body.get("model"), "messages": messages, "stream": stream}
         for name in PASSED:
             if name in body:
