@@ -252,10 +252,10 @@ async def test_errors_are_in_openai_shape(hub: Hub) -> None:
 
 
 async def test_the_agents_sdk_in_its_default_settings_runs_a_client_tool(hub: Hub) -> None:
-    from agents import Agent, Runner, function_tool, set_default_openai_client, set_tracing_disabled
+    from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool, set_tracing_disabled
 
     set_tracing_disabled(True)  # no export to OpenAI's servers
-    set_default_openai_client(hub.client, use_for_tracing=False)
+    hub_provider = OpenAIProvider(openai_client=hub.client)  # its defaults: the Responses API
 
     @function_tool
     def local_time(city: str) -> str:
@@ -272,10 +272,46 @@ async def test_the_agents_sdk_in_its_default_settings_runs_a_client_tool(hub: Hu
 
     hub.llm.set_handler(answer)
     agent = Agent(name="assistant", instructions="Use the tools.", model="openagent", tools=[local_time])
-    result = await Runner.run(agent, "What is 12 times 7, and the time in Paris?")
+    result = await Runner.run(
+        agent, "What is 12 times 7, and the time in Paris?", run_config=RunConfig(model_provider=hub_provider)
+    )
     output = str(result.final_output)
     assert '"product": 84' in output and "10:30 in Paris" in output
     assert hub.calls == [{"a": 12, "b": 7}]
-    assert [type(r).__name__ for r in result.raw_responses] == ["ModelResponse", "ModelResponse"]
+    ids = [r.response_id or "" for r in result.raw_responses]  # two Responses calls: the tool's round trip
+    assert len(ids) == 2 and all(i.startswith("resp_") for i in ids), ids
     system = hub.llm.requests[0]["messages"]
     assert any(m["role"] == "system" and "Use the tools." in m["content"] for m in system)
+
+
+async def test_any_master_of_a_cluster_reads_and_cancels_a_background_response(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """Two masters on one Redis: a background response taken by one is read and cancelled through
+    the other, and the cancel stops the run on the master that holds it (its cluster inbox)."""
+    cluster: dict[str, Any] = {
+        "openai_base_url": llm.base_url,
+        "openai_api_key": "scripted",
+        "openagent_api_key": KEY,
+        "openagent_cluster": True,
+    }
+    async with (
+        in_process_master(openagent_master_id="responses-a", **cluster) as a,
+        in_process_master(openagent_master_id="responses-b", **cluster) as b,
+    ):
+        on_a = openai.AsyncOpenAI(base_url=f"{a.base_url}/v1", api_key=KEY, max_retries=0, timeout=60)
+        on_b = openai.AsyncOpenAI(base_url=f"{b.base_url}/v1", api_key=KEY, max_retries=0, timeout=60)
+        try:
+            llm.add_text("never seen", delay=30)
+            started = await on_a.responses.create(model="openagent", input="Take your time.", background=True)
+            assert (await on_b.responses.retrieve(started.id)).status == "in_progress"
+            running = a.services.responses._running  # type: ignore[union-attr]
+            assert started.id in running
+            assert (await on_b.responses.cancel(started.id)).status == "cancelled"
+            async with asyncio.timeout(30):
+                while started.id in running:
+                    await asyncio.sleep(0.02)  # stopped on a, through its inbox
+            assert (await on_a.responses.retrieve(started.id)).status == "cancelled"
+        finally:
+            await on_a.close()
+            await on_b.close()
