@@ -315,3 +315,32 @@ async def test_any_master_of_a_cluster_reads_and_cancels_a_background_response(
         finally:
             await on_a.close()
             await on_b.close()
+
+
+async def test_a_stream_ends_with_the_approval_item_or_response_failed(hub: Hub) -> None:
+    hub.llm.add_tool_call("calc__transfer", {"to": "eve", "amount": 5})
+    events = [
+        event
+        async for event in await hub.client.responses.create(
+            model="openagent", input="Send 5 to eve.", stream=True
+        )
+    ]
+    assert events[-1].type == "response.completed"
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    [item] = [i for i in done if i.type == "mcp_approval_request"]
+    assert item.name == "transfer" and item.server_label == "calc"
+    hub.llm.add_text("Not sent.")
+    rejected = await hub.client.responses.create(
+        model="openagent",
+        input=[{"type": "mcp_approval_response", "approval_request_id": item.id, "approve": False}],
+    )
+    assert rejected.output_text == "Not sent." and hub.calls == []
+
+    hub.llm.add_error(500, "the model is down", retry=False)
+    failed = [
+        event
+        async for event in await hub.client.responses.create(model="openagent", input="Hello?", stream=True)
+    ]
+    assert [e.type for e in failed] == ["response.created", "response.in_progress", "response.failed"]
+    final = failed[-1].response  # type: ignore[union-attr]
+    assert final.status == "failed" and final.error is not None and "the model is down" in final.error.message
