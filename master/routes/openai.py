@@ -252,8 +252,8 @@ def _responses(services: Services) -> ResponsesDoor | None:
 async def create_response(request: Request, services: ServicesDep) -> Response:
     """Ask the orchestrator through OpenAI's Responses API: ``input`` (text or items),
     ``instructions``, client ``function`` tools, ``previous_response_id``, ``store``, ``stream``,
-    ``background``; ``mcp_approval_response`` items decide approvals (see the guide "Chat with
-    OpenAgent from Open WebUI, LibreChat or any OpenAI client")."""
+    ``background``; ``mcp_approval_response`` items decide approvals (see the guide "The Responses
+    API and the OpenAI Agents SDK")."""
     door = _responses(services)
     if door is None:
         return _disabled()
