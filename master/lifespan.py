@@ -405,7 +405,12 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     stack.push_async_callback(a2a_redis.aclose)
     count_redis_errors(a2a_redis, metrics.redis_errors)
     a2a = A2ADoor(
-        entry, agents, a2a_redis, ttl_seconds=settings.redis_session_ttl_seconds, approvals=approvals
+        entry,
+        agents,
+        a2a_redis,
+        ttl_seconds=settings.redis_session_ttl_seconds,
+        approvals=approvals,
+        public_cards=settings.openagent_a2a_public_cards,
     )
     warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
     stack.push_async_callback(_settle, warm_up)

@@ -148,6 +148,10 @@ class Register(_Model):
     """Free-form description (e.g. ``supports_collaboration``)."""
     invocation_url: str | None = None
     """Legacy: base URL of an HTTP invocation agent registering over WebSocket."""
+    instance: Annotated[str, Field(pattern=AGENT_ID_PATTERN)] | None = None
+    """Which replica of an action agent this connection is: connections of one ``agent_id``
+    with different instances all serve its calls (balanced, least in flight first); a new
+    connection with a live instance (leaving it out is an instance too) replaces that one."""
 
 
 class Registered(_Model):

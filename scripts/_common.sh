@@ -281,6 +281,25 @@ conformance_deps() {
   fi
 }
 
+# ---------------------------------------------------------------- A2A 0.3 client
+#   a2a_v03_client_deps   the a2a-sdk 0.3 client ($A2A_V03_SDK) in .venv/a2a-sdk-0.3, installed with
+#                         pip --target apart from the 1.x in .venv (they conflict), when missing or
+#                         pinned differently; tests/master/doors/test_a2a_compat.py runs it
+A2A_V03_SDK="a2a-sdk==0.3.26"
+A2A_V03_DIR="$VENV_DIR/a2a-sdk-0.3"
+
+a2a_v03_client_deps() {
+  local stamp="$A2A_V03_DIR/.openagent.stamp"
+  if [[ -f $stamp && "$(<"$stamp")" == "$A2A_V03_SDK" ]]; then
+    return 0
+  fi
+  log "installing the A2A 0.3 client: pip install --target .venv/a2a-sdk-0.3 $A2A_V03_SDK"
+  rm -rf "$A2A_V03_DIR"
+  "$VENV_PY" -m pip install --disable-pip-version-check --quiet --target "$A2A_V03_DIR" "$A2A_V03_SDK" </dev/null ||
+    die "pip install --target .venv/a2a-sdk-0.3 $A2A_V03_SDK failed (output above)"
+  printf '%s\n' "$A2A_V03_SDK" >"$stamp"
+}
+
 # ---------------------------------------------------------------- web UI (openagent-ui/)
 #   ui_deps               npm ci in openagent-ui when node_modules is missing or older than package-lock.json
 #   ui_build_if_stale     npm run build when openagent-ui/dist is missing or older than its sources

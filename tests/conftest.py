@@ -26,6 +26,10 @@ os.environ.update(
 )
 if os.geteuid() != 0:  # agent code then runs as the tester's user: accepted for the tests
     os.environ["OPENAGENT_ALLOW_UNISOLATED_AGENTS"] = "1"
+# Parallel workers (pytest-xdist) give agent code disjoint uid ranges: a master stopping an agent
+# kills every process of its uid, so two masters must never hand out the same one.
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OPENAGENT_AGENT_UID_BASE"] = str(200_000 + 10_000 * int(worker.removeprefix("gw") or 0))
 os.environ.pop("KUBERNETES_SERVICE_HOST", None)
 os.environ.pop("KUBERNETES_SERVICE_PORT", None)
 
