@@ -125,7 +125,10 @@ async def _ask_reply(
             if response.status != 200:
                 return latency, f"HTTP {response.status}: {raw[:200]!r}", {}
             reply = json.loads(raw)
-            if not reply.get("success") and reply.get("object") != "chat.completion":
+            answered = reply.get("object") == "chat.completion" or (
+                reply.get("object") == "response" and reply.get("status") == "completed"
+            )
+            if not reply.get("success") and not answered:
                 return latency, f"unsuccessful: {str(reply)[:200]}", reply
             return latency, None, reply
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:

@@ -55,6 +55,7 @@ from master.doors.a2a import A2ADoor
 from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
+from master.doors.openai.responses import ResponsesDoor, ResponseStore
 from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
@@ -431,6 +432,22 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     # Closed before the A2A door: a resumed run's end is no longer waited for, then the door goes.
     stack.push_async_callback(approvals.aclose)
     approvals.start(settings.openagent_approval_sweep_seconds)
+    responses = ResponsesDoor(
+        entry,
+        settings,
+        ResponseStore(
+            redis,
+            ttl_seconds=settings.redis_session_ttl_seconds,
+            timeout_seconds=settings.redis_query_timeout_seconds,
+        ),
+        approvals=approvals,
+        master_id=master_id,
+    )
+    if router is not None:
+        responses.join_cluster(router.post, router.handlers)
+    # Closed before the entry: a background response's end is no longer waited for (its run's
+    # record says how it ended: GET /v1/responses/{id} reads it).
+    stack.push_async_callback(responses.aclose)
     # Entered after the query entry, so closed before it: running sessions end with
     # "shutdown" while the queries that started them are still there to hear it.
     stack.push_async_callback(collab.aclose)
@@ -475,6 +492,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         drain=drain,
         openai=OpenAIDoor(entry, agents, settings),
         agui=AgUiDoor(entry, approvals),
+        responses=responses,
         approvals=approvals,
         access=_access(stack, settings, keys),
         keys=keys,

@@ -46,7 +46,7 @@ from protocol import AgentUsed, ErrorCode, QueryRequest, QueryResponse, ToolProg
 
 logger = logging.getLogger("master.query.entry")
 
-Door = Literal["http", "sse", "websocket", "mcp", "a2a", "openai", "agui"]
+Door = Literal["http", "sse", "websocket", "mcp", "a2a", "openai", "agui", "responses"]
 """Which front door a query came through (in the log line of a failure and the run's task name)."""
 
 Deliver = Callable[[QueryResponse], Awaitable[None]]

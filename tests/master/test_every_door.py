@@ -218,6 +218,18 @@ async def _agui(hub: Hub, headers: dict[str, str], query: str, session_id: str |
     return Answer(None, snapshot.snapshot["openagent"]["sessionId"])
 
 
+async def _responses(hub: Hub, headers: dict[str, str], query: str, session_id: str | None) -> Answer:
+    """The Responses API names a session as the chat door does (header, or ``metadata.session_id``)."""
+    extra = {"X-OpenAgent-Session-Id": session_id} if session_id else {}
+    async with httpx.AsyncClient(base_url=hub.master.base_url, headers=headers, timeout=DEADLINE) as http:
+        response = await http.post(
+            "/v1/responses", json={"model": "openagent", "input": query}, headers=extra
+        )
+    if response.status_code != 200:
+        return Answer(response.json()["error_code"])
+    return Answer(None, response.json()["openagent"]["session_id"])
+
+
 DOORS: dict[str, Ask] = {
     "http": _http,
     "sse": _sse,
@@ -226,6 +238,7 @@ DOORS: dict[str, Ask] = {
     "a2a": _a2a,
     "openai": _openai,
     "agui": _agui,
+    "responses": _responses,
 }
 every_door = pytest.mark.parametrize("door", list(DOORS))
 

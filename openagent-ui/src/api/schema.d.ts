@@ -923,6 +923,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Response
+         * @description Ask the orchestrator through OpenAI's Responses API: ``input`` (text or items),
+         *     ``instructions``, client ``function`` tools, ``previous_response_id``, ``store``, ``stream``,
+         *     ``background``; ``mcp_approval_response`` items decide approvals (see the guide "The Responses
+         *     API and the OpenAI Agents SDK").
+         */
+        post: operations["create_response_v1_responses_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve Response
+         * @description A stored response, as it stands (a background one: ``in_progress`` until its run ends).
+         */
+        get: operations["retrieve_response_v1_responses__response_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Response
+         * @description Forget a stored response (the session it continued stays).
+         */
+        delete: operations["delete_response_v1_responses__response_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Response
+         * @description Cancel a background response in progress: ``cancelled``, and its run stopped (whichever
+         *     master runs it). One that has ended is answered as it is.
+         */
+        post: operations["cancel_response_v1_responses__response_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/whoami": {
         parameters: {
             query?: never;
@@ -2329,6 +2397,94 @@ export interface components {
              * @description Its ``instance`` name (``null``: it registered without one).
              */
             instance?: string | null;
+        };
+        /**
+         * ResponseDeleted
+         * @description ``DELETE /v1/responses/{response_id}``.
+         */
+        ResponseDeleted: {
+            /** Deleted */
+            deleted: boolean;
+            /** Id */
+            id: string;
+            /**
+             * Object
+             * @default response.deleted
+             * @constant
+             */
+            object?: "response.deleted";
+        };
+        /**
+         * ResponseObject
+         * @description ``POST /v1/responses`` and ``GET /v1/responses/{response_id}``: a ``response`` object (or,
+         *     streamed, the Responses events ending with ``response.completed``).
+         */
+        ResponseObject: {
+            /**
+             * Background
+             * @default false
+             */
+            background?: boolean;
+            /** Created At */
+            created_at: number;
+            /** Error */
+            error?: {
+                [key: string]: unknown;
+            } | null;
+            /** Id */
+            id: string;
+            /** Incomplete Details */
+            incomplete_details?: {
+                [key: string]: unknown;
+            } | null;
+            /** Model */
+            model?: string | null;
+            /**
+             * Object
+             * @default response
+             * @constant
+             */
+            object?: "response";
+            /** @description The hub's own fields (once the run has ended). */
+            openagent?: components["schemas"]["OpenAgentExtras"] | null;
+            /**
+             * Output
+             * @description ``message``, ``function_call`` and ``mcp_approval_request`` items.
+             */
+            output: {
+                [key: string]: unknown;
+            }[];
+            /** Previous Response Id */
+            previous_response_id?: string | null;
+            /**
+             * Status
+             * @description ``in_progress`` (a background response running), ``completed`` (the output may end with
+             *     ``function_call`` items the client runs, or ``mcp_approval_request`` items a person decides),
+             *     ``incomplete`` (a budget stopped the run), ``failed`` (``error`` says why), ``cancelled``.
+             * @enum {string}
+             */
+            status: "queued" | "in_progress" | "completed" | "incomplete" | "failed" | "cancelled";
+            /** @description LLM tokens summed over the orchestrator's rounds (once the run has ended). */
+            usage?: components["schemas"]["ResponseUsage"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ResponseUsage */
+        ResponseUsage: {
+            /** Input Tokens */
+            input_tokens: number;
+            /** Input Tokens Details */
+            input_tokens_details: {
+                [key: string]: number;
+            };
+            /** Output Tokens */
+            output_tokens: number;
+            /** Output Tokens Details */
+            output_tokens_details: {
+                [key: string]: number;
+            };
+            /** Total Tokens */
+            total_tokens: number;
         };
         /** RestoreBody */
         RestoreBody: {
@@ -5978,6 +6134,321 @@ export interface operations {
             };
             /** @description OPENAGENT_OPENAI_API=0 */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    create_response_v1_responses_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A response object, or with stream: true Server-Sent Events of the Responses API (response.created ... response.completed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                    "text/event-stream": unknown;
+                };
+            };
+            /** @description A request the API refuses, named in param */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0, or a decision by a key that may not approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Unknown model, previous response, approval or session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description An approval decided already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Too many queries in flight (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description A bug in the master; see its log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description The LLM provider failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No LLM configured, Redis unavailable, or the master is stopping (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    retrieve_response_v1_responses__response_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No such response (never stored, deleted, expired, or another tenant's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    delete_response_v1_responses__response_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseDeleted"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No such response (never stored, deleted, expired, or another tenant's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    cancel_response_v1_responses__response_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                };
+            };
+            /** @description Not a background response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No such response (never stored, deleted, expired, or another tenant's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
