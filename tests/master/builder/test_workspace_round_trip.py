@@ -20,6 +20,7 @@ from tests.factories import in_process_master, serve_app
 from tests.master.agents.mcp_servers import TestMcpServer, serve_mcp
 
 WAIT = 60.0
+OURS = ("bank", "calc")
 
 GUARDED_TOOL: dict[str, Any] = {
     "name": "transfer",
@@ -90,7 +91,12 @@ async def test_export_and_restore_keep_requires_approval_and_every_tool_field(
             tool.model_copy(update={"requires_approval": tool.name == "add" or None}) for tool in calc.tools
         ]
         calc = calc.model_copy(update={"tools": tools})
-        agents = [calc if agent.agent_id == "calc" else agent for agent in workspace.agents]
+        # Only this test's agents: the tests' Redis may hold other tests' invocation agents.
+        agents = [
+            calc if agent.agent_id == "calc" else agent
+            for agent in workspace.agents
+            if agent.agent_id in OURS
+        ]
         guarded = export_workspace(workspace.model_copy(update={"agents": agents}))
         assert guarded.count("requires_approval: true") == 2, guarded  # bank's transfer, calc's add
         path = tmp_path / "ws.yaml"
@@ -102,7 +108,12 @@ async def test_export_and_restore_keep_requires_approval_and_every_tool_field(
         assert await asyncio.to_thread(main, command) == 0, capsys.readouterr()
         assert "bank: registered" in capsys.readouterr().out
 
-        again = (await http.get("/internal/workspace/export")).text
+        exported_again = load_workspace((await http.get("/internal/workspace/export")).text)
+        again = export_workspace(
+            exported_again.model_copy(
+                update={"agents": [a for a in exported_again.agents if a.agent_id in OURS]}
+            )
+        )
         assert again == guarded
         assert load_workspace(again).agent("bank") == bank
 
