@@ -59,10 +59,24 @@ class Settings(BaseSettings):
     """Largest WebSocket frame; a larger one closes the connection with 1009 before it is buffered (``python -m master`` sets uvicorn's ``ws_max_size`` to it)."""
     openagent_http_max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     """Largest HTTP request body, counted as it streams in; larger gets 413."""
-    openagent_llm_timeout: float = Field(default=60.0, gt=0)
-    """Seconds per LLM request (each retry included)."""
+    openagent_llm_timeout: float = Field(default=120.0, gt=0)
+    """Seconds the LLM server may take to send the first byte of its answer, and then each later
+    piece of a streamed one (a local model on a small machine may think for a minute)."""
+    openagent_llm_connect_timeout: float = Field(default=10.0, gt=0)
+    """Seconds to connect to the LLM server."""
+    openagent_llm_total_timeout: float = Field(default=600.0, gt=0)
+    """Seconds one LLM request may take with its retries; a busy server (HTTP 503, e.g. llama.cpp's
+    single slot) is retried until then. A query's own time budget bounds it too."""
     openagent_llm_max_retries: int = Field(default=2, ge=0)
-    """Retries with backoff on LLM timeouts, 429 and 5xx."""
+    """Retries with backoff on LLM timeouts, 429 and 5xx (a busy 503 is retried until
+    ``OPENAGENT_LLM_TOTAL_TIMEOUT``)."""
+    openagent_llm_compat: Literal["auto", "openai", "llamacpp", "ollama", "vllm"] = "auto"
+    """The dialect of the LLM server: ``auto`` asks it once (``/props``, ``/api/version``,
+    ``/v1/models``) and logs its choice, using the common subset of the chat API when it says
+    nothing; ``openai``, ``llamacpp``, ``ollama`` or ``vllm`` set it (see "Use a local model")."""
+    openagent_llm_max_tokens: int = Field(default=2048, ge=0)
+    """Tokens the model may write per round (``max_tokens``, or ``max_completion_tokens`` for the
+    OpenAI API) unless a query sets its own; 0 sends no bound."""
     openagent_llm_loopback_only: bool = False
     """Refuse any LLM endpoint off this machine (the test-suite sets it, so no test reaches a real LLM)."""
 
