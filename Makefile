@@ -10,3 +10,10 @@ bench:
 # agents (docs/operations/limits.md, "Fuzzing"). Options: make fuzz ARGS="--duration 600 --seed 7"
 fuzz:
 	$(PYTHON) -m fuzz $(ARGS)
+
+.PHONY: real-llm
+# The real-model check (bench/real_llm.py, docs/guides/local-models.md): SmolLM2-135M on llama.cpp's
+# server, a master, fixed queries -> bench/results/real-llm.json. The first run compiles llama.cpp
+# (~30 min on 2 cores). Options: make real-llm ARGS="--turns 30" or ARGS="--llm-url http://127.0.0.1:8080/v1"
+real-llm:
+	bash scripts/real-llm.sh $(ARGS)

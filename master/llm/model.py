@@ -222,7 +222,7 @@ def _parse_completion(model: str, data: dict[str, Any]) -> ChatResult:
     """The first choice of a chat-completion answer (raises LookupError/TypeError when malformed)."""
     choices = data["choices"]
     if not choices:
-        raise LLMError(f"model {model!r} returned no choices", code="llm_bad_response")
+        raise LLMError(f"model {model!r} returned no choices", code="llm_empty_answer")
     message = choices[0]["message"]
     calls = [
         ToolCallRequest(
