@@ -210,3 +210,51 @@ async def test_an_empty_answer_is_an_error_not_a_success(hub: Hub) -> None:
     hub.llm.add(EmptyReply())
     response = await hub.ask("hi", stream=False)
     assert response.status_code == 502 and response.json()["error_code"] == "llm_empty_answer"
+
+
+async def test_a_small_window_gets_the_most_relevant_tools_and_never_overflows() -> None:
+    filler = " ".join(f"word{i}" for i in range(60))
+    tools = [
+        ToolSchema(
+            name=f"tool_{i:02d}",
+            description=f"Does task number {i}. {filler}",
+            parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+        )
+        for i in range(19)
+    ]
+    tools.append(
+        ToolSchema(
+            name="weather",
+            description=f"The weather forecast of a city. {filler}",
+            parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        )
+    )
+
+    async def handler(tool_name: str, arguments: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return {"sky": "clear"}
+
+    with ScriptedOpenAIServer(quirks=Quirks.llamacpp(context_size=2048)) as small:
+        small.add_tool_call("many__weather", {"city": "Paris"})
+        small.add_text("Clear in Paris.")
+        async with in_process_master(
+            openai_base_url=small.base_url,
+            openai_api_key="local",
+            openagent_api_key=KEY,
+            openagent_llm_max_tokens=256,
+        ) as master:
+            config = ClientConfig(master_ws=master.ws_url, api_key=KEY)
+            async with OrchestratorActionAgent("many", tools, handler, config=config):
+                async with asyncio.timeout(30):
+                    while "many" not in master.services.agents.known_ids(EVERY_TENANT):
+                        await asyncio.sleep(0.01)
+                headers = {"Authorization": f"Bearer {KEY}"}
+                async with httpx.AsyncClient(base_url=master.base_url, headers=headers, timeout=60) as http:
+                    response = await http.post(
+                        "/query", json={"query": "What is the weather forecast in Paris?"}
+                    )
+        assert response.status_code == 200 and response.json()["answer"] == "Clear in Paris."
+        first = small.requests[0]
+        offered = [tool["function"]["name"] for tool in first["tools"]]
+        assert "many__weather" in offered and len(offered) < 20  # the relevant one first, not all
+        assert all(r.get("tools") is not None or r["messages"] for r in small.requests)
+        assert len(small.requests) == 2  # none refused for its size
