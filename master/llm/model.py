@@ -55,7 +55,9 @@ class ChatResult:
 
 LLMOptions = Mapping[str, Any]
 """Sampling parameters passed through to the provider as they are (``temperature``, ``top_p``,
-``max_tokens``, ``max_completion_tokens``, ``stop``, ``parallel_tool_calls``)."""
+``stop``, ``parallel_tool_calls``, ``tool_choice``), and the output bound ``max_tokens`` (or
+``max_completion_tokens``), sent under the name the server takes; ``max_tokens: None`` sends no
+bound (else ``OPENAGENT_LLM_MAX_TOKENS`` is sent)."""
 
 
 class ChatModel(Protocol):
@@ -115,14 +117,15 @@ class OpenAIChatModel:
     ) -> LLMOptions | None:
         """``options`` with the master's defaults: ``tool_choice: "auto"`` when tools are offered
         (llama-cpp-python's function calling ignores tools without it), and the per-round output
-        bound (``OPENAGENT_LLM_MAX_TOKENS``) unless the caller set one."""
-        added: dict[str, Any] = {}
-        given = options or {}
+        bound (``OPENAGENT_LLM_MAX_TOKENS``) unless the caller set one (``None``: no bound), under
+        the name the server takes (``max_completion_tokens`` for the OpenAI API)."""
+        given = dict(options or {})
         if tools and "tool_choice" not in given:
-            added["tool_choice"] = "auto"
-        if self._max_tokens and "max_tokens" not in given and "max_completion_tokens" not in given:
-            added[compat.max_tokens_field] = self._max_tokens
-        return {**given, **added} if added else options
+            given["tool_choice"] = "auto"
+        bound = given.pop("max_tokens", given.pop("max_completion_tokens", self._max_tokens or None))
+        if bound is not None:
+            given[compat.max_tokens_field] = bound
+        return given or None
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
