@@ -44,6 +44,8 @@ MISTRAL_CALL_ID = 9
 """Mistral-family chat templates require tool-call ids of exactly 9 letters or digits."""
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+MAX_FUNCTION_NAME = 64
 _MISTRAL_ID = re.compile(r"^[A-Za-z0-9]{9}$")
 _MISTRAL_MODEL = re.compile(r"mistral|mixtral|ministral|codestral|devstral|magistral|pixtral", re.I)
 _ALPHANUMERIC = string.ascii_letters + string.digits
@@ -92,9 +94,7 @@ def wire_message(message: Mapping[str, Any], compat: Compat, model: str) -> Mapp
     """``message`` as ``compat``'s server takes it (the same object when nothing changes)."""
     role = message.get("role")
     if role == "assistant" and message.get("tool_calls"):
-        calls = [
-            {**call, "id": wire_call_id(str(call.get("id", "")), model)} for call in message["tool_calls"]
-        ]
+        calls = [_wire_call(call, model) for call in message["tool_calls"]]
         fixed = {**message, "tool_calls": calls}
         if fixed.get("content") is None and not compat.null_content:
             fixed["content"] = ""
@@ -104,6 +104,18 @@ def wire_message(message: Mapping[str, Any], compat: Compat, model: str) -> Mapp
         if short != message["tool_call_id"]:
             return {**message, "tool_call_id": short}
     return message
+
+
+def _wire_call(call: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """A recalled tool call with a short id, and a function name the API takes: a weak model may
+    have called ``calc.add`` or ``get weather``, which the server would refuse to see again."""
+    fixed = {**call, "id": wire_call_id(str(call.get("id", "")), model)}
+    function = call.get("function")
+    if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+        name = _UNSAFE_NAME.sub("_", function["name"])[:MAX_FUNCTION_NAME] or "_"
+        if name != function["name"]:
+            fixed["function"] = {**function, "name": name}
+    return fixed
 
 
 Getter = Callable[[str], Awaitable[Any]]

@@ -170,12 +170,14 @@ async def test_a_malformed_call_gets_one_repair_round_with_the_exact_error(
 
 
 async def test_after_a_failed_repair_the_master_answers_plainly(hub: Hub) -> None:
-    hub.llm.add_tool_call("calc__times", {"a": 1})
+    hub.llm.add_tool_call("calc.times", {"a": 1})  # a name the API refuses to see again
     hub.llm.add_tool_call("calc__times", {"a": 2})
     hub.llm.add_text("I could not use the tools.")
     response = await hub.ask("What is 12 times 7?")
     assert response.status_code == 200 and response.json()["answer"] == "I could not use the tools."
     assert "tools" not in hub.llm.requests[2] and hub.calls == []
+    recalled = hub.llm.requests[1]["messages"][-2]["tool_calls"][0]["function"]["name"]
+    assert recalled == "calc_times"
 
 
 @pytest.mark.parametrize(
