@@ -141,32 +141,33 @@ async def test_a_tool_round_on_llamacpp_sends_what_its_template_takes(hub: Hub) 
     assert answer["usage"]["total_tokens"] > 0
 
 
-@pytest.mark.parametrize(
-    ("arguments", "name", "kind", "error"),
-    [
-        ('{"a": 12, "b": ', "calc__multiply", "bad_json", "arguments are not valid JSON"),
-        (
-            {"a": 12, "b": 7},
-            "calc__times",
-            "unknown_tool",
-            "unknown tool 'calc__times'; the tools are: calc__multiply",
-        ),
-        ({"a": "twelve"}, "calc__multiply", "bad_arguments", "invalid arguments for 'multiply'"),
-    ],
-)
-async def test_a_malformed_call_gets_one_repair_round_with_the_exact_error(
-    hub: Hub, arguments: Any, name: str, kind: str, error: str
-) -> None:
-    before = (await hub.repairs()).get(kind, 0.0)
-    hub.llm.add_tool_call(name, arguments)
-    hub.llm.add_tool_call("calc__multiply", {"a": 12, "b": 7})
-    hub.llm.add_text("84.")
-    answer = (await hub.ask("What is 12 times 7?")).json()
-    assert answer["success"] and answer["answer"] == "84." and hub.calls == [{"a": 12, "b": 7}]
-    repair = hub.llm.requests[1]
-    assert repair["tools"], "the repair round offers the tools again"
-    assert error in repair["messages"][-1]["content"]  # the model sees the exact error
-    assert (await hub.repairs())[kind] == before + 1
+MALFORMED = [
+    ('{"a": 12, "b": ', "calc__multiply", "bad_json", "arguments are not valid JSON"),
+    (
+        {"a": 12, "b": 7},
+        "calc__times",
+        "unknown_tool",
+        "unknown tool 'calc__times'; the tools are: calc__multiply",
+    ),
+    ({"a": "twelve"}, "calc__multiply", "bad_arguments", "invalid arguments for 'multiply'"),
+]
+"""Malformed calls: the arguments or name the model sends, the kind counted, the error it sees."""
+
+
+async def test_a_malformed_call_gets_one_repair_round_with_the_exact_error(hub: Hub) -> None:
+    for arguments, name, kind, error in MALFORMED:  # one hub for all: a master per case is slow
+        hub.llm.reset()
+        hub.calls.clear()
+        before = (await hub.repairs()).get(kind, 0.0)
+        hub.llm.add_tool_call(name, arguments)
+        hub.llm.add_tool_call("calc__multiply", {"a": 12, "b": 7})
+        hub.llm.add_text("84.")
+        answer = (await hub.ask("What is 12 times 7?")).json()
+        assert answer["success"] and answer["answer"] == "84." and hub.calls == [{"a": 12, "b": 7}], kind
+        repair = hub.llm.requests[1]
+        assert repair["tools"], "the repair round offers the tools again"
+        assert error in repair["messages"][-1]["content"]  # the model sees the exact error
+        assert (await hub.repairs())[kind] == before + 1
 
 
 async def test_after_a_failed_repair_the_master_answers_plainly(hub: Hub) -> None:
@@ -180,21 +181,23 @@ async def test_after_a_failed_repair_the_master_answers_plainly(hub: Hub) -> Non
     assert recalled == "calc_times"
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        'Let me call it. <tool_call>{"name": "calc__multiply", "arguments": {"a": 12, "b": 7}}</tool_call>',
-        'Calling:\n```json\n{"name": "calc__multiply", "arguments": {"a": 12, "b": 7}}\n```',
-    ],
-)
-async def test_a_call_written_as_text_is_run(hub: Hub, text: str) -> None:
-    before = (await hub.repairs()).get("text_call", 0.0)
-    hub.llm.add_text(text)
-    hub.llm.add_text("84.")
-    answer = (await hub.ask("What is 12 times 7?")).json()
-    assert answer["answer"] == "84." and hub.calls == [{"a": 12, "b": 7}]
-    assert hub.llm.requests[1]["messages"][-1]["role"] == "tool"
-    assert (await hub.repairs())["text_call"] == before + 1
+TEXT_CALLS = [
+    'Let me call it. <tool_call>{"name": "calc__multiply", "arguments": {"a": 12, "b": 7}}</tool_call>',
+    'Calling:\n```json\n{"name": "calc__multiply", "arguments": {"a": 12, "b": 7}}\n```',
+]
+
+
+async def test_a_call_written_as_text_is_run(hub: Hub) -> None:
+    for text in TEXT_CALLS:
+        hub.llm.reset()
+        hub.calls.clear()
+        before = (await hub.repairs()).get("text_call", 0.0)
+        hub.llm.add_text(text)
+        hub.llm.add_text("84.")
+        answer = (await hub.ask("What is 12 times 7?")).json()
+        assert answer["answer"] == "84." and hub.calls == [{"a": 12, "b": 7}], text
+        assert hub.llm.requests[1]["messages"][-1]["role"] == "tool"
+        assert (await hub.repairs())["text_call"] == before + 1
 
 
 async def test_a_model_failure_after_a_tool_ran_says_so_and_keeps_the_result(hub: Hub) -> None:
