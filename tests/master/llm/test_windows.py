@@ -26,4 +26,4 @@ async def test_the_budget_is_the_window_less_the_answer_with_a_margin_never_abov
 def test_windows_setting_is_parsed_and_a_bad_pair_is_named() -> None:
     assert parse_windows(" smollm2=8192, llama3.2:1b=131072 ,") == {"smollm2": 8192, "llama3.2:1b": 131072}
     with pytest.raises(ValidationError, match="'smollm2' is not model=tokens"):
-        Settings(_env_file=None, openagent_llm_context_windows="smollm2")  # type: ignore[call-arg]
+        Settings(_env_file=None, openagent_llm_context_windows="smollm2")

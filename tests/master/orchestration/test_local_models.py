@@ -141,7 +141,7 @@ async def test_a_tool_round_on_llamacpp_sends_what_its_template_takes(hub: Hub) 
     assert answer["usage"]["total_tokens"] > 0
 
 
-MALFORMED = [
+MALFORMED: list[tuple[dict[str, Any] | str, str, str, str]] = [
     ('{"a": 12, "b": ', "calc__multiply", "bad_json", "arguments are not valid JSON"),
     (
         {"a": 12, "b": 7},
