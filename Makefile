@@ -11,6 +11,12 @@ bench:
 fuzz:
 	$(PYTHON) -m fuzz $(ARGS)
 
+.PHONY: a2a-tck
+# The A2A TCK's MUST level against a master on loopback (scripts/a2a_tck.py; expected failures in
+# scripts/a2a_tck_expected_failures.txt). Options: make a2a-tck ARGS="--tck-dir ../a2a-tck -- -x"
+a2a-tck:
+	$(PYTHON) -m scripts.a2a_tck $(ARGS)
+
 .PHONY: real-llm
 # The real-model check (bench/real_llm.py, docs/guides/local-models.md): SmolLM2-135M on llama.cpp's
 # server, a master, fixed queries -> bench/results/real-llm.json. The first run compiles llama.cpp

@@ -23,6 +23,7 @@ from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.routes import (
     a2a,
     agents,
+    agui,
     approvals,
     attachments,
     builder,
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(agents.router, dependencies=needs(Permission.READ))
     app.include_router(query.router)
     app.include_router(openai.router, dependencies=needs(Permission.QUERY))
+    app.include_router(agui.router, dependencies=needs(Permission.QUERY))
     app.include_router(attachments.router)
     app.include_router(attachments.blobs)
     app.include_router(collaboration.router, dependencies=needs(Permission.ADMIN))

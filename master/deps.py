@@ -23,6 +23,7 @@ from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.doors.a2a import A2ADoor
+from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.drain import Drain
@@ -67,6 +68,8 @@ class Services:
     drain: Drain | None = None
     openai: OpenAIDoor | None = None
     """The OpenAI-compatible API (built by the lifespan)."""
+    agui: AgUiDoor | None = None
+    """The AG-UI door for agent front ends (``/ag-ui``; built by the lifespan)."""
     approvals: ApprovalDesk | None = None
     """Decides approvals and sweeps the expired ones (built by the lifespan)."""
     access: Authenticator | None = None

@@ -297,3 +297,14 @@ API_KEYS = "api_keys"
 ``agent_ids``, created); never the key itself (:mod:`master.access.keys`). No TTL."""
 API_KEYS_LAST_USED = "api_keys:last_used"
 """HASH: key id → when a master last saw it used (seconds since the epoch, written in batches)."""
+
+
+YAML_AGENTS_PREFIX = "yaml_agents:"
+"""Agents a master's YAML runner started (:mod:`master.builder.yaml_records`), started again
+when that master restarts; no TTL: an entry goes when the agent is stopped."""
+
+
+def yaml_agents_key(master_name: str) -> str:
+    """``yaml_agents:{master_name}`` → HASH agent id → JSON ``{"spec", "tenant", "port"}``
+    (``master_name``: ``OPENAGENT_MASTER_ID``, ``local`` when unset)."""
+    return f"{YAML_AGENTS_PREFIX}{master_name}"

@@ -200,8 +200,10 @@ async def test_every_route_reaches_the_stores_with_its_callers_scope(
             "task": "t",
             "decision": "approve",
             "agent_id": "some-id",
-            "messages": [{"role": "user", "content": "hi"}],
+            "messages": [{"id": "m1", "role": "user", "content": "hi"}],
             "model": "openagent",
+            "threadId": ids["session_id"],  # AG-UI (/ag-ui): b's session as the thread
+            "runId": "r1",
         }
         seen.clear()
         for role in (Role.CLIENT, Role.VIEWER, Role.AGENT):
@@ -350,11 +352,14 @@ async def test_every_a2a_method_reaches_the_stores_with_its_callers_scope(
 
 ANSWERED_UNRESOLVED = {
     ("GET", "/.well-known/agent-card.json"),
+    ("GET", "/a2a/.well-known/agent-card.json"),
     ("POST", "/a2a"),
+    ("POST", "/a2a/"),
     ("POST", "/a2a/agents/some-id"),
+    ("POST", "/a2a/agents/some-id/"),
 }
-"""Keyed routes that answer 2xx even so: the hub's own card (no tenant's data) and the JSON-RPC
-endpoints, whose errors are 200s."""
+"""Keyed routes that answer 2xx even so: the hub's own card (no tenant's data, at both its paths)
+and the JSON-RPC endpoints (with or without the trailing slash), whose errors are 200s."""
 
 
 async def test_a_caller_nothing_resolved_is_refused_on_every_route(
