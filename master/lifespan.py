@@ -61,6 +61,7 @@ from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
 from master.llm.model import ChatModel, OpenAIChatModel
 from master.llm.tokens import encoding
+from master.llm.windows import ContextWindows
 from master.observability import logs, tracing
 from master.observability.chat import InstrumentedChatModel
 from master.observability.metrics import Metrics, count_redis_errors
@@ -375,6 +376,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         ),
         unavailable_reason=reason,
         collaboration=collab,
+        windows=_context_windows(settings, chat_model),
         rag=rag,
         spawner=(
             Spawner(
@@ -574,3 +576,22 @@ def lifespan(
             yield
 
     return run
+
+
+def _context_windows(settings: Settings, chat_model: ChatModel | None) -> ContextWindows:
+    """The context budget per model: configured windows, else what the OpenAI-compatible server
+    reports (:mod:`master.llm.windows`)."""
+    reported = None
+    if isinstance(chat_model, OpenAIChatModel):
+        endpoint = chat_model.endpoint
+
+        async def reported_window() -> int | None:
+            return (await endpoint.compat()).context_size
+
+        reported = reported_window
+    return ContextWindows(
+        default_budget=settings.orchestrator_context_max_tokens,
+        output_tokens=settings.openagent_llm_max_tokens,
+        configured=settings.llm_context_windows,
+        reported=reported,
+    )

@@ -59,10 +59,29 @@ class Settings(BaseSettings):
     """Largest WebSocket frame; a larger one closes the connection with 1009 before it is buffered (``python -m master`` sets uvicorn's ``ws_max_size`` to it)."""
     openagent_http_max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     """Largest HTTP request body, counted as it streams in; larger gets 413."""
-    openagent_llm_timeout: float = Field(default=60.0, gt=0)
-    """Seconds per LLM request (each retry included)."""
+    openagent_llm_timeout: float = Field(default=120.0, gt=0)
+    """Seconds the LLM server may take to send the first byte of its answer, and then each later
+    piece of a streamed one (a local model on a small machine may think for a minute)."""
+    openagent_llm_connect_timeout: float = Field(default=10.0, gt=0)
+    """Seconds to connect to the LLM server."""
+    openagent_llm_total_timeout: float = Field(default=600.0, gt=0)
+    """Seconds one LLM request may take with its retries; a busy server (HTTP 503, e.g. llama.cpp's
+    single slot) is retried until then. A query's own time budget bounds it too."""
     openagent_llm_max_retries: int = Field(default=2, ge=0)
-    """Retries with backoff on LLM timeouts, 429 and 5xx."""
+    """Retries with backoff on LLM timeouts, 429 and 5xx (a busy 503 is retried until
+    ``OPENAGENT_LLM_TOTAL_TIMEOUT``)."""
+    openagent_llm_compat: Literal["auto", "openai", "llamacpp", "ollama", "vllm"] = "auto"
+    """The dialect of the LLM server: ``auto`` asks it once (``/props``, ``/api/version``,
+    ``/v1/models``) and logs its choice, using the common subset of the chat API when it says
+    nothing; ``openai``, ``llamacpp``, ``ollama`` or ``vllm`` set it (see "Use a local model")."""
+    openagent_llm_context_windows: str | None = None
+    """Context windows of models, as ``model=tokens`` pairs separated by commas (e.g.
+    ``smollm2=8192,llama3.2=131072``); a model not listed has what its server reports (llama.cpp,
+    vLLM), else ``ORCHESTRATOR_CONTEXT_MAX_TOKENS`` is its budget. The context the master sends
+    fits the window less ``OPENAGENT_LLM_MAX_TOKENS``, with a margin for another tokenizer."""
+    openagent_llm_max_tokens: int = Field(default=2048, ge=0)
+    """Tokens the model may write per round (``max_tokens``, or ``max_completion_tokens`` for the
+    OpenAI API) unless a query sets its own; 0 sends no bound."""
     openagent_llm_loopback_only: bool = False
     """Refuse any LLM endpoint off this machine (the test-suite sets it, so no test reaches a real LLM)."""
 
@@ -76,7 +95,9 @@ class Settings(BaseSettings):
     orchestrator_model_allowlist: str | None = None
     """Legacy, only when ``OPENAGENT_CHAT_MODELS`` is unset: extra model ids merged with ``ORCHESTRATOR_MODEL``."""
     orchestrator_context_max_tokens: int = Field(default=12000, gt=0)
-    """Tokens of context sent to the model; older turns are summarized beyond it."""
+    """Tokens of context sent to the model (at most: a model whose window is smaller gets what its
+    window leaves, see ``OPENAGENT_LLM_CONTEXT_WINDOWS``); older turns are summarized beyond it,
+    and the tools most relevant to the query are offered first when not all fit."""
     orchestrator_recent_turns: int = Field(default=8, ge=0)
     """Recent raw turns kept in full when the older ones are summarized."""
     summarizer_model: str | None = None
@@ -341,6 +362,17 @@ class Settings(BaseSettings):
     openagent_k8s_api_timeout: float = Field(default=10.0, gt=0)
     """Seconds per Kubernetes API or pool runner request."""
 
+    @field_validator("openagent_llm_context_windows")
+    @classmethod
+    def _context_windows(cls, value: str | None) -> str | None:
+        parse_windows(value)  # refused at start when malformed
+        return value
+
+    @property
+    def llm_context_windows(self) -> dict[str, int]:
+        """``OPENAGENT_LLM_CONTEXT_WINDOWS`` as ``{model: tokens}``."""
+        return parse_windows(self.openagent_llm_context_windows)
+
     @field_validator("openai_base_url")
     @classmethod
     def _llm_base_url(cls, value: str | None) -> str | None:
@@ -426,3 +458,16 @@ class Settings(BaseSettings):
             return ip_address(host).is_loopback
         except ValueError:
             return False
+
+
+def parse_windows(text: str | None) -> dict[str, int]:
+    """``"smollm2=8192, llama3.2=131072"`` as a mapping; raises ``ValueError`` naming a bad pair."""
+    windows: dict[str, int] = {}
+    for pair in (text or "").split(","):
+        if not pair.strip():
+            continue
+        model, sep, tokens = pair.rpartition("=")
+        if not sep or not model.strip() or not tokens.strip().isdigit() or int(tokens) <= 0:
+            raise ValueError(f"{pair.strip()!r} is not model=tokens (a positive whole number)")
+        windows[model.strip()] = int(tokens)
+    return windows

@@ -162,6 +162,17 @@ class ErrorCode(StrEnum):
         "The LLM provider kept refusing with a rate limit, after retries.",
     )
     LLM_MODEL_NOT_FOUND = "llm_model_not_found", 502, "The LLM provider does not know the model."
+    LLM_BUSY = (
+        "llm_busy",
+        503,
+        "The LLM server stayed busy (HTTP 503) for the whole request timeout; retry later.",
+    )
+    LLM_EMPTY_ANSWER = "llm_empty_answer", 502, "The LLM server ended its answer without sending anything."
+    LLM_CONTEXT_OVERFLOW = (
+        "llm_context_overflow",
+        502,
+        "The LLM server refused a prompt longer than the model's context window.",
+    )
     LLM_INVALID_PLAN = "llm_invalid_plan", 502, "The model proposed no usable plan."
     # ----------------------------------------------------------------- invocation calls
     UNKNOWN_CALL = "unknown_call", 404, "No call with that id is in flight, or the token is not its own."

@@ -364,7 +364,7 @@ class QueryResponse(_Model):
     plan: Plan | None = None
     """The proposed plan (when ``status`` is ``awaiting_approval``)."""
     stopped_by: str | None = None
-    """What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps``."""
+    """What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds``, ``max_steps``, or ``llm_error`` (the model failed after tools had run; the answer keeps their results)."""
     usage: Usage | None = None
     """LLM tokens the run spent (the orchestrator's rounds; context summaries not included)."""
     tool_calls: list[PendingToolCall] | None = None

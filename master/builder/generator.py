@@ -175,7 +175,10 @@ class AgentGenerator:
         source = ""
         checks: list[Check] = []
         for attempt in range(1, ATTEMPTS + 1):
-            result = await self.llm.complete(model=request.model, messages=messages)
+            # A module can be longer than a round's answer (OPENAGENT_LLM_MAX_TOKENS): no bound.
+            result = await self.llm.complete(
+                model=request.model, messages=messages, options={"max_tokens": None}
+            )
             code = extract_code(result.content)
             messages.append({"role": "assistant", "content": result.content or ""})
             if code is None:

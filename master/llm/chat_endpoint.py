@@ -34,6 +34,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -44,6 +45,7 @@ from pyreqwest.request import StreamRequest
 from pyreqwest.response import Response
 
 from master.errors import LLMError
+from master.llm.compat import GENERIC, PROFILES, Compat, CompatSetting, detect, wire_message
 
 logger = logging.getLogger("master.llm.chat_endpoint")
 
@@ -63,11 +65,12 @@ class SharedMessage(dict[str, Any]):
     ``tokens`` (:func:`master.llm.tokens.count_messages`), so that it is encoded and counted once.
     """
 
-    __slots__ = ("encoded", "tokens")
+    __slots__ = ("encoded", "encoded_for", "tokens")
 
     def __init__(self, **fields: Any) -> None:
         super().__init__(fields)
         self.encoded: bytes | None = None
+        self.encoded_for: Wire | None = None
         self.tokens: int | None = None
 
 
@@ -93,20 +96,22 @@ class SharedRun:
     def __init__(self) -> None:
         self.items: list[SharedMessage] = []
         self.token_sums: list[int] = [0]
-        self._encoded: tuple[int, list[bytes]] = (0, [])
+        self._encoded: tuple[Wire | None, int, list[bytes]] = (None, 0, [])
 
-    def encoded(self, count: int) -> list[bytes]:
-        """The JSON of ``items[:count]``, comma-separated, in at most :data:`RUN_PIECES` pieces
-        (to be joined with commas)."""
-        done, pieces = self._encoded
+    def encoded(self, count: int, wire: Wire | None = None) -> list[bytes]:
+        """The JSON of ``items[:count]`` as ``wire`` sends it, comma-separated, in at most
+        :data:`RUN_PIECES` pieces (to be joined with commas)."""
+        kept_for, done, pieces = self._encoded
+        if kept_for != wire:  # another server or model: start again
+            done, pieces = 0, []
         if count == done:
             return pieces
         if count < done:  # an older request (a concurrent query of the session): not kept
-            return [b",".join(map(encoded, self.items[:count]))] if count else []
-        pieces = [*pieces, b",".join(map(encoded, self.items[done:count]))]
+            return [b",".join(encoded(m, wire) for m in self.items[:count])] if count else []
+        pieces = [*pieces, b",".join(encoded(m, wire) for m in self.items[done:count])]
         if len(pieces) > RUN_PIECES:
             pieces = [b",".join(pieces)]
-        self._encoded = (count, pieces)
+        self._encoded = (wire, count, pieces)
         return pieces
 
 
@@ -145,13 +150,25 @@ def shared_part(messages: Sequence[Any]) -> tuple[SharedRun, int, int] | None:
     return run, at, count
 
 
-def encoded(message: Mapping[str, Any]) -> bytes:
-    """A message's JSON (kept on a :class:`SharedMessage`)."""
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """How messages are written for one server and model (:func:`master.llm.compat.wire_message`)."""
+
+    compat: Compat
+    model: str
+
+    def message(self, message: Mapping[str, Any]) -> Mapping[str, Any]:
+        return wire_message(message, self.compat, self.model)
+
+
+def encoded(message: Mapping[str, Any], wire: Wire | None = None) -> bytes:
+    """A message's JSON as ``wire`` writes it (kept on a :class:`SharedMessage`)."""
     if isinstance(message, SharedMessage):
-        if message.encoded is None:
-            message.encoded = encode(message)
+        if message.encoded is None or message.encoded_for != wire:
+            message.encoded = encode(message if wire is None else wire.message(message))
+            message.encoded_for = wire
         return message.encoded
-    return encode(message)
+    return encode(message if wire is None else wire.message(message))
 
 
 def encode(value: Any) -> bytes:
@@ -169,9 +186,10 @@ def chat_body(
     *,
     stream: bool = False,
     options: Mapping[str, Any] | None = None,
+    compat: Compat | None = None,
 ) -> bytes:
     """The request body of one completion, as one bytes object (:func:`chat_pieces`)."""
-    return b"".join(chat_pieces(model, messages, tools, stream=stream, options=options))
+    return b"".join(chat_pieces(model, messages, tools, stream=stream, options=options, compat=compat))
 
 
 def chat_pieces(
@@ -181,10 +199,15 @@ def chat_pieces(
     *,
     stream: bool = False,
     options: Mapping[str, Any] | None = None,
+    compat: Compat | None = None,
 ) -> list[bytes]:
     """The request body of one completion, in pieces to be joined in this order; ``options``
-    (sampling parameters) are added as they are, but ``parallel_tool_calls`` only when tools are
-    offered (providers refuse it alone).
+    (sampling parameters) are added as they are, but ``parallel_tool_calls`` and ``tool_choice``
+    only when tools are offered (providers refuse them alone).
+
+    With ``compat`` (the server's dialect, :mod:`master.llm.compat`) messages are written as that
+    server takes them, and usage is asked for in streams only where the server takes it; without,
+    the messages go as they are (the OpenAI API's dialect).
 
     A session's replayed history (the shared part of a :class:`Messages` list) comes as the JSON
     its :class:`SharedRun` keeps, so a long session is not re-encoded nor walked message by
@@ -195,17 +218,25 @@ def chat_pieces(
         head["tools"] = tools
     if options:
         head.update(
-            (name, value) for name, value in options.items() if tools or name != "parallel_tool_calls"
+            (name, value)
+            for name, value in options.items()
+            if tools or name not in ("parallel_tool_calls", "tool_choice")
         )
     if stream:
         head["stream"] = True
-        head["stream_options"] = {"include_usage": True}
+        if compat is None or compat.stream_usage:
+            head["stream_options"] = {"include_usage": True}
+    wire = None if compat is None else Wire(compat, model)
     part = shared_part(messages)
     if part is None:
-        parts = list(map(encoded, messages))
+        parts = [encoded(message, wire) for message in messages]
     else:
         run, at, count = part
-        parts = [*map(encoded, messages[:at]), *run.encoded(count), *map(encoded, messages[at + count :])]
+        parts = [
+            *(encoded(message, wire) for message in messages[:at]),
+            *run.encoded(count, wire),
+            *(encoded(message, wire) for message in messages[at + count :]),
+        ]
     pieces = [encode(head)[:-1] + b',"messages":[']
     for piece in parts:
         pieces += (piece, b",")
@@ -215,8 +246,27 @@ def chat_pieces(
     return pieces
 
 
+STREAM_READ_BUFFER = 0
+"""Bytes pyreqwest reads ahead of a streamed answer before handing the response over: it waits
+until that many have come (or the body ended). Its default (64 KiB) held a local model's whole
+answer back until it was complete, and even 1 KiB holds the first few tokens; 0 hands over
+each piece as it arrives."""
+
+COMPAT_PROBE_TIMEOUT = 5.0
+"""Seconds ``OPENAGENT_LLM_COMPAT=auto`` gives the server to say what it is, all probes together."""
+
+BUSY_STATUSES = frozenset({503})
+"""A busy or loading server (llama.cpp's one slot, a model still loading): retried until the
+request's total timeout, not only ``OPENAGENT_LLM_MAX_RETRIES`` times."""
+
+
 class ChatEndpoint:
     """POSTs chat-completion bodies, retrying like the ``openai`` client.
+
+    Timeouts: ``connect_timeout`` for the connection, ``timeout`` for the first byte of the
+    answer and for each later read (a live but slow stream keeps going), ``total_timeout`` for a
+    whole request with its retries. ``compat`` is ``OPENAGENT_LLM_COMPAT``: a dialect
+    (:mod:`master.llm.compat`), or ``auto`` to ask the server once (:meth:`compat`).
 
     ``client`` is owned by the caller when given (tests); otherwise one is made on first use
     and closed by :meth:`aclose`.
@@ -230,17 +280,25 @@ class ChatEndpoint:
         timeout: float,
         max_retries: int,
         client: Client | None = None,
+        connect_timeout: float | None = None,
+        total_timeout: float | None = None,
+        compat: CompatSetting | Compat = "openai",
     ) -> None:
-        self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.url = self.base_url + "/chat/completions"
         self._headers = {
             "Authorization": f"Bearer {api_key}",
             "Content-Type": "application/json",
             "User-Agent": "OpenAgent-master",
         }
         self._timeout = timedelta(seconds=timeout)
+        self._connect_timeout = timedelta(seconds=connect_timeout or timeout)
+        self._total_timeout = total_timeout
         self._max_retries = max_retries
         self._http = client
         self._owns_client = client is None
+        self._compat: Compat | None = compat if isinstance(compat, Compat) else PROFILES.get(compat)
+        self._detecting: asyncio.Lock | None = None
 
     async def aclose(self) -> None:
         if self._owns_client and self._http is not None:
@@ -252,12 +310,44 @@ class ChatEndpoint:
             self._http = (
                 ClientBuilder()
                 .default_headers(self._headers)
-                .connect_timeout(self._timeout)
+                .connect_timeout(self._connect_timeout)
                 .read_timeout(self._timeout)
                 .pool_idle_timeout(KEEPALIVE)
                 .build()
             )
         return self._http
+
+    async def compat(self) -> Compat:
+        """The server's dialect: the one configured, or (``auto``) what the server says, asked once
+        within :data:`COMPAT_PROBE_TIMEOUT` and logged; :data:`~master.llm.compat.GENERIC` when it
+        says nothing."""
+        if self._compat is not None:
+            return self._compat
+        if self._detecting is None:
+            self._detecting = asyncio.Lock()
+        async with self._detecting:
+            if self._compat is None:
+                try:
+                    async with asyncio.timeout(COMPAT_PROBE_TIMEOUT):
+                        found = await detect(self.base_url, self._get_json)
+                except TimeoutError:
+                    found = GENERIC
+                logger.info(
+                    "LLM server %s: speaking its %s dialect (OPENAGENT_LLM_COMPAT=auto)%s",
+                    self.base_url,
+                    found.name,
+                    f", context window {found.context_size} tokens" if found.context_size else "",
+                )
+                self._compat = found
+        return self._compat
+
+    async def _get_json(self, url: str) -> Any:
+        response = await (
+            self._client().get(url).timeout(timedelta(seconds=COMPAT_PROBE_TIMEOUT)).build().send()
+        )
+        if response.status >= 400:
+            raise LLMError(f"HTTP {response.status}", code="llm_error")
+        return orjson.loads(memoryview(await response.bytes()))
 
     async def complete(self, model: str, body: bytes | Sequence[bytes]) -> dict[str, Any]:
         """One completion: the answer's JSON object."""
@@ -265,15 +355,19 @@ class ChatEndpoint:
         try:
             raw = await response.bytes()
         except RequestError as exc:
-            raise _transport_error(model, exc) from exc
+            raise self._transport_error(model, exc) from exc
         try:
             data = orjson.loads(memoryview(raw))
         except ValueError as exc:
             raise LLMError(
-                f"model {model!r} answered with invalid JSON: {bytes(raw[:200])!r}", code="llm_bad_response"
+                f"model {model!r} at {self.base_url} answered with invalid JSON: {bytes(raw[:200])!r}",
+                code="llm_bad_response",
             ) from exc
         if not isinstance(data, dict):
-            raise LLMError(f"model {model!r} answered with {bytes(raw[:200])!r}", code="llm_bad_response")
+            raise LLMError(
+                f"model {model!r} at {self.base_url} answered with {bytes(raw[:200])!r}",
+                code="llm_bad_response",
+            )
         return data
 
     async def stream(self, model: str, body: bytes | Sequence[bytes]) -> AsyncIterator[dict[str, Any]]:
@@ -287,17 +381,18 @@ class ChatEndpoint:
                     chunk = orjson.loads(data)
                 except ValueError as exc:
                     raise LLMError(
-                        f"model {model!r} streamed invalid JSON: {data[:200]!r}", code="llm_bad_response"
+                        f"model {model!r} at {self.base_url} streamed invalid JSON: {data[:200]!r}",
+                        code="llm_bad_response",
                     ) from exc
                 if isinstance(chunk, dict) and chunk.get("error") is not None:
                     raise LLMError(
-                        f"the LLM provider failed while streaming: {_error_message(chunk, '')}",
+                        f"the LLM server {self.base_url} failed while streaming: {_error_message(chunk, '')}",
                         code="llm_error",
                     )
                 if isinstance(chunk, dict):
                     yield chunk
         except RequestError as exc:
-            raise _transport_error(model, exc) from exc
+            raise self._transport_error(model, exc) from exc
         finally:
             await _close(request)
 
@@ -309,14 +404,18 @@ class ChatEndpoint:
         the caller closes (:func:`_close`) once it has read the body."""
         client = self._client()
         data = body if isinstance(body, bytes) else b"".join(body)
+        deadline = None if self._total_timeout is None else time.monotonic() + self._total_timeout
         attempt = 0
         while True:
             retries_left = self._max_retries - attempt
             request: StreamRequest | None = None
+            left = None if deadline is None else deadline - time.monotonic()
             try:
                 builder = client.post(self.url).body_bytes(data)
+                if left is not None:
+                    builder = builder.timeout(timedelta(seconds=max(left, 0.001)))
                 if streamed:
-                    streaming = builder.build_streamed()
+                    streaming = builder.streamed_read_buffer_limit(STREAM_READ_BUFFER).build_streamed()
                     response = await streaming.__aenter__()
                     request = streaming
                 else:
@@ -329,16 +428,39 @@ class ChatEndpoint:
                     await _close(request)
             except RequestError as exc:
                 if retries_left <= 0:
-                    raise _transport_error(model, exc) from exc
+                    raise self._transport_error(model, exc) from exc
                 delay = _backoff(attempt)
-                logger.info("LLM request failed (%s), retrying in %.2f s", type(exc).__name__, delay)
+                logger.info(
+                    "LLM request to %s failed (%s), retrying in %.2f s", self.base_url, _reason(exc), delay
+                )
             else:
-                if retries_left <= 0 or not _should_retry(response):
-                    raise _status_error(model, response.status, raw)
                 delay = _retry_delay(response, attempt)
-                logger.info("LLM answered HTTP %d, retrying in %.2f s", response.status, delay)
+                if response.status in BUSY_STATUSES and deadline is not None and _should_retry(response):
+                    if time.monotonic() + delay >= deadline:  # busy: wait while time is left
+                        raise LLMError(
+                            f"the LLM server {self.base_url} stayed busy (HTTP 503) for "
+                            f"{self._total_timeout:g} s: {_error_message(_json(raw), '')}",
+                            code="llm_busy",
+                        )
+                elif retries_left <= 0 or not _should_retry(response):
+                    raise self._status_error(model, response.status, raw)
+                logger.info(
+                    "LLM server %s answered HTTP %d, retrying in %.2f s",
+                    self.base_url,
+                    response.status,
+                    delay,
+                )
             attempt += 1
             await asyncio.sleep(delay)
+
+    def _transport_error(self, model: str, exc: BaseException) -> LLMError:
+        where = f"the LLM server {self.base_url} (model {model!r})"
+        if isinstance(exc, TimeoutError):
+            return LLMError(f"{where} timed out after retries: {_reason(exc)}", code="llm_timeout")
+        return LLMError(f"cannot reach {where}: {_reason(exc)}", code="llm_unavailable")
+
+    def _status_error(self, model: str, status: int, raw: bytes) -> LLMError:
+        return _status_error(model, status, raw, self.base_url)
 
 
 async def _close(request: StreamRequest | None) -> None:
@@ -405,12 +527,6 @@ def _retry_delay(response: Response, attempt: int) -> float:
     return _backoff(attempt)
 
 
-def _transport_error(model: str, exc: BaseException) -> LLMError:
-    if isinstance(exc, TimeoutError):
-        return LLMError(f"LLM request to model {model!r} timed out after retries", code="llm_timeout")
-    return LLMError(f"cannot reach the LLM provider: {_reason(exc)}", code="llm_unavailable")
-
-
 def _reason(exc: BaseException) -> str:
     """What went wrong, innermost cause last: ``connection error (error sending request for url
     (...): tcp connect error: Connection refused (os error 111))``."""
@@ -420,24 +536,47 @@ def _reason(exc: BaseException) -> str:
     return f"{exc.message} ({': '.join(causes)})" if causes else exc.message
 
 
-def _status_error(model: str, status: int, raw: bytes) -> LLMError:
+def _status_error(model: str, status: int, raw: bytes, server: str = DEFAULT_BASE_URL) -> LLMError:
     try:
         body: Any = orjson.loads(raw) if raw else None
     except ValueError:
         body = None
     message = _error_message(body, raw.decode("utf-8", "replace")[:500])
     if status == 401:
-        return LLMError("the LLM provider rejected the API key; check OPENAI_API_KEY", code="llm_auth_failed")
+        return LLMError(
+            f"the LLM server {server} rejected the API key; check OPENAI_API_KEY", code="llm_auth_failed"
+        )
     if status == 429:
         return LLMError(
-            f"the LLM provider is rate-limiting requests (429) after retries: {message}",
+            f"the LLM server {server} is rate-limiting requests (429) after retries: {message}",
             code="llm_rate_limited",
         )
     if status == 404:
         return LLMError(
-            f"the LLM provider does not know model {model!r}: {message}", code="llm_model_not_found"
+            f"the LLM server {server} does not know model {model!r}: {message}", code="llm_model_not_found"
         )
-    return LLMError(f"the LLM provider answered HTTP {status}: {message}", code="llm_error")
+    if status == 400 and _overflow(message):
+        return LLMError(
+            f"the prompt does not fit the context window of model {model!r} at {server}: {message}",
+            code="llm_context_overflow",
+        )
+    return LLMError(f"the LLM server {server} answered HTTP {status}: {message}", code="llm_error")
+
+
+def _overflow(message: str) -> bool:
+    """A refusal for a prompt longer than the model's window (the words of llama.cpp, vLLM, OpenAI)."""
+    lowered = message.lower()
+    return "context" in lowered and any(
+        word in lowered
+        for word in ("exceed", "too long", "maximum context", "context length", "context size")
+    )
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw) if raw else None
+    except ValueError:
+        return None
 
 
 def _error_message(body: Any, fallback: str) -> str:

@@ -177,6 +177,13 @@ class Metrics:
         self.llm_tokens = _Counter(
             "openagent_llm_tokens", "Tokens the LLM reported, by model.", ["model"], registry=r
         )
+        self.tool_call_repairs = _Counter(
+            "openagent_llm_tool_call_repairs",
+            "Tool calls of the model that needed a repair, by kind (text_call, bad_json, unknown_tool, "
+            "bad_arguments).",
+            ["kind"],
+            registry=r,
+        )
         self.llm_seconds = _Histogram(
             "openagent_llm_call_duration_seconds",
             "LLM completion latency by model.",

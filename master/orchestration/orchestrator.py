@@ -44,11 +44,13 @@ from master.conversation.outcome import Outcome
 from master.errors import (
     BudgetExceeded,
     CollaborationRejected,
+    LLMError,
     SandboxError,
     SessionStoreUnavailable,
 )
-from master.llm.model import ChatMessage, ChatModel, LLMOptions, ToolCallRequest
+from master.llm.model import ChatMessage, ChatModel, ChatResult, LLMOptions, ToolCallRequest
 from master.observability.metrics import Metrics
+from master.orchestration import repairs
 from master.orchestration.budgets import BudgetTracker
 from protocol import PendingToolCall, ToolProgress
 
@@ -108,6 +110,7 @@ class Orchestrator:
         self._llm = llm
         self._caller = ToolCaller(dispatcher, metrics)
         self._auto_max_steps = auto_max_steps
+        self._metrics = metrics
 
     @property
     def llm(self) -> ChatModel:
@@ -131,11 +134,18 @@ class Orchestrator:
         left them plus the results it waited for)."""
         outcome = Outcome(answer="", steps=steps_done)
         hit_limit = False
+        repaired = False  # the one repair round of a run is used
+        repair_next = False  # the last round had malformed calls: offer the tools once more
+        malformed = 0  # calls of the last round that could not run as written
         try:
             async with asyncio.timeout(budget.remaining_seconds):
                 while True:
-                    offer = tools if auto_mode or outcome.steps == 0 else []
+                    offer = tools if auto_mode or outcome.steps == 0 or repair_next else []
+                    if repaired and not repair_next and malformed:
+                        offer = []  # malformed again after the repair round: answer plainly
                     reply = await self._complete(model, messages, offer, budget, hooks)
+                    if offer and not reply.tool_calls:
+                        reply = self._text_calls(reply, offer)
                     if reply.tool_calls and offer and auto_mode and outcome.steps >= self._auto_max_steps:
                         hit_limit = True
                         limit_note = STEP_LIMIT_NOTE.format(limit=self._auto_max_steps)
@@ -144,6 +154,9 @@ class Orchestrator:
                     if not reply.tool_calls or not offer or hit_limit:
                         outcome.answer = reply.content or _fallback_answer(outcome.tool_runs)
                         break
+                    malformed = self._malformed(toolbox, reply.tool_calls, offer, hooks)
+                    repair_next = bool(malformed) and not repaired
+                    repaired = repaired or repair_next
                     await self._round(
                         reply.content, reply.tool_calls, messages, toolbox, budget, hooks, outcome, tools
                     )
@@ -157,12 +170,51 @@ class Orchestrator:
             return _stopped(outcome, exc.name, exc.limit)
         except TimeoutError:
             return _stopped(outcome, "max_seconds", budget.max_seconds)
+        except LLMError as exc:
+            if not outcome.tool_runs:
+                raise
+            return _failed_after_tools(outcome, exc)
         if hit_limit:
             outcome.status, outcome.stopped_by = "stopped", "max_steps"
             outcome.answer = (
                 f"[Stopped at the step limit of {self._auto_max_steps} tool rounds.] {outcome.answer}"
             )
         return outcome
+
+    def _text_calls(self, reply: ChatResult, offer: list[dict[str, Any]]) -> ChatResult:
+        """``reply`` with the tool calls its text holds as real ones (a weak model's habit)."""
+        offered = {tool["function"]["name"] for tool in offer}
+        calls, left = repairs.text_calls(reply.content, offered)
+        if not calls:
+            return reply
+        for call in calls:
+            self._count_repair("text_call", call.name, "a tool call written as text")
+        return ChatResult(
+            content=left,
+            tool_calls=calls,
+            total_tokens=reply.total_tokens,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+        )
+
+    def _malformed(
+        self, toolbox: Toolbox, calls: list[ToolCallRequest], offer: list[dict[str, Any]], hooks: RunHooks
+    ) -> int:
+        """How many of ``calls`` cannot run as written (each logged and counted); their errors
+        go back to the model as their results."""
+        known = {tool["function"]["name"] for tool in offer} | set(hooks.external)
+        count = 0
+        for call in calls:
+            found = repairs.problem(toolbox, call, known)
+            if found is not None:
+                count += 1
+                self._count_repair(found[0], call.name, found[1])
+        return count
+
+    def _count_repair(self, kind: repairs.RepairKind, name: str, why: str) -> None:
+        logger.info("the model's call of %r needs a repair (%s): %s", name, kind, why)
+        if self._metrics is not None:
+            self._metrics.tool_call_repairs.labels(kind).inc()
 
     async def run_steps(
         self,
@@ -199,6 +251,10 @@ class Orchestrator:
             return _stopped(outcome, exc.name, exc.limit)
         except TimeoutError:
             return _stopped(outcome, "max_seconds", budget.max_seconds)
+        except LLMError as exc:
+            if not outcome.tool_runs:
+                raise
+            return _failed_after_tools(outcome, exc)
         return outcome
 
     async def _complete(
@@ -314,7 +370,14 @@ class Orchestrator:
             return await self._spawn(call, hooks.spawn, toolbox, tools, hooks)
         target = toolbox.resolve(call.name)
         if target is None:
-            run = ToolRun(call.name, None, None, call.arguments, error=f"unknown tool {call.name!r}")
+            known = sorted(tool["function"]["name"] for tool in tools)
+            shown = ", ".join(known[:20]) + (", …" if len(known) > 20 else "")
+            error = (
+                f"unknown tool {call.name!r}; the tools are: {shown}"
+                if known
+                else f"unknown tool {call.name!r}"
+            )
+            run = ToolRun(call.name, None, None, call.arguments, error=error)
             hooks.emit("tool_result", _result_event(run, None))
             return run
         agent, tool = target
@@ -535,6 +598,18 @@ BUDGET_LABELS = {
     "max_tokens": "token budget ({limit:g} tokens)",
     "max_seconds": "time budget ({limit:g} s)",
 }
+
+
+def _failed_after_tools(outcome: Outcome, exc: LLMError) -> Outcome:
+    """The run, stopped by the model's failure after tools already ran: the answer says so and
+    keeps what the tools returned (the asker must not think nothing happened)."""
+    outcome.status, outcome.stopped_by = "stopped", "llm_error"
+    outcome.answer = (
+        f"The model failed after {len(outcome.tool_runs)} tool call(s) had run ({exc}). "
+        f"What the tools returned: {_fallback_answer(outcome.tool_runs)}"
+    )
+    logger.warning("run stopped by the model's failure after its tools ran: %s", exc)
+    return outcome
 
 
 def _stopped(outcome: Outcome, name: str, limit: float) -> Outcome:

@@ -36,6 +36,7 @@ from master.conversation.turns import TurnRecorder, tool_turn
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
 from master.llm.model import ToolCallRequest
 from master.llm.tokens import count_tool
+from master.llm.windows import ContextWindows
 from master.observability import logs, tracing
 from master.observability.metrics import Metrics
 from master.orchestration.budgets import BudgetTracker
@@ -129,8 +130,10 @@ class QueryService:
         metrics: Metrics | None = None,
         approvals: ApprovalStore | None = None,
         runs: RunStore | None = None,
+        windows: ContextWindows | None = None,
     ) -> None:
         self._metrics = metrics
+        self._windows = windows
         self.runs = runs
         self.approvals = approvals
         self.policy = ApprovalPolicy(settings, can_wait=approvals is not None)
@@ -897,9 +900,14 @@ class QueryService:
     ) -> Context:
         """The bounded context. A summary is made under the session's summary lock and stored at once,
         so that concurrent queries on the session wait for it and reuse it instead of making their own."""
+        budget = (
+            await self._windows.budget(run.model)
+            if self._windows is not None
+            else self._settings.orchestrator_context_max_tokens
+        )
         builder = ContextBuilder(
             run.orchestrator.llm,
-            max_tokens=self._settings.orchestrator_context_max_tokens,
+            max_tokens=budget,
             recent_turns=self._settings.orchestrator_recent_turns,
             summarizer_model=self._catalog.summarizer_model,
         )

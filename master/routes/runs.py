@@ -79,7 +79,7 @@ class RunRecord(BaseModel):
     reason: str | None = None
     """Why the run stopped or failed."""
     stopped_by: str | None = None
-    """``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps`` (a stopped run)."""
+    """``max_tool_calls``, ``max_tokens``, ``max_seconds``, ``max_steps`` or ``llm_error`` (a stopped run)."""
     resumable: bool = False
     """``POST /runs/{run_id}/resume`` continues it."""
     created_at: float | None = None

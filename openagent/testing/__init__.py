@@ -32,7 +32,17 @@ last user message; with ``--demo`` it is the demo LLM, for trying the master wit
 """
 
 from ._demo import DEMO_LABEL, DEMO_MODEL, demo_handler
-from ._replies import ErrorReply, Handler, Reply, TextReply, ToolCall, ToolCallReply, echo_handler
+from ._quirks import Quirks
+from ._replies import (
+    EmptyReply,
+    ErrorReply,
+    Handler,
+    Reply,
+    TextReply,
+    ToolCall,
+    ToolCallReply,
+    echo_handler,
+)
 from ._server import DEFAULT_MODELS, ScriptedOpenAIServer
 from ._wire import DEFAULT_DIMENSIONS
 
@@ -41,8 +51,10 @@ __all__ = [
     "DEFAULT_MODELS",
     "DEMO_LABEL",
     "DEMO_MODEL",
+    "EmptyReply",
     "ErrorReply",
     "Handler",
+    "Quirks",
     "Reply",
     "ScriptedOpenAIServer",
     "TextReply",

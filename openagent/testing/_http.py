@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import _wire
-from ._replies import ErrorReply
+from ._quirks import Quirks
+from ._replies import EmptyReply, ErrorReply, TextReply
 from ._state import ScriptState, logger
 
 NO_REPLY_MESSAGE = "ScriptedOpenAIServer: no scripted reply queued for this request"
@@ -34,9 +35,15 @@ class ScriptedHTTPServer(ThreadingHTTPServer):
     """Listen backlog: the default of 5 refuses connections when many clients call at once."""
 
     def __init__(
-        self, address: tuple[str, int], state: ScriptState, api_key: str | None, models: Sequence[str]
+        self,
+        address: tuple[str, int],
+        state: ScriptState,
+        api_key: str | None,
+        models: Sequence[str],
+        quirks: Quirks | None = None,
     ) -> None:
         self.state = state
+        self.quirks = quirks or Quirks()
         self.api_key = api_key
         self.models = tuple(models)
         self.stopping = threading.Event()
@@ -96,12 +103,13 @@ class ScriptedRequestHandler(BaseHTTPRequestHandler):
         """Stay quiet: tests should not print a log line per request."""
 
     def do_GET(self) -> None:
-        """``GET /v1/models``."""
+        """``GET /v1/models`` (and ``/props`` or ``/api/version`` when the quirks say so)."""
         path = urlsplit(self.path).path.rstrip("/")
         if not self._authorized():
             return
-        if path == "/v1/models":
-            self._send_json(200, _wire.models_list(self.server.models))
+        described = self.server.quirks.describe(path, self.server.models)
+        if described is not None:
+            self._send_json(200, described)
         else:
             self._send_error(404, f"ScriptedOpenAIServer: unknown path GET {path!r}")
 
@@ -136,6 +144,28 @@ class ScriptedRequestHandler(BaseHTTPRequestHandler):
             self.server.state.record_rejected(body)
             self._send_json(400, _wire.error_body(400, str(exc), code=exc.code, param=exc.param))
             return
+        quirks = self.server.quirks
+        refused = quirks.check(body)
+        if refused is not None:
+            self.server.state.record_rejected(body)
+            self._send_error(refused[0], refused[1], headers={"x-should-retry": "false"})
+            return
+        if not quirks.single_slot:
+            self._answer(body)
+        elif quirks._busy.acquire(blocking=False):
+            try:
+                self._answer(body)
+            finally:
+                quirks._busy.release()
+        else:
+            self.server.state.record_rejected(body)
+            self._send_error(
+                503,
+                "server is busy: all slots are taken",
+                headers={"retry-after-ms": str(quirks.busy_retry_ms)},
+            )
+
+    def _answer(self, body: dict[str, Any]) -> None:
         reply = self.server.state.next_reply(body)
         if reply is None:
             self._send_error(400, NO_REPLY_MESSAGE, headers={"x-should-retry": "false"})
@@ -151,12 +181,21 @@ class ScriptedRequestHandler(BaseHTTPRequestHandler):
         requested = body.get("model")
         model = requested if isinstance(requested, str) else "scripted-model"
         prompt = _wire.prompt_tokens(body)
+        if isinstance(reply, EmptyReply):
+            if body.get("stream") is True:
+                self._send_stream([b"data: [DONE]\n\n"])
+            else:
+                self._send_json(200, {"id": "chatcmpl-empty", "object": "chat.completion", "choices": []})
+            return
         if body.get("stream") is True:
             options = body.get("stream_options")
-            include_usage = isinstance(options, dict) and options.get("include_usage") is True
-            self._send_stream(
-                _wire.stream_events(reply, model=model, prompt=prompt, include_usage=include_usage)
+            include_usage = (
+                isinstance(options, dict)
+                and options.get("include_usage") is True
+                and self.server.quirks.stream_usage
             )
+            events = _wire.stream_events(reply, model=model, prompt=prompt, include_usage=include_usage)
+            self._send_stream(_paced(events, reply) if isinstance(reply, TextReply) else events)
         else:
             self._send_json(200, _wire.completion(reply, model=model, prompt=prompt))
 
@@ -215,3 +254,16 @@ class ScriptedRequestHandler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _paced(events: Iterable[bytes], reply: TextReply) -> Iterable[bytes]:
+    """``events`` with :attr:`TextReply.token_delay` and :attr:`TextReply.before_token` applied
+    before each word after the first (event 0 is the role chunk, event ``n + 1`` word ``n``)."""
+    for index, event in enumerate(events):
+        word = index - 1
+        if word >= 1 and event.startswith(b"data: {") and b'"content"' in event:
+            if reply.token_delay > 0:
+                threading.Event().wait(reply.token_delay)
+            if reply.before_token is not None:
+                reply.before_token(word)
+        yield event

@@ -19,7 +19,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-__all__ = ["ErrorReply", "Handler", "Reply", "TextReply", "ToolCall", "ToolCallReply", "echo_handler"]
+__all__ = [
+    "EmptyReply",
+    "ErrorReply",
+    "Handler",
+    "Reply",
+    "TextReply",
+    "ToolCall",
+    "ToolCallReply",
+    "echo_handler",
+]
 
 
 def new_call_id() -> str:
@@ -34,10 +43,17 @@ class TextReply:
     Attributes:
         text: The assistant's content. When streamed, it is sent as one delta per word.
         delay: Seconds to wait before answering (before the first byte when streaming).
+        token_delay: When streamed, seconds to wait before each word after the first (a
+            model writing slowly).
+        before_token: When streamed, called with ``n`` (1, 2, ...) on the server's thread
+            before word ``n`` (counting from 0) is sent, after ``token_delay``: a test can hold
+            the stream there until its client has seen the words before.
     """
 
     text: str
     delay: float = 0.0
+    token_delay: float = 0.0
+    before_token: Callable[[int], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +121,19 @@ class ErrorReply:
             raise ValueError(f"ErrorReply status must be 400-599, got {self.status}")
 
 
-Reply: TypeAlias = TextReply | ToolCallReply | ErrorReply
+@dataclass(frozen=True, slots=True)
+class EmptyReply:
+    """A completion with nothing in it: a stream of only ``data: [DONE]``, or no ``choices``
+    (a server that gave up without saying why).
+
+    Attributes:
+        delay: Seconds to wait before answering.
+    """
+
+    delay: float = 0.0
+
+
+Reply: TypeAlias = TextReply | ToolCallReply | ErrorReply | EmptyReply
 """Any reply the server can play back."""
 
 Handler: TypeAlias = Callable[[dict[str, Any]], Reply | str]

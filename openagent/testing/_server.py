@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ._http import ScriptedHTTPServer
+from ._quirks import Quirks
 from ._replies import ErrorReply, Handler, Reply, TextReply, ToolCall, ToolCallReply, new_call_id
 from ._state import ScriptState
 
@@ -50,6 +51,9 @@ class ScriptedOpenAIServer:
         host: The interface to bind; loopback by default.
         port: The port to bind; ``0`` picks a free one (read it back from :attr:`port`).
         models: The model ids ``GET /v1/models`` lists.
+        quirks: How it departs from the OpenAI API, to imitate llama.cpp, Ollama or vLLM
+            (:class:`Quirks`): refusing null content, long tool-call ids or prompts beyond a
+            small window, streams without usage, one slot at a time.
     """
 
     def __init__(
@@ -59,8 +63,10 @@ class ScriptedOpenAIServer:
         host: str = "127.0.0.1",
         port: int = 0,
         models: Sequence[str] = DEFAULT_MODELS,
+        quirks: Quirks | None = None,
     ) -> None:
         self.api_key = api_key
+        self.quirks = quirks or Quirks()
         self.models = tuple(models)
         self._host = host
         self._port = port
@@ -81,7 +87,9 @@ class ScriptedOpenAIServer:
         with self._lifecycle:
             if self._http is not None:
                 raise RuntimeError("ScriptedOpenAIServer is already running; call stop() first")
-            http = ScriptedHTTPServer((self._host, self._port), self._state, self.api_key, self.models)
+            http = ScriptedHTTPServer(
+                (self._host, self._port), self._state, self.api_key, self.models, self.quirks
+            )
             thread = threading.Thread(
                 target=http.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-openai", daemon=True
             )

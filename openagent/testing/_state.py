@@ -12,7 +12,7 @@ import time
 from collections import deque
 from typing import Any
 
-from ._replies import ErrorReply, Handler, Reply, TextReply, ToolCallReply
+from ._replies import EmptyReply, ErrorReply, Handler, Reply, TextReply, ToolCallReply
 
 logger = logging.getLogger("openagent.testing")
 
@@ -29,8 +29,8 @@ class ScriptState:
 
     def push(self, reply: Reply) -> None:
         """Queue ``reply`` after the ones already queued."""
-        if not isinstance(reply, TextReply | ToolCallReply | ErrorReply):
-            raise TypeError(f"expected a TextReply, ToolCallReply or ErrorReply, got {reply!r}")
+        if not isinstance(reply, TextReply | ToolCallReply | ErrorReply | EmptyReply):
+            raise TypeError(f"expected a TextReply, ToolCallReply, ErrorReply or EmptyReply, got {reply!r}")
         with self._cond:
             self._queue.append(reply)
 
@@ -63,7 +63,7 @@ class ScriptState:
             )
         if isinstance(reply, str):
             return TextReply(reply)
-        if isinstance(reply, TextReply | ToolCallReply | ErrorReply):
+        if isinstance(reply, TextReply | ToolCallReply | ErrorReply | EmptyReply):
             return reply
         message = f"ScriptedOpenAIServer: handler returned {reply!r}, expected a reply object or str"
         return ErrorReply(500, message, retry=False)

@@ -39,6 +39,8 @@ def sample(name: str) -> tuple[str, Any]:
         return "/tmp/openagent-root", Path("/tmp/openagent-root")
     if name.endswith("_url"):
         return "http://127.0.0.1:19001", "http://127.0.0.1:19001"
+    if name.endswith("_windows"):
+        return "gpt-4o-mini=8192", "gpt-4o-mini=8192"
     return "gpt-4o-mini", "gpt-4o-mini"
 
 
