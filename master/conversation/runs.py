@@ -10,15 +10,19 @@ flight. Off the hot path as far as it goes:
   nobody's business until the query service has accepted its request (:meth:`RunStore.accept`):
   a request refused before that (unknown session, bad attachment, unknown agent...) leaves no
   record, since a record would keep what the refusal names (a file name, a session id);
-- the holder's lease and the records of the runs that have lasted since the last tick are
-  written together, in one pipeline per tick (a third of ``OPENAGENT_RUN_LEASE_SECONDS``), for
-  every run of the master: one lease (``run_lease:{master_id}``, a token new at every start), not
-  one per run;
+- before a round's tool calls are sent, the run's record is written ``running`` with them in
+  flight, awaited (:meth:`RunStore.sending`): a master lost at any moment after leaves every call
+  that may have reached an agent listed, to become ``unknown``; a run that makes no call costs no
+  such write;
+- the holder's lease and the records of the runs that changed since the last tick (calls come
+  back) are written together, in one pipeline per tick (a third of
+  ``OPENAGENT_RUN_LEASE_SECONDS``), for every run of the master: one lease
+  (``run_lease:{master_id}``, a token new at every start), not one per run;
 - the end is one pipelined write (:meth:`RunStore.end`): the final state, the calls, and the
   checkpoint of a run that can resume (a budget halt), or its removal.
 
 Before a call that must never run twice is sent (an approved call), :meth:`RunStore.save`
-writes the run's record and checkpoint with that call in flight, awaited. When a master dies,
+writes the run's checkpoint along with the record, awaited. When a master dies,
 its lease expires; any live master (its tick's sweep, or a ``GET /runs/{run_id}``) then marks its
 running runs ``failed`` with a reason naming the lost master, in a script that checks the
 lease it saw is still the record's (cluster-safe: two masters sweeping mark a run once). The
@@ -259,6 +263,20 @@ class RunStore(TenantRecords):
         except (RedisError, TimeoutError) as exc:
             logger.warning("run %s: could not record its start (%s)", live.run_id, exc)
             live.synced = None
+
+    async def sending(self, live: LiveRun, calls: Iterable[tuple[str, str, Any]]) -> None:
+        """Calls ``(id, function name, arguments)`` about to be sent: the run's record holds them
+        in flight before any is sent, so a master lost at any moment after leaves every call that
+        may have reached an agent ``unknown``. A call that cannot be recorded is not sent: raises
+        :class:`SessionStoreUnavailable`."""
+        live.sending(calls)
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                self._write_running(pipe, live)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        live.dirty = False
 
     async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
         """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
