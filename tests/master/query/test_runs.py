@@ -533,3 +533,51 @@ async def _running_run_of(redis_client: aioredis.Redis, holder: str) -> str:
                 if record.get("holder") == holder and record.get("state") == "running":
                     return str(run_id)
             await asyncio.sleep(0.05)
+
+
+async def test_a_run_held_by_one_master_is_cancelled_through_another(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """``DELETE /runs/{run_id}`` on master B stops the run master A holds: A's asker gets
+    ``run_cancelled``, the record reads ``cancelled`` with the call in flight ``unknown``."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    release = asyncio.Event()
+    settings: dict[str, Any] = {
+        "openai_base_url": llm.base_url,
+        "openai_api_key": "scripted",
+        "openagent_api_key": KEY,
+    }
+    async with (
+        in_process_master(openagent_master_id="cancel-a", **settings) as a,
+        in_process_master(openagent_master_id="cancel-b", **settings) as b,
+        works_agent(a.ws_url, calls, release) as slow_started,
+        httpx.AsyncClient(base_url=a.base_url, headers=HEADERS, timeout=60) as on_a,
+        httpx.AsyncClient(base_url=b.base_url, headers=HEADERS, timeout=60) as on_b,
+    ):
+        await _wait_for_agent(on_a, "works")
+        llm.add_tool_call("works__slow", {})
+        asking = asyncio.create_task(on_a.post("/query", json={"query": "slowly"}))
+        async with asyncio.timeout(60):
+            await slow_started.wait()
+        run_id = await _running_run_of(redis_client, "cancel-a")
+
+        cancelled = await on_b.delete(f"/runs/{run_id}")
+        assert cancelled.status_code == 200, cancelled.text
+        record = cancelled.json()
+        assert record["state"] == "cancelled" and record["holder"] == "cancel-a", record
+        assert [call["name"] for call in record["unknown"]] == ["works__slow"] and record["in_flight"] == []
+        assert record["resumable"] is False
+        answer = await asking
+        assert answer.status_code == 409 and answer.json()["error_code"] == "run_cancelled", answer.text
+        assert answer.json()["run_id"] == run_id
+
+        again = await on_b.delete(f"/runs/{run_id}")  # once stopped, it stays as it ended
+        assert again.status_code == 200 and again.json()["state"] == "cancelled"
+        llm.add_text("Done.")
+        done = (await on_b.post("/query", json={"query": "hi"})).json()
+        finished = await on_b.delete(f"/runs/{done['run_id']}")
+        assert finished.status_code == 409 and finished.json()["error_code"] == "run_not_running"
+        assert "completed" in finished.json()["detail"]
+        assert (await on_b.delete("/runs/run-nope")).json()["error_code"] == "unknown_run"
+        release.set()
+    assert calls == [("slow", {})]
