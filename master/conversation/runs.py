@@ -27,6 +27,10 @@ its lease expires; any live master (its tick's sweep, or a ``GET /runs/{run_id}`
 running runs ``failed`` with a reason naming the lost master, in a script that checks the
 lease it saw is still the record's (cluster-safe: two masters sweeping mark a run once). The
 calls it had in flight become ``unknown``: never run again, reported as such on a resume.
+
+A run is cancelled from any master (:meth:`RunStore.cancel`, ``DELETE /runs/{run_id}``): its id
+goes out on :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`, which every master follows; the one
+holding the run cancels its task, and the run ends ``cancelled``, its calls in flight ``unknown``.
 """
 
 from __future__ import annotations
