@@ -10,3 +10,9 @@ bench:
 # agents (docs/operations/limits.md, "Fuzzing"). Options: make fuzz ARGS="--duration 600 --seed 7"
 fuzz:
 	$(PYTHON) -m fuzz $(ARGS)
+
+.PHONY: a2a-tck
+# The A2A TCK's MUST level against a master on loopback (scripts/a2a_tck.py; expected failures in
+# scripts/a2a_tck_expected_failures.txt). Options: make a2a-tck ARGS="--tck-dir ../a2a-tck -- -x"
+a2a-tck:
+	$(PYTHON) -m scripts.a2a_tck $(ARGS)

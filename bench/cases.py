@@ -34,6 +34,12 @@ def _chat(agent_id: str) -> dict[str, object]:
 
 
 OPENAI_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
+
+
+def _responses(agent_id: str) -> dict[str, object]:
+    """The same question through the Responses API (not stored: the chat door stores nothing)."""
+    return {"model": f"openagent/{agent_id}", "input": "hello", "store": False}
 
 
 A2A_CALL: dict[str, object] = {
@@ -93,6 +99,18 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
         ("master", LoadCase("ws_c32", "master: WS tool round trip", "/query", 32, _ask(WS_AGENT))),
         ("master", LoadCase("openai_c1", "master: OpenAI API, WS tool", OPENAI_PATH, 1, _chat(WS_AGENT))),
         ("master", LoadCase("openai_c32", "master: OpenAI API, WS tool", OPENAI_PATH, 32, _chat(WS_AGENT))),
+        (
+            "master",
+            LoadCase(
+                "responses_c1", "master: Responses API, WS tool", RESPONSES_PATH, 1, _responses(WS_AGENT)
+            ),
+        ),
+        (
+            "master",
+            LoadCase(
+                "responses_c32", "master: Responses API, WS tool", RESPONSES_PATH, 32, _responses(WS_AGENT)
+            ),
+        ),
         (
             "relay_http",
             LoadCase("baseline_b_c32", "baseline (b): HTTP callback relay, aiohttp both sides", "/query", 32),
@@ -240,7 +258,7 @@ GROUPS: dict[str, list[str]] = {
         CONNECTIONS_BASELINE,
     ],
     "ws": ["baseline_a_c1", "baseline_a_c32", "ws_c1", "ws_c32"],
-    "openai": ["ws_c1", "ws_c32", "openai_c1", "openai_c32"],
+    "openai": ["ws_c1", "ws_c32", "openai_c1", "openai_c32", "responses_c1", "responses_c32"],
     "http": ["baseline_b_c32", "baseline_b_httpx_c32", "http_sdk_c32", "http_aiohttp_c32"],
     "scripted": ["scripted_c1", "scripted_c32", SCRIPTED_SESSION_GROWTH],
     "mcp": ["mcp_direct_c1", "mcp_direct_c16", "mcp_hub_c1", "mcp_hub_c16"],

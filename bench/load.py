@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 import uuid
@@ -124,7 +125,10 @@ async def _ask_reply(
             if response.status != 200:
                 return latency, f"HTTP {response.status}: {raw[:200]!r}", {}
             reply = json.loads(raw)
-            if not reply.get("success") and reply.get("object") != "chat.completion":
+            answered = reply.get("object") == "chat.completion" or (
+                reply.get("object") == "response" and reply.get("status") == "completed"
+            )
+            if not reply.get("success") and not answered:
                 return latency, f"unsuccessful: {str(reply)[:200]}", reply
             return latency, None, reply
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
@@ -183,14 +187,16 @@ async def _mcp(cfg: dict[str, Any]) -> None:
     body = (cfg.get("bodies") or [cfg["body"]])[0]
     tool, arguments = body["tool"], body["arguments"]
     window = _Window()
-    stop_at = time.monotonic() + cfg["warmup"] + cfg["repeat"] * cfg["duration"] + 0.5
+    # The run's length counts from the moment every client is connected (set below): on a busy
+    # machine connecting may take seconds, which must not eat the measured windows.
+    stop_at = math.inf
     connected = asyncio.Barrier(cfg["concurrency"] + 1)
 
     async def worker() -> None:
         async with Client(url, mode="2026-07-28") as client:
             await client.list_tools()  # what a client does first (the tool's schema for its checks)
             await connected.wait()
-            while time.monotonic() < stop_at:  # bounded by the run's length
+            while time.monotonic() < stop_at:  # bounded by the run's length (and REQUEST_TIMEOUT below)
                 latency, error = await _mcp_call(client, tool, arguments)
                 window.record(latency, error)
 
@@ -198,6 +204,7 @@ async def _mcp(cfg: dict[str, Any]) -> None:
     try:
         async with asyncio.timeout(REQUEST_TIMEOUT):
             await connected.wait()
+        stop_at = time.monotonic() + cfg["warmup"] + cfg["repeat"] * cfg["duration"] + 0.5
         emit("ready")
         await asyncio.sleep(cfg["warmup"])
         for rep in range(cfg["repeat"]):

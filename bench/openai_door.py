@@ -1,11 +1,12 @@
-"""CPU per one-tool query of the OpenAI-compatible door against ``POST /query``, in process.
+"""CPU per one-tool query of the OpenAI-compatible doors against ``POST /query``, in process.
 
 The real app (lifespan, Redis, the lean paths) driven by ASGI calls (no HTTP client), with an LLM that
 decides at once (:func:`bench.instant_llm.decide`) and an agent that answers at once (a function
 behind the dispatcher): the figures are the master's own CPU per query, which a busy machine
 skews far less than the served cases (``--cases openai``). The doors are measured alternately,
 ``--rounds`` times, ``--queries`` queries each at concurrency ``--concurrency``; the medians and
-their ratio are printed (target: the OpenAI door ≤ 1.2× ``POST /query``).
+their ratios are printed (targets: the chat door ≤ 1.2× ``POST /query``; the Responses door,
+``POST /v1/responses`` not stored, ≤ 1.2× the chat door).
 
     .venv/bin/python -m bench.openai_door --redis-url redis://127.0.0.1:6379/14
 """
@@ -39,6 +40,7 @@ BODIES: dict[str, tuple[str, dict[str, Any]]] = {
         "/v1/chat/completions",
         {"model": f"openagent/{AGENT}", "messages": [{"role": "user", "content": "hello"}]},
     ),
+    "responses": ("/v1/responses", {"model": f"openagent/{AGENT}", "input": "hello", "store": False}),
 }
 
 
@@ -128,9 +130,11 @@ async def main(args: argparse.Namespace) -> None:
     medians = {door: statistics.median(values) for door, values in figures.items()}
     for door, values in figures.items():
         shown = ", ".join(f"{value:.3f}" for value in values)
-        print(f"{door:7} CPU ms/query: median {medians[door]:.3f} ({shown})")
+        print(f"{door:9} CPU ms/query: median {medians[door]:.3f} ({shown})")
     ratio = medians["openai"] / medians["query"]
     print(f"openai / query: {ratio:.2f} (target <= 1.2: {'PASS' if ratio <= 1.2 else 'FAIL'})")
+    ratio = medians["responses"] / medians["openai"]
+    print(f"responses / openai: {ratio:.2f} (target <= 1.2: {'PASS' if ratio <= 1.2 else 'FAIL'})")
 
 
 if __name__ == "__main__":

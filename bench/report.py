@@ -260,26 +260,26 @@ def other_tables(cases: dict[str, Any]) -> list[str]:
         sessions = cases.get(name)
         if not sessions:
             continue
-            rows = [
-                [
-                    f"{int(size):,}",
-                    _three(entry["summary"]["p50_ms"], 2),
-                    _three(entry["summary"]["p99_ms"], 2),
-                    _num(entry["summary"]["server_cpu_ms_per_op"]["median"], 3),
-                    _three(entry["summary"]["first_query_p50_ms"], 2),
-                    str(entry["summary"]["errors"] + entry["summary"]["first_query_errors"]),
-                ]
-                for size, entry in sessions["by_turns"].items()
+        rows = [
+            [
+                f"{int(size):,}",
+                _three(entry["summary"]["p50_ms"], 2),
+                _three(entry["summary"]["p99_ms"], 2),
+                _num(entry["summary"]["server_cpu_ms_per_op"]["median"], 3),
+                _three(entry["summary"]["first_query_p50_ms"], 2),
+                str(entry["summary"]["errors"] + entry["summary"]["first_query_errors"]),
             ]
-            headers = [
-                "earlier turns" if name == "session_growth" else "earlier turns, via the real client",
-                "p50 ms min/med/max",
-                "p99 ms min/med/max",
-                "server CPU ms/op",
-                "first query p50 ms (compaction)",
-                "errors",
-            ]
-            out.append(_table(headers, rows, {0, 1, 2, 3, 4, 5}))
+            for size, entry in sessions["by_turns"].items()
+        ]
+        headers = [
+            "earlier turns" if name == "session_growth" else "earlier turns, via the real client",
+            "p50 ms min/med/max",
+            "p99 ms min/med/max",
+            "server CPU ms/op",
+            "first query p50 ms (compaction)",
+            "errors",
+        ]
+        out.append(_table(headers, rows, {0, 1, 2, 3, 4, 5}))
     return out
 
 

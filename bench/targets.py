@@ -146,6 +146,18 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
                 at_most=True,
             )
         )
+        verdicts.append(
+            _ratio(
+                cases,
+                f"Responses API, {concurrency}: CPU per query",
+                f"responses_{concurrency}",
+                f"openai_{concurrency}",
+                "server_cpu_ms_per_op",
+                "ms",
+                1.2,
+                at_most=True,
+            )
+        )
     verdicts.append(
         _ratio(
             cases,

@@ -23,6 +23,7 @@ from master.openapi import allow_every_method_on_405, document_shared_responses
 from master.routes import (
     a2a,
     agents,
+    agui,
     approvals,
     attachments,
     builder,
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     app.include_router(agents.router, dependencies=needs(Permission.READ))
     app.include_router(query.router)
     app.include_router(openai.router, dependencies=needs(Permission.QUERY))
+    app.include_router(agui.router, dependencies=needs(Permission.QUERY))
     app.include_router(attachments.router)
     app.include_router(attachments.blobs)
     app.include_router(collaboration.router, dependencies=needs(Permission.ADMIN))
@@ -96,7 +98,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
     if ui_dist is not None:
         ui.mount_ui(app, ui_dist)
     document_shared_responses(app)
-    install_error_handlers(app)
+    install_error_handlers(app, refusal=openai.refusal)
     allow_every_method_on_405(app)
     # Inside the access check: a body nested too deeply is read (and refused 400, in each door's
     # shape) only for a caller who may use the route; the lean routes decline such a body to it.
@@ -118,6 +120,7 @@ def create_app(settings: Settings | None = None, *, llm: ChatModel | None = None
         routes={
             ("POST", "/query"): (query.lean_post_query, Permission.QUERY),
             ("POST", "/v1/chat/completions"): (openai.lean_chat_completions, Permission.QUERY),
+            ("POST", "/v1/responses"): (openai.lean_responses, Permission.QUERY),
             ("POST", "/tool_callback"): (lean_callbacks.lean_tool_callback, Permission.CALL_TOKEN),
         },
         api_key=settings.api_key,

@@ -199,17 +199,6 @@ def set_principal(scope: ASGIScope, principal: Principal) -> None:
     scope.setdefault("state", {})["principal"] = principal
 
 
-def authorized(scope: ASGIScope, api_key: str | None) -> bool:
-    """Whether the request or WebSocket of ``scope`` carries ``api_key`` (always True when none is set).
-
-    Accepted: ``Authorization: Bearer <key>`` (the first ``Authorization`` header), and on a
-    WebSocket only, when that header carries no bearer key, ``?token=<key>``.
-    """
-    if api_key is None:
-        return True
-    return key_matches(api_key, presented_key(scope))
-
-
 def presented_key(scope: ASGIScope) -> str | None:
     """The key a client presented: the bearer credentials, or a WebSocket's ``?token=``."""
     for name, value in scope["headers"]:

@@ -23,8 +23,10 @@ from master.cluster.router import ClusterRouter
 from master.collaboration import CollaborationManager
 from master.conversation.store import SessionStore
 from master.doors.a2a import A2ADoor
+from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
+from master.doors.openai.responses import ResponsesDoor
 from master.drain import Drain
 from master.gateway.hub import Hub
 from master.observability.metrics import Metrics
@@ -67,6 +69,10 @@ class Services:
     drain: Drain | None = None
     openai: OpenAIDoor | None = None
     """The OpenAI-compatible API (built by the lifespan)."""
+    agui: AgUiDoor | None = None
+    """The AG-UI door for agent front ends (``/ag-ui``; built by the lifespan)."""
+    responses: ResponsesDoor | None = None
+    """The OpenAI Responses API (``/v1/responses``; built by the lifespan)."""
     approvals: ApprovalDesk | None = None
     """Decides approvals and sweeps the expired ones (built by the lifespan)."""
     access: Authenticator | None = None

@@ -11,7 +11,7 @@ get the code of their status (:func:`code_for_status`); validation errors get
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, HTTPException
@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Scope
 
 from protocol.errors import ErrorCode
 
@@ -166,7 +167,29 @@ def _json_media(content_type: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Give every HTTP refusal of ``app`` the body ``{"detail": ..., "error_code": ...}``."""
-    app.add_exception_handler(StarletteHTTPException, _http_exception)
+Refusal = Callable[[Scope, ErrorCode, str], Response | None]
+"""A door's own shape of a refusal of its paths (``None``: not its path, the usual body)."""
+
+
+def install_error_handlers(app: FastAPI, refusal: Refusal | None = None) -> None:
+    """Give every HTTP refusal of ``app`` the body ``{"detail": ..., "error_code": ...}``, or
+    ``refusal``'s of the paths it shapes (the OpenAI-compatible API's ``/v1``: a 404 of an unknown
+    route in OpenAI's shape)."""
+
+    async def http_exception(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if refusal is not None and exc.status_code not in {204, 304}:
+            code = exc.code if isinstance(exc, ApiError) else code_for_status(exc.status_code)
+            message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+            if exc.status_code == 404 and message == "Not Found":
+                message = f"unknown route {request.method} {request.url.path}"
+            shaped = refusal(request.scope, code, message)
+            if shaped is not None:
+                shaped.status_code = exc.status_code
+                for name, value in (exc.headers or {}).items():
+                    shaped.headers[name] = value
+                return shaped
+        return await _http_exception(request, exc)
+
+    app.add_exception_handler(StarletteHTTPException, http_exception)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -52,8 +52,10 @@ from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor
+from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
+from master.doors.openai.responses import ResponsesDoor, ResponseStore
 from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
@@ -189,6 +191,13 @@ def _live_metrics(
 
 async def _settle(task: asyncio.Task[Any]) -> None:
     """Wait for ``task`` to end, whatever it ends with."""
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _cancel_any(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` unless it ended, and wait for it, whatever it ends with."""
+    if not task.done():
+        task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
 
@@ -340,6 +349,9 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     tool_catalog = ToolCatalog(agents, ToolLimits.from_settings(settings))
     agent_builder = AgentBuilder.build(settings, agents, chat_model, reason, tool_catalog, keys)
     stack.push_async_callback(agent_builder.aclose)
+    # The YAML agents this master ran before a restart: they connect once it listens.
+    resumed = asyncio.create_task(agent_builder.workspaces.resume(), name="yaml-agents-resume")
+    stack.push_async_callback(_cancel_any, resumed)
     # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
     sandbox_http = AsyncClient(timeout=settings.openagent_k8s_api_timeout)
     stack.push_async_callback(sandbox_http.aclose)
@@ -404,7 +416,12 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     stack.push_async_callback(a2a_redis.aclose)
     count_redis_errors(a2a_redis, metrics.redis_errors)
     a2a = A2ADoor(
-        entry, agents, a2a_redis, ttl_seconds=settings.redis_session_ttl_seconds, approvals=approvals
+        entry,
+        agents,
+        a2a_redis,
+        ttl_seconds=settings.redis_session_ttl_seconds,
+        approvals=approvals,
+        public_cards=settings.openagent_a2a_public_cards,
     )
     warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
     stack.push_async_callback(_settle, warm_up)
@@ -415,6 +432,22 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     # Closed before the A2A door: a resumed run's end is no longer waited for, then the door goes.
     stack.push_async_callback(approvals.aclose)
     approvals.start(settings.openagent_approval_sweep_seconds)
+    responses = ResponsesDoor(
+        entry,
+        settings,
+        ResponseStore(
+            redis,
+            ttl_seconds=settings.redis_session_ttl_seconds,
+            timeout_seconds=settings.redis_query_timeout_seconds,
+        ),
+        approvals=approvals,
+        master_id=master_id,
+    )
+    if router is not None:
+        responses.join_cluster(router.post, router.handlers)
+    # Closed before the entry: a background response's end is no longer waited for (its run's
+    # record says how it ended: GET /v1/responses/{id} reads it).
+    stack.push_async_callback(responses.aclose)
     # Entered after the query entry, so closed before it: running sessions end with
     # "shutdown" while the queries that started them are still there to hear it.
     stack.push_async_callback(collab.aclose)
@@ -458,6 +491,8 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         cluster_router=router,
         drain=drain,
         openai=OpenAIDoor(entry, agents, settings),
+        agui=AgUiDoor(entry, approvals),
+        responses=responses,
         approvals=approvals,
         access=_access(stack, settings, keys),
         keys=keys,

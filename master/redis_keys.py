@@ -300,3 +300,24 @@ API_KEYS = "api_keys"
 ``agent_ids``, created); never the key itself (:mod:`master.access.keys`). No TTL."""
 API_KEYS_LAST_USED = "api_keys:last_used"
 """HASH: key id → when a master last saw it used (seconds since the epoch, written in batches)."""
+
+
+YAML_AGENTS_PREFIX = "yaml_agents:"
+"""Agents a master's YAML runner started (:mod:`master.builder.yaml_records`), started again
+when that master restarts; no TTL: an entry goes when the agent is stopped."""
+
+
+def yaml_agents_key(master_name: str) -> str:
+    """``yaml_agents:{master_name}`` → HASH agent id → JSON ``{"spec", "tenant", "port"}``
+    (``master_name``: ``OPENAGENT_MASTER_ID``, ``local`` when unset)."""
+    return f"{YAML_AGENTS_PREFIX}{master_name}"
+
+
+OPENAI_RESPONSE_PREFIX = "openai_response:"
+"""``openai_response:{response_id}`` → JSON of a stored Responses API answer (``POST /v1/responses``
+with ``store``): the response object as ``GET /v1/responses/{response_id}`` gives it, with its
+tenant, run, session and the master that holds a background one (TTL ``REDIS_SESSION_TTL_SECONDS``)."""
+
+
+def openai_response_key(response_id: str) -> str:
+    return f"{OPENAI_RESPONSE_PREFIX}{response_id}"

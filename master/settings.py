@@ -193,6 +193,10 @@ class Settings(BaseSettings):
     (for chat UIs that show only that) instead of as ``delta.reasoning_content``."""
     openagent_yaml_runner: bool = True
     """In-master YAML agent runner (``POST /internal/yaml-agents/start``); 0 gives 403."""
+    openagent_yaml_agents_restart: bool = True
+    """Keep the YAML agents this master started in Redis and start them again when it restarts
+    (under ``OPENAGENT_MASTER_ID``; a master of a cluster without one keeps none); 0: a restart
+    leaves them stopped."""
     openagent_workspace_restore: bool = True
     """``POST /internal/workspace/restore``; 0 gives 403."""
     openagent_agent_generator: bool = True

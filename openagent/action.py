@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -98,10 +99,14 @@ class OrchestratorWebSocketActionAgent:
         tools: The tools, as :class:`~protocol.ToolSchema` or dicts of the same shape.
         metadata: Free-form description sent with ``register``.
         config: Connection settings; :meth:`ClientConfig.from_env` when omitted.
+        instance: This copy's replica name. Copies of one agent id with different instances
+            (on one master or several) all serve its calls, balanced by the master; a copy
+            that connects with a live instance replaces it. Default: the environment's
+            ``OPENAGENT_AGENT_INSTANCE``, else none (a new copy replaces the old one).
 
     Raises:
-        ConfigurationError: Invalid ``agent_id``, an invalid or duplicate tool, or
-            ``handle_tool`` not implemented.
+        ConfigurationError: Invalid ``agent_id`` or ``instance``, an invalid or duplicate
+            tool, or ``handle_tool`` not implemented.
     """
 
     collaboration_handler: CollaborationHandler | None = None
@@ -114,6 +119,7 @@ class OrchestratorWebSocketActionAgent:
         *,
         metadata: Mapping[str, Any] | None = None,
         config: ClientConfig | None = None,
+        instance: str | None = None,
     ) -> None:
         if type(self).handle_tool is OrchestratorWebSocketActionAgent.handle_tool:
             raise ConfigurationError(
@@ -121,13 +127,19 @@ class OrchestratorWebSocketActionAgent:
                 " or use OrchestratorActionAgent(agent_id, tools, tool_handler)"
             )
         schemas = validate_tools(agent_id, tools)
+        if instance is None:
+            instance = os.environ.get("OPENAGENT_AGENT_INSTANCE") or None
         try:
             self._register = Register(
-                agent_id=agent_id, role="action", tools=schemas, metadata=dict(metadata or {})
+                agent_id=agent_id,
+                role="action",
+                tools=schemas,
+                metadata=dict(metadata or {}),
+                instance=instance,
             )
         except ValidationError:
             raise ConfigurationError(
-                f"invalid agent_id {agent_id!r}: must match {AGENT_ID_PATTERN}"
+                f"invalid agent_id {agent_id!r} or instance {instance!r}: each must match {AGENT_ID_PATTERN}"
             ) from None
         self.config = config if config is not None else ClientConfig.from_env()
         self._tool_names = frozenset(tool.name for tool in schemas)
@@ -312,6 +324,7 @@ class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
             ``metadata["supports_collaboration"]``. See :mod:`openagent.collaboration`.
         metadata: Free-form description sent with ``register``.
         config: Connection settings; :meth:`ClientConfig.from_env` when omitted.
+        instance: This copy's replica name (see :class:`OrchestratorWebSocketActionAgent`).
 
     How the handler gets its progress callback, decided once from its signature:
 
@@ -336,6 +349,7 @@ class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
         collaboration_handler: CollaborationHandler | None = None,
         metadata: Mapping[str, Any] | None = None,
         config: ClientConfig | None = None,
+        instance: str | None = None,
     ) -> None:
         metadata = dict(metadata or {})
         if collaboration_handler is not None:
@@ -344,7 +358,7 @@ class OrchestratorActionAgent(OrchestratorWebSocketActionAgent):
                     f"collaboration_handler of agent {agent_id!r} is not callable: {collaboration_handler!r}"
                 )
             metadata["supports_collaboration"] = True
-        super().__init__(agent_id, tools, metadata=metadata, config=config)
+        super().__init__(agent_id, tools, metadata=metadata, config=config, instance=instance)
         self.tool_handler = tool_handler
         self.collaboration_handler = collaboration_handler
         self._tool_function = ToolFunction(agent_id, tool_handler)

@@ -5,6 +5,7 @@
     openagent master                       # run the master (needs pip install 'openagent[master]')
     openagent ask "What is 12 times 7?"    # print the answer, the agents used and the session id
     openagent ask --session ID "And 8?"    # continue that session
+    openagent ask --attach report.pdf "Summarize it"   # attach files (repeatable)
     openagent agents                       # list the connected and registered agents
     openagent keys create ci --role client # make an API key (prints its secret once)
     openagent keys list                    # the stored keys (never a secret)
@@ -31,10 +32,12 @@ line is wrong (usage on stderr).
 from __future__ import annotations
 
 import argparse
+import base64
 import dataclasses
 import importlib.util
 import json
 import logging
+import mimetypes
 import os
 import runpy
 import sys
@@ -88,6 +91,8 @@ def _ask(args: argparse.Namespace) -> int:
         body["session_id"] = args.session
     if args.agent:
         body["allowed_agent_ids"] = args.agent
+    if args.attach:
+        body["attachments"] = [_attachment(path) for path in args.attach]
     result = request("POST", "/query", body=body, timeout=answer_timeout(), refusal=_refusal)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -109,6 +114,21 @@ def _ask(args: argparse.Namespace) -> int:
     session = result.get("session_id")
     print(f'session: {session}   (continue it: openagent ask --session {session} "...")')
     return 0 if result.get("success") else 1
+
+
+def _attachment(path: Path) -> dict[str, str]:
+    """A file as a ``/query`` attachment (``protocol.Attachment``): its name, its type guessed
+    from the name, its bytes in base64; the master checks sizes and counts."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot attach {str(path)!r}: {exc.strerror or exc}") from None
+    mime_type, _ = mimetypes.guess_type(path.name)
+    return {
+        "filename": path.name,
+        "mime_type": mime_type or "application/octet-stream",
+        "content_base64": base64.b64encode(data).decode("ascii"),
+    }
 
 
 def _agents(args: argparse.Namespace) -> int:
@@ -358,6 +378,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     ask.add_argument(
         "--agent", action="append", metavar="AGENT_ID", help="only use this agent's tools (repeatable)"
+    )
+    ask.add_argument(
+        "--attach",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="attach this file (repeatable); the RAG agents answer from it, and later questions "
+        "of the same session can use it too",
     )
     ask.add_argument("--json", action="store_true", help="print the whole JSON response")
     ask.set_defaults(handler=_ask)

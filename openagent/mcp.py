@@ -31,7 +31,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openagent._backoff import backoff_delays
@@ -326,7 +326,9 @@ class McpBridge:
         async with mcp_client as client:
             listener = None
             if client.session.discover_result is not None:  # 2026-07-28: subscribe to changes
-                listener = asyncio.create_task(_listen(client, changed), name=f"mcp-listen-{self.agent_id}")
+                listener = asyncio.create_task(
+                    _listen(client, changed, agent_id=self.agent_id), name=f"mcp-listen-{self.agent_id}"
+                )
             try:
                 while not await self._serve_tools(client, ended, changed):
                     changed.clear()
@@ -391,20 +393,68 @@ async def _calls_done(agent: OrchestratorActionAgent, wait_seconds: float) -> No
             await agent.calls_done()
 
 
-async def _listen(client: Client, changed: asyncio.Event) -> None:
-    """Set ``changed`` at each tool-list change a 2026-07-28 server announces."""
-    from mcp.client.subscriptions import ListenNotSupportedError
+_LISTEN_RETRY_FIRST = 5.0
+"""Seconds before listening for tool changes again after a first failure; doubled at each
+failure (with jitter, :func:`openagent._backoff.backoff_delays`)."""
+_LISTEN_RETRY_MAX = 300.0
+"""The longest wait between two attempts to listen for tool changes."""
+_METHOD_NOT_FOUND = -32601
 
+
+async def _listen(
+    client: Client,
+    changed: asyncio.Event,
+    *,
+    agent_id: str = "",
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Set ``changed`` at each tool-list change a 2026-07-28 server announces.
+
+    A server without list-change subscriptions (an older protocol, or one that answers
+    "method not found") is said once and not asked again; any other failure is retried with
+    a doubling wait (5 s up to 5 min), warned about once until a subscription works again.
+    """
+    from mcp.client.subscriptions import ListenNotSupportedError
+    from mcp.shared.exceptions import MCPError
+
+    delays = backoff_delays(_LISTEN_RETRY_FIRST, _LISTEN_RETRY_MAX)
+    warned = False
     while True:
         try:
             async with client.listen(tools_list_changed=True) as subscription:
+                delays, warned = backoff_delays(_LISTEN_RETRY_FIRST, _LISTEN_RETRY_MAX), False
                 async for _event in subscription:
                     changed.set()
         except ListenNotSupportedError:
             return
+        except MCPError as exc:
+            if exc.code == _METHOD_NOT_FOUND:
+                logger.warning(
+                    "agent %s: the MCP server has no list-change subscriptions (%s); its tools are "
+                    "read again only when it restarts",
+                    agent_id,
+                    exc,
+                )
+                return
+            warned = _listen_failed(agent_id, exc, warned)
         except Exception as exc:
-            logger.info("listening for tool changes failed (%s); again in 5 s", exc)
-        await asyncio.sleep(5.0)
+            warned = _listen_failed(agent_id, exc, warned)
+        await sleep(next(delays))
+
+
+def _listen_failed(agent_id: str, exc: Exception, warned: bool) -> bool:
+    """Log a failure to listen for tool changes: a warning the first time, then debug lines."""
+    if warned:
+        logger.debug("agent %s: listening for tool changes failed again (%s)", agent_id, exc)
+    else:
+        logger.warning(
+            "agent %s: listening for the MCP server's tool changes failed (%s); retrying with "
+            "back-off up to %g s, without repeating this warning",
+            agent_id,
+            exc,
+            _LISTEN_RETRY_MAX,
+        )
+    return True
 
 
 async def _list_tools(client: Client) -> list[Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from protocol.errors import ErrorCode
 
@@ -55,6 +55,8 @@ __all__ = [
     "Register",
     "Registered",
     "Role",
+    "RoleConfig",
+    "RoleName",
     "ToolCall",
     "ToolCancel",
     "ToolProgress",
@@ -69,7 +71,11 @@ AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 """Agent ids: 1-128 characters, letters, digits, ``.``, ``_``, ``:`` and ``-``."""
 
 Role: TypeAlias = Literal["query", "action"]
-PromptProfile: TypeAlias = Literal["default", "auto_multi", "reasoning"]
+PromptProfile: TypeAlias = Literal["default", "auto_multi", "reasoning", "roles"]
+RoleName: TypeAlias = Literal["planner", "executor", "reviewer", "critic"]
+"""The roles of auto mode's coordinator (:attr:`QueryRequest.roles`)."""
+DEFAULT_ROLES: tuple[RoleName, ...] = ("planner", "executor", "reviewer")
+"""The roles of the ``roles`` prompt profile when the query names none."""
 
 CLOSE_POLICY_VIOLATION = 1008
 """WebSocket close code: missing or wrong API key."""
@@ -148,6 +154,10 @@ class Register(_Model):
     """Free-form description (e.g. ``supports_collaboration``)."""
     invocation_url: str | None = None
     """Legacy: base URL of an HTTP invocation agent registering over WebSocket."""
+    instance: Annotated[str, Field(pattern=AGENT_ID_PATTERN)] | None = None
+    """Which replica of an action agent this connection is: connections of one ``agent_id``
+    with different instances all serve its calls (balanced, least in flight first); a new
+    connection with a live instance (leaving it out is an instance too) replaces that one."""
 
 
 class Registered(_Model):
@@ -198,6 +208,16 @@ class PlanExecution(_Model):
     """The steps as edited by the user; omit to run the plan as proposed."""
 
 
+class RoleConfig(_Model):
+    """How one role of the coordinator is played."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    model: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    """Model id for this role (from ``GET /query/orchestrator-models``); the query's
+    ``orchestrator_model`` when omitted."""
+
+
 class QueryRequest(_Model):
     """The body of ``POST /query`` and the fields of a WebSocket ``query``."""
 
@@ -228,6 +248,13 @@ class QueryRequest(_Model):
     """System prompt profile."""
     auto_mode: bool = False
     """Multi-step tool loop."""
+    roles: list[RoleName] | dict[RoleName, RoleConfig] | None = None
+    """Auto mode as a coordinator of roles: a ``planner`` splits the question into sub-tasks with
+    acceptance criteria, the ``executor`` runs each with the agents' tools, a ``reviewer`` judges
+    each result (``pass``, ``fail``, ``needs_retry``), an optional ``critic`` gives a second
+    opinion. A list of role names, or a map of role name to its settings (its own ``model``).
+    ``planner`` and ``executor`` are required; ``critic`` needs ``reviewer``. Needs ``auto_mode``
+    (the ``roles`` prompt profile implies planner, executor and reviewer)."""
     auto_require_plan_approval: bool = False
     """Return a plan for approval instead of running tools."""
     auto_plan_execute: PlanExecution | None = None
@@ -241,6 +268,34 @@ class QueryRequest(_Model):
     approval is refused with an error the model sees)."""
     stream: bool = False
     """``POST /query`` only: answer with Server-Sent Events."""
+
+    @model_validator(mode="after")
+    def _check_roles(self) -> QueryRequest:
+        """``roles`` as a map, checked; the ``roles`` profile's defaults."""
+        if self.roles is None and self.orchestrator_prompt_profile == "roles":
+            self.roles = list(DEFAULT_ROLES)
+            self.auto_mode = True
+        if self.roles is None:
+            return self
+        if isinstance(self.roles, list):
+            if len(set(self.roles)) != len(self.roles):
+                raise ValueError("roles: each role may be named once")
+            self.roles = {name: RoleConfig() for name in self.roles}
+        missing = [name for name in ("planner", "executor") if name not in self.roles]
+        if missing:
+            raise ValueError(f"roles: {' and '.join(missing)} missing (a coordinated run needs both)")
+        if "critic" in self.roles and "reviewer" not in self.roles:
+            raise ValueError("roles: a critic gives a second opinion on the reviewer's verdict: add reviewer")
+        if not self.auto_mode:
+            raise ValueError("roles: the coordinator of roles is part of auto mode: set auto_mode to true")
+        if self.auto_require_plan_approval or self.auto_plan_execute is not None:
+            raise ValueError("roles: not with auto_require_plan_approval or auto_plan_execute")
+        return self
+
+    def role_map(self) -> dict[RoleName, RoleConfig]:
+        """``roles`` as a map (empty without roles)."""
+        roles = self.roles or {}
+        return roles if isinstance(roles, dict) else {name: RoleConfig() for name in roles}
 
 
 class Usage(_Model):

@@ -7,6 +7,7 @@
 #   ensure_redis          Redis answers PING at $REDIS_URL; starts a local one if it can
 #   load_env_file FILE    exports every variable of FILE, letting the environment win
 #   master_urls           where the master listens and is reached (MASTER_PORT moves it)
+#   save_master_port FILE writes MASTER_PORT into FILE (.env) when the environment moved it
 #   llm_configured        true when OPENAI_API_KEY or OPENAI_BASE_URL is set
 #   log / warn / die      messages on stderr, prefixed with the script's name
 #
@@ -256,6 +257,22 @@ master_urls() {
   export MASTER_WS=${MASTER_WS:-$ws_url}
 }
 
+# save_master_port FILE: when MASTER_PORT (from the environment) is not the one FILE holds, write
+# it into FILE, so the openagent command, which reads FILE, finds the master started on it.
+save_master_port() {
+  local file=$1 saved
+  saved=$(sed -n -E 's/^[[:space:]]*(export[[:space:]]+)?MASTER_PORT=(.*)$/\2/p' "$file" | tail -n 1)
+  saved=${saved//[\"\' ]/}
+  [[ $saved == "$MASTER_PORT" ]] && return 0
+  if [[ -n $saved ]] || grep -qE '^[[:space:]]*(export[[:space:]]+)?MASTER_PORT=' "$file"; then
+    sed -i -E "s/^[[:space:]]*(export[[:space:]]+)?MASTER_PORT=.*/MASTER_PORT=$MASTER_PORT/" "$file"
+  else
+    [[ -s $file && -n $(tail -c 1 "$file") ]] && printf '\n' >>"$file"  # a last line without its newline
+    printf 'MASTER_PORT=%s\n' "$MASTER_PORT" >>"$file"
+  fi
+  log "wrote MASTER_PORT=$MASTER_PORT into $file: the openagent command reads the port from there"
+}
+
 # llm_configured: true when an LLM is configured (OPENAI_API_KEY or OPENAI_BASE_URL not empty),
 # as the master decides it (master/settings.py llm_configured).
 llm_configured() {
@@ -278,6 +295,45 @@ conformance_deps() {
     log "installing the MCP conformance suite: npm ci (tests/mcp_conformance)"
     (cd "$CONFORMANCE_DIR" && npm ci --no-audit --no-fund --loglevel=error </dev/null) ||
       die "npm ci failed in tests/mcp_conformance (output above)"
+  fi
+}
+
+# ---------------------------------------------------------------- A2A 0.3 client
+#   a2a_v03_client_deps   the a2a-sdk 0.3 client ($A2A_V03_SDK) in .venv/a2a-sdk-0.3, installed with
+#                         pip --target apart from the 1.x in .venv (they conflict), when missing or
+#                         pinned differently; tests/master/doors/test_a2a_compat.py runs it
+A2A_V03_SDK="a2a-sdk==0.3.26"
+A2A_V03_DIR="$VENV_DIR/a2a-sdk-0.3"
+
+a2a_v03_client_deps() {
+  local stamp="$A2A_V03_DIR/.openagent.stamp"
+  if [[ -f $stamp && "$(<"$stamp")" == "$A2A_V03_SDK" ]]; then
+    return 0
+  fi
+  log "installing the A2A 0.3 client: pip install --target .venv/a2a-sdk-0.3 $A2A_V03_SDK"
+  rm -rf "$A2A_V03_DIR"
+  "$VENV_PY" -m pip install --disable-pip-version-check --quiet --target "$A2A_V03_DIR" "$A2A_V03_SDK" </dev/null ||
+    die "pip install --target .venv/a2a-sdk-0.3 $A2A_V03_SDK failed (output above)"
+  printf '%s\n' "$A2A_V03_SDK" >"$stamp"
+}
+
+# ---------------------------------------------------------------- AG-UI client
+#   agui_client_deps      npm ci in tests/ag_ui_client (the pinned @ag-ui/client that
+#                         tests/master/doors/test_agui_client.py drives against /ag-ui) when
+#                         node_modules is missing or older than package-lock.json; a warning without
+#                         npm (the test then skips)
+AGUI_CLIENT_DIR="$ROOT/tests/ag_ui_client"
+
+agui_client_deps() {
+  if ! command -v npm >/dev/null 2>&1; then
+    warn "npm not found: the AG-UI client test will be skipped (apt-get install nodejs npm)"
+    return 0
+  fi
+  local lock="$AGUI_CLIENT_DIR/package-lock.json" stamp="$AGUI_CLIENT_DIR/node_modules/.package-lock.json"
+  if [[ ! -f $stamp || $lock -nt $stamp ]]; then
+    log "installing the AG-UI client: npm ci (tests/ag_ui_client)"
+    (cd "$AGUI_CLIENT_DIR" && npm ci --no-audit --no-fund --loglevel=error </dev/null) ||
+      die "npm ci failed in tests/ag_ui_client (output above)"
   fi
 }
 

@@ -12,7 +12,8 @@
 # (system_agents/rag_stack_ws.py: document extractor and indexer), prints curl examples, then
 # follows the logs (.run/*.log) until Ctrl-C, which stops everything it started.
 # MASTER_PORT (and MASTER_HOST) move the master; MASTER_BASE_URL and MASTER_WS follow them
-# unless set explicitly.
+# unless set explicitly. A MASTER_PORT from the environment is written into .env, where the
+# openagent command reads it.
 set -euo pipefail
 # shellcheck source=scripts/_common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
@@ -58,6 +59,7 @@ ensure_redis
 
 # Sets MASTER_HOST, MASTER_PORT, base_url and ws_url (local), exports MASTER_BASE_URL and MASTER_WS.
 master_urls
+save_master_port .env
 api_key=${OPENAGENT_API_KEY:-}
 demo_llm=""
 llm_configured || demo_llm=1
@@ -238,17 +240,14 @@ EOF
 else
   echo "  LLM               ${OPENAI_BASE_URL:-https://api.openai.com/v1} (OPENAI_API_KEY${OPENAI_BASE_URL:+ / OPENAI_BASE_URL} from the environment or .env)"
 fi
-# The openagent command reads MASTER_PORT from .env; say it when it came from elsewhere.
-cli_env=""
-[[ $MASTER_PORT != 8000 ]] && cli_env="MASTER_PORT=$MASTER_PORT "
 cat <<EOF
 
 Try it:
   curl -s$auth_header -H 'Content-Type: application/json' \\
        -d '{"query": "What is 12 times 7?"}' $base_url/query
   curl -s$auth_header $base_url/agents
-  ${cli_env}.venv/bin/openagent ask "What is the weather in Paris?"
-  ${cli_env}.venv/bin/openagent keys create alice --role client   # a key for someone else (not an admin)
+  .venv/bin/openagent ask "What is the weather in Paris?"
+  .venv/bin/openagent keys create alice --role client   # a key for someone else (not an admin)
   API docs: $base_url/docs   Keys and roles: docs/operations/security.md
 
 EOF

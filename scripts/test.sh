@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run the checks CI runs: ruff (lint and format), mypy (strict on protocol, openagent, master),
 # lint-imports (the layers of master/, [tool.importlinter] in pyproject.toml), the documentation
-# site (mkdocs build --strict) and pytest (with the MCP conformance suite, installed by npm ci in
-# tests/mcp_conformance).
+# site (mkdocs build --strict) and pytest (with the MCP conformance suite and the AG-UI client,
+# installed by npm ci in tests/mcp_conformance and tests/ag_ui_client, and the a2a-sdk 0.3 client,
+# installed by pip --target in .venv/a2a-sdk-0.3).
 #
 #   ./scripts/test.sh [PYTEST ARGS...]      e.g. ./scripts/test.sh -q tests/protocol
 #
@@ -83,8 +84,12 @@ run_step lint-imports "$VENV_DIR/bin/lint-imports"
 # The documentation site: --strict turns a broken link, anchor or docstring reference into a failure
 # (not with --quiet, which hides the warnings that --strict counts).
 run_step docs env NO_MKDOCS_2_WARNING=1 "$VENV_DIR/bin/mkdocs" build --strict --site-dir "$ROOT/.site"
-# The MCP conformance suite that tests/master/doors/test_mcp_conformance.py runs against /mcp.
+# The MCP conformance suite that tests/master/doors/test_mcp_conformance.py runs against /mcp,
+# and the AG-UI client that tests/master/doors/test_agui_client.py drives against /ag-ui.
 conformance_deps
+# The a2a-sdk 0.3 client that tests/master/doors/test_a2a_compat.py runs (apart from the 1.x in .venv).
+a2a_v03_client_deps
+agui_client_deps
 run_step pytest "$VENV_PY" -m pytest "$@"
 
 ui_tests=${OPENAGENT_UI_TESTS:-auto}

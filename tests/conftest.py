@@ -4,7 +4,8 @@ No test may reach a real LLM or a real Kubernetes cluster: before anything is im
 pointed at a dead loopback port and ``OPENAGENT_LLM_LOOPBACK_ONLY=1`` makes every
 master (in-process or subprocess) refuse any LLM endpoint off this machine.
 A developer's ``.env`` is not read: masters run in an empty working directory and
-the variables it could set are pinned here. ``KUBECONFIG`` points nowhere; sandbox tests
+the variables it could set are pinned here. Masters do not start again the YAML agents another
+test's master started (``OPENAGENT_YAML_AGENTS_RESTART=0``). ``KUBECONFIG`` points nowhere; sandbox tests
 hand their masters a kubeconfig of their own fake API server (tests/master/sandbox).
 """
 
@@ -22,10 +23,17 @@ os.environ.update(
         # No test reaches a real cluster: no kubeconfig, and no in-cluster service account.
         "KUBECONFIG": "/nonexistent/openagent-tests-kubeconfig",
         "OPENAGENT_K8S_SANDBOX": "0",
+        # Masters share the tests' Redis: one must not start the YAML agents another test's
+        # master left there (tests/master/builder/test_yaml_agents_restart.py turns it on).
+        "OPENAGENT_YAML_AGENTS_RESTART": "0",
     }
 )
 if os.geteuid() != 0:  # agent code then runs as the tester's user: accepted for the tests
     os.environ["OPENAGENT_ALLOW_UNISOLATED_AGENTS"] = "1"
+# Parallel workers (pytest-xdist) give agent code disjoint uid ranges: a master stopping an agent
+# kills every process of its uid, so two masters must never hand out the same one.
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OPENAGENT_AGENT_UID_BASE"] = str(200_000 + 10_000 * int(worker.removeprefix("gw") or 0))
 os.environ.pop("KUBERNETES_SERVICE_HOST", None)
 os.environ.pop("KUBERNETES_SERVICE_PORT", None)
 

@@ -32,8 +32,26 @@ from master.settings import Settings
 from protocol import ToolCall, ToolResult, ToolSchema
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-SECOND_REDIS_URL = os.environ.get("OPENAGENT_TEST_REDIS_URL_2", "redis://127.0.0.1:6379/12")
+
+
+def worker_redis_url(url: str) -> str:
+    """``url`` for this pytest-xdist worker: worker N (N > 0) uses the database 2N below the
+    configured one, so that parallel workers never share data (gw0 keeps the configured one)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    number = int(worker.removeprefix("gw") or 0)
+    if number == 0:
+        return url
+    base, _, db = url.rpartition("/")
+    if not db.isdigit() or int(db) - 2 * number < 0:
+        raise RuntimeError(
+            f"{url} leaves no database for pytest-xdist worker {worker}: name a database of at least "
+            f"{2 * number} in OPENAGENT_TEST_REDIS_URL and OPENAGENT_TEST_REDIS_URL_2, or run fewer workers"
+        )
+    return f"{base}/{int(db) - 2 * number}"
+
+
+TEST_REDIS_URL = worker_redis_url(os.environ.get("OPENAGENT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
+SECOND_REDIS_URL = worker_redis_url(os.environ.get("OPENAGENT_TEST_REDIS_URL_2", "redis://127.0.0.1:6379/12"))
 """A second master's database (workspace export/restore between masters); emptied by the tests that use it."""
 
 EVERY_TENANT = Scope.of(SYSTEM)
@@ -167,9 +185,14 @@ class RawPeer:
             return data
 
     async def register(
-        self, agent_id: str, role: str = "action", tools: list[dict[str, Any]] | None = None
+        self,
+        agent_id: str,
+        role: str = "action",
+        tools: list[dict[str, Any]] | None = None,
+        instance: str | None = None,
     ) -> None:
-        await self.send({"type": "register", "agent_id": agent_id, "role": role, "tools": tools or []})
+        frame = {"type": "register", "agent_id": agent_id, "role": role, "tools": tools or []}
+        await self.send(frame if instance is None else {**frame, "instance": instance})
         reply = await self.recv()
         assert reply == {"type": "registered", "agent_id": agent_id}, reply
 

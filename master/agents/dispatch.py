@@ -237,6 +237,9 @@ class Dispatcher:
                 f"tool {tool_name!r} on agent {target.agent_id!r} was not called: {self.refusal}"
             )
         timeout = self._call_timeout if wait_seconds is None else wait_seconds
+        if isinstance(target, LiveAgent):
+            target = target.pick()  # the replica with the fewest calls in flight
+            target.in_flight += 1
         call_id = secrets.token_hex(16)
         token = secrets.token_urlsafe(24) if isinstance(target, InvocationAgent) else None
         pending = PendingCall(call_id, target, tool_name, asyncio.get_running_loop().create_future(), token)
@@ -254,8 +257,8 @@ class Dispatcher:
                         target, call_id, tool_name, arguments, timeout, tracing.traceparent()
                     )
                 elif isinstance(target, LiveAgent):
-                    await self._send_frame(
-                        target, tool_call_frame(call_id, tool_name, arguments, tracing.traceparent())
+                    await self._send_to_replica(
+                        target, pending, tool_call_frame(call_id, tool_name, arguments, tracing.traceparent())
                     )
                 elif target.transport != "invocation":
                     remote = asyncio.create_task(
@@ -277,10 +280,12 @@ class Dispatcher:
             ) from None
         except asyncio.CancelledError:
             answered = pending.future.done() and not pending.future.cancelled()  # (awaiting it cancels it)
-            if isinstance(target, LiveAgent) and not answered:
-                self._tell_cancelled(target, call_id)  # the agent can stop the work nobody waits for
+            if isinstance(pending.target, LiveAgent) and not answered:
+                self._tell_cancelled(pending.target, call_id)  # the agent can stop the work nobody waits for
             raise
         finally:
+            if isinstance(pending.target, LiveAgent):
+                pending.target.in_flight -= 1
             if remote is not None and not remote.done():
                 remote.cancel()  # the connector cancels the remote work it started
             if pending.flush is not None:
@@ -329,6 +334,27 @@ class Dispatcher:
             await self._invocation.touch(agent)
             if not future.done():
                 self._deliver(pending, result)
+
+    async def _send_to_replica(self, agent: LiveAgent, pending: PendingCall, frame: str) -> None:
+        """Send the call's frame to ``agent``; when that connection is gone before the frame
+        left (the call is known not to have run), to the next live replica of its id;
+        ``pending.target`` is the replica that got it. A call is failed if its replica
+        disconnects after that: it may have run, so it is never sent twice."""
+        tried = [agent]
+        while True:
+            try:
+                await self._send_frame(agent, frame)
+                return
+            except AgentDisconnected:
+                others = [replica for replica in agent.group if replica not in tried]
+                if not others:
+                    raise
+                agent.in_flight -= 1
+                agent = min(others, key=lambda replica: replica.in_flight)
+                agent.in_flight += 1
+                tried.append(agent)
+                pending.target = agent
+                logger.info("call %s goes to another replica of %s", pending.call_id, agent.agent_id)
 
     async def _send_frame(self, agent: LiveAgent, frame: str) -> None:
         try:

@@ -1,8 +1,10 @@
 """The live-agent registry: which agents are connected over WebSocket right now.
 
-In memory only: a WebSocket agent exists while its connection does. When a second
-connection registers an ``agent_id`` that is live, the newest wins: the registry
-returns the previous connection so the hub can tell it and close it. Whether that second
+In memory only: a WebSocket agent exists while its connection does. Several connections may
+serve one ``agent_id`` as its *replicas*, told apart by the ``instance`` of their ``register``
+frame: calls are balanced over them (least in flight first, :meth:`LiveAgent.pick`). When a
+connection registers an ``agent_id`` and ``instance`` that are live, the newest wins: the
+registry returns the previous connection so the hub can tell it and close it. Whether a
 connection may take the id at all is decided before, once, by
 :class:`master.agents.identity.AgentIds`.
 """
@@ -113,6 +115,18 @@ class LiveAgent:
     shared with every tenant (:func:`offered_to`)."""
     key_id: str | None = None
     """The key it connected with: a newer connection of the same key is a second copy of it."""
+    instance: str | None = None
+    """Which replica of the agent this connection is (``None`` is an instance name too)."""
+    in_flight: int = 0
+    """Calls sent to this connection and not settled yet (the dispatcher counts them)."""
+    group: list[LiveAgent] = field(default_factory=list, repr=False)
+    """Every live replica of the agent id (shared with the registry; a connection that left keeps
+    it, so that a call aimed at it goes to a live replica)."""
+
+    def pick(self) -> LiveAgent:
+        """The replica of this agent that takes the next call: the one with the fewest calls in
+        flight (the first registered on a tie); this connection when it is no longer live."""
+        return min(self.group, key=_load) if self.group else self
 
     @classmethod
     def from_register(
@@ -134,6 +148,7 @@ class LiveAgent:
             close,
             tenant=tenant,
             key_id=key_id,
+            instance=message.instance,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -147,11 +162,30 @@ class LiveAgent:
             "metadata": self.metadata,
             "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
             **({"tenant": self.tenant} if self.tenant is not None else {}),
+            "replicas": [
+                {
+                    "instance": replica.instance,
+                    "connected_at": replica.connected_at,
+                    "in_flight": replica.in_flight,
+                }
+                for replica in self.group or [self]
+            ],
+        }
+
+    def same_offer(self, other: LiveAgent) -> bool:
+        """Whether ``other`` offers exactly the tools of this connection (replicas must)."""
+        return {name: tool.schema for name, tool in self.tools.items()} == {
+            name: tool.schema for name, tool in other.tools.items()
         }
 
 
+def _load(agent: LiveAgent) -> int:
+    return agent.in_flight
+
+
 class Registry:
-    """Live WebSocket agents by ``agent_id``."""
+    """Live WebSocket agents by ``agent_id``: each id's first replica (:meth:`get`), and all its
+    replicas (:meth:`replicas`)."""
 
     def __init__(self) -> None:
         self._agents: dict[str, LiveAgent] = {}
@@ -160,9 +194,19 @@ class Registry:
         """Told ``("added" | "removed", agent)`` (the cluster directory publishes them)."""
 
     def add(self, agent: LiveAgent) -> LiveAgent | None:
-        """Register ``agent``; return the connection it replaces, if any."""
-        previous = self._agents.get(agent.agent_id)
-        self._agents[agent.agent_id] = agent
+        """Register ``agent``, a new replica of its id unless a live connection has its
+        ``instance``; return that connection, which it replaces, if any."""
+        current = self._agents.get(agent.agent_id)
+        group = current.group if current is not None else []
+        previous = next((replica for replica in group if replica.instance == agent.instance), None)
+        if previous is not None:
+            group[group.index(previous)] = agent
+        else:
+            group.append(agent)
+        agent.group = group
+        self._agents[agent.agent_id] = group[0]
+        if current is not None and previous is None:
+            return None  # one more replica: the id's listing and owners do not change
         for waiter in self._waiters.pop(agent.agent_id, []):
             if not waiter.done():
                 waiter.set_result(agent)
@@ -187,16 +231,28 @@ class Registry:
                     del self._waiters[agent_id]
 
     def remove(self, agent: LiveAgent) -> bool:
-        """Forget ``agent`` if it is still the live connection for its id."""
-        if self._agents.get(agent.agent_id) is agent:
-            del self._agents[agent.agent_id]
-            for listener in self.listeners:
-                listener("removed", agent)
+        """Forget ``agent`` if it is still a live replica of its id (the listeners hear of it
+        when it was the last one)."""
+        group = agent.group
+        if agent not in group:
+            return False
+        group.remove(agent)  # it keeps the list: a call still aimed at it picks a live replica
+        if group:
+            self._agents[agent.agent_id] = group[0]
             return True
-        return False
+        del self._agents[agent.agent_id]
+        for listener in self.listeners:
+            listener("removed", agent)
+        return True
 
     def get(self, agent_id: str) -> LiveAgent | None:
+        """The first live replica of ``agent_id`` (calls go to :meth:`LiveAgent.pick`)."""
         return self._agents.get(agent_id)
+
+    def replicas(self, agent_id: str) -> list[LiveAgent]:
+        """Every live replica of ``agent_id``, oldest first."""
+        live = self._agents.get(agent_id)
+        return list(live.group) if live is not None else []
 
     def all(self) -> list[LiveAgent]:
         return list(self._agents.values())

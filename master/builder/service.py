@@ -12,8 +12,23 @@ from master.builder.discovery import AgentDiscovery
 from master.builder.files import AgentFiles
 from master.builder.generator import AgentGenerator
 from master.builder.workspaces import Workspaces
+from master.builder.yaml_records import YamlAgentRecords
 from master.llm.model import ChatModel
 from master.settings import Settings
+
+
+def _records(settings: Settings, agents: AgentDirectory) -> YamlAgentRecords | None:
+    """Where this master keeps the YAML agents it started, for its restart: under its
+    ``OPENAGENT_MASTER_ID``, or ``local`` for a master alone; nowhere for a master of a cluster
+    without a fixed id (it could not tell its own agents from another master's), nor with
+    ``OPENAGENT_YAML_AGENTS_RESTART=0``."""
+    if not settings.openagent_yaml_agents_restart:
+        return None
+    if settings.openagent_master_id:
+        return YamlAgentRecords(agents.invocation.redis, settings.openagent_master_id)
+    if settings.openagent_cluster:
+        return None
+    return YamlAgentRecords(agents.invocation.redis, "local")
 
 
 @dataclass
@@ -43,7 +58,12 @@ class AgentBuilder:
             discovery=AgentDiscovery(root),
             generator=AgentGenerator(llm) if llm is not None else None,
             workspaces=Workspaces(
-                settings, agents, root, catalog, AgentKeys(keys) if keys is not None else None
+                settings,
+                agents,
+                root,
+                catalog,
+                AgentKeys(keys) if keys is not None else None,
+                _records(settings, agents),
             ),
             unavailable_reason=unavailable_reason,
         )

@@ -22,19 +22,21 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from master.agents.catalog import ToolCatalog
+from master.agents.connectors import Discovered
 from master.agents.directory import AgentDirectory
 from master.agents.identity import Claim
 from master.agents.invocation import InvocationRegistration
 from master.agents.registry import LiveAgent
 from master.auth import Principal
 from master.builder.credentials import AgentKeys
+from master.builder.yaml_records import YamlAgentRecords
 from master.errors import InvalidToolSchema, RegistrationRefused
 from master.settings import Settings
 from openagent.config import ClientConfig
@@ -93,8 +95,11 @@ class Workspaces:
         root: Path,
         catalog: ToolCatalog | None = None,
         keys: AgentKeys | None = None,
+        records: YamlAgentRecords | None = None,
     ) -> None:
         self.settings = settings
+        self.records = records
+        """The started agents, kept for a restart; ``None``: not kept (tests of export and restore)."""
         self.keys = keys
         """Makes each started agent's key; ``None`` (tests of export and restore): no agent is started."""
         self.catalog = catalog
@@ -134,10 +139,41 @@ class Workspaces:
         if loopback_port is not None:
             self.runner.config = self._client_config(f"http://127.0.0.1:{loopback_port}")
         self._remember_layout(workspace)
-        return await self.runner.start(workspace, self.keys.issuer(tenant) if self.keys else _no_keys)
+        outcomes = await self.runner.start(workspace, self.keys.issuer(tenant) if self.keys else _no_keys)
+        if self.records is not None:
+            running = {o.agent_id for o in outcomes if o.status in ("started", "already_running")}
+            await self.records.save(
+                [spec for spec in workspace.agents if spec.agent_id in running], tenant, loopback_port
+            )
+        return outcomes
 
     async def stop(self, agent_ids: Iterable[str] | None) -> list[AgentOutcome]:
-        return await self.runner.stop(agent_ids)
+        wanted = None if agent_ids is None else list(agent_ids)
+        outcomes = await self.runner.stop(wanted)
+        if self.records is not None:
+            await self.records.forget(wanted)
+        return outcomes
+
+    async def resume(self) -> list[AgentOutcome]:
+        """Start again the agents this master ran before it restarted (as they were started: same
+        handler, tenant and loopback port), once this master answers on that port; per-agent
+        outcomes, failures logged."""
+        if self.records is None or not self.settings.openagent_yaml_runner:
+            return []
+        records = await self.records.load()
+        groups: dict[tuple[str, int | None], list[AgentSpec]] = {}
+        for record in records:
+            groups.setdefault((record.tenant, record.port), []).append(record.spec)
+        outcomes: list[AgentOutcome] = []
+        for (tenant, port), specs in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+            started = await self.start(Workspace(agents=specs), port, tenant)
+            for outcome in started:
+                if outcome.status == "failed":
+                    logger.warning("YAML agent %s not started again: %s", outcome.agent_id, outcome.reason)
+                else:
+                    logger.info("YAML agent %s started again after a restart", outcome.agent_id)
+            outcomes += started
+        return outcomes
 
     async def aclose(self) -> None:
         await self.runner.aclose()
@@ -262,6 +298,7 @@ class Workspaces:
                 self.settings.openagent_remote_discovery_timeout,
                 registrant=principal,
             )
+            found = _guarded(found, spec)
             if self.catalog is not None:
                 self.catalog.check(spec.agent_id, found.tools, invocation=True, metadata=found.metadata)
             claim = await self.agents.ids.claim(principal, spec.agent_id, "action", tenant=tenant)
@@ -371,4 +408,18 @@ def _tool(schema: ToolSchema) -> ToolSpec:
         description=schema.description,
         parameters=schema.parameters,
         endpoint=schema.endpoint,
+        requires_approval=schema.requires_approval or None,
     )
+
+
+def _guarded(found: Discovered, spec: AgentSpec) -> Discovered:
+    """The discovered tools, each one the workspace marks ``requires_approval`` still marked:
+    a remote server does not say which of its tools need a person's approval, the workspace does."""
+    marked = {tool.name for tool in spec.tools if tool.requires_approval}
+    if not marked:
+        return found
+    tools = [
+        tool.model_copy(update={"requires_approval": True}) if tool.name in marked else tool
+        for tool in found.tools
+    ]
+    return replace(found, tools=tools)

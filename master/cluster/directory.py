@@ -2,10 +2,13 @@
 
 Every master writes ``cluster:master:{id}`` with a TTL (``OPENAGENT_MASTER_LEASE_SECONDS``)
 and refreshes it every third of that. Its WebSocket agents are entries of the hash
-``cluster:agents`` (agent id → master id, tools, metadata), written when an agent registers
-and removed when it leaves (compare-and-delete: only the entry this master wrote). An entry
-counts only while its master's lease lives, so an entry a killed master left behind points
-nowhere once the lease expires; any master then deletes it.
+``cluster:agents`` (``{agent id}@{master id}`` → master id, tools, metadata), written when an
+agent registers and removed when its last replica here leaves (compare-and-delete: only the
+entry this master wrote). An agent whose replicas are connected to several masters has an
+entry per master: a master calls its own replica first, else one of the others' (each master
+picks its own, so that callers spread over them). An entry counts only while its master's
+lease lives, so an entry a killed master left behind points nowhere once the lease expires;
+any master then deletes it.
 
 Each master keeps an in-memory view of the other masters' agents, re-read when the table's
 version counter moved (checked every third of the lease): a query pays no Redis round trip
@@ -19,6 +22,7 @@ import contextlib
 import json
 import logging
 import time
+import zlib
 from collections.abc import Callable
 from typing import cast
 
@@ -63,6 +67,7 @@ class ClusterDirectory:
         self._lease = lease_seconds
         self._delete_if_same = redis.register_script(_DELETE_IF_SAME)
         self._written: dict[str, str] = {}
+        """This master's entries: field → value."""
         self._changes: asyncio.Queue[tuple[str, LiveAgent]] = asyncio.Queue()
         self._version: str | None = None
         self._entries: dict[str, str] = {}
@@ -94,10 +99,8 @@ class ClusterDirectory:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         with contextlib.suppress(RedisError):
-            for agent_id, raw in list(self._written.items()):
-                await self._delete_if_same(
-                    keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[agent_id, raw]
-                )
+            for entry, raw in list(self._written.items()):
+                await self._delete_if_same(keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[entry, raw])
             await self._redis.delete(master_lease_key(self.master_id))
 
     # ------------------------------------------------------------------ reads (no Redis)
@@ -111,10 +114,10 @@ class ClusterDirectory:
         return master_id in self._alive
 
     def owner(self, agent_id: str) -> str | None:
-        """The master the shared table says holds WebSocket agent ``agent_id`` (as of the last
+        """The other master this one calls for WebSocket agent ``agent_id`` (as of the last
         heartbeat), or ``None``."""
-        raw = self._entries.get(agent_id)
-        return None if raw is None else _owner(raw)
+        remote = self._remote.get(agent_id)
+        return None if remote is None else remote.master_id
 
     def remote_agents(self, allowed: set[str] | None = None) -> list[RemoteAgent]:
         """Agents of other live masters, limited to ``allowed`` ids when given (looked up by id)."""
@@ -145,15 +148,17 @@ class ClusterDirectory:
                         separators=(",", ":"),
                         default=str,
                     )
+                    entry = entry_field(agent.agent_id, self.master_id)
                     async with self._redis.pipeline(transaction=True) as pipe:
-                        pipe.hset(CLUSTER_AGENTS, agent.agent_id, raw)
+                        pipe.hset(CLUSTER_AGENTS, entry, raw)
                         pipe.incr(CLUSTER_AGENTS_VERSION)
                         await pipe.execute()
-                    self._written[agent.agent_id] = raw
+                    self._written[entry] = raw
                 elif self._registry.get(agent.agent_id) is None:  # removed, and not replaced since
-                    raw = self._written.pop(agent.agent_id, "")
+                    entry = entry_field(agent.agent_id, self.master_id)
+                    raw = self._written.pop(entry, "")
                     await self._delete_if_same(
-                        keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[agent.agent_id, raw]
+                        keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[entry, raw]
                     )
             except RedisError as exc:
                 logger.warning("could not record agent %s %s in Redis: %s", agent.agent_id, change, exc)
@@ -181,7 +186,7 @@ class ClusterDirectory:
         if version != self._version:
             self._entries = cast(dict[str, str], await self._redis.hgetall(CLUSTER_AGENTS))
             self._version = version
-        owners = {agent_id: _owner(raw) for agent_id, raw in self._entries.items()}
+        owners = {entry: _owner(raw) for entry, raw in self._entries.items()}
         others = sorted({m for m in owners.values() if m and m != self.master_id})
         alive = {self.master_id}
         if others:
@@ -192,19 +197,26 @@ class ClusterDirectory:
             alive |= {master_id for master_id, exists in zip(others, found, strict=True) if exists}
         self._alive = alive
         self._rebuild(owners)
-        for agent_id, owner in owners.items():
+        for entry, owner in owners.items():
             if owner not in alive:  # a routing entry that outlived its master
-                logger.info("dropping agent %s of master %s (lease expired)", agent_id, owner)
+                logger.info("dropping agent %s of master %s (lease expired)", entry, owner)
                 await self._delete_if_same(
-                    keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[agent_id, self._entries[agent_id]]
+                    keys=[CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION], args=[entry, self._entries[entry]]
                 )
 
     def _rebuild(self, owners: dict[str, str | None]) -> None:
-        remote: dict[str, RemoteAgent] = {}
-        for agent_id, raw in self._entries.items():
-            owner = owners[agent_id]
-            if not owner or owner == self.master_id:
+        """The other masters' agents: for an agent held by several, the one this master calls
+        (chosen by a hash of this master's id, so that callers spread over the holders)."""
+        holders: dict[str, list[tuple[str, str]]] = {}
+        for entry, raw in self._entries.items():
+            owner = owners[entry]
+            if not owner or owner == self.master_id or owner not in self._alive:
                 continue
+            holders.setdefault(entry.partition("@")[0], []).append((owner, raw))
+        remote: dict[str, RemoteAgent] = {}
+        for agent_id, held in holders.items():
+            held.sort()
+            owner, raw = held[zlib.crc32(self.master_id.encode()) % len(held)]
             known = self._remote.get(agent_id)
             if known is not None and known.row.get("_raw") == raw:
                 remote[agent_id] = known
@@ -227,6 +239,11 @@ class ClusterDirectory:
                 tenant=str(row["tenant"]) if row.get("tenant") else None,
             )
         self._remote = remote
+
+
+def entry_field(agent_id: str, master_id: str) -> str:
+    """The field of ``cluster:agents`` for ``agent_id``'s replicas on ``master_id``."""
+    return f"{agent_id}@{master_id}"
 
 
 def _owner(raw: str) -> str | None:

@@ -151,6 +151,8 @@ class LiveRun:
     accepted: bool = False
     """The query service accepted its request (:meth:`RunStore.accept`): until then nothing of
     the run is written, and a refusal ends it without a record."""
+    coordinator: dict[str, Any] | None = None
+    """The coordinator's state of a run with roles (:mod:`master.orchestration.roles`), shown in its record."""
     announce: bool = False
     """Its door names the run before its end (a stream): written ``running`` as soon as accepted."""
     task: asyncio.Task[Any] | None = None
@@ -385,6 +387,7 @@ class RunStore(TenantRecords):
         live.unknown[:0] = record.get("unknown") or []
         live.tenant = record.get("tenant")
         live.checkpoint_calls = len(live.completed)
+        live.coordinator = record.get("roles")
 
     # ------------------------------------------------------------------ the lease and the sweep
 
@@ -562,6 +565,7 @@ class RunStore(TenantRecords):
                 "completed": live.completed,
                 "in_flight": in_flight,
                 "unknown": unknown,
+                **({"roles": live.coordinator} if live.coordinator is not None else {}),
             }
         )
 

@@ -487,6 +487,12 @@ class SessionStore(TenantRecords):
             found = found.decode()
         return str(found) if found else DEFAULT_TENANT
 
+    async def taken(self, session_id: str) -> bool:
+        """Whether any session (of any tenant) has this id, or had it and its owner is still kept."""
+        async with self._step():
+            found = await self._redis.exists(session_key(session_id), session_owner_key(session_id))
+        return bool(found)
+
     async def visible(self, session_id: str, scope: Scope) -> bool:
         """Whether ``scope`` sees the session's records (its attachments, approvals,
         collaborations); no round trip for every tenant's scope."""

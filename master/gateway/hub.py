@@ -338,12 +338,44 @@ class Hub:
         except SessionStoreUnavailable as exc:
             await conn.send_error("session_store_unavailable", str(exc), msg.agent_id)
             return
+        mismatch = self._replica_mismatch(agent)
+        if mismatch is not None:  # (its claim stands: the live replicas hold the same id)
+            await conn.send_error("invalid_message", mismatch, msg.agent_id)
+            return
         previous = self._registry.add(agent)
         conn.agent, conn.claim = agent, claim
         if previous is not None:
             await self._replace(previous, conn.principal, msg.agent_id)
-        logger.info("registered %s agent %s (%d tools)", msg.role, msg.agent_id, len(agent.tools))
+        replicas = len(agent.group)
+        logger.info(
+            "registered %s agent %s (%d tools%s)",
+            msg.role,
+            msg.agent_id,
+            len(agent.tools),
+            f", replica {msg.instance!r}, {replicas} live" if replicas > 1 else "",
+        )
         await self._reply(conn, Registered(agent_id=msg.agent_id).model_dump_json())
+
+    def _replica_mismatch(self, agent: LiveAgent) -> str | None:
+        """Why ``agent`` cannot join the live replicas of its id (``None``: it can). Replicas share
+        one listing, so they offer the same tools and serve the same tenant; replacing the only
+        replica may change anything."""
+        others = [r for r in self._registry.replicas(agent.agent_id) if r.instance != agent.instance]
+        if not others:
+            return None
+        first = others[0]
+        if agent.role != first.role or agent.tenant != first.tenant:
+            return (
+                f"agent {agent.agent_id!r} is live with another role or tenant; "
+                "replicas of one agent id must have the same"
+            )
+        if not agent.same_offer(first):
+            return (
+                f"agent {agent.agent_id!r} replica {agent.instance!r} offers other tools than its live "
+                f"replica {first.instance!r}: replicas must offer the same tools "
+                "(to change them, stop the other replicas first)"
+            )
+        return None
 
     async def _replace(self, previous: LiveAgent, principal: Principal, agent_id: str) -> None:
         """Tell the older connection of ``agent_id`` why it goes, fail its calls, close it (4001)."""
@@ -434,6 +466,12 @@ class Hub:
         if self._collaboration is not None:
             await self._collaboration.agent_disconnected(agent)
         if self._registry.remove(agent):
-            logger.info("agent %s disconnected (%d calls in flight failed)", agent.agent_id, failed)
-            if conn.claim is not None:
+            left = len(agent.group)
+            logger.info(
+                "agent %s disconnected (%d calls in flight failed%s)",
+                agent.agent_id,
+                failed,
+                f"; {left} replicas remain" if left else "",
+            )
+            if conn.claim is not None and not left:
                 await self._ids.leave(conn.claim)

@@ -4,6 +4,8 @@
 - :mod:`~master.orchestration.prompts`: the system prompt of each prompt profile.
 - :mod:`~master.orchestration.orchestrator`: one round or auto mode, tool calls through the dispatcher.
 - :mod:`~master.orchestration.plans`: plans proposed by the model, approved and executed later.
+- :mod:`~master.orchestration.roles`: auto mode as a coordinator of roles (planner, executor,
+  reviewer, critic), a typed state machine.
 - :mod:`~master.orchestration.budgets`: per-query limits on tool calls, tokens and seconds.
 
 It talks to the model through :mod:`master.llm`, calls agents through :mod:`master.agents` and

@@ -19,6 +19,10 @@ PROMPTS: dict[PromptProfile, str] = {
     + " You may need several tools, possibly from different agents: call every tool the task needs, "
     "in parallel when they are independent, then combine their results into one answer that says "
     "what was done.",
+    "roles": _COMMON
+    + " You are the executor of one sub-task of a larger plan: do exactly that sub-task with the "
+    "tools it needs, check the result against its acceptance criteria, and answer with what was "
+    "done and the result.",
     "reasoning": _COMMON
     + " Think step by step before you answer: decide what information is missing, which tool "
     "provides it, and check the tool results for consistency. Then give a short answer followed by "

@@ -5,5 +5,7 @@
 - :mod:`~master.query.events`: what a door gets back (a refusal, progress events, the outcome).
 - :mod:`~master.query.service`: validates the request, loads the session, builds the context,
   runs the orchestrator and records the turns.
+- :mod:`~master.query.roles`: a query with ``roles``: the coordinator's host (models, executor,
+  persistence after every transition, a critic's disagreement as an approval).
 - :mod:`~master.query.admission`: the cap on queries in flight over the master, and draining.
 """

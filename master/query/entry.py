@@ -46,7 +46,7 @@ from protocol import AgentUsed, ErrorCode, QueryRequest, QueryResponse, ToolProg
 
 logger = logging.getLogger("master.query.entry")
 
-Door = Literal["http", "sse", "websocket", "mcp", "a2a", "openai"]
+Door = Literal["http", "sse", "websocket", "mcp", "a2a", "openai", "agui", "responses"]
 """Which front door a query came through (in the log line of a failure and the run's task name)."""
 
 Deliver = Callable[[QueryResponse], Awaitable[None]]
@@ -203,7 +203,7 @@ class QueryEntry:
         ``principal`` is who asks (its tenant's cap admits it; see the module docstring); one
         nothing resolved (:data:`~master.auth.ANONYMOUS`) is refused (``unauthorized``).
         """
-        _check_resolved(principal)
+        check_resolved(principal)
         self.admission.enter(principal.tenant)
         run_id = (extras.run_id if extras is not None else None) or f"run-{secrets.token_hex(16)}"
         run = QueryRun(query_id or f"{door}-{secrets.token_hex(16)}", streamed=stream, run_id=run_id)
@@ -354,7 +354,7 @@ class QueryEntry:
         that does not exist.
         """
         assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
-        _check_resolved(principal)
+        check_resolved(principal)
         targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
         if not targets:
             raise ToolRefused(
@@ -534,7 +534,7 @@ def _reason_of(response: QueryResponse) -> str | None:
     return None
 
 
-def _check_resolved(principal: Principal) -> None:
+def check_resolved(principal: Principal) -> None:
     """Refuse (``unauthorized``) a caller nothing resolved: no door runs anything for it."""
     if not principal.resolved:
         raise QueryRefused(
@@ -555,4 +555,5 @@ __all__ = [
     "QueryRun",
     "RunExtras",
     "ToolRefused",
+    "check_resolved",
 ]

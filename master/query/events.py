@@ -6,7 +6,8 @@ API, and later MCP, A2A, approvals) translates these into its own wire form:
 - :class:`QueryRefused` (an exception): the query was not admitted and nothing ran; ``code`` is
   ``too_many_queries`` or ``draining``.
 - :class:`Progress`: a step of the run as it happens (``step``, ``tool_call``, ``tool_progress``,
-  ``tool_result``, ``token``), for a door that streams.
+  ``tool_result``, ``token``; with ``roles`` also ``plan``, ``subtask_started``, ``verdict``),
+  for a door that streams.
 - :class:`Finished`: the run's one outcome, a :class:`protocol.QueryResponse`. Every outcome of an
   admitted query is one, failures included (``success: false`` with an ``error_code``: a request
   the service refused, such as ``unknown_session``, an LLM failure, or ``internal_error``).
@@ -30,7 +31,8 @@ class Progress:
     """A step of the run, as the orchestrator reports it."""
 
     event: str
-    """``step``, ``tool_call``, ``tool_progress``, ``tool_result`` or ``token``."""
+    """``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``, ``plan``,
+    ``subtask_started`` or ``verdict``."""
     data: dict[str, Any]
 
 

@@ -45,6 +45,10 @@ class RunExtras:
     new_session_id: str | None = None
     """The id of the session a query without ``session_id`` starts (a door that must name it
     before the run ends, in a streamed answer's headers); a new random one when ``None``."""
+    thread_id: str | None = None
+    """A conversation named by its client (an AG-UI thread), for a query without ``session_id``:
+    the session with this id when the asker sees one; a new session with this id when no session
+    has it; refused as ``unknown_session`` when another tenant's session has it."""
 
 
 NO_EXTRAS = RunExtras()

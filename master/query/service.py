@@ -59,6 +59,7 @@ from master.orchestration.plans import (
 from master.orchestration.prompts import system_prompt
 from master.query.extras import NO_EXTRAS, RunExtras
 from master.query.policy import ApprovalPolicy
+from master.query.roles import check_role_models, run_roles
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
 from protocol import AgentUsed, Approval, PendingToolCall, QueryRequest, QueryResponse, Usage
@@ -104,6 +105,10 @@ class _Run:
     """Whether the run started its session (its owner is then the asker's tenant)."""
     live: LiveRun | None = None
     """The run's record as it goes (:mod:`master.conversation.runs`)."""
+    coordinated: bool = False
+    """The coordinator of roles runs it (:mod:`master.query.roles`)."""
+    resume_from: dict[str, Any] | None = None
+    """What a coordinated run a budget stopped resumes from."""
 
 
 class QueryService:
@@ -199,6 +204,7 @@ class QueryService:
             model = self._catalog.resolve(request.orchestrator_model)
         except ValueError as exc:
             raise QueryRejected("invalid_model", str(exc)) from None
+        check_role_models(self._catalog, request)
         # The agents on offer, from the start (an allowed id among them is known: no other look).
         targets = self.tool_agents(request.allowed_agent_ids, scope)
         if request.allowed_agent_ids:
@@ -210,7 +216,10 @@ class QueryService:
         session_hint = request.session_id
         if results is not None and session_hint is None:
             session_hint = await self._session_of_calls(results)
-        session_id, turns = await self._load_session(session_hint, scope, extras.new_session_id)
+        new_id = extras.new_session_id
+        if extras.thread_id is not None and session_hint is None:
+            session_hint, new_id = await self._thread_session(extras.thread_id, scope)
+        session_id, turns = await self._load_session(session_hint, scope, new_id)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
         paused = await self._paused(session_id, results) if results is not None else None
@@ -302,7 +311,10 @@ class QueryService:
         try:
             if extras.history and session_hint is None:
                 run.turns = await self._store_history(session_id, extras.history, principal.tenant)
-            if paused is not None and extras.resume_run is not None:
+            held: list[Approval] | None = None
+            if paused is not None and (paused.get("kind") == "roles" or paused.get("roles") is not None):
+                outcome, held = await run_roles(self, run, extra_tools, paused)
+            elif paused is not None and extras.resume_run is not None:
                 outcome = (
                     await self._resume_held(run, extra_tools, paused, taken=True)
                     if paused.get("kind") == "approval"
@@ -312,6 +324,8 @@ class QueryService:
                 outcome = await self._resume_held(run, extra_tools, paused)
             elif paused is not None and results is not None:
                 outcome = await self._continue(run, extra_tools, paused, results)
+            elif request.roles is not None:
+                outcome, held = await run_roles(self, run, extra_tools)
             elif request.auto_require_plan_approval and request.auto_plan_execute is None:
                 outcome = await self._propose_plan(run)
             else:
@@ -320,12 +334,14 @@ class QueryService:
                 await self._pause(run, outcome)
             if live is not None:
                 live.stopped_by = outcome.stopped_by
-                if outcome.status == "stopped" and recorder.plan_id is None and run.messages is not None:
+                if run.coordinated:  # resumable from the coordinator's state, or not at all
+                    live.checkpoint, live.checkpoint_calls = run.resume_from, len(live.completed)
+                elif outcome.status == "stopped" and recorder.plan_id is None and run.messages is not None:
                     live.checkpoint = _halt_checkpoint(run, outcome, live)
                     live.checkpoint_calls = len(live.completed)
                 else:  # answered, or paused again (its session keeps it)
                     live.checkpoint = None
-            approvals = await self._hold(run, outcome) if outcome.held else None
+            approvals = await self._hold(run, outcome) if outcome.held else held
             if approvals and not outcome.answer:
                 outcome.answer = waiting_for(approvals)
             notice = rag.notice() if rag is not None else None
@@ -1103,6 +1119,23 @@ class QueryService:
             return []
         hooks.spawn = functools.partial(spawner.spawn, tenant=principal.tenant)
         return [spawn_tool(candidates)]
+
+    async def _thread_session(self, thread_id: str, scope: Scope) -> tuple[str | None, str | None]:
+        """``(session_id, new_session_id)`` of a client's thread (:attr:`RunExtras.thread_id`): its
+        session when ``scope`` sees it, else a new session of that id when the id is free; another
+        tenant's is unknown, as everywhere."""
+        try:
+            if await self._sessions.load(thread_id, scope) is not None:
+                return thread_id, None
+            taken = await self._sessions.taken(thread_id)
+        except SessionStoreUnavailable as exc:
+            raise QueryRejected("session_store_unavailable", str(exc)) from None
+        if taken:
+            raise QueryRejected(
+                "unknown_session",
+                f"unknown or expired session {thread_id!r}; start a new thread (a new threadId)",
+            )
+        return None, thread_id
 
     async def _load_session(
         self, session_id: str | None, scope: Scope, new_id: str | None = None

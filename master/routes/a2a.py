@@ -1,5 +1,6 @@
-"""The A2A routes: the hub at ``/a2a`` (card at ``/.well-known/agent-card.json``), each hub agent at
-``/a2a/agents/{agent_id}`` (card under it), answered by :class:`master.doors.a2a.A2ADoor`.
+"""The A2A routes: the hub at ``/a2a`` (card at ``/.well-known/agent-card.json`` and
+``/a2a/.well-known/agent-card.json``), each hub agent at ``/a2a/agents/{agent_id}`` (card under
+it), the JSON-RPC endpoints with or without a trailing slash, answered by :class:`master.doors.a2a.A2ADoor`.
 
 Declared here when the app is created, from the SDK's own route table
 (:func:`master.doors.a2a.route_specs`), and answered by the door the lifespan built. They are
@@ -53,8 +54,13 @@ def routes(*, public_cards: bool) -> tuple[list[Route], list[Route]]:
     ]
     for path, methods in route_specs():
         for method in sorted(methods - {"HEAD"}):
-            route = A2ARoute(
-                path, _door_endpoint(path, method), methods=[method], permission=Permission.QUERY
-            )
-            (hot if path in PREFIXES and method == "POST" else rest).append(route)
+            endpoint = _door_endpoint(path, method)
+            route = A2ARoute(path, endpoint, methods=[method], permission=Permission.QUERY)
+            if path in PREFIXES and method == "POST":
+                # Also with a trailing slash, answered alike (not a 307 that some clients do not follow).
+                slashed = A2ARoute(f"{path}/", endpoint, methods=[method], permission=Permission.QUERY)
+                hot.append(route)
+                rest.append(slashed)
+            else:
+                rest.append(route)
     return hot, rest

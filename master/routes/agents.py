@@ -39,6 +39,19 @@ class SandboxField(BaseModel):
     pool_status: str | None = None
 
 
+class Replica(BaseModel):
+    """One connection serving a WebSocket agent (:class:`AgentRow.replicas`)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    instance: str | None = None
+    """Its ``instance`` name (``null``: it registered without one)."""
+    connected_at: float
+    """When it registered (Unix time)."""
+    in_flight: int
+    """Calls sent to it and not answered yet."""
+
+
 class AgentRow(BaseModel):
     """One agent of ``GET /agents``; which fields it has depends on ``connection_type``."""
 
@@ -57,6 +70,9 @@ class AgentRow(BaseModel):
     """WebSocket agents: when the connection registered (Unix time)."""
     master_id: str | None = None
     """Several masters: the master holding the connection."""
+    replicas: list[Replica] | None = None
+    """WebSocket agents on this master: every connection serving the agent id (its replicas;
+    calls go to the one with the fewest in flight)."""
     last_check: float | None = None
     """Invocation agents: the last health check (Unix time)."""
     last_error: str | None = None

@@ -1,4 +1,5 @@
-"""The OpenAI-compatible API under ``/v1`` (:mod:`master.doors.openai` answers it).
+"""The OpenAI-compatible API under ``/v1`` (:mod:`master.doors.openai` answers it): chat
+completions and the Responses API (:mod:`master.doors.openai.responses`).
 
 Its errors have OpenAI's body (``{"error": {"message", "type", "param", "code"}}``, with the
 master's ``error_code`` beside it), a 401 or 403 included (:func:`refusal`, used by
@@ -7,9 +8,9 @@ master's ``error_code`` beside it), a 401 or 403 included (:func:`refusal`, used
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from starlette.types import Scope, Send
@@ -18,6 +19,7 @@ from master.asgi import LeanRequest, send_response
 from master.auth import principal_of
 from master.deps import Services, ServicesDep
 from master.doors.openai import SESSION_HEADER, error_response
+from master.doors.openai.responses import ResponsesDoor
 from protocol import ErrorCode
 
 router = APIRouter(prefix="/v1", tags=["openai"])
@@ -102,6 +104,51 @@ class ChatCompletion(BaseModel):
     openagent: OpenAgentExtras
 
 
+class ResponseUsage(BaseModel):
+    input_tokens: int
+    input_tokens_details: dict[str, int]
+    output_tokens: int
+    output_tokens_details: dict[str, int]
+    total_tokens: int
+
+
+class ResponseObject(BaseModel):
+    """``POST /v1/responses`` and ``GET /v1/responses/{response_id}``: a ``response`` object (or,
+    streamed, the Responses events ending with ``response.completed``)."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    id: str
+    object: Literal["response"] = "response"
+    created_at: int
+    status: Literal["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"]
+    """``in_progress`` (a background response running), ``completed`` (the output may end with
+    ``function_call`` items the client runs, or ``mcp_approval_request`` items a person decides),
+    ``incomplete`` (a budget stopped the run), ``failed`` (``error`` says why), ``cancelled``."""
+    background: bool = False
+    error: dict[str, Any] | None = None
+    incomplete_details: dict[str, Any] | None = None
+    model: str | None = None
+    output: list[dict[str, Any]]
+    """``message``, ``function_call`` and ``mcp_approval_request`` items."""
+    previous_response_id: str | None = None
+    usage: ResponseUsage | None = None
+    """LLM tokens summed over the orchestrator's rounds (once the run has ended)."""
+    openagent: OpenAgentExtras | None = None
+    """The hub's own fields (once the run has ended)."""
+
+
+class ResponseDeleted(BaseModel):
+    """``DELETE /v1/responses/{response_id}``."""
+
+    id: str
+    object: Literal["response.deleted"] = "response.deleted"
+    deleted: bool
+
+
+ResponseId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="A response's id")]
+
+
 def _error(description: str) -> dict[str, Any]:
     return {"model": OpenAIError, "description": description}
 
@@ -165,6 +212,101 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
     return await door.chat(
         await request.body(), request.headers.get(SESSION_HEADER), principal_of(request.scope)
     )
+
+
+_RESPONSE_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: _error("Missing or wrong API key"),
+    403: _error("OPENAGENT_OPENAI_API=0"),
+    404: _error("No such response (never stored, deleted, expired, or another tenant's)"),
+    503: _error("Redis unavailable"),
+}
+
+
+def _responses(services: Services) -> ResponsesDoor | None:
+    door = services.responses
+    if door is None or services.openai is None or not services.openai.enabled:
+        return None
+    return door
+
+
+@router.post(
+    "/responses",
+    response_model=ResponseObject,
+    responses={
+        200: {
+            "description": "A response object, or with stream: true Server-Sent Events of the "
+            "Responses API (response.created ... response.completed)",
+            "content": {"text/event-stream": {"schema": {}}},
+        },
+        400: _error("A request the API refuses, named in param"),
+        401: _error("Missing or wrong API key"),
+        403: _error("OPENAGENT_OPENAI_API=0, or a decision by a key that may not approve"),
+        404: _error("Unknown model, previous response, approval or session"),
+        409: _error("An approval decided already"),
+        429: _error("Too many queries in flight (Retry-After)"),
+        500: _error("A bug in the master; see its log"),
+        502: _error("The LLM provider failed"),
+        503: _error("No LLM configured, Redis unavailable, or the master is stopping (Retry-After)"),
+    },
+)
+async def create_response(request: Request, services: ServicesDep) -> Response:
+    """Ask the orchestrator through OpenAI's Responses API: ``input`` (text or items),
+    ``instructions``, client ``function`` tools, ``previous_response_id``, ``store``, ``stream``,
+    ``background``; ``mcp_approval_response`` items decide approvals (see the guide "The Responses
+    API and the OpenAI Agents SDK")."""
+    door = _responses(services)
+    if door is None:
+        return _disabled()
+    return await door.create(
+        await request.body(), request.headers.get(SESSION_HEADER), principal_of(request.scope)
+    )
+
+
+@router.get("/responses/{response_id}", response_model=ResponseObject, responses=_RESPONSE_ERRORS)
+async def retrieve_response(response_id: ResponseId, request: Request, services: ServicesDep) -> Response:
+    """A stored response, as it stands (a background one: ``in_progress`` until its run ends)."""
+    door = _responses(services)
+    if door is None:
+        return _disabled()
+    return await door.retrieve(response_id, principal_of(request.scope))
+
+
+@router.delete("/responses/{response_id}", response_model=ResponseDeleted, responses=_RESPONSE_ERRORS)
+async def delete_response(response_id: ResponseId, request: Request, services: ServicesDep) -> Response:
+    """Forget a stored response (the session it continued stays)."""
+    door = _responses(services)
+    if door is None:
+        return _disabled()
+    return await door.delete(response_id, principal_of(request.scope))
+
+
+@router.post(
+    "/responses/{response_id}/cancel",
+    response_model=ResponseObject,
+    responses={**_RESPONSE_ERRORS, 400: _error("Not a background response")},
+)
+async def cancel_response(response_id: ResponseId, request: Request, services: ServicesDep) -> Response:
+    """Cancel a background response in progress: ``cancelled``, and its run stopped (whichever
+    master runs it). One that has ended is answered as it is."""
+    door = _responses(services)
+    if door is None:
+        return _disabled()
+    return await door.cancel(response_id, principal_of(request.scope))
+
+
+async def lean_responses(services: Services, request: LeanRequest, send: Send) -> bool:
+    """:func:`create_response` without FastAPI's layers for the plain case, a JSON answer; a
+    stream (or the API turned off) goes to the route."""
+    door = _responses(services)
+    if door is None:
+        return False
+    read = door.read(request.body)
+    if not isinstance(read, Response):
+        if read.stream:
+            return False  # the route streams it (and reads it again)
+        read = await door.answer(read, _session_header(request.scope), principal_of(request.scope))
+    await send_response(send, read)
+    return True
 
 
 async def lean_chat_completions(services: Services, request: LeanRequest, send: Send) -> bool:

@@ -176,7 +176,8 @@ def sse(event: str, data: dict[str, Any]) -> str:
 async def sse_events(run: QueryRun) -> AsyncIterator[str]:
     """The run's events as Server-Sent Events: ``step`` (a tool round starts), ``tool_call``,
     ``tool_progress``, ``tool_result`` as they happen, ``token`` (pieces of the model's text as
-    it writes), and last ``query_result`` with the full result (the fields of the JSON answer,
+    it writes), with ``roles`` the coordinator's ``plan``, ``subtask_started`` and ``verdict``,
+    and last ``query_result`` with the full result (the fields of the JSON answer,
     ``success: false`` and ``error`` when the query failed). A client that disconnects stops
     receiving them; the run goes on (:mod:`master.query.entry`)."""
     async for event in run.events():

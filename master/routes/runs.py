@@ -23,6 +23,7 @@ from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
+from master.orchestration.roles import CoordinatorState
 from master.query.entry import QueryRefused
 from master.query.extras import RunExtras
 from master.query.service import rejected_response
@@ -93,6 +94,9 @@ class RunRecord(BaseModel):
     unknown: list[UnsettledCall] = Field(default_factory=list)
     """Calls that were in flight when the run stopped or its master was lost: their outcome is
     unknown, and they are never sent again."""
+    roles: CoordinatorState | None = None
+    """A run with ``roles``: the coordinator's phase, the plan's sub-tasks (each with its status,
+    attempts, last output and verdicts), why it is blocked, or the disagreement a person decides."""
 
 
 class ResumeBody(BaseModel):

@@ -32,13 +32,13 @@ def create_sandbox(
 
     The ``kubernetes`` client (a heavy import) is loaded only when the sandbox is on.
     """
-    from master.sandbox.cluster import Cluster
+    cluster = None
+    if settings.openagent_k8s_sandbox:
+        from master.sandbox.cluster import Cluster
 
-    cluster = (
-        Cluster.connect(settings.openagent_k8s_namespace, timeout=settings.openagent_k8s_api_timeout)
-        if settings.openagent_k8s_sandbox
-        else None
-    )
+        cluster = Cluster.connect(
+            settings.openagent_k8s_namespace, timeout=settings.openagent_k8s_api_timeout
+        )
     return Sandbox(
         settings,
         cluster,

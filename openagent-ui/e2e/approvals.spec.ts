@@ -1,9 +1,18 @@
 import AxeBuilder from "@axe-core/playwright";
+import type { Locator } from "@playwright/test";
 import { expect, test } from "./fixtures";
 
 const BANK = "e2e-bank";
 
+/** Whether all of `target` is on screen inside the scrolling `container` (not scrolled out of it). */
+async function shownIn(target: Locator, container: Locator): Promise<boolean> {
+  const [t, c] = [await target.boundingBox(), await container.boundingBox()];
+  return !!t && !!c && t.height > 0 && t.y >= c.y - 1 && t.y + t.height <= c.y + c.height + 1;
+}
+
 test("a query pauses on a transfer that needs approval; the user edits the amount, approves and sees the result", async ({ app, page }) => {
+  // A small laptop screen: the card is taller than the transcript, its header stays in view.
+  await page.setViewportSize({ width: 1366, height: 768 });
   await app.openConnected();
   await app.dragOntoCanvas(BANK);
   await app.linkByDragging(BANK);
@@ -13,12 +22,20 @@ test("a query pauses on a transfer that needs approval; the user edits the amoun
   const card = page.getByRole("region", { name: `Approval ${BANK} · transfer` });
   await expect(card).toBeVisible();
   await expect(card.getByLabel("Time left")).toContainText(/23h 5\dm left/);
+  const transcript = page.getByRole("log", { name: "Transcript" });
+  const tool = card.locator(".approval-tool");
+  await expect.poll(() => shownIn(tool, transcript)).toBe(true);
+  await expect.poll(() => shownIn(card.getByLabel("Time left"), transcript)).toBe(true);
   const amount = card.getByRole("textbox", { name: "amount" });
   await expect(amount).toHaveValue("250");
   await expect(card.getByRole("textbox", { name: "to" })).toHaveValue("bob");
   await expect(card.getByRole("combobox", { name: "currency" })).toBeVisible(); // an enum of the tool's schema
   // The tool's node shows that it waits.
   await expect(app.agentNode(BANK).getByRole("status", { name: `Approval awaited by ${BANK}` })).toContainText("transfer awaits approval");
+  // The approval lock is drawn (SVG), not an emoji glyph.
+  const lock = app.agentNode(BANK).getByRole("img", { name: "requires approval" });
+  await expect(lock).toBeVisible();
+  expect(await lock.evaluate((el) => el.tagName.toLowerCase())).toBe("svg");
 
   const axe = await new AxeBuilder({ page }).include("[aria-label^='Approval ']").analyze();
   const serious = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
@@ -33,6 +50,7 @@ test("a query pauses on a transfer that needs approval; the user edits the amoun
   await amount.fill("200");
   await card.getByRole("button", { name: "Approve" }).click();
   await expect(card.getByRole("status", { name: "Decision" })).toHaveText("Approved");
+  await expect.poll(() => shownIn(card.getByRole("status", { name: "Decision" }), transcript)).toBe(true);
   const answer = app.lastAnswer();
   await expect(answer).toContainText("The agent answered");
   await expect(answer).toContainText('{"result": {"sent": 200, "to": "bob"}}');

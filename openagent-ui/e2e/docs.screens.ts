@@ -1,28 +1,13 @@
-/** Screenshots for the README and docs (docs/ui-canvas.png, docs/ui-chat.png, docs/ui-builder.png, docs/ui-approval.png, docs/ui-keys.png): `npm run screenshots`. */
+/**
+ * Screenshots for the docs (docs/ui-builder.png, docs/ui-mcp-client.png, docs/ui-approval.png,
+ * docs/ui-keys.png): `npm run screenshots`. The README's canvas and the tour's chat come from a
+ * master with the demo LLM instead: `npm run screenshots:demo` (scripts/demo-screens.mjs).
+ */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { AGENT, expect, test } from "./fixtures";
+import { expect, test } from "./fixtures";
 
 const docs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../docs");
-
-test("canvas and chat", async ({ app, page }) => {
-  await app.openConnected();
-  await app.dragOntoCanvas();
-  await app.linkByDragging();
-  await app.sidebarRow("RAG · Indexer").getByRole("button", { name: "Add RAG · Indexer to canvas" }).click();
-  await app.sidebarRow("RAG · Extractor").getByRole("button", { name: "Add RAG · Extractor to canvas" }).click();
-  await app.ask("Please echo hello");
-  await expect(app.lastAnswer()).toContainText("The agent answered");
-  await app.agentNode().click();
-  await expect(app.agentNode().locator("[data-glow]")).toHaveAttribute("data-glow", "fading");
-  await page.screenshot({ path: path.join(docs, "ui-canvas.png") });
-  await page.getByLabel("Auto mode").check();
-  await page.getByLabel("Require plan approval").check();
-  await app.ask("Plan something");
-  await expect(page.getByRole("group", { name: /^Plan / })).toContainText("Echo the word");
-  await page.getByRole("region", { name: "Chat" }).screenshot({ path: path.join(docs, "ui-chat.png") });
-  expect(AGENT).toBeTruthy();
-});
 
 test("agent builder", async ({ app, page }) => {
   await app.openConnected();

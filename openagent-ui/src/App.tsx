@@ -11,7 +11,7 @@ import { Keys } from "./components/Keys";
 import { Restore } from "./components/Restore";
 import { SandboxLogs } from "./components/SandboxLogs";
 import { Sidebar } from "./components/Sidebar";
-import { useAppStoreApi } from "./store/context";
+import { useAppStore, useAppStoreApi } from "./store/context";
 
 function isTyping(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -41,9 +41,10 @@ function useShortcuts() {
 
 export function App() {
   useShortcuts();
+  const readOnly = useAppStore((s) => !s.canQuery());
   return (
     <ReactFlowProvider>
-      <div className="app">
+      <div className={readOnly ? "app read-only" : "app"}>
         <Header />
         <main className="workspace">
           <Notices />

@@ -76,3 +76,25 @@ def test_session_turns_are_checked_when_parsed(capsys: pytest.CaptureFixture[str
         with pytest.raises(SystemExit):
             parse_args(["--session-turns", bad])
         assert f"--session-turns: '{bad}'" in (err := capsys.readouterr().err) and says in err, err
+
+
+def test_the_report_prints_the_session_growth_tables() -> None:
+    from bench.report import other_tables
+
+    spread = {"min": 1.0, "median": 1.5, "max": 2.0}
+    summary = {
+        "p50_ms": spread,
+        "p99_ms": spread,
+        "server_cpu_ms_per_op": {"median": 0.5},
+        "first_query_p50_ms": spread,
+        "errors": 0,
+        "first_query_errors": 1,
+    }
+    cases = {
+        name: {"by_turns": {"100": {"summary": summary}}}
+        for name in ("session_growth", "scripted_session_growth")
+    }
+    tables = other_tables(cases)
+    growth = [table for table in tables if "earlier turns" in table]
+    assert len(growth) == 2 and "via the real client" in growth[1]
+    assert all(" 100 | 1.00 / 1.50 / 2.00 |" in table for table in growth)

@@ -72,8 +72,8 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
     assert soak["samples"][-1]["redis_keys_by_prefix"].get("session", 0) > 0, soak["samples"][-1]
     verdicts = {target["target"]: target["verdict"] for target in results["targets"]}
     assert (
-        len(verdicts) == 22
-    )  # 15 + the OpenAI door and the A2A door, each at two concurrencies + the MCP case's 3
+        len(verdicts) == 24
+    )  # 15 + the OpenAI door, the Responses door and the A2A door, each at two concurrencies + the MCP case's 3
     # "n/a" is what a target says when a tiny window measured nothing: allowed here.
     assert set(verdicts.values()) <= {"PASS", "FAIL", "info", "n/a"}, verdicts
     # A case and the baseline it is judged against run window by window in turn, not one

@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from master.access import Permission, requires
-from master.auth import BOOTSTRAP_ADMIN, Principal, Role, authorized, key_matches, set_principal
+from master.auth import BOOTSTRAP_ADMIN, Principal, Role, key_matches, presented_key, set_principal
 from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
@@ -237,8 +237,8 @@ def test_the_accepted_forms_of_the_key(
 ) -> None:
     """The one check (every route, /ws, the lean routes) accepts exactly these forms."""
     scope = {"type": kind, "headers": headers, "query_string": query}
-    assert authorized(scope, KEY) is accepted
-    assert authorized(scope, None)  # no key set: everything passes
+    assert key_matches(KEY, presented_key(scope)) is accepted
+    assert key_matches(None, presented_key(scope))  # no key set: everything passes
 
 
 async def test_the_route_dependency_refuses_on_its_own() -> None:

@@ -3,7 +3,8 @@
 One table names every door a query comes through (:data:`master.query.entry.Door`: a door added
 to that type and not here fails :func:`test_the_walk_covers_every_door`) and how a client of
 that door asks, with the client that door's users have (``httpx`` for HTTP and SSE, a raw
-WebSocket peer, the official ``mcp`` client, JSON-RPC on ``/a2a``, the OpenAI wire). Each door
+WebSocket peer, the official ``mcp`` client, JSON-RPC on ``/a2a``, the OpenAI wire, AG-UI's
+``RunAgentInput`` read back with the official ``ag-ui-protocol`` models). Each door
 then goes through the same cases, checked the same way, through the product's own surfaces
 (``GET /approvals``, the agent's own record of its calls, what the LLM was sent):
 
@@ -29,8 +30,10 @@ from typing import Any, get_args
 import httpx
 import httpx2
 import pytest
+from ag_ui.core import Event as AgUiEvent
 from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import TypeAdapter
 
 from master.auth import Role as KeyRole
 from master.query.entry import Door
@@ -54,6 +57,7 @@ TRANSFER = ToolSchema(
     requires_approval=True,
 )
 PAYMENT = {"to": "bob", "amount": 250}
+AG_UI_EVENT: TypeAdapter[Any] = TypeAdapter(AgUiEvent)
 
 
 @dataclass
@@ -194,6 +198,38 @@ async def _openai(hub: Hub, headers: dict[str, str], query: str, session_id: str
     return Answer(None, response.headers.get("X-OpenAgent-Session-Id"))
 
 
+async def _agui(hub: Hub, headers: dict[str, str], query: str, session_id: str | None) -> Answer:
+    """AG-UI names the session by its thread: a new thread (a new id) for a new session."""
+    body = {
+        "threadId": session_id or str(uuid.uuid4()),
+        "runId": uuid.uuid4().hex,
+        "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": query}],
+    }
+    async with httpx.AsyncClient(base_url=hub.master.base_url, headers=headers, timeout=DEADLINE) as http:
+        response = await http.post("/ag-ui", json=body)
+    if response.status_code != 200:
+        return Answer(response.json()["error_code"])
+    events = [
+        AG_UI_EVENT.validate_json(b.removeprefix("data: ")) for b in response.text.split("\n\n") if b.strip()
+    ]
+    if events[-1].type.value == "RUN_ERROR":
+        return Answer(events[-1].code)
+    [snapshot] = [event for event in events if event.type.value == "STATE_SNAPSHOT"]
+    return Answer(None, snapshot.snapshot["openagent"]["sessionId"])
+
+
+async def _responses(hub: Hub, headers: dict[str, str], query: str, session_id: str | None) -> Answer:
+    """The Responses API names a session as the chat door does (header, or ``metadata.session_id``)."""
+    extra = {"X-OpenAgent-Session-Id": session_id} if session_id else {}
+    async with httpx.AsyncClient(base_url=hub.master.base_url, headers=headers, timeout=DEADLINE) as http:
+        response = await http.post(
+            "/v1/responses", json={"model": "openagent", "input": query}, headers=extra
+        )
+    if response.status_code != 200:
+        return Answer(response.json()["error_code"])
+    return Answer(None, response.json()["openagent"]["session_id"])
+
+
 DOORS: dict[str, Ask] = {
     "http": _http,
     "sse": _sse,
@@ -201,6 +237,8 @@ DOORS: dict[str, Ask] = {
     "mcp": _mcp,
     "a2a": _a2a,
     "openai": _openai,
+    "agui": _agui,
+    "responses": _responses,
 }
 every_door = pytest.mark.parametrize("door", list(DOORS))
 

@@ -132,9 +132,15 @@ NOT_JSON = {
     ("GET", "/metrics"): METRICS_CONTENT_TYPE,
     ("GET", "/internal/workspace/export"): "application/yaml",
     ("GET", "/attachments/{ref}"): "application/octet-stream",
+    ("POST", "/ag-ui"): "text/event-stream",
 }
-"""The operations whose 2xx answer is not JSON: Prometheus text, a file download, a blob."""
-STREAMS = {("POST", "/query"): "text/event-stream", ("POST", "/v1/chat/completions"): "text/event-stream"}
+"""The operations whose 2xx answer is not JSON: Prometheus text, a file download, a blob, AG-UI's
+events (the AG-UI protocol's, documented in its spec)."""
+STREAMS = {
+    ("POST", "/query"): "text/event-stream",
+    ("POST", "/v1/chat/completions"): "text/event-stream",
+    ("POST", "/v1/responses"): "text/event-stream",
+}
 """Server-Sent Events beside a JSON answer: the events are documented in the protocol docs."""
 
 

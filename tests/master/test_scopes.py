@@ -41,6 +41,7 @@ from master.conversation.approvals import ApprovalStore
 from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.doors.a2a.store import RedisTaskStore
+from master.doors.openai.responses import ResponseStore
 from master.gateway.frames import FRAME_PERMISSIONS
 from master.llm.model import ChatResult, FunctionChatModel
 from tests.factories import InProcessMaster, RawPeer, in_process_master
@@ -60,6 +61,7 @@ SCOPED_READS: dict[type[TenantRecords], set[str]] = {
     CollabStore: {"load", "for_parent"},
     RedisTaskStore: set(),  # the SDK's interface: the scope comes from the call's principal
     AgentDirectory: {"tool_targets", "rows", "known_ids"},
+    ResponseStore: {"get", "delete"},
 }
 """Each tenant-owned store and its reads, lists and deletes that take a scope."""
 
@@ -146,12 +148,19 @@ def a2a_send(text: str) -> dict[str, Any]:
 
 
 async def b_records(master: InProcessMaster, http: httpx.AsyncClient) -> dict[str, str]:
-    """A session, its run and an A2A task of tenant ``b``."""
+    """A session, its run, an A2A task and a stored response (``/v1/responses``) of tenant ``b``."""
     b = await key(master, Role.CLIENT, "b")
     asked = await http.post("/query", json={"query": "b's secret"}, headers=b)
     assert asked.status_code == 200, asked.text
     task = (await http.post("/a2a", json=a2a_send("b's task"), headers=b)).json()["result"]
-    return {"session_id": asked.json()["session_id"], "run_id": asked.json()["run_id"], "task_id": task["id"]}
+    response = await http.post("/v1/responses", json={"model": "openagent", "input": "b's secret"}, headers=b)
+    assert response.status_code == 200, response.text
+    return {
+        "session_id": asked.json()["session_id"],
+        "run_id": asked.json()["run_id"],
+        "task_id": task["id"],
+        "response_id": response.json()["id"],
+    }
 
 
 def routes_of(app: Any, ids: dict[str, str]) -> list[tuple[str, str, Permission | None]]:
@@ -176,6 +185,8 @@ REACHED_BY_ROUTES = {
     ("AttachmentStore", "files"),
     ("AgentDirectory", "rows"),
     ("AgentDirectory", "tool_targets"),
+    ("ResponseStore", "get"),
+    ("ResponseStore", "delete"),
 }
 """What the walk of the routes must reach (it proves the walk gets past the requests' checks; the
 collaborations' routes are an administrator's, the A2A methods are walked below)."""
@@ -200,8 +211,12 @@ async def test_every_route_reaches_the_stores_with_its_callers_scope(
             "task": "t",
             "decision": "approve",
             "agent_id": "some-id",
-            "messages": [{"role": "user", "content": "hi"}],
+            "messages": [{"id": "m1", "role": "user", "content": "hi"}],
             "model": "openagent",
+            "threadId": ids["session_id"],  # AG-UI (/ag-ui): b's session as the thread
+            "runId": "r1",
+            "input": "hi",
+            "previous_response_id": ids["response_id"],
         }
         seen.clear()
         for role in (Role.CLIENT, Role.VIEWER, Role.AGENT):
@@ -350,11 +365,14 @@ async def test_every_a2a_method_reaches_the_stores_with_its_callers_scope(
 
 ANSWERED_UNRESOLVED = {
     ("GET", "/.well-known/agent-card.json"),
+    ("GET", "/a2a/.well-known/agent-card.json"),
     ("POST", "/a2a"),
+    ("POST", "/a2a/"),
     ("POST", "/a2a/agents/some-id"),
+    ("POST", "/a2a/agents/some-id/"),
 }
-"""Keyed routes that answer 2xx even so: the hub's own card (no tenant's data) and the JSON-RPC
-endpoints, whose errors are 200s."""
+"""Keyed routes that answer 2xx even so: the hub's own card (no tenant's data, at both its paths)
+and the JSON-RPC endpoints (with or without the trailing slash), whose errors are 200s."""
 
 
 async def test_a_caller_nothing_resolved_is_refused_on_every_route(

@@ -373,3 +373,40 @@ def test_master_command_listens_on_master_port(llm: ScriptedOpenAIServer, workdi
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+async def test_ask_attach_sends_each_file_as_an_attachment(fake_master: FakeMaster, workdir: Path) -> None:
+    (workdir / "notes.txt").write_text("The launch is on Tuesday.")
+    (workdir / "data.bin").write_bytes(b"\x00\x01")
+    assert await run_cli("ask", "--attach", "notes.txt", "--attach", "data.bin", "When is the launch?") == 0
+    assert fake_master.queries[0]["attachments"] == [
+        {
+            "filename": "notes.txt",
+            "mime_type": "text/plain",
+            "content_base64": "VGhlIGxhdW5jaCBpcyBvbiBUdWVzZGF5Lg==",
+        },
+        {"filename": "data.bin", "mime_type": "application/octet-stream", "content_base64": "AAE="},
+    ]
+
+
+async def test_ask_attach_a_missing_file_names_it(
+    fake_master: FakeMaster, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await run_cli("ask", "--attach", "nowhere.pdf", "hi") == 1
+    assert "cannot attach 'nowhere.pdf'" in capsys.readouterr().err
+    assert fake_master.queries == []
+
+
+async def test_ask_attach_stores_the_file_in_the_session_of_a_real_master(
+    master: MasterProcess, llm: ScriptedOpenAIServer, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.add_text("Noted.")
+    (workdir / ".env").write_text(f"MASTER_PORT={master.port}\n")
+    (workdir / "notes.txt").write_text("The launch is on Tuesday.")
+    assert await run_cli("ask", "--attach", "notes.txt", "Remember this file") == 0
+    session = capsys.readouterr().out.split("session: ")[1].split()[0]
+    async with httpx.AsyncClient(base_url=master.base_url, timeout=30) as http:
+        context = (await http.get("/query/session-rag-context", params={"session_id": session})).json()
+    assert [(item["filename"], item["size"]) for item in context["attachments"]] == [("notes.txt", 25)], (
+        context
+    )

@@ -314,3 +314,66 @@ def test_a_destructive_mcp_tool_requires_approval_and_others_do_not() -> None:
     assert destructive.annotations == {"destructiveHint": True}
     assert harmless is not None and harmless.requires_approval is False
     assert silent is not None and silent.requires_approval is False
+
+
+class _NoListenClient:
+    """A client whose server refuses every ``subscriptions/listen`` with ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.attempts = 0
+
+    def listen(self, **_: Any) -> Any:
+        self.attempts += 1
+        raise self.error
+
+
+class _Stop(Exception):
+    """Ends the listening loop after a number of waits."""
+
+
+async def test_the_bridge_backs_off_and_warns_once_when_the_server_cannot_listen(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    from openagent.mcp import _listen
+
+    caplog.set_level(logging.DEBUG, logger="openagent.mcp")
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 8:
+            raise _Stop
+
+    client = _NoListenClient(MCPError(-32603, "subscriptions are not available"))
+    with pytest.raises(_Stop):
+        await _listen(client, asyncio.Event(), agent_id="no-listen", sleep=sleep)  # type: ignore[arg-type]
+    assert client.attempts == 8
+    # Backed off: each upper bound doubles (the jitter draws from its upper half), up to 5 min.
+    assert all(later >= earlier / 2 for earlier, later in zip(waits, waits[1:], strict=False)), waits
+    assert waits[-1] > 100, waits
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert "no-listen" in warnings[0].getMessage() and "without repeating" in warnings[0].getMessage()
+
+
+async def test_a_server_without_the_listen_method_is_said_once_and_not_asked_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    from openagent.mcp import _listen
+
+    caplog.set_level(logging.DEBUG, logger="openagent.mcp")
+
+    async def sleep(seconds: float) -> None:
+        raise AssertionError("a server without the method is not asked again")
+
+    client = _NoListenClient(MCPError(-32601, "Method not found"))
+    async with asyncio.timeout(WAIT):
+        await _listen(client, asyncio.Event(), agent_id="old-server", sleep=sleep)  # type: ignore[arg-type]
+    assert client.attempts == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "has no list-change subscriptions" in warnings[0], warnings

@@ -158,3 +158,32 @@ def test_ensure_redis_starts_a_redis_that_requires_the_urls_password() -> None:
         except redis.RedisError:
             pass
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("A=1\nMASTER_PORT=8000\nB=2\n", "A=1\nMASTER_PORT=9123\nB=2\n"),
+        ('A=1\nexport MASTER_PORT="8000"\n', "A=1\nMASTER_PORT=9123\n"),
+        ("A=1", "A=1\nMASTER_PORT=9123\n"),
+        ("A=1\nMASTER_PORT=9123\n", "A=1\nMASTER_PORT=9123\n"),
+    ],
+)
+def test_a_port_from_the_environment_is_written_into_env_for_the_cli(
+    before: str, after: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run.sh started with ``MASTER_PORT=9123`` in the environment only: ``openagent ask`` (which
+    reads ``.env``) finds that master afterwards."""
+    from openagent.config import RegistrationConfig
+
+    env_file = tmp_path / ".env"
+    env_file.write_text(before)
+    done = bash(f'save_master_port "{env_file}"', MASTER_PORT="9123")
+    assert done.returncode == 0, done.stderr
+    assert env_file.read_text() == after
+    assert ("wrote MASTER_PORT=9123" in done.stderr) == (before != after)
+
+    # The CLI loads .env into the process environment: a copy of it, for this test only.
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k not in _UNSET})
+    monkeypatch.chdir(tmp_path)
+    assert RegistrationConfig.from_env().master_base_url == "http://127.0.0.1:9123"

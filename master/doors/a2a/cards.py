@@ -37,6 +37,11 @@ HUB_PATH = "/a2a"
 AGENTS_PATH = "/a2a/agents"
 """``{AGENTS_PATH}/{agent_id}``: one hub agent's A2A endpoint."""
 CARD_PATH = "/.well-known/agent-card.json"
+HUB_CARD_PATHS = (CARD_PATH, f"{HUB_PATH}{CARD_PATH}")
+"""The hub's card: at the server's root and under its endpoint (``create_from_url(".../a2a")``)."""
+
+PROTOCOL_VERSION_0_3 = "0.3.0"
+"""The 0.3 interfaces' version, as 0.3 cards spell it (the SDK's ``"0.3"`` is the same to it)."""
 
 TOOL_SCHEMAS_EXTENSION = "https://github.com/openagent/openagent/a2a/tool-schemas/v1"
 """The extension whose ``params.tools`` maps each skill id to its tool's argument JSON Schema."""
@@ -53,8 +58,15 @@ def agent_path(agent_id: str) -> str:
 
 
 def _interfaces(url: str) -> list[AgentInterface]:
+    """Both bindings at ``url``, in 1.0 then in 0.3 (the door serves both versions there).
+
+    The 0.3 interfaces make the SDK's card serializer add the 0.3 fields (``url``,
+    ``preferredTransport``, ``additionalInterfaces``, ``protocolVersion``) beside the 1.0
+    ``supportedInterfaces``, so that 0.3 clients discover the card too; 1.0 clients take the
+    first interface of their binding, a 1.0 one."""
     return [
-        AgentInterface(url=url, protocol_binding=binding, protocol_version=PROTOCOL_VERSION_1_0)
+        AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
+        for version in (PROTOCOL_VERSION_1_0, PROTOCOL_VERSION_0_3)
         for binding in (TransportProtocol.JSONRPC.value, TransportProtocol.HTTP_JSON.value)
     ]
 

@@ -12,14 +12,24 @@ The app declares the routes when it is created (:func:`route_specs`, the SDK's o
 this door, built in the lifespan, answers them (:meth:`A2ADoor.endpoint`). Auth is the master's:
 the routes are protected like every other (the early auth middleware), the cards too unless
 ``OPENAGENT_A2A_PUBLIC_CARDS`` is on.
+
+Before the SDK, the door refuses what its parser would let through: a body that is not JSON
+(``ContentTypeNotSupportedError``, 415 on HTTP+JSON as the binding says, where the SDK answers
+400) and a ``ListTasks`` whose ``status`` names no task state (the SDK drops an unknown enum
+value, which would list every task). The cards carry cache headers (:class:`_CardCache`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
+import json
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from email.utils import formatdate
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -29,17 +39,22 @@ from a2a.server.id_generator import IDGenerator, IDGeneratorContext
 from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
-from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task
+from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.error_handlers import build_rest_error_payload
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import (
+    JSON_RPC_ERROR_CODE_MAP,
+    A2AError,
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+)
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from master.agents.directory import AgentDirectory
 from master.auth import Principal, Scope, principal_of
-from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH, agent_card, hub_card
-from master.doors.a2a.executor import HubExecutor
+from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_CARD_PATHS, HUB_PATH, agent_card, hub_card
+from master.doors.a2a.executor import HubExecutor, check_parts
 from master.doors.a2a.logs import logged, quiet_sdk
 from master.doors.a2a.store import (
     PRINCIPAL_KEY,
@@ -58,8 +73,11 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 PREFIXES = (HUB_PATH, f"{AGENTS_PATH}/{{agent_id}}")
 """The hub's endpoint, then every agent's."""
-CARD_ROUTES = (CARD_PATH, f"{AGENTS_PATH}/{{agent_id}}{CARD_PATH}")
-"""The hub's card, then every agent's."""
+CARD_ROUTES = (*HUB_CARD_PATHS, f"{AGENTS_PATH}/{{agent_id}}{CARD_PATH}")
+"""The hub's card (at the root and under ``/a2a``), then every agent's."""
+CARD_MAX_AGE_SECONDS = 60
+"""How long a client may keep a card without asking again (``Cache-Control: max-age``): an
+agent's tools change when it reconnects."""
 
 
 class _ScopedContext(DefaultServerCallContextBuilder):
@@ -94,7 +112,8 @@ class _ScopedHandler(DefaultRequestHandler):
         self._agents = agents
         self._executor = executor
 
-    def _check(self, context: ServerCallContext) -> None:
+    def _check(self, params: SendMessageRequest, context: ServerCallContext) -> None:
+        check_parts(params.message)
         scope = scope_of(context)
         if scope and not self._agents.known_ids(Scope.of(principal_of_call(context)), [scope]):
             raise InvalidParamsError(
@@ -103,7 +122,7 @@ class _ScopedHandler(DefaultRequestHandler):
             )
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
-        self._check(context)
+        self._check(params, context)
         await self._executor.check_decisions(params.message, context)
         context.state[STREAMING_KEY] = False
         result: Message | Task = await super().on_message_send(params, context)
@@ -112,7 +131,7 @@ class _ScopedHandler(DefaultRequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
-        self._check(context)
+        self._check(params, context)
         await self._executor.check_decisions(params.message, context)
         context.state[STREAMING_KEY] = True
         async for event in super().on_message_send_stream(params, context):
@@ -153,10 +172,12 @@ class A2ADoor:
         *,
         ttl_seconds: int,
         approvals: ApprovalDesk | None = None,
+        public_cards: bool = False,
     ) -> None:
         """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``);
         ``approvals``: where a message on a task that waits for approvals decides them (and whose
-        resumed runs move such a task on)."""
+        resumed runs move such a task on); ``public_cards``: the cards need no key (they may then be
+        cached by shared caches)."""
         self.entry = entry
         self.agents = agents
         self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds, runs=entry.runs)
@@ -170,8 +191,10 @@ class A2ADoor:
             task_store=self.store,
             event_stream=self.events,
             request_context_builder=SimpleRequestContextBuilder(task_id_generator=_NewTaskIds(self.store)),
-            agent_card=hub_card("http://localhost"),  # the handler reads its capabilities only
+            agent_card=hub_card("http://localhost"),  # the handler reads its capabilities and modes only
+            validate_input_modes=True,  # a part of a media type the cards do not name: ContentTypeNotSupported
         )
+        self._cards = _CardCache(public=public_cards)
         self._watch: asyncio.Task[None] | None = None
         self._endpoints: dict[tuple[str, str], Endpoint] = {}
         quiet_sdk()  # a client's mistake is one WARNING of this door's, not the SDK's tracebacks
@@ -179,6 +202,12 @@ class A2ADoor:
             endpoint = route.endpoint
             if route.path.endswith(_V03_STREAMS):
                 endpoint = _eager(endpoint)
+            if route.path in PREFIXES:
+                endpoint = _jsonrpc_checked(endpoint)
+            elif "POST" in (route.methods or ()):
+                endpoint = _rest_checked(endpoint)
+            elif route.path.endswith("/tasks"):
+                endpoint = _listing_checked(endpoint)
             endpoint = logged(endpoint, route.path)
             for method in route.methods or ():
                 self._endpoints[(route.path, method)] = endpoint
@@ -199,7 +228,7 @@ class A2ADoor:
         base = str(request.base_url)
         agent_id = request.path_params.get("agent_id")
         if agent_id is None:
-            return _card_response(hub_card(base))
+            return self._cards.respond(request, hub_card(base))
         tools = self.tools(agent_id, principal_of(request.scope))
         if tools is None:
             return JSONResponse(
@@ -209,7 +238,7 @@ class A2ADoor:
                 },
                 status_code=404,
             )
-        return _card_response(agent_card(base, agent_id, tools))
+        return self._cards.respond(request, agent_card(base, agent_id, tools))
 
     def start(self) -> None:
         """Follow the cancellations other masters write (:meth:`RedisEventStream.watch_cancels`)."""
@@ -262,5 +291,157 @@ def _eager(endpoint: Endpoint) -> Endpoint:
     return eager
 
 
-def _card_response(card: AgentCard) -> JSONResponse:
-    return JSONResponse(agent_card_to_dict(card))
+# Refusals before the SDK parses a request: what its parser lets through.
+
+_JSON_TYPES = ("application/json", "application/a2a+json")
+_LIST_TASKS_METHODS = frozenset({"ListTasks", "tasks/list"})
+
+
+def _json_content(request: Request) -> bool:
+    """``True`` when the request has no Content-Type or a JSON one."""
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        return True
+    media_type = content_type.partition(";")[0].strip().lower()
+    return media_type in _JSON_TYPES or media_type.endswith("+json")
+
+
+def _content_type_error(request: Request) -> ContentTypeNotSupportedError:
+    return ContentTypeNotSupportedError(
+        message=(
+            f"unsupported Content-Type {request.headers.get('content-type')!r}: "
+            "send the request as application/json"
+        )
+    )
+
+
+def _status_error(status: object) -> InvalidParamsError | None:
+    """The error for a ``ListTasks`` ``status`` filter that names no task state (the SDK's parser
+    would drop it, and list every task), else ``None``."""
+    if status is None or status == "":
+        return None
+    if isinstance(status, str) and (status in TaskState.keys() or status.isdigit()):
+        status = TaskState.Value(status) if not status.isdigit() else int(status)
+    if isinstance(status, int) and not isinstance(status, bool) and status in TaskState.values():
+        return None
+    return InvalidParamsError(
+        message=f"unknown task status {status!r}: one of {', '.join(TaskState.keys()[1:])}"
+    )
+
+
+def _jsonrpc_error(request_id: object, error: A2AError) -> JSONResponse:
+    return JSONResponse(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id if isinstance(request_id, str | int) else None,
+            "error": {"code": JSON_RPC_ERROR_CODE_MAP.get(type(error), -32603), "message": error.message},
+        }
+    )
+
+
+def _rest_error(error: A2AError) -> JSONResponse:
+    payload = build_rest_error_payload(error)
+    status = (
+        _UNSUPPORTED_MEDIA_TYPE
+        if isinstance(error, ContentTypeNotSupportedError)
+        else payload["error"]["code"]
+    )
+    payload["error"]["code"] = status
+    return JSONResponse(payload, status_code=int(status))
+
+
+_UNSUPPORTED_MEDIA_TYPE = 415
+"""The HTTP+JSON binding's status of ``ContentTypeNotSupportedError`` (the SDK answers 400)."""
+_CONTENT_TYPE_REASON = b'"CONTENT_TYPE_NOT_SUPPORTED"'
+
+
+def _jsonrpc_checked(endpoint: Endpoint) -> Endpoint:
+    """A JSON-RPC endpoint that refuses a body that is not JSON (``ContentTypeNotSupportedError``)
+    and a ``ListTasks`` whose ``status`` names no task state (``InvalidParamsError``). The body is
+    parsed once: the SDK reads the request's cached JSON."""
+
+    async def checked(request: Request) -> Response:
+        if not _json_content(request):
+            return _jsonrpc_error(None, _content_type_error(request))
+        try:
+            body = await request.json()
+        except ValueError:
+            return await endpoint(request)  # the SDK's parse error
+        if isinstance(body, dict) and body.get("method") in _LIST_TASKS_METHODS:
+            params = body.get("params")
+            error = _status_error(params.get("status")) if isinstance(params, dict) else None
+            if error is not None:
+                return _jsonrpc_error(body.get("id"), error)
+        return await endpoint(request)
+
+    return checked
+
+
+def _rest_checked(endpoint: Endpoint) -> Endpoint:
+    """An HTTP+JSON ``POST`` that refuses a body that is not JSON (415, ``ContentTypeNotSupportedError``),
+    and answers 415 to a part of a media type the hub does not take."""
+
+    async def checked(request: Request) -> Response:
+        if not _json_content(request):
+            return _rest_error(_content_type_error(request))
+        response = await endpoint(request)
+        body = getattr(response, "body", b"")
+        if response.status_code == 400 and isinstance(body, bytes) and _CONTENT_TYPE_REASON in body:
+            # The SDK's refusal of a part's media type: 415, as the binding says.
+            payload = json.loads(body)
+            payload["error"]["code"] = _UNSUPPORTED_MEDIA_TYPE
+            return JSONResponse(payload, status_code=_UNSUPPORTED_MEDIA_TYPE)
+        return response
+
+    return checked
+
+
+def _listing_checked(endpoint: Endpoint) -> Endpoint:
+    """The HTTP+JSON ``ListTasks``, refusing a ``status`` that names no task state (400)."""
+
+    async def checked(request: Request) -> Response:
+        error = _status_error(request.query_params.get("status"))
+        return _rest_error(error) if error is not None else await endpoint(request)
+
+    return checked
+
+
+class _CardCache:
+    """A card's answer with its cache headers: ``ETag`` (the card's hash), ``Last-Modified`` (when
+    this master first served that version of the card), ``Cache-Control``; a 304 to a matching
+    ``If-None-Match``. Remembers when it first served each version (a bounded number, the oldest
+    forgotten first)."""
+
+    _LIMIT = 4096
+
+    def __init__(self, *, public: bool) -> None:
+        self._first_served: OrderedDict[str, str] = OrderedDict()
+        visibility = "public" if public else "private"
+        self._cache_control = f"{visibility}, max-age={CARD_MAX_AGE_SECONDS}"
+
+    def respond(self, request: Request, card: AgentCard) -> Response:
+        body = json.dumps(agent_card_to_dict(card), separators=(",", ":"), ensure_ascii=False).encode()
+        etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+        modified = self._first_served.get(etag)
+        if modified is None:
+            modified = self._first_served[etag] = formatdate(time.time(), usegmt=True)
+            while len(self._first_served) > self._LIMIT:
+                self._first_served.popitem(last=False)
+        self._first_served.move_to_end(etag)
+        headers = {
+            "ETag": etag,
+            "Last-Modified": modified,
+            "Cache-Control": self._cache_control,
+            "Vary": "Authorization",
+        }
+        if _matches(request.headers.get("if-none-match"), etag):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    """``If-None-Match`` names ``etag`` (weakly compared, as RFC 9110 says for it) or is ``*``."""
+    if not if_none_match:
+        return False
+    tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
+    return "*" in tags or etag in tags

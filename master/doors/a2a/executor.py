@@ -44,7 +44,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Artifact, Message, Part, Role, Task, TaskState
-from a2a.utils.errors import InternalError, InvalidParamsError
+from a2a.utils.errors import ContentTypeNotSupportedError, InternalError, InvalidParamsError
 from google.protobuf import json_format
 from pydantic import ValidationError
 
@@ -97,6 +97,22 @@ def _parts(message: Message | None) -> tuple[str, list[Any]]:
     return "\n".join(texts).strip(), data
 
 
+def check_parts(message: Message | None) -> None:
+    """Refuse a file part (raw bytes or a URL), whatever its media type: the hub reads text and
+    data parts only (the SDK refuses a text or data part of a media type the cards do not name)."""
+    if message is None:
+        return
+    for part in message.parts:
+        if part.HasField("raw") or part.HasField("url"):
+            kind = f"of media type {part.media_type!r}" if part.media_type else "without a media type"
+            raise ContentTypeNotSupportedError(
+                message=(
+                    f"a file part {kind} cannot be read: the hub takes text parts (text/plain) "
+                    "and data parts (application/json) only"
+                )
+            )
+
+
 def _status(text: str, data: dict[str, Any]) -> list[Part]:
     return [new_text_part(text), new_data_part(data)]
 
@@ -114,6 +130,14 @@ def _describe(event: Progress) -> str:
         return f"{target}: {message}" + (f" ({progress:.0%})" if isinstance(progress, float) else "")
     if event.event == "tool_result":
         return f"{target} returned" if data.get("success") else f"{target} failed: {data.get('error')}"
+    if event.event == "plan":
+        return f"plan of {len(data.get('subtasks') or [])} sub-task(s)"
+    if event.event == "subtask_started":
+        return (
+            f"sub-task {int(data.get('index') or 0) + 1} (attempt {data.get('attempt')}): {data.get('task')}"
+        )
+    if event.event == "verdict":
+        return f"{data.get('role')}: {data.get('verdict')} ({data.get('reason')})"
     return f"step {data.get('step')}: {', '.join(data.get('tool_calls') or [])}"
 
 

@@ -1,5 +1,6 @@
-"""The OpenAI-compatible API (``/v1/models``, ``/v1/chat/completions``): any OpenAI client, chat
-UI or agent framework can use the hub as a model (:mod:`~master.doors.openai.door`)."""
+"""The OpenAI-compatible API (``/v1/models``, ``/v1/chat/completions``, ``/v1/responses``): any
+OpenAI client, chat UI or agent framework can use the hub as a model (chat completions:
+:mod:`~master.doors.openai.door`; the Responses API: :mod:`~master.doors.openai.responses`)."""
 
 from master.doors.openai.door import OpenAIDoor, error_response
 from master.doors.openai.wire import SESSION_HEADER

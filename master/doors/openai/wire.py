@@ -104,12 +104,24 @@ def parse_chat_request(
 ) -> ChatRequest:
     """Read a ``POST /v1/chat/completions`` body (see the module docstring); ``session_header``
     is the request's :data:`SESSION_HEADER`, ``new_session_id`` names a new session."""
+    return read_chat_body(read_body(raw), session_header, auto_mode=auto_mode, new_session_id=new_session_id)
+
+
+def read_body(raw: bytes) -> dict[str, Any]:
+    """A request's body: a JSON object, or the error that names what it is not."""
     try:
         body = json.loads(raw)
     except ValueError as exc:
         raise OpenAIError(ErrorCode.INVALID_BODY, f"the body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise OpenAIError(ErrorCode.INVALID_BODY, "the body must be a JSON object")
+    return body
+
+
+def read_chat_body(
+    body: dict[str, Any], session_header: str | None, *, auto_mode: bool, new_session_id: Callable[[], str]
+) -> ChatRequest:
+    """:func:`parse_chat_request` of a body read already (the Responses API's, translated)."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise _invalid("'model' is required: 'openagent' or 'openagent/<agent_id>' (GET /v1/models)", "model")

@@ -5,6 +5,28 @@
  */
 
 export interface paths {
+    "/ag-ui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Agent
+         * @description Run a query for an AG-UI front end: the ``threadId`` is the session, the last user message
+         *     the question; a call that needs approval ends the run with an interrupt, answered by the next
+         *     input's ``resume`` (see the guide "Build your own front end with AG-UI").
+         */
+        post: operations["run_agent_ag_ui_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent-source": {
         parameters: {
             query?: never;
@@ -901,6 +923,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Response
+         * @description Ask the orchestrator through OpenAI's Responses API: ``input`` (text or items),
+         *     ``instructions``, client ``function`` tools, ``previous_response_id``, ``store``, ``stream``,
+         *     ``background``; ``mcp_approval_response`` items decide approvals (see the guide "The Responses
+         *     API and the OpenAI Agents SDK").
+         */
+        post: operations["create_response_v1_responses_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve Response
+         * @description A stored response, as it stands (a background one: ``in_progress`` until its run ends).
+         */
+        get: operations["retrieve_response_v1_responses__response_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Response
+         * @description Forget a stored response (the session it continued stays).
+         */
+        delete: operations["delete_response_v1_responses__response_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Response
+         * @description Cancel a background response in progress: ``cancelled``, and its run stopped (whichever
+         *     master runs it). One that has ended is answered as it is.
+         */
+        post: operations["cancel_response_v1_responses__response_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/whoami": {
         parameters: {
             query?: never;
@@ -1072,6 +1162,12 @@ export interface components {
             };
             /** Registered At */
             registered_at?: number | null;
+            /**
+             * Replicas
+             * @description WebSocket agents on this master: every connection serving the agent id (its replicas;
+             *     calls go to the one with the fewest in flight).
+             */
+            replicas?: components["schemas"]["Replica"][] | null;
             /**
              * Role
              * @enum {string}
@@ -1501,6 +1597,38 @@ export interface components {
             total_tokens: number;
         };
         /**
+         * CoordinatorState
+         * @description Where a coordinated run is (see the module docstring).
+         */
+        CoordinatorState: {
+            /**
+             * Answer
+             * @description The final answer (``phase: complete``).
+             */
+            answer?: string | null;
+            /**
+             * Current
+             * @description Index of the sub-task being worked on.
+             * @default 0
+             */
+            current?: number;
+            /** @description The disagreement a person decides (``phase: escalated``). */
+            pending?: components["schemas"]["Disagreement"] | null;
+            /**
+             * Phase
+             * @default init
+             * @enum {string}
+             */
+            phase?: "init" | "plan" | "dispatch" | "execute" | "review_step" | "next_subtask" | "complete" | "blocked" | "escalated";
+            /**
+             * Reason
+             * @description Why the run is blocked (``phase: blocked``).
+             */
+            reason?: string | null;
+            /** Subtasks */
+            subtasks?: components["schemas"]["Subtask"][];
+        };
+        /**
          * CreatedKey
          * @description ``POST /keys``: the key's record and its secret, shown this once.
          */
@@ -1534,6 +1662,21 @@ export interface components {
             secret: string;
             /** Tenant */
             tenant: string;
+        };
+        /**
+         * Disagreement
+         * @description The reviewer and the critic disagree on a sub-task: a person decides (an approval).
+         */
+        Disagreement: {
+            /** Approval Id */
+            approval_id: string;
+            critic: components["schemas"]["ReviewVerdict"];
+            reviewer: components["schemas"]["ReviewVerdict"];
+            /**
+             * Subtask
+             * @description Index of the sub-task in :attr:`CoordinatorState.subtasks`.
+             */
+            subtask: number;
         };
         /**
          * DiscoveredAgent
@@ -1932,7 +2075,7 @@ export interface components {
              * Prompt Profiles
              * @description The system prompt profiles a query may ask for (``orchestrator_prompt_profile``).
              */
-            prompt_profiles: ("default" | "auto_multi" | "reasoning")[];
+            prompt_profiles: ("default" | "auto_multi" | "reasoning" | "roles")[];
         };
         /**
          * PendingToolCall
@@ -2074,12 +2217,24 @@ export interface components {
              * @default default
              * @enum {string}
              */
-            orchestrator_prompt_profile?: "default" | "auto_multi" | "reasoning";
+            orchestrator_prompt_profile?: "default" | "auto_multi" | "reasoning" | "roles";
             /**
              * Query
              * @description The user's question.
              */
             query: string;
+            /**
+             * Roles
+             * @description Auto mode as a coordinator of roles: a ``planner`` splits the question into sub-tasks with
+             *     acceptance criteria, the ``executor`` runs each with the agents' tools, a ``reviewer`` judges
+             *     each result (``pass``, ``fail``, ``needs_retry``), an optional ``critic`` gives a second
+             *     opinion. A list of role names, or a map of role name to its settings (its own ``model``).
+             *     ``planner`` and ``executor`` are required; ``critic`` needs ``reviewer``. Needs ``auto_mode``
+             *     (the ``roles`` prompt profile implies planner, executor and reviewer).
+             */
+            roles?: ("planner" | "executor" | "reviewer" | "critic")[] | {
+                [key: string]: components["schemas"]["RoleConfig"];
+            } | null;
             /**
              * Session Id
              * @description Continue this session; omit to start a new one.
@@ -2222,6 +2377,115 @@ export interface components {
          *     ``tools``), an MCP server (``mcp_url``) or an A2A agent (``a2a_url``); the key present says which.
          */
         Registration: components["schemas"]["InvocationRegistration"] | components["schemas"]["McpRegistration"] | components["schemas"]["A2ARegistration"];
+        /**
+         * Replica
+         * @description One connection serving a WebSocket agent (:class:`AgentRow.replicas`).
+         */
+        Replica: {
+            /**
+             * Connected At
+             * @description When it registered (Unix time).
+             */
+            connected_at: number;
+            /**
+             * In Flight
+             * @description Calls sent to it and not answered yet.
+             */
+            in_flight: number;
+            /**
+             * Instance
+             * @description Its ``instance`` name (``null``: it registered without one).
+             */
+            instance?: string | null;
+        };
+        /**
+         * ResponseDeleted
+         * @description ``DELETE /v1/responses/{response_id}``.
+         */
+        ResponseDeleted: {
+            /** Deleted */
+            deleted: boolean;
+            /** Id */
+            id: string;
+            /**
+             * Object
+             * @default response.deleted
+             * @constant
+             */
+            object?: "response.deleted";
+        };
+        /**
+         * ResponseObject
+         * @description ``POST /v1/responses`` and ``GET /v1/responses/{response_id}``: a ``response`` object (or,
+         *     streamed, the Responses events ending with ``response.completed``).
+         */
+        ResponseObject: {
+            /**
+             * Background
+             * @default false
+             */
+            background?: boolean;
+            /** Created At */
+            created_at: number;
+            /** Error */
+            error?: {
+                [key: string]: unknown;
+            } | null;
+            /** Id */
+            id: string;
+            /** Incomplete Details */
+            incomplete_details?: {
+                [key: string]: unknown;
+            } | null;
+            /** Model */
+            model?: string | null;
+            /**
+             * Object
+             * @default response
+             * @constant
+             */
+            object?: "response";
+            /** @description The hub's own fields (once the run has ended). */
+            openagent?: components["schemas"]["OpenAgentExtras"] | null;
+            /**
+             * Output
+             * @description ``message``, ``function_call`` and ``mcp_approval_request`` items.
+             */
+            output: {
+                [key: string]: unknown;
+            }[];
+            /** Previous Response Id */
+            previous_response_id?: string | null;
+            /**
+             * Status
+             * @description ``in_progress`` (a background response running), ``completed`` (the output may end with
+             *     ``function_call`` items the client runs, or ``mcp_approval_request`` items a person decides),
+             *     ``incomplete`` (a budget stopped the run), ``failed`` (``error`` says why), ``cancelled``.
+             * @enum {string}
+             */
+            status: "queued" | "in_progress" | "completed" | "incomplete" | "failed" | "cancelled";
+            /** @description LLM tokens summed over the orchestrator's rounds (once the run has ended). */
+            usage?: components["schemas"]["ResponseUsage"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ResponseUsage */
+        ResponseUsage: {
+            /** Input Tokens */
+            input_tokens: number;
+            /** Input Tokens Details */
+            input_tokens_details: {
+                [key: string]: number;
+            };
+            /** Output Tokens */
+            output_tokens: number;
+            /** Output Tokens Details */
+            output_tokens_details: {
+                [key: string]: number;
+            };
+            /** Total Tokens */
+            total_tokens: number;
+        };
         /** RestoreBody */
         RestoreBody: {
             /**
@@ -2262,6 +2526,34 @@ export interface components {
              */
             stream?: boolean;
         };
+        /**
+         * ReviewVerdict
+         * @description One judgement of a sub-task's result.
+         */
+        ReviewVerdict: {
+            /**
+             * Attempt
+             * @description The attempt of the sub-task it judged (1, or 2 after a ``needs_retry``).
+             * @default 1
+             */
+            attempt?: number;
+            /**
+             * Reason
+             * @default
+             */
+            reason?: string;
+            /**
+             * Role
+             * @description Who judged (``person``: the decision of a disagreement between reviewer and critic).
+             * @enum {string}
+             */
+            role: "reviewer" | "critic" | "person";
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "pass" | "fail" | "needs_retry";
+        };
         /** Revoked */
         Revoked: {
             /** Key Id */
@@ -2275,6 +2567,18 @@ export interface components {
          * @enum {string}
          */
         Role: "admin" | "client" | "agent" | "viewer";
+        /**
+         * RoleConfig
+         * @description How one role of the coordinator is played.
+         */
+        RoleConfig: {
+            /**
+             * Model
+             * @description Model id for this role (from ``GET /query/orchestrator-models``); the query's
+             *     ``orchestrator_model`` when omitted.
+             */
+            model?: string | null;
+        };
         /**
          * RunCall
          * @description A tool call of a run.
@@ -2344,6 +2648,11 @@ export interface components {
              * @default false
              */
             resumable?: boolean;
+            /**
+             * @description A run with ``roles``: the coordinator's phase, the plan's sub-tasks (each with its status,
+             *     attempts, last output and verdicts), why it is blocked, or the disagreement a person decides.
+             */
+            roles?: components["schemas"]["CoordinatorState"] | null;
             /** Run Id */
             run_id: string;
             /** Session Id */
@@ -2703,6 +3012,46 @@ export interface components {
             agent_ids?: string[] | null;
         };
         /**
+         * Subtask
+         * @description One step of the planner's plan.
+         */
+        Subtask: {
+            /**
+             * Attempts
+             * @description How many times the executor ran it.
+             * @default 0
+             */
+            attempts?: number;
+            /**
+             * Criteria
+             * @description How the reviewer tells it was done.
+             */
+            criteria?: string[];
+            /**
+             * Output
+             * @description The executor's last answer.
+             */
+            output?: string | null;
+            /**
+             * Retry Reason
+             * @description The reviewer's reason for ``needs_retry``, given to the executor on its second attempt.
+             */
+            retry_reason?: string | null;
+            /**
+             * Status
+             * @default pending
+             * @enum {string}
+             */
+            status?: "pending" | "running" | "reviewing" | "passed" | "failed" | "blocked";
+            /**
+             * Task
+             * @description What to do.
+             */
+            task: string;
+            /** Verdicts */
+            verdicts?: components["schemas"]["ReviewVerdict"][];
+        };
+        /**
          * ToolSchema
          * @description A tool an action agent exposes, in OpenAI function-calling shape.
          */
@@ -2866,6 +3215,95 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    run_agent_ag_ui_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    context?: Record<string, never>[];
+                    forwardedProps?: unknown;
+                    messages: Record<string, never>[];
+                    /** @description Answers to the interrupts of the thread's last run */
+                    resume?: Record<string, never>[];
+                    runId: string;
+                    state?: unknown;
+                    /** @description The conversation: the hub's session id */
+                    threadId: string;
+                    tools?: Record<string, never>[];
+                };
+            };
+        };
+        responses: {
+            /** @description AG-UI events as Server-Sent Events: RUN_STARTED, the run's steps, text and tool calls, STATE_SNAPSHOT, then RUN_FINISHED (success, or interrupt with the approvals that wait) or RUN_ERROR */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The body is not JSON, or nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not an AG-UI RunAgentInput (validation_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many queries in flight (too_many_queries, Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The master is stopping (draining, Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     agent_source_agent_source_get: {
         parameters: {
             query: {
@@ -5696,6 +6134,321 @@ export interface operations {
             };
             /** @description OPENAGENT_OPENAI_API=0 */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    create_response_v1_responses_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A response object, or with stream: true Server-Sent Events of the Responses API (response.created ... response.completed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                    "text/event-stream": unknown;
+                };
+            };
+            /** @description A request the API refuses, named in param */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0, or a decision by a key that may not approve */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Unknown model, previous response, approval or session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description An approval decided already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Too many queries in flight (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description A bug in the master; see its log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description The LLM provider failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No LLM configured, Redis unavailable, or the master is stopping (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    retrieve_response_v1_responses__response_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No such response (never stored, deleted, expired, or another tenant's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    delete_response_v1_responses__response_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseDeleted"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No such response (never stored, deleted, expired, or another tenant's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    cancel_response_v1_responses__response_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResponseObject"];
+                };
+            };
+            /** @description Not a background response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Missing or wrong API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description OPENAGENT_OPENAI_API=0 */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No such response (never stored, deleted, expired, or another tenant's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,7 +7,8 @@ import { Dialog } from "./Dialog";
 export function ApprovalsPanel() {
   const s = useAppStore(
     useShallow((st) => ({
-      open: st.approvalsPanelOpen,
+      // Never for a key without the query permission (a viewer): GET /approvals would be refused.
+      open: st.approvalsPanelOpen && st.canQuery(),
       pending: st.pendingApprovals,
       // Decided here (or refused: 409): kept on screen with the outcome after they leave the pending list.
       decidedHere: Object.values(st.approvalCards)

@@ -4,6 +4,7 @@ import { moduleNameProblem, type Check, type Generated } from "../lib/builder";
 import { modelLabel } from "../lib/models";
 import { useAppStore } from "../store/context";
 import { Dialog } from "./Dialog";
+import { CheckIcon, CrossIcon } from "./Icons";
 import { useFitSoon } from "./useFitSoon";
 
 /** Read-only code with line numbers (a focusable, scrollable region). */
@@ -31,7 +32,7 @@ function Checks({ checks }: { checks: Check[] }) {
     <ul className="checks" aria-label="Checks">
       {checks.map((check) => (
         <li key={check.name} className={check.passed ? "check-ok" : "check-failed"} aria-label={`${check.name} ${check.passed ? "passed" : "failed"}`}>
-          <span aria-hidden="true">{check.passed ? "✓" : "✗"}</span> <strong>{check.name}</strong>{" "}
+          {check.passed ? <CheckIcon /> : <CrossIcon />} <strong>{check.name}</strong>{" "}
           <span className="check-state">{check.passed ? "passed" : "failed"}</span>
           {check.detail ? <div className="check-detail">{check.detail}</div> : null}
         </li>

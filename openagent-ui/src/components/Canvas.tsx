@@ -96,7 +96,7 @@ export function Canvas() {
         multiSelectionKeyCode={["Control", "Meta", "Shift"]}
         fitView
         fitViewOptions={FIT_VIEW_OPTIONS}
-        minZoom={Math.min(0.25, FIT_MIN_ZOOM)}
+        minZoom={FIT_MIN_ZOOM / 2}
         panOnScroll
         proOptions={{ hideAttribution: true }}
         onlyRenderVisibleElements

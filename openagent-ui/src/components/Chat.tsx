@@ -7,6 +7,7 @@ import { modelLabel } from "../lib/models";
 import { useAppStore } from "../store/context";
 import { ApprovalCard } from "./ApprovalCard";
 import { ChatResizer } from "./ChatResizer";
+import { CrossIcon } from "./Icons";
 import { PlanEditor } from "./PlanEditor";
 
 function text(value: unknown): string {
@@ -28,7 +29,7 @@ function Step({ step }: { step: ToolStep }) {
         </div>
       ) : null}
       {step.state === "ok" ? <div className="call-result">→ {text(step.result)}</div> : null}
-      {step.state === "error" ? <div className="node-error">✗ {step.error}</div> : null}
+      {step.state === "error" ? <div className="node-error"><CrossIcon /> {step.error}</div> : null}
     </li>
   );
 }
@@ -124,6 +125,8 @@ export function Chat() {
       autoMode: st.autoMode,
       requirePlan: st.requirePlan,
       connected: st.connection === "connected",
+      canQuery: st.canQuery(),
+      role: st.identity?.role ?? null,
       linked: linkedAgentIds(st.edges).join(", "),
       maxBytes: st.maxAttachmentBytes,
       maxFiles: st.maxAttachments,
@@ -187,6 +190,18 @@ export function Chat() {
       /* shown below for manual copy */
     }
   };
+
+  if (!s.canQuery) {
+    // A viewer (read-only) or agent key lacks the master's query permission: nothing here would work.
+    return (
+      <section className="chat" aria-label="Chat">
+        <p className="hint" role="note">
+          This key's role ({s.role}) is read-only here: asking questions and deciding approvals need a key with the role
+          client or admin.
+        </p>
+      </section>
+    );
+  }
 
   return (
     <section className="chat" aria-label="Chat">

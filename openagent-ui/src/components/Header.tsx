@@ -33,6 +33,7 @@ export function Header() {
       pendingApprovals: st.pendingApprovals.length,
       identity: st.identity,
       admin: st.isAdmin(),
+      canQuery: st.canQuery(),
       openKeys: st.openKeys,
     })),
   );
@@ -132,14 +133,16 @@ export function Header() {
         <button type="button" onClick={download}>
           Export YAML
         </button>
-        <button
-          type="button"
-          onClick={() => s.openApprovals(true)}
-          disabled={!connected}
-          title="GET /approvals: tool calls of every session waiting for a person"
-        >
-          Approvals{s.pendingApprovals ? ` (${s.pendingApprovals})` : ""}
-        </button>
+        {s.canQuery ? (
+          <button
+            type="button"
+            onClick={() => s.openApprovals(true)}
+            disabled={!connected}
+            title="GET /approvals: tool calls of every session waiting for a person"
+          >
+            Approvals{s.pendingApprovals ? ` (${s.pendingApprovals})` : ""}
+          </button>
+        ) : null}
         {s.admin ? (
           <>
             <button

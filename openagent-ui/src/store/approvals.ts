@@ -112,6 +112,11 @@ export const createApprovalsSlice: SliceCreator<ApprovalsSlice> = (set, get) => 
     async loadPendingApprovals() {
       const { api } = get();
       if (!api) return;
+      if (!get().canQuery()) {
+        // GET /approvals needs the query permission: a read-only key is never offered approvals.
+        set({ pendingApprovals: [], approvalsError: null });
+        return;
+      }
       try {
         set({ pendingApprovals: await api.approvals(), approvalsError: null });
       } catch (error) {

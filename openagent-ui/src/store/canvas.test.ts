@@ -20,6 +20,18 @@ describe("store: canvas", () => {
     });
   });
 
+  it("a key that may not register (client, viewer) links a registered HTTP agent without POST /register", async () => {
+    const master = fakeMaster();
+    const store = createAppStore({ ...base, fetch: master.fetch });
+    await store.getState().connect("http://m", "");
+    store.setState({ identity: { key_id: "k1", name: "wall", role: "viewer", tenant: "default", agent_ids: [], approves: [] } });
+    expect(store.getState().canRegister()).toBe(false);
+    await store.getState().link("demo");
+    expect(master.calls.filter((c) => c.path === "/register")).toEqual([]);
+    expect(store.getState().edges.some((e) => e.source === "agent:demo" || e.target === "agent:demo")).toBe(true);
+    expect(store.getState().linkNotes.demo).toBeUndefined();
+  });
+
   it("undoes and redoes adding, linking and deleting", async () => {
     const store = createAppStore({ ...base, fetch: fakeMaster().fetch });
     const ids = () => store.getState().nodes.map((n) => n.id);

@@ -63,6 +63,11 @@ export const createCanvasSlice: SliceCreator<CanvasSlice> = (set, get) => {
     const api = get().api;
     const note = (value: LinkNote) => get().setLinkNote(agentId, value);
     if (!api) return;
+    if (!get().canRegister()) {
+      // POST /register would be refused (403): a registered agent is simply linked, another is named.
+      if (!isRunning(entry.status)) note({ kind: "error", text: "Not registered: registering an agent needs a key with the role agent or admin" });
+      return;
+    }
     if (!entry.invocationBaseUrl || entry.tools.length === 0) {
       note({ kind: "error", text: "Cannot register: no invocation_base_url or tools known for this agent" });
       return;
@@ -156,7 +161,7 @@ export const createCanvasSlice: SliceCreator<CanvasSlice> = (set, get) => {
         get().setLinkNote(agentId, { kind: "error", text: `Not reachable by the master: ${how}` });
         return;
       }
-      if (get().sandboxEnabled && api && deployableModule(entry)) {
+      if (get().sandboxEnabled && api && get().isAdmin() && deployableModule(entry)) {
         // With the sandbox on, linking a stopped agent deploys it: the same path as the sidebar's Deploy.
         // One already deployed (its Pod starting or failing) is left alone: Deploy replaces it on purpose.
         if (entry.sandbox) get().setLinkNote(agentId, { kind: "deployed", text: "Deployed to the sandbox; waiting for it to connect" });

@@ -13,10 +13,28 @@ describe("store: keys and identity", () => {
     expect(store.getState().identity).toBeNull();
   });
 
+  it("a viewer key may not query: no approvals are asked for (GET /approvals would be refused)", async () => {
+    const { master, store } = await connected([(c) => (c.path === "/whoami" ? json(me("viewer")) : undefined)]);
+    expect(store.getState().canQuery()).toBe(false);
+    expect(store.getState().isAdmin()).toBe(false);
+    store.getState().setApprovalsPanelOpen(true);
+    await store.getState().loadPendingApprovals();
+    expect(master.calls.filter((c) => c.path.startsWith("/approvals"))).toEqual([]);
+    expect(store.getState().approvalsError).toBeNull();
+  });
+
+  it("client and admin keys may query; an agent key may not", async () => {
+    for (const [role, may] of [["client", true], ["admin", true], ["agent", false]] as const) {
+      const { store } = await connected([(c) => (c.path === "/whoami" ? json(me(role)) : undefined)]);
+      expect(store.getState().canQuery(), role).toBe(may);
+    }
+  });
+
   it("a master without /whoami (no roles) leaves every feature on", async () => {
     const { store } = await connected();
     expect(store.getState().identity).toBeNull();
     expect(store.getState().isAdmin()).toBe(true);
+    expect(store.getState().canQuery()).toBe(true);
   });
 
   it("lists, creates (secret shown once) and revokes keys", async () => {

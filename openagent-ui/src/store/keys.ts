@@ -21,11 +21,23 @@ export interface KeysSlice {
 
   /** Whether the key may use administrator features (builder, restore, deploy, keys). */
   isAdmin(): boolean;
+  /**
+   * Whether the key may ask questions and decide approvals (the master's `query` permission:
+   * roles `admin` and `client`). A `viewer` (read-only) or `agent` key is offered neither.
+   */
+  canQuery(): boolean;
+  /** Whether the key may register agents (`POST /register`, the `agent` permission: roles `admin` and `agent`). */
+  canRegister(): boolean;
   openKeys(): Promise<void>;
   closeKeys(): void;
   createKey(body: KeyRequest): Promise<boolean>;
   revokeKey(keyId: string): Promise<void>;
 }
+
+/** The roles holding the master's `query` permission (master/access/permissions.py, ROLES_WITH). */
+const QUERY_ROLES: ReadonlySet<string> = new Set(["admin", "client"]);
+/** The roles holding the master's `agent` permission (registering agents). */
+const AGENT_ROLES: ReadonlySet<string> = new Set(["admin", "agent"]);
 
 const CLOSED: KeysState = { open: false, rows: [], created: null, busy: false, error: null };
 
@@ -47,6 +59,14 @@ export const createKeysSlice: SliceCreator<KeysSlice> = (set, get) => {
     isAdmin() {
       const identity = get().identity;
       return identity === null || identity.role === "admin"; // an older master: no roles
+    },
+    canQuery() {
+      const identity = get().identity;
+      return identity === null || QUERY_ROLES.has(identity.role);
+    },
+    canRegister() {
+      const identity = get().identity;
+      return identity === null || AGENT_ROLES.has(identity.role);
     },
     async openKeys() {
       set({ keys: { ...CLOSED, open: true, busy: true } });

@@ -511,7 +511,8 @@ async def test_public_cards_open_the_cards_only(llm: ScriptedOpenAIServer) -> No
         hub(llm, openagent_a2a_public_cards=True) as (master, _),
         httpx.AsyncClient(base_url=master.base_url, timeout=30) as http,
     ):
-        assert (await http.get("/.well-known/agent-card.json")).status_code == 200
+        hub_card = await http.get("/.well-known/agent-card.json")
+        assert hub_card.status_code == 200 and hub_card.headers["cache-control"] == "public, max-age=60"
         card = (await http.get(f"/a2a/agents/{AGENT}/.well-known/agent-card.json")).json()
         assert card["name"] == AGENT
         assert (await http.post(f"/a2a/agents/{AGENT}", json={})).status_code == 401

@@ -231,7 +231,7 @@ async def test_prompt_profile_reaches_the_model(http: httpx.AsyncClient, llm: Sc
 async def test_orchestrator_models(http: httpx.AsyncClient) -> None:
     data = (await http.get("/query/orchestrator-models")).json()
     assert data["default_model"] == "gpt-4o-mini"
-    assert data["prompt_profiles"] == ["default", "auto_multi", "reasoning"]
+    assert data["prompt_profiles"] == ["default", "auto_multi", "reasoning", "roles"]
     assert data["attachment_limits"] == {"max_bytes": 2097152, "max_count": 5}
 
 

@@ -37,7 +37,7 @@ EXPORTED = [
     "strip_query_client",
     "with_query_client",
 ]
-"""What ``openagent.yaml_runner`` exported before the package, name for name."""
+"""What :mod:`openagent.workspace` exports, name for name."""
 
 
 def test_all_is_pinned_and_every_name_resolves_to_its_module() -> None:
@@ -82,12 +82,3 @@ def test_python_m_prints_the_published_schema() -> None:
         check=True,
     )
     assert completed.stdout == (ROOT / "docs" / "workspace.schema.json").read_text()
-
-
-def test_the_old_module_path_still_works_with_a_deprecation_warning() -> None:
-    sys.modules.pop("openagent.yaml_runner", None)
-    with pytest.warns(DeprecationWarning, match="import from openagent.workspace"):
-        import openagent.yaml_runner as old
-    assert old.__all__ == EXPORTED
-    for name in EXPORTED:
-        assert getattr(old, name) is getattr(openagent.workspace, name), name

@@ -6,6 +6,7 @@ import { awaitingTools } from "../../lib/approvals";
 import type { AgentNode } from "../../lib/graph";
 import { hasLink } from "../../lib/graph";
 import { useAppStore } from "../../store/context";
+import { LockIcon, PauseIcon } from "../Icons";
 import { SandboxBadge } from "../SandboxBadge";
 import { useGlow } from "./useGlow";
 
@@ -61,14 +62,14 @@ export const AgentNodeView = memo(function AgentNodeView({ id, data }: NodeProps
       ) : null}
       {awaiting.length ? (
         <div className="node-awaiting" role="status" aria-label={`Approval awaited by ${data.agentId}`}>
-          ⏸ {awaiting.join(", ")} awaits approval
+          <PauseIcon /> {awaiting.join(", ")} awaits approval
         </div>
       ) : null}
       <ul className="node-tools" aria-label={`Tools of ${data.agentId}`}>
         {(entry?.tools ?? []).slice(0, 4).map((tool) => (
           <li key={tool.name} className={awaiting.includes(tool.name) ? "tool-awaiting" : undefined}>
             {tool.name}
-            {tool.requires_approval ? <span title="requires approval"> 🔒</span> : null}
+            {tool.requires_approval ? <LockIcon className="tool-lock" title="requires approval" /> : null}
           </li>
         ))}
         {(entry?.tools.length ?? 0) > 4 ? <li>+{(entry?.tools.length ?? 0) - 4} more</li> : null}

@@ -1,0 +1,616 @@
+"""The Responses API door: ``POST /v1/responses``, ``GET``/``DELETE /v1/responses/{id}`` and
+``POST /v1/responses/{id}/cancel``.
+
+A response is a query through :meth:`master.query.entry.QueryEntry.submit` (door ``responses``),
+read as the chat-completions request it amounts to (:mod:`master.doors.openai.responses_wire`):
+the chat door's session rules, client tools and hub tools hold as they are. What this door adds:
+
+- **stored responses** (``store``, the default): the response object is kept in Redis
+  (:class:`ResponseStore`, tenant-scoped) with its run and session, so ``previous_response_id``
+  continues that session on any master, and ``GET /v1/responses/{id}`` reads it on any master;
+- **background** (``background: true``): the answer is at once ``in_progress``; the run goes on in
+  the master that took it, which writes the response when it ends. ``GET`` of one still in progress
+  reads its run's record too (a run whose master was lost reads ``failed``); ``cancel`` marks it
+  ``cancelled`` in Redis and stops the run (on another master, through the cluster's inbox);
+- **approvals**: a call that waits for a person is an ``mcp_approval_request`` output item whose
+  id is the approval's; an ``mcp_approval_response`` input item decides it
+  (:class:`master.query.approvals.ApprovalDesk`, as every door's decision) and, once the round is
+  decided, the run goes on and this request answers with its end;
+- **streaming** (``stream: true``): the Responses events, ``response.created`` to
+  ``response.completed`` (``response.incomplete``, ``response.failed``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import secrets
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+from starlette.responses import Response, StreamingResponse
+
+from master.auth import DEFAULT_TENANT, Principal, Scope, TenantRecords
+from master.conversation.runs import RunStore
+from master.doors.openai import responses_wire as rwire
+from master.doors.openai import wire
+from master.doors.openai.door import RETRY_AFTER_SECONDS, error_response
+from master.doors.openai.wire import SESSION_HEADER, OpenAIError
+from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
+from master.errors import SessionStoreUnavailable
+from master.query.admission import DRAINING
+from master.query.approvals import ApprovalDesk, ApprovalRefused
+from master.query.entry import QueryEntry, QueryRun
+from master.query.events import Progress, QueryRefused
+from master.redis_keys import openai_response_key
+from master.settings import Settings
+from protocol import ErrorCode, QueryResponse
+
+logger = logging.getLogger("master.doors.openai.responses")
+
+STORE_WAIT_SECONDS = 30.0
+"""How long a stream's last event waits for its response to be stored (the write's own timeout
+is ``REDIS_QUERY_TIMEOUT_SECONDS``)."""
+CANCEL_KIND = "openai_response_cancel"
+"""The cluster inbox message that asks a response's master to stop its run."""
+
+# Writes a response's record unless it is already cancelled (a cancel from any master wins over
+# the run's own end); with ARGV[3] = "cancel", only while it is queued or in progress.
+# KEYS: record; ARGV: JSON, TTL seconds, mode. Returns the stored status after the call.
+_WRITE = """
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local was = cjson.decode(raw)
+  local status = was.response and was.response.status or ''
+  if status == 'cancelled' then return status end
+  if ARGV[3] == 'cancel' and status ~= 'queued' and status ~= 'in_progress' then return status end
+elseif ARGV[3] == 'cancel' then
+  return ''
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+return cjson.decode(ARGV[1]).response.status
+"""
+
+
+class ResponseStore(TenantRecords):
+    """Stored responses in Redis (``openai_response:{id}``): the response object with its tenant,
+    run, session and holding master (tenant-owned: read and deleted in a caller's scope)."""
+
+    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int, timeout_seconds: float) -> None:
+        self._redis = redis
+        self._ttl = ttl_seconds
+        self._timeout = timeout_seconds
+        self._write = redis.register_script(_WRITE)
+
+    async def put(self, record: dict[str, Any], *, cancel: bool = False) -> str:
+        """Write ``record`` (not over a cancelled one; with ``cancel``, only over an unfinished
+        one); the status that stands."""
+        key = openai_response_key(str(record["response"]["id"]))
+        data = json.dumps(record, separators=(",", ":"), default=str)
+        try:
+            async with asyncio.timeout(self._timeout):
+                status = await self._write(keys=[key], args=[data, self._ttl, "cancel" if cancel else "put"])
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"storing the response failed: {exc}") from exc
+        return status.decode() if isinstance(status, bytes) else str(status or "")
+
+    async def get(self, response_id: str, scope: Scope) -> dict[str, Any] | None:
+        """The record, or ``None`` (unknown, expired, or another tenant's)."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                raw = await self._redis.get(openai_response_key(response_id))
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"reading the response failed: {exc}") from exc
+        if raw is None:
+            return None
+        record: dict[str, Any] = json.loads(raw)
+        return record if self._sees("get", scope, record.get("tenant")) else None
+
+    async def delete(self, response_id: str, scope: Scope) -> bool:
+        """Forget the response; ``False`` when ``scope`` has no such response."""
+        self._scoped("delete", scope)
+        if await self.get(response_id, scope) is None:
+            return False
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._redis.delete(openai_response_key(response_id))
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"deleting the response failed: {exc}") from exc
+        return True
+
+
+Post = Callable[[str, dict[str, Any]], Any]
+"""Adds a message to another master's cluster inbox (:meth:`master.cluster.router.ClusterRouter.post`)."""
+
+
+class ResponsesDoor:
+    """Answers the Responses API through the query entry (see the module docstring)."""
+
+    def __init__(
+        self,
+        entry: QueryEntry,
+        settings: Settings,
+        store: ResponseStore,
+        *,
+        approvals: ApprovalDesk | None,
+        master_id: str,
+    ) -> None:
+        self._entry = entry
+        self._settings = settings
+        self._store = store
+        self._approvals = approvals
+        self._master_id = master_id
+        self._post: Post | None = None
+        self._running: dict[str, QueryRun] = {}
+        """This master's background responses still running, by response id."""
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def join_cluster(self, post: Post, handlers: dict[str, Callable[[dict[str, Any]], None]]) -> None:
+        """Cancel through the cluster: ``post`` reaches another master's inbox; this master's inbox
+        ``handlers`` hear the cancels of the responses it runs."""
+        self._post = post
+        handlers[CANCEL_KIND] = lambda message: self._stop(str(message.get("response_id")))
+
+    # ------------------------------------------------------------------ create
+
+    async def create(self, raw: bytes, session_header: str | None, principal: Principal) -> Response:
+        """``POST /v1/responses``: a ``response`` object (``in_progress`` for a background one), or
+        the Responses event stream."""
+        request = self.read(raw)
+        if isinstance(request, Response):
+            return request
+        return await self.answer(request, session_header, principal)
+
+    def read(self, raw: bytes) -> rwire.ResponsesRequest | Response:
+        """The request, read; or the error that answers it."""
+        try:
+            return rwire.read_request(raw)
+        except OpenAIError as exc:
+            return error_response(exc.code, exc.message, exc.status, rwire.param(exc.param))
+
+    async def answer(
+        self, request: rwire.ResponsesRequest, session_header: str | None, principal: Principal
+    ) -> Response:
+        """Run a request read by :meth:`read` (``session_header``: its ``X-OpenAgent-Session-Id``)."""
+        scope = Scope.of(principal)
+        try:
+            session_id = (session_header or "").strip() or None
+            if request.previous_response_id is not None:
+                session_id = await self._session_of(request.previous_response_id, scope)
+            chat = None
+            if request.chat is not None:
+                chat = wire.read_chat_body(
+                    request.chat,
+                    session_id,
+                    auto_mode=self._settings.openagent_openai_auto_mode,
+                    new_session_id=lambda: str(uuid.uuid4()),
+                )
+        except OpenAIError as exc:
+            return error_response(exc.code, exc.message, exc.status, rwire.param(exc.param))
+        except SessionStoreUnavailable as exc:
+            code = ErrorCode.SESSION_STORE_UNAVAILABLE
+            return error_response(code, str(exc), code.status)
+        response_id = f"resp_{secrets.token_hex(16)}"
+        echo = {**request.body, "store": request.store, "background": request.background}
+        created = time.time()
+        try:
+            if chat is not None:
+                started: QueryRun | QueryResponse = self._entry.submit(
+                    chat.query,
+                    door="responses",
+                    query_id=f"responses-{response_id.removeprefix('resp_')}",
+                    stream=request.stream,
+                    extras=chat.extras,
+                    principal=principal,
+                )
+            else:
+                started = await self._decide(request.decisions, principal, stream=request.stream)
+        except QueryRefused as exc:
+            code = ErrorCode.of(exc.code)
+            retry = DRAIN_RETRY_AFTER if code == DRAINING else RETRY_AFTER_SECONDS
+            return error_response(code, exc.message, code.status, retry_after=retry)
+        except OpenAIError as exc:
+            return error_response(exc.code, exc.message, exc.status, exc.param)
+        if isinstance(started, QueryResponse):  # approvals still wait: nothing ran
+            waiting = {
+                "tenant": principal.tenant if principal.tenant != DEFAULT_TENANT else None,
+                "holder": self._master_id,
+                "run_id": started.run_id,
+            }
+            stored = waiting if request.store else None
+            return await self._answer(response_id, echo, created, started, stored=stored)
+        run = started
+        base = {
+            "tenant": principal.tenant if principal.tenant != DEFAULT_TENANT else None,
+            "holder": self._master_id,
+            "run_id": run.run_id,
+            "session_id": (chat.query.session_id or chat.extras.new_session_id) if chat else None,
+        }
+        message_id = f"msg_{secrets.token_hex(16)}"
+        if request.background:
+            pending = rwire.response_object(response_id, echo, created_at=created, status="in_progress")
+            try:
+                await self._store.put({**base, "response": pending})
+            except SessionStoreUnavailable as exc:
+                run.cancel()
+                code = ErrorCode.SESSION_STORE_UNAVAILABLE
+                return error_response(code, str(exc), code.status)
+            self._running[response_id] = run
+            kept: asyncio.Task[None] | None = self._keep(run, response_id, echo, created, base, message_id)
+            if not request.stream:
+                return _json(pending)
+        elif request.store and request.stream:
+            kept = self._keep(run, response_id, echo, created, base, message_id)
+        else:
+            kept = None
+        if request.stream:
+            known = base["session_id"]
+            return StreamingResponse(
+                self._events(run, response_id, echo, created, message_id, kept),
+                media_type="text/event-stream",
+                headers={
+                    "Cache-Control": "no-cache",
+                    "X-Accel-Buffering": "no",
+                    **({SESSION_HEADER: known} if known else {}),
+                },
+            )
+        answer = await run.result()
+        if not answer.success:
+            code, status, param = _error_of(answer)
+            return error_response(code, answer.error or "the query failed", status, param)
+        stored = base if request.store else None
+        return await self._answer(response_id, echo, created, answer, stored=stored, message_id=message_id)
+
+    async def _answer(
+        self,
+        response_id: str,
+        echo: dict[str, Any],
+        created: float,
+        answer: QueryResponse,
+        *,
+        stored: dict[str, Any] | None,
+        message_id: str | None = None,
+    ) -> Response:
+        body = _finished(response_id, echo, created, answer, message_id)
+        if stored is not None:
+            try:
+                await self._store.put({**stored, "session_id": answer.session_id, "response": body})
+            except SessionStoreUnavailable as exc:
+                code = ErrorCode.SESSION_STORE_UNAVAILABLE
+                return error_response(code, str(exc), code.status)
+        headers = {SESSION_HEADER: answer.session_id} if answer.session_id else None
+        return _json(body, headers)
+
+    async def _session_of(self, response_id: str, scope: Scope) -> str | None:
+        record = await self._store.get(response_id, scope)
+        if record is None:
+            raise OpenAIError(
+                ErrorCode.NOT_FOUND,
+                f"previous response {response_id!r} not found (never stored, deleted, expired, or "
+                "another tenant's)",
+                param="previous_response_id",
+                status=404,
+            )
+        session_id = record.get("session_id")
+        return str(session_id) if session_id else None
+
+    async def _decide(
+        self, decisions: list[dict[str, Any]], principal: Principal, *, stream: bool
+    ) -> QueryRun | QueryResponse:
+        """Take the ``mcp_approval_response`` decisions, then go on with their run once its round
+        is decided (else: the approvals as they stand)."""
+        desk = self._approvals
+        if desk is None:
+            raise OpenAIError(
+                ErrorCode.INVALID_REQUEST, "approvals are not kept on this master", param="input"
+            )
+        scope = Scope.of(principal)
+        sessions: set[str] = set()
+        for decision in decisions:
+            try:
+                record = await desk.decide(
+                    decision["approval_id"],
+                    decision["decision"],
+                    message=decision["message"],
+                    principal=principal,
+                )
+            except ApprovalRefused as exc:
+                detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
+                code = ErrorCode.of(exc.code)
+                raise OpenAIError(code, detail, param="input", status=code.status) from None
+            sessions.add(str(record["session_id"]))
+        if len(sessions) != 1:
+            raise OpenAIError(
+                ErrorCode.INVALID_REQUEST, "the approvals decided together must be of one run", param="input"
+            )
+        try:
+            return await desk.start_resume(sessions.pop(), scope, door="responses", stream=stream)
+        except ApprovalRefused as exc:
+            code = ErrorCode.of(exc.code)
+            raise OpenAIError(code, str(exc), param="input", status=code.status) from None
+
+    # ------------------------------------------------------------------ background
+
+    def _keep(
+        self,
+        run: QueryRun,
+        response_id: str,
+        echo: dict[str, Any],
+        created: float,
+        base: dict[str, Any],
+        message_id: str,
+    ) -> asyncio.Task[None]:
+        """Store the response when its run ends, whatever its client does meanwhile."""
+        task = asyncio.create_task(
+            self._store_end(run, response_id, echo, created, base, message_id),
+            name=f"responses: keep {response_id}",
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _store_end(
+        self,
+        run: QueryRun,
+        response_id: str,
+        echo: dict[str, Any],
+        created: float,
+        base: dict[str, Any],
+        message_id: str,
+    ) -> None:
+        """Write the response as its run ended (``cancelled`` when it was stopped)."""
+        try:
+            try:
+                answer: QueryResponse | None = await run.result()
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                answer = None
+            if answer is None:
+                body = rwire.response_object(response_id, echo, created_at=created, status="cancelled")
+                record = {**base, "response": body}
+            else:
+                body = _finished(response_id, echo, created, answer, message_id)
+                record = {**base, "session_id": answer.session_id, "response": body}
+            await self._store.put(record)
+        except SessionStoreUnavailable as exc:
+            logger.warning("response %s: its end was not stored: %s", response_id, exc)
+        finally:
+            self._running.pop(response_id, None)
+
+    def _stop(self, response_id: str) -> None:
+        run = self._running.get(response_id)
+        if run is not None:
+            run.cancel()
+
+    # ------------------------------------------------------------------ read, cancel, delete
+
+    async def retrieve(self, response_id: str, principal: Principal) -> Response:
+        """``GET /v1/responses/{id}``: the stored response; one still in progress whose run's
+        master was lost reads ``failed``."""
+        scope = Scope.of(principal)
+        try:
+            record = await self._record(response_id, scope)
+            body = record["response"]
+            if body["status"] in rwire.UNFINISHED:
+                body = await self._lost(record, scope) or body
+        except OpenAIError as exc:
+            return error_response(exc.code, exc.message, exc.status, exc.param)
+        except SessionStoreUnavailable as exc:
+            return error_response(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc), 503)
+        return _json(body)
+
+    async def cancel(self, response_id: str, principal: Principal) -> Response:
+        """``POST /v1/responses/{id}/cancel``: a background response in progress is ``cancelled``
+        and its run stopped, whichever master holds it."""
+        scope = Scope.of(principal)
+        try:
+            record = await self._record(response_id, scope)
+            body = record["response"]
+            if not body.get("background"):
+                raise OpenAIError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"response {response_id!r} was not created with background: true; only a "
+                    "background response can be cancelled",
+                )
+            if body["status"] in rwire.UNFINISHED:
+                body = {**body, "status": "cancelled"}
+                if await self._store.put({**record, "response": body}, cancel=True) == "cancelled":
+                    await self._stop_anywhere(record, response_id)
+                else:
+                    body = (await self._record(response_id, scope))["response"]
+        except OpenAIError as exc:
+            return error_response(exc.code, exc.message, exc.status, exc.param)
+        except SessionStoreUnavailable as exc:
+            return error_response(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc), 503)
+        return _json(body)
+
+    async def delete(self, response_id: str, principal: Principal) -> Response:
+        """``DELETE /v1/responses/{id}``: forget a stored response (its session stays)."""
+        try:
+            if not await self._store.delete(response_id, Scope.of(principal)):
+                raise _unknown(response_id)
+        except OpenAIError as exc:
+            return error_response(exc.code, exc.message, exc.status, exc.param)
+        except SessionStoreUnavailable as exc:
+            return error_response(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc), 503)
+        return _json({"id": response_id, "object": "response.deleted", "deleted": True})
+
+    async def _record(self, response_id: str, scope: Scope) -> dict[str, Any]:
+        record = await self._store.get(response_id, scope)
+        if record is None:
+            raise _unknown(response_id)
+        return record
+
+    async def _lost(self, record: dict[str, Any], scope: Scope) -> dict[str, Any] | None:
+        """The response ``failed`` when its run's record says the run failed (its master lost)."""
+        runs: RunStore | None = self._entry.runs
+        if runs is None or not record.get("run_id"):
+            return None
+        run = await runs.get(str(record["run_id"]), scope)
+        if run is None or run.get("state") != "failed":
+            return None
+        reason = str(run.get("reason") or "the run failed")
+        error = rwire.error_object(ErrorCode.INTERNAL_ERROR, reason)
+        return {**record["response"], "status": "failed", "error": error}
+
+    async def _stop_anywhere(self, record: dict[str, Any], response_id: str) -> None:
+        holder = str(record.get("holder") or "")
+        if holder == self._master_id or self._post is None:
+            self._stop(response_id)
+            return
+        try:
+            await self._post(holder, {"kind": CANCEL_KIND, "response_id": response_id})
+        except Exception as exc:  # the record says cancelled; its run ends under its budgets
+            logger.warning("response %s: the cancel did not reach master %s: %s", response_id, holder, exc)
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # ------------------------------------------------------------------ the stream
+
+    async def _events(
+        self,
+        run: QueryRun,
+        response_id: str,
+        echo: dict[str, Any],
+        created: float,
+        message_id: str,
+        kept: asyncio.Task[None] | None,
+    ) -> AsyncIterator[bytes]:
+        """The run as the Responses events (module docstring). A stored response is written
+        (``kept``) before the last event, so that the client's next request finds it."""
+        numbers = itertools.count()
+
+        def event(kind: str, **fields: Any) -> bytes:
+            return rwire.sse(kind, next(numbers), fields)
+
+        async def stored() -> None:
+            if kept is not None:
+                with contextlib.suppress(TimeoutError):  # the write has its own timeout
+                    await asyncio.wait_for(asyncio.shield(kept), STORE_WAIT_SECONDS)
+
+        start = rwire.response_object(response_id, echo, created_at=created, status="in_progress")
+        yield event("response.created", response=start)
+        yield event("response.in_progress", response=start)
+        streamed: list[str] = []
+        where = {"item_id": message_id, "output_index": 0, "content_index": 0}
+        async for update in run.events():
+            if isinstance(update, Progress):
+                if update.event != "token":
+                    continue
+                text = str(update.data.get("text") or "")
+                if not streamed:
+                    item = rwire.message_item(message_id, "", "in_progress")
+                    yield event("response.output_item.added", output_index=0, item=item)
+                    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+                    yield event("response.content_part.added", **where, part=part)
+                streamed.append(text)
+                yield event("response.output_text.delta", **where, delta=text, logprobs=[])
+                continue
+            answer = update.response
+            if not answer.success:
+                code, _, _ = _error_of(answer)
+                error = rwire.error_object(code, answer.error or "the query failed")
+                body = rwire.response_object(
+                    response_id, echo, created_at=created, status="failed", answer=answer, error=error
+                )
+                await stored()
+                yield event("response.failed", response=body)
+                return
+            so_far = "".join(streamed)
+            final = answer.answer or ""
+            rest = final[len(so_far) :] if final.startswith(so_far) else ("" if so_far else final)
+            text = so_far + rest
+            if text and not streamed:
+                item = rwire.message_item(message_id, "", "in_progress")
+                yield event("response.output_item.added", output_index=0, item=item)
+                part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+                yield event("response.content_part.added", **where, part=part)
+            if rest:
+                yield event("response.output_text.delta", **where, delta=rest, logprobs=[])
+            if text:
+                yield event("response.output_text.done", **where, text=text, logprobs=[])
+                part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+                yield event("response.content_part.done", **where, part=part)
+                item = rwire.message_item(message_id, text)
+                yield event("response.output_item.done", output_index=0, item=item)
+            index = 1 if text else 0
+            for call in rwire.function_call_items(answer):
+                opened = {**call, "arguments": "", "status": "in_progress"}
+                yield event("response.output_item.added", output_index=index, item=opened)
+                at = {"item_id": call["id"], "output_index": index}
+                yield event("response.function_call_arguments.delta", **at, delta=call["arguments"])
+                yield event("response.function_call_arguments.done", **at, arguments=call["arguments"])
+                yield event("response.output_item.done", output_index=index, item=call)
+                index += 1
+            for approval in rwire.approval_items(answer):
+                yield event("response.output_item.added", output_index=index, item=approval)
+                yield event("response.output_item.done", output_index=index, item=approval)
+                index += 1
+            body = _finished(response_id, echo, created, answer, message_id, text)
+            kind = "response.incomplete" if body["status"] == "incomplete" else "response.completed"
+            await stored()
+            yield event(kind, response=body)
+            return
+        # The run was cancelled (by a cancel, or the master stopping).
+        error = rwire.error_object(ErrorCode.INTERNAL_ERROR, "the run was cancelled before it answered")
+        body = rwire.response_object(response_id, echo, created_at=created, status="cancelled", error=error)
+        yield event("response.failed", response=body)
+
+
+def _finished(
+    response_id: str,
+    echo: dict[str, Any],
+    created: float,
+    answer: QueryResponse,
+    message_id: str | None = None,
+    text: str | None = None,
+) -> dict[str, Any]:
+    error = None
+    if not answer.success:
+        code, _, _ = _error_of(answer)
+        error = rwire.error_object(code, answer.error or "the query failed")
+    output = rwire.output_of(answer, message_id or f"msg_{secrets.token_hex(16)}", text)
+    return rwire.response_object(
+        response_id,
+        echo,
+        created_at=created,
+        status=rwire.status_of(answer),
+        output=output,
+        answer=answer,
+        error=error,
+    )
+
+
+def _unknown(response_id: str) -> OpenAIError:
+    return OpenAIError(
+        ErrorCode.NOT_FOUND, f"no response {response_id!r} (never stored, deleted, or expired)", status=404
+    )
+
+
+def _error_of(response: QueryResponse) -> tuple[ErrorCode, int, str | None]:
+    code = ErrorCode.of(response.error_code or ErrorCode.INTERNAL_ERROR)
+    if code == ErrorCode.UNKNOWN_AGENT:
+        return ErrorCode.UNKNOWN_MODEL, 404, "model"
+    if code == ErrorCode.UNKNOWN_SESSION:
+        return code, code.status, "previous_response_id"
+    return code, code.status, None
+
+
+def _json(body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        json.dumps(body, separators=(",", ":"), default=str), media_type="application/json", headers=headers
+    )
