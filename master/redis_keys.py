@@ -108,6 +108,9 @@ RUN_CHECKPOINT_PREFIX = "run_checkpoint:"
 steps, budget spent, the calls it still owes); same TTL as the record."""
 RUNS_RUNNING_KEY = "runs:running"
 """SET of the ids of runs recorded ``running``: what the sweep checks for a lost holder."""
+RUNS_CANCEL_CHANNEL = "runs:cancel"
+"""Pub/sub channel of the ids of runs asked to stop (``DELETE /runs/{run_id}`` on any master): the
+master holding the run stops it."""
 RUN_LEASE_PREFIX = "run_lease:"
 """``run_lease:{master_id}`` → the token of the master's current life (TTL
 ``OPENAGENT_RUN_LEASE_SECONDS``, renewed every third of it): a running run whose holder's lease

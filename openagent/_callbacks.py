@@ -17,7 +17,7 @@ import email.utils
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -53,6 +53,9 @@ class CallReporter:
         result_window: Seconds from now during which the master accepts the result (it keeps
             the call's record for the call's timeout plus 60 s); the result is retried until
             then. :data:`DEFAULT_RESULT_WINDOW` when the master did not say.
+        clock: Seconds, monotonic (:func:`time.monotonic`); with ``sleep``, what a test replaces
+            to walk the whole window without waiting it.
+        sleep: Waits between attempts (:func:`asyncio.sleep`).
     """
 
     def __init__(
@@ -62,14 +65,19 @@ class CallReporter:
         callback_url: str,
         progress_url: str | None = None,
         result_window: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._http = http
         self.call_id = call_id
         self.callback_url = callback_url
         self.progress_url = progress_url or _progress_url(callback_url)
+        self._clock, self._sleep = clock, sleep
         window = DEFAULT_RESULT_WINDOW if result_window is None else result_window
-        self.deadline = time.monotonic() + window
-        """When the master forgets the call (:func:`time.monotonic`): retries stop then."""
+        self.deadline = clock() + window
+        """When the master forgets the call (on ``clock``): retries stop then, not after a number
+        of attempts."""
 
     async def progress(self, message: str, progress: float | None = None) -> None:
         """The call's :class:`~openagent.action.ProgressCallback`: failures to post are logged
@@ -119,7 +127,7 @@ class CallReporter:
                     return
                 problem = f"HTTP {status}: {detail_of(text)}"
             delay = next(delays) if retry_after is None else retry_after
-            remaining = self.deadline - time.monotonic()
+            remaining = self.deadline - self._clock()
             if remaining <= 0:
                 break
             if attempts == 1:
@@ -129,7 +137,7 @@ class CallReporter:
                     problem,
                     remaining,
                 )
-            await asyncio.sleep(min(delay, remaining))
+            await self._sleep(min(delay, remaining))
         logger.error(
             "could not deliver the result of call %s after %d attempts, the master has forgotten the call"
             " by now: %s",

@@ -141,6 +141,16 @@ class ErrorCode(StrEnum):
         409,
         "The run is not in a state that resumes (the message names its state).",
     )
+    RUN_NOT_RUNNING = (
+        "run_not_running",
+        409,
+        "Only a running run is cancelled (the message names the run's state).",
+    )
+    RUN_CANCELLED = (
+        "run_cancelled",
+        409,
+        "The run was cancelled (`DELETE /runs/{run_id}`) before it answered.",
+    )
     BUDGET_NOT_LARGER = (
         "budget_not_larger",
         422,

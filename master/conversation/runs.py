@@ -10,19 +10,27 @@ flight. Off the hot path as far as it goes:
   nobody's business until the query service has accepted its request (:meth:`RunStore.accept`):
   a request refused before that (unknown session, bad attachment, unknown agent...) leaves no
   record, since a record would keep what the refusal names (a file name, a session id);
-- the holder's lease and the records of the runs that have lasted since the last tick are
-  written together, in one pipeline per tick (a third of ``OPENAGENT_RUN_LEASE_SECONDS``), for
-  every run of the master: one lease (``run_lease:{master_id}``, a token new at every start), not
-  one per run;
+- before a round's tool calls are sent, the run's record is written ``running`` with them in
+  flight, awaited (:meth:`RunStore.sending`): a master lost at any moment after leaves every call
+  that may have reached an agent listed, to become ``unknown``; a run that makes no call costs no
+  such write;
+- the holder's lease and the records of the runs that changed since the last tick (calls come
+  back) are written together, in one pipeline per tick (a third of
+  ``OPENAGENT_RUN_LEASE_SECONDS``), for every run of the master: one lease
+  (``run_lease:{master_id}``, a token new at every start), not one per run;
 - the end is one pipelined write (:meth:`RunStore.end`): the final state, the calls, and the
   checkpoint of a run that can resume (a budget halt), or its removal.
 
 Before a call that must never run twice is sent (an approved call), :meth:`RunStore.save`
-writes the run's record and checkpoint with that call in flight, awaited. When a master dies,
+writes the run's checkpoint along with the record, awaited. When a master dies,
 its lease expires; any live master (its tick's sweep, or a ``GET /runs/{run_id}``) then marks its
 running runs ``failed`` with a reason naming the lost master, in a script that checks the
 lease it saw is still the record's (cluster-safe: two masters sweeping mark a run once). The
 calls it had in flight become ``unknown``: never run again, reported as such on a resume.
+
+A run is cancelled from any master (:meth:`RunStore.cancel`, ``DELETE /runs/{run_id}``): its id
+goes out on :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`, which every master follows; the one
+holding the run cancels its task, and the run ends ``cancelled``, its calls in flight ``unknown``.
 """
 
 from __future__ import annotations
@@ -44,11 +52,19 @@ from master.agents.calls import ToolRun
 from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
 from master.json_bytes import dump_json
-from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key, run_key, run_lease_key
+from master.redis_keys import (
+    RUNS_CANCEL_CHANNEL,
+    RUNS_RUNNING_KEY,
+    run_checkpoint_key,
+    run_key,
+    run_lease_key,
+)
 
 logger = logging.getLogger("master.conversation.runs")
 
-RunState = Literal["running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed"]
+RunState = Literal[
+    "running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed", "cancelled"
+]
 RESUMABLE: tuple[RunState, ...] = ("stopped", "failed")
 """States ``POST /runs/{run_id}/resume`` takes (a failed run only with a checkpoint)."""
 
@@ -139,6 +155,10 @@ class LiveRun:
     """The coordinator's state of a run with roles (:mod:`master.orchestration.roles`), shown in its record."""
     announce: bool = False
     """Its door names the run before its end (a stream): written ``running`` as soon as accepted."""
+    task: asyncio.Task[Any] | None = None
+    """The task running it, which a cancel (:meth:`RunStore.cancel`) cancels."""
+    cancelled: str | None = None
+    """Why it was cancelled (``DELETE /runs/{run_id}``), once it was: it ends ``cancelled``."""
 
     def sending(self, calls: Iterable[tuple[str, str, Any]]) -> None:
         """Calls ``(id, function name, arguments)`` about to be sent."""
@@ -187,6 +207,7 @@ class RunStore(TenantRecords):
         self._mark_lost = redis.register_script(_MARK_LOST)
         self._claim = redis.register_script(_CLAIM)
         self._task: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
     # ------------------------------------------------------------------ a run's life
@@ -248,6 +269,9 @@ class RunStore(TenantRecords):
         self._live.discard(live)
         if live.ended or not live.accepted:
             return
+        if live.cancelled is not None:
+            self._ended.append((live, "cancelled", live.cancelled))
+            return
         self._ended.append((live, "failed", reason))
 
     async def announce(self, live: LiveRun) -> None:
@@ -261,6 +285,20 @@ class RunStore(TenantRecords):
         except (RedisError, TimeoutError) as exc:
             logger.warning("run %s: could not record its start (%s)", live.run_id, exc)
             live.synced = None
+
+    async def sending(self, live: LiveRun, calls: Iterable[tuple[str, str, Any]]) -> None:
+        """Calls ``(id, function name, arguments)`` about to be sent: the run's record holds them
+        in flight before any is sent, so a master lost at any moment after leaves every call that
+        may have reached an agent ``unknown``. A call that cannot be recorded is not sent: raises
+        :class:`SessionStoreUnavailable`."""
+        live.sending(calls)
+        try:
+            async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
+                self._write_running(pipe, live)
+                await pipe.execute()
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        live.dirty = False
 
     async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
         """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
@@ -356,6 +394,61 @@ class RunStore(TenantRecords):
     def start(self) -> None:
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._loop(), name=f"runs-lease {self.master_id}")
+        self._watch = asyncio.create_task(self._watch_cancels(), name=f"runs-cancels {self.master_id}")
+
+    # ------------------------------------------------------------------ cancelling, from any master
+
+    async def cancel(self, run_id: str, scope: Scope, *, wait_seconds: float) -> dict[str, Any] | None:
+        """Stop a ``running`` run, whichever master holds it: its id is published on
+        :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`, the holder cancels it and records it
+        ``cancelled`` (its calls in flight ``unknown``). Returns the record as it is after at most
+        ``wait_seconds`` (still ``running`` when its holder did not answer in time), or, unchanged,
+        the record of a run that is not running; ``None`` when unknown to ``scope``. Raises
+        :class:`SessionStoreUnavailable`."""
+        record = await self.get(run_id, scope)
+        if record is None or record["state"] != "running":
+            return record
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._redis.publish(RUNS_CANCEL_CHANNEL, run_id)
+        except (RedisError, TimeoutError) as exc:
+            raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
+        deadline = time.monotonic() + wait_seconds
+        while True:  # the holder's write of the end (or nothing, within wait_seconds)
+            now = await self.get(run_id, scope)
+            if now is None or now["state"] != "running" or time.monotonic() >= deadline:
+                return now
+            await asyncio.sleep(0.05)
+
+    def cancel_here(self, run_id: str) -> bool:
+        """Cancel the run ``run_id`` if this master holds it (a cancel heard on the channel)."""
+        for live in self._live:
+            if live.run_id == run_id and live.task is not None and not live.task.done():
+                live.cancelled = "cancelled (DELETE /runs/{run_id})"
+                live.task.cancel()
+                return True
+        return False
+
+    async def _watch_cancels(self) -> None:
+        """Follow :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL` until the master stops (a Redis
+        outage is retried each second)."""
+        while not self._stop.is_set():
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(RUNS_CANCEL_CHANNEL)
+                while not self._stop.is_set():
+                    message = await pubsub.get_message(timeout=self.lease_seconds)
+                    if message is not None:
+                        data = message["data"]
+                        self.cancel_here(data.decode() if isinstance(data, bytes) else str(data))
+            except (RedisError, TimeoutError) as exc:
+                logger.warning("run cancellations: Redis is not answering (%s); retrying", exc)
+            finally:
+                with contextlib.suppress(RedisError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await self._stop.wait()
 
     async def _loop(self) -> None:
         interval = self.lease_seconds / 3
@@ -431,12 +524,13 @@ class RunStore(TenantRecords):
     async def aclose(self) -> None:
         """The master stops: the runs it still holds end ``failed`` (their queries were cancelled
         before this), then the lease goes (no other master waits a lease to learn it)."""
-        if self._task is not None:
-            # The flag as well as the cancel: redis-py can swallow a cancel that lands while it
-            # connects, and the loop must end anyway (within one step's deadline).
-            self._stop.set()
-            self._task.cancel()
-            await asyncio.wait({self._task}, timeout=self._timeout + 1)
+        self._stop.set()
+        for task in (self._task, self._watch):
+            if task is not None:
+                # The flag as well as the cancel: redis-py can swallow a cancel that lands while it
+                # connects, and the loop must end anyway (within one step's deadline).
+                task.cancel()
+                await asyncio.wait({task}, timeout=self._timeout + 1)
         for live in list(self._live):
             self.abandon(live, f"master {self.master_id!r} stopped while the run was running")
         ended, self._ended = self._ended, []

@@ -92,9 +92,10 @@ class RunHooks:
     """Sampling parameters for every round (:data:`master.llm.model.LLMOptions`)."""
     approval: Callable[[str, Target, AgentTool], Verdict] | None = None
     """Whether a valid call ``(function name, agent, tool)`` runs, waits for a person or is refused."""
-    sending: Callable[[list[tuple[str, str, Any]]], None] | None = None
-    """Told the calls ``(id, function name, arguments)`` of a round before they are sent (the
-    run's record keeps them in flight until :attr:`on_step` reports them done)."""
+    sending: Callable[[list[tuple[str, str, Any]]], Awaitable[None]] | None = None
+    """Awaited with the calls ``(id, function name, arguments)`` of a round before they are sent:
+    the run's record keeps them in flight (written before any is sent) until :attr:`on_step`
+    reports them done. Raising stops the round before anything is sent."""
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         if self.events is not None:
@@ -237,7 +238,7 @@ class Orchestrator:
                     budget.allow_tool_calls(1)
                     hooks.emit("step", {"step": index + 1, "tool_calls": [call.name]})
                     if hooks.sending is not None:
-                        hooks.sending([(call.id, call.name, arguments)])
+                        await hooks.sending([(call.id, call.name, arguments)])
                     run = await self._dispatch(target, tool_name, arguments, call.id, hooks)
                     outcome.steps += 1
                     outcome.tool_runs.append(run)
@@ -292,7 +293,7 @@ class Orchestrator:
         held = [call for call in ours if verdicts.get(call.id) == "hold"]
         now = [call for call in ours if verdicts.get(call.id) != "hold"]
         if hooks.sending is not None and now:
-            hooks.sending([(call.id, call.name, call.arguments) for call in now])
+            await hooks.sending([(call.id, call.name, call.arguments) for call in now])
         if len(now) == 1:  # the common case, without gather's tasks
             runs = [await self._run_or_refuse(toolbox, now[0], hooks, tools, verdicts)]
         else:

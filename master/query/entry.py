@@ -227,6 +227,8 @@ class QueryEntry:
         finished: Finished | None = None
         direct = extras is not None and extras.direct
         live = None if direct else self._begin(run, request, extras, principal)
+        if live is not None:
+            live.task = asyncio.current_task()  # what a cancel from any master cancels
         try:
             try:
                 events = run._emit if run._events is not None else None
@@ -247,6 +249,16 @@ class QueryEntry:
                     )
             except QueryRejected as exc:
                 response = rejected_response(request, run.query_id, exc)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                # Cancelled through DELETE /runs/{run_id} only (not the master stopping): answered.
+                if live is None or live.cancelled is None or task is None or task.uncancel() > 0:
+                    raise
+                response = rejected_response(
+                    request,
+                    run.query_id,
+                    QueryRejected(ErrorCode.RUN_CANCELLED, f"the run was {live.cancelled}"),
+                )
             except Exception:  # a bug must not leave the asker waiting, nor answer without a code
                 logger.exception("query %s (%s) failed", run.query_id, door)
                 response = rejected_response(
@@ -262,7 +274,9 @@ class QueryEntry:
             elif live is not None:
                 response.run_id = run.run_id = live.run_id
                 assert self.runs is not None
-                if not live.ended:  # written with the session's answer, as a rule
+                if live.cancelled is not None:
+                    await self.runs.end(live, "cancelled", reason=live.cancelled)
+                elif not live.ended:  # written with the session's answer, as a rule
                     await self.runs.end(live, _state_of(response), reason=_reason_of(response))
                 live = None
             else:

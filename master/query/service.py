@@ -262,7 +262,11 @@ class QueryService:
                 live.done(runs)
                 await on_step(runs)
 
-            hooks.on_step, hooks.sending = step_done, live.sending
+            async def sending(calls: list[tuple[str, str, Any]]) -> None:
+                assert self.runs is not None  # a live run is one of the store's
+                await self.runs.sending(live, calls)
+
+            hooks.on_step, hooks.sending = step_done, sending
         approval, may_wait = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
         extra_tools = self._collaboration_hook(

@@ -1,5 +1,6 @@
 """``/runs``: every query's run, as recorded in Redis, and the resume of a halted one.
 
+``DELETE /runs/{run_id}`` stops a running run on whichever master holds it.
 ``GET /runs/{run_id}`` reads a run's record (:mod:`master.conversation.runs`): its state, the
 master holding it, the tool calls it completed, the ones in flight and the ones whose outcome is
 unknown. ``POST /runs/{run_id}/resume`` continues a run a budget or auto mode's step limit
@@ -67,10 +68,12 @@ class RunRecord(BaseModel):
     model_config = ConfigDict(use_attribute_docstrings=True)
 
     run_id: str
-    state: Literal["running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed"]
+    state: Literal[
+        "running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed", "cancelled"
+    ]
     """``running``; paused (``awaiting_approval``, ``awaiting_tool_results``); ``stopped`` by a
     budget or the step limit (resumable); ``completed``; ``failed`` (``reason`` says why, e.g. the
-    master holding it was lost)."""
+    master holding it was lost); ``cancelled`` (``DELETE /runs/{run_id}``)."""
     holder: str | None = None
     """The id of the master that holds (or last held) the run."""
     session_id: str | None = None
@@ -129,6 +132,43 @@ async def read_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep
     """A run's record. A run held by a master that was lost reads ``failed`` (marked now, if no
     master's sweep has yet). Another tenant's run is unknown (404) to a tenant's key."""
     record, _ = await _record(services, run_id, principal)
+    return record
+
+
+CANCEL_WAIT_SECONDS = 10.0
+"""How long ``DELETE /runs/{run_id}`` waits for the master holding the run to stop it."""
+
+
+@router.delete(
+    "/runs/{run_id}",
+    response_model=RunRecord,
+    responses={
+        404: _UNKNOWN,
+        409: error("The run is not running (run_not_running); the message names its state"),
+        503: _STORE_DOWN,
+    },
+)
+async def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
+    """Stop a running run, on whichever master holds it: that master cancels it and records it
+    ``cancelled``; its calls in flight are listed ``unknown`` (they may have taken effect, and are
+    never sent again). The asker's answer is ``run_cancelled``. Answers the run's record once its
+    holder stopped it (or, after 10 s without that, as it stands). Another tenant's run is unknown."""
+    runs = services.queries.runs
+    try:
+        record = (
+            await runs.cancel(run_id, Scope.of(principal), wait_seconds=CANCEL_WAIT_SECONDS)
+            if runs is not None
+            else None
+        )
+    except SessionStoreUnavailable as exc:
+        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+    if record is None:
+        raise ApiError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r} (never started, or expired)")
+    if record["state"] not in ("running", "cancelled"):
+        raise ApiError(
+            ErrorCode.RUN_NOT_RUNNING, f"run {run_id!r} is {record['state']}: only a running run is cancelled"
+        )
+    record["resumable"] = False
     return record
 
 

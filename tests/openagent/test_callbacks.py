@@ -137,3 +137,36 @@ async def test_a_4xx_is_final(session: aiohttp.ClientSession) -> None:
         assert master.attempts.qsize() == 1 and master.bodies.empty()
     finally:
         server.close()
+
+
+async def test_retries_go_on_until_the_whole_window_closes_not_a_number_of_attempts(
+    session: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The master's record of a call lasts its timeout plus 60 s (90 s by default): an agent
+    retrying its result gives up only when that window has closed, however many attempts it
+    took. A clock of its own moves by each wait, so the whole window passes at once."""
+    master = FlakyMaster(down_for=10_000)
+    server = await serve(master)
+    now = 1000.0
+    waited: list[float] = []
+
+    def clock() -> float:
+        return now
+
+    async def sleep(seconds: float) -> None:
+        nonlocal now
+        waited.append(seconds)
+        now += seconds
+
+    url = f"http://127.0.0.1:{master.port}/tool_callback?call_id=c1&token=t"
+    reporter = CallReporter(lambda: session, "c1", url, result_window=None, clock=clock, sleep=sleep)
+    try:
+        with caplog.at_level(logging.ERROR, "openagent.invocation"):
+            async with asyncio.timeout(WAIT):
+                await reporter.deliver(RESULT)
+        assert sum(waited) == pytest.approx(90.0)  # the default window, to its end
+        assert master.attempts.qsize() == len(waited) + 1 > 10  # one more than the waits between them
+        assert master.bodies.empty()
+        assert any("the master has forgotten the call" in r.getMessage() for r in caplog.records)
+    finally:
+        server.close()

@@ -424,6 +424,27 @@ async def test_remember_session_approves_the_rounds_other_calls_of_the_tool(hub:
     assert (await hub.http.get(f"/approvals/{second}")).json()["status"] == "approved"
 
 
+async def test_remember_session_never_decides_the_waiting_calls_of_another_session(hub: Bank) -> None:
+    hub.llm.add_tool_call("bank__transfer", {"to": "mine", "amount": 1})
+    mine = await hub.query()
+    hub.llm.add_tool_call("bank__transfer", {"to": "theirs", "amount": 2})
+    theirs = await hub.query()  # another session, the same tool waiting
+    assert mine["session_id"] != theirs["session_id"]
+    [their_approval] = theirs["approvals"]
+
+    hub.llm.add_text("Paid mine.")
+    done = await hub.decide(mine["approvals"][0]["approval_id"], decision="approve", remember="session")
+    assert done.status_code == 200 and done.json()["answer"] == "Paid mine.", done.text
+    assert (await hub.http.get(f"/approvals/{their_approval['approval_id']}")).json()["status"] == "pending"
+    assert (await hub.http.get(f"/runs/{theirs['run_id']}")).json()["state"] == "awaiting_approval"
+    assert [args["to"] for name, args in hub.calls if name == "transfer"] == ["mine"]
+
+    hub.llm.add_text("Not paid.")
+    rejected = await hub.decide(their_approval["approval_id"], decision="reject", message="no")
+    assert rejected.status_code == 200, rejected.text
+    assert [args["to"] for name, args in hub.calls if name == "transfer"] == ["mine"]
+
+
 async def test_remember_goes_with_approve_only(hub: Bank) -> None:
     paused = await _paused(hub)
     approval_id = paused["approvals"][0]["approval_id"]

@@ -19,6 +19,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from master.redis_keys import RUNS_RUNNING_KEY
 from openagent import OrchestratorActionAgent, QueryClient, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
@@ -405,3 +406,178 @@ async def test_a_resume_that_fails_stays_resumable_without_repeating_calls(
     resumed = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 3}})
     assert resumed.status_code == 200 and resumed.json()["answer"] == "Did steps 1 and 2.", resumed.text
     assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]
+
+
+async def test_a_master_killed_just_after_its_first_call_and_restarted_under_its_id_lists_the_call_unknown(
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """Killed as soon as the agent got the run's first call (long before a lease tick would have
+    written it), the run's record still names the call: it was written before the call was sent.
+    The master restarted under the same ``OPENAGENT_MASTER_ID`` does not take its old runs for
+    its own: it marks them failed, the call unknown, never sent again."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    release = asyncio.Event()
+    llm.add_tool_call("works__slow", {})
+    # A lease of 30 s: a tick (a third of it) would write the call in flight only after 10 s.
+    env = master_env(
+        llm, OPENAGENT_API_KEY=KEY, OPENAGENT_MASTER_ID="master-restarted", OPENAGENT_RUN_LEASE_SECONDS="30"
+    )
+    async with MasterProcess(env) as a, works_agent(a.ws_url, calls, release) as slow_started:
+        async with httpx.AsyncClient(base_url=a.base_url, headers=HEADERS, timeout=60) as on_a:
+            await _wait_for_agent(on_a, "works")
+            async with on_a.stream("POST", "/query", json={"query": "slowly", "stream": True}) as response:
+                run_id = response.headers["OpenAgent-Run-Id"]
+                async with asyncio.timeout(60):
+                    await slow_started.wait()
+                kill(a)
+        # Its next life, in this process (quicker to start than a subprocess), under the same id.
+        async with (
+            in_process_master(
+                openai_base_url=llm.base_url,
+                openai_api_key="scripted",
+                openagent_api_key=KEY,
+                openagent_master_id="master-restarted",
+                openagent_run_lease_seconds=30,
+            ) as again,
+            httpx.AsyncClient(base_url=again.base_url, headers=HEADERS, timeout=60) as on_again,
+        ):
+            failed = await _wait_for(on_again, run_id, lambda r: r["state"] != "running")
+        release.set()
+    assert failed["state"] == "failed" and "master-restarted" in failed["reason"], failed
+    assert [call["name"] for call in failed["unknown"]] == ["works__slow"]
+    assert failed["in_flight"] == [] and failed["resumable"] is False
+    assert calls == [("slow", {})]  # never sent again
+
+
+async def test_a_resume_that_made_calls_then_failed_never_repeats_them(
+    works: Works, llm: ScriptedOpenAIServer
+) -> None:
+    llm.add_tool_call("works__step", {"n": 1})
+    llm.add_tool_call("works__step", {"n": 2})
+    stopped = await works.query(auto_mode=True, budget={"max_tool_calls": 1})
+    run_id = stopped["run_id"]
+    llm.add_tool_call("works__step", {"n": 2})  # the resumed part makes a call...
+    llm.add_error(400, "the provider is down", retry=False)  # ...then fails
+    failed = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 5}})
+    assert failed.json()["success"] is False and failed.json()["run_id"] == run_id, failed.text
+    assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]
+    record = (await works.http.get(f"/runs/{run_id}")).json()
+    assert record["state"] == "failed" and [c["arguments"]["n"] for c in record["completed"]] == [1, 2]
+    # Its checkpoint is from before step 2: resuming from it would send step 2 again.
+    assert record["resumable"] is False
+    again = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 9}})
+    assert again.status_code == 409 and again.json()["error_code"] == "run_not_resumable", again.text
+    assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]
+
+
+async def test_a_healthy_run_in_a_long_call_is_not_failed_by_another_master(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """Master A holds a run through a call that lasts several of its 1 s leases; master B, sweeping
+    the running runs each third of a lease (and asked for the run), leaves it running: A renews
+    its lease while its call runs."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    release = asyncio.Event()
+    settings: dict[str, Any] = {
+        "openai_base_url": llm.base_url,
+        "openai_api_key": "scripted",
+        "openagent_api_key": KEY,
+        "openagent_run_lease_seconds": 1,
+    }
+    async with (
+        in_process_master(openagent_master_id="long-a", **settings) as a,
+        in_process_master(openagent_master_id="long-b", **settings) as b,
+        works_agent(a.ws_url, calls, release) as slow_started,
+        httpx.AsyncClient(base_url=a.base_url, headers=HEADERS, timeout=60) as on_a,
+        httpx.AsyncClient(base_url=b.base_url, headers=HEADERS, timeout=60) as on_b,
+    ):
+        await _wait_for_agent(on_a, "works")
+        b_runs = b.services.queries.runs
+        assert b_runs is not None
+        ticks = 0
+        tick = b_runs.tick
+
+        async def counted() -> int:
+            nonlocal ticks
+            marked = await tick()
+            ticks += 1
+            return marked
+
+        b_runs.tick = counted  # type: ignore[method-assign]
+        llm.add_tool_call("works__slow", {})
+        llm.add_text("Slow but done.")
+        asking = asyncio.create_task(on_a.post("/query", json={"query": "slowly"}))
+        async with asyncio.timeout(60):
+            await slow_started.wait()
+        run_id = await _running_run_of(redis_client, "long-a")
+        seen_from = ticks
+        async with asyncio.timeout(60):
+            while ticks < seen_from + 7:  # B swept for over two of A's leases
+                record = (await on_b.get(f"/runs/{run_id}")).json()
+                assert record["state"] == "running", record
+                await asyncio.sleep(0.1)
+        release.set()
+        answer = (await asking).json()
+        assert answer["answer"] == "Slow but done." and answer["run_id"] == run_id
+        record = (await on_b.get(f"/runs/{run_id}")).json()
+        assert record["state"] == "completed" and record["unknown"] == [], record
+    assert calls == [("slow", {})]
+
+
+async def _running_run_of(redis_client: aioredis.Redis, holder: str) -> str:
+    """The id of the run ``holder`` has in the running set (read from Redis, as a sweep does)."""
+    async with asyncio.timeout(60):
+        while True:
+            for run_id in sorted(await redis_client.smembers(RUNS_RUNNING_KEY)):
+                record = json.loads(await redis_client.get(f"run:{run_id}") or "{}")
+                if record.get("holder") == holder and record.get("state") == "running":
+                    return str(run_id)
+            await asyncio.sleep(0.05)
+
+
+async def test_a_run_held_by_one_master_is_cancelled_through_another(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """``DELETE /runs/{run_id}`` on master B stops the run master A holds: A's asker gets
+    ``run_cancelled``, the record reads ``cancelled`` with the call in flight ``unknown``."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    release = asyncio.Event()
+    settings: dict[str, Any] = {
+        "openai_base_url": llm.base_url,
+        "openai_api_key": "scripted",
+        "openagent_api_key": KEY,
+    }
+    async with (
+        in_process_master(openagent_master_id="cancel-a", **settings) as a,
+        in_process_master(openagent_master_id="cancel-b", **settings) as b,
+        works_agent(a.ws_url, calls, release) as slow_started,
+        httpx.AsyncClient(base_url=a.base_url, headers=HEADERS, timeout=60) as on_a,
+        httpx.AsyncClient(base_url=b.base_url, headers=HEADERS, timeout=60) as on_b,
+    ):
+        await _wait_for_agent(on_a, "works")
+        llm.add_tool_call("works__slow", {})
+        asking = asyncio.create_task(on_a.post("/query", json={"query": "slowly"}))
+        async with asyncio.timeout(60):
+            await slow_started.wait()
+        run_id = await _running_run_of(redis_client, "cancel-a")
+
+        cancelled = await on_b.delete(f"/runs/{run_id}")
+        assert cancelled.status_code == 200, cancelled.text
+        record = cancelled.json()
+        assert record["state"] == "cancelled" and record["holder"] == "cancel-a", record
+        assert [call["name"] for call in record["unknown"]] == ["works__slow"] and record["in_flight"] == []
+        assert record["resumable"] is False
+        answer = await asking
+        assert answer.status_code == 409 and answer.json()["error_code"] == "run_cancelled", answer.text
+        assert answer.json()["run_id"] == run_id
+
+        again = await on_b.delete(f"/runs/{run_id}")  # once stopped, it stays as it ended
+        assert again.status_code == 200 and again.json()["state"] == "cancelled"
+        llm.add_text("Done.")
+        done = (await on_b.post("/query", json={"query": "hi"})).json()
+        finished = await on_b.delete(f"/runs/{done['run_id']}")
+        assert finished.status_code == 409 and finished.json()["error_code"] == "run_not_running"
+        assert "completed" in finished.json()["detail"]
+        assert (await on_b.delete("/runs/run-nope")).json()["error_code"] == "unknown_run"
+        release.set()
+    assert calls == [("slow", {})]
