@@ -722,7 +722,14 @@ export interface paths {
         get: operations["read_run_runs__run_id__get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Cancel Run
+         * @description Stop a running run, on whichever master holds it: that master cancels it and records it
+         *     ``cancelled``; its calls in flight are listed ``unknown`` (they may have taken effect, and are
+         *     never sent again). The asker's answer is ``run_cancelled``. Answers the run's record once its
+         *     holder stopped it (or, after 10 s without that, as it stands). Another tenant's run is unknown.
+         */
+        delete: operations["cancel_run_runs__run_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1750,7 +1757,7 @@ export interface components {
          * @description A stable, machine-readable error code; the message beside it names the offending value.
          * @enum {string}
          */
-        ErrorCode: "unauthorized" | "forbidden" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "unknown_approval" | "approval_decided" | "unknown_run" | "run_not_resumable" | "budget_not_larger" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
+        ErrorCode: "unauthorized" | "forbidden" | "invalid_body" | "body_too_large" | "validation_error" | "not_found" | "method_not_allowed" | "invalid_request" | "feature_disabled" | "internal_error" | "not_implemented" | "invalid_message" | "unknown_type" | "not_registered" | "already_registered" | "message_too_large" | "agent_replaced" | "limit_exceeded" | "agent_conflict" | "unknown_agent" | "unknown_tool" | "invalid_arguments" | "invalid_query" | "invalid_model" | "unknown_model" | "invalid_plan" | "invalid_attachment" | "too_many_attachments" | "attachment_too_large" | "unknown_session" | "not_in_session" | "unknown_plan" | "plan_already_executed" | "unknown_approval" | "approval_decided" | "unknown_run" | "run_not_resumable" | "run_not_running" | "run_cancelled" | "budget_not_larger" | "too_many_queries" | "draining" | "session_store_unavailable" | "llm_not_configured" | "llm_error" | "llm_bad_response" | "llm_timeout" | "llm_unavailable" | "llm_auth_failed" | "llm_rate_limited" | "llm_model_not_found" | "llm_busy" | "llm_empty_answer" | "llm_context_overflow" | "llm_invalid_plan" | "unknown_call" | "call_finished" | "already_recorded" | "call_holder_unavailable" | "unknown_attachment" | "collaboration_disabled" | "invalid_collaboration" | "collaboration_unsupported" | "unknown_collaboration" | "unsupported_agent_type" | "checks_failed" | "no_code" | "invalid_module" | "path_refused" | "file_exists" | "too_large" | "invalid" | "yaml_syntax" | "yaml_bomb" | "too_deep" | "sandbox_unavailable" | "unknown_module" | "not_deployed" | "unknown_pool_pod" | "no_pool" | "pool_refused";
         /**
          * GenerateAgentBody
          * @description The body of ``POST /generate-agent``.
@@ -2302,7 +2309,7 @@ export interface components {
             steps?: number;
             /**
              * Stopped By
-             * @description What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps``.
+             * @description What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds``, ``max_steps``, or ``llm_error`` (the model failed after tools had run; the answer keeps their results).
              */
             stopped_by?: string | null;
             /** Success */
@@ -2661,13 +2668,13 @@ export interface components {
              * State
              * @description ``running``; paused (``awaiting_approval``, ``awaiting_tool_results``); ``stopped`` by a
              *     budget or the step limit (resumable); ``completed``; ``failed`` (``reason`` says why, e.g. the
-             *     master holding it was lost).
+             *     master holding it was lost); ``cancelled`` (``DELETE /runs/{run_id}``).
              * @enum {string}
              */
-            state: "running" | "awaiting_approval" | "awaiting_tool_results" | "stopped" | "completed" | "failed";
+            state: "running" | "awaiting_approval" | "awaiting_tool_results" | "stopped" | "completed" | "failed" | "cancelled";
             /**
              * Stopped By
-             * @description ``max_tool_calls``, ``max_tokens``, ``max_seconds`` or ``max_steps`` (a stopped run).
+             * @description ``max_tool_calls``, ``max_tokens``, ``max_seconds``, ``max_steps`` or ``llm_error`` (a stopped run).
              */
             stopped_by?: string | null;
             /** Tenant */
@@ -5410,6 +5417,74 @@ export interface operations {
             };
             /** @description No such run (unknown_run) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Redis unavailable (session_store_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancel_run_runs__run_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A run_id from a query's answer */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunRecord"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such run (unknown_run) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The run is not running (run_not_running); the message names its state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
