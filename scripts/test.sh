@@ -7,7 +7,8 @@
 #
 #   ./scripts/test.sh [PYTEST ARGS...]      e.g. ./scripts/test.sh -q tests/protocol
 #
-# Without PYTEST ARGS (a full run, as CI does) it then checks the web UI: generated API types
+# Without PYTEST ARGS (a full run, as CI does) pytest runs on parallel workers (OPENAGENT_TEST_WORKERS,
+# default the machine's cores, at most 4), and the script then checks the web UI: generated API types
 # up to date, typecheck, Vitest, build, and the Playwright suite on Debian's Chromium
 # (installed with apt when missing). OPENAGENT_UI_TESTS=0 skips the UI, =1 forces it.
 #
@@ -90,7 +91,15 @@ conformance_deps
 # The a2a-sdk 0.3 client that tests/master/doors/test_a2a_compat.py runs (apart from the 1.x in .venv).
 a2a_v03_client_deps
 agui_client_deps
-run_step pytest "$VENV_PY" -m pytest "$@"
+# A full run spreads the test files over parallel workers (pytest-xdist, OPENAGENT_TEST_WORKERS,
+# default: the cores, at most 4); each worker has its own Redis databases (tests/factories.py).
+if [[ $# -eq 0 ]]; then
+  workers=${OPENAGENT_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}
+  ((workers > 4)) && workers=4
+  run_step pytest "$VENV_PY" -m pytest -n "$workers" --dist loadfile
+else
+  run_step pytest "$VENV_PY" -m pytest "$@"
+fi
 
 ui_tests=${OPENAGENT_UI_TESTS:-auto}
 if [[ $ui_tests == 1 || ($ui_tests == auto && $# -eq 0) ]]; then
