@@ -12,7 +12,7 @@ import pytest
 from master.builder.workspaces import secret_references
 from openagent.cli import main
 from openagent.testing import ScriptedOpenAIServer
-from openagent.workspace import load_workspace
+from openagent.workspace import export_workspace, load_workspace
 from tests.factories import agent_rows, in_process_master
 from tests.master.agents.mcp_servers import TestMcpServer, serve_mcp
 
@@ -53,7 +53,8 @@ async def test_an_mcp_agent_is_exported_by_reference_and_restored_from_the_envir
         assert (await http.post("/unregister", json={"agent_id": "ws-mcp"})).status_code == 200
 
         path = tmp_path / "ws.yaml"
-        path.write_text(exported)
+        workspace = load_workspace(exported)  # only this test's agent: the tests' Redis may hold others
+        path.write_text(export_workspace(workspace.model_copy(update={"agents": [spec]})))
         command = ["workspace", "restore", str(path), "--master", master.base_url]
 
         # Without the variable: refused, naming it.

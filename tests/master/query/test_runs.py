@@ -458,15 +458,20 @@ async def test_a_resume_that_made_calls_then_failed_never_repeats_them(
     run_id = stopped["run_id"]
     llm.add_tool_call("works__step", {"n": 2})  # the resumed part makes a call...
     llm.add_error(400, "the provider is down", retry=False)  # ...then fails
-    failed = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 5}})
-    assert failed.json()["success"] is False and failed.json()["run_id"] == run_id, failed.text
+    failed = (await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 5}})).json()
+    # The model failed after a tool had run: the run stops there, resumable, its call kept.
+    assert (failed["run_id"], failed["status"], failed["stopped_by"]) == (run_id, "stopped", "llm_error"), (
+        failed
+    )
     assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]
     record = (await works.http.get(f"/runs/{run_id}")).json()
-    assert record["state"] == "failed" and [c["arguments"]["n"] for c in record["completed"]] == [1, 2]
-    # Its checkpoint is from before step 2: resuming from it would send step 2 again.
-    assert record["resumable"] is False
+    assert [c["arguments"]["n"] for c in record["completed"]] == [1, 2] and record["resumable"], record
+    # Resumed, it goes on from after step 2 (whose result the model is shown): nothing is sent again.
+    llm.add_text("Both steps done.")
     again = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 9}})
-    assert again.status_code == 409 and again.json()["error_code"] == "run_not_resumable", again.text
+    assert again.status_code == 200 and again.json()["answer"] == "Both steps done.", again.text
+    shown = [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert any('"n": 2' in content or '"n":2' in content for content in shown), shown
     assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]
 
 
