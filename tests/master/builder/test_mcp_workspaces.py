@@ -60,8 +60,8 @@ async def test_an_mcp_agent_is_exported_by_reference_and_restored_from_the_envir
         # Without the variable: refused, naming it.
         monkeypatch.delenv("MCP_WS_MCP_AUTHORIZATION", raising=False)
         assert await asyncio.to_thread(main, command) == 1
-        out = capsys.readouterr().out
-        assert "ws-mcp: invalid (mcp_headers.Authorization refers to ${MCP_WS_MCP_AUTHORIZATION}" in out
+        out, err = capsys.readouterr()
+        assert "ws-mcp: invalid (mcp_headers.Authorization refers to ${MCP_WS_MCP_AUTHORIZATION}" in out, err
 
         # A wrong value: the server refuses, and the answer does not show the value.
         monkeypatch.setenv("MCP_WS_MCP_AUTHORIZATION", "wrong-but-secret-value")
