@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -599,3 +599,23 @@ def answering_agent(
     schemas = [ToolSchema.model_validate(tool) for tool in tools]
     agent = LiveAgent(agent_id, "action", {}, compile_tools(agent_id, schemas), send, close)
     return agent
+
+
+def only_agents(workspace: Any, agent_ids: Iterable[str]) -> Any:
+    """``workspace`` (an :class:`openagent.workspace.Workspace`) with only the agents of
+    ``agent_ids``, their links and their layout: an export of the tests' shared Redis may hold
+    other tests' agents."""
+    from openagent.workspace import ORCHESTRATOR_NODE, QUERY_CLIENT_ID
+
+    keep = set(agent_ids)
+    nodes = keep | {ORCHESTRATOR_NODE, QUERY_CLIENT_ID}
+    layout = workspace.layout.model_copy(
+        update={"nodes": {k: v for k, v in workspace.layout.nodes.items() if k in nodes}}
+    )
+    return workspace.model_copy(
+        update={
+            "agents": [agent for agent in workspace.agents if agent.agent_id in keep],
+            "links": [link for link in workspace.links if link.source in nodes and link.target in nodes],
+            "layout": layout,
+        }
+    )

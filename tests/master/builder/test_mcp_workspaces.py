@@ -13,7 +13,7 @@ from master.builder.workspaces import secret_references
 from openagent.cli import main
 from openagent.testing import ScriptedOpenAIServer
 from openagent.workspace import export_workspace, load_workspace
-from tests.factories import agent_rows, in_process_master
+from tests.factories import agent_rows, in_process_master, only_agents
 from tests.master.agents.mcp_servers import TestMcpServer, serve_mcp
 
 SECRET = "ws-secret-token-9876543210"
@@ -53,8 +53,7 @@ async def test_an_mcp_agent_is_exported_by_reference_and_restored_from_the_envir
         assert (await http.post("/unregister", json={"agent_id": "ws-mcp"})).status_code == 200
 
         path = tmp_path / "ws.yaml"
-        workspace = load_workspace(exported)  # only this test's agent: the tests' Redis may hold others
-        path.write_text(export_workspace(workspace.model_copy(update={"agents": [spec]})))
+        path.write_text(export_workspace(only_agents(load_workspace(exported), ["ws-mcp"])))
         command = ["workspace", "restore", str(path), "--master", master.base_url]
 
         # Without the variable: refused, naming it.

@@ -16,7 +16,7 @@ from starlette.routing import Route
 from openagent.cli import main
 from openagent.testing import ScriptedOpenAIServer
 from openagent.workspace import AgentSpec, ToolSpec, export_workspace, load_workspace
-from tests.factories import in_process_master, serve_app
+from tests.factories import in_process_master, only_agents, serve_app
 from tests.master.agents.mcp_servers import TestMcpServer, serve_mcp
 
 WAIT = 60.0
@@ -92,12 +92,9 @@ async def test_export_and_restore_keep_requires_approval_and_every_tool_field(
         ]
         calc = calc.model_copy(update={"tools": tools})
         # Only this test's agents: the tests' Redis may hold other tests' invocation agents.
-        agents = [
-            calc if agent.agent_id == "calc" else agent
-            for agent in workspace.agents
-            if agent.agent_id in OURS
-        ]
-        guarded = export_workspace(workspace.model_copy(update={"agents": agents}))
+        ours = only_agents(workspace, OURS)
+        agents = [calc if agent.agent_id == "calc" else agent for agent in ours.agents]
+        guarded = export_workspace(ours.model_copy(update={"agents": agents}))
         assert guarded.count("requires_approval: true") == 2, guarded  # bank's transfer, calc's add
         path = tmp_path / "ws.yaml"
         path.write_text(guarded)
@@ -109,11 +106,7 @@ async def test_export_and_restore_keep_requires_approval_and_every_tool_field(
         assert "bank: registered" in capsys.readouterr().out
 
         exported_again = load_workspace((await http.get("/internal/workspace/export")).text)
-        again = export_workspace(
-            exported_again.model_copy(
-                update={"agents": [a for a in exported_again.agents if a.agent_id in OURS]}
-            )
-        )
+        again = export_workspace(only_agents(exported_again, OURS))
         assert again == guarded
         assert load_workspace(again).agent("bank") == bank
 
