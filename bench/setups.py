@@ -168,7 +168,8 @@ async def scripted_setup(
 
 
 async def _listed(url: str, agent_id: str, within: float) -> None:
-    """Wait until ``GET /agents`` of the master at ``url`` lists ``agent_id``."""
+    """Wait until ``GET /agents`` of the master at ``url`` lists ``agent_id`` (an invocation agent
+    registered elsewhere shows up at the master's next heartbeat, or at a ``GET /refresh``)."""
     async with aiohttp.ClientSession() as http, asyncio.timeout(within):
         while True:
             async with http.get(f"{url}/agents") as response:
@@ -253,8 +254,9 @@ async def workers_setup(redis_url: str, masters: int, *, http_agent: bool = True
         for url in urls:
             for i in range(masters):
                 await _listed(url, f"{WS_AGENT}-{i}", READY_WITHIN)
-            if http_agent:
+            if http_agent:  # registered on the first master: every master must list it before the load
                 await _refreshed(url)
+                await _listed(url, HTTP_SDK_AGENT, READY_WITHIN)
         yield Running(
             hubs[0],
             urls[0],
