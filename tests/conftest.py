@@ -32,8 +32,10 @@ if os.geteuid() != 0:  # agent code then runs as the tester's user: accepted for
     os.environ["OPENAGENT_ALLOW_UNISOLATED_AGENTS"] = "1"
 # Parallel workers (pytest-xdist) give agent code disjoint uid ranges: a master stopping an agent
 # kills every process of its uid, so two masters must never hand out the same one.
+# OPENAGENT_TEST_UID_BASE moves them all (two test runs at once on one machine).
 if worker := os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ["OPENAGENT_AGENT_UID_BASE"] = str(200_000 + 10_000 * int(worker.removeprefix("gw") or 0))
+    base = int(os.environ.get("OPENAGENT_TEST_UID_BASE", "200000"))
+    os.environ["OPENAGENT_AGENT_UID_BASE"] = str(base + 10_000 * int(worker.removeprefix("gw") or 0))
 os.environ.pop("KUBERNETES_SERVICE_HOST", None)
 os.environ.pop("KUBERNETES_SERVICE_PORT", None)
 
