@@ -18,6 +18,7 @@ from master.asgi import LeanRequest
 from master.auth import Principal, principal_of
 from master.deps import Services, ServicesDep, needs
 from master.drain import RETRY_AFTER_SECONDS
+from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.admission import DRAINING
 from master.query.entry import QueryEntry, QueryRun
@@ -72,6 +73,7 @@ def status_for(code: ErrorCode) -> int:
             "that cannot run, or an attachment whose base64 does not decode or whose type contradicts "
             "its content",
         },
+        403: error("A key whose role may not query (viewer, agent)"),
         404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},
         409: {"model": QueryResponse, "description": "The plan was already executed"},
         413: {
