@@ -3786,15 +3786,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_AGENT_GENERATOR=0 (feature_disabled) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
             /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
             413: {
                 headers: {
@@ -3853,15 +3844,6 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description OPENAGENT_AGENT_GENERATOR=0 (feature_disabled) */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4618,15 +4600,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The feature is switched off (feature_disabled) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
             /** @description The YAML is over its size cap (too_large) */
             413: {
                 headers: {
@@ -4725,7 +4698,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The feature is switched off (feature_disabled) */
+            /** @description The YAML agent runner is off (OPENAGENT_YAML_RUNNER=0, feature_disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4794,7 +4767,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The feature is switched off (feature_disabled) */
+            /** @description The YAML agent runner is off (OPENAGENT_YAML_RUNNER=0, feature_disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5058,7 +5031,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_HTTP_QUERY=0 */
+            /** @description A key whose role may not query (viewer, agent) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6124,7 +6097,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6207,7 +6180,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6255,7 +6228,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0, or a decision by a key that may not approve */
+            /** @description A key whose role may not query, or a decision by a key that may not approve */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6350,7 +6323,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6418,7 +6391,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6495,7 +6468,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
