@@ -146,6 +146,9 @@ class LiveRun:
     """Calls whose outcome is unknown (in flight when an earlier part of the run was lost)."""
     checkpoint: dict[str, Any] | None = None
     """What the run resumes from, when it ends resumable (set by the query service)."""
+    checkpoint_stored: bool = False
+    """A checkpoint of the run may be in Redis (written by :meth:`RunStore.save`, or the run was
+    claimed from one): its end must write or delete it, so it cannot ride on the session's write."""
     checkpoint_calls: int = 0
     """How many calls were completed when :attr:`checkpoint` was made: a run that completed more
     since cannot resume from it without repeating them."""
@@ -265,10 +268,12 @@ class RunStore(TenantRecords):
     ) -> tuple[str, str, int] | None:
         """``(key, value, ttl)`` of the run's final record, for a caller that writes it along with
         its own last write (the session's answer), then calls :meth:`ended`; ``None`` when the end
-        needs more than one key (a run that can resume, or one renamed): :meth:`end`. A run already
+        needs more than one key (a run that can resume or had a checkpoint, or one renamed): :meth:`end`. A run already
         written ``running`` leaves the running set at the next tick (the sweep reads only records
         that say ``running``)."""
-        if live.checkpoint is not None or (live.synced is not None and live.synced != live.run_id):
+        if live.checkpoint is not None or live.checkpoint_stored:
+            return None
+        if live.synced is not None and live.synced != live.run_id:
             return None
         self._live.discard(live)  # no tick may write it running after this
         if live.synced is not None:
@@ -327,6 +332,7 @@ class RunStore(TenantRecords):
         """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
         call that must not run twice is sent). Raises :class:`SessionStoreUnavailable`."""
         live.checkpoint, live.checkpoint_calls = checkpoint, len(live.completed)
+        live.checkpoint_stored = True
         try:
             async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
                 self._write_running(pipe, live)
@@ -403,7 +409,7 @@ class RunStore(TenantRecords):
         live.accepted = True
         self._live.add(live)
         live.synced = live.run_id
-        live.checkpoint = checkpoint
+        live.checkpoint, live.checkpoint_stored = checkpoint, True
         live.query_id = str(record.get("query_id") or live.query_id)
         live.created_at = float(record.get("created_at") or live.created_at)
         live.completed[:0] = record.get("completed") or []
