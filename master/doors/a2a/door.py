@@ -39,7 +39,7 @@ from a2a.server.id_generator import IDGenerator, IDGeneratorContext
 from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
-from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task, TaskState
+from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import (
     JSON_RPC_ERROR_CODE_MAP,
@@ -103,6 +103,10 @@ class _NewTaskIds(IDGenerator):
         return task_id
 
 
+CANCEL_SETTLE_SECONDS = 10.0
+"""How long ``CancelTask`` waits for the master whose run it cancelled to end the task ``CANCELED``."""
+
+
 class _ScopedHandler(DefaultRequestHandler):
     """The SDK's handler, refusing a message to an agent the hub does not know, and decisions on a
     task that waits for approvals that cannot be taken (before the task runs: it stays as it is)."""
@@ -120,6 +124,23 @@ class _ScopedHandler(DefaultRequestHandler):
                 message=f"unknown agent {scope!r}: no agent with that id is connected to the hub",
                 data={"error_code": ErrorCode.UNKNOWN_AGENT.value},
             )
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        """``CancelTask``: a running task's run is cancelled through the one cancel of every door,
+        whichever master holds it, and that master ends the task ``CANCELED``; a task waiting
+        for approvals is ``CANCELED`` by the SDK, then its paused run cancelled (it can no longer
+        resume). A task without a recorded run (a direct call) is the SDK's cancel alone."""
+        stored = await self._versioned_store.get(params.id, context)
+        principal = principal_of_call(context)
+        if stored is not None and stored.task.status.state == TaskState.TASK_STATE_WORKING:
+            if await self._executor.cancel_run(stored.task, principal):
+                ended = await self._executor.ended(params.id, context, CANCEL_SETTLE_SECONDS)
+                if ended is not None:
+                    return ended
+        task: Task | None = await super().on_cancel_task(params, context)
+        if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await self._executor.cancel_run(stored.task, principal)
+        return task
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         self._check(params, context)

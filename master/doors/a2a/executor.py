@@ -26,9 +26,13 @@ too (:meth:`HubExecutor.run_resumed`), whichever master resumes the run. A resum
 LLM or an agent down) leaves the task ``INPUT_REQUIRED``, the decisions kept: any message on it
 tries again.
 
-``CancelTask`` cancels the run (or the call) of a task this master runs: the orchestrator stops,
-its tool calls are abandoned (their results, if any come, are discarded), nothing is stored in
-the session for that turn.
+``CancelTask`` cancels the task's run through the one cancel of every door
+(:meth:`HubExecutor.cancel_run`, :meth:`master.query.entry.QueryEntry.cancel`), on whichever master
+holds it: a running run stops (its tool calls are abandoned, their results discarded, nothing is
+stored in the session for that turn), a run waiting for approvals ends and can no longer resume;
+the run's record says ``cancelled`` and the task ``CANCELED``. A run cancelled through another
+door (``DELETE /runs/{run_id}``, a WebSocket ``cancel``...) ends its task ``CANCELED`` too. A
+direct call's task (no run) is cancelled where the call runs.
 """
 
 from __future__ import annotations
@@ -49,13 +53,22 @@ from google.protobuf import json_format
 from pydantic import ValidationError
 
 from master.auth import ANONYMOUS, SYSTEM, Principal, Scope
-from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
+from master.doors.a2a.store import (
+    RUN_ID_KEY,
+    SCOPE_KEY,
+    STREAMING_KEY,
+    TERMINAL_STATES,
+    RedisTaskStore,
+    principal_of_call,
+)
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
-from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
+from master.query.entry import CancelRefused, DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
-from protocol import Approval, QueryRequest, QueryResponse, ToolProgress
+from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.doors.a2a")
+
+CANCEL_REASON = "cancelled by a client (A2A CancelTask)"
 
 
 class ServerUnavailableError(InternalError):
@@ -223,7 +236,10 @@ class HubExecutor(AgentExecutor):
         running = self._running.pop(task_id, None)
         if running is not None:
             self._abandoned.add(task_id)
-            running.cancel()
+            if isinstance(running, QueryRun):
+                running.cancel(CANCEL_REASON)  # a run not recorded yet (else the core stopped it)
+            else:
+                running.cancel()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
@@ -252,9 +268,38 @@ class HubExecutor(AgentExecutor):
         else:
             await self._ask(scope, text, context_id, updater, principal)
 
+    async def cancel_run(self, task: Task, principal: Principal) -> bool:
+        """Cancel the run of ``task`` (``CancelTask``, before the SDK writes ``CANCELED``), on
+        whichever master holds it; ``False`` when the task names no run the core could cancel (a
+        direct call, a run not recorded yet: the SDK's cancel stops it where it runs)."""
+        run_id = str(task.metadata[RUN_ID_KEY]) if RUN_ID_KEY in task.metadata else ""
+        if not run_id:
+            return False
+        try:
+            await self._entry.cancel(run_id, principal=principal, door="a2a")
+        except CancelRefused as exc:
+            if exc.code != ErrorCode.UNKNOWN_RUN:
+                logger.info("A2A task %s: its run was not cancelled: %s", task.id, exc.message)
+            return False
+        return True
+
+    async def ended(self, task_id: str, context: ServerCallContext, seconds: float) -> Task | None:
+        """The task once it is ``CANCELED`` (or another terminal state), waiting at most
+        ``seconds`` for the master whose run was cancelled to write it; ``None`` after that."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while True:
+            stored = await self._store.get(task_id, context)
+            if stored is None or stored.task.status.state in TERMINAL_STATES:
+                return stored.task if stored is not None else None
+            if asyncio.get_running_loop().time() >= deadline:
+                return None
+            await asyncio.sleep(0.05)
+
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         running = self._running.pop(context.task_id or "", None)
-        if running is not None:
+        if isinstance(running, QueryRun):
+            running.cancel(CANCEL_REASON)
+        elif running is not None:
             running.cancel()
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.cancel(updater.new_agent_message([new_text_part("canceled by the client")]))
@@ -615,6 +660,12 @@ def _ending(response: QueryResponse, *, paused: bool = False) -> tuple[TaskState
         return TaskState.TASK_STATE_INPUT_REQUIRED, _status(text, details), details
     if not response.success:
         details["error_code"] = str(response.error_code) if response.error_code else None
+        if response.error_code == ErrorCode.RUN_CANCELLED:  # by any door's cancel, on any master
+            return (
+                TaskState.TASK_STATE_CANCELED,
+                _status(response.error or "the run was cancelled", details),
+                details,
+            )
         return TaskState.TASK_STATE_FAILED, _status(response.error or "the query failed", details), details
     if response.status == "awaiting_approval":
         # The run waits for a person: INPUT_REQUIRED, naming each call that waits and how it is
