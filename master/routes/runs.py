@@ -146,13 +146,14 @@ async def read_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep
     },
 )
 async def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
-    """Cancel a run (:mod:`master.runs.cancel`, every door's cancel). A running one is stopped by
-    whichever master holds it and recorded ``cancelled``; its calls in flight are listed
-    ``unknown`` (they may have taken effect, and are never sent again); its asker's answer is
-    ``run_cancelled``. The answer is the run's record once its holder stopped it (or, after 10 s
-    without that, as it stands). A paused one (``awaiting_approval``, ``awaiting_tool_results``,
-    ``stopped``) is cancelled at once: its pending approvals are withdrawn and it can no longer
-    resume. A cancelled one answers its record again. Another tenant's run is unknown (404)."""
+    """Cancel a run, running on whichever master holds it or paused (every door's one cancel).
+    A running one is stopped by its master and recorded ``cancelled``; its calls in flight are
+    listed ``unknown`` (they may have taken effect, and are never sent again); its asker's answer
+    is ``run_cancelled``. The answer is the run's record once its holder stopped it (or, after
+    10 s without that, as it stands). A paused one (``awaiting_approval``,
+    ``awaiting_tool_results``, ``stopped``) is cancelled at once: its pending approvals are
+    withdrawn and it can no longer resume. A cancelled one answers its record again (a finished
+    one: 409). Another tenant's run is unknown (404)."""
     try:
         record = await services.entry.cancel(run_id, principal=principal, door="http")
     except CancelRefused as exc:
