@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 
 from master.redis_keys import RUNS_RUNNING_KEY
 from openagent.testing import ScriptedOpenAIServer
-from tests.factories import InProcessMaster, RawPeer
+from tests.factories import InProcessMaster, RawPeer, in_process_master
 from tests.master.test_tenants import ADMIN, GATED, as_tenant, keyed_master
 
 DEADLINE = 60
@@ -245,3 +245,64 @@ async def test_a_run_awaiting_tool_results_is_cancelled_and_the_results_go_nowhe
         late = await a.post("/v1/chat/completions", json=results)
         assert late.status_code == 400 and "waits for tool results" in late.text, late.text
         assert (await a.get(f"/runs/{run_id}")).json()["state"] == "cancelled"
+
+
+async def test_a2a_and_websocket_cancels_on_one_master_stop_runs_the_other_holds(
+    llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """Two masters on one Redis: A2A ``CancelTask`` and a WebSocket ``cancel`` (by ``run_id``) on
+    master B stop runs master A holds; the A2A task ends ``CANCELED`` on both, the HTTP asker on A
+    gets ``run_cancelled``, every record says ``cancelled``."""
+    from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, SendMessageRequest, TaskState
+
+    from tests.master.doors.test_a2a_server import KEY, a2a_client, state_of, text_message
+    from tests.master.query.test_runs import works_agent
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    release = asyncio.Event()
+    settings: dict[str, Any] = {"openai_base_url": llm.base_url, "openai_api_key": "scripted"}
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with (
+        in_process_master(openagent_master_id="cancel2-a", openagent_api_key=KEY, **settings) as a,
+        in_process_master(openagent_master_id="cancel2-b", openagent_api_key=KEY, **settings) as b,
+        works_agent(a.ws_url, calls, release, key=KEY) as slow_started,
+        httpx.AsyncClient(base_url=a.base_url, headers=headers, timeout=DEADLINE) as on_a,
+        httpx.AsyncClient(base_url=b.base_url, headers=headers, timeout=DEADLINE) as on_b,
+    ):
+        async with asyncio.timeout(DEADLINE):
+            while (await on_a.get("/a2a/agents/works/.well-known/agent-card.json")).status_code != 200:
+                await asyncio.sleep(0.05)
+        llm.add_tool_call("works__slow", {})
+        async with a2a_client(a.base_url, streaming=True) as a2a_a, a2a_client(b.base_url) as a2a_b:
+            stream = a2a_a.send_message(SendMessageRequest(message=text_message("slowly")))
+            task_id = (await anext(stream)).task.id
+            async with asyncio.timeout(DEADLINE):
+                await slow_started.wait()
+            working = await a2a_b.get_task(GetTaskRequest(id=task_id))
+            run_id = working.metadata["openagent_run_id"]
+            canceled = await a2a_b.cancel_task(CancelTaskRequest(id=task_id))
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+            async with asyncio.timeout(DEADLINE):
+                rest = [r async for r in stream]
+            await stream.aclose()
+            assert state_of(rest[-1]) == TaskState.TASK_STATE_CANCELED
+            record = (await on_b.get(f"/runs/{run_id}")).json()
+            assert record["state"] == "cancelled" and record["holder"] == "cancel2-a", record
+
+        before = set(await redis_client.smembers(RUNS_RUNNING_KEY))
+        llm.add_tool_call("works__slow", {})
+        asking = asyncio.create_task(on_a.post("/query", json={"query": "slowly again"}))
+        run_id = await running_run(redis_client, before)
+        peer = await RawPeer.connect(b.ws_url, additional_headers=headers)
+        try:
+            await peer.register("b-asker", role="query")
+            await peer.send({"type": "cancel", "run_id": run_id})
+            result = await frames_until(peer, {"cancel_result", "error"})
+            assert result["cancel_result"]["state"] == "cancelled", result
+        finally:
+            await peer.close()
+        answer = await asking
+        assert answer.status_code == 409 and answer.json()["error_code"] == "run_cancelled", answer.text
+        assert (await on_a.get(f"/runs/{run_id}")).json()["state"] == "cancelled"
+        release.set()
+    assert calls == [("slow", {}), ("slow", {})]
