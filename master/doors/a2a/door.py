@@ -53,6 +53,7 @@ from starlette.routing import Route
 
 from master.agents.directory import AgentDirectory
 from master.auth import Principal, Scope, principal_of
+from master.doors.a2a import cancels
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_CARD_PATHS, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor, check_parts
 from master.doors.a2a.logs import logged, quiet_sdk
@@ -103,18 +104,18 @@ class _NewTaskIds(IDGenerator):
         return task_id
 
 
-CANCEL_SETTLE_SECONDS = 10.0
-"""How long ``CancelTask`` waits for the master whose run it cancelled to end the task ``CANCELED``."""
-
-
 class _ScopedHandler(DefaultRequestHandler):
     """The SDK's handler, refusing a message to an agent the hub does not know, and decisions on a
     task that waits for approvals that cannot be taken (before the task runs: it stays as it is)."""
 
-    def __init__(self, agents: AgentDirectory, executor: HubExecutor, **kwargs: Any) -> None:
+    def __init__(
+        self, agents: AgentDirectory, executor: HubExecutor, entry: QueryEntry, **kwargs: Any
+    ) -> None:
         super().__init__(agent_executor=executor, **kwargs)
         self._agents = agents
         self._executor = executor
+        self._entry = entry
+        self._store: RedisTaskStore = kwargs["task_store"]
 
     def _check(self, params: SendMessageRequest, context: ServerCallContext) -> None:
         check_parts(params.message)
@@ -126,20 +127,18 @@ class _ScopedHandler(DefaultRequestHandler):
             )
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
-        """``CancelTask``: a running task's run is cancelled through the one cancel of every door,
-        whichever master holds it, and that master ends the task ``CANCELED``; a task waiting
-        for approvals is ``CANCELED`` by the SDK, then its paused run cancelled (it can no longer
-        resume). A task without a recorded run (a direct call) is the SDK's cancel alone."""
+        """``CancelTask`` through the one cancel of every door (:mod:`master.doors.a2a.cancels`)."""
         stored = await self._versioned_store.get(params.id, context)
         principal = principal_of_call(context)
-        if stored is not None and stored.task.status.state == TaskState.TASK_STATE_WORKING:
-            if await self._executor.cancel_run(stored.task, principal):
-                ended = await self._executor.ended(params.id, context, CANCEL_SETTLE_SECONDS)
+        state = stored.task.status.state if stored is not None else None
+        if stored is not None and state == TaskState.TASK_STATE_WORKING:
+            if await cancels.cancel_run(self._entry, stored.task, principal):
+                ended = await cancels.ended(self._store, params.id, context)
                 if ended is not None:
                     return ended
         task: Task | None = await super().on_cancel_task(params, context)
-        if stored is not None and stored.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            await self._executor.cancel_run(stored.task, principal)
+        if stored is not None and state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await cancels.cancel_run(self._entry, stored.task, principal)
         return task
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
@@ -209,6 +208,7 @@ class A2ADoor:
         self.handler = _ScopedHandler(
             agents,
             self.executor,
+            entry,
             task_store=self.store,
             event_stream=self.events,
             request_context_builder=SimpleRequestContextBuilder(task_id_generator=_NewTaskIds(self.store)),

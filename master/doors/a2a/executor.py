@@ -27,7 +27,7 @@ LLM or an agent down) leaves the task ``INPUT_REQUIRED``, the decisions kept: an
 tries again.
 
 ``CancelTask`` cancels the task's run through the one cancel of every door
-(:meth:`HubExecutor.cancel_run`, :meth:`master.query.entry.QueryEntry.cancel`), on whichever master
+(:mod:`master.doors.a2a.cancels`, :meth:`master.query.entry.QueryEntry.cancel`), on whichever master
 holds it: a running run stops (its tool calls are abandoned, their results discarded, nothing is
 stored in the session for that turn), a run waiting for approvals ends and can no longer resume;
 the run's record says ``cancelled`` and the task ``CANCELED``. A run cancelled through another
@@ -53,16 +53,9 @@ from google.protobuf import json_format
 from pydantic import ValidationError
 
 from master.auth import ANONYMOUS, SYSTEM, Principal, Scope
-from master.doors.a2a.store import (
-    RUN_ID_KEY,
-    SCOPE_KEY,
-    STREAMING_KEY,
-    TERMINAL_STATES,
-    RedisTaskStore,
-    principal_of_call,
-)
+from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
-from master.query.entry import CancelRefused, DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
+from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
 from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
@@ -267,33 +260,6 @@ class HubExecutor(AgentExecutor):
             await self._call(scope, calls[0], updater, principal)
         else:
             await self._ask(scope, text, context_id, updater, principal)
-
-    async def cancel_run(self, task: Task, principal: Principal) -> bool:
-        """Cancel the run of ``task`` (``CancelTask``, before the SDK writes ``CANCELED``), on
-        whichever master holds it; ``False`` when the task names no run the core could cancel (a
-        direct call, a run not recorded yet: the SDK's cancel stops it where it runs)."""
-        run_id = str(task.metadata[RUN_ID_KEY]) if RUN_ID_KEY in task.metadata else ""
-        if not run_id:
-            return False
-        try:
-            await self._entry.cancel(run_id, principal=principal, door="a2a")
-        except CancelRefused as exc:
-            if exc.code != ErrorCode.UNKNOWN_RUN:
-                logger.info("A2A task %s: its run was not cancelled: %s", task.id, exc.message)
-            return False
-        return True
-
-    async def ended(self, task_id: str, context: ServerCallContext, seconds: float) -> Task | None:
-        """The task once it is ``CANCELED`` (or another terminal state), waiting at most
-        ``seconds`` for the master whose run was cancelled to write it; ``None`` after that."""
-        deadline = asyncio.get_running_loop().time() + seconds
-        while True:
-            stored = await self._store.get(task_id, context)
-            if stored is None or stored.task.status.state in TERMINAL_STATES:
-                return stored.task if stored is not None else None
-            if asyncio.get_running_loop().time() >= deadline:
-                return None
-            await asyncio.sleep(0.05)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         running = self._running.pop(context.task_id or "", None)
