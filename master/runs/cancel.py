@@ -39,7 +39,7 @@ from master.conversation.approvals import ApprovalStore
 from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key, run_key
+from master.redis_keys import RUNS_CANCEL_CHANNEL, RUNS_RUNNING_KEY, run_checkpoint_key, run_key
 from protocol import ErrorCode
 
 logger = logging.getLogger("master.runs.cancel")
@@ -101,6 +101,7 @@ class RunCanceller:
         self._approvals = approvals
         self.wait_seconds = wait_seconds
         self._timeout = timeout_seconds
+        self._redis = redis
         self._cancel_paused = redis.register_script(_CANCEL_PAUSED)
 
     async def cancel(self, run_id: str, scope: Scope, *, door: str = "http") -> dict[str, Any]:
@@ -129,6 +130,8 @@ class RunCanceller:
                     )
                 if now["state"] in FINISHED:  # it ended on its own before the cancel reached it
                     raise CancelRefused(ErrorCode.RUN_NOT_RUNNING, _finished(run_id, now["state"]))
+                if now["state"] in PAUSED:  # it paused before the cancel reached it: once more
+                    continue
                 return now
             if await self._end_paused(run_id, record, door):
                 now = await self._runs.get(run_id, scope)
@@ -150,7 +153,8 @@ class RunCanceller:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         if not won:
             return False
-        await self._forget_paused(run_id, record.get("session_id"))
+        if record["state"] != "stopped":  # a stopped run keeps nothing in its session
+            await self._forget_paused(run_id, record.get("session_id"))
         return True
 
     async def _forget_paused(self, run_id: str, session_id: str | None) -> None:
@@ -161,9 +165,13 @@ class RunCanceller:
         try:
             state = await self._sessions.paused(session_id)
             if state is None or str(state.get("run_id") or "") != run_id:
+                await self._stop_resumed(run_id)
                 return  # another run of the session paused since, or nothing kept
             taken = await self._sessions.take_paused(session_id)
-            if taken is None or self._approvals is None:
+            if taken is None:
+                await self._stop_resumed(run_id)
+                return
+            if self._approvals is None:
                 return
             for call in taken.get("held") or ():
                 approval_id = call.get("approval_id")
@@ -171,6 +179,15 @@ class RunCanceller:
                     await self._approvals.decide(str(approval_id), "rejected", message=WITHDRAWN)
         except SessionStoreUnavailable as exc:
             logger.warning("run %s cancelled; its paused state was not cleared: %s", run_id, exc)
+
+    async def _stop_resumed(self, run_id: str) -> None:
+        """A resume took the paused run just before its cancel: whichever master holds it now
+        cancels it (:data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`), if it accepted it already."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._redis.publish(RUNS_CANCEL_CHANNEL, run_id)
+        except (RedisError, TimeoutError) as exc:
+            logger.warning("run %s cancelled while resuming; the cancel was not sent: %s", run_id, exc)
 
 
 def _finished(run_id: str, state: str) -> str:
