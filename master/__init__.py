@@ -2,43 +2,42 @@
 
 Run it with ``python -m master`` (uvicorn with the server limits of the settings).
 
-The packages form layers. Each imports only from the layers below it, never from one above
-(``lint-imports`` checks this against ``[tool.importlinter]`` in ``pyproject.toml``); packages
-side by side on one line do not import each other::
+The packages form four tiers, each with a job (``lint-imports`` checks them against
+``[tool.importlinter]`` in ``pyproject.toml``). Within a tier a line imports only the lines
+below it; ``│`` separates packages that never import each other, ``,`` packages in no fixed
+order::
 
-    app, __main__                 create_app; python -m master
+    EDGE            how requests come in and the master is put together
+      app │ __main__                    create_app; python -m master
+      lifespan │ routes                 builds and closes everything │ the HTTP and /ws routes
+      openapi, deps, asgi, doors,       shared answers; the routes' Services; the lean ASGI path;
+      drain, gateway                    MCP │ A2A │ OpenAI │ AG-UI doors; SIGTERM; the /ws hub
         │
-    routes │ lifespan             HTTP and WebSocket doors │ builds and closes the objects below
+    USE CASES       what a caller asks for
+      query                             the way in: admission, the run, events, the error answer
+      runs, sandbox, builder, cluster   the run's state and verbs; Kubernetes deployments;
+                                        agent generation and workspaces; several masters
         │
-    openapi                       shared responses in /openapi.json
+    DOMAIN          how a question is answered
+      orchestration │ collaboration     the tool-calling loop and plans │ peer-to-peer sessions
+      conversation │ attachments        session turns and context │ files and the RAG link
+      agents                            registry, invocation agents, dispatch, the directory
         │
-    deps │ asgi                   the routes' dependencies (Services) │ the lean ASGI path
-        │
-    doors                         MCP │ A2A │ the OpenAI API: thin adapters onto query and dispatch
-        │
-    drain                         SIGTERM: refuse new work, finish what runs, hand off
-        │
-    gateway                       the WebSocket hub (/ws): agents register, queries come in
-        │
-    query                         one query: admission, session, context, orchestrator, answer
-        │
-    sandbox                       Kubernetes: deploy saved agents (auto mode spawns them)
-        │
-    builder                       generate, check, save and discover agents; workspaces
-        │
-    cluster                       several masters on one Redis: directory, inboxes, collaborations
-        │
-    orchestration │ collaboration the tool-calling loop and plans │ peer-to-peer sessions
-        │
-    conversation │ attachments    session turns and context │ files and the RAG link
-        │
-    agents                        registry, invocation agents, dispatch, the agent directory
-        │
-    observability                 metrics, logs, traces
-        │
-    llm                           the ChatModel seam, the OpenAI-compatible client, tokens
-        │
-    auth │ caches │ errors │ error_responses │ redis_client │ redis_keys │ settings
+    INFRASTRUCTURE  what everything stands on
+      access                            keys, roles, the access middleware, audit
+      observability                     metrics, logs, traces
+      llm                               the ChatModel interface, the OpenAI-compatible client
+      auth │ caches │ errors │ error_responses │ json_bytes │ redis_client │ redis_keys │ settings
+
+Tiers import only downward, and no two packages import each other, even through others.
+Walls of their own:
+
+- the edge never imports :mod:`master.redis_keys` nor ``redis``: the stores below own the keys
+  (:mod:`master.runs.a2a_tasks`, :mod:`master.runs.responses`, the session store, ...);
+- the domain reaches the LLM only through :mod:`master.llm.model` (``ChatModel``, its
+  messages and results), never the client's modules (``chat_endpoint``, ``compat``, pyreqwest);
+- the doors never import each other; the SDK (``openagent``) never imports the master, and the
+  wire models (``protocol``) import neither.
 
 A query walks down once: a route or the hub hands it to the query service, which runs the
 orchestrator, which calls agents through the dispatcher, which stores through Redis.

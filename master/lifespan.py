@@ -26,7 +26,6 @@ from typing import Any
 from aiohttp import ClientSession
 from fastapi import FastAPI
 from httpx import AsyncClient
-from redis.exceptions import RedisError
 
 from master.access import Authenticator, KeyStore
 from master.access.keys import FLUSH_SECONDS
@@ -55,7 +54,7 @@ from master.doors.a2a import A2ADoor
 from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
-from master.doors.openai.responses import ResponsesDoor, ResponseStore
+from master.doors.openai.responses import ResponsesDoor
 from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
@@ -72,8 +71,10 @@ from master.query.admission import Admission
 from master.query.approvals import ApprovalDesk
 from master.query.entry import QueryEntry
 from master.query.service import NOT_CONFIGURED, QueryService
-from master.redis_client import create_redis
+from master.redis_client import create_redis, unreachable
+from master.runs.a2a_tasks import RedisEventStream, RedisTaskStore
 from master.runs.cancel import RunCanceller
+from master.runs.responses import ResponseStore
 from master.sandbox import Sandbox, create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings
@@ -231,11 +232,9 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     redis = create_redis(settings.redis_url)
     stack.push_async_callback(redis.aclose)
     count_redis_errors(redis, metrics.redis_errors)
-    try:
-        await redis.ping()
-    except RedisError as exc:
+    if (problem := await unreachable(redis)) is not None:
         logger.warning(
-            "Redis at %s is not answering (%s): queries will fail until it does", settings.redis_url, exc
+            "Redis at %s is not answering (%s): queries will fail until it does", settings.redis_url, problem
         )
     chat_model, reason = (llm, "") if llm is not None else llm_from_settings(settings)
     if chat_model is None:
@@ -432,11 +431,12 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     a2a_redis = create_redis(settings.redis_url, decode_responses=False)
     stack.push_async_callback(a2a_redis.aclose)
     count_redis_errors(a2a_redis, metrics.redis_errors)
+    a2a_tasks = RedisTaskStore(a2a_redis, ttl_seconds=settings.redis_session_ttl_seconds, runs=entry.runs)
     a2a = A2ADoor(
         entry,
         agents,
-        a2a_redis,
-        ttl_seconds=settings.redis_session_ttl_seconds,
+        a2a_tasks,
+        RedisEventStream(a2a_redis, a2a_tasks),
         approvals=approvals,
         public_cards=settings.openagent_a2a_public_cards,
     )

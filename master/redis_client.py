@@ -56,6 +56,15 @@ def create_redis(
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
 
 
+async def unreachable(redis: aioredis.Redis) -> str | None:
+    """Why ``redis`` does not answer a ``PING`` (the error's text), or ``None`` when it does."""
+    try:
+        await redis.ping()
+    except RedisError as exc:
+        return str(exc)
+    return None
+
+
 class GroupCommit:
     """Concurrent tasks' Lua scripts, sent in batches over one connection of the client's pool.
 

@@ -258,7 +258,7 @@ def master_inbox_key(master_id: str) -> str:
 
 
 A2A_PREFIX = "a2a:"
-"""Keys of the A2A door (:mod:`master.doors.a2a.store`), all with the TTL ``REDIS_SESSION_TTL_SECONDS``."""
+"""Keys of the A2A door (:mod:`master.runs.a2a_tasks`), all with the TTL ``REDIS_SESSION_TTL_SECONDS``."""
 
 A2A_CANCELED_CHANNEL = "a2a:canceled"
 """Pub/sub channel: the id of each A2A task some master marked ``CANCELED`` (every master listens)."""

@@ -8,6 +8,7 @@ master does not keep.
 
 from __future__ import annotations
 
+import os
 from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Literal
@@ -15,6 +16,15 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REMOVED_SWITCHES = {
+    "OPENAGENT_HTTP_QUERY": "POST /query",
+    "OPENAGENT_OPENAI_API": "the OpenAI-compatible API (/v1)",
+    "OPENAGENT_WORKSPACE_RESTORE": "POST /internal/workspace/restore",
+    "OPENAGENT_AGENT_GENERATOR": "POST /generate-agent",
+}
+"""Route switches the keys' roles replaced: one still set to off refuses the start rather than
+leave open what it closed (docs/operations/security.md, "Roles")."""
 
 
 class Settings(BaseSettings):
@@ -202,10 +212,6 @@ class Settings(BaseSettings):
     (the master is taken for lost) by any live master; the lease is renewed every third of it."""
 
     # Feature toggles
-    openagent_http_query: bool = True
-    """``POST /query``; 0 gives 403."""
-    openagent_openai_api: bool = True
-    """The OpenAI-compatible API (``GET /v1/models``, ``POST /v1/chat/completions``); 0 gives 403."""
     openagent_openai_auto_mode: bool = False
     """Answer the OpenAI-compatible API's questions in auto mode (several tool rounds, up to
     ``ORCHESTRATOR_AUTO_MAX_STEPS``) instead of one tool round."""
@@ -213,15 +219,13 @@ class Settings(BaseSettings):
     """Stream the tool steps of the OpenAI-compatible API inside a ``<think>`` block of the content
     (for chat UIs that show only that) instead of as ``delta.reasoning_content``."""
     openagent_yaml_runner: bool = True
-    """In-master YAML agent runner (``POST /internal/yaml-agents/start``); 0 gives 403."""
+    """In-master YAML agent runner (``POST /internal/yaml-agents/start``): 0 and this master runs
+    no agent code on its own host, whoever asks (``/start`` and ``/stop`` give 403, and a restart
+    starts none again)."""
     openagent_yaml_agents_restart: bool = True
     """Keep the YAML agents this master started in Redis and start them again when it restarts
     (under ``OPENAGENT_MASTER_ID``; a master of a cluster without one keeps none); 0: a restart
     leaves them stopped."""
-    openagent_workspace_restore: bool = True
-    """``POST /internal/workspace/restore``; 0 gives 403."""
-    openagent_agent_generator: bool = True
-    """``POST /generate-agent`` and ``GET /generate-agent/models``; 0 gives 403."""
 
     # Agent builder
     openagent_agents_root: Path = Path(__file__).resolve().parent.parent
@@ -405,6 +409,16 @@ class Settings(BaseSettings):
                 if not name or any(not (c.isalnum() or c in ".-_") for c in name):
                     raise ValueError(f"{raw.strip()!r} is neither a host name nor an address/CIDR") from None
         return value
+
+    @model_validator(mode="after")
+    def _refuse_removed_switches(self) -> Settings:
+        for name, what in REMOVED_SWITCHES.items():
+            if os.environ.get(name, "").strip().lower() in ("0", "false", "no", "off"):
+                raise ValueError(
+                    f"{name} was removed: a key's role now decides who may call {what} (a viewer or "
+                    f"agent key may not query; only an admin key builds or restores). Unset {name}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _derive_master_base_url(self) -> Settings:

@@ -2,7 +2,7 @@
 
 ``POST /register {"a2a_url": ..., "a2a_headers": {...}}`` makes one hub agent of one A2A agent:
 
-- **Discovery** reads the agent card at ``{a2a_url}/.well-known/agent-card.json`` and picks the
+- **Discovery** (:mod:`master.agents.a2a_cards`) reads the agent card at ``{a2a_url}/.well-known/agent-card.json`` and picks the
   first interface (in the card's order of preference) whose binding the SDK client speaks here:
   JSON-RPC or HTTP+JSON. Each of the card's skills becomes a tool named after the skill's id
   (characters outside ``[A-Za-z0-9_-]`` become ``_``, cut to 64, made unique) that takes a
@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
@@ -42,7 +40,6 @@ from a2a.helpers import get_data_parts, new_data_part, new_text_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
-    AgentSkill,
     Artifact,
     CancelTaskRequest,
     GetTaskRequest,
@@ -55,25 +52,21 @@ from a2a.types.a2a_pb2 import (
     TaskState,
     TaskStatus,
 )
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, TransportProtocol
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import A2AError
 
+from master.agents.a2a_cards import BINDINGS, card_metadata, card_tools, pick_interface, suggested_agent_id
 from master.agents.connectors import ConnectorContext, ConnectorError, Discovered, ToolsChanged
 from master.agents.invocation import InvocationAgent
 from master.agents.url_policy import AgentUrlPolicy
 from master.errors import AgentUnavailable, ToolFailed
-from protocol import AGENT_ID_PATTERN, ToolSchema
 
 logger = logging.getLogger("master.agents.a2a_client")
 
-BINDINGS = (TransportProtocol.JSONRPC.value, TransportProtocol.HTTP_JSON.value)
-"""The bindings this connector speaks, in the order it prefers when the card has no preference."""
 CANCEL_TIMEOUT_SECONDS = 10.0
 """How long a ``CancelTask`` for an abandoned remote task may take (it runs in the background)."""
 POLL_FIRST_SECONDS, POLL_MAX_SECONDS = 0.05, 1.0
 """``GetTask`` polling of an agent that does not stream: the first wait, doubled up to the last."""
-DESCRIPTION_CHARS = 1000
-"""A skill's description is offered to the model cut to this many characters."""
 
 _TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -82,104 +75,7 @@ _TERMINAL = {
     TaskState.TASK_STATE_REJECTED,
 }
 _INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _UNAVAILABLE_STATUS = {502, 503, 504}
-
-
-# --------------------------------------------------------------------------- the card
-
-
-def tool_names(skill_ids: Sequence[str]) -> list[str]:
-    """Each skill id as a tool name (``^[A-Za-z0-9_-]{1,64}$``), unique within the agent."""
-    names: list[str] = []
-    for skill_id in skill_ids:
-        base = _UNSAFE.sub("_", skill_id)[:64] or "skill"
-        name, n = base, 2
-        while name in names:
-            suffix = f"_{n}"
-            name, n = base[: 64 - len(suffix)] + suffix, n + 1
-        names.append(name)
-    return names
-
-
-def suggested_agent_id(card_name: str) -> str | None:
-    """An agent id made of the card's name (``Currency Agent`` → ``currency-agent``), or ``None``."""
-    slug = re.sub(r"[^A-Za-z0-9._:-]+", "-", card_name.strip()).strip("-._:").lower()[:128]
-    return slug if slug and re.fullmatch(AGENT_ID_PATTERN, slug) else None
-
-
-def _skill_tool(skill: AgentSkill, name: str) -> ToolSchema:
-    text = skill.description or skill.name or skill.id
-    if skill.name and skill.description and skill.name != skill.description:
-        text = f"{skill.name}: {skill.description}"
-    if skill.examples:
-        text += " Examples: " + "; ".join(skill.examples[:5])
-    if len(text) > DESCRIPTION_CHARS:
-        text = text[: DESCRIPTION_CHARS - 1] + "…"
-    return ToolSchema(
-        name=name,
-        description=text,
-        parameters={
-            "type": "object",
-            "properties": {
-                "message": {"type": "string", "description": "What to ask the agent, in plain words."},
-                "data": {"type": "object", "description": "Structured input, sent as a data part."},
-            },
-            "required": ["message"],
-            "additionalProperties": False,
-        },
-    )
-
-
-def card_tools(card: AgentCard) -> tuple[list[ToolSchema], dict[str, str]]:
-    """The card's skills as tools, and each tool's skill id."""
-    skills = list(card.skills)
-    names = tool_names([skill.id for skill in skills])
-    tools = [_skill_tool(skill, name) for skill, name in zip(skills, names, strict=True)]
-    return tools, {name: skill.id for name, skill in zip(names, skills, strict=True)}
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    return parts.scheme, (parts.hostname or "").lower(), port
-
-
-def pick_interface(card: AgentCard, url: str, headers: Mapping[str, str]) -> AgentInterface:
-    """The interface the hub will call: the card's first one with a binding it speaks, over
-    http(s), on the registered origin when there are headers to send (``ConnectorError`` if none)."""
-    offered = [i for i in card.supported_interfaces if i.protocol_binding in BINDINGS]
-    if not offered:
-        bindings = sorted({i.protocol_binding for i in card.supported_interfaces}) or ["none"]
-        raise ConnectorError(
-            f"the agent card at {url} offers no binding the hub speaks (it offers {', '.join(bindings)}; "
-            f"the hub speaks {', '.join(BINDINGS)})"
-        )
-    usable: list[AgentInterface] = [i for i in offered if urlsplit(i.url).scheme in ("http", "https")]
-    if headers:
-        usable = [i for i in usable if _origin(i.url) == _origin(url)]
-    if not usable:
-        where = ", ".join(i.url for i in offered)
-        raise ConnectorError(
-            f"the agent card at {url} lists its endpoints at {where}: none is an http(s) URL on the "
-            "registered origin, and the hub sends the agent's headers only there"
-            if headers
-            else f"the agent card at {url} lists no http(s) endpoint (it lists {where})"
-        )
-    return usable[0]
-
-
-def _metadata(card: AgentCard, interface: AgentInterface, skills: dict[str, str]) -> dict[str, Any]:
-    return {
-        "name": card.name,
-        "description": card.description[:DESCRIPTION_CHARS],
-        "version": card.version,
-        "url": interface.url,
-        "binding": interface.protocol_binding,
-        "protocol_version": interface.protocol_version or None,
-        "streaming": card.capabilities.streaming,
-        "skills": skills,
-    }
 
 
 # --------------------------------------------------------------------------- secrets in messages
@@ -415,7 +311,7 @@ class A2AConnector:
             )
         return Discovered(
             tools,
-            _metadata(card, interface, skills),
+            card_metadata(card, interface, skills),
             suggested_agent_id(card.name),
             endpoints=[interface.url],
         )

@@ -7,9 +7,8 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
-from master.conversation.store import SessionTurns, StoredTurn, Turn
-from master.llm.chat_endpoint import Messages, SharedMessage, SharedRun
-from master.llm.model import ChatMessage
+from master.conversation.turn_log import SessionTurns, StoredTurn, Turn
+from master.llm.model import ChatMessage, Messages, SharedMessage, SharedRun
 
 _HISTORY_RESULT_CHARS = 2000
 """Tool results longer than this are cut when earlier turns are replayed to the model."""

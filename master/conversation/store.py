@@ -26,12 +26,16 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
-import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.auth import DEFAULT_TENANT, Scope, TenantRecords
 from master.caches import SizedLRU
+from master.conversation.turn_log import SessionTurns as SessionTurns
+from master.conversation.turn_log import StoredTurn as StoredTurn
+from master.conversation.turn_log import Turn as Turn
+from master.conversation.turn_log import TurnLog as TurnLog
+from master.conversation.turn_log import merge_log, parse_turns
 from master.errors import SessionStoreUnavailable
 from master.json_bytes import dump_json
 from master.redis_client import GroupCommit
@@ -47,56 +51,6 @@ from master.redis_keys import (
     summary_lock_key,
 )
 
-Turn = dict[str, Any]
-
-
-class StoredTurn(dict[str, Any]):
-    """A turn as this master loaded it: shared by every later query of the session, never changed.
-
-    ``replay`` keeps what :mod:`master.conversation.history` derived from it (the chat
-    messages of the query it starts).
-    """
-
-    __slots__ = ("replay",)
-
-    def __init__(self, turn: dict[str, Any]) -> None:
-        super().__init__(turn)
-        self.replay: object = None
-
-
-class TurnLog(list[Turn]):
-    """A session's turns as this master read them (``length``: bytes of their stored JSON).
-
-    It is only ever appended to, as the session grows, and never changed otherwise, so what is
-    derived from its first turns stays true: the positions of its summary turns (``marks``,
-    :func:`master.conversation.context.split_turns`) and its replayed messages (``replay``,
-    :mod:`master.conversation.history`) are kept on it, and a session's next query derives only
-    what its new turns add.
-    """
-
-    __slots__ = ("length", "marks", "replay")
-
-    def __init__(self, turns: Sequence[Turn], length: int) -> None:
-        super().__init__(turns)
-        self.length = length
-        self.marks: tuple[int, list[int]] = (0, [])
-        """The positions of the summary turns among the first ``marks[0]`` turns."""
-        self.replay: object = None
-
-
-class SessionTurns(list[Turn]):
-    """A query's list of its session's turns, as :meth:`SessionStore.load` returns it: its first
-    ``stored`` turns are those of ``log``. Its holder may append turns, never change or remove
-    the ones it has."""
-
-    __slots__ = ("log", "stored")
-
-    def __init__(self, log: TurnLog) -> None:
-        super().__init__()
-        self[:] = log  # copied as a list (list(log) would iterate a list subclass item by item)
-        self.log = log
-        self.stored = len(log)
-
 
 def _state(raw: Any) -> dict[str, Any] | None:
     """A paused run's state from its stored JSON (``None`` when absent or unreadable)."""
@@ -107,20 +61,6 @@ def _state(raw: Any) -> dict[str, Any] | None:
     except ValueError:
         return None
     return state if isinstance(state, dict) else None
-
-
-def _stored(text: str) -> list[Turn]:
-    """Stored turns from their JSON; ``ValueError`` when it is not an array of objects."""
-    try:
-        turns = orjson.loads(text)
-    except orjson.JSONDecodeError:  # NaN or Infinity, as json.dumps wrote them before orjson
-        turns = json.loads(text)
-    if not isinstance(turns, list):
-        raise ValueError(f"a JSON {type(turns).__name__}, not an array")
-    stored: list[Turn] = [StoredTurn(turn) for turn in turns if isinstance(turn, dict)]
-    if len(stored) != len(turns):
-        raise ValueError("an array with items that are not objects")
-    return stored
 
 
 # Appends turns to the JSON array without reading it: the stored value always ends with ']',
@@ -211,23 +151,6 @@ _CACHED_SESSIONS = 512
 """Sessions whose parsed turns a master keeps, so a long session is not re-read and re-parsed per query."""
 SESSION_CACHE_BYTES = 32 * 1024 * 1024
 """Bytes of stored JSON those sessions may add up to (their parsed form takes a few times more)."""
-
-
-def _merge(log: TurnLog | None, known: int, length: int, text: str) -> TurnLog | None:
-    """The cached turns plus what :data:`_LOAD` returned for ``known`` bytes; ``None`` when they
-    do not fit. New turns are appended to the cached :class:`TurnLog` in place."""
-    try:
-        if log is not None and length == log.length:
-            return log
-        if log is not None and known == log.length and text.startswith(","):
-            log.extend(_stored("[" + text[1:]))
-            log.length = length
-            return log
-        if text.startswith("["):
-            return TurnLog(_stored(text), length)
-    except ValueError:
-        pass
-    return None
 
 
 class _Step:
@@ -340,11 +263,11 @@ class SessionStore(TenantRecords):
                 self._answered_at = time.monotonic()
                 self._cache.pop(session_id)
                 return None
-            log = _merge(cached, known, int(length), text)
+            log = merge_log(cached, known, int(length), text)
             if log is None:  # not the value the cached copy was read from: read it whole
                 text = cast(str, await self._redis.get(key)) or "[]"
                 try:
-                    log = TurnLog(_stored(text), len(text.encode()))
+                    log = TurnLog(parse_turns(text), len(text.encode()))
                 except ValueError as exc:  # written by something else: left as it is
                     raise SessionStoreUnavailable(
                         f"session {session_id!r} is stored in Redis as something other than its turns "

@@ -360,6 +360,8 @@ class QueryService:
             raise QueryRejected(exc.code, str(exc)) from None
         except SessionStoreUnavailable as exc:
             logger.error("query %s answered but not stored: %s", query_id, exc)
+            if live is not None and self.runs is not None:  # its final record went with the answer
+                self.runs.abandon(live, f"answered, but the answer could not be stored: {exc}")
             raise QueryRejected("session_store_unavailable", f"answered, but not stored: {exc}") from None
         finally:
             if rag is not None:

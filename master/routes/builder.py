@@ -1,7 +1,5 @@
 """The agent builder: ``POST /generate-agent``, ``GET /generate-agent/models``, ``POST /save-agent``,
-``GET /agent-source`` and ``GET /agents/discover``.
-
-``OPENAGENT_AGENT_GENERATOR=0`` turns the two generator endpoints into 403s.
+``GET /agent-source`` and ``GET /agents/discover`` (administrators only: roles decide who may).
 """
 
 from __future__ import annotations
@@ -146,13 +144,6 @@ class Discovery(BaseModel):
     errors: list[DiscoveryProblem]
 
 
-def _generator_enabled(services: ServicesDep) -> None:
-    if not services.settings.openagent_agent_generator:
-        raise ApiError(
-            ErrorCode.FEATURE_DISABLED, "the agent generator is disabled (OPENAGENT_AGENT_GENERATOR=0)"
-        )
-
-
 def _refused(exc: AgentFileRefused | AgentFileNotFound) -> ApiError:
     return ApiError(exc.code, {"code": exc.code.value, "message": exc.message})
 
@@ -161,11 +152,9 @@ def _refused(exc: AgentFileRefused | AgentFileNotFound) -> ApiError:
     "/generate-agent/models",
     dependencies=needs(Permission.ADMIN),
     response_model=GeneratorModels,
-    responses={403: error("OPENAGENT_AGENT_GENERATOR=0 (feature_disabled)")},
 )
 async def generator_models(services: ServicesDep) -> dict[str, Any]:
     """The models the generator may use, and its default (``AGENT_GENERATOR_MODEL``)."""
-    _generator_enabled(services)
     return {
         "default_model": services.catalog.generator_model,
         "allowed_models": list(services.catalog.allowed_models),
@@ -182,7 +171,6 @@ async def generator_models(services: ServicesDep) -> dict[str, Any]:
         400: error(
             "Model not in the global list (invalid_model), or collaboration asked of an invocation agent"
         ),
-        403: error("OPENAGENT_AGENT_GENERATOR=0 (feature_disabled)"),
         422: error(
             "The code failed its checks after one retry (checks_failed), the model answered with prose "
             "(no_code), or a query agent was asked for (unsupported_agent_type)"
@@ -193,7 +181,6 @@ async def generator_models(services: ServicesDep) -> dict[str, Any]:
 )
 async def generate_agent(body: GenerateAgentBody, services: ServicesDep) -> dict[str, Any]:
     """Write an agent module with the master's LLM, check it, and return it with its checks."""
-    _generator_enabled(services)
     model = body.model or services.catalog.generator_model
     if model not in services.catalog.allowed_models:
         raise ApiError(

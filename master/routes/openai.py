@@ -166,20 +166,20 @@ def refusal(scope: Scope, code: ErrorCode, message: str) -> Response | None:
 
 def _disabled() -> Response:
     return error_response(
-        ErrorCode.FEATURE_DISABLED, "the OpenAI-compatible API is disabled (OPENAGENT_OPENAI_API=0)", 403
+        ErrorCode.FEATURE_DISABLED, "the OpenAI-compatible API is not set up on this master", 403
     )
 
 
 @router.get(
     "/models",
     response_model=ModelList,
-    responses={401: _error("Missing or wrong API key"), 403: _error("OPENAGENT_OPENAI_API=0")},
+    responses={401: _error("Missing or wrong API key"), 403: _error("A key whose role may not query")},
 )
 async def list_models(request: Request, services: ServicesDep) -> Any:
     """The models a client may name: ``openagent`` (the orchestrator with every agent) and
     ``openagent/<agent_id>`` (scoped to one agent), for every agent with tools in the cluster."""
     door = services.openai
-    if door is None or not door.enabled:
+    if door is None:
         return _disabled()
     return door.models(principal_of(request.scope))
 
@@ -195,7 +195,7 @@ async def list_models(request: Request, services: ServicesDep) -> Any:
         },
         400: _error("A request the API refuses (n > 1, an image part, a bad parameter...), named in param"),
         401: _error("Missing or wrong API key"),
-        403: _error("OPENAGENT_OPENAI_API=0"),
+        403: _error("A key whose role may not query"),
         404: _error("Unknown model, or unknown session"),
         429: _error("Too many queries in flight (Retry-After)"),
         500: _error("A bug in the master; see its log"),
@@ -207,7 +207,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
     """Ask the orchestrator, OpenAI-style: the last user message is the question (see the guide
     "Chat with OpenAgent from Open WebUI, LibreChat or any OpenAI client")."""
     door = services.openai
-    if door is None or not door.enabled:
+    if door is None:
         return _disabled()
     return await door.chat(
         await request.body(), request.headers.get(SESSION_HEADER), principal_of(request.scope)
@@ -216,7 +216,7 @@ async def chat_completions(request: Request, services: ServicesDep) -> Response:
 
 _RESPONSE_ERRORS: dict[int | str, dict[str, Any]] = {
     401: _error("Missing or wrong API key"),
-    403: _error("OPENAGENT_OPENAI_API=0"),
+    403: _error("A key whose role may not query"),
     404: _error("No such response (never stored, deleted, expired, or another tenant's)"),
     503: _error("Redis unavailable"),
 }
@@ -224,7 +224,7 @@ _RESPONSE_ERRORS: dict[int | str, dict[str, Any]] = {
 
 def _responses(services: Services) -> ResponsesDoor | None:
     door = services.responses
-    if door is None or services.openai is None or not services.openai.enabled:
+    if door is None or services.openai is None:
         return None
     return door
 
@@ -240,7 +240,7 @@ def _responses(services: Services) -> ResponsesDoor | None:
         },
         400: _error("A request the API refuses, named in param"),
         401: _error("Missing or wrong API key"),
-        403: _error("OPENAGENT_OPENAI_API=0, or a decision by a key that may not approve"),
+        403: _error("A key whose role may not query, or a decision by a key that may not approve"),
         404: _error("Unknown model, previous response, approval or session"),
         409: _error("An approval decided already"),
         429: _error("Too many queries in flight (Retry-After)"),
@@ -296,7 +296,7 @@ async def cancel_response(response_id: ResponseId, request: Request, services: S
 
 async def lean_responses(services: Services, request: LeanRequest, send: Send) -> bool:
     """:func:`create_response` without FastAPI's layers for the plain case, a JSON answer; a
-    stream (or the API turned off) goes to the route."""
+    stream (or no door) goes to the route."""
     door = _responses(services)
     if door is None:
         return False
@@ -311,9 +311,9 @@ async def lean_responses(services: Services, request: LeanRequest, send: Send) -
 
 async def lean_chat_completions(services: Services, request: LeanRequest, send: Send) -> bool:
     """:func:`chat_completions` without FastAPI's layers (:class:`master.asgi.LeanRoutes`) for the
-    plain case, a JSON answer; a stream (or the API turned off) goes to the route."""
+    plain case, a JSON answer; a stream (or no door) goes to the route."""
     door = services.openai
-    if door is None or not door.enabled:
+    if door is None:
         return False
     read = door.read(request.body, _session_header(request.scope))
     if not isinstance(read, Response):

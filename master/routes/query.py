@@ -18,7 +18,6 @@ from master.asgi import LeanRequest
 from master.auth import Principal, principal_of
 from master.deps import Services, ServicesDep, needs
 from master.drain import RETRY_AFTER_SECONDS
-from master.error_responses import ApiError
 from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.admission import DRAINING
@@ -74,7 +73,7 @@ def status_for(code: ErrorCode) -> int:
             "that cannot run, or an attachment whose base64 does not decode or whose type contradicts "
             "its content",
         },
-        403: error("OPENAGENT_HTTP_QUERY=0"),
+        403: error("A key whose role may not query (viewer, agent)"),
         404: {"model": QueryResponse, "description": "Unknown or expired session_id, or unknown plan"},
         409: {"model": QueryResponse, "description": "The plan was already executed"},
         413: {
@@ -98,8 +97,6 @@ async def post_query(body: QueryRequest, request: Request, services: ServicesDep
     With ``"stream": true`` (or ``Accept: text/event-stream``) the answer is a stream of
     Server-Sent Events ending with a ``query_result`` event (see :func:`sse_events`).
     """
-    if not services.settings.openagent_http_query:
-        raise ApiError(ErrorCode.FEATURE_DISABLED, "POST /query is disabled (OPENAGENT_HTTP_QUERY=0)")
     streamed = body.stream or "text/event-stream" in request.headers.get("accept", "")
     return await answer(services.entry, body, streamed=streamed, principal=principal_of(request.scope))
 
@@ -189,9 +186,8 @@ async def sse_events(run: QueryRun) -> AsyncIterator[str]:
 
 async def lean_post_query(services: Services, request: LeanRequest, send: Send) -> bool:
     """:func:`post_query` without FastAPI's layers (:class:`master.asgi.LeanRoutes`), for the plain
-    case: a JSON answer. Declines (False, nothing sent) a body that does not validate, a stream,
-    or ``POST /query`` turned off, so that the route answers those exactly as it always has."""
-    if not services.settings.openagent_http_query or "text/event-stream" in request.accept:
+    case: a JSON answer. Declines (False, nothing sent) a body that does not validate or a stream, so that the route answers those exactly as it always has."""
+    if "text/event-stream" in request.accept:
         return False
     try:  # parsed and validated in one step; whatever this refuses, the route answers as always
         body = QueryRequest.model_validate_json(request.body)

@@ -1,7 +1,7 @@
 """YAML workspaces: ``POST /internal/yaml-agents/start`` and ``/stop``, ``POST /internal/workspace/restore``,
 ``GET /internal/workspace/export`` and ``GET /workspace/schema``.
 
-``OPENAGENT_YAML_RUNNER=0`` turns start and stop into 403s, ``OPENAGENT_WORKSPACE_RESTORE=0`` restore.
+``OPENAGENT_YAML_RUNNER=0`` (this master runs no agent code of its own) turns start and stop into 403s.
 A YAML that cannot be used answers 400 (413 over the size cap) with each problem's line and field.
 """
 
@@ -111,7 +111,7 @@ class WorkspaceSchema(BaseModel):
 
 _YAML_ERRORS: dict[int | str, dict[str, Any]] = {
     400: error("The YAML cannot be used (invalid, yaml_syntax, yaml_bomb, too_deep): each problem's line"),
-    403: error("The feature is switched off (feature_disabled)"),
+    403: error("The YAML agent runner is off (OPENAGENT_YAML_RUNNER=0, feature_disabled)"),
     413: error("The YAML is over its size cap (too_large)"),
 }
 
@@ -195,13 +195,14 @@ async def yaml_agents(services: ServicesDep) -> dict[str, Any]:
     dependencies=needs(Permission.ADMIN),
     response_model=AgentOutcomes,
     response_model_exclude_unset=True,
-    responses={**_YAML_ERRORS, 503: error("Redis unavailable (session_store_unavailable)")},
+    responses={
+        400: _YAML_ERRORS[400],
+        413: _YAML_ERRORS[413],
+        503: error("Redis unavailable (session_store_unavailable)"),
+    },
 )
 async def restore_workspace(body: RestoreBody, request: Request, services: ServicesDep) -> dict[str, Any]:
     """Re-register the YAML's HTTP invocation agents; per agent registered, unreachable, invalid or skipped."""
-    _require(
-        services.settings.openagent_workspace_restore, "workspace restore", "OPENAGENT_WORKSPACE_RESTORE"
-    )
     workspace = await _load(body.yaml)
     try:
         outcomes = await services.builder.workspaces.restore(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError, ResponseError
 
 from master.conversation.store import SessionStore
-from master.redis_client import GroupCommit, create_redis
+from master.redis_client import GroupCommit, create_redis, unreachable
 from tests.factories import EVERY_TENANT, TEST_REDIS_URL
 
 
@@ -242,3 +243,17 @@ async def test_group_commit_does_not_send_a_queued_call_whose_caller_gave_up(
     with pytest.raises(asyncio.CancelledError):
         await dropped
     assert await redis_client.lrange("test:group", 0, -1) == ["load", "first", "kept"]
+
+
+async def test_unreachable_says_why_a_redis_does_not_answer(redis_client: aioredis.Redis) -> None:
+    """The lifespan's start check: ``None`` for a Redis that answers, the error's text otherwise."""
+    assert await unreachable(redis_client) is None
+    with socket.socket() as probe:  # a port nothing listens on once the socket is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    nobody = create_redis(f"redis://127.0.0.1:{port}/0")
+    try:
+        problem = await unreachable(nobody)
+    finally:
+        await nobody.aclose()
+    assert problem is not None and str(port) in problem, problem

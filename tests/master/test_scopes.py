@@ -40,10 +40,10 @@ from master.collaboration.store import CollabStore
 from master.conversation.approvals import ApprovalStore
 from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
-from master.doors.a2a.store import RedisTaskStore
-from master.doors.openai.responses import ResponseStore
 from master.gateway.frames import FRAME_PERMISSIONS
 from master.llm.model import ChatResult, FunctionChatModel
+from master.runs.a2a_tasks import RedisTaskStore
+from master.runs.responses import ResponseStore
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
 KEY = "scopes-bootstrap-key"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from master.settings import Settings
+from master.settings import REMOVED_SWITCHES, Settings
 from tests.factories import ROOT
 
 FIELDS = sorted(Settings.model_fields)
@@ -77,7 +77,7 @@ def test_env_file_is_read_and_the_environment_wins(monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("TOOL_CALL_TIMEOUT", "0"), ("ORCHESTRATOR_RECENT_TURNS", "-1"), ("OPENAGENT_HTTP_QUERY", "maybe")],
+    [("TOOL_CALL_TIMEOUT", "0"), ("ORCHESTRATOR_RECENT_TURNS", "-1"), ("OPENAGENT_YAML_RUNNER", "maybe")],
 )
 def test_invalid_values_are_refused_naming_the_field(
     variable: str, value: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -86,6 +86,18 @@ def test_invalid_values_are_refused_naming_the_field(
     monkeypatch.setenv(variable, value)
     with pytest.raises(ValueError, match=variable.lower()):
         Settings()
+
+
+@pytest.mark.parametrize("variable", sorted(REMOVED_SWITCHES))
+def test_a_removed_route_switch_left_off_refuses_the_start_naming_it(
+    variable: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(variable, "0")
+    with pytest.raises(ValueError, match=f"{variable} was removed: a key's role now decides"):
+        Settings()
+    monkeypatch.setenv(variable, "1")  # on, it closed nothing: ignored like any unknown variable
+    Settings()
 
 
 def test_derived_properties() -> None:

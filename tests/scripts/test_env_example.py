@@ -46,9 +46,6 @@ SPEC_ENV_TABLE: dict[str, str | None] = {
     "ORCHESTRATOR_AUTO_SPAWN_WAIT_SECONDS": "120",
     # Feature toggles
     "OPENAGENT_YAML_RUNNER": "1",
-    "OPENAGENT_WORKSPACE_RESTORE": "1",
-    "OPENAGENT_HTTP_QUERY": "1",
-    "OPENAGENT_AGENT_GENERATOR": "1",
     # RAG / attachments
     "OPENAGENT_EMBEDDING_MODEL": "text-embedding-3-small",
     "OPENAGENT_RAG_EXTRACT_MODEL": "gpt-4o-mini",

@@ -8,7 +8,7 @@ message into a query or a direct tool call. Guide: docs/guides/a2a-clients.md.
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_PATH
 from master.doors.a2a.door import CARD_ROUTES, PREFIXES, A2ADoor, route_specs
 from master.doors.a2a.executor import HubExecutor
-from master.doors.a2a.store import RedisTaskStore
+from master.runs.a2a_tasks import RedisTaskStore
 
 __all__ = [
     "AGENTS_PATH",

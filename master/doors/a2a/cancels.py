@@ -1,6 +1,6 @@
 """``CancelTask`` through the one cancel of every door (:meth:`master.query.entry.QueryEntry.cancel`).
 
-A task answered by a run names it in its metadata (:data:`~master.doors.a2a.store.RUN_ID_KEY`).
+A task answered by a run names it in its metadata (:data:`~master.runs.a2a_tasks.RUN_ID_KEY`).
 ``CancelTask`` of a ``WORKING`` task cancels that run, on whichever master holds it; that
 master's executor then ends the task ``CANCELED`` (a run cancelled answers ``run_cancelled``),
 which the cancel waits for (:func:`ended`). A task waiting for approvals is written ``CANCELED``
@@ -18,8 +18,8 @@ from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import Task
 
 from master.auth import Principal
-from master.doors.a2a.store import RUN_ID_KEY, TERMINAL_STATES, RedisTaskStore
 from master.query.entry import CancelRefused, QueryEntry
+from master.runs.a2a_tasks import RUN_ID_KEY, TERMINAL_STATES, RedisTaskStore
 from protocol import ErrorCode
 
 logger = logging.getLogger("master.doors.a2a")

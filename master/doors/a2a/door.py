@@ -2,7 +2,7 @@
 
 One :class:`~a2a.server.request_handlers.DefaultRequestHandler` serves every endpoint; the
 endpoint's scope (an agent id, or ``""`` for the hub) rides in the call context
-(:data:`~master.doors.a2a.store.SCOPE_KEY`), so that the executor offers that agent only and the
+(:data:`~master.runs.a2a_tasks.SCOPE_KEY`), so that the executor offers that agent only and the
 task store keeps each endpoint's tasks apart. The SDK's JSON-RPC and HTTP+JSON (REST) routes are
 made twice, under ``/a2a`` and under ``/a2a/agents/{agent_id}``, with its 0.3 compatibility on
 (a request without the ``A2A-Version`` header is 0.3; 0.3 method names and ``/v1/`` REST paths
@@ -32,7 +32,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from email.utils import formatdate
 from typing import Any, cast
 
-import redis.asyncio as aioredis
 from a2a.server.agent_execution import SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.id_generator import IDGenerator, IDGeneratorContext
@@ -57,7 +56,9 @@ from master.doors.a2a import cancels
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_CARD_PATHS, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor, check_parts
 from master.doors.a2a.logs import logged, quiet_sdk
-from master.doors.a2a.store import (
+from master.query.approvals import ApprovalDesk
+from master.query.entry import OfferedTool, QueryEntry
+from master.runs.a2a_tasks import (
     PRINCIPAL_KEY,
     SCOPE_KEY,
     STREAMING_KEY,
@@ -66,8 +67,6 @@ from master.doors.a2a.store import (
     principal_of_call,
     scope_of,
 )
-from master.query.approvals import ApprovalDesk
-from master.query.entry import OfferedTool, QueryEntry
 from protocol import ErrorCode
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -188,20 +187,20 @@ class A2ADoor:
         self,
         entry: QueryEntry,
         agents: AgentDirectory,
-        redis: aioredis.Redis,
+        store: RedisTaskStore,
+        events: RedisEventStream,
         *,
-        ttl_seconds: int,
         approvals: ApprovalDesk | None = None,
         public_cards: bool = False,
     ) -> None:
-        """``redis``: a client of the master's Redis that answers bytes (``decode_responses=False``);
-        ``approvals``: where a message on a task that waits for approvals decides them (and whose
+        """``store`` and ``events``: the tasks in the master's Redis and their changes for the
+        other masters (:mod:`master.runs.a2a_tasks`, built by the lifespan); ``approvals``: where a message on a task that waits for approvals decides them (and whose
         resumed runs move such a task on); ``public_cards``: the cards need no key (they may then be
         cached by shared caches)."""
         self.entry = entry
         self.agents = agents
-        self.store = RedisTaskStore(redis, ttl_seconds=ttl_seconds, runs=entry.runs)
-        self.events = RedisEventStream(redis, self.store)
+        self.store = store
+        self.events = events
         self.executor = HubExecutor(entry, self.store, approvals)
         if approvals is not None:
             approvals.listeners.append(self.executor.run_resumed)

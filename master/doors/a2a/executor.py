@@ -53,10 +53,10 @@ from google.protobuf import json_format
 from pydantic import ValidationError
 
 from master.auth import ANONYMOUS, SYSTEM, Principal, Scope
-from master.doors.a2a.store import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
+from master.runs.a2a_tasks import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
 from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.doors.a2a")

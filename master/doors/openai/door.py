@@ -62,10 +62,6 @@ class OpenAIDoor:
         self._settings = settings
         self._created = int(time.time())
 
-    @property
-    def enabled(self) -> bool:
-        return self._settings.openagent_openai_api
-
     def models(self, principal: Principal) -> dict[str, Any]:
         """``openagent`` and ``openagent/<agent_id>`` for every agent with tools offered to
         ``principal``, cluster-wide."""

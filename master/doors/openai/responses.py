@@ -35,11 +35,9 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
-from master.auth import DEFAULT_TENANT, Principal, Scope, TenantRecords
+from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.conversation.runs import RunStore
 from master.doors.openai import responses_wire as rwire
 from master.doors.openai import wire
@@ -51,7 +49,7 @@ from master.query.admission import DRAINING
 from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import CancelRefused, QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
-from master.redis_keys import openai_response_key
+from master.runs.responses import ResponseStore
 from master.settings import Settings
 from protocol import ErrorCode, QueryResponse
 
@@ -63,70 +61,6 @@ is ``REDIS_QUERY_TIMEOUT_SECONDS``)."""
 CANCEL_FIND_SECONDS = 5.0
 """How long a cancel waits for a background response's run to be recorded (it is as soon as the
 master that took it accepted its request) before it gives up on stopping it."""
-
-# Writes a response's record unless it is already cancelled (a cancel from any master wins over
-# the run's own end); with ARGV[3] = "cancel", only while it is queued or in progress.
-# KEYS: record; ARGV: JSON, TTL seconds, mode. Returns the stored status after the call.
-_WRITE = """
-local raw = redis.call('GET', KEYS[1])
-if raw then
-  local was = cjson.decode(raw)
-  local status = was.response and was.response.status or ''
-  if status == 'cancelled' then return status end
-  if ARGV[3] == 'cancel' and status ~= 'queued' and status ~= 'in_progress' then return status end
-elseif ARGV[3] == 'cancel' then
-  return ''
-end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
-return cjson.decode(ARGV[1]).response.status
-"""
-
-
-class ResponseStore(TenantRecords):
-    """Stored responses in Redis (``openai_response:{id}``): the response object with its tenant,
-    run, session and holding master (tenant-owned: read and deleted in a caller's scope)."""
-
-    def __init__(self, redis: aioredis.Redis, *, ttl_seconds: int, timeout_seconds: float) -> None:
-        self._redis = redis
-        self._ttl = ttl_seconds
-        self._timeout = timeout_seconds
-        self._write = redis.register_script(_WRITE)
-
-    async def put(self, record: dict[str, Any], *, cancel: bool = False) -> str:
-        """Write ``record`` (not over a cancelled one; with ``cancel``, only over an unfinished
-        one); the status that stands."""
-        key = openai_response_key(str(record["response"]["id"]))
-        data = json.dumps(record, separators=(",", ":"), default=str)
-        try:
-            async with asyncio.timeout(self._timeout):
-                status = await self._write(keys=[key], args=[data, self._ttl, "cancel" if cancel else "put"])
-        except (RedisError, TimeoutError) as exc:
-            raise SessionStoreUnavailable(f"storing the response failed: {exc}") from exc
-        return status.decode() if isinstance(status, bytes) else str(status or "")
-
-    async def get(self, response_id: str, scope: Scope) -> dict[str, Any] | None:
-        """The record, or ``None`` (unknown, expired, or another tenant's)."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                raw = await self._redis.get(openai_response_key(response_id))
-        except (RedisError, TimeoutError) as exc:
-            raise SessionStoreUnavailable(f"reading the response failed: {exc}") from exc
-        if raw is None:
-            return None
-        record: dict[str, Any] = json.loads(raw)
-        return record if self._sees("get", scope, record.get("tenant")) else None
-
-    async def delete(self, response_id: str, scope: Scope) -> bool:
-        """Forget the response; ``False`` when ``scope`` has no such response."""
-        self._scoped("delete", scope)
-        if await self.get(response_id, scope) is None:
-            return False
-        try:
-            async with asyncio.timeout(self._timeout):
-                await self._redis.delete(openai_response_key(response_id))
-        except (RedisError, TimeoutError) as exc:
-            raise SessionStoreUnavailable(f"deleting the response failed: {exc}") from exc
-        return True
 
 
 class ResponsesDoor:

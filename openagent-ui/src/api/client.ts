@@ -59,7 +59,7 @@ export class ApiError extends Error {
 const STATUS_HINTS: Record<number, string> = {
   400: "400 Bad request",
   401: "401 Unauthorized: the master refused the API key",
-  403: "403 Forbidden: this feature is switched off on the master",
+  403: "403 Forbidden: the master refused it",
   404: "404 Not found",
   413: "413 Too large: the request is over the master's size limit",
   422: "422 Invalid request",
@@ -120,7 +120,7 @@ export interface ApiClient {
   agents(): Promise<AgentRow[]>;
   /** `GET /agents/discover`; `null` when this master has no discovery (404). */
   discover(): Promise<Discovery | null>;
-  /** `GET /generate-agent/models` (403 when OPENAGENT_AGENT_GENERATOR=0). */
+  /** `GET /generate-agent/models` (403 for a key that is not an administrator's). */
   generatorModels(): Promise<GeneratorModels>;
   /** `POST /generate-agent`: the answer as sent; a 422's body is on the {@link ApiError}. */
   generateAgent(body: Record<string, unknown>): Promise<GeneratedAgent>;

@@ -3790,15 +3790,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_AGENT_GENERATOR=0 (feature_disabled) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
             /** @description The body is over OPENAGENT_HTTP_MAX_BODY_BYTES */
             413: {
                 headers: {
@@ -3857,15 +3848,6 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description OPENAGENT_AGENT_GENERATOR=0 (feature_disabled) */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4622,15 +4604,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The feature is switched off (feature_disabled) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
             /** @description The YAML is over its size cap (too_large) */
             413: {
                 headers: {
@@ -4729,7 +4702,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The feature is switched off (feature_disabled) */
+            /** @description The YAML agent runner is off (OPENAGENT_YAML_RUNNER=0, feature_disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4798,7 +4771,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The feature is switched off (feature_disabled) */
+            /** @description The YAML agent runner is off (OPENAGENT_YAML_RUNNER=0, feature_disabled) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5062,7 +5035,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description OPENAGENT_HTTP_QUERY=0 */
+            /** @description A key whose role may not query (viewer, agent) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6128,7 +6101,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6211,7 +6184,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6259,7 +6232,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0, or a decision by a key that may not approve */
+            /** @description A key whose role may not query, or a decision by a key that may not approve */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6354,7 +6327,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6422,7 +6395,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6499,7 +6472,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIError"];
                 };
             };
-            /** @description OPENAGENT_OPENAI_API=0 */
+            /** @description A key whose role may not query */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -66,11 +66,11 @@ describe("store: agent builder", () => {
     expect(store.getState().builder.error).toEqual({ status: 502, message: "502 Bad gateway: the LLM provider failed: the LLM failed: 500 scripted outage" });
     expect(store.getState().builder.generated).toBeNull();
 
-    const off = { detail: "the agent generator is disabled (OPENAGENT_AGENT_GENERATOR=0)" };
+    const off = { detail: "GET /generate-agent/models needs the role 'admin'; key 'ops' has the role 'viewer'" };
     const other = await connected([(c) => (c.path.startsWith("/generate-agent") ? json(off, 403) : undefined)]);
     await other.store.getState().openBuilder();
     expect(other.store.getState().builder.unavailable).toBe(
-      "403 Forbidden: this feature is switched off on the master: the agent generator is disabled (OPENAGENT_AGENT_GENERATOR=0)",
+      "403 Forbidden: the master refused it: GET /generate-agent/models needs the role 'admin'; key 'ops' has the role 'viewer'",
     );
   });
 

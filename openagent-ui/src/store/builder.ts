@@ -95,7 +95,7 @@ export const createBuilderSlice: SliceCreator<BuilderSlice> = (set, get) => {
         });
       } catch (error) {
         const failure = failureOf(error);
-        // 403: OPENAGENT_AGENT_GENERATOR=0. The panel says so instead of offering a form that cannot work.
+        // 403: the key is not an administrator's. The panel says so instead of offering a form that cannot work.
         setBuilder(failure.status === 403 ? { unavailable: failure.message } : { error: failure });
       } finally {
         setBuilder({ phase: "idle" });

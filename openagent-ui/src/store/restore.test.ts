@@ -15,13 +15,13 @@ describe("store: restore on master", () => {
     expect(store.getState().notices.at(-1)?.text).toBe("Restore on master: 1 registered · 1 unreachable · 1 invalid");
   });
 
-  it("shows the master's refusal: restore switched off, or a YAML problem with its line", async () => {
-    const off = { detail: "workspace restore is disabled (OPENAGENT_WORKSPACE_RESTORE=0)" };
+  it("shows the master's refusal: a key that may not restore, or a YAML problem with its line", async () => {
+    const off = { detail: "POST /internal/workspace/restore needs the role 'admin'; key 'ops' has the role 'viewer'" };
     const { store } = await connected([(c) => (c.path === "/internal/workspace/restore" ? json(off, 403) : undefined)]);
     await store.getState().restoreOnMaster();
     expect(store.getState().restore).toMatchObject({
       phase: "error",
-      error: "403 Forbidden: this feature is switched off on the master: workspace restore is disabled (OPENAGENT_WORKSPACE_RESTORE=0)",
+      error: "403 Forbidden: the master refused it: POST /internal/workspace/restore needs the role 'admin'; key 'ops' has the role 'viewer'",
     });
     const bad = { detail: { code: "invalid", message: "the workspace is invalid", problems: [{ line: 4, field: "agents[0].toolz", message: "unknown field 'toolz'" }] } };
     const other = await connected([(c) => (c.path === "/internal/workspace/restore" ? json(bad, 400) : undefined)]);

@@ -72,7 +72,7 @@ describe("store: sandbox", () => {
   });
 
   it.each([
-    [403, { detail: "the Kubernetes sandbox is off: set OPENAGENT_K8S_SANDBOX=1" }, "403 Forbidden: this feature is switched off on the master: the Kubernetes sandbox is off: set OPENAGENT_K8S_SANDBOX=1"],
+    [403, { detail: "the Kubernetes sandbox is off: set OPENAGENT_K8S_SANDBOX=1" }, "403 Forbidden: the master refused it: the Kubernetes sandbox is off: set OPENAGENT_K8S_SANDBOX=1"],
     [503, { detail: "the Kubernetes API at http://k did not answer" }, "503 Unavailable: the Kubernetes API at http://k did not answer"],
     [404, { detail: { code: "not_deployed", message: "agent 'weather' has no sandbox workload" } }, "404 Not found: agent 'weather' has no sandbox workload"],
   ])("a failed logs request (%i) shows the master's message", async (status, body, message) => {

@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 from a2a.types.a2a_pb2 import AgentCard, AgentInterface
 
-from master.agents.a2a_client import A2AConnector, pick_interface, suggested_agent_id, tool_names
+from master.agents.a2a_cards import pick_interface, suggested_agent_id, tool_names
+from master.agents.a2a_client import A2AConnector
 from master.agents.connectors import ConnectorError
 from master.agents.invocation import InvocationAgent
 from master.agents.registry import compile_tools

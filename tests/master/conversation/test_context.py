@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from master.conversation.context import ContextBuilder, Split, split_turns
-from master.conversation.store import SessionTurns, StoredTurn, TurnLog
+from master.conversation.turn_log import SessionTurns, StoredTurn, TurnLog
 from master.errors import LLMError, QueryRejected
 from master.llm.model import ChatResult, FunctionChatModel
 

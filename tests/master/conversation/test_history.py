@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from master.conversation.history import context_messages, history_messages
-from master.conversation.store import SessionTurns, StoredTurn, TurnLog
+from master.conversation.turn_log import SessionTurns, StoredTurn, TurnLog
 
 
 def test_a_query_and_its_tool_calls_become_one_exchange() -> None:

@@ -14,7 +14,7 @@ from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import Task, TaskState
 
 from master.auth import SYSTEM
-from master.doors.a2a.store import PRINCIPAL_KEY, SCOPE_KEY, RedisTaskStore
+from master.runs.a2a_tasks import PRINCIPAL_KEY, SCOPE_KEY, RedisTaskStore
 from tests.factories import TEST_REDIS_URL
 
 CONTEXT = ServerCallContext(state={SCOPE_KEY: "works", PRINCIPAL_KEY: SYSTEM})

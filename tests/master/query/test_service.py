@@ -250,16 +250,6 @@ async def test_remote_llm_is_refused_under_test_guard() -> None:
         assert response.status_code == 503 and "OPENAGENT_LLM_LOOPBACK_ONLY" in response.json()["error"]
 
 
-async def test_http_query_disabled(llm: ScriptedOpenAIServer) -> None:
-    async with (
-        in_process_master(openai_base_url=llm.base_url, openagent_http_query=False) as m,
-        httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
-    ):
-        response = await http.post("/query", json={"query": "hi"})
-        assert response.status_code == 403 and "OPENAGENT_HTTP_QUERY" in response.json()["detail"]
-    assert llm.requests == []
-
-
 async def test_provider_errors_are_retried_then_reported(llm: ScriptedOpenAIServer) -> None:
     async with (
         in_process_master(openai_base_url=llm.base_url, openagent_llm_max_retries=2) as m,

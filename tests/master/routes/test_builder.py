@@ -144,28 +144,17 @@ async def test_discover_lists_files_with_their_errors(builder_master: MasterProc
     assert SECRET not in str(found)
 
 
-async def test_the_generator_toggle_gives_403_naming_the_setting(scripted_llm: ScriptedOpenAIServer) -> None:
-    env = master_env(
-        scripted_llm,
-        OPENAGENT_AGENT_GENERATOR="0",
-        OPENAGENT_YAML_RUNNER="0",
-        OPENAGENT_WORKSPACE_RESTORE="0",
-    )
+async def test_the_yaml_runner_switch_gives_403_naming_the_setting(
+    scripted_llm: ScriptedOpenAIServer,
+) -> None:
+    env = master_env(scripted_llm, OPENAGENT_YAML_RUNNER="0")
     async with (
         MasterProcess(env) as process,
         httpx.AsyncClient(base_url=process.base_url, timeout=30) as http,
     ):
         calls = [
-            ("GET", "/generate-agent/models", None, "OPENAGENT_AGENT_GENERATOR=0"),
-            ("POST", "/generate-agent", {"name": "x", "description": "y"}, "OPENAGENT_AGENT_GENERATOR=0"),
             ("POST", "/internal/yaml-agents/start", {"yaml": "version: 1\n"}, "OPENAGENT_YAML_RUNNER=0"),
             ("POST", "/internal/yaml-agents/stop", {}, "OPENAGENT_YAML_RUNNER=0"),
-            (
-                "POST",
-                "/internal/workspace/restore",
-                {"yaml": "version: 1\n"},
-                "OPENAGENT_WORKSPACE_RESTORE=0",
-            ),
         ]
         for method, path, body, setting in calls:
             response = await http.request(method, path, json=body)
