@@ -73,6 +73,7 @@ from master.query.entry import QueryEntry
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.redis_client import create_redis, unreachable
 from master.runs.a2a_tasks import RedisEventStream, RedisTaskStore
+from master.runs.cancel import RunCanceller
 from master.runs.responses import ResponseStore
 from master.sandbox import Sandbox, create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
@@ -400,7 +401,21 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         settings.openagent_max_queries_in_flight,
         tenant_limit=settings.openagent_tenant_max_concurrent_queries,
     )
-    entry = QueryEntry(queries, admission, agents=agents, tools=ToolCaller(dispatcher, metrics), runs=runs)
+    canceller = RunCanceller(
+        runs,
+        redis,
+        sessions=sessions,
+        approvals=queries.approvals,
+        timeout_seconds=settings.redis_query_timeout_seconds,
+    )
+    entry = QueryEntry(
+        queries,
+        admission,
+        agents=agents,
+        tools=ToolCaller(dispatcher, metrics),
+        runs=runs,
+        canceller=canceller,
+    )
     approvals = ApprovalDesk(entry, metrics=metrics, keys=keys)
     hub = Hub(
         registry,
@@ -445,8 +460,6 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         approvals=approvals,
         master_id=master_id,
     )
-    if router is not None:
-        responses.join_cluster(router.post, router.handlers)
     # Closed before the entry: a background response's end is no longer waited for (its run's
     # record says how it ended: GET /v1/responses/{id} reads it).
     stack.push_async_callback(responses.aclose)

@@ -144,12 +144,12 @@ class ErrorCode(StrEnum):
     RUN_NOT_RUNNING = (
         "run_not_running",
         409,
-        "Only a running run is cancelled (the message names the run's state).",
+        "The run finished (completed or failed): only a running or paused run is cancelled (the message names its state).",
     )
     RUN_CANCELLED = (
         "run_cancelled",
         409,
-        "The run was cancelled (`DELETE /runs/{run_id}`) before it answered.",
+        "The run was cancelled (`DELETE /runs/{run_id}`, or a door's cancel) before it answered.",
     )
     BUDGET_NOT_LARGER = (
         "budget_not_larger",

@@ -34,6 +34,8 @@ __all__ = [
     "AgentUsed",
     "Attachment",
     "Budget",
+    "Cancel",
+    "CancelResult",
     "CollaborationEnd",
     "CollaborationPeer",
     "CollaborationStart",
@@ -390,6 +392,39 @@ class QueryResult(QueryResponse):
     type: Literal["query_result"] = "query_result"
 
 
+class Cancel(_Model):
+    """A query client cancels a run: one of this connection's queries (``query_id``), or any run
+    its key sees (``run_id``, whichever master holds it). A running run stops (its query's
+    ``query_result`` says ``run_cancelled``); a paused one (awaiting approval or tool results,
+    stopped by a budget) can no longer resume. Answered with a :class:`CancelResult`, or an
+    ``error`` naming the run (``unknown_run``, also for another tenant's; ``run_not_running``
+    for one that finished)."""
+
+    type: Literal["cancel"] = "cancel"
+    query_id: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    """A query this connection sent and whose ``query_result`` has not come yet."""
+    run_id: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    """A run's id (a ``query_result``'s ``run_id``, or any door's)."""
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Cancel:
+        if (self.query_id is None) == (self.run_id is None):
+            raise ValueError("a cancel names exactly one of query_id and run_id")
+        return self
+
+
+class CancelResult(_Model):
+    """The master's answer to a :class:`Cancel`: the run's state after it."""
+
+    type: Literal["cancel_result"] = "cancel_result"
+    run_id: str
+    query_id: str | None = None
+    """The ``query_id`` the cancel named (when it named one)."""
+    state: str
+    """``cancelled``; ``running`` when the master holding the run did not stop it in time."""
+    reason: str | None = None
+
+
 # --------------------------------------------------------------------------- tools
 
 
@@ -520,6 +555,8 @@ Message: TypeAlias = Annotated[
     | Registered
     | Query
     | QueryResult
+    | Cancel
+    | CancelResult
     | ToolCall
     | ToolCancel
     | ToolResult

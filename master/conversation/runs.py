@@ -453,7 +453,7 @@ class RunStore(TenantRecords):
         """Cancel the run ``run_id`` if this master holds it (a cancel heard on the channel)."""
         for live in self._live:
             if live.run_id == run_id and live.task is not None and not live.task.done():
-                live.cancelled = "cancelled (DELETE /runs/{run_id})"
+                live.cancelled = "cancelled by a client"
                 live.task.cancel()
                 return True
         return False

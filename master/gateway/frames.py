@@ -20,6 +20,7 @@ FRAME_PERMISSIONS: dict[str, Permission] = {
     "ping": Permission.CONNECT,
     "register": Permission.AGENT,  # as an action agent; as a query client: QUERY (register_permission)
     "query": Permission.QUERY,
+    "cancel": Permission.QUERY,
     "tool_result": Permission.AGENT,
     "tool_progress": Permission.AGENT,
     "peer_message": Permission.AGENT,
@@ -28,7 +29,16 @@ FRAME_PERMISSIONS: dict[str, Permission] = {
 """The frames a connection may send, and the permission each needs."""
 
 MASTER_FRAMES = frozenset(
-    {"registered", "query_result", "tool_call", "tool_cancel", "collaboration_start", "pong", "error"}
+    {
+        "registered",
+        "query_result",
+        "cancel_result",
+        "tool_call",
+        "tool_cancel",
+        "collaboration_start",
+        "pong",
+        "error",
+    }
 )
 """Frames only the master sends (refused from a connection as ``invalid_message``)."""
 

@@ -18,6 +18,9 @@ A master that is stopping (:mod:`master.drain`) first closes new connections at 
 1012 (service restart), then, once its work in flight is done, closes every connection with
 1012 (:meth:`Hub.hand_off`): the SDK reconnects at once, to another master.
 
+A query client's ``cancel`` frame cancels one of its queries or any run its key sees
+(:mod:`master.gateway.cancels`).
+
 ``peer_message`` and ``collaboration_end`` go to the :class:`CollaborationManager`,
 which relays them (or refuses them: an ``error`` with ``ref`` = the session id); a
 connection that closes ends the collaborations it was in.
@@ -49,12 +52,15 @@ from master.auth import Principal, principal_of
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.gateway import frames
+from master.gateway.cancels import answer_cancel
 from master.json_bytes import MAX_JSON_DEPTH
-from master.query.entry import QueryEntry
+from master.query.entry import QueryEntry, QueryRun
 from master.query.events import QueryRefused
 from protocol import (
     CLOSE_AGENT_REPLACED,
     REPLACED_BY_ANOTHER_KEY,
+    Cancel,
+    CancelResult,
     CollaborationEnd,
     CollaborationStart,
     ErrorMessage,
@@ -85,6 +91,8 @@ class _Connection:
         self.agent: LiveAgent | None = None
         self.claim: Claim | None = None
         self.queries_in_flight = 0
+        self.queries: dict[str, QueryRun] = {}
+        """Its queries in flight, by ``query_id`` (what a ``cancel`` frame names)."""
         self._send_lock = asyncio.Lock()
         self.closed = False
 
@@ -280,9 +288,13 @@ class Hub:
                 )
         elif isinstance(msg, Query):
             await self._admit_query(conn, msg)
+        elif isinstance(msg, Cancel):
+            await self._reply(conn, await answer_cancel(self._queries, conn.principal, msg, conn.queries))
         elif isinstance(msg, PeerMessage | CollaborationEnd):
             await self._collaborate(conn, agent, msg)
-        elif isinstance(msg, Registered | QueryResult | ToolCall | CollaborationStart | Pong | ErrorMessage):
+        elif isinstance(
+            msg, Registered | QueryResult | CancelResult | ToolCall | CollaborationStart | Pong | ErrorMessage
+        ):
             await conn.send_error("invalid_message", f"{msg.type!r} is sent by the master, not by agents")
         else:  # pragma: no cover - every member of the union is handled above
             raise AssertionError(msg)
@@ -449,9 +461,12 @@ class Hub:
             await conn.send_error(exc.code, exc.message, msg.query_id)
             return
         conn.queries_in_flight += 1
+        conn.queries[msg.query_id] = run
 
         def done() -> None:
             conn.queries_in_flight -= 1
+            if conn.queries.get(msg.query_id) is run:
+                del conn.queries[msg.query_id]
 
         run.on_done(done)
 

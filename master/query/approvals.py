@@ -59,7 +59,9 @@ how a door's direct call held for approval ended (``None``: a query's run)."""
 _TRY_AGAIN = frozenset({ErrorCode.TOO_MANY_QUERIES, ErrorCode.DRAINING})
 """Refusals of a resume the sweep tries again at its next pass."""
 
-RESUMED_ELSEWHERE = "the run was resumed by another decision of its round; read the session for its answer"
+RESUMED_ELSEWHERE = (
+    "the run was resumed by another decision of its round, or cancelled; read the session for its answer"
+)
 
 
 class ApprovalRefused(Exception):

@@ -42,6 +42,7 @@ from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
 from master.query.extras import RunExtras
 from master.query.service import QueryService, rejected_response
+from master.runs.cancel import CancelRefused, RunCanceller
 from protocol import AgentUsed, ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.query.entry")
@@ -87,7 +88,7 @@ class OfferedTool:
 class QueryRun:
     """One admitted query, running: await :meth:`result`, or iterate :meth:`events` when streamed."""
 
-    __slots__ = ("_events", "_task", "_waiter", "direct", "query_id", "run_id")
+    __slots__ = ("_events", "_live", "_task", "_waiter", "direct", "query_id", "run_id")
 
     def __init__(self, query_id: str, *, streamed: bool, run_id: str = "") -> None:
         self.query_id = query_id
@@ -98,6 +99,7 @@ class QueryRun:
         ids takes its run's id later: the answer's ``run_id`` is the one that holds)."""
         self._events: asyncio.Queue[QueryEvent | None] | None = asyncio.Queue() if streamed else None
         self._task: asyncio.Task[QueryResponse] | None = None
+        self._live: LiveRun | None = None
         self._waiter: asyncio.Future[QueryResponse] | None = None
         """What the first door that waits awaits: the run settles it as it ends, in its own last
         step (a door wakes one event-loop iteration sooner than through the task's callbacks)."""
@@ -142,9 +144,14 @@ class QueryRun:
             if isinstance(event, Finished):
                 return
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str | None = None) -> None:
         """Stop the run (a door's client cancelled it): the orchestrator stops where it is, its tool
-        calls are abandoned (a result that still comes is discarded) and the turn is not stored."""
+        calls are abandoned (a result that still comes is discarded) and the turn is not stored.
+        With a ``reason`` (a client's cancel of a run this master holds, not yet recorded: see
+        :meth:`QueryEntry.cancel` for one by id), the run ends ``cancelled`` and answers
+        ``run_cancelled``."""
+        if reason is not None and self._live is not None and self._live.cancelled is None:
+            self._live.cancelled = reason
         if self._task is not None:
             self._task.cancel()
 
@@ -173,9 +180,12 @@ class QueryEntry:
         agents: AgentDirectory | None = None,
         tools: ToolCaller | None = None,
         runs: RunStore | None = None,
+        canceller: RunCanceller | None = None,
     ) -> None:
         self.queries = queries
         self.runs = runs
+        self.canceller = canceller
+        """Cancels runs by id from any master (:meth:`cancel`); ``None`` where runs are not recorded."""
         self.admission = admission
         self.agents = agents
         self._tools = tools
@@ -229,12 +239,16 @@ class QueryEntry:
         live = None if direct else self._begin(run, request, extras, principal)
         if live is not None:
             live.task = asyncio.current_task()  # what a cancel from any master cancels
+            run._live = live
         try:
             try:
                 events = run._emit if run._events is not None else None
-                if events is not None and live is not None and extras is None:
-                    # A stream names its run before the end (SSE header, A2A task): readable as
-                    # soon as the service accepts the request (a refusal leaves no record).
+                if live is not None and (
+                    (events is not None and extras is None) or (extras is not None and extras.announce)
+                ):
+                    # A stream names its run before the end (SSE header, A2A task), as a background
+                    # response does: readable as soon as the service accepts the request (a refusal
+                    # leaves no record).
                     live.announce = True
                 more: dict[str, Any] = {}
                 if extras is not None:
@@ -295,6 +309,21 @@ class QueryEntry:
                 self.runs.abandon(live, "the run was cancelled (its client, or the master stopping)")
             self.admission.leave(principal.tenant)
             run._end(finished)
+
+    async def cancel(self, run_id: str, *, principal: Principal, door: Door = "http") -> dict[str, Any]:
+        """Cancel the run ``run_id`` for ``principal``, whichever master holds it and whatever
+        door asks (:class:`master.runs.cancel.RunCanceller`: a running run is stopped by its
+        master, a paused one ends in the store and can no longer resume, a cancelled one is
+        answered again). Returns the run's record as it stands after. Raises
+        :class:`~master.runs.cancel.CancelRefused`: ``unknown_run`` (also another tenant's run),
+        ``run_not_running`` (it finished), ``session_store_unavailable``."""
+        if not principal.resolved:
+            raise CancelRefused(
+                ErrorCode.UNAUTHORIZED, "no API key was resolved: nothing is cancelled for it"
+            )
+        if self.canceller is None:
+            raise CancelRefused(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r} (runs are not recorded here)")
+        return await self.canceller.cancel(run_id, Scope.of(principal), door=door)
 
     def _begin(
         self, run: QueryRun, request: QueryRequest, extras: RunExtras | None, principal: Principal
@@ -544,6 +573,7 @@ def check_resolved(principal: Principal) -> None:
 
 
 __all__ = [
+    "CancelRefused",
     "DirectOutcome",
     "Door",
     "Finished",

@@ -49,6 +49,9 @@ class RunExtras:
     """A conversation named by its client (an AG-UI thread), for a query without ``session_id``:
     the session with this id when the asker sees one; a new session with this id when no session
     has it; refused as ``unknown_session`` when another tenant's session has it."""
+    announce: bool = False
+    """Write the run's record ``running`` as soon as its request is accepted (a door that names
+    the run before its end, as a background response does: a cancel from any master finds it)."""
 
 
 NO_EXTRAS = RunExtras()

@@ -1,6 +1,7 @@
 """``/runs``: every query's run, as recorded in Redis, and the resume of a halted one.
 
-``DELETE /runs/{run_id}`` stops a running run on whichever master holds it.
+``DELETE /runs/{run_id}`` cancels a run, running on whichever master holds it or paused
+(:mod:`master.runs.cancel`, the verb every door's cancel comes to).
 ``GET /runs/{run_id}`` reads a run's record (:mod:`master.conversation.runs`): its state, the
 master holding it, the tool calls it completed, the ones in flight and the ones whose outcome is
 unknown. ``POST /runs/{run_id}/resume`` continues a run a budget or auto mode's step limit
@@ -24,7 +25,7 @@ from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
 from master.orchestration.roles import CoordinatorState
-from master.query.entry import QueryRefused
+from master.query.entry import CancelRefused, QueryRefused
 from master.query.extras import RunExtras
 from master.query.service import rejected_response
 from master.routes.query import _json, sse_response
@@ -73,7 +74,7 @@ class RunRecord(BaseModel):
     ]
     """``running``; paused (``awaiting_approval``, ``awaiting_tool_results``); ``stopped`` by a
     budget or the step limit (resumable); ``completed``; ``failed`` (``reason`` says why, e.g. the
-    master holding it was lost); ``cancelled`` (``DELETE /runs/{run_id}``)."""
+    master holding it was lost); ``cancelled`` (``DELETE /runs/{run_id}`` or any door's cancel)."""
     holder: str | None = None
     """The id of the master that holds (or last held) the run."""
     session_id: str | None = None
@@ -135,39 +136,28 @@ async def read_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep
     return record
 
 
-CANCEL_WAIT_SECONDS = 10.0
-"""How long ``DELETE /runs/{run_id}`` waits for the master holding the run to stop it."""
-
-
 @router.delete(
     "/runs/{run_id}",
     response_model=RunRecord,
     responses={
         404: _UNKNOWN,
-        409: error("The run is not running (run_not_running); the message names its state"),
+        409: error("The run finished: completed or failed (run_not_running); the message names its state"),
         503: _STORE_DOWN,
     },
 )
 async def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
-    """Stop a running run, on whichever master holds it: that master cancels it and records it
-    ``cancelled``; its calls in flight are listed ``unknown`` (they may have taken effect, and are
-    never sent again). The asker's answer is ``run_cancelled``. Answers the run's record once its
-    holder stopped it (or, after 10 s without that, as it stands). Another tenant's run is unknown."""
-    runs = services.queries.runs
+    """Cancel a run, running on whichever master holds it or paused (every door's one cancel).
+    A running one is stopped by its master and recorded ``cancelled``; its calls in flight are
+    listed ``unknown`` (they may have taken effect, and are never sent again); its asker's answer
+    is ``run_cancelled``. The answer is the run's record once its holder stopped it (or, after
+    10 s without that, as it stands). A paused one (``awaiting_approval``,
+    ``awaiting_tool_results``, ``stopped``) is cancelled at once: its pending approvals are
+    withdrawn and it can no longer resume. A cancelled one answers its record again (a finished
+    one: 409). Another tenant's run is unknown (404)."""
     try:
-        record = (
-            await runs.cancel(run_id, Scope.of(principal), wait_seconds=CANCEL_WAIT_SECONDS)
-            if runs is not None
-            else None
-        )
-    except SessionStoreUnavailable as exc:
-        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
-    if record is None:
-        raise ApiError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r} (never started, or expired)")
-    if record["state"] not in ("running", "cancelled"):
-        raise ApiError(
-            ErrorCode.RUN_NOT_RUNNING, f"run {run_id!r} is {record['state']}: only a running run is cancelled"
-        )
+        record = await services.entry.cancel(run_id, principal=principal, door="http")
+    except CancelRefused as exc:
+        raise ApiError(exc.code, exc.message) from None
     record["resumable"] = False
     return record
 

@@ -227,28 +227,35 @@ class RedisTaskStore(VersionedTaskStore, TenantRecords):
 
     async def _lost_run(self, stored: StoredTask, seen: Scope) -> StoredTask:
         """A ``WORKING`` task not updated for a run lease, whose run failed (its master was lost):
-        read as ``FAILED`` with the reason, rather than ``WORKING`` forever. A task updated more
-        recently costs no read of the run."""
+        read as ``FAILED`` with the reason, rather than ``WORKING`` forever; one whose run was
+        cancelled (by any door, its master lost before it wrote the task), and an
+        ``INPUT_REQUIRED`` task whose paused run was cancelled: ``CANCELED``. A working task updated
+        more recently costs no read of the run."""
         task = stored.task
         runs = self._runs
+        waiting = task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         if (
             runs is None
-            or task.status.state != TaskState.TASK_STATE_WORKING
+            or (task.status.state != TaskState.TASK_STATE_WORKING and not waiting)
             or RUN_ID_KEY not in task.metadata
         ):
             return stored
-        if time.time() - task.status.timestamp.ToSeconds() < runs.lease_seconds:
+        if not waiting and time.time() - task.status.timestamp.ToSeconds() < runs.lease_seconds:
             return stored
         try:
             record = await runs.get(str(task.metadata[RUN_ID_KEY]), seen)
         except SessionStoreUnavailable as exc:
             raise InternalError(message=str(exc)) from None
-        if record is None or record["state"] != "failed":
+        ends = ("cancelled",) if waiting else ("cancelled", "failed")
+        if record is None or record["state"] not in ends:
             return stored
-        task.status.state = TaskState.TASK_STATE_FAILED
+        cancelled = record["state"] == "cancelled"
+        task.status.state = TaskState.TASK_STATE_CANCELED if cancelled else TaskState.TASK_STATE_FAILED
         task.status.message.CopyFrom(
             new_text_message(
-                f"the run failed: {record['reason']}",
+                f"the run was {record['reason'] or 'cancelled'}"
+                if cancelled
+                else f"the run failed: {record['reason']}",
                 context_id=task.context_id,
                 task_id=task.id,
                 role=Role.ROLE_AGENT,

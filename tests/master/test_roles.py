@@ -159,6 +159,7 @@ FRAMES: dict[str, dict[str, Any]] = {
     "ping": {"type": "ping"},
     "register": {"type": "register", "agent_id": "weather-1", "role": "action", "tools": []},
     "query": {"type": "query", "query_id": "q1", "query": "hi"},
+    "cancel": {"type": "cancel", "run_id": "run-1"},
     "tool_result": {"type": "tool_result", "call_id": "c1", "success": True},
     "tool_progress": {"type": "tool_progress", "call_id": "c1", "message": "half"},
     "peer_message": {"type": "peer_message", "session_id": "s1"},

@@ -237,6 +237,7 @@ FRAMES: dict[str, dict[str, Any]] = {
     "ping": {"type": "ping"},
     "register": {"type": "register", "agent_id": "a-asker", "role": "query", "tools": []},
     "query": {"type": "query", "query_id": "q1", "query": "hi"},
+    "cancel": {"type": "cancel", "run_id": "some-id"},
     "tool_result": {"type": "tool_result", "call_id": "c1", "success": True},
     "tool_progress": {"type": "tool_progress", "call_id": "c1", "message": "half"},
     "peer_message": {"type": "peer_message", "session_id": "s1"},
@@ -279,6 +280,11 @@ async def test_every_frame_reaches_the_stores_with_its_callers_scope(
                         await peer.send(sample)  # a new session: its agents and its store
                         assert (await until_reply(peer, {"query_result"}))["answer"] == "ok"
                         continue
+                    if kind == "cancel":  # b's run: unknown, as every run a does not see
+                        await peer.send({**sample, "run_id": ids["run_id"]})
+                        reply = await until_reply(peer, {"cancel_result", "error"})
+                        assert (reply.get("code"), reply.get("ref")) == ("unknown_run", ids["run_id"]), reply
+                        continue
                     await peer.send(sample)
                     await peer.send(FRAMES["ping"])
                     await until_reply(peer, {"pong"})
@@ -286,7 +292,9 @@ async def test_every_frame_reaches_the_stores_with_its_callers_scope(
                 await peer.close()
             assert not_a(seen) == [], role
     reached = {(store, what) for store, what, _ in seen}
-    assert {("SessionStore", "load"), ("AgentDirectory", "tool_targets")} <= reached, reached
+    assert {("SessionStore", "load"), ("AgentDirectory", "tool_targets"), ("RunStore", "get")} <= reached, (
+        reached
+    )
 
 
 MCP_WALK = {"tools/list", "tools/call"}

@@ -51,6 +51,8 @@ def test_query_result_carries_the_query_response_fields() -> None:
         '{"type":"register","agent_id":"a","role":"boss"}',
         '{"type":"tool_progress","call_id":"c","progress":2}',
         '{"type":"register","agent_id":"a","role":"action","tools":[{"name":"bad name"}]}',
+        '{"type":"cancel"}',
+        '{"type":"cancel","query_id":"q","run_id":"r"}',
     ],
 )
 def test_invalid_frames(frame: str) -> None:
@@ -61,7 +63,7 @@ def test_invalid_frames(frame: str) -> None:
 def test_every_message_has_a_type_tag() -> None:
     members = get_args(get_args(protocol.Message)[0])
     types = {member.model_fields["type"].default for member in members}
-    assert len(types) == len(members) == 14
+    assert len(types) == len(members) == 16
     assert {
         "register",
         "query",

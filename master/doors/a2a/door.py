@@ -38,7 +38,7 @@ from a2a.server.id_generator import IDGenerator, IDGeneratorContext
 from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
-from a2a.types.a2a_pb2 import AgentCard, Message, SendMessageRequest, Task, TaskState
+from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import (
     JSON_RPC_ERROR_CODE_MAP,
@@ -52,6 +52,7 @@ from starlette.routing import Route
 
 from master.agents.directory import AgentDirectory
 from master.auth import Principal, Scope, principal_of
+from master.doors.a2a import cancels
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_CARD_PATHS, HUB_PATH, agent_card, hub_card
 from master.doors.a2a.executor import HubExecutor, check_parts
 from master.doors.a2a.logs import logged, quiet_sdk
@@ -106,10 +107,14 @@ class _ScopedHandler(DefaultRequestHandler):
     """The SDK's handler, refusing a message to an agent the hub does not know, and decisions on a
     task that waits for approvals that cannot be taken (before the task runs: it stays as it is)."""
 
-    def __init__(self, agents: AgentDirectory, executor: HubExecutor, **kwargs: Any) -> None:
+    def __init__(
+        self, agents: AgentDirectory, executor: HubExecutor, entry: QueryEntry, **kwargs: Any
+    ) -> None:
         super().__init__(agent_executor=executor, **kwargs)
         self._agents = agents
         self._executor = executor
+        self._entry = entry
+        self._store: RedisTaskStore = kwargs["task_store"]
 
     def _check(self, params: SendMessageRequest, context: ServerCallContext) -> None:
         check_parts(params.message)
@@ -119,6 +124,21 @@ class _ScopedHandler(DefaultRequestHandler):
                 message=f"unknown agent {scope!r}: no agent with that id is connected to the hub",
                 data={"error_code": ErrorCode.UNKNOWN_AGENT.value},
             )
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        """``CancelTask`` through the one cancel of every door (:mod:`master.doors.a2a.cancels`)."""
+        stored = await self._versioned_store.get(params.id, context)
+        principal = principal_of_call(context)
+        state = stored.task.status.state if stored is not None else None
+        if stored is not None and state == TaskState.TASK_STATE_WORKING:
+            if await cancels.cancel_run(self._entry, stored.task, principal):
+                ended = await cancels.ended(self._store, params.id, context)
+                if ended is not None:
+                    return ended
+        task: Task | None = await super().on_cancel_task(params, context)
+        if stored is not None and state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await cancels.cancel_run(self._entry, stored.task, principal)
+        return task
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         self._check(params, context)
@@ -187,6 +207,7 @@ class A2ADoor:
         self.handler = _ScopedHandler(
             agents,
             self.executor,
+            entry,
             task_store=self.store,
             event_stream=self.events,
             request_context_builder=SimpleRequestContextBuilder(task_id_generator=_NewTaskIds(self.store)),

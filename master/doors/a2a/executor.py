@@ -26,9 +26,13 @@ too (:meth:`HubExecutor.run_resumed`), whichever master resumes the run. A resum
 LLM or an agent down) leaves the task ``INPUT_REQUIRED``, the decisions kept: any message on it
 tries again.
 
-``CancelTask`` cancels the run (or the call) of a task this master runs: the orchestrator stops,
-its tool calls are abandoned (their results, if any come, are discarded), nothing is stored in
-the session for that turn.
+``CancelTask`` cancels the task's run through the one cancel of every door
+(:mod:`master.doors.a2a.cancels`, :meth:`master.query.entry.QueryEntry.cancel`), on whichever master
+holds it: a running run stops (its tool calls are abandoned, their results discarded, nothing is
+stored in the session for that turn), a run waiting for approvals ends and can no longer resume;
+the run's record says ``cancelled`` and the task ``CANCELED``. A run cancelled through another
+door (``DELETE /runs/{run_id}``, a WebSocket ``cancel``...) ends its task ``CANCELED`` too. A
+direct call's task (no run) is cancelled where the call runs.
 """
 
 from __future__ import annotations
@@ -53,9 +57,11 @@ from master.query.approvals import ApprovalDesk, ApprovalRefused, check_argument
 from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished, Progress
 from master.runs.a2a_tasks import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
-from protocol import Approval, QueryRequest, QueryResponse, ToolProgress
+from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
 logger = logging.getLogger("master.doors.a2a")
+
+CANCEL_REASON = "cancelled by a client (A2A CancelTask)"
 
 
 class ServerUnavailableError(InternalError):
@@ -223,7 +229,10 @@ class HubExecutor(AgentExecutor):
         running = self._running.pop(task_id, None)
         if running is not None:
             self._abandoned.add(task_id)
-            running.cancel()
+            if isinstance(running, QueryRun):
+                running.cancel(CANCEL_REASON)  # a run not recorded yet (else the core stopped it)
+            else:
+                running.cancel()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
@@ -254,7 +263,9 @@ class HubExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         running = self._running.pop(context.task_id or "", None)
-        if running is not None:
+        if isinstance(running, QueryRun):
+            running.cancel(CANCEL_REASON)
+        elif running is not None:
             running.cancel()
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.cancel(updater.new_agent_message([new_text_part("canceled by the client")]))
@@ -615,6 +626,12 @@ def _ending(response: QueryResponse, *, paused: bool = False) -> tuple[TaskState
         return TaskState.TASK_STATE_INPUT_REQUIRED, _status(text, details), details
     if not response.success:
         details["error_code"] = str(response.error_code) if response.error_code else None
+        if response.error_code == ErrorCode.RUN_CANCELLED:  # by any door's cancel, on any master
+            return (
+                TaskState.TASK_STATE_CANCELED,
+                _status(response.error or "the run was cancelled", details),
+                details,
+            )
         return TaskState.TASK_STATE_FAILED, _status(response.error or "the query failed", details), details
     if response.status == "awaiting_approval":
         # The run waits for a person: INPUT_REQUIRED, naming each call that waits and how it is

@@ -31,7 +31,9 @@ self-contained POST (``server/discover``, no session), anything else takes the 2
   ``notifications/progress`` when the caller sent a progress token.
 - cancellation: a 2025 ``notifications/cancelled`` or a dropped 2026 request cancels the
   handler, which cancels the hub call: the dispatcher forgets it (a result that still comes is
-  discarded) and tells a WebSocket agent with a ``tool_cancel`` frame.
+  discarded) and tells a WebSocket agent with a ``tool_cancel`` frame. An ``ask`` call's run is
+  cancelled through the one cancel of every door (:meth:`master.query.entry.QueryEntry.cancel`):
+  it ends ``cancelled``, as ``DELETE /runs/{run_id}`` would end it.
 - ``notifications/tools/list_changed``: :class:`~master.doors.mcp.changes.ToolListWatch`.
 
 Auth and routing are the route's (:mod:`master.routes.mcp`); the lifespan builds the door and
@@ -79,7 +81,7 @@ from master.doors.mcp.tools import (
     run_result,
 )
 from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
-from master.query.entry import OfferedTool, QueryEntry, QueryRun, ToolRefused
+from master.query.entry import CancelRefused, OfferedTool, QueryEntry, QueryRun, ToolRefused
 from master.query.events import Finished, Progress, QueryRefused
 from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
 
@@ -155,6 +157,8 @@ class McpDoor:
         )
         self._stop = asyncio.Event()
         self._serving: asyncio.Task[None] | None = None
+        self._cancels: set[asyncio.Task[None]] = set()
+        """Cancels of ``ask`` runs whose call the client cancelled, under way."""
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             max_request_body_size=max_body_bytes,
@@ -193,6 +197,8 @@ class McpDoor:
         """Stop: the watch, the listen streams, the sessions (their requests are cancelled)."""
         await self.watch.aclose()
         self._stop.set()
+        for task in list(self._cancels):
+            task.cancel()
         if self._serving is not None:
             await asyncio.gather(self._serving, return_exceptions=True)
 
@@ -326,9 +332,28 @@ class McpDoor:
                     return event.response
                 if isinstance(event, Progress) and event.event != "token":
                     relay(None, _step(event))
+        except asyncio.CancelledError:  # the client cancelled the call (not the master stopping)
+            if not self._stop.is_set():
+                task = asyncio.create_task(
+                    self._cancel(run, _principal(ctx)), name=f"mcp: cancel {run.run_id}"
+                )
+                self._cancels.add(task)
+                task.add_done_callback(self._cancels.discard)
+            raise
         finally:
             await relay.aclose()
         return None
+
+    async def _cancel(self, run: QueryRun, principal: Principal) -> None:
+        """Cancel the run of an ``ask`` call its client cancelled; one not recorded yet (its
+        request was being accepted) is cancelled here, where it runs."""
+        try:
+            await self.entry.cancel(run.run_id, principal=principal, door="mcp")
+        except CancelRefused as exc:
+            if exc.code == ErrorCode.UNKNOWN_RUN:
+                run.cancel("cancelled by a client (MCP notifications/cancelled)")
+            else:
+                logger.info("MCP: the cancelled call's run %s was not cancelled: %s", run.run_id, exc.message)
 
     # ------------------------------------------------------------------ approvals
 

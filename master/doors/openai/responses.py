@@ -11,7 +11,8 @@ the chat door's session rules, client tools and hub tools hold as they are. What
 - **background** (``background: true``): the answer is at once ``in_progress``; the run goes on in
   the master that took it, which writes the response when it ends. ``GET`` of one still in progress
   reads its run's record too (a run whose master was lost reads ``failed``); ``cancel`` marks it
-  ``cancelled`` in Redis and stops the run (on another master, through the cluster's inbox);
+  ``cancelled`` in Redis and cancels its run through the one cancel of every door
+  (:meth:`master.query.entry.QueryEntry.cancel`: stopped on whichever master holds it);
 - **approvals**: a call that waits for a person is an ``mcp_approval_request`` output item whose
   id is the approval's; an ``mcp_approval_response`` input item decides it
   (:class:`master.query.approvals.ApprovalDesk`, as every door's decision) and, once the round is
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import Response, StreamingResponse
@@ -45,7 +47,7 @@ from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.errors import SessionStoreUnavailable
 from master.query.admission import DRAINING
 from master.query.approvals import ApprovalDesk, ApprovalRefused
-from master.query.entry import QueryEntry, QueryRun
+from master.query.entry import CancelRefused, QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
 from master.runs.responses import ResponseStore
 from master.settings import Settings
@@ -56,11 +58,9 @@ logger = logging.getLogger("master.doors.openai.responses")
 STORE_WAIT_SECONDS = 30.0
 """How long a stream's last event waits for its response to be stored (the write's own timeout
 is ``REDIS_QUERY_TIMEOUT_SECONDS``)."""
-CANCEL_KIND = "openai_response_cancel"
-"""The cluster inbox message that asks a response's master to stop its run."""
-
-Post = Callable[[str, dict[str, Any]], Any]
-"""Adds a message to another master's cluster inbox (:meth:`master.cluster.router.ClusterRouter.post`)."""
+CANCEL_FIND_SECONDS = 5.0
+"""How long a cancel waits for a background response's run to be recorded (it is as soon as the
+master that took it accepted its request) before it gives up on stopping it."""
 
 
 class ResponsesDoor:
@@ -80,16 +80,9 @@ class ResponsesDoor:
         self._store = store
         self._approvals = approvals
         self._master_id = master_id
-        self._post: Post | None = None
         self._running: dict[str, QueryRun] = {}
         """This master's background responses still running, by response id."""
         self._tasks: set[asyncio.Task[None]] = set()
-
-    def join_cluster(self, post: Post, handlers: dict[str, Callable[[dict[str, Any]], None]]) -> None:
-        """Cancel through the cluster: ``post`` reaches another master's inbox; this master's inbox
-        ``handlers`` hear the cancels of the responses it runs."""
-        self._post = post
-        handlers[CANCEL_KIND] = lambda message: self._stop(str(message.get("response_id")))
 
     # ------------------------------------------------------------------ create
 
@@ -135,12 +128,15 @@ class ResponsesDoor:
         created = time.time()
         try:
             if chat is not None:
+                extras = (
+                    dataclasses.replace(chat.extras, announce=True) if request.background else chat.extras
+                )
                 started: QueryRun | QueryResponse = self._entry.submit(
                     chat.query,
                     door="responses",
                     query_id=f"responses-{response_id.removeprefix('resp_')}",
                     stream=request.stream,
-                    extras=chat.extras,
+                    extras=extras,
                     principal=principal,
                 )
             else:
@@ -319,10 +315,12 @@ class ResponsesDoor:
         finally:
             self._running.pop(response_id, None)
 
-    def _stop(self, response_id: str) -> None:
+    def _stop(self, response_id: str) -> bool:
+        """Cancel the run of a background response this master runs whose run has no record yet."""
         run = self._running.get(response_id)
         if run is not None:
-            run.cancel()
+            run.cancel("cancelled by a client (POST /v1/responses/{id}/cancel)")
+        return run is not None
 
     # ------------------------------------------------------------------ read, cancel, delete
 
@@ -357,7 +355,7 @@ class ResponsesDoor:
             if body["status"] in rwire.UNFINISHED:
                 body = {**body, "status": "cancelled"}
                 if await self._store.put({**record, "response": body}, cancel=True) == "cancelled":
-                    await self._stop_anywhere(record, response_id)
+                    await self._cancel_run(record, response_id, principal)
                 else:
                     body = (await self._record(response_id, scope))["response"]
         except OpenAIError as exc:
@@ -395,15 +393,28 @@ class ResponsesDoor:
         error = rwire.error_object(ErrorCode.INTERNAL_ERROR, reason)
         return {**record["response"], "status": "failed", "error": error}
 
-    async def _stop_anywhere(self, record: dict[str, Any], response_id: str) -> None:
-        holder = str(record.get("holder") or "")
-        if holder == self._master_id or self._post is None:
-            self._stop(response_id)
+    async def _cancel_run(self, record: dict[str, Any], response_id: str, principal: Principal) -> None:
+        """Cancel the response's run, wherever it runs (the one cancel of every door). A run not
+        recorded yet (its master is accepting its request) is waited for, briefly; the response
+        says ``cancelled`` whatever happens here."""
+        run_id = str(record.get("run_id") or "")
+        if not run_id:
             return
-        try:
-            await self._post(holder, {"kind": CANCEL_KIND, "response_id": response_id})
-        except Exception as exc:  # the record says cancelled; its run ends under its budgets
-            logger.warning("response %s: the cancel did not reach master %s: %s", response_id, holder, exc)
+        deadline = time.monotonic() + CANCEL_FIND_SECONDS
+        while True:
+            try:
+                await self._entry.cancel(run_id, principal=principal, door="responses")
+                return
+            except CancelRefused as exc:
+                if exc.code != ErrorCode.UNKNOWN_RUN:  # it finished meanwhile, or Redis is down
+                    logger.info("response %s: its run was not cancelled: %s", response_id, exc.message)
+                    return
+                if self._stop(response_id):  # here, not recorded yet
+                    return
+                if time.monotonic() >= deadline:
+                    logger.warning("response %s: its run %s was not found to cancel", response_id, run_id)
+                    return
+            await asyncio.sleep(0.05)
 
     async def aclose(self) -> None:
         for task in list(self._tasks):

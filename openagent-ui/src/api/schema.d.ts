@@ -724,10 +724,14 @@ export interface paths {
         post?: never;
         /**
          * Cancel Run
-         * @description Stop a running run, on whichever master holds it: that master cancels it and records it
-         *     ``cancelled``; its calls in flight are listed ``unknown`` (they may have taken effect, and are
-         *     never sent again). The asker's answer is ``run_cancelled``. Answers the run's record once its
-         *     holder stopped it (or, after 10 s without that, as it stands). Another tenant's run is unknown.
+         * @description Cancel a run, running on whichever master holds it or paused (every door's one cancel).
+         *     A running one is stopped by its master and recorded ``cancelled``; its calls in flight are
+         *     listed ``unknown`` (they may have taken effect, and are never sent again); its asker's answer
+         *     is ``run_cancelled``. The answer is the run's record once its holder stopped it (or, after
+         *     10 s without that, as it stands). A paused one (``awaiting_approval``,
+         *     ``awaiting_tool_results``, ``stopped``) is cancelled at once: its pending approvals are
+         *     withdrawn and it can no longer resume. A cancelled one answers its record again (a finished
+         *     one: 409). Another tenant's run is unknown (404).
          */
         delete: operations["cancel_run_runs__run_id__delete"];
         options?: never;
@@ -2668,7 +2672,7 @@ export interface components {
              * State
              * @description ``running``; paused (``awaiting_approval``, ``awaiting_tool_results``); ``stopped`` by a
              *     budget or the step limit (resumable); ``completed``; ``failed`` (``reason`` says why, e.g. the
-             *     master holding it was lost); ``cancelled`` (``DELETE /runs/{run_id}``).
+             *     master holding it was lost); ``cancelled`` (``DELETE /runs/{run_id}`` or any door's cancel).
              * @enum {string}
              */
             state: "running" | "awaiting_approval" | "awaiting_tool_results" | "stopped" | "completed" | "failed" | "cancelled";
@@ -5456,7 +5460,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The run is not running (run_not_running); the message names its state */
+            /** @description The run finished: completed or failed (run_not_running); the message names its state */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -422,6 +422,60 @@ async def test_cancel_task_stops_a_slow_tool_call(llm: ScriptedOpenAIServer) -> 
             while master.services.entry.admission.in_flight:
                 await asyncio.sleep(0.02)
         assert len(llm.requests) == 1
+        # Cancelled as every door cancels: its record says so.
+        run_id = stored.metadata["openagent_run_id"]
+        async with httpx.AsyncClient(
+            base_url=master.base_url, headers={"Authorization": f"Bearer {KEY}"}
+        ) as http:
+            record = (await http.get(f"/runs/{run_id}")).json()
+        assert record["state"] == "cancelled" and [c["name"] for c in record["unknown"]] == [f"{AGENT}__slow"]
+        calculator.release.set()
+
+
+async def test_a_run_cancelled_through_another_door_ends_its_task_canceled(llm: ScriptedOpenAIServer) -> None:
+    """``DELETE /runs/{run_id}`` of a task's run (the one cancel of every door): a working task
+    ends ``CANCELED``, as one waiting for approvals reads; ``CancelTask`` of a task waiting for
+    approvals cancels its paused run (the approval withdrawn, never run)."""
+    async with (
+        hub(llm, openagent_approval_tools=f"{AGENT}__add") as (master, calculator),
+        a2a_client(agent_url(master), streaming=True) as client,
+        a2a_client(agent_url(master)) as blocking,
+        httpx.AsyncClient(base_url=master.base_url, headers={"Authorization": f"Bearer {KEY}"}) as http,
+    ):
+        llm.add_tool_call(f"{AGENT}__slow", {"label": "x"})
+        stream = client.send_message(SendMessageRequest(message=text_message("wait")))
+        task_id = (await anext(stream)).task.id
+        async with asyncio.timeout(60):
+            await calculator.slow_started.wait()
+        working = await client.get_task(GetTaskRequest(id=task_id))
+        run_id = working.metadata["openagent_run_id"]
+        cancelled = await http.delete(f"/runs/{run_id}")
+        assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled", cancelled.text
+        async with asyncio.timeout(60):
+            rest = [r async for r in stream]
+        await stream.aclose()
+        assert state_of(rest[-1]) == TaskState.TASK_STATE_CANCELED
+        assert (
+            await client.get_task(GetTaskRequest(id=task_id))
+        ).status.state == TaskState.TASK_STATE_CANCELED
+
+        for how in ("DELETE", "CancelTask"):
+            llm.add_tool_call(f"{AGENT}__add", {"a": 2, "b": 3})
+            waiting = final_task(await send(blocking, text_message("What is 2 + 3?")))
+            assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, waiting
+            [approval] = data_of(waiting.status.message.parts[1])["approvals"]
+            run_id = waiting.metadata["openagent_run_id"]
+            if how == "DELETE":
+                assert (await http.delete(f"/runs/{run_id}")).json()["state"] == "cancelled"
+            else:
+                canceled = await client.cancel_task(CancelTaskRequest(id=waiting.id))
+                assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+                assert (await http.get(f"/runs/{run_id}")).json()["state"] == "cancelled"
+            read = await client.get_task(GetTaskRequest(id=waiting.id))
+            assert read.status.state == TaskState.TASK_STATE_CANCELED, (how, read)
+            record = (await http.get(f"/approvals/{approval['approval_id']}")).json()
+            assert record["status"] == "rejected" and "cancelled" in record["message"], (how, record)
+        assert [name for name, _ in calculator.calls] == ["slow"]  # add never ran
         calculator.release.set()
 
 

@@ -21,6 +21,7 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
+import redis.asyncio as aioredis
 from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
@@ -31,10 +32,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from master.agents.toolbox import function_name
+from master.redis_keys import RUNS_RUNNING_KEY
 from openagent import ClientConfig, OrchestratorActionAgent, ToolError
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import InProcessMaster, in_process_master, master_settings, serve_app
 from tests.master.agents.mcp_servers import TestMcpServer, serve_mcp
+from tests.master.query.test_cancel import running_run
 
 ERAS = {"2026-07-28": "auto", "2025-11-25": "legacy"}
 """Protocol revision → the client's ``mode`` that speaks it."""
@@ -237,6 +240,39 @@ async def test_a_cancelled_call_is_abandoned_by_the_hub(calc_hub: Hub, revision:
             await calc_hub.calculator.cancelled.wait()
         # The session goes on.
         assert (await client.call_tool("calc__add", {"a": 1, "b": 1})).structured_content == {"sum": 2}
+
+
+@era
+async def test_a_cancelled_ask_ends_its_run_cancelled(
+    revision: str, llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """The client cancels an ``ask`` in progress (2025: ``notifications/cancelled``; 2026: the
+    request dropped): its run is cancelled as any door's cancel does, ``cancelled`` in its record,
+    the agent's call stopped (``tool_cancel``)."""
+    before = set(await redis_client.smembers(RUNS_RUNNING_KEY))
+    async with hub(openai_base_url=llm.base_url, openai_api_key="sk-test") as running:
+        llm.add_tool_call("calc__hang", {})
+        async with running.client(revision) as client:
+            call = asyncio.create_task(
+                client.call_tool("ask", {"query": "hang on", "allowed_agent_ids": ["calc"]})
+            )
+            async with asyncio.timeout(DEADLINE):
+                await running.calculator.hanging.wait()
+            run_id = await running_run(redis_client, before)
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            async with httpx.AsyncClient(
+                base_url=running.master.base_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=DEADLINE
+            ) as http:
+                async with asyncio.timeout(DEADLINE):
+                    while (record := (await http.get(f"/runs/{run_id}")).json())["state"] == "running":
+                        await asyncio.sleep(0.02)
+            assert record["state"] == "cancelled", record
+            assert "MCP" in record["reason"] or record["reason"] == "cancelled by a client", record
+            async with asyncio.timeout(DEADLINE):
+                await running.calculator.cancelled.wait()
+            assert llm.pending == 0 and len(llm.requests) == 1  # the model was not asked again
 
 
 @era
