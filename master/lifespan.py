@@ -61,13 +61,14 @@ from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
 from master.llm.model import ChatModel, OpenAIChatModel
 from master.llm.tokens import encoding
-from master.llm.windows import ContextWindows
+from master.llm.windows import ContextWindows, calibration_sample, server_tokenizer
 from master.observability import logs, tracing
 from master.observability.chat import InstrumentedChatModel
 from master.observability.metrics import Metrics, count_redis_errors
 from master.observability.redaction import install_log_filter
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
+from master.orchestration.prompts import system_prompt
 from master.query.admission import Admission
 from master.query.approvals import ApprovalDesk
 from master.query.entry import QueryEntry
@@ -582,6 +583,7 @@ def _context_windows(settings: Settings, chat_model: ChatModel | None) -> Contex
     """The context budget per model: configured windows, else what the OpenAI-compatible server
     reports (:mod:`master.llm.windows`)."""
     reported = None
+    tokenize = None
     if isinstance(chat_model, OpenAIChatModel):
         endpoint = chat_model.endpoint
 
@@ -589,9 +591,12 @@ def _context_windows(settings: Settings, chat_model: ChatModel | None) -> Contex
             return (await endpoint.compat()).context_size
 
         reported = reported_window
+        tokenize = server_tokenizer(endpoint)
     return ContextWindows(
         default_budget=settings.orchestrator_context_max_tokens,
         output_tokens=settings.openagent_llm_max_tokens,
         configured=settings.llm_context_windows,
         reported=reported,
+        tokenize=tokenize,
+        sample=calibration_sample(system_prompt("default")),
     )

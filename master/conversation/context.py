@@ -8,6 +8,11 @@ by ``SUMMARIZER_MODEL`` and a turn ``{"decision": "summary", "summary": ...,
 the full session list of the last turn the summary covers. A failed
 summarization loses nothing: the full tail is used and the turns stay as they are.
 
+A summary is checked before it replaces turns (:mod:`master.conversation.summary_check`): when it
+loses more than a small share of the numbers, names and identifiers of the turns it covers, the
+summarizer is asked once more with the lost facts listed; if that summary loses them too, it is
+not stored, the turns stay, and ``openagent_summaries_rejected_total`` counts it.
+
 When the summaries themselves take more than :data:`SUMMARY_SHARE` of the limit, they are folded:
 one new summary (``"folds_previous": true``) of the summaries and the older raw turns replaces them.
 
@@ -27,10 +32,11 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from master.conversation import summary_check
 from master.conversation.history import context_messages, history_messages
 from master.conversation.store import SessionTurns
 from master.errors import LLMError, QueryRejected
@@ -45,6 +51,11 @@ SUMMARY_PROMPT = (
     "Summarize this conversation between a user and an AI orchestrator that calls tools of agents. "
     "Keep every fact, number, name, decision and tool result a follow-up question could need; drop "
     "pleasantries. Write plain prose, at most 200 words."
+)
+
+MISSING_FACTS_PROMPT = (
+    "Your summary leaves out facts of the conversation: {facts}. Write the summary again, keeping "
+    "each of them as written (numbers, names and identifiers verbatim)."
 )
 
 
@@ -128,8 +139,18 @@ def split_turns(turns: Sequence[Turn]) -> Split:
 class ContextBuilder:
     """Builds the bounded context, summarizing older turns when needed."""
 
-    def __init__(self, llm: ChatModel, *, max_tokens: int, recent_turns: int, summarizer_model: str) -> None:
+    def __init__(
+        self,
+        llm: ChatModel,
+        *,
+        max_tokens: int,
+        recent_turns: int,
+        summarizer_model: str,
+        on_rejected: Callable[[str], None] | None = None,
+    ) -> None:
         self._llm = llm
+        self._on_rejected = on_rejected
+        """Told the reason (``lost_facts``) when a summary is not stored (the metric)."""
         self._max_tokens = max_tokens
         self._recent = recent_turns
         self._summarizer_model = summarizer_model
@@ -217,27 +238,49 @@ class ContextBuilder:
         return Context(messages, tools, summary_turn, message_tokens + sum(tool_costs)), spent
 
     async def _summarize(self, turns: Sequence[Turn]) -> tuple[str | None, int]:
+        """A summary of ``turns`` that keeps their facts (:mod:`master.conversation.summary_check`),
+        asked for once more with the lost facts named; ``None`` (the turns stay) when the model
+        fails or the summary still loses them. Also the tokens spent."""
         transcript = "\n".join(
             f"{m['role']}: {m['content']}"
             for m in history_messages(turns)
             if isinstance(m.get("content"), str)
         )
-        try:
-            result = await self._llm.complete(
-                model=self._summarizer_model,
-                messages=[
-                    {"role": "system", "content": SUMMARY_PROMPT},
-                    {"role": "user", "content": transcript},
-                ],
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": SUMMARY_PROMPT},
+            {"role": "user", "content": transcript},
+        ]
+        spent = 0
+        for attempt in range(2):
+            try:
+                result = await self._llm.complete(model=self._summarizer_model, messages=messages)
+            except LLMError as exc:
+                logger.warning("summarization failed, keeping the full context: %s", exc)
+                return None, spent
+            spent += result.total_tokens
+            if not result.content:
+                logger.warning("summarizer returned no text, keeping the full context")
+                return None, spent
+            verdict = summary_check.check(result.content, transcript)
+            if verdict.passed:
+                logger.info("summarized %d turns into %d characters", len(turns), len(result.content))
+                return result.content, spent
+            logger.warning(
+                "summary of %d turns lost %d of %d facts (%s)%s",
+                len(turns),
+                len(verdict.lost),
+                len(verdict.facts),
+                ", ".join(verdict.lost[:10]),
+                ": asking again" if attempt == 0 else ": keeping the turns",
             )
-        except LLMError as exc:
-            logger.warning("summarization failed, keeping the full context: %s", exc)
-            return None, 0
-        if not result.content:
-            logger.warning("summarizer returned no text, keeping the full context")
-            return None, result.total_tokens
-        logger.info("summarized %d turns into %d characters", len(turns), len(result.content))
-        return result.content, result.total_tokens
+            messages = [
+                *messages,
+                {"role": "assistant", "content": result.content},
+                {"role": "user", "content": MISSING_FACTS_PROMPT.format(facts=", ".join(verdict.lost))},
+            ]
+        if self._on_rejected is not None:
+            self._on_rejected("lost_facts")
+        return None, spent
 
     def _fit_tools(
         self, message_tokens: int, tools: list[dict[str, Any]], costs: list[int], query: str

@@ -914,6 +914,7 @@ class QueryService:
             max_tokens=budget,
             recent_turns=self._settings.orchestrator_recent_turns,
             summarizer_model=self._catalog.summarizer_model,
+            on_rejected=None if self._metrics is None else self._metrics.summary_rejected,
         )
         if tool_costs is None:
             tool_costs = [count_tool(tool) for tool in tools]
