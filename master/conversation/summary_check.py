@@ -4,8 +4,8 @@ A fact is what a follow-up question is likely to need verbatim, taken from the t
 summarizer was given:
 
 - a number (``42``, ``3.5``, ``1,200``: compared without thousands separators);
-- a proper name: a capitalized word that does not open a sentence or a message (``Paris``,
-  ``Alice``);
+- a proper name: a capitalized word that does not open a sentence or a message and is not a
+  common word (``Paris``, ``Alice``; not ``The``);
 - an identifier: a word joined by ``_``, ``-`` or ``.``, or mixing letters and digits
   (``ORD-1234``, ``calc.multiply``, ``gpt4``): tool names, order numbers, file names.
 
@@ -34,6 +34,12 @@ _IDENTIFIER = re.compile(
 )
 _NAME = re.compile(r"(?<=[^\s.!?:\[{(\"'])[ \t]+([A-Z][a-z]+(?:[A-Z][a-z]+)*)\b")
 _ROLE = re.compile(r"^(?:user|assistant|system|tool): ", re.M)
+_COMMON = frozenset(
+    "The This That These Those It Its I A An In On At To Of For And But Or If So We You He She They "
+    "My Your Our Their What When Where Why How Which Who Yes No Please Thanks Thank Hello Hi Ok Okay "
+    "Sure Also Then Now Here There Is Are Was Were Do Does Did Can Could Would Should Will Let".split()
+)
+"""Capitalized words that are not names, mid-sentence too (a query written after a label)."""
 _PARTS = re.compile(r"__|[.\-]")
 
 
@@ -59,8 +65,7 @@ def facts(transcript: str) -> tuple[str, ...]:
     words = _IDENTIFIER.sub(" _ ", text)
     for match in _NUMBER.finditer(words):
         found.append(_number(match.group()))
-    for match in _NAME.finditer(words):
-        found.append(match.group(1))
+    found += (match.group(1) for match in _NAME.finditer(words) if match.group(1) not in _COMMON)
     counts = Counter(found)
     last = {fact: index for index, fact in enumerate(found)}
     ranked = sorted(counts, key=lambda fact: (-counts[fact], -last[fact]))

@@ -89,6 +89,10 @@ async def test_a_tokenizer_finer_than_the_masters_count_never_gets_a_factor_belo
         return count_text(text) // 2
 
     windows = ContextWindows(
-        default_budget=100000, output_tokens=2048, reported=reported, tokenize=coarse, sample="some sample text"
+        default_budget=100000,
+        output_tokens=2048,
+        reported=reported,
+        tokenize=coarse,
+        sample="some sample text",
     )
     assert await windows.budget("m") == 8192 - 2048 - TEMPLATE_TOKENS

@@ -26,6 +26,7 @@ from master.orchestration.orchestrator import Orchestrator, RunHooks
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
 from protocol import ToolCall
+from tests.master.conversation.test_context import faithful
 from tests.factories import (
     InProcessMaster,
     MasterProcess,
@@ -195,8 +196,14 @@ async def test_summarization_with_small_limits(
         httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
     ):
         session_id = None
+        scripted_llm.set_handler(  # the summarizer keeps the numbers of what it covers
+            lambda request: (
+                faithful(request["messages"][-1]["content"])
+                if request["model"] == "gpt-4o"
+                else f"answer {len(scripted_llm.requests)}"
+            )
+        )
         for i in range(6):
-            scripted_llm.add_text(f"answer {i}")
             body = (
                 await http.post("/query", json={"query": f"q{i} {long_text}", "session_id": session_id})
             ).json()
