@@ -26,7 +26,6 @@ from master.orchestration.orchestrator import Orchestrator, RunHooks
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
 from protocol import ToolCall
-from tests.master.conversation.test_context import faithful
 from tests.factories import (
     InProcessMaster,
     MasterProcess,
@@ -34,6 +33,7 @@ from tests.factories import (
     dispatcher_for_tests,
     in_process_master,
 )
+from tests.master.conversation.test_context import faithful
 
 COUNTER_TOOL = ToolSchema(
     name="step",

@@ -21,8 +21,8 @@ import redis.asyncio as aioredis
 from master.conversation.context import SUMMARY_PROMPT
 from master.llm.model import ChatResult, FunctionChatModel
 from master.redis_keys import session_key, summary_lock_key
-from tests.master.conversation.test_context import faithful
 from tests.factories import in_process_master
+from tests.master.conversation.test_context import faithful
 
 SESSION = "summary-once-session"
 SETTINGS: dict[str, Any] = {"orchestrator_context_max_tokens": 1500, "orchestrator_recent_turns": 2}
