@@ -39,7 +39,7 @@ EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_the_mcp_ask_streams_tokens_as_progress_notifications(hub: Hub, mode: str) -> None:
+async def test_the_mcp_ask_streams_tokens_as_progress_notifications(hub: Hub, mode: str) -> None:  # noqa: F811 (the fixture)
     reply, seen_first, held = held_reply("Hello from a slow model.")
     hub.llm.add(reply)
     messages: list[str] = []
@@ -61,7 +61,7 @@ async def test_the_mcp_ask_streams_tokens_as_progress_notifications(hub: Hub, mo
     assert "Hello from a slow model." in "".join(messages)  # the tokens, among any steps
 
 
-async def test_the_a2a_stream_sends_answer_chunks_as_the_model_writes_them(hub: Hub) -> None:
+async def test_the_a2a_stream_sends_answer_chunks_as_the_model_writes_them(hub: Hub) -> None:  # noqa: F811 (the fixture)
     reply, seen_first, held = held_reply("Hello from a slow model.")
     hub.llm.add(reply)
     http = httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
@@ -95,7 +95,7 @@ async def test_the_a2a_stream_sends_answer_chunks_as_the_model_writes_them(hub: 
     assert state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_the_ag_ui_run_sends_text_message_content_as_the_model_writes_it(hub: Hub) -> None:
+async def test_the_ag_ui_run_sends_text_message_content_as_the_model_writes_it(hub: Hub) -> None:  # noqa: F811 (the fixture)
     reply, seen_first, held = held_reply("Hello from a slow model.")
     hub.llm.add(reply)
     body = {
