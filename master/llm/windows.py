@@ -11,7 +11,8 @@ and the chat template's framing are taken off is divided by a factor:
   llama-cpp-python's ``POST /extras/tokenize``), the master calibrates once per model: the
   server tokenizes a fixed sample (the orchestrator's system prompt and :data:`SAMPLE_TOOLS`),
   the master counts the same text, and the factor is the server's count over the master's, plus
-  :data:`CALIBRATED_MARGIN` (never below 1); the ratio is logged and kept;
+  :data:`CALIBRATED_MARGIN` (never below 1); the ratio is logged and kept (a server that could
+  not be reached is asked again at the next query; one that has no tokenizer is not);
 - else (Ollama, the OpenAI API, a tokenizer that does not answer) :data:`COUNT_MARGIN`.
 
 The context budget is that, never above ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``; with the window
@@ -25,6 +26,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
+from master.errors import LLMError
 from master.llm.chat_endpoint import ChatEndpoint
 from master.llm.compat import token_count, tokenize_request
 from master.llm.tokens import count_text
@@ -86,15 +88,22 @@ def server_tokenizer(endpoint: ChatEndpoint) -> Tokenize:
     :attr:`~master.llm.compat.Compat.tokenizers` that answers); ``None`` when none does."""
 
     async def tokenize(model: str, text: str) -> int | None:
+        unreachable: Exception | None = None
         for tokenizer in (await endpoint.compat()).tokenizers:
             url, body = tokenize_request(tokenizer, endpoint.base_url, model, text)
             try:
                 count = token_count(await endpoint.post_json(url, body))
-            except Exception as exc:  # any failure means "not this endpoint"
+            except LLMError as exc:  # it answered, with an error status: not this endpoint
                 logger.debug("tokenize at %s: %s", url, exc)
+                continue
+            except Exception as exc:  # not reached, or not JSON: asked again at the next query
+                logger.debug("tokenize at %s: %s", url, exc)
+                unreachable = exc
                 continue
             if count is not None:
                 return count
+        if unreachable is not None:
+            raise unreachable
         return None
 
     return tokenize
@@ -132,26 +141,26 @@ class ContextWindows:
 
     async def ratio(self, model: str) -> float | None:
         """The model's tokens per ``cl100k_base`` token, as its server counted the sample (asked
-        once per model; ``None``: the server offers no tokenizer)."""
+        once per model; ``None``: the server offers no tokenizer, or could not be reached)."""
         if self._tokenize is None:
             return None
         if model in self._ratios:
             return self._ratios[model]
         async with self._calibrating:
-            if model not in self._ratios:
-                self._ratios[model] = await self._calibrate(model)
+            if model in self._ratios:
+                return self._ratios[model]
+            ours = count_text(self._sample)
+            try:
+                theirs = await self._tokenize(model, self._sample)
+            except Exception as exc:  # not kept: the next query asks again
+                logger.warning(
+                    "tokenizer of %s failed (%s): counting with a margin of %g", model, exc, COUNT_MARGIN
+                )
+                return None
+            self._ratios[model] = self._ratio(model, theirs, ours)
         return self._ratios[model]
 
-    async def _calibrate(self, model: str) -> float | None:
-        assert self._tokenize is not None
-        ours = count_text(self._sample)
-        try:
-            theirs = await self._tokenize(model, self._sample)
-        except Exception as exc:  # a failed calibration keeps the fixed margin
-            logger.warning(
-                "tokenizer of %s failed (%s): counting with a margin of %g", model, exc, COUNT_MARGIN
-            )
-            return None
+    def _ratio(self, model: str, theirs: int | None, ours: int) -> float | None:
         if not theirs or not ours:
             logger.info(
                 "no tokenizer for %s on its server: counting with a margin of %g", model, COUNT_MARGIN

@@ -96,3 +96,37 @@ async def test_a_tokenizer_finer_than_the_masters_count_never_gets_a_factor_belo
         sample="some sample text",
     )
     assert await windows.budget("m") == 8192 - 2048 - TEMPLATE_TOKENS
+
+
+async def test_a_tokenizer_that_could_not_be_reached_is_asked_again_one_without_is_not() -> None:
+    async def reported() -> int | None:
+        return 8192
+
+    outcomes: list[int | None | Exception] = [OSError("connection refused"), 120]
+    asked: list[str] = []
+
+    async def flaky(model: str, text: str) -> int | None:
+        asked.append(model)
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    windows = ContextWindows(
+        default_budget=12000, output_tokens=2048, reported=reported, tokenize=flaky, sample="some sample text"
+    )
+    assert await windows.ratio("m") is None  # unreachable: the margin, this time
+    assert await windows.ratio("m") == 120 / count_text("some sample text")  # asked again
+    assert await windows.ratio("m") == 120 / count_text("some sample text") and asked == ["m", "m"]
+
+    none_asked: list[str] = []
+
+    async def none(model: str, text: str) -> int | None:
+        none_asked.append(model)
+        return None
+
+    windows = ContextWindows(
+        default_budget=12000, output_tokens=2048, reported=reported, tokenize=none, sample="some sample text"
+    )
+    assert await windows.ratio("m") is None and await windows.ratio("m") is None
+    assert none_asked == ["m"]  # no tokenizer: not asked again
