@@ -32,7 +32,7 @@ _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
 _IDENTIFIER = re.compile(
     r"\b[A-Za-z][A-Za-z0-9]*(?:(?:__|[_.\-])[A-Za-z0-9]+)+\b|\b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{3,}\b"
 )
-_NAME = re.compile(r"(?<=[^\s.!?:\[{(\"'])[ \t]+([A-Z][a-z]+(?:[A-Z][a-z]+)*)\b")
+_NAME = re.compile(r"(?<=[^\s.!?:\[{(\"'])[ \t]+([^\W\d_]{2,})\b")
 _ROLE = re.compile(r"^(?:user|assistant|system|tool): ", re.M)
 _COMMON = frozenset(
     "The This That These Those It Its I A An In On At To Of For And But Or If So We You He She They "
@@ -65,7 +65,11 @@ def facts(transcript: str) -> tuple[str, ...]:
     words = _IDENTIFIER.sub(" _ ", text)
     for match in _NUMBER.finditer(words):
         found.append(_number(match.group()))
-    found += (match.group(1) for match in _NAME.finditer(words) if match.group(1) not in _COMMON)
+    found += (
+        word
+        for word in (match.group(1) for match in _NAME.finditer(words))
+        if word[0].isupper() and word not in _COMMON
+    )
     counts = Counter(found)
     last = {fact: index for index, fact in enumerate(found)}
     ranked = sorted(counts, key=lambda fact: (-counts[fact], -last[fact]))

@@ -83,9 +83,15 @@ class Quirks:
     _busy: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def llamacpp(cls, context_size: int = 8192) -> Quirks:
-        """``llama-server`` with a Jinja template: refuses null content, reports its window."""
-        return cls(kind="llamacpp", reject_null_content=True, context_size=context_size)
+    def llamacpp(cls, context_size: int = 8192, tokenize_ratio: float | None = None) -> Quirks:
+        """``llama-server`` with a Jinja template: refuses null content, reports its window (and,
+        with ``tokenize_ratio``, tokenizes as a model whose tokenizer counts that much more)."""
+        return cls(
+            kind="llamacpp",
+            reject_null_content=True,
+            context_size=context_size,
+            tokenize_ratio=tokenize_ratio,
+        )
 
     def check(self, body: dict[str, Any]) -> tuple[int, str] | None:
         """The HTTP status and message this server refuses ``body`` with, or ``None``."""

@@ -28,6 +28,15 @@ def test_facts_are_numbers_names_and_identifiers_not_sentence_openers() -> None:
     }
 
 
+def test_names_may_be_written_in_any_alphabet_and_acronyms_count() -> None:
+    found = facts("user: Is it warm in Zürich? Ask José at NASA about Łódź.")
+    assert set(found) == {"Zürich", "José", "NASA", "Łódź"}
+    assert check(
+        "José (NASA) says Zürich and łódź are warm.",
+        "user: Is it warm in Zürich? Ask José at NASA about Łódź.",
+    ).passed
+
+
 def test_a_summary_that_keeps_the_facts_passes_and_one_that_drops_them_does_not() -> None:
     good = check(
         "Alice (order ORD-1234, paid 1200 euros) asked about Paris: 21.5 degrees per get_weather; "

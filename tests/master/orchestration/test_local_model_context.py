@@ -59,7 +59,7 @@ async def test_the_budget_is_calibrated_with_the_servers_tokenizer_and_no_reques
     async def handler(tool_name: str, arguments: dict[str, Any], **_: Any) -> dict[str, Any]:
         return {"sky": "clear"}
 
-    quirks = Quirks(kind="llamacpp", reject_null_content=True, context_size=WINDOW, tokenize_ratio=2.5)
+    quirks = Quirks.llamacpp(context_size=WINDOW, tokenize_ratio=2.5)
     # With the fixed margin the budget would be (2048 - 256 - 256) / 1.5 = 1024 of the master's
     # tokens: 2,560 of this model's, over its window. Calibrated, it is 1536 / (2.5 * 1.1) = 558.
     assert (WINDOW - MAX_TOKENS - TEMPLATE_TOKENS) / COUNT_MARGIN * 2.5 > WINDOW
