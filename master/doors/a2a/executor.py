@@ -162,7 +162,9 @@ class _Updater(TaskUpdater):
     """The hub run answering the task (kept in the task's metadata)."""
     answer_id: str = ""
     """The ``answer`` artifact the tokens are streamed into (``""``: none yet); the final answer
-    replaces it under the same id."""
+    replaces it under the same id, or, when the task ends otherwise, the text streamed so far
+    with ``{"partial": true}``."""
+    streamed: list[str] | None = None
 
     async def token(self, text: str) -> None:
         """A token of the answer, as a chunk of the ``answer`` artifact (streaming callers only)."""
@@ -171,6 +173,9 @@ class _Updater(TaskUpdater):
         first = not self.answer_id
         if first:
             self.answer_id = str(uuid.uuid4())
+            self.streamed = []
+        assert self.streamed is not None
+        self.streamed.append(text)
         await self.add_artifact(
             [new_text_part(text)],
             artifact_id=self.answer_id,
@@ -205,6 +210,8 @@ class _Updater(TaskUpdater):
     ) -> None:
         """End the task in ``state``, with an artifact of ``parts`` when given."""
         if self.first is None:
+            if parts is None and self.streamed:  # ended without an answer: what was streamed, marked
+                parts, name, metadata = [new_text_part("".join(self.streamed))], "answer", {"partial": True}
             if parts is not None:  # replaces the streamed tokens, if any
                 await self.add_artifact(
                     parts, artifact_id=self.answer_id or None, name=name, metadata=metadata, last_chunk=True

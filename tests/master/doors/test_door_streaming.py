@@ -20,12 +20,21 @@ import pytest
 from a2a.client import ClientConfig as A2AClientConfig
 from a2a.client import ClientFactory
 from a2a.helpers import new_text_part
-from a2a.types.a2a_pb2 import Message, Role, SendMessageConfiguration, SendMessageRequest, TaskState
+from a2a.types.a2a_pb2 import (
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    TaskState,
+)
 from ag_ui.core import Event
+from google.protobuf import json_format
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import TypeAdapter
 
+from openagent.testing import TextReply
 from tests.master.orchestration.test_local_models import (  # noqa: F401 (fixtures)
     KEY,
     Hub,
@@ -119,3 +128,31 @@ async def test_the_ag_ui_run_sends_text_message_content_as_the_model_writes_it(h
     assert held == [True]
     text = "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
     assert text == "Hello from a slow model." and events[-1].type.value == "RUN_FINISHED"
+
+
+async def test_an_a2a_task_that_fails_after_streaming_keeps_the_streamed_text_marked_partial(
+    hub: Hub,  # noqa: F811 (the fixture)
+) -> None:
+    def broken(word: int) -> None:
+        if word == 1:
+            raise ConnectionAbortedError("the model server died mid-answer")
+
+    hub.llm.add(TextReply("Hello from a dying model.", before_token=broken))
+    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
+    client = await ClientFactory(A2AClientConfig(httpx_client=http, streaming=True)).create_from_url(
+        f"{hub.master.base_url}/a2a"
+    )
+    try:
+        message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[new_text_part("hi")])
+        request = SendMessageRequest(message=message, configuration=SendMessageConfiguration())
+        async with asyncio.timeout(DEADLINE):
+            responses = [response async for response in client.send_message(request)]
+        task_id = next(r.task.id for r in responses if r.HasField("task"))
+        task = await client.get_task(GetTaskRequest(id=task_id))
+    finally:
+        await client.close()
+        await http.aclose()
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    [artifact] = task.artifacts
+    assert [part.text for part in artifact.parts] == ["Hello "]
+    assert json_format.MessageToDict(artifact.metadata) == {"partial": True}
