@@ -377,7 +377,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         ),
         unavailable_reason=reason,
         collaboration=collab,
-        windows=_context_windows(settings, chat_model),
+        windows=_context_windows(settings, chat_model, metrics),
         rag=rag,
         spawner=(
             Spawner(
@@ -579,7 +579,7 @@ def lifespan(
     return run
 
 
-def _context_windows(settings: Settings, chat_model: ChatModel | None) -> ContextWindows:
+def _context_windows(settings: Settings, chat_model: ChatModel | None, metrics: Metrics) -> ContextWindows:
     """The context budget per model: configured windows, else what the OpenAI-compatible server
     reports (:mod:`master.llm.windows`)."""
     reported = None
@@ -592,7 +592,7 @@ def _context_windows(settings: Settings, chat_model: ChatModel | None) -> Contex
 
         reported = reported_window
         tokenize = server_tokenizer(endpoint)
-    return ContextWindows(
+    windows = ContextWindows(
         default_budget=settings.orchestrator_context_max_tokens,
         output_tokens=settings.openagent_llm_max_tokens,
         configured=settings.llm_context_windows,
@@ -600,3 +600,11 @@ def _context_windows(settings: Settings, chat_model: ChatModel | None) -> Contex
         tokenize=tokenize,
         sample=calibration_sample(system_prompt("default")),
     )
+    metrics.live(
+        "openagent_llm_token_ratio",
+        "Tokens of the model's own tokenizer per token the master counts, as its server's tokenizer "
+        "calibrated it, by model.",
+        lambda: {(model,): ratio for model, ratio in windows.ratios().items()},
+        ["model"],
+    )
+    return windows

@@ -160,6 +160,10 @@ class ContextWindows:
             self._ratios[model] = self._ratio(model, theirs, ours)
         return self._ratios[model]
 
+    def ratios(self) -> dict[str, float]:
+        """The calibrated ratios, by model (the models whose server has a tokenizer)."""
+        return {model: ratio for model, ratio in self._ratios.items() if ratio is not None}
+
     def _ratio(self, model: str, theirs: int | None, ours: int) -> float | None:
         if not theirs or not ours:
             logger.info(

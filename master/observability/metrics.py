@@ -20,6 +20,7 @@ name                                           type       labels
 ``llm_calls_total``                            counter    ``model``, ``outcome`` (``success`` or the error code)
 ``llm_tokens_total``                           counter    ``model``
 ``llm_request_tokens``                         histogram  ``model``, ``kind`` (``prompt``, ``completion``: per request, as reported or counted)
+``llm_token_ratio``                            gauge      ``model`` (the model's tokens per token the master counts, where its server's tokenizer calibrated it)
 ``summaries_rejected_total``                   counter    ``reason`` (``lost_facts``: a summary that dropped what it covered, the turns kept)
 ``llm_call_duration_seconds``                  histogram  ``model``
 ``redis_errors_total``                         counter    ``error`` (the redis-py exception class)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 import redis.asyncio as aioredis
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -97,6 +98,8 @@ async def test_the_budget_is_calibrated_with_the_servers_tokenizer_and_no_reques
         assert "many__weather" in offered and len(offered) < 20
         assert quirks.tokenize_calls == 1  # once per model, not per query
         assert first.json()["usage"]["prompt_tokens"] > 0
+        ratio = samples(metrics, "openagent_llm_token_ratio")[(("model", "gpt-4o-mini"),)]
+        assert ratio == pytest.approx(2.5, rel=0.02)  # the server's count over the master's
         tokens = samples(metrics, "openagent_llm_request_tokens_count")
         assert tokens[(("kind", "prompt"), ("model", "gpt-4o-mini"))] == 3, tokens
 
