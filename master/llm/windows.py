@@ -188,9 +188,18 @@ class ContextWindows:
     async def budget(self, model: str) -> int:
         """Tokens (as the master counts them) of system prompt, history, query and tools that
         ``model`` may be sent."""
+        room = await self._room(model)
+        return self._default if room is None else max(MIN_BUDGET, min(self._default, room))
+
+    async def window_bound(self, model: str) -> bool:
+        """Whether ``model``'s budget is set by its window (a larger request would be refused),
+        not by ``ORCHESTRATOR_CONTEXT_MAX_TOKENS``."""
+        room = await self._room(model)
+        return room is not None and room < self._default
+
+    async def _room(self, model: str) -> int | None:
         window = await self.window(model)
         if window is None:
-            return self._default
+            return None
         factor = self._factor(await self.ratio(model))
-        room = int((window - self._output - TEMPLATE_TOKENS) / factor)
-        return max(MIN_BUDGET, min(self._default, room))
+        return int((window - self._output - TEMPLATE_TOKENS) / factor)

@@ -120,3 +120,24 @@ async def test_a_summary_still_lossy_after_the_retry_is_rejected_and_the_turns_s
     assert rejected == ["lost_facts"] and spent == 20
     replayed = [m["content"] for m in context.messages if m["role"] == "user"]
     assert len(replayed) == 13 and replayed[0].startswith("What did order ORD-1000 cost?")  # every turn
+
+
+async def test_under_a_window_a_rejected_summary_sends_the_latest_turns_that_fit() -> None:
+    """The model's window is the limit: with no summary, a request with every turn would be
+    refused, so this one leaves out the oldest (the session keeps them all)."""
+    summarizer, rejected = Summarizer("Orders were discussed.", "Several orders cost money."), []
+    builder = ContextBuilder(
+        FunctionChatModel(summarizer),
+        max_tokens=600,
+        recent_turns=2,
+        summarizer_model="s",
+        on_rejected=rejected.append,
+        window_bound=True,
+    )
+    session = turns(12)
+    context, _ = await builder.build(system="sys", turns=session, query="next", tools=[])
+    assert context.summary_turn is None and rejected == ["lost_facts"]
+    assert context.tokens <= 600
+    replayed = [m["content"] for m in context.messages if m["role"] == "user"][:-1]
+    assert 2 <= len(replayed) < 12  # the latest that fit, the recent ones always
+    assert replayed == [turn["query"] for turn in session[-len(replayed) :]]

@@ -130,3 +130,11 @@ async def test_a_tokenizer_that_could_not_be_reached_is_asked_again_one_without_
     )
     assert await windows.ratio("m") is None and await windows.ratio("m") is None
     assert none_asked == ["m"]  # no tokenizer: not asked again
+
+
+async def test_the_budget_is_window_bound_only_when_the_window_sets_it() -> None:
+    windows = ContextWindows(
+        default_budget=12000, output_tokens=2048, configured={"small": 8192, "big": 131072}
+    )
+    assert await windows.window_bound("small") and not await windows.window_bound("big")
+    assert not await windows.window_bound("unknown")

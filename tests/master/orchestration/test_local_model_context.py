@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -158,3 +159,67 @@ async def test_a_summary_that_drops_facts_is_retried_then_rejected_and_the_turns
     stored = json.loads(await redis_client.get(f"session:{session_id}"))
     summaries = [turn for turn in stored if turn.get("decision") == "summary"]
     assert [turn["summary"] for turn in summaries] == [kept]
+
+
+async def test_a_session_over_a_small_window_with_a_lossy_summarizer_still_answers(
+    redis_client: aioredis.Redis,
+) -> None:
+    """No summary passes, so no summary is stored; each query is sent the latest turns that fit
+    the model's window instead of a request the server would refuse."""
+    session_id = "small-window-lossy-summary"
+    await redis_client.set(f"session:{session_id}", json.dumps(session(24)), ex=600)
+    quirks = Quirks.llamacpp(context_size=WINDOW, tokenize_ratio=1.5)
+    with ScriptedOpenAIServer(quirks=quirks) as small:
+        small.set_handler(summarizer(["Orders were discussed."] * 4))
+        async with (
+            in_process_master(
+                openai_base_url=small.base_url,
+                openai_api_key="local",
+                openagent_llm_max_tokens=MAX_TOKENS,
+                openagent_llm_compat="auto",
+            ) as master,
+            httpx.AsyncClient(base_url=master.base_url, timeout=60) as http,
+        ):
+            for query in ("And the next one?", "And after that?"):
+                answer = await http.post("/query", json={"query": query, "session_id": session_id})
+                assert answer.status_code == 200 and answer.json()["answer"] == "ok", answer.text
+        assert all(quirks.prompt_tokens(r) <= WINDOW for r in small.requests)  # summaries' too
+        asked = [r for r in small.requests if r["messages"][0]["content"] != SUMMARY_PROMPT]
+        assert len(asked) == 2
+        assert all(sum(m["role"] == "user" for m in r["messages"]) < 24 for r in asked)  # the latest
+    stored = json.loads(await redis_client.get(f"session:{session_id}"))
+    assert len(stored) == 26 and not any(turn.get("decision") == "summary" for turn in stored)
+
+
+async def test_under_a_small_window_a_summary_covers_what_the_model_can_read_at_once(
+    redis_client: aioredis.Redis,
+) -> None:
+    session_id = "small-window-partial-summary"
+    await redis_client.set(f"session:{session_id}", json.dumps(session(40)), ex=600)
+    quirks = Quirks.llamacpp(context_size=WINDOW, tokenize_ratio=1.5)
+
+    def reply(request: dict[str, Any]) -> TextReply:
+        if request["messages"][0]["content"] != SUMMARY_PROMPT:
+            return TextReply("ok")
+        facts = re.findall(r"ORD-\d+ cost \d+", request["messages"][1]["content"])
+        return TextReply("; ".join(dict.fromkeys(facts)))  # keeps every order and price
+
+    with ScriptedOpenAIServer(quirks=quirks) as small:
+        small.set_handler(reply)
+        async with (
+            in_process_master(
+                openai_base_url=small.base_url,
+                openai_api_key="local",
+                openagent_llm_max_tokens=MAX_TOKENS,
+                openagent_llm_compat="auto",
+            ) as master,
+            httpx.AsyncClient(base_url=master.base_url, timeout=60) as http,
+        ):
+            for query in ("And the next one?", "And after that?"):
+                answer = await http.post("/query", json={"query": query, "session_id": session_id})
+                assert answer.status_code == 200 and answer.json()["answer"] == "ok", answer.text
+        assert all(quirks.prompt_tokens(r) <= WINDOW for r in small.requests)  # none refused
+    stored = json.loads(await redis_client.get(f"session:{session_id}"))
+    summaries = [turn for turn in stored if turn.get("decision") == "summary"]
+    assert summaries and summaries[0]["covers_through_index"] < 37  # not all 38 older turns at once
+    assert summaries[0]["summary"].startswith("ORD-1000 cost 0")
