@@ -60,13 +60,14 @@ from master.errors import SessionStoreUnavailable
 from master.gateway.hub import Hub
 from master.llm.model import ChatModel, OpenAIChatModel
 from master.llm.tokens import encoding
-from master.llm.windows import ContextWindows
+from master.llm.windows import ContextWindows, calibration_sample, server_tokenizer
 from master.observability import logs, tracing
 from master.observability.chat import InstrumentedChatModel
 from master.observability.metrics import Metrics, count_redis_errors
 from master.observability.redaction import install_log_filter
 from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.orchestrator import Orchestrator
+from master.orchestration.prompts import system_prompt
 from master.query.admission import Admission
 from master.query.approvals import ApprovalDesk
 from master.query.entry import QueryEntry
@@ -376,7 +377,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         ),
         unavailable_reason=reason,
         collaboration=collab,
-        windows=_context_windows(settings, chat_model),
+        windows=_context_windows(settings, chat_model, metrics),
         rag=rag,
         spawner=(
             Spawner(
@@ -591,10 +592,11 @@ def lifespan(
     return run
 
 
-def _context_windows(settings: Settings, chat_model: ChatModel | None) -> ContextWindows:
+def _context_windows(settings: Settings, chat_model: ChatModel | None, metrics: Metrics) -> ContextWindows:
     """The context budget per model: configured windows, else what the OpenAI-compatible server
     reports (:mod:`master.llm.windows`)."""
     reported = None
+    tokenize = None
     if isinstance(chat_model, OpenAIChatModel):
         endpoint = chat_model.endpoint
 
@@ -602,9 +604,20 @@ def _context_windows(settings: Settings, chat_model: ChatModel | None) -> Contex
             return (await endpoint.compat()).context_size
 
         reported = reported_window
-    return ContextWindows(
+        tokenize = server_tokenizer(endpoint)
+    windows = ContextWindows(
         default_budget=settings.orchestrator_context_max_tokens,
         output_tokens=settings.openagent_llm_max_tokens,
         configured=settings.llm_context_windows,
         reported=reported,
+        tokenize=tokenize,
+        sample=calibration_sample(system_prompt("default")),
     )
+    metrics.live(
+        "openagent_llm_token_ratio",
+        "Tokens of the model's own tokenizer per token the master counts, as its server's tokenizer "
+        "calibrated it, by model.",
+        lambda: {(model,): ratio for model, ratio in windows.ratios().items()},
+        ["model"],
+    )
+    return windows

@@ -8,6 +8,18 @@ by ``SUMMARIZER_MODEL`` and a turn ``{"decision": "summary", "summary": ...,
 the full session list of the last turn the summary covers. A failed
 summarization loses nothing: the full tail is used and the turns stay as they are.
 
+A summary is checked before it replaces turns (:mod:`master.conversation.summary_check`): when it
+loses more than a small share of the numbers, names and identifiers of the turns it covers, the
+summarizer is asked once more with the lost facts listed; if that summary loses them too, it is
+not stored, the turns stay, and ``openagent_summaries_rejected_total`` counts it.
+
+When the limit is the model's window (``window_bound``) and no summary replaces the older turns
+(rejected, or the summarizer failed), a request with all of them would be refused: it is sent
+the most recent turns that fit instead (the session keeps every turn, and the next query tries
+to summarize again). Otherwise (a limit below a larger window) the full tail is sent. Under the
+window, a summary covers only the oldest turns the model can read in one request; the next
+summaries take the rest.
+
 When the summaries themselves take more than :data:`SUMMARY_SHARE` of the limit, they are folded:
 one new summary (``"folds_previous": true``) of the summaries and the older raw turns replaces them.
 
@@ -27,15 +39,16 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from master.conversation import summary_check
 from master.conversation.history import context_messages, history_messages
 from master.conversation.store import SessionTurns
 from master.errors import LLMError, QueryRejected
 from master.llm.model import ChatMessage, ChatModel
-from master.llm.tokens import count_messages, count_tools
+from master.llm.tokens import count_messages, count_text, count_tools
 
 logger = logging.getLogger("master.conversation.context")
 
@@ -45,6 +58,11 @@ SUMMARY_PROMPT = (
     "Summarize this conversation between a user and an AI orchestrator that calls tools of agents. "
     "Keep every fact, number, name, decision and tool result a follow-up question could need; drop "
     "pleasantries. Write plain prose, at most 200 words."
+)
+
+MISSING_FACTS_PROMPT = (
+    "Your summary leaves out facts of the conversation: {facts}. Write the summary again, keeping "
+    "each of them as written (numbers, names and identifiers verbatim)."
 )
 
 
@@ -128,8 +146,22 @@ def split_turns(turns: Sequence[Turn]) -> Split:
 class ContextBuilder:
     """Builds the bounded context, summarizing older turns when needed."""
 
-    def __init__(self, llm: ChatModel, *, max_tokens: int, recent_turns: int, summarizer_model: str) -> None:
+    def __init__(
+        self,
+        llm: ChatModel,
+        *,
+        max_tokens: int,
+        recent_turns: int,
+        summarizer_model: str,
+        on_rejected: Callable[[str], None] | None = None,
+        window_bound: bool = False,
+    ) -> None:
         self._llm = llm
+        self._on_rejected = on_rejected
+        """Told the reason (``lost_facts``) when a summary is not stored (the metric)."""
+        self._window_bound = window_bound
+        """``max_tokens`` comes from the model's window: a request over it would be refused, so
+        when no summary replaces the older turns the most recent that fit are sent instead."""
         self._max_tokens = max_tokens
         self._recent = recent_turns
         self._summarizer_model = summarizer_model
@@ -193,12 +225,15 @@ class ContextBuilder:
         if fold or self._overflows(message_tokens, split.raw_count, tool_costs):
             raw = split.raw
             older = raw[: len(raw) - min(self._recent, len(raw))]
+            if self._window_bound and not fold:
+                older = older[: self._summarizable(older)]
             covered = (
                 split.index(len(older) - 1)
                 if older
                 else max(int(s.get("covers_through_index", -1)) for s in summaries)
             )
             text, spent = await self._summarize([*summaries, *older] if fold else older)
+            kept, rest = summaries, raw
             if text is not None:
                 summary_turn = {
                     "decision": "summary",
@@ -208,36 +243,108 @@ class ContextBuilder:
                 }
                 if fold:
                     summary_turn["folds_previous"] = True
-                recent = raw[len(older) :]
+                rest = raw[len(older) :]
                 kept = [summary_turn] if fold else [*summaries, summary_turn]
-                messages = context_messages(system, kept, recent, [(0, len(recent))], query)
+                messages = context_messages(system, kept, rest, [(0, len(rest))], query)
                 message_tokens = count_messages(messages)
+            if self._window_bound and message_tokens + sum(tool_costs) > self._max_tokens:
+                droppable = max(0, len(rest) - self._recent)
+                messages, message_tokens = self._latest_that_fit(
+                    system, kept, rest, droppable, query, sum(tool_costs)
+                )
         if message_tokens + sum(tool_costs) > self._max_tokens:
             tools, tool_costs = self._fit_tools(message_tokens, tools, tool_costs, query)
         return Context(messages, tools, summary_turn, message_tokens + sum(tool_costs)), spent
 
-    async def _summarize(self, turns: Sequence[Turn]) -> tuple[str | None, int]:
-        transcript = "\n".join(
-            f"{m['role']}: {m['content']}"
-            for m in history_messages(turns)
-            if isinstance(m.get("content"), str)
+    def _summarizable(self, older: list[Turn]) -> int:
+        """How many of the ``older`` turns (the first ones, at least one) the model can read in one
+        summary request under the window: the others wait for a later summary."""
+
+        def fits(count: int) -> bool:
+            return count_text(_transcript(older[:count])) + count_text(SUMMARY_PROMPT) <= self._max_tokens
+
+        if not older or fits(len(older)):
+            return len(older)
+        low, high = 1, len(older)  # the most that fit is in [low, high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if fits(middle):
+                low = middle
+            else:
+                high = middle
+        logger.info(
+            "summarizing the %d oldest of %d turns, as many as the model's window takes", low, len(older)
         )
-        try:
-            result = await self._llm.complete(
-                model=self._summarizer_model,
-                messages=[
-                    {"role": "system", "content": SUMMARY_PROMPT},
-                    {"role": "user", "content": transcript},
-                ],
+        return low
+
+    def _latest_that_fit(
+        self, system: str, summaries: list[Turn], raw: list[Turn], older: int, query: str, tool_tokens: int
+    ) -> tuple[list[ChatMessage], int]:
+        """The messages with the fewest of the ``older`` first raw turns left out that fit beside
+        ``tool_tokens`` (all of them left out when none does), and their tokens. The session keeps
+        every turn; only this request goes without them."""
+
+        def render(dropped: int) -> tuple[list[ChatMessage], int]:
+            kept = raw[dropped:]
+            messages = context_messages(system, summaries, kept, [(0, len(kept))], query)
+            return messages, count_messages(messages)
+
+        low, high = 0, older  # the fewest left out is in [low, high]
+        while low < high:
+            middle = (low + high) // 2
+            if render(middle)[1] + tool_tokens <= self._max_tokens:
+                high = middle
+            else:
+                low = middle + 1
+        messages, tokens = render(low)
+        logger.warning(
+            "no summary replaces the older turns: this request leaves out the %d oldest of %d to fit "
+            "the model's window (the session keeps them)",
+            low,
+            len(raw),
+        )
+        return messages, tokens
+
+    async def _summarize(self, turns: Sequence[Turn]) -> tuple[str | None, int]:
+        """A summary of ``turns`` that keeps their facts (:mod:`master.conversation.summary_check`),
+        asked for once more with the lost facts named; ``None`` (the turns stay) when the model
+        fails or the summary still loses them. Also the tokens spent."""
+        transcript = _transcript(turns)
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": SUMMARY_PROMPT},
+            {"role": "user", "content": transcript},
+        ]
+        spent = 0
+        for attempt in range(2):
+            try:
+                result = await self._llm.complete(model=self._summarizer_model, messages=messages)
+            except LLMError as exc:
+                logger.warning("summarization failed, keeping the full context: %s", exc)
+                return None, spent
+            spent += result.total_tokens
+            if not result.content:
+                logger.warning("summarizer returned no text, keeping the full context")
+                return None, spent
+            verdict = summary_check.check(result.content, transcript)
+            if verdict.passed:
+                logger.info("summarized %d turns into %d characters", len(turns), len(result.content))
+                return result.content, spent
+            logger.warning(
+                "summary of %d turns lost %d of %d facts (%s)%s",
+                len(turns),
+                len(verdict.lost),
+                len(verdict.facts),
+                ", ".join(verdict.lost[:10]),
+                ": asking again" if attempt == 0 else ": keeping the turns",
             )
-        except LLMError as exc:
-            logger.warning("summarization failed, keeping the full context: %s", exc)
-            return None, 0
-        if not result.content:
-            logger.warning("summarizer returned no text, keeping the full context")
-            return None, result.total_tokens
-        logger.info("summarized %d turns into %d characters", len(turns), len(result.content))
-        return result.content, result.total_tokens
+            messages = [
+                *messages,
+                {"role": "assistant", "content": result.content},
+                {"role": "user", "content": MISSING_FACTS_PROMPT.format(facts=", ".join(verdict.lost))},
+            ]
+        if self._on_rejected is not None:
+            self._on_rejected("lost_facts")
+        return None, spent
 
     def _fit_tools(
         self, message_tokens: int, tools: list[dict[str, Any]], costs: list[int], query: str
@@ -272,6 +379,13 @@ class ContextBuilder:
             len(tools),
         )
         return [tools[i] for i in chosen], [costs[i] for i in chosen]
+
+
+def _transcript(turns: Sequence[Turn]) -> str:
+    """``turns`` as the summarizer reads them."""
+    return "\n".join(
+        f"{m['role']}: {m['content']}" for m in history_messages(turns) if isinstance(m.get("content"), str)
+    )
 
 
 def _words(text: str) -> set[str]:

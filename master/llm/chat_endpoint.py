@@ -349,6 +349,17 @@ class ChatEndpoint:
             raise LLMError(f"HTTP {response.status}", code="llm_error")
         return orjson.loads(memoryview(await response.bytes()))
 
+    async def post_json(self, url: str, body: Any) -> Any:
+        """POSTs ``body`` to one of the server's side endpoints (``/tokenize``) and returns its
+        JSON, within :data:`COMPAT_PROBE_TIMEOUT`; raises on any failure or non-2xx status."""
+        request = (
+            self._client().post(url).body_bytes(encode(body)).timeout(timedelta(seconds=COMPAT_PROBE_TIMEOUT))
+        )
+        response = await request.build().send()
+        if response.status >= 400:
+            raise LLMError(f"HTTP {response.status}", code="llm_error")
+        return orjson.loads(memoryview(await response.bytes()))
+
     async def complete(self, model: str, body: bytes | Sequence[bytes]) -> dict[str, Any]:
         """One completion: the answer's JSON object."""
         response, _ = await self._send(model, body)

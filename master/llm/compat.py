@@ -15,6 +15,11 @@ subset, plus what the server is known to take:
 - the per-round output bound as ``max_completion_tokens`` for the OpenAI API (its reasoning
   models refuse ``max_tokens``), ``max_tokens`` everywhere else.
 
+- the server's own tokenizer, where it offers one (:data:`Compat.tokenizers`): llama-server's
+  ``POST /tokenize``, llama-cpp-python's ``POST /extras/tokenize``, vLLM's ``POST /tokenize``
+  (Ollama and the OpenAI API offer none); the context budget is calibrated with it
+  (:mod:`master.llm.windows`).
+
 ``OPENAGENT_LLM_COMPAT`` picks the dialect; ``auto`` asks the server once (:func:`detect`:
 ``/props`` for llama.cpp, ``/api/version`` for Ollama, ``/models`` for vLLM and
 llama-cpp-python), and logs its choice. When nothing answers, the safe common subset
@@ -36,6 +41,9 @@ logger = logging.getLogger("master.llm.compat")
 
 CompatSetting = Literal["auto", "openai", "llamacpp", "ollama", "vllm"]
 """The values of ``OPENAGENT_LLM_COMPAT``."""
+
+Tokenizer = Literal["llama-server", "llama-cpp-python", "vllm"]
+"""A server's tokenize endpoint, by the server that offers it (:func:`tokenize_request`)."""
 
 MAX_CALL_ID = 40
 """The longest tool-call id sent to a server (OpenAI's own are 29 to 40 characters)."""
@@ -65,12 +73,14 @@ class Compat:
     """The name of the per-round output bound."""
     context_size: int | None = None
     """The context window the server reported, if it did."""
+    tokenizers: tuple[Tokenizer, ...] = ()
+    """The tokenize endpoints the server may offer, tried in order (the first that answers is used)."""
 
 
 OPENAI = Compat("openai", null_content=True, stream_usage=True, max_tokens_field="max_completion_tokens")
-LLAMACPP = Compat("llamacpp", stream_usage=True)
+LLAMACPP = Compat("llamacpp", stream_usage=True, tokenizers=("llama-server", "llama-cpp-python"))
 OLLAMA = Compat("ollama", stream_usage=True)
-VLLM = Compat("vllm", stream_usage=True)
+VLLM = Compat("vllm", stream_usage=True, tokenizers=("vllm",))
 GENERIC = Compat("generic")
 """The common subset, for a server that said nothing about itself."""
 
@@ -126,9 +136,7 @@ async def detect(base_url: str, get: Getter) -> Compat:
     """What the server at ``base_url`` (``…/v1``) says it is; :data:`GENERIC` if it says nothing.
 
     ``get`` is bounded by the caller's timeout; each probe that fails is skipped."""
-    root = base_url.rstrip("/")
-    if root.endswith("/v1"):
-        root = root[: -len("/v1")]
+    root = _root(base_url)
     host = urlsplit(base_url).hostname or ""
     if host == "api.openai.com":
         return OPENAI
@@ -136,7 +144,7 @@ async def detect(base_url: str, get: Getter) -> Compat:
     if isinstance(props, dict) and ("default_generation_settings" in props or "n_ctx" in props):
         settings = props.get("default_generation_settings")
         n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else props.get("n_ctx")
-        return replace(LLAMACPP, context_size=_positive(n_ctx))
+        return replace(LLAMACPP, context_size=_positive(n_ctx), tokenizers=("llama-server",))
     version = await _probe(get, f"{root}/api/version")
     if isinstance(version, dict) and isinstance(version.get("version"), str):
         return OLLAMA
@@ -151,8 +159,39 @@ async def detect(base_url: str, get: Getter) -> Compat:
         if owner in ("llamacpp", "me"):  # llama-server, llama-cpp-python
             meta = entry.get("meta")
             n_ctx = meta.get("n_ctx_train") if isinstance(meta, dict) else None
-            return replace(LLAMACPP, context_size=_positive(n_ctx))
+            tokenizer: Tokenizer = "llama-server" if owner == "llamacpp" else "llama-cpp-python"
+            return replace(LLAMACPP, context_size=_positive(n_ctx), tokenizers=(tokenizer,))
     return GENERIC
+
+
+def tokenize_request(
+    tokenizer: Tokenizer, base_url: str, model: str, text: str
+) -> tuple[str, dict[str, Any]]:
+    """The URL and JSON body that ask ``tokenizer``'s endpoint (of the server at ``base_url``,
+    ``…/v1``) to tokenize ``text`` for ``model``."""
+    root = _root(base_url)
+    if tokenizer == "llama-server":
+        return f"{root}/tokenize", {"content": text}
+    if tokenizer == "llama-cpp-python":
+        return f"{root}/extras/tokenize", {"input": text, "model": model}
+    return f"{root}/tokenize", {"model": model, "prompt": text}
+
+
+def token_count(answer: Any) -> int | None:
+    """The number of tokens a tokenize endpoint answered (``tokens`` list, or vLLM's ``count``),
+    or ``None`` when the answer is not one."""
+    if not isinstance(answer, dict):
+        return None
+    tokens = answer.get("tokens")
+    if isinstance(tokens, list):
+        return len(tokens)
+    count = answer.get("count")
+    return count if isinstance(count, int) and count >= 0 else None
+
+
+def _root(base_url: str) -> str:
+    root = base_url.rstrip("/")
+    return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
 async def _probe(get: Getter, url: str) -> Any:

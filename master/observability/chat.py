@@ -42,6 +42,9 @@ class InstrumentedChatModel:
             finally:
                 metrics.llm_seconds.labels(model).observe(time.perf_counter() - started)
             metrics.llm_calls.labels(model, "success").inc()
+            if result.prompt_tokens or result.completion_tokens:
+                metrics.llm_request_tokens.labels(model, "prompt").observe(result.prompt_tokens)
+                metrics.llm_request_tokens.labels(model, "completion").observe(result.completion_tokens)
             if result.total_tokens:
                 metrics.llm_tokens.labels(model).inc(result.total_tokens)
                 tracing.set_attribute(span, "gen_ai.usage.total_tokens", result.total_tokens)

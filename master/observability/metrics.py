@@ -19,6 +19,9 @@ name                                           type       labels
 ``tool_call_duration_seconds``                 histogram  ``agent_id``, ``tool``, ``outcome``
 ``llm_calls_total``                            counter    ``model``, ``outcome`` (``success`` or the error code)
 ``llm_tokens_total``                           counter    ``model``
+``llm_request_tokens``                         histogram  ``model``, ``kind`` (``prompt``, ``completion``: per request, as reported or counted)
+``llm_token_ratio``                            gauge      ``model`` (the model's tokens per token the master counts, where its server's tokenizer calibrated it)
+``summaries_rejected_total``                   counter    ``reason`` (``lost_facts``: a summary that dropped what it covered, the turns kept)
 ``llm_call_duration_seconds``                  histogram  ``model``
 ``redis_errors_total``                         counter    ``error`` (the redis-py exception class)
 ``audit_events_total``                        counter    ``action`` (``key_created``, ``key_revoked``, ``module_saved``...: :mod:`master.access.audit`)
@@ -58,6 +61,9 @@ _DECISION_SECONDS = (
     7 * 86400.0,
 )
 """A person's time: seconds to a week."""
+
+_TOKENS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+"""Tokens of one request: a short answer to a full long-context window."""
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -177,6 +183,19 @@ class Metrics:
         self.llm_tokens = _Counter(
             "openagent_llm_tokens", "Tokens the LLM reported, by model.", ["model"], registry=r
         )
+        self.llm_request_tokens = _Histogram(
+            "openagent_llm_request_tokens",
+            "Tokens of each LLM request, by model and kind (prompt, completion).",
+            ["model", "kind"],
+            buckets=_TOKENS,
+            registry=r,
+        )
+        self.summaries_rejected = _Counter(
+            "openagent_summaries_rejected",
+            "Summaries not stored because they lost facts of the turns they cover (the turns stay), by reason.",
+            ["reason"],
+            registry=r,
+        )
         self.tool_call_repairs = _Counter(
             "openagent_llm_tool_call_repairs",
             "Tool calls of the model that needed a repair, by kind (text_call, bad_json, unknown_tool, "
@@ -202,6 +221,10 @@ class Metrics:
         )
         self._live = _Live()
         r.register(self._live)
+
+    def summary_rejected(self, reason: str) -> None:
+        """A summary was not stored (:mod:`master.conversation.context`)."""
+        self.summaries_rejected.labels(reason).inc()
 
     def live(
         self,

@@ -916,6 +916,8 @@ class QueryService:
             max_tokens=budget,
             recent_turns=self._settings.orchestrator_recent_turns,
             summarizer_model=self._catalog.summarizer_model,
+            on_rejected=None if self._metrics is None else self._metrics.summary_rejected,
+            window_bound=self._windows is not None and await self._windows.window_bound(run.model),
         )
         if tool_costs is None:
             tool_costs = [count_tool(tool) for tool in tools]

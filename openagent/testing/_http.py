@@ -119,7 +119,8 @@ class ScriptedRequestHandler(BaseHTTPRequestHandler):
         raw = self._read_body()
         if not self._authorized():
             return
-        if path not in ("/v1/chat/completions", "/v1/embeddings"):
+        tokenizes = path in ("/tokenize", "/extras/tokenize")
+        if path not in ("/v1/chat/completions", "/v1/embeddings") and not tokenizes:
             self._send_error(404, f"ScriptedOpenAIServer: unknown path POST {path!r}")
             return
         try:
@@ -127,7 +128,13 @@ class ScriptedRequestHandler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             self._send_error(400, f"ScriptedOpenAIServer: request body is not valid JSON: {exc}")
             return
-        if not isinstance(body, dict):
+        if tokenizes:
+            answer = self.server.quirks.tokenize(path, body) if isinstance(body, dict) else None
+            if answer is None:
+                self._send_error(404, f"ScriptedOpenAIServer: unknown path POST {path!r}")
+            else:
+                self._send_json(*answer)
+        elif not isinstance(body, dict):
             self._send_error(
                 400, f"ScriptedOpenAIServer: request body must be a JSON object, got {raw[:80]!r}"
             )

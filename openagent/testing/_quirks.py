@@ -7,6 +7,8 @@ what it leaves out of its answers.
 
 from __future__ import annotations
 
+import json
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -57,6 +59,14 @@ class Quirks:
             with HTTP 400.
         single_slot: One request at a time; another one meanwhile gets HTTP 503 ``server is
             busy`` with ``retry-after-ms`` (a busy llama.cpp slot).
+        tokenize_ratio: The server has a tokenizer of its own, which counts this many tokens per
+            ``cl100k_base`` token (rounded up; about four characters a token without tiktoken).
+            It answers the tokenize endpoint of its ``kind`` (``llamacpp``: ``POST /tokenize``
+            with ``content``; ``llama-cpp-python``: ``POST /extras/tokenize`` with ``input``;
+            ``vllm``: ``POST /tokenize`` with ``prompt``), and ``context_size`` is checked with
+            it (each message's text and tool calls, four tokens of framing each, and the
+            tools' JSON). ``None``: no tokenize endpoint.
+        tokenize_calls: How many tokenize requests the server answered.
     """
 
     kind: ServerKind = "openai"
@@ -68,12 +78,20 @@ class Quirks:
     common_subset_only: bool = False
     single_slot: bool = False
     busy_retry_ms: int = 50
+    tokenize_ratio: float | None = None
+    tokenize_calls: int = 0
     _busy: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def llamacpp(cls, context_size: int = 8192) -> Quirks:
-        """``llama-server`` with a Jinja template: refuses null content, reports its window."""
-        return cls(kind="llamacpp", reject_null_content=True, context_size=context_size)
+    def llamacpp(cls, context_size: int = 8192, tokenize_ratio: float | None = None) -> Quirks:
+        """``llama-server`` with a Jinja template: refuses null content, reports its window (and,
+        with ``tokenize_ratio``, tokenizes as a model whose tokenizer counts that much more)."""
+        return cls(
+            kind="llamacpp",
+            reject_null_content=True,
+            context_size=context_size,
+            tokenize_ratio=tokenize_ratio,
+        )
 
     def check(self, body: dict[str, Any]) -> tuple[int, str] | None:
         """The HTTP status and message this server refuses ``body`` with, or ``None``."""
@@ -96,7 +114,7 @@ class Quirks:
                 if problem:
                     return 400, f"messages[{index}]: {problem}"
         if self.context_size is not None:
-            used = _wire.prompt_tokens(body)
+            used = _wire.prompt_tokens(body) if self.tokenize_ratio is None else self.prompt_tokens(body)
             if used > self.context_size:
                 return 400, (
                     f"request ({used} tokens) exceeds the available context size "
@@ -133,3 +151,59 @@ class Quirks:
                     entry["owned_by"] = "llamacpp"
             return listed
         return None
+
+    def model_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in this server's tokenizer (:attr:`tokenize_ratio`)."""
+        base = _cl100k(text)
+        return math.ceil(base * (self.tokenize_ratio or 1.0))
+
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """A chat request's prompt in this server's tokenizer, as its chat template frames it."""
+        total = 0
+        messages = body.get("messages")
+        for message in messages if isinstance(messages, list) else []:
+            if not isinstance(message, dict):
+                continue
+            total += 4
+            if isinstance(message.get("content"), str):
+                total += self.model_tokens(message["content"])
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    total += self.model_tokens(
+                        str(function.get("name", "")) + str(function.get("arguments", ""))
+                    )
+        tools = body.get("tools")
+        for tool in tools if isinstance(tools, list) else []:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            total += 4 + self.model_tokens(json.dumps(function, separators=(",", ":")))
+        return total
+
+    def tokenize(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """The answer to ``POST path`` when it is this server's tokenize endpoint (``None``: it is not)."""
+        if self.tokenize_ratio is None:
+            return None
+        field = {
+            ("llamacpp", "/tokenize"): "content",
+            ("llama-cpp-python", "/extras/tokenize"): "input",
+            ("vllm", "/tokenize"): "prompt",
+        }.get((self.kind, path))
+        if field is None:
+            return None
+        text = body.get(field)
+        if not isinstance(text, str):
+            return 400, _wire.error_body(400, f"{path}: {field!r} must be a string")
+        self.tokenize_calls += 1
+        tokens = list(range(self.model_tokens(text)))
+        if self.kind == "vllm":
+            return 200, {"count": len(tokens), "max_model_len": self.context_size or 4096, "tokens": tokens}
+        return 200, {"tokens": tokens}
+
+
+def _cl100k(text: str) -> int:
+    """``cl100k_base`` tokens of ``text`` when tiktoken is installed, else about four characters each."""
+    try:
+        from openagent._tokens import encoding
+    except ImportError:  # the SDK without the rag or master extra
+        return _wire.tokens(text)
+    return len(encoding().encode(text, disallowed_special=()))

@@ -9,8 +9,9 @@
   against the tool's schema.
 
 Each step becomes a ``WORKING`` status update (a text part saying what happens and a data part
-``{"event": "tool_call" | "tool_progress" | "tool_result" | "step", ...}``), the answer an
-artifact, then a terminal state (a blocking ``SendMessage`` of a new task, whose steps no one can
+``{"event": "tool_call" | "tool_progress" | "tool_result" | "step", ...}``), the answer's tokens
+chunks of an ``answer`` artifact as the model writes them (``append``; a streaming caller's
+only), the answer that artifact (replacing the chunks under the same id), then a terminal state (a blocking ``SendMessage`` of a new task, whose steps no one can
 see, gets its task written once, finished: :class:`_Updater`): ``COMPLETED``, or ``FAILED`` with the error (the failed tool's
 or the query's, its ``error_code`` in the status message's data part). A query the master did
 not admit (``too_many_queries``, ``draining``) and a direct call it refused are A2A errors
@@ -165,6 +166,29 @@ class _Updater(TaskUpdater):
     quiet: bool = False
     run_id: str = ""
     """The hub run answering the task (kept in the task's metadata)."""
+    answer_id: str = ""
+    """The ``answer`` artifact the tokens are streamed into (``""``: none yet); the final answer
+    replaces it under the same id, or, when the task ends otherwise, the text streamed so far
+    with ``{"partial": true}``."""
+    streamed: list[str] | None = None
+
+    async def token(self, text: str) -> None:
+        """A token of the answer, as a chunk of the ``answer`` artifact (streaming callers only)."""
+        if self.quiet or self.first is not None or not text:
+            return
+        first = not self.answer_id
+        if first:
+            self.answer_id = str(uuid.uuid4())
+            self.streamed = []
+        assert self.streamed is not None
+        self.streamed.append(text)
+        await self.add_artifact(
+            [new_text_part(text)],
+            artifact_id=self.answer_id,
+            name="answer",
+            append=not first,
+            last_chunk=False,
+        )
 
     async def working(self, message: Message | None) -> None:
         if self.quiet:
@@ -192,8 +216,12 @@ class _Updater(TaskUpdater):
     ) -> None:
         """End the task in ``state``, with an artifact of ``parts`` when given."""
         if self.first is None:
-            if parts is not None:
-                await self.add_artifact(parts, name=name, metadata=metadata)
+            if parts is None and self.streamed:  # ended without an answer: what was streamed, marked
+                parts, name, metadata = [new_text_part("".join(self.streamed))], "answer", {"partial": True}
+            if parts is not None:  # replaces the streamed tokens, if any
+                await self.add_artifact(
+                    parts, artifact_id=self.answer_id or None, name=name, metadata=metadata, last_chunk=True
+                )
             await self.update_status(state, message)
             return
         artifacts = None
@@ -301,7 +329,9 @@ class HubExecutor(AgentExecutor):
             async for event in run.events():
                 if isinstance(event, Finished):
                     response = event.response
-                elif event.event != "token" and not updater.quiet:
+                elif event.event == "token":
+                    await updater.token(str(event.data.get("text", "")))
+                elif not updater.quiet:
                     await updater.working(
                         updater.new_agent_message(
                             _status(_describe(event), {"event": event.event, **event.data})

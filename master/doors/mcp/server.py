@@ -27,8 +27,9 @@ self-contained POST (``server/discover``, no session), anything else takes the 2
   (``elicitation/create``, one call at a time). Any other client gets the answer that names what
   waits and how to decide (``POST /approvals/{approval_id}``), with the approvals as structured
   content.
-- progress: an agent's ``tool_progress`` (and an ``ask`` run's steps) become
-  ``notifications/progress`` when the caller sent a progress token.
+- progress: an agent's ``tool_progress`` (and an ``ask`` run's steps and the answer's tokens,
+  each token's text as the message) become ``notifications/progress`` when the caller sent a
+  progress token.
 - cancellation: a 2025 ``notifications/cancelled`` or a dropped 2026 request cancels the
   handler, which cancels the hub call: the dispatcher forgets it (a result that still comes is
   discarded) and tells a WebSocket agent with a ``tool_cancel`` frame. An ``ask`` call's run is
@@ -330,7 +331,7 @@ class McpDoor:
             async for event in run.events():
                 if isinstance(event, Finished):
                     return event.response
-                if isinstance(event, Progress) and event.event != "token":
+                if isinstance(event, Progress):
                     relay(None, _step(event))
         except asyncio.CancelledError:  # the client cancelled the call (not the master stopping)
             if not self._stop.is_set():
@@ -526,6 +527,8 @@ def _unknown_tool(name: str, why: str | None = None) -> MCPError:
 def _step(event: Progress) -> str:
     """A step of an ``ask`` run, as a progress message."""
     data = event.data
+    if event.event == "token":  # the answer's text as the model writes it
+        return str(data.get("text", ""))
     if event.event in ("tool_call", "tool_result", "tool_progress"):
         agent, tool = data.get("agent_id"), data.get("tool_name")
         label = f"{agent}.{tool}" if agent and tool else str(data.get("function_name", ""))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,10 +26,16 @@ def turns(n: int, size: int = 60) -> list[dict[str, Any]]:
     ]
 
 
+def faithful(transcript: str) -> str:
+    """A summary that keeps the transcript's numbers (the facts of :func:`turns`)."""
+    numbers = dict.fromkeys(re.findall(r"\d+", transcript))
+    return f"SUMMARY of earlier turns: questions {', '.join(numbers)}"
+
+
 def summarizer(calls: list[Any]) -> FunctionChatModel:
     def reply(messages: Sequence[dict[str, Any]], tools: Any) -> ChatResult:
         calls.append(messages)
-        return ChatResult(content="SUMMARY of earlier turns", total_tokens=50)
+        return ChatResult(content=faithful(messages[-1]["content"]), total_tokens=50)
 
     return FunctionChatModel(reply)
 
@@ -66,7 +73,8 @@ async def test_over_the_limit_summarizes_all_but_recent_turns() -> None:
     # the follow-up context: summary + raw tail after covers_through_index
     stored = [*history, context.summary_turn, *turns(1)]
     split = split_turns(stored)
-    assert [t["summary"] for t in split.summaries] == ["SUMMARY of earlier turns"]
+    assert [t["summary"] for t in split.summaries] == [context.summary_turn["summary"]]
+    assert context.summary_turn["summary"].startswith("SUMMARY of earlier turns: questions 0, 1, 2")
     assert indexed(split) == [(28, stored[28]), (29, stored[29]), (31, stored[31])]
 
 
@@ -173,7 +181,7 @@ async def test_a_new_summary_records_the_index_in_the_full_session_list() -> Non
     summaries = [m["content"] for m in follow_up.messages if m["role"] == "system"][1:]
     assert summaries == [
         "Summary of the earlier conversation: EARLIER",
-        "Summary of the earlier conversation: SUMMARY of earlier turns",
+        f"Summary of the earlier conversation: {summary['summary']}",
     ]
     assert len(user_queries(follow_up.messages)) == 3  # questions 58 and 59, and the one after
     assert user_queries(follow_up.messages)[:2] == ["58", "59"]
@@ -261,9 +269,7 @@ async def test_summaries_over_their_share_are_folded_into_one() -> None:
     assert folded is not None and folded["folds_previous"] is True
     assert len(calls) == 1 and all(f"S{n} " in calls[0][-1]["content"] for n in range(3))
     summaries = [m for m in context.messages if str(m["content"]).startswith("Summary of the earlier")]
-    assert [m["content"] for m in summaries] == [
-        "Summary of the earlier conversation: SUMMARY of earlier turns"
-    ]
+    assert [m["content"] for m in summaries] == [f"Summary of the earlier conversation: {folded['summary']}"]
     split = split_turns([*history, folded])
     assert split.summaries == [folded] and len(split.raw) == 2
     assert not builder.wants_summary(system="sys", turns=[*history, folded], query="next", tool_costs=[])

@@ -222,8 +222,13 @@ async def test_streaming_sends_the_task_each_step_the_answer_and_the_end(llm: Sc
     ]
     assert events[:1] == ["step"] and {"tool_call", "tool_progress", "tool_result"} <= set(events)
     assert events.index("tool_call") < events.index("tool_progress") < events.index("tool_result")
-    artifacts = [r.artifact_update.artifact for r in responses if r.HasField("artifact_update")]
-    assert [part.text for artifact in artifacts for part in artifact.parts] == ["42"]
+    updates = [r.artifact_update for r in responses if r.HasField("artifact_update")]
+    # the answer's tokens as chunks, then the answer itself under the same id
+    assert [(u.append, u.last_chunk, u.artifact.parts[0].text) for u in updates] == [
+        (False, False, "42"),
+        (False, True, "42"),
+    ]
+    assert len({u.artifact.artifact_id for u in updates}) == 1
     last = responses[-1]
     assert (
         last.HasField("status_update") and last.status_update.status.state == TaskState.TASK_STATE_COMPLETED

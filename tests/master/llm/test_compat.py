@@ -18,6 +18,7 @@ from master.errors import LLMError
 from master.llm.chat_endpoint import ChatEndpoint
 from master.llm.compat import MAX_CALL_ID, wire_call_id
 from master.llm.model import OpenAIChatModel
+from master.llm.windows import server_tokenizer
 from openagent.testing import EmptyReply, Quirks, ScriptedOpenAIServer, TextReply
 from tests.factories import free_port
 
@@ -257,3 +258,28 @@ async def test_errors_name_the_model_server_and_the_cause(server: ScriptedOpenAI
     finally:
         await unreachable.aclose()
     assert refused.value.code == "llm_unavailable" and "127.0.0.1" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("server", "compat", "counted"),
+    [
+        (Quirks(kind="llamacpp", tokenize_ratio=1.6), "auto", True),  # POST /tokenize {content}
+        (Quirks(kind="llama-cpp-python", tokenize_ratio=1.6), "auto", True),  # POST /extras/tokenize
+        (Quirks(kind="llama-cpp-python", tokenize_ratio=1.6), "llamacpp", True),  # the second one tried
+        (Quirks(kind="vllm", tokenize_ratio=1.6), "auto", True),  # POST /tokenize {prompt}
+        (Quirks(kind="ollama", tokenize_ratio=1.6), "auto", False),  # Ollama offers none
+        (Quirks(kind="llamacpp"), "auto", False),  # no tokenize endpoint: 404
+    ],
+    indirect=["server"],
+)
+async def test_the_servers_tokenizer_counts_where_it_offers_one(
+    server: ScriptedOpenAIServer, compat: str, counted: bool
+) -> None:
+    chat_model = chat(server, compat)
+    text = "You are an orchestrator. Call weather-agent__get_weather for the weather of Paris."
+    try:
+        count = await server_tokenizer(chat_model.endpoint)("smollm2", text)
+    finally:
+        await chat_model.aclose()
+    assert count == (server.quirks.model_tokens(text) if counted else None)
+    assert server.quirks.tokenize_calls == (1 if counted else 0)

@@ -33,6 +33,7 @@ from tests.factories import (
     dispatcher_for_tests,
     in_process_master,
 )
+from tests.master.conversation.test_context import faithful
 
 COUNTER_TOOL = ToolSchema(
     name="step",
@@ -195,8 +196,14 @@ async def test_summarization_with_small_limits(
         httpx.AsyncClient(base_url=m.base_url, timeout=30) as http,
     ):
         session_id = None
+        scripted_llm.set_handler(  # the summarizer keeps the numbers of what it covers
+            lambda request: (
+                faithful(request["messages"][-1]["content"])
+                if request["model"] == "gpt-4o"
+                else f"answer {len(scripted_llm.requests)}"
+            )
+        )
         for i in range(6):
-            scripted_llm.add_text(f"answer {i}")
             body = (
                 await http.post("/query", json={"query": f"q{i} {long_text}", "session_id": session_id})
             ).json()

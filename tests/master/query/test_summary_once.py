@@ -22,6 +22,7 @@ from master.conversation.context import SUMMARY_PROMPT
 from master.llm.model import ChatResult, FunctionChatModel
 from master.redis_keys import session_key, summary_lock_key
 from tests.factories import in_process_master
+from tests.master.conversation.test_context import faithful
 
 SESSION = "summary-once-session"
 SETTINGS: dict[str, Any] = {"orchestrator_context_max_tokens": 1500, "orchestrator_recent_turns": 2}
@@ -42,7 +43,7 @@ class Summarizer:
             self.asked += 1
             self.changed.notify_all()
         await self.release.wait()
-        return ChatResult(f"summary number {self.asked}")
+        return ChatResult(f"summary number {self.asked}: " + faithful(messages[-1]["content"]))
 
     async def wait_for(self, asked: int) -> None:
         async with asyncio.timeout(60), self.changed:
