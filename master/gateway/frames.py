@@ -28,7 +28,16 @@ FRAME_PERMISSIONS: dict[str, Permission] = {
 """The frames a connection may send, and the permission each needs."""
 
 MASTER_FRAMES = frozenset(
-    {"registered", "query_result", "tool_call", "tool_cancel", "collaboration_start", "pong", "error"}
+    {
+        "registered",
+        "query_result",
+        "run_event",
+        "tool_call",
+        "tool_cancel",
+        "collaboration_start",
+        "pong",
+        "error",
+    }
 )
 """Frames only the master sends (refused from a connection as ``invalid_message``)."""
 

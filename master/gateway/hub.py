@@ -18,6 +18,9 @@ A master that is stopping (:mod:`master.drain`) first closes new connections at 
 1012 (service restart), then, once its work in flight is done, closes every connection with
 1012 (:meth:`Hub.hand_off`): the SDK reconnects at once, to another master.
 
+A ``query`` with ``stream: true`` gets its run's events as ``run_event`` frames
+(:class:`protocol.RunEventFrame`) as they happen, then its ``query_result``.
+
 ``peer_message`` and ``collaboration_end`` go to the :class:`CollaborationManager`,
 which relays them (or refuses them: an ``error`` with ``ref`` = the session id); a
 connection that closes ends the collaborations it was in.
@@ -49,8 +52,9 @@ from master.auth import Principal, principal_of
 from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.gateway import frames
+from master.gateway.streams import RunStreams
 from master.json_bytes import MAX_JSON_DEPTH
-from master.query.entry import QueryEntry
+from master.query.entry import QueryEntry, QueryRun
 from master.query.events import QueryRefused
 from protocol import (
     CLOSE_AGENT_REPLACED,
@@ -186,6 +190,7 @@ class Hub:
         self._catalog = catalog or ToolCatalog(AgentDirectory(registry, invocation), ToolLimits())
         self._ids = self._catalog.agents.ids
         self._connections: set[_Connection] = set()
+        self._streams = RunStreams()
         self._refusing: tuple[int, str] | None = None
         """(close code, reason) for new connections while the master drains."""
 
@@ -437,12 +442,14 @@ class Hub:
                 msg.query_id,
             )
             return
+        streamed: list[QueryRun] = []  # set once submitted: the result waits for its events
         try:
             run = self._queries.submit(
                 msg,
                 door="websocket",
                 query_id=msg.query_id,
-                deliver=partial(self._send_result, conn),
+                stream=msg.stream,
+                deliver=partial(self._send_result, conn, streamed),
                 principal=conn.principal,
             )
         except QueryRefused as exc:
@@ -454,8 +461,15 @@ class Hub:
             conn.queries_in_flight -= 1
 
         run.on_done(done)
+        if msg.stream:
+            streamed.append(run)
+            self._streams.follow(run, partial(self._reply, conn))
 
-    async def _send_result(self, conn: _Connection, response: QueryResponse) -> None:
+    async def _send_result(
+        self, conn: _Connection, streamed: list[QueryRun], response: QueryResponse
+    ) -> None:
+        if streamed:  # its run_event frames first
+            await self._streams.sent(streamed[0])
         await self._reply(conn, QueryResult(**response.model_dump()).model_dump_json())
 
     async def _cleanup(self, conn: _Connection) -> None:

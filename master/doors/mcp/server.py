@@ -80,8 +80,18 @@ from master.doors.mcp.tools import (
 )
 from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
 from master.query.entry import OfferedTool, QueryEntry, QueryRun, ToolRefused
-from master.query.events import Finished, Progress, QueryRefused
-from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
+from master.query.events import Finished, QueryRefused
+from protocol import (
+    ErrorCode,
+    QueryRequest,
+    QueryResponse,
+    RunEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolProgress,
+    ToolProgressEvent,
+    ToolResultEvent,
+)
 
 logger = logging.getLogger("master.doors.mcp")
 
@@ -324,8 +334,8 @@ class McpDoor:
             async for event in run.events():
                 if isinstance(event, Finished):
                     return event.response
-                if isinstance(event, Progress) and event.event != "token":
-                    relay(None, _step(event))
+                if not isinstance(event.event, TokenEvent):
+                    relay(None, _step(event.event))
         finally:
             await relay.aclose()
         return None
@@ -498,12 +508,15 @@ def _unknown_tool(name: str, why: str | None = None) -> MCPError:
     )
 
 
-def _step(event: Progress) -> str:
+def _step(event: RunEvent) -> str:
     """A step of an ``ask`` run, as a progress message."""
-    data = event.data
-    if event.event in ("tool_call", "tool_result", "tool_progress"):
-        agent, tool = data.get("agent_id"), data.get("tool_name")
-        label = f"{agent}.{tool}" if agent and tool else str(data.get("function_name", ""))
-        detail = data.get("message") or ("failed" if data.get("success") is False else "")
-        return f"{event.event} {label} {detail}".strip()
-    return event.event
+    if isinstance(event, ToolCallEvent | ToolProgressEvent | ToolResultEvent):
+        agent, tool = event.agent_id, event.tool_name
+        label = f"{agent}.{tool}" if agent and tool else str(event.function_name or "")
+        detail = ""
+        if isinstance(event, ToolProgressEvent):
+            detail = event.message
+        elif isinstance(event, ToolResultEvent) and not event.success:
+            detail = "failed"
+        return f"{event.type} {label} {detail}".strip()
+    return event.type
