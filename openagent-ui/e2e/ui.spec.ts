@@ -196,5 +196,6 @@ test("auto mode with roles: the plan's sub-tasks as a checklist, with verdicts a
     "reviewer · pass (attempt 2): the agent echoed it",
   ]);
   await expect(app.lastAnswer()).toContainText("world-again");
-  await app.lastAnswer().screenshot({ path: info.outputPath("roles-checklist.png") });
+  await checklist.screenshot({ path: info.outputPath("roles-checklist.png") });
+  await page.screenshot({ path: info.outputPath("roles-chat.png") });
 });
