@@ -40,4 +40,4 @@ class RunStreams:
 async def _forward(run: QueryRun, send: Send) -> None:
     async for event in run.events():
         if isinstance(event, Progress):
-            await send(RunEventFrame(query_id=run.query_id, event=event.event).model_dump_json())
+            await send(RunEventFrame(query_id=run.query_id, event=event.event).model_dump_json(fallback=str))

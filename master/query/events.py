@@ -41,7 +41,7 @@ class Progress:
 
     def data(self) -> dict[str, Any]:
         """The event as JSON-ready data (``type`` included)."""
-        return self.event.model_dump(mode="json")
+        return self.event.model_dump(mode="json", fallback=str)
 
 
 @dataclass(frozen=True, slots=True)

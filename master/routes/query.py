@@ -171,7 +171,7 @@ async def send_json_answer(send: Send, response: QueryResponse) -> None:
 
 def sse_event(event: RunEvent) -> str:
     """One :data:`protocol.RunEvent` as a Server-Sent Event: ``event: <type>``, its JSON as data."""
-    return f"event: {event.type}\ndata: {event.model_dump_json()}\n\n"
+    return f"event: {event.type}\ndata: {event.model_dump_json(fallback=str)}\n\n"
 
 
 async def sse_events(run: QueryRun) -> AsyncIterator[str]:

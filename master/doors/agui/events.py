@@ -84,7 +84,7 @@ class RunEvents:
 
     def progress(self, event: Progress) -> Iterator[BaseEvent]:
         typed, kind = event.event, event.type
-        data = typed.model_dump(mode="json", exclude={"type"})
+        data = typed.model_dump(mode="json", exclude={"type"}, fallback=str)
         if kind == "token":
             text = str(data.get("text") or "")
             if not text:
