@@ -196,6 +196,9 @@ test("auto mode with roles: the plan's sub-tasks as a checklist, with verdicts a
     "reviewer · pass (attempt 2): the agent echoed it",
   ]);
   await expect(app.lastAnswer()).toContainText("world-again");
+  const results = await new AxeBuilder({ page }).include('[aria-label="Plan checklist"]').analyze();
+  const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  expect(serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)).toEqual([]);
   await checklist.screenshot({ path: info.outputPath("roles-checklist.png") });
   await page.screenshot({ path: info.outputPath("roles-chat.png") });
 });
