@@ -72,7 +72,8 @@ Verdict = Literal["run", "hold", "refuse"]
 EventSink = Callable[[RunEvent], None]
 """Receives each :data:`protocol.RunEvent` as a run progresses (``step``, ``tool_call``,
 ``tool_progress``, ``tool_result``, ``token``; the coordinator's ``plan``, ``subtask_started``,
-``verdict``; ``approval_required``)."""
+``verdict``; ``approval_required``). The orchestrator builds an event only when a sink is set: a
+run nobody streams (a JSON answer) builds none."""
 
 START_COLLABORATION = "start_collaboration"
 SPAWN_AGENT = "spawn_agent"
@@ -254,7 +255,8 @@ class Orchestrator:
                         f"plan_step_{index + 1}", function_name(target.agent_id, tool_name), ""
                     )
                     budget.allow_tool_calls(1)
-                    hooks.emit(StepEvent(step=index + 1, tool_calls=[call.name]))
+                    if hooks.events is not None:
+                        hooks.emit(StepEvent(step=index + 1, tool_calls=[call.name]))
                     if hooks.sending is not None:
                         await hooks.sending([(call.id, call.name, arguments)])
                     run = await self._dispatch(target, tool_name, arguments, call.id, hooks)
@@ -304,7 +306,8 @@ class Orchestrator:
         tools: list[dict[str, Any]],
     ) -> None:
         allowed = budget.allow_tool_calls(len(calls))
-        hooks.emit(StepEvent(step=outcome.steps + 1, tool_calls=[call.name for call in calls]))
+        if hooks.events is not None:
+            hooks.emit(StepEvent(step=outcome.steps + 1, tool_calls=[call.name for call in calls]))
         taken = calls[:allowed]
         ours = [call for call in taken if call.name not in hooks.external] if hooks.external else taken
         verdicts = {call.id: self._verdict(toolbox, call, hooks) for call in ours} if hooks.approval else {}
@@ -397,7 +400,8 @@ class Orchestrator:
                 else f"unknown tool {call.name!r}"
             )
             run = ToolRun(call.name, None, None, call.arguments, error=error)
-            hooks.emit(_result_event(run, None))
+            if hooks.events is not None:
+                hooks.emit(_result_event(run, None))
             return run
         agent, tool = target
         try:
@@ -434,15 +438,19 @@ class Orchestrator:
             run.error = "start_collaboration needs {'agents': [agent ids, initiator first], 'task': text}"
             return run
         run.arguments = arguments
-        hooks.emit(
-            ToolCallEvent(call_id=call.id, agent_id=None, tool_name=START_COLLABORATION, arguments=arguments)
-        )
+        if hooks.events is not None:
+            hooks.emit(
+                ToolCallEvent(
+                    call_id=call.id, agent_id=None, tool_name=START_COLLABORATION, arguments=arguments
+                )
+            )
         try:
             run.result = await collaborate(agents, task)
             run.success, run.dispatched, run.collaboration = True, True, agents
         except (CollaborationRejected, SessionStoreUnavailable) as exc:
             run.error = str(exc)
-        hooks.emit(_result_event(run, call.id))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, call.id))
         return run
 
     async def _spawn(
@@ -464,9 +472,10 @@ class Orchestrator:
             run.error = "spawn_agent needs {'agent_id': the id of a saved agent}"
             return run
         run.arguments, run.agent_id = arguments, agent_id
-        hooks.emit(
-            ToolCallEvent(call_id=call.id, agent_id=agent_id, tool_name=SPAWN_AGENT, arguments=arguments)
-        )
+        if hooks.events is not None:
+            hooks.emit(
+                ToolCallEvent(call_id=call.id, agent_id=agent_id, tool_name=SPAWN_AGENT, arguments=arguments)
+            )
         try:
             agent = await spawn(agent_id)
         except SandboxError as exc:
@@ -480,7 +489,8 @@ class Orchestrator:
                 "status": "running",
                 "tools": [tool["function"]["name"] for tool in added],
             }
-        hooks.emit(_result_event(run, call.id))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, call.id))
         return run
 
     def _refused(
@@ -493,18 +503,20 @@ class Orchestrator:
         hooks: RunHooks,
     ) -> ToolRun:
         run = ToolRun(call.name, agent.agent_id, tool_name, arguments, error=error)
-        hooks.emit(_result_event(run, None))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, None))
         return run
 
     async def _dispatch(
         self, agent: Target, tool_name: str, arguments: dict[str, Any], ref: str, hooks: RunHooks
     ) -> ToolRun:
         def started(call_id: str) -> None:
-            hooks.emit(
-                ToolCallEvent(
-                    call_id=call_id, agent_id=agent.agent_id, tool_name=tool_name, arguments=arguments
+            if hooks.events is not None:
+                hooks.emit(
+                    ToolCallEvent(
+                        call_id=call_id, agent_id=agent.agent_id, tool_name=tool_name, arguments=arguments
+                    )
                 )
-            )
 
         def progress(p: ToolProgress) -> None:
             hooks.emit(
@@ -526,7 +538,8 @@ class Orchestrator:
             on_started=started,
             on_progress=progress if hooks.events else None,
         )
-        hooks.emit(_result_event(run, call_id))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, call_id))
         return run
 
 
