@@ -9,7 +9,9 @@ table, the statuses that the shared machinery gives on any route:
   ``OPENAGENT_HTTP_MAX_BODY_BYTES``) and 422 (not the declared schema) on every route that
   takes a body;
 - 422 on every route with parameters;
-- :class:`protocol.ErrorBody` as the body of every error response declared without one.
+- :class:`protocol.ErrorBody` as the body of every error response declared without one;
+- :data:`protocol.RunEvent` (``components.schemas.RunEvent``), the data of each Server-Sent
+  Event of ``POST /query`` (its ``text/event-stream`` response refers to it).
 
 Every error body is ``{"detail": ..., "error_code": ...}``: ``detail`` a message, FastAPI's list
 of validation errors or an object with more, ``error_code`` a :class:`protocol.ErrorCode`
@@ -30,6 +32,7 @@ from starlette.routing import Match
 from master.deps import needs_api_key
 from master.error_responses import error_response
 from protocol.errors import ErrorBody, ErrorCode
+from protocol.events import run_event_schema
 
 __all__ = ["ErrorBody", "allow_every_method_on_405", "document_shared_responses", "error"]
 
@@ -64,6 +67,10 @@ def document_shared_responses(app: FastAPI) -> None:
         components.update(error_body.pop("$defs", {}))
         components["ErrorBody"] = error_body
         components["HTTPValidationError"] = _validation_error_schema()
+        run_event = run_event_schema()
+        for name, model in run_event.pop("$defs", {}).items():
+            components.setdefault(name, model)
+        components["RunEvent"] = {"title": "RunEvent", **run_event}
         components.setdefault("ValidationError", _validation_item_schema())
         for route in iter_route_contexts(app.routes):
             path = getattr(route, "path_format", None) or route.path

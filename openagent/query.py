@@ -35,14 +35,27 @@ from openagent.errors import (
     QueryError,
     QueryTimeoutError,
 )
-from protocol import ErrorMessage, Message, Query, QueryRequest, QueryResult, Register, ToolProgress
+from protocol import (
+    ErrorMessage,
+    Message,
+    Query,
+    QueryRequest,
+    QueryResult,
+    Register,
+    RunEventFrame,
+    ToolProgress,
+)
 
-__all__ = ["ProgressHandler", "QueryClient"]
+__all__ = ["ProgressHandler", "QueryClient", "RunEventHandler"]
 
 logger = logging.getLogger("openagent.query")
 
 ProgressHandler = Callable[[ToolProgress], Awaitable[None]]
 """``async def on_progress(update)``: a ``tool_progress`` the master relays while tools run."""
+
+RunEventHandler = Callable[[RunEventFrame], Awaitable[None]]
+"""``async def on_event(frame)``: one event of a query as it runs (``frame.query_id`` names the
+query, ``frame.event`` is a :data:`protocol.RunEvent`: ``step``, ``tool_call``, ``plan``, ...)."""
 
 _QUERY_FIELDS = frozenset(QueryRequest.model_fields) - {"query", "session_id"}
 
@@ -55,6 +68,8 @@ class QueryClient:
             connections with one id replace each other, so keep ids unique.
         config: Connection settings; :meth:`ClientConfig.from_env` when omitted.
         on_progress: Receives the ``tool_progress`` frames the master relays.
+        on_event: Receives each query's events as it runs (``run_event`` frames): with it, every
+            query is sent with ``stream=True`` unless the call says otherwise.
 
     Use it as an async context manager, or call :meth:`connect` and :meth:`close`.
     After a dropped connection the client reconnects in the background; queries that
@@ -69,6 +84,7 @@ class QueryClient:
         *,
         config: ClientConfig | None = None,
         on_progress: ProgressHandler | None = None,
+        on_event: RunEventHandler | None = None,
     ) -> None:
         agent_id = agent_id if agent_id is not None else f"query-client-{secrets.token_hex(4)}"
         try:
@@ -77,6 +93,7 @@ class QueryClient:
             raise ConfigurationError(f"invalid agent_id {agent_id!r}") from None
         self.config = config if config is not None else ClientConfig.from_env()
         self._on_progress = on_progress
+        self._on_event = on_event
         self._pending: dict[str, asyncio.Future[QueryResult]] = {}
         self._client = AgentClient(
             register, config=self.config, on_message=self._on_message, on_disconnect=self._on_disconnect
@@ -128,7 +145,8 @@ class QueryClient:
                 when omitted.
             **fields: Other :class:`~protocol.QueryRequest` fields: ``allowed_agent_ids``,
                 ``attachments``, ``orchestrator_model``, ``orchestrator_prompt_profile``,
-                ``auto_mode``, ``auto_require_plan_approval``, ``auto_plan_execute``.
+                ``auto_mode``, ``auto_require_plan_approval``, ``auto_plan_execute``, ``stream``
+                (``run_event`` frames for ``on_event``).
 
         Returns:
             The master's ``query_result``. A query the orchestrator could not answer
@@ -151,6 +169,8 @@ class QueryClient:
         if not wait > 0:
             raise ConfigurationError(f"query timeout must be greater than 0, got {timeout!r}")
         query_id = uuid.uuid4().hex
+        if self._on_event is not None:
+            fields.setdefault("stream", True)
         try:
             message = Query(query_id=query_id, query=query, session_id=session_id, **fields)
         except ValidationError as exc:
@@ -201,6 +221,9 @@ class QueryClient:
         elif isinstance(message, ToolProgress):
             if self._on_progress is not None:
                 await self._on_progress(message)
+        elif isinstance(message, RunEventFrame):
+            if self._on_event is not None and message.query_id in self._pending:
+                await self._on_event(message)
         else:
             logger.debug("query client %s ignores %s frame", self.agent_id, message.type)
 

@@ -13,6 +13,9 @@ Direction of each message:
   ``tool_progress`` (relayed to query clients), ``collaboration_start``,
   ``peer_message``, ``collaboration_end``, ``pong``, ``error``
 
+The union of every frame, :data:`protocol.frames.Message`, is in :mod:`protocol.frames`
+(with the master's ``run_event`` frame of :mod:`protocol.events`).
+
 Unknown fields are ignored so that newer peers can talk to older ones; missing
 or mistyped required fields make the frame invalid.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from protocol.errors import ErrorCode
 
@@ -30,7 +33,6 @@ __all__ = [
     "CLOSE_AGENT_REPLACED",
     "CLOSE_POLICY_VIOLATION",
     "REPLACED_BY_ANOTHER_KEY",
-    "MESSAGE_ADAPTER",
     "AgentUsed",
     "Attachment",
     "Budget",
@@ -41,7 +43,6 @@ __all__ = [
     "CollaborationStart",
     "ErrorCode",
     "ErrorMessage",
-    "Message",
     "PeerMessage",
     "PendingToolCall",
     "Ping",
@@ -65,8 +66,6 @@ __all__ = [
     "ToolResult",
     "ToolSchema",
     "Usage",
-    "dump_message",
-    "parse_message",
 ]
 
 AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
@@ -269,7 +268,8 @@ class QueryRequest(_Model):
     ``always`` (every agent tool call) or ``never`` (none: a call of a tool whose schema requires
     approval is refused with an error the model sees)."""
     stream: bool = False
-    """``POST /query`` only: answer with Server-Sent Events."""
+    """Stream the run's events (:data:`protocol.RunEvent`): ``POST /query`` answers with
+    Server-Sent Events; a WebSocket ``query`` gets ``run_event`` frames before its ``query_result``."""
 
     @model_validator(mode="after")
     def _check_roles(self) -> QueryRequest:
@@ -548,37 +548,3 @@ class ErrorMessage(_Model):
     """A stable :class:`~protocol.errors.ErrorCode`."""
     ref: str | None = None
     """The id the error is about (``call_id``, ``query_id``, ``agent_id``, collaboration ``session_id``), when there is one."""
-
-
-Message: TypeAlias = Annotated[
-    Register
-    | Registered
-    | Query
-    | QueryResult
-    | Cancel
-    | CancelResult
-    | ToolCall
-    | ToolCancel
-    | ToolResult
-    | ToolProgress
-    | CollaborationStart
-    | PeerMessage
-    | CollaborationEnd
-    | Ping
-    | Pong
-    | ErrorMessage,
-    Field(discriminator="type"),
-]
-"""Any frame of the protocol."""
-
-MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-
-
-def parse_message(data: str | bytes) -> Message:
-    """Parse one JSON frame. Raises :class:`pydantic.ValidationError` when invalid."""
-    return MESSAGE_ADAPTER.validate_json(data)
-
-
-def dump_message(message: BaseModel) -> str:
-    """Serialize a message to its JSON frame."""
-    return message.model_dump_json()

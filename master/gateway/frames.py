@@ -33,6 +33,7 @@ MASTER_FRAMES = frozenset(
         "registered",
         "query_result",
         "cancel_result",
+        "run_event",
         "tool_call",
         "tool_cancel",
         "collaboration_start",

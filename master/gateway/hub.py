@@ -20,6 +20,8 @@ A master that is stopping (:mod:`master.drain`) first closes new connections at 
 
 A query client's ``cancel`` frame cancels one of its queries or any run its key sees
 (:mod:`master.gateway.cancels`).
+A ``query`` with ``stream: true`` gets its run's events as ``run_event`` frames
+(:class:`protocol.RunEventFrame`) as they happen, then its ``query_result``.
 
 ``peer_message`` and ``collaboration_end`` go to the :class:`CollaborationManager`,
 which relays them (or refuses them: an ``error`` with ``ref`` = the session id); a
@@ -53,6 +55,7 @@ from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.gateway import frames
 from master.gateway.cancels import answer_cancel
+from master.gateway.streams import RunStreams
 from master.json_bytes import MAX_JSON_DEPTH
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import QueryRefused
@@ -194,6 +197,7 @@ class Hub:
         self._catalog = catalog or ToolCatalog(AgentDirectory(registry, invocation), ToolLimits())
         self._ids = self._catalog.agents.ids
         self._connections: set[_Connection] = set()
+        self._streams = RunStreams()
         self._refusing: tuple[int, str] | None = None
         """(close code, reason) for new connections while the master drains."""
 
@@ -449,12 +453,14 @@ class Hub:
                 msg.query_id,
             )
             return
+        streamed: list[QueryRun] = []  # set once submitted: the result waits for its events
         try:
             run = self._queries.submit(
                 msg,
                 door="websocket",
                 query_id=msg.query_id,
-                deliver=partial(self._send_result, conn),
+                stream=msg.stream,
+                deliver=partial(self._send_result, conn, streamed),
                 principal=conn.principal,
             )
         except QueryRefused as exc:
@@ -469,8 +475,15 @@ class Hub:
                 del conn.queries[msg.query_id]
 
         run.on_done(done)
+        if msg.stream:
+            streamed.append(run)
+            self._streams.follow(run, partial(self._reply, conn))
 
-    async def _send_result(self, conn: _Connection, response: QueryResponse) -> None:
+    async def _send_result(
+        self, conn: _Connection, streamed: list[QueryRun], response: QueryResponse
+    ) -> None:
+        if streamed:  # its run_event frames first
+            await self._streams.sent(streamed[0])
         await self._reply(conn, QueryResult(**response.model_dump()).model_dump_json())
 
     async def _cleanup(self, conn: _Connection) -> None:

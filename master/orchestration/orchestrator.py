@@ -52,15 +52,28 @@ from master.llm.model import ChatMessage, ChatModel, ChatResult, LLMOptions, Too
 from master.observability.metrics import Metrics
 from master.orchestration import repairs
 from master.orchestration.budgets import BudgetTracker
-from protocol import PendingToolCall, ToolProgress
+from protocol import (
+    RUN_EVENT_ADAPTER,
+    PendingToolCall,
+    RunEvent,
+    StepEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolProgress,
+    ToolProgressEvent,
+    ToolResultEvent,
+)
 
 logger = logging.getLogger("master.orchestration.orchestrator")
 
 Verdict = Literal["run", "hold", "refuse"]
 """What :attr:`RunHooks.approval` says of a call: run it, hold it for a person, or refuse it."""
 
-EventSink = Callable[[str, dict[str, Any]], None]
-"""Receives ``(event, data)`` as a run progresses (``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``)."""
+EventSink = Callable[[RunEvent], None]
+"""Receives each :data:`protocol.RunEvent` as a run progresses (``step``, ``tool_call``,
+``tool_progress``, ``tool_result``, ``token``; the coordinator's ``plan``, ``subtask_started``,
+``verdict``; ``approval_required``). The orchestrator builds an event only when a sink is set: a
+run nobody streams (a JSON answer) builds none."""
 
 START_COLLABORATION = "start_collaboration"
 SPAWN_AGENT = "spawn_agent"
@@ -97,9 +110,15 @@ class RunHooks:
     the run's record keeps them in flight (written before any is sent) until :attr:`on_step`
     reports them done. Raising stops the round before anything is sent."""
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
-        if self.events is not None:
-            self.events(event, data)
+    def emit(self, event: RunEvent | str, data: dict[str, Any] | None = None) -> None:
+        """Send ``event`` to :attr:`events`. An event given as its ``type`` and its fields
+        (``emit("approval_required", {...})``) is validated into its model here: a field that
+        does not fit is a bug, raised as :class:`pydantic.ValidationError`."""
+        if self.events is None:
+            return
+        if isinstance(event, str):
+            event = RUN_EVENT_ADAPTER.validate_python({**(data or {}), "type": event})
+        self.events(event)
 
 
 class Orchestrator:
@@ -236,7 +255,8 @@ class Orchestrator:
                         f"plan_step_{index + 1}", function_name(target.agent_id, tool_name), ""
                     )
                     budget.allow_tool_calls(1)
-                    hooks.emit("step", {"step": index + 1, "tool_calls": [call.name]})
+                    if hooks.events is not None:
+                        hooks.emit(StepEvent(step=index + 1, tool_calls=[call.name]))
                     if hooks.sending is not None:
                         await hooks.sending([(call.id, call.name, arguments)])
                     run = await self._dispatch(target, tool_name, arguments, call.id, hooks)
@@ -267,7 +287,7 @@ class Orchestrator:
         hooks: RunHooks,
     ) -> Any:
         budget.check_tokens()
-        on_token = (lambda text: hooks.emit("token", {"text": text})) if hooks.events else None
+        on_token = (lambda text: hooks.emit(TokenEvent(text=text))) if hooks.events else None
         reply = await self._llm.complete(
             model=model, messages=messages, tools=tools or None, on_token=on_token, options=hooks.llm_options
         )
@@ -286,7 +306,8 @@ class Orchestrator:
         tools: list[dict[str, Any]],
     ) -> None:
         allowed = budget.allow_tool_calls(len(calls))
-        hooks.emit("step", {"step": outcome.steps + 1, "tool_calls": [call.name for call in calls]})
+        if hooks.events is not None:
+            hooks.emit(StepEvent(step=outcome.steps + 1, tool_calls=[call.name for call in calls]))
         taken = calls[:allowed]
         ours = [call for call in taken if call.name not in hooks.external] if hooks.external else taken
         verdicts = {call.id: self._verdict(toolbox, call, hooks) for call in ours} if hooks.approval else {}
@@ -379,7 +400,8 @@ class Orchestrator:
                 else f"unknown tool {call.name!r}"
             )
             run = ToolRun(call.name, None, None, call.arguments, error=error)
-            hooks.emit("tool_result", _result_event(run, None))
+            if hooks.events is not None:
+                hooks.emit(_result_event(run, None))
             return run
         agent, tool = target
         try:
@@ -416,16 +438,19 @@ class Orchestrator:
             run.error = "start_collaboration needs {'agents': [agent ids, initiator first], 'task': text}"
             return run
         run.arguments = arguments
-        hooks.emit(
-            "tool_call",
-            {"call_id": call.id, "agent_id": None, "tool_name": START_COLLABORATION, "arguments": arguments},
-        )
+        if hooks.events is not None:
+            hooks.emit(
+                ToolCallEvent(
+                    call_id=call.id, agent_id=None, tool_name=START_COLLABORATION, arguments=arguments
+                )
+            )
         try:
             run.result = await collaborate(agents, task)
             run.success, run.dispatched, run.collaboration = True, True, agents
         except (CollaborationRejected, SessionStoreUnavailable) as exc:
             run.error = str(exc)
-        hooks.emit("tool_result", _result_event(run, call.id))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, call.id))
         return run
 
     async def _spawn(
@@ -447,10 +472,10 @@ class Orchestrator:
             run.error = "spawn_agent needs {'agent_id': the id of a saved agent}"
             return run
         run.arguments, run.agent_id = arguments, agent_id
-        hooks.emit(
-            "tool_call",
-            {"call_id": call.id, "agent_id": agent_id, "tool_name": SPAWN_AGENT, "arguments": arguments},
-        )
+        if hooks.events is not None:
+            hooks.emit(
+                ToolCallEvent(call_id=call.id, agent_id=agent_id, tool_name=SPAWN_AGENT, arguments=arguments)
+            )
         try:
             agent = await spawn(agent_id)
         except SandboxError as exc:
@@ -464,7 +489,8 @@ class Orchestrator:
                 "status": "running",
                 "tools": [tool["function"]["name"] for tool in added],
             }
-        hooks.emit("tool_result", _result_event(run, call.id))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, call.id))
         return run
 
     def _refused(
@@ -477,27 +503,30 @@ class Orchestrator:
         hooks: RunHooks,
     ) -> ToolRun:
         run = ToolRun(call.name, agent.agent_id, tool_name, arguments, error=error)
-        hooks.emit("tool_result", _result_event(run, None))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, None))
         return run
 
     async def _dispatch(
         self, agent: Target, tool_name: str, arguments: dict[str, Any], ref: str, hooks: RunHooks
     ) -> ToolRun:
         def started(call_id: str) -> None:
-            hooks.emit(
-                "tool_call",
-                {
-                    "call_id": call_id,
-                    "agent_id": agent.agent_id,
-                    "tool_name": tool_name,
-                    "arguments": arguments,
-                },
-            )
+            if hooks.events is not None:
+                hooks.emit(
+                    ToolCallEvent(
+                        call_id=call_id, agent_id=agent.agent_id, tool_name=tool_name, arguments=arguments
+                    )
+                )
 
         def progress(p: ToolProgress) -> None:
             hooks.emit(
-                "tool_progress",
-                {**p.model_dump(exclude={"type"}), "agent_id": agent.agent_id, "tool_name": tool_name},
+                ToolProgressEvent(
+                    call_id=p.call_id,
+                    message=p.message,
+                    progress=p.progress,
+                    agent_id=agent.agent_id,
+                    tool_name=tool_name,
+                )
             )
 
         options = hooks.call_options(agent, tool_name, arguments) if hooks.call_options else None
@@ -509,7 +538,8 @@ class Orchestrator:
             on_started=started,
             on_progress=progress if hooks.events else None,
         )
-        hooks.emit("tool_result", _result_event(run, call_id))
+        if hooks.events is not None:
+            hooks.emit(_result_event(run, call_id))
         return run
 
 
@@ -571,15 +601,15 @@ def _assistant_calls(content: str | None, calls: Sequence[tuple[str, str, Any]])
     }
 
 
-def _result_event(run: ToolRun, call_id: str | None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "call_id": call_id,
-        "agent_id": run.agent_id,
-        "tool_name": run.tool_name,
-        "success": run.success,
-    }
-    data["result" if run.success else "error"] = run.result if run.success else run.error
-    return data
+def _result_event(run: ToolRun, call_id: str | None) -> ToolResultEvent:
+    return ToolResultEvent(
+        call_id=call_id,
+        agent_id=run.agent_id,
+        tool_name=run.tool_name,
+        success=run.success,
+        result=run.result if run.success else None,
+        error=None if run.success else run.error,
+    )
 
 
 def _fallback_answer(runs: Sequence[ToolRun]) -> str:

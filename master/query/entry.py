@@ -43,7 +43,18 @@ from master.query.events import Finished, Progress, QueryEvent, QueryRefused
 from master.query.extras import RunExtras
 from master.query.service import QueryService, rejected_response
 from master.runs.cancel import CancelRefused, RunCanceller
-from protocol import AgentUsed, ErrorCode, QueryRequest, QueryResponse, ToolProgress
+from protocol import (
+    AgentUsed,
+    ErrorCode,
+    QueryRequest,
+    QueryResponse,
+    RunEvent,
+    ToolCallEvent,
+    ToolProgress,
+    ToolProgressEvent,
+    ToolResultEvent,
+)
+from protocol.events import run_paused
 
 logger = logging.getLogger("master.query.entry")
 
@@ -97,7 +108,9 @@ class QueryRun:
         self.run_id = run_id
         """The run's id (a resumed run keeps the id it had; a continuation found by its calls'
         ids takes its run's id later: the answer's ``run_id`` is the one that holds)."""
-        self._events: asyncio.Queue[QueryEvent | None] | None = asyncio.Queue() if streamed else None
+        self._events: asyncio.Queue[QueryEvent | asyncio.Future[None] | None] | None = (
+            asyncio.Queue() if streamed else None
+        )
         self._task: asyncio.Task[QueryResponse] | None = None
         self._live: LiveRun | None = None
         self._waiter: asyncio.Future[QueryResponse] | None = None
@@ -140,6 +153,10 @@ class QueryRun:
             event = await queue.get()
             if event is None:
                 return
+            if isinstance(event, asyncio.Future):  # a mark of :meth:`taken`
+                if not event.done():
+                    event.set_result(None)
+                continue
             yield event
             if isinstance(event, Finished):
                 return
@@ -160,9 +177,17 @@ class QueryRun:
         assert self._task is not None
         self._task.add_done_callback(lambda _: callback())
 
-    def _emit(self, event: str, data: dict[str, Any]) -> None:
+    def _emit(self, event: RunEvent) -> None:
         assert self._events is not None
-        self._events.put_nowait(Progress(event, data))
+        self._events.put_nowait(Progress(event))
+
+    def taken(self) -> asyncio.Future[None]:
+        """Done once the reader of :meth:`events` has handled every event emitted before now
+        (it asked for the next one): a door that delivers the answer itself sends it after them."""
+        assert self._events is not None
+        mark: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._events.put_nowait(mark)
+        return mark
 
     def _end(self, event: Finished | None) -> None:
         if self._events is not None:
@@ -296,6 +321,9 @@ class QueryEntry:
             else:
                 response.run_id = run.run_id
             finished = Finished(response)
+            paused = run_paused(response) if run._events is not None else None
+            if paused is not None:  # what the result says, as an event before it
+                run._emit(paused)
             if deliver is not None:
                 await deliver(response)
             run._settle(response)
@@ -524,15 +552,19 @@ class QueryEntry:
         labels = {"agent_id": agent_id, "tool_name": tool_name, "function_name": name}
         emit = run._emit if run._events is not None else None
         if emit is not None:
-            emit("tool_call", {**labels, "arguments": arguments})
+            emit(ToolCallEvent(**labels, arguments=arguments))
 
         def progress(update: ToolProgress) -> None:
             if emit is not None:
-                emit("tool_progress", {**update.model_dump(exclude={"type"}), **labels})
+                emit(
+                    ToolProgressEvent(
+                        call_id=update.call_id, message=update.message, progress=update.progress, **labels
+                    )
+                )
 
         tool_run, _ = await self._tools.run(targets[0], tool_name, arguments, on_progress=progress)
         if emit is not None:
-            emit("tool_result", {**labels, "success": tool_run.success, "error": tool_run.error})
+            emit(ToolResultEvent(**labels, success=tool_run.success, error=tool_run.error))
         return tool_run
 
     async def aclose(self) -> None:

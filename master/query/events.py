@@ -5,9 +5,10 @@ API, and later MCP, A2A, approvals) translates these into its own wire form:
 
 - :class:`QueryRefused` (an exception): the query was not admitted and nothing ran; ``code`` is
   ``too_many_queries`` or ``draining``.
-- :class:`Progress`: a step of the run as it happens (``step``, ``tool_call``, ``tool_progress``,
-  ``tool_result``, ``token``; with ``roles`` also ``plan``, ``subtask_started``, ``verdict``),
-  for a door that streams.
+- :class:`Progress`: a step of the run as it happens, a typed :data:`protocol.RunEvent`
+  (``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``; with ``roles`` also
+  ``plan``, ``subtask_started``, ``verdict``; ``approval_required``; ``run_paused`` just before a
+  paused run's :class:`Finished`), for a door that streams.
 - :class:`Finished`: the run's one outcome, a :class:`protocol.QueryResponse`. Every outcome of an
   admitted query is one, failures included (``success: false`` with an ``error_code``: a request
   the service refused, such as ``unknown_session``, an LLM failure, or ``internal_error``).
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from master.errors import QueryRejected
-from protocol import QueryResponse
+from protocol import QueryResponse, RunEvent
 
 
 class QueryRefused(QueryRejected):
@@ -30,10 +31,17 @@ class QueryRefused(QueryRejected):
 class Progress:
     """A step of the run, as the orchestrator reports it."""
 
-    event: str
-    """``step``, ``tool_call``, ``tool_progress``, ``tool_result``, ``token``, ``plan``,
-    ``subtask_started`` or ``verdict``."""
-    data: dict[str, Any]
+    event: RunEvent
+    """One of :data:`protocol.RunEvent` (never its ``query_result``: that is :class:`Finished`)."""
+
+    @property
+    def type(self) -> str:
+        """The event's ``type`` (``step``, ``tool_call``, ``plan``, ...): its SSE event name."""
+        return self.event.type
+
+    def data(self) -> dict[str, Any]:
+        """The event as JSON-ready data (``type`` included)."""
+        return self.event.model_dump(mode="json", fallback=str)
 
 
 @dataclass(frozen=True, slots=True)

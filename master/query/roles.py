@@ -28,7 +28,15 @@ from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.prompts import system_prompt
 from master.orchestration.roles import Coordinator, CoordinatorState
 from master.orchestration.roles.coordinator import AskedRole
-from protocol import Approval, PendingToolCall, QueryRequest, RoleName, ToolSchema
+from protocol import (
+    Approval,
+    ApprovalRequiredEvent,
+    PendingToolCall,
+    QueryRequest,
+    RoleName,
+    RunEvent,
+    ToolSchema,
+)
 
 if TYPE_CHECKING:
     from master.query.service import QueryService, _Run
@@ -173,8 +181,8 @@ class RolesRun:
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
-        self._run.hooks.emit(event, data)
+    def emit(self, event: RunEvent) -> None:
+        self._run.hooks.emit(event)
 
     async def escalate(self, state: CoordinatorState) -> str:
         """One approval for the disagreement of ``state.pending``, the run paused in its session
@@ -200,7 +208,7 @@ class RolesRun:
         )
         self.approvals = approvals
         for approval in approvals:
-            self.emit("approval_required", approval.model_dump(mode="json"))
+            self.emit(ApprovalRequiredEvent(**dict(approval)))
         return approvals[0].approval_id
 
     # ------------------------------------------------------------------ driving
@@ -287,7 +295,7 @@ class RolesRun:
         paused = {**self._paused(), "messages": run.messages or [], "steps": outcome.steps}
         approvals = await service._keep_held(session_id, owner, run.principal, calls, paused)
         for approval in approvals:
-            self.emit("approval_required", approval.model_dump(mode="json"))
+            self.emit(ApprovalRequiredEvent(**dict(approval)))
         return approvals
 
     def _paused(self) -> dict[str, Any]:

@@ -3,7 +3,6 @@ and ``GET /query/orchestrator-models``."""
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,7 +23,8 @@ from master.query.admission import DRAINING
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
 from master.query.service import rejected_response
-from protocol import ErrorCode, PromptProfile, QueryRequest, QueryResponse
+from protocol import ErrorCode, PromptProfile, QueryRequest, QueryResponse, RunEvent
+from protocol.events import run_finished
 
 router = APIRouter(tags=["query"])
 
@@ -65,7 +65,7 @@ def status_for(code: ErrorCode) -> int:
         200: {
             "description": "The answer (JSON), or with stream/Accept: text/event-stream a stream of "
             "Server-Sent Events ending with a query_result event",
-            "content": {"text/event-stream": {"schema": {}}},
+            "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/RunEvent"}}},
         },
         400: {
             "model": QueryResponse,
@@ -166,22 +166,23 @@ async def send_json_answer(send: Send, response: QueryResponse) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def sse(event: str, data: dict[str, Any]) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
+def sse_event(event: RunEvent) -> str:
+    """One :data:`protocol.RunEvent` as a Server-Sent Event: ``event: <type>``, its JSON as data."""
+    return f"event: {event.type}\ndata: {event.model_dump_json(fallback=str)}\n\n"
 
 
 async def sse_events(run: QueryRun) -> AsyncIterator[str]:
-    """The run's events as Server-Sent Events: ``step`` (a tool round starts), ``tool_call``,
+    """The run's events as Server-Sent Events, each a :data:`protocol.RunEvent` (its ``type`` the
+    event's name, its JSON the data): ``step`` (a tool round starts), ``tool_call``,
     ``tool_progress``, ``tool_result`` as they happen, ``token`` (pieces of the model's text as
     it writes), with ``roles`` the coordinator's ``plan``, ``subtask_started`` and ``verdict``,
-    and last ``query_result`` with the full result (the fields of the JSON answer,
-    ``success: false`` and ``error`` when the query failed). A client that disconnects stops
+    ``approval_required`` and ``run_paused`` when the run waits for people, and last
+    ``query_result`` with the full result (the fields of the JSON answer, ``success: false`` and
+    ``error`` when the query failed). A client that disconnects stops
     receiving them; the run goes on (:mod:`master.query.entry`)."""
     async for event in run.events():
-        if isinstance(event, Progress):
-            yield sse(event.event, event.data)
-        else:
-            yield sse("query_result", event.response.model_dump(mode="json"))
+        typed = event.event if isinstance(event, Progress) else run_finished(event.response)
+        yield sse_event(typed)
 
 
 async def lean_post_query(services: Services, request: LeanRequest, send: Send) -> bool:

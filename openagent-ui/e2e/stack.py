@@ -10,7 +10,9 @@ then runs until stdin closes or it gets SIGTERM, and stops what it started. Uses
 ``OPENAGENT_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/3``), emptied at start.
 
 The scripted LLM answers by rule, like a model that follows the prompts:
-- offered ``submit_plan``: a one-step plan calling ``demo-invocation-agent.echo``;
+- offered ``submit_plan``: a one-step plan calling ``demo-invocation-agent.echo``; auto mode with
+  roles (the roles planner's ``submit_plan``, ``submit_review``, the executor's sub-tasks): see
+  :func:`roles_reply`;
 - after a tool result: "The agent answered: <result>";
 - asked to "greet <name>" with ``e2e-greeter.greet`` offered: calls it;
 - asked to "echo <word>" with the echo tool offered: calls it with ``{"text": <word>}``;
@@ -186,16 +188,61 @@ def generator_reply(messages: list[dict[str, Any]]) -> Reply:
     return TextReply(fenced(UNIT_CONVERTER))
 
 
+ROLES_PLAN = {
+    "subtasks": [
+        {"task": "echo hello", "criteria": ["the agent echoed hello"]},
+        {"task": "echo world", "criteria": ["the agent echoed world, checked twice"]},
+    ]
+}
+"""The roles planner's plan: the second sub-task's reviewer sends the first attempt back."""
+
+
+def roles_reply(body: dict[str, Any], tools: set[Any], messages: list[dict[str, Any]]) -> Reply | None:
+    """Auto mode with roles: the planner plans :data:`ROLES_PLAN`; the executor echoes its
+    sub-task's word (``<word>-again`` on a retry); the reviewer passes, except a first attempt at
+    a sub-task whose criteria say "checked twice" (``needs_retry``)."""
+    offered = {t.get("function", {}).get("name"): t["function"] for t in body.get("tools") or []}
+    plan_tool = offered.get("submit_plan")
+    if plan_tool is not None and "subtasks" in plan_tool.get("parameters", {}).get("properties", {}):
+        return ToolCallReply((ToolCall("submit_plan", ROLES_PLAN),))
+    asked = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    if "submit_review" in tools:
+        if "checked twice" in asked and "-again" not in asked:
+            return ToolCallReply(
+                (
+                    ToolCall(
+                        "submit_review", {"verdict": "needs_retry", "reason": "echo it once more to be sure"}
+                    ),
+                )
+            )
+        return ToolCallReply(
+            (ToolCall("submit_review", {"verdict": "pass", "reason": "the agent echoed it"}),)
+        )
+    match = re.search(r"Your sub-task \(\d+ of \d+\): echo (\w+)", asked)
+    if match and ECHO in tools and (messages[-1] if messages else {}).get("role") != "tool":
+        word = match.group(1) + ("-again" if "sent your previous attempt back" in asked else "")
+        return ToolCallReply((ToolCall(ECHO, {"text": word}),))
+    return None
+
+
 def handler(body: dict[str, Any]) -> Reply:
     messages = body.get("messages") or []
     if messages and _text(messages[0].get("content")).startswith("You write agent modules"):
         return generator_reply(messages)
     tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    roles = roles_reply(body, tools, messages)
+    if roles is not None:
+        return roles
     if "submit_plan" in tools:
         plan = {
             "summary": "Echo the word",
             "steps": [
-                {"agent_id": AGENT, "tool_name": "echo", "intent": "echo it", "arguments": {"text": "planned"}}
+                {
+                    "agent_id": AGENT,
+                    "tool_name": "echo",
+                    "intent": "echo it",
+                    "arguments": {"text": "planned"},
+                }
             ],
         }
         return ToolCallReply((ToolCall("submit_plan", plan),))
@@ -267,7 +314,9 @@ class StackKubelet:
 
     def _tick(self) -> None:
         live = {pod["metadata"]["name"]: pod for pod in self._fake.live("pods", SANDBOX_NS)}
-        codes = {c["metadata"]["name"]: c["data"]["agent.py"] for c in self._fake.live("configmaps", SANDBOX_NS)}
+        codes = {
+            c["metadata"]["name"]: c["data"]["agent.py"] for c in self._fake.live("configmaps", SANDBOX_NS)
+        }
         for name in [n for n in self._processes if n not in live]:  # deleted: stop its process
             process = self._processes.pop(name)
             if process.poll() is None:
@@ -316,7 +365,9 @@ class FakeCluster:
         self._done: asyncio.Event | None = None
         self._error: BaseException | None = None
         self.url = ""
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),), daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete, args=(self._main(),), daemon=True
+        )
 
     async def _main(self) -> None:
         self._done = asyncio.Event()
@@ -470,7 +521,16 @@ def main() -> int:
         master_log = logs / "master.log"
         children.append(
             subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "master.app:app", "--host", "127.0.0.1", "--port", str(port)],
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "master.app:app",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ],
                 cwd=tempfile.mkdtemp(prefix="openagent-e2e-"),
                 env=env,
                 stdout=master_log.open("wb"),
@@ -487,7 +547,16 @@ def main() -> int:
             sandbox_log = logs / "sandbox-master.log"
             children.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "uvicorn", "master.app:app", "--host", "127.0.0.1", "--port", str(sandbox_port)],
+                    [
+                        sys.executable,
+                        "-m",
+                        "uvicorn",
+                        "master.app:app",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(sandbox_port),
+                    ],
                     cwd=tempfile.mkdtemp(prefix="openagent-e2e-sandbox-"),
                     env={
                         **env,
@@ -496,7 +565,9 @@ def main() -> int:
                         "MASTER_BASE_URL": sandbox_master,
                         "MASTER_WS": f"ws://127.0.0.1:{sandbox_port}/ws",
                         "OPENAGENT_K8S_SANDBOX": "1",
-                        "KUBECONFIG": str(write_kubeconfig(kubelet_dir / "kubeconfig", cluster.url, SANDBOX_NS)),
+                        "KUBECONFIG": str(
+                            write_kubeconfig(kubelet_dir / "kubeconfig", cluster.url, SANDBOX_NS)
+                        ),
                         "OPENAGENT_K8S_NAMESPACE": SANDBOX_NS,
                         "OPENAGENT_K8S_MASTER_WS": f"ws://127.0.0.1:{sandbox_port}/ws",
                         "OPENAGENT_K8S_API_TIMEOUT": "10",
@@ -541,7 +612,12 @@ def main() -> int:
             )
         )
         wait_registered(master, children[-1], bank_log, (BANK,))
-        stack = {"ui": f"{master}/ui/", "master": master, "api_key": API_KEY, "sandbox_master": sandbox_master}
+        stack = {
+            "ui": f"{master}/ui/",
+            "master": master,
+            "api_key": API_KEY,
+            "sandbox_master": sandbox_master,
+        }
         print(json.dumps(stack), flush=True)  # noqa: T201
         # Run until the parent closes our stdin (or kills us), or a child dies.
         closed = threading.Event()

@@ -178,3 +178,27 @@ test("Connect an MCP client shows the master's /mcp URL and each client's snippe
     await expect(dialog.getByLabel(`${client} JSON`, { exact: true })).not.toContainText(app.stack.api_key);
   }
 });
+
+test("auto mode with roles: the plan's sub-tasks as a checklist, with verdicts and a retry", async ({ app, page }, info) => {
+  await app.openConnected();
+  await app.sidebarRow(AGENT).getByRole("button", { name: `Add ${AGENT} to canvas` }).click();
+  await page.getByRole("button", { name: "Link to orchestrator" }).click();
+  await page.getByLabel("Prompt profile").selectOption("roles");
+  await page.getByLabel("Auto mode").check();
+  await app.ask("Echo two words, with roles");
+  const checklist = app.lastAnswer().getByRole("list", { name: "Plan checklist" });
+  await expect(checklist.getByRole("listitem", { name: "Sub-task 1: passed" })).toContainText("echo hello");
+  const second = checklist.getByRole("listitem", { name: "Sub-task 2: passed" });
+  await expect(second).toContainText("attempt 2");
+  const verdicts = second.getByRole("list", { name: "Verdicts on sub-task 2" });
+  await expect(verdicts.getByRole("listitem")).toHaveText([
+    "reviewer · needs retry: echo it once more to be sure",
+    "reviewer · pass (attempt 2): the agent echoed it",
+  ]);
+  await expect(app.lastAnswer()).toContainText("world-again");
+  const results = await new AxeBuilder({ page }).include('[aria-label="Plan checklist"]').analyze();
+  const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  expect(serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)).toEqual([]);
+  await checklist.screenshot({ path: info.outputPath("roles-checklist.png") });
+  await page.screenshot({ path: info.outputPath("roles-chat.png") });
+});

@@ -14,7 +14,7 @@ from openagent import (
     QueryResult,
     QueryTimeoutError,
 )
-from protocol import AgentUsed, ErrorMessage, Query, ToolProgress
+from protocol import AgentUsed, ErrorMessage, Query, RunEventFrame, StepEvent, ToolProgress
 from tests.openagent.conftest import WAIT, FakeMaster, eventually, fast_config
 
 
@@ -184,6 +184,27 @@ async def test_relayed_progress_reaches_on_progress(fake_master: FakeMaster) -> 
         await fake_master.send("asker", ToolProgress(call_id="c1", message="indexing", progress=0.3))
         async with asyncio.timeout(WAIT):
             assert await updates.get() == ToolProgress(call_id="c1", message="indexing", progress=0.3)
+
+
+async def test_run_events_reach_on_event_and_the_query_asks_for_them(fake_master: FakeMaster) -> None:
+    frames: asyncio.Queue[RunEventFrame] = asyncio.Queue()
+
+    async def on_event(frame: RunEventFrame) -> None:
+        await frames.put(frame)
+
+    async with QueryClient("asker", config=fast_config(fake_master.url), on_event=on_event) as client:
+        await fake_master.next_registration()
+        pending = asyncio.create_task(client.query("Plan it"))
+        query = await next_query(fake_master)
+        assert query.stream is True
+        step = RunEventFrame(query_id=query.query_id, event=StepEvent(step=1, tool_calls=["a__t"]))
+        await fake_master.send("asker", RunEventFrame(query_id="someone-else", event=StepEvent(step=9)))
+        await fake_master.send("asker", step)
+        await fake_master.send("asker", answer(query, "Done"))
+        async with asyncio.timeout(WAIT):
+            assert (await pending).answer == "Done"
+            assert await frames.get() == step  # the other query's event was not handed on
+        assert frames.empty()
 
 
 async def test_invalid_arguments_are_configuration_errors(fake_master: FakeMaster) -> None:

@@ -63,13 +63,14 @@ def test_invalid_frames(frame: str) -> None:
 def test_every_message_has_a_type_tag() -> None:
     members = get_args(get_args(protocol.Message)[0])
     types = {member.model_fields["type"].default for member in members}
-    assert len(types) == len(members) == 16
+    assert len(types) == len(members) == 17
     assert {
         "register",
         "query",
         "tool_call",
         "peer_message",
         "collaboration_start",
+        "run_event",
         "collaboration_end",
     } <= types
 

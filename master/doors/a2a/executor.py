@@ -56,9 +56,26 @@ from pydantic import ValidationError
 from master.auth import ANONYMOUS, SYSTEM, Principal, Scope
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
-from master.query.events import Finished, Progress
+from master.query.events import Finished
 from master.runs.a2a_tasks import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
-from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolProgress
+from protocol import (
+    Approval,
+    ApprovalRequiredEvent,
+    ErrorCode,
+    PlanEvent,
+    QueryRequest,
+    QueryResponse,
+    RunEvent,
+    RunPausedEvent,
+    StepEvent,
+    SubtaskStartedEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolProgress,
+    ToolProgressEvent,
+    ToolResultEvent,
+    VerdictEvent,
+)
 
 logger = logging.getLogger("master.doors.a2a")
 
@@ -124,28 +141,30 @@ def _status(text: str, data: dict[str, Any]) -> list[Part]:
     return [new_text_part(text), new_data_part(data)]
 
 
-def _describe(event: Progress) -> str:
-    data = event.data
-    target = (
-        f"{data.get('agent_id')}.{data.get('tool_name')}" if data.get("agent_id") else data.get("tool_name")
-    )
-    if event.event == "tool_call":
-        return f"calling {target}"
-    if event.event == "tool_progress":
-        message = data.get("message") or "working"
-        progress = data.get("progress")
-        return f"{target}: {message}" + (f" ({progress:.0%})" if isinstance(progress, float) else "")
-    if event.event == "tool_result":
-        return f"{target} returned" if data.get("success") else f"{target} failed: {data.get('error')}"
-    if event.event == "plan":
-        return f"plan of {len(data.get('subtasks') or [])} sub-task(s)"
-    if event.event == "subtask_started":
-        return (
-            f"sub-task {int(data.get('index') or 0) + 1} (attempt {data.get('attempt')}): {data.get('task')}"
-        )
-    if event.event == "verdict":
-        return f"{data.get('role')}: {data.get('verdict')} ({data.get('reason')})"
-    return f"step {data.get('step')}: {', '.join(data.get('tool_calls') or [])}"
+def _describe(event: RunEvent) -> str:
+    match event:
+        case ToolCallEvent() | ToolProgressEvent() | ToolResultEvent():
+            target = f"{event.agent_id}.{event.tool_name}" if event.agent_id else event.tool_name
+            if isinstance(event, ToolCallEvent):
+                return f"calling {target}"
+            if isinstance(event, ToolProgressEvent):
+                message = event.message or "working"
+                progress = event.progress
+                return f"{target}: {message}" + (f" ({progress:.0%})" if progress is not None else "")
+            return f"{target} returned" if event.success else f"{target} failed: {event.error}"
+        case PlanEvent():
+            return f"plan of {len(event.subtasks)} sub-task(s)"
+        case SubtaskStartedEvent():
+            return f"sub-task {event.index + 1} (attempt {event.attempt}): {event.task}"
+        case VerdictEvent():
+            return f"{event.role}: {event.verdict} ({event.reason})"
+        case StepEvent():
+            return f"step {event.step}: {', '.join(event.tool_calls)}"
+        case ApprovalRequiredEvent():
+            return f"{event.agent_id}.{event.tool_name} waits for approval {event.approval_id}"
+        case RunPausedEvent():
+            return f"the run waits ({event.status})"
+    return event.type
 
 
 def _result_parts(result: Any) -> list[Part]:
@@ -329,12 +348,12 @@ class HubExecutor(AgentExecutor):
             async for event in run.events():
                 if isinstance(event, Finished):
                     response = event.response
-                elif event.event == "token":
-                    await updater.token(str(event.data.get("text", "")))
+                elif isinstance(event.event, TokenEvent):
+                    await updater.token(event.event.text)
                 elif not updater.quiet:
                     await updater.working(
                         updater.new_agent_message(
-                            _status(_describe(event), {"event": event.event, **event.data})
+                            _status(_describe(event.event), {"event": event.type, **event.data()})
                         ),
                     )
         except asyncio.CancelledError:

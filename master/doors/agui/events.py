@@ -47,7 +47,7 @@ from ag_ui.core import (
 from master.agents.toolbox import function_name
 from master.doors.agui.wire import interrupt, tool_call_id
 from master.query.events import Finished, Progress, QueryEvent
-from protocol import Approval, QueryResponse
+from protocol import Approval, ApprovalRequiredEvent, QueryResponse
 
 
 def _id(prefix: str) -> str:
@@ -83,8 +83,9 @@ class RunEvents:
             yield from self.progress(event)
 
     def progress(self, event: Progress) -> Iterator[BaseEvent]:
-        data = event.data
-        if event.event == "token":
+        typed, kind = event.event, event.type
+        data = typed.model_dump(mode="json", exclude={"type"}, fallback=str)
+        if kind == "token":
             text = str(data.get("text") or "")
             if not text:
                 return
@@ -93,13 +94,13 @@ class RunEvents:
                 yield TextMessageStartEvent(message_id=self._text, role="assistant")
             self._written.append(text)
             yield TextMessageContentEvent(message_id=self._text, delta=text)
-        elif event.event == "step":
+        elif kind == "step":
             yield from self._end_text()
             yield from self._end_step()
             self._written.clear()
             self._step = f"step {data.get('step')}"
             yield StepStartedEvent(step_name=self._step)
-        elif event.event == "tool_call":
+        elif kind == "tool_call":
             yield from self._end_text()
             held = self._resumed_call(data)
             call_id = str(data.get("call_id") or _id("call"))
@@ -107,7 +108,7 @@ class RunEvents:
             self._calls[call_id] = self._unanswered[_key(data)] = sent
             if held is None:  # else started in the interrupted run: its result only
                 yield from self._call(call_id, _name(data), data.get("arguments"))
-        elif event.event == "tool_result":
+        elif kind == "tool_result":
             yield from self._end_text()
             answered = (
                 self._calls.get(str(data["call_id"]))
@@ -125,12 +126,13 @@ class RunEvents:
             yield ToolCallResultEvent(
                 message_id=_id("result"), tool_call_id=answered, content=_text(content), role="tool"
             )
-        elif event.event == "approval_required":
+        elif kind == "run_paused":  # said by RUN_FINISHED's interrupts
+            return
+        elif isinstance(typed, ApprovalRequiredEvent):
             yield from self._end_text()
-            approval = Approval.model_validate(data)
-            yield from self._held_call(approval)
+            yield from self._held_call(Approval.model_validate(data))
         else:
-            yield CustomEvent(name=f"openagent.{event.event}", value=data)
+            yield CustomEvent(name=f"openagent.{kind}", value=data)
 
     def finish(self, response: QueryResponse) -> Iterator[BaseEvent]:
         """The run's end (module docstring)."""

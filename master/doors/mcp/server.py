@@ -83,8 +83,18 @@ from master.doors.mcp.tools import (
 )
 from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
 from master.query.entry import CancelRefused, OfferedTool, QueryEntry, QueryRun, ToolRefused
-from master.query.events import Finished, Progress, QueryRefused
-from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
+from master.query.events import Finished, QueryRefused
+from protocol import (
+    ErrorCode,
+    QueryRequest,
+    QueryResponse,
+    RunEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolProgress,
+    ToolProgressEvent,
+    ToolResultEvent,
+)
 
 logger = logging.getLogger("master.doors.mcp")
 
@@ -331,8 +341,7 @@ class McpDoor:
             async for event in run.events():
                 if isinstance(event, Finished):
                     return event.response
-                if isinstance(event, Progress):
-                    relay(None, _step(event))
+                relay(None, _step(event.event))
         except asyncio.CancelledError:  # the client cancelled the call (not the master stopping)
             if not self._stop.is_set():
                 task = asyncio.create_task(
@@ -524,14 +533,17 @@ def _unknown_tool(name: str, why: str | None = None) -> MCPError:
     )
 
 
-def _step(event: Progress) -> str:
+def _step(event: RunEvent) -> str:
     """A step of an ``ask`` run, as a progress message."""
-    data = event.data
-    if event.event == "token":  # the answer's text as the model writes it
-        return str(data.get("text", ""))
-    if event.event in ("tool_call", "tool_result", "tool_progress"):
-        agent, tool = data.get("agent_id"), data.get("tool_name")
-        label = f"{agent}.{tool}" if agent and tool else str(data.get("function_name", ""))
-        detail = data.get("message") or ("failed" if data.get("success") is False else "")
-        return f"{event.event} {label} {detail}".strip()
-    return event.event
+    if isinstance(event, TokenEvent):  # the answer's text as the model writes it
+        return event.text
+    if isinstance(event, ToolCallEvent | ToolProgressEvent | ToolResultEvent):
+        agent, tool = event.agent_id, event.tool_name
+        label = f"{agent}.{tool}" if agent and tool else str(event.function_name or "")
+        detail = ""
+        if isinstance(event, ToolProgressEvent):
+            detail = event.message
+        elif isinstance(event, ToolResultEvent) and not event.success:
+            detail = "failed"
+        return f"{event.type} {label} {detail}".strip()
+    return event.type

@@ -34,7 +34,16 @@ from master.query.admission import DRAINING
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
 from master.settings import Settings
-from protocol import ErrorCode, QueryResponse
+from protocol import (
+    ErrorCode,
+    QueryResponse,
+    RunEvent,
+    StepEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolProgressEvent,
+    ToolResultEvent,
+)
 
 RETRY_AFTER_SECONDS = 1
 """``Retry-After`` of a 429 (too many queries in flight); a draining master's 503 has the drain's."""
@@ -161,16 +170,17 @@ class OpenAIDoor:
         thinking = False
         async for event in run.events():
             if isinstance(event, Progress):
-                if event.event == "token":
-                    text = str(event.data.get("text") or "")
+                typed = event.event
+                if isinstance(typed, TokenEvent):
+                    text = typed.text
                     if think and thinking:
                         thinking = False
                         yield chunk(completion_id, model, created, {"content": "</think>\n\n"}, **more)
                     answer.append(text)
                     yield chunk(completion_id, model, created, {"content": text}, **more)
                     continue
-                line = _step_line(event.event, event.data)
-                if event.event == "step":
+                line = _step_line(typed)
+                if isinstance(typed, StepEvent):
                     answer.clear()
                 if line is None:
                     continue
@@ -220,19 +230,16 @@ class OpenAIDoor:
         yield DONE
 
 
-def _step_line(event: str, data: dict[str, Any]) -> str | None:
+def _step_line(event: RunEvent) -> str | None:
     """A tool step in words, for the reasoning shown apart from the answer."""
-    name = (
-        f"{data.get('agent_id')}.{data.get('tool_name')}" if data.get("agent_id") else data.get("tool_name")
-    )
-    if event == "tool_call":
-        return f"Calling {name} with {wire.compact(data.get('arguments'))}\n"
-    if event == "tool_progress":
-        progress = data.get("progress")
-        share = f" {progress:.0%}" if isinstance(progress, int | float) else ""
-        return f"{name}{share}: {data.get('message') or '...'}\n"
-    if event == "tool_result":
-        if data.get("success"):
-            return f"{name} returned {wire.compact(data.get('result'))[:2000]}\n"
-        return f"{name} failed: {data.get('error')}\n"
-    return None
+    if not isinstance(event, ToolCallEvent | ToolProgressEvent | ToolResultEvent):
+        return None
+    name = f"{event.agent_id}.{event.tool_name}" if event.agent_id else event.tool_name
+    if isinstance(event, ToolCallEvent):
+        return f"Calling {name} with {wire.compact(event.arguments)}\n"
+    if isinstance(event, ToolProgressEvent):
+        share = f" {event.progress:.0%}" if event.progress is not None else ""
+        return f"{name}{share}: {event.message or '...'}\n"
+    if event.success:
+        return f"{name} returned {wire.compact(event.result)[:2000]}\n"
+    return f"{name} failed: {event.error}\n"

@@ -51,7 +51,7 @@ from master.query.entry import CancelRefused, QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
 from master.runs.responses import ResponseStore
 from master.settings import Settings
-from protocol import ErrorCode, QueryResponse
+from protocol import ErrorCode, QueryResponse, TokenEvent
 
 logger = logging.getLogger("master.doors.openai.responses")
 
@@ -453,9 +453,9 @@ class ResponsesDoor:
         where = {"item_id": message_id, "output_index": 0, "content_index": 0}
         async for update in run.events():
             if isinstance(update, Progress):
-                if update.event != "token":
+                if not isinstance(update.event, TokenEvent):
                     continue
-                text = str(update.data.get("text") or "")
+                text = update.event.text
                 if not streamed:
                     item = rwire.message_item(message_id, "", "in_progress")
                     yield event("response.output_item.added", output_index=0, item=item)

@@ -34,6 +34,7 @@ from master.orchestration.roles.tools import (
     review_request,
     reviewer_prompt,
 )
+from protocol import PlanEvent, PlannedSubtask, RunEvent, SubtaskStartedEvent, VerdictEvent
 
 T = TypeVar("T")
 AskedRole = Literal["planner", "reviewer", "critic"]
@@ -55,7 +56,7 @@ class RoleHost(Protocol):
         """Keep ``state`` where a resume finds it (after every transition)."""
         ...
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
+    def emit(self, event: RunEvent) -> None:
         """A live event for a streaming client (``plan``, ``subtask_started``, ``verdict``)."""
         ...
 
@@ -120,7 +121,7 @@ class Coordinator:
             attempt=chosen.attempt,
         )
         state.subtask.verdicts.append(verdict)
-        self._host.emit("verdict", _verdict_event(state, verdict))
+        self._host.emit(_verdict_event(state, verdict))
         self._apply(state, verdict)
 
     # ------------------------------------------------------------------ the phases
@@ -137,16 +138,15 @@ class Coordinator:
             )
             return
         state.subtasks, state.current, state.phase = subtasks, 0, "dispatch"
-        self._host.emit("plan", {"subtasks": [{"task": s.task, "criteria": s.criteria} for s in subtasks]})
+        self._host.emit(
+            PlanEvent(subtasks=[PlannedSubtask(task=s.task, criteria=s.criteria) for s in subtasks])
+        )
 
     def _dispatch(self, state: CoordinatorState) -> None:
         subtask = state.subtask
         subtask.status, subtask.attempts = "running", subtask.attempts + 1
         state.phase = "execute"
-        self._host.emit(
-            "subtask_started",
-            {"index": state.current, "task": subtask.task, "attempt": subtask.attempts},
-        )
+        self._host.emit(SubtaskStartedEvent(index=state.current, task=subtask.task, attempt=subtask.attempts))
 
     async def _execute(self, state: CoordinatorState) -> bool:
         answer = await self._host.execute(
@@ -204,7 +204,7 @@ class Coordinator:
             return None
         verdict = ReviewVerdict(role=role, verdict=found[0], reason=found[1], attempt=subtask.attempts)
         subtask.verdicts.append(verdict)
-        self._host.emit("verdict", _verdict_event(state, verdict))
+        self._host.emit(_verdict_event(state, verdict))
         return verdict
 
     def _apply(self, state: CoordinatorState, verdict: ReviewVerdict) -> None:
@@ -255,8 +255,14 @@ class Coordinator:
         return parse(await self._host.ask(role, messages, tool))
 
 
-def _verdict_event(state: CoordinatorState, verdict: ReviewVerdict) -> dict[str, Any]:
-    return {"index": state.current, **verdict.model_dump(mode="json")}
+def _verdict_event(state: CoordinatorState, verdict: ReviewVerdict) -> VerdictEvent:
+    return VerdictEvent(
+        index=state.current,
+        role=verdict.role,
+        verdict=verdict.verdict,
+        reason=verdict.reason,
+        attempt=verdict.attempt,
+    )
 
 
 def _answer_of(subtasks: list[Subtask]) -> str:

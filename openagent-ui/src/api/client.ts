@@ -4,7 +4,7 @@
  * own message, so the page can show it.
  */
 import { discoveryProblems } from "../lib/builder";
-import { SseParser } from "../lib/sse";
+import { SseParser, runEventOf } from "../lib/sse";
 import type {
   AgentOutcome,
   AgentRow,
@@ -24,6 +24,7 @@ import type {
   QueryRequest,
   QueryResponse,
   Registered,
+  RunEvent,
   SandboxLogs,
   SandboxStarted,
   SandboxStatus,
@@ -102,7 +103,8 @@ export function errorMessage(status: number, body: unknown): { message: string; 
 
 
 export interface StreamHandlers {
-  onEvent(event: string, data: Record<string, unknown>): void;
+  /** Each event of the stream, typed from the master's schema (its `type` is the SSE event's name). */
+  onEvent(event: RunEvent): void;
 }
 
 export interface ApiClient {
@@ -274,14 +276,10 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
       let result: QueryResponse | null = null;
       const dispatch = (text: string) => {
         for (const event of parser.feed(text)) {
-          let data: Record<string, unknown>;
-          try {
-            data = JSON.parse(event.data) as Record<string, unknown>;
-          } catch {
-            continue;
-          }
-          handlers.onEvent(event.event, data);
-          if (event.event === "query_result") result = data as unknown as QueryResponse;
+          const parsed = runEventOf(event.event, event.data);
+          if (parsed === null) continue;
+          handlers.onEvent(parsed);
+          if (parsed.type === "query_result") result = parsed;
         }
       };
       try {

@@ -1317,6 +1317,70 @@ export interface components {
             approvals: components["schemas"]["Approval"][];
         };
         /**
+         * ApprovalRequiredEvent
+         * @description A call waits for a person's decision (``POST /approvals/{approval_id}``).
+         */
+        ApprovalRequiredEvent: {
+            /** Agent Id */
+            agent_id: string;
+            /** Approval Id */
+            approval_id: string;
+            /**
+             * Arguments
+             * @description The arguments as the model wrote them.
+             */
+            arguments: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created At
+             * @description Unix time the run paused.
+             */
+            created_at: number;
+            /**
+             * Decided At
+             * @default null
+             */
+            decided_at?: number | null;
+            /**
+             * Edited Arguments
+             * @description The arguments the approver sent instead (when edited).
+             * @default null
+             */
+            edited_arguments?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Expires At
+             * @description Unix time after which the call is ``expired`` (``OPENAGENT_APPROVAL_TTL_SECONDS``).
+             */
+            expires_at: number;
+            /**
+             * Message
+             * @description The approver's reason (a rejection's is told to the model).
+             * @default null
+             */
+            message?: string | null;
+            /**
+             * Session Id
+             * @description The session of the paused run.
+             */
+            session_id: string;
+            /**
+             * Status
+             * @default pending
+             * @enum {string}
+             */
+            status?: "pending" | "approved" | "rejected" | "expired";
+            /** Tool Name */
+            tool_name: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "approval_required";
+        };
+        /**
          * Attachment
          * @description A file sent with a query (base64-encoded).
          */
@@ -2126,6 +2190,19 @@ export interface components {
             summary?: string;
         };
         /**
+         * PlanEvent
+         * @description The roles' planner made its plan (auto mode with ``roles``).
+         */
+        PlanEvent: {
+            /** Subtasks */
+            subtasks: components["schemas"]["PlannedSubtask"][];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "plan";
+        };
+        /**
          * PlanExecution
          * @description Run an approved plan (``auto_plan_execute``).
          */
@@ -2140,6 +2217,19 @@ export interface components {
              * @description The steps as edited by the user; omit to run the plan as proposed.
              */
             steps?: components["schemas"]["PlanStep"][] | null;
+        };
+        /**
+         * PlannedSubtask
+         * @description One sub-task of a :class:`PlanEvent`.
+         */
+        PlannedSubtask: {
+            /**
+             * Criteria
+             * @description How the reviewer tells it was done.
+             */
+            criteria?: string[];
+            /** Task */
+            task: string;
         };
         /**
          * PlanStep
@@ -2253,7 +2343,8 @@ export interface components {
             session_id?: string | null;
             /**
              * Stream
-             * @description ``POST /query`` only: answer with Server-Sent Events.
+             * @description Stream the run's events (:data:`protocol.RunEvent`): ``POST /query`` answers with
+             *     Server-Sent Events; a WebSocket ``query`` gets ``run_event`` frames before its ``query_result``.
              * @default false
              */
             stream?: boolean;
@@ -2324,6 +2415,98 @@ export interface components {
              */
             tool_calls?: components["schemas"]["PendingToolCall"][] | null;
             /** @description LLM tokens the run spent (the orchestrator's rounds; context summaries not included). */
+            usage?: components["schemas"]["Usage"] | null;
+        };
+        /**
+         * QueryResult
+         * @description The master's answer to a :class:`Query`.
+         */
+        QueryResult: {
+            /**
+             * Agents Used
+             * @description Tools called to answer; empty when the orchestrator answered directly.
+             */
+            agents_used?: components["schemas"]["AgentUsed"][];
+            /**
+             * Answer
+             * @default null
+             */
+            answer?: string | null;
+            /**
+             * Approvals
+             * @description The calls waiting for a person (``status: awaiting_approval`` without ``plan``): decide
+             *     each with ``POST /approvals/{approval_id}``.
+             * @default null
+             */
+            approvals?: components["schemas"]["Approval"][] | null;
+            /**
+             * Error
+             * @description Why the query failed (when ``success`` is false).
+             * @default null
+             */
+            error?: string | null;
+            /**
+             * @description Stable code for the failure (e.g. ``llm_unavailable``, ``unknown_session``).
+             * @default null
+             */
+            error_code?: components["schemas"]["ErrorCode"] | null;
+            /**
+             * @description The proposed plan (when ``status`` is ``awaiting_approval``).
+             * @default null
+             */
+            plan?: components["schemas"]["Plan"] | null;
+            /** Query Id */
+            query_id: string;
+            /**
+             * Run Id
+             * @description The run that answered (``GET /runs/{run_id}`` reads its record; a run stopped by a budget
+             *     resumes with ``POST /runs/{run_id}/resume``). ``None`` when the query was refused before it ran.
+             * @default null
+             */
+            run_id?: string | null;
+            /**
+             * Session Id
+             * @description Session that holds this exchange; send it back with a follow-up.
+             * @default null
+             */
+            session_id?: string | null;
+            /**
+             * Status
+             * @description ``awaiting_approval``: ``plan`` waits for ``auto_plan_execute``, or ``approvals`` wait for a
+             *     person; ``awaiting_tool_results``:
+             *     the run waits for the results of ``tool_calls``; ``stopped``: a budget or the step limit ended the run.
+             * @default null
+             */
+            status?: ("completed" | "awaiting_approval" | "awaiting_tool_results" | "stopped") | null;
+            /**
+             * Steps
+             * @description Tool rounds the run took.
+             * @default 0
+             */
+            steps?: number;
+            /**
+             * Stopped By
+             * @description What ended a stopped run: ``max_tool_calls``, ``max_tokens``, ``max_seconds``, ``max_steps``, or ``llm_error`` (the model failed after tools had run; the answer keeps their results).
+             * @default null
+             */
+            stopped_by?: string | null;
+            /** Success */
+            success: boolean;
+            /**
+             * Tool Calls
+             * @description The calls the asker must run (``status: awaiting_tool_results``).
+             * @default null
+             */
+            tool_calls?: components["schemas"]["PendingToolCall"][] | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "query_result";
+            /**
+             * @description LLM tokens the run spent (the orchestrator's rounds; context summaries not included).
+             * @default null
+             */
             usage?: components["schemas"]["Usage"] | null;
         };
         /**
@@ -2609,6 +2792,8 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** RunEvent */
+        RunEvent: components["schemas"]["StepEvent"] | components["schemas"]["PlanEvent"] | components["schemas"]["SubtaskStartedEvent"] | components["schemas"]["VerdictEvent"] | components["schemas"]["ToolCallEvent"] | components["schemas"]["ToolProgressEvent"] | components["schemas"]["ToolResultEvent"] | components["schemas"]["TokenEvent"] | components["schemas"]["ApprovalRequiredEvent"] | components["schemas"]["RunPausedEvent"] | components["schemas"]["QueryResult"];
         /** RunningYamlAgent */
         RunningYamlAgent: {
             /** Agent Id */
@@ -2623,6 +2808,44 @@ export interface components {
         RunningYamlAgents: {
             /** Agents */
             agents: components["schemas"]["RunningYamlAgent"][];
+        };
+        /**
+         * RunPausedEvent
+         * @description The run waits: for people's decisions (``awaiting_approval``) or for the results of the
+         *     calls the asker runs itself (``awaiting_tool_results``). Sent just before ``query_result``.
+         */
+        RunPausedEvent: {
+            /**
+             * Approval Ids
+             * @description The approvals to decide (``awaiting_approval`` without a plan).
+             */
+            approval_ids?: string[];
+            /**
+             * Plan
+             * @description A proposed plan waits for ``auto_plan_execute``.
+             * @default false
+             */
+            plan?: boolean;
+            /**
+             * Run Id
+             * @default null
+             */
+            run_id?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "awaiting_approval" | "awaiting_tool_results";
+            /**
+             * Tool Call Ids
+             * @description The calls whose results the run waits for (``awaiting_tool_results``).
+             */
+            tool_call_ids?: string[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run_paused";
         };
         /**
          * RunRecord
@@ -3014,6 +3237,27 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        /**
+         * StepEvent
+         * @description A tool round starts.
+         */
+        StepEvent: {
+            /**
+             * Step
+             * @description The round's number in the run, from 1.
+             */
+            step: number;
+            /**
+             * Tool Calls
+             * @description The function names the model called in this round.
+             */
+            tool_calls?: string[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "step";
+        };
         /** StopBody */
         StopBody: {
             /**
@@ -3061,6 +3305,164 @@ export interface components {
             task: string;
             /** Verdicts */
             verdicts?: components["schemas"]["ReviewVerdict"][];
+        };
+        /**
+         * SubtaskStartedEvent
+         * @description The executor starts a sub-task: its first attempt, or its retry after ``needs_retry``.
+         */
+        SubtaskStartedEvent: {
+            /**
+             * Attempt
+             * @default 1
+             */
+            attempt?: number;
+            /**
+             * Index
+             * @description The sub-task's index in the plan, from 0.
+             */
+            index: number;
+            /** Task */
+            task: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "subtask_started";
+        };
+        /**
+         * TokenEvent
+         * @description A piece of the model's text as it writes.
+         */
+        TokenEvent: {
+            /** Text */
+            text: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "token";
+        };
+        /**
+         * ToolCallEvent
+         * @description A tool call was sent to its agent.
+         */
+        ToolCallEvent: {
+            /**
+             * Agent Id
+             * @description ``None`` for the master's own tools (``start_collaboration``).
+             * @default null
+             */
+            agent_id?: string | null;
+            /**
+             * Arguments
+             * @default null
+             */
+            arguments?: unknown;
+            /**
+             * Call Id
+             * @default null
+             */
+            call_id?: string | null;
+            /**
+             * Function Name
+             * @description The function name the model used (set for an approved direct call).
+             * @default null
+             */
+            function_name?: string | null;
+            /**
+             * Tool Name
+             * @default null
+             */
+            tool_name?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_call";
+        };
+        /**
+         * ToolProgressEvent
+         * @description A running call reported progress.
+         */
+        ToolProgressEvent: {
+            /**
+             * Agent Id
+             * @default null
+             */
+            agent_id?: string | null;
+            /** Call Id */
+            call_id: string;
+            /**
+             * Function Name
+             * @default null
+             */
+            function_name?: string | null;
+            /**
+             * Message
+             * @default
+             */
+            message?: string;
+            /**
+             * Progress
+             * @description Fraction done, 0..1, when known.
+             * @default null
+             */
+            progress?: number | null;
+            /**
+             * Tool Name
+             * @default null
+             */
+            tool_name?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_progress";
+        };
+        /**
+         * ToolResultEvent
+         * @description A call finished, failed, or was refused before it ran (then ``call_id`` is ``None``).
+         */
+        ToolResultEvent: {
+            /**
+             * Agent Id
+             * @default null
+             */
+            agent_id?: string | null;
+            /**
+             * Call Id
+             * @default null
+             */
+            call_id?: string | null;
+            /**
+             * Error
+             * @description Why it failed (when not ``success``).
+             * @default null
+             */
+            error?: string | null;
+            /**
+             * Function Name
+             * @default null
+             */
+            function_name?: string | null;
+            /**
+             * Result
+             * @description The tool's result (when ``success``).
+             * @default null
+             */
+            result?: unknown;
+            /** Success */
+            success: boolean;
+            /**
+             * Tool Name
+             * @default null
+             */
+            tool_name?: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_result";
         };
         /**
          * ToolSchema
@@ -3172,6 +3574,44 @@ export interface components {
             msg: string;
             /** Error Type */
             type: string;
+        };
+        /**
+         * VerdictEvent
+         * @description A judgement of a sub-task's result.
+         */
+        VerdictEvent: {
+            /**
+             * Attempt
+             * @description The attempt of the sub-task it judged.
+             * @default 1
+             */
+            attempt?: number;
+            /**
+             * Index
+             * @description The sub-task's index in the plan, from 0.
+             */
+            index: number;
+            /**
+             * Reason
+             * @default
+             */
+            reason?: string;
+            /**
+             * Role
+             * @description Who judged (``person``: the decision of a disagreement between reviewer and critic).
+             * @enum {string}
+             */
+            role: "reviewer" | "critic" | "person";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "verdict";
+            /**
+             * Verdict
+             * @enum {string}
+             */
+            verdict: "pass" | "fail" | "needs_retry";
         };
         /**
          * WhoAmI
@@ -5014,7 +5454,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueryResponse"];
-                    "text/event-stream": unknown;
+                    "text/event-stream": components["schemas"]["RunEvent"];
                 };
             };
             /** @description Model not allowed, allowed_agent_ids naming an unknown agent, a plan step that cannot run, or an attachment whose base64 does not decode or whose type contradicts its content; or: The body is not JSON, or nested too deeply */

@@ -14,6 +14,23 @@ export type PromptProfile = NonNullable<QueryRequest["orchestrator_prompt_profil
 export type ErrorCode = Schemas["ErrorCode"];
 export type ErrorBody = Schemas["ErrorBody"];
 
+/** One event of a streamed run (`POST /query` with `stream: true`): the union is generated from
+ * `components.schemas.RunEvent`, discriminated by `type` (the SSE event's name). */
+export type RunEvent = Schemas["RunEvent"];
+export type RunEventType = RunEvent["type"];
+/** The member of {@link RunEvent} whose `type` is `T`. */
+export type RunEventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;
+export type StepEvent = Schemas["StepEvent"];
+export type PlanEvent = Schemas["PlanEvent"];
+export type SubtaskStartedEvent = Schemas["SubtaskStartedEvent"];
+export type VerdictEvent = Schemas["VerdictEvent"];
+export type ToolCallEvent = Schemas["ToolCallEvent"];
+export type ToolProgressEvent = Schemas["ToolProgressEvent"];
+export type ToolResultEvent = Schemas["ToolResultEvent"];
+export type TokenEvent = Schemas["TokenEvent"];
+export type ApprovalRequiredEvent = Schemas["ApprovalRequiredEvent"];
+export type RunPausedEvent = Schemas["RunPausedEvent"];
+
 /** `GET /whoami`: the caller's key (name, role, tenant). */
 export type WhoAmI = Schemas["WhoAmI"];
 /** A row of `GET /keys` (never a secret). */

@@ -9,6 +9,7 @@ import { ApprovalCard } from "./ApprovalCard";
 import { ChatResizer } from "./ChatResizer";
 import { CrossIcon } from "./Icons";
 import { PlanEditor } from "./PlanEditor";
+import { RolesChecklist } from "./RolesChecklist";
 
 function text(value: unknown): string {
   const s = typeof value === "string" ? value : JSON.stringify(value);
@@ -37,6 +38,7 @@ function Step({ step }: { step: ToolStep }) {
 function Assistant({ entry }: { entry: AssistantEntry }) {
   return (
     <li className={`msg msg-assistant msg-${entry.state}`} aria-label="Orchestrator answer" aria-busy={entry.state === "streaming"}>
+      {entry.checklist?.length ? <RolesChecklist items={entry.checklist} /> : null}
       {entry.steps.length ? (
         <ol className="steps" aria-label="Tool calls">
           {entry.steps.map((step, i) => (

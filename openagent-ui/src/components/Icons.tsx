@@ -70,3 +70,32 @@ export function CrossIcon(props: IconProps) {
     </Icon>
   );
 }
+
+/** An empty circle: not started yet. */
+export function CircleIcon(props: IconProps) {
+  return (
+    <Icon {...props}>
+      <circle cx="8" cy="8" r="5" />
+    </Icon>
+  );
+}
+
+/** A half-filled circle: under way. */
+export function HalfCircleIcon(props: IconProps) {
+  return (
+    <Icon {...props}>
+      <circle cx="8" cy="8" r="5" />
+      <path d="M8 3a5 5 0 0 1 0 10z" fill="currentColor" stroke="none" />
+    </Icon>
+  );
+}
+
+/** A circling arrow: sent back, to be done again. */
+export function RetryIcon(props: IconProps) {
+  return (
+    <Icon {...props}>
+      <path d="M12.5 8a4.5 4.5 0 1 1-1.3-3.2" />
+      <path d="M12 2.5v2.8H9.2" />
+    </Icon>
+  );
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseSse } from "./sse";
+import { parseSse, runEventOf } from "./sse";
 import {
   applyEvent,
   attachmentFailure,
@@ -29,7 +29,7 @@ describe("applyEvent", () => {
     let entry = newAssistantEntry("a");
     const seen: string[] = [];
     for (const event of parseSse(stream)) {
-      entry = applyEvent(entry, event.event, JSON.parse(event.data));
+      entry = applyEvent(entry, runEventOf(event.event, event.data)!);
       seen.push(entry.text);
     }
     expect(seen).toContain("It ");
@@ -50,7 +50,8 @@ describe("applyEvent", () => {
   });
 
   it("records a refused call that has no call id as a failed step", () => {
-    const entry = applyEvent(newAssistantEntry("a"), "tool_result", {
+    const entry = applyEvent(newAssistantEntry("a"), {
+      type: "tool_result",
       call_id: null, agent_id: "demo", tool_name: "echo", success: false, error: "invalid arguments",
     });
     expect(entry.steps[0]).toMatchObject({ state: "error", error: "invalid arguments" });
@@ -58,10 +59,48 @@ describe("applyEvent", () => {
 
   it("keeps the plan of an awaiting_approval answer and the error of a failed one", () => {
     const plan = { plan_id: "p1", steps: [{ agent_id: "demo", tool_name: "echo", intent: "", arguments: {} }], summary: "" };
-    const waiting = applyEvent(newAssistantEntry("a"), "query_result", { query_id: "q", success: true, status: "awaiting_approval", plan });
+    const waiting = applyEvent(newAssistantEntry("a"), { type: "query_result", query_id: "q", success: true, status: "awaiting_approval", plan });
     expect(waiting).toMatchObject({ planState: "pending", plan });
-    const failed = applyEvent(newAssistantEntry("a"), "query_result", { query_id: "q", success: false, error: "LLM down", error_code: "llm_error" });
+    const failed = applyEvent(newAssistantEntry("a"), { type: "query_result", query_id: "q", success: false, error: "LLM down", error_code: "llm_error" });
     expect(failed).toMatchObject({ state: "error", error: "LLM down", errorCode: "llm_error" });
+  });
+});
+
+// The SSE of an auto-mode run with roles (as tests/master/query/test_roles.py streams it).
+const rolesStream = [
+  'event: plan\ndata: {"type": "plan", "subtasks": [{"task": "do step one", "criteria": ["step 1 done"]}, {"task": "do step two", "criteria": ["step 2 done"]}]}\n\n',
+  'event: subtask_started\ndata: {"type": "subtask_started", "index": 0, "task": "do step one", "attempt": 1}\n\n',
+  'event: verdict\ndata: {"type": "verdict", "index": 0, "role": "reviewer", "verdict": "pass", "reason": "step 1 was done", "attempt": 1}\n\n',
+  'event: subtask_started\ndata: {"type": "subtask_started", "index": 1, "task": "do step two", "attempt": 1}\n\n',
+  'event: verdict\ndata: {"type": "verdict", "index": 1, "role": "reviewer", "verdict": "needs_retry", "reason": "say what step 2 returned", "attempt": 1}\n\n',
+];
+
+describe("the roles checklist", () => {
+  it("follows plan, subtask_started and verdict events live", () => {
+    let entry = newAssistantEntry("a");
+    const states: string[][] = [];
+    for (const event of parseSse(rolesStream.join(""))) {
+      entry = applyEvent(entry, runEventOf(event.event, event.data)!);
+      states.push((entry.checklist ?? []).map((item) => item.state));
+    }
+    expect(states).toEqual([
+      ["pending", "pending"],
+      ["running", "pending"],
+      ["passed", "pending"],
+      ["passed", "running"],
+      ["passed", "retried"],
+    ]);
+    expect(entry.checklist?.[1]?.verdicts).toEqual([{ role: "reviewer", verdict: "needs_retry", reason: "say what step 2 returned", attempt: 1 }]);
+    entry = applyEvent(entry, { type: "subtask_started", index: 1, task: "do step two", attempt: 2 });
+    expect(entry.checklist?.[1]).toMatchObject({ state: "running", attempt: 2 });
+    entry = applyEvent(entry, { type: "verdict", index: 1, role: "reviewer", verdict: "fail", reason: "no", attempt: 2 });
+    expect(entry.checklist?.[1]?.state).toBe("failed");
+    expect(entry.checklist?.[0]?.criteria).toEqual(["step 1 done"]);
+  });
+
+  it("ignores a sub-task it has no plan for", () => {
+    const entry = applyEvent(newAssistantEntry("a"), { type: "verdict", index: 3, role: "critic", verdict: "pass", reason: "", attempt: 1 });
+    expect(entry.checklist).toBeUndefined();
   });
 });
 

@@ -1,9 +1,25 @@
 /**
- * The chat panel's model: building `POST /query` bodies, folding the stream's events
- * (step, tool_call, tool_progress, tool_result, token, query_result; see master/streaming.py)
- * into a transcript entry, which nodes glow, and "copy as curl". Pure functions.
+ * The chat panel's model: building `POST /query` bodies, folding the stream's typed events
+ * (`RunEvent`, generated from the master's OpenAPI document: step, tool_call, tool_progress,
+ * tool_result, token, with roles plan, subtask_started and verdict, query_result) into a
+ * transcript entry, which nodes glow, and "copy as curl". Pure functions.
  */
-import type { Attachment, ErrorCode, Plan, PlanStep, PromptProfile, QueryRequest, QueryResponse } from "../api/types";
+import type {
+  Attachment,
+  ErrorCode,
+  Plan,
+  PlanEvent,
+  PlanStep,
+  PromptProfile,
+  QueryRequest,
+  QueryResponse,
+  RunEvent,
+  SubtaskStartedEvent,
+  ToolCallEvent,
+  ToolProgressEvent,
+  ToolResultEvent,
+  VerdictEvent,
+} from "../api/types";
 import { ORCHESTRATOR_ID, agentNodeId } from "./graph";
 
 export interface ToolStep {
@@ -15,6 +31,25 @@ export interface ToolStep {
   progress?: { message: string; progress: number | null };
   result?: unknown;
   error?: string;
+}
+
+/** A sub-task's state in the roles checklist: `retried` once the reviewer sent it back. */
+export type SubtaskState = "pending" | "running" | "passed" | "failed" | "retried";
+
+export interface ChecklistVerdict {
+  role: VerdictEvent["role"];
+  verdict: VerdictEvent["verdict"];
+  reason: string;
+  attempt: number;
+}
+
+/** One sub-task of an auto-mode run with roles, as the checklist shows it. */
+export interface ChecklistItem {
+  task: string;
+  criteria: string[];
+  state: SubtaskState;
+  attempt: number;
+  verdicts: ChecklistVerdict[];
 }
 
 export interface UserEntry {
@@ -40,6 +75,8 @@ export interface AssistantEntry {
   stoppedBy?: string | null;
   /** The tool calls this answer waits on (`status: "awaiting_approval"` with `approvals`). */
   approvalIds?: string[];
+  /** The plan of an auto-mode run with roles, live from `plan`, `subtask_started` and `verdict`. */
+  checklist?: ChecklistItem[];
 }
 
 export type ChatEntry = UserEntry | AssistantEntry;
@@ -77,13 +114,12 @@ export function newAssistantEntry(id: string): AssistantEntry {
   return { kind: "assistant", id, text: "", steps: [], state: "streaming", round: 0 };
 }
 
-type Data = Record<string, unknown>;
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+type ToolEvent = ToolCallEvent | ToolProgressEvent | ToolResultEvent;
 
-function updateStep(steps: ToolStep[], data: Data, change: (step: ToolStep) => ToolStep, create: boolean): ToolStep[] {
-  const callId = str(data.call_id);
-  const agentId = str(data.agent_id);
-  const toolName = str(data.tool_name) ?? "?";
+function updateStep(steps: ToolStep[], event: ToolEvent, change: (step: ToolStep) => ToolStep, create: boolean): ToolStep[] {
+  const callId = event.call_id ?? null;
+  const agentId = event.agent_id ?? null;
+  const toolName = event.tool_name ?? "?";
   // Match by call id; else the last running step of the same agent and tool.
   let index = callId !== null ? steps.findIndex((s) => s.callId === callId) : -1;
   if (index === -1) {
@@ -97,46 +133,66 @@ function updateStep(steps: ToolStep[], data: Data, change: (step: ToolStep) => T
   }
   if (index === -1) {
     if (!create) return steps;
-    const fresh: ToolStep = { callId, agentId, toolName, arguments: data.arguments ?? {}, state: "running" };
+    const args = event.type === "tool_call" ? (event.arguments ?? {}) : {};
+    const fresh: ToolStep = { callId, agentId, toolName, arguments: args, state: "running" };
     return [...steps, change(fresh)];
   }
   return steps.map((s, i) => (i === index ? change(s) : s));
 }
 
+/** The checklist of a new plan: every sub-task pending. */
+export function checklistOf(event: PlanEvent): ChecklistItem[] {
+  return event.subtasks.map((s) => ({ task: s.task, criteria: s.criteria ?? [], state: "pending", attempt: 0, verdicts: [] }));
+}
+
+const VERDICT_STATE: Record<VerdictEvent["verdict"], SubtaskState> = { pass: "passed", fail: "failed", needs_retry: "retried" };
+
+function updateItem(list: ChecklistItem[] | undefined, index: number, change: (item: ChecklistItem) => ChecklistItem): ChecklistItem[] | undefined {
+  if (!list || index < 0 || index >= list.length) return list;
+  return list.map((item, i) => (i === index ? change(item) : item));
+}
+
+function startSubtask(list: ChecklistItem[] | undefined, event: SubtaskStartedEvent): ChecklistItem[] | undefined {
+  return updateItem(list, event.index, (item) => ({ ...item, state: "running", attempt: event.attempt ?? item.attempt + 1 }));
+}
+
+function judgeSubtask(list: ChecklistItem[] | undefined, event: VerdictEvent): ChecklistItem[] | undefined {
+  const verdict: ChecklistVerdict = { role: event.role, verdict: event.verdict, reason: event.reason ?? "", attempt: event.attempt ?? 1 };
+  return updateItem(list, event.index, (item) => ({ ...item, state: VERDICT_STATE[event.verdict], verdicts: [...item.verdicts, verdict] }));
+}
+
 /** Fold one stream event into the entry. */
-export function applyEvent(entry: AssistantEntry, event: string, data: Data): AssistantEntry {
-  switch (event) {
+export function applyEvent(entry: AssistantEntry, event: RunEvent): AssistantEntry {
+  switch (event.type) {
     case "step":
-      return { ...entry, round: typeof data.step === "number" ? data.step : entry.round + 1 };
+      return { ...entry, round: event.step };
     case "tool_call":
-      return { ...entry, steps: updateStep(entry.steps, data, (s) => ({ ...s, arguments: data.arguments ?? s.arguments }), true) };
+      return { ...entry, steps: updateStep(entry.steps, event, (s) => ({ ...s, arguments: event.arguments ?? s.arguments }), true) };
     case "tool_progress":
       return {
         ...entry,
-        steps: updateStep(
-          entry.steps,
-          data,
-          (s) => ({ ...s, progress: { message: str(data.message) ?? "", progress: typeof data.progress === "number" ? data.progress : null } }),
-          true,
-        ),
+        steps: updateStep(entry.steps, event, (s) => ({ ...s, progress: { message: event.message ?? "", progress: event.progress ?? null } }), true),
       };
     case "tool_result":
       return {
         ...entry,
         steps: updateStep(
           entry.steps,
-          data,
-          (s) =>
-            data.success
-              ? { ...s, state: "ok", result: data.result }
-              : { ...s, state: "error", error: str(data.error) ?? "the tool call failed" },
+          event,
+          (s) => (event.success ? { ...s, state: "ok", result: event.result } : { ...s, state: "error", error: event.error ?? "the tool call failed" }),
           true,
         ),
       };
     case "token":
-      return { ...entry, text: entry.text + (str(data.text) ?? "") };
+      return { ...entry, text: entry.text + event.text };
+    case "plan":
+      return { ...entry, checklist: checklistOf(event) };
+    case "subtask_started":
+      return { ...entry, checklist: startSubtask(entry.checklist, event) };
+    case "verdict":
+      return { ...entry, checklist: judgeSubtask(entry.checklist, event) };
     case "query_result":
-      return finishEntry(entry, data as unknown as QueryResponse);
+      return finishEntry(entry, event);
     default:
       return entry;
   }

@@ -3,6 +3,7 @@
  * `POST /query` with `stream: true`. `EventSource` cannot POST, so the page reads the
  * response body itself and feeds the chunks here.
  */
+import type { RunEvent } from "../api/types";
 
 export interface SseEvent {
   /** The `event:` field; "message" when the event has none. */
@@ -67,4 +68,20 @@ export class SseParser {
 export function parseSse(text: string): SseEvent[] {
   const parser = new SseParser();
   return parser.feed(text);
+}
+
+/**
+ * The typed run event of one SSE event of `POST /query`: its data, with the event's name as its
+ * `type` (the name is the master's word; a master from before typed events left `type` out of
+ * the data). `null` when the data is not a JSON object.
+ */
+export function runEventOf(name: string, data: string): RunEvent | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return null;
+  return { ...(value as Record<string, unknown>), type: name } as RunEvent;
 }

@@ -3,6 +3,7 @@
  * its tool runs and fades out {@link GLOW_FADE_MS} after the result; each agent keeps a log
  * of its last {@link CALL_LOG_LIMIT} calls for the details panel.
  */
+import type { ToolCallEvent, ToolResultEvent } from "../api/types";
 import type { Runtime, SliceCreator } from "./runtime";
 
 export const GLOW_FADE_MS = 4000;
@@ -30,7 +31,7 @@ export interface ActivitySlice {
   /** Light a node (`active`), or start its fade-out (`fading`, gone after {@link GLOW_FADE_MS}). */
   glowNode(nodeId: string, phase: Glow["phase"]): void;
   /** Log a streamed `tool_call` or `tool_result` event of one agent. */
-  logCall(agentId: string, data: Record<string, unknown>, event: string): void;
+  logCall(agentId: string, event: ToolCallEvent | ToolResultEvent): void;
 }
 
 export function createActivitySlice({ setTimer, clearTimer, now }: Runtime): SliceCreator<ActivitySlice> {
@@ -61,13 +62,13 @@ export function createActivitySlice({ setTimer, clearTimer, now }: Runtime): Sli
         }
       },
 
-      logCall(agentId, data, event) {
+      logCall(agentId, event) {
         const logs = get().callLogs[agentId] ?? [];
-        const callId = typeof data.call_id === "string" ? data.call_id : null;
-        const toolName = String(data.tool_name ?? "?");
+        const callId = event.call_id ?? null;
+        const toolName = event.tool_name ?? "?";
         let next: CallLogEntry[];
-        if (event === "tool_call") {
-          next = [...logs, { callId, toolName, arguments: data.arguments ?? {}, state: "running", at: now() }];
+        if (event.type === "tool_call") {
+          next = [...logs, { callId, toolName, arguments: event.arguments ?? {}, state: "running", at: now() }];
         } else {
           let index = -1;
           for (let i = logs.length - 1; i >= 0; i--) {
@@ -77,12 +78,12 @@ export function createActivitySlice({ setTimer, clearTimer, now }: Runtime): Sli
               break;
             }
           }
-          const done: Partial<CallLogEntry> = data.success
-            ? { state: "ok", result: data.result }
-            : { state: "error", error: String(data.error ?? "failed") };
+          const done: Partial<CallLogEntry> = event.success
+            ? { state: "ok", result: event.result }
+            : { state: "error", error: event.error ?? "failed" };
           next =
             index === -1
-              ? [...logs, { callId, toolName, arguments: data.arguments ?? {}, at: now(), ...done } as CallLogEntry]
+              ? [...logs, { callId, toolName, arguments: {}, at: now(), ...done } as CallLogEntry]
               : logs.map((l, i) => (i === index ? { ...l, ...done } : l));
         }
         set({ callLogs: { ...get().callLogs, [agentId]: next.slice(-CALL_LOG_LIMIT) } });

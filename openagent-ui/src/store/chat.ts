@@ -72,12 +72,11 @@ export const createChatSlice: SliceCreator<ChatSlice> = (set, get) => {
     set({ busy: true, lastQuery: body, transcript: [...get().transcript, entry] });
     try {
       const result: QueryResponse = await api.query(body, {
-        onEvent(event, data) {
-          updateEntry(entry.id, (e) => applyEvent(e, event, data));
-          const agentId = typeof data.agent_id === "string" ? data.agent_id : null;
-          if (agentId && (event === "tool_call" || event === "tool_result")) {
-            get().logCall(agentId, data, event);
-            get().glowNode(agentNodeId(agentId), event === "tool_call" ? "active" : "fading");
+        onEvent(event) {
+          updateEntry(entry.id, (e) => applyEvent(e, event));
+          if ((event.type === "tool_call" || event.type === "tool_result") && event.agent_id) {
+            get().logCall(event.agent_id, event);
+            get().glowNode(agentNodeId(event.agent_id), event.type === "tool_call" ? "active" : "fading");
           }
         },
       });

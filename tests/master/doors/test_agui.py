@@ -27,7 +27,7 @@ from master.doors.agui.events import RunEvents
 from master.query.events import Finished, Progress
 from openagent import ClientConfig, OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer
-from protocol import Approval, PendingToolCall, QueryResponse
+from protocol import Approval, PendingToolCall, QueryResponse, parse_run_event
 from tests.factories import EVERY_TENANT, InProcessMaster, in_process_master
 
 KEY = "ag-ui-door-key"
@@ -46,6 +46,10 @@ TRANSFER = ToolSchema(
 )
 BALANCE = ToolSchema(name="balance", description="Read the balance", parameters={"type": "object"})
 PAYMENT = {"to": "bob", "amount": 250}
+
+
+def _progress(kind: str, data: dict[str, Any]) -> Progress:
+    return Progress(parse_run_event({**data, "type": kind}))
 
 
 def _approval(approval_id: str = "ap-1", **more: Any) -> Approval:
@@ -71,11 +75,15 @@ def _types(events: list[Any]) -> list[str]:
 def test_tokens_steps_and_tool_calls_become_ag_ui_events() -> None:
     run = RunEvents("thread-1", "run-1", state={"theme": "dark"})
     progress = [
-        Progress("token", {"text": "Let me check. "}),
-        Progress("step", {"step": 1, "tool_calls": ["bank__balance"]}),
-        Progress("tool_call", {"call_id": "c1", "agent_id": "bank", "tool_name": "balance", "arguments": {}}),
-        Progress("tool_progress", {"agent_id": "bank", "tool_name": "balance", "message": "half"}),
-        Progress(
+        _progress("token", {"text": "Let me check. "}),
+        _progress("step", {"step": 1, "tool_calls": ["bank__balance"]}),
+        _progress(
+            "tool_call", {"call_id": "c1", "agent_id": "bank", "tool_name": "balance", "arguments": {}}
+        ),
+        _progress(
+            "tool_progress", {"call_id": "c1", "agent_id": "bank", "tool_name": "balance", "message": "half"}
+        ),
+        _progress(
             "tool_result",
             {
                 "call_id": "c1",
@@ -85,8 +93,8 @@ def test_tokens_steps_and_tool_calls_become_ag_ui_events() -> None:
                 "result": {"eur": 3},
             },
         ),
-        Progress("token", {"text": "You have "}),
-        Progress("token", {"text": "3 EUR."}),
+        _progress("token", {"text": "You have "}),
+        _progress("token", {"text": "3 EUR."}),
     ]
     response = QueryResponse(
         query_id="q", session_id="thread-1", run_id="r", success=True, answer="You have 3 EUR."
@@ -126,7 +134,7 @@ def test_an_approval_is_an_interrupt_and_its_resumed_call_keeps_its_id() -> None
         query_id="q", session_id="thread-1", success=True, status="awaiting_approval", approvals=[held]
     )
     events = [
-        *first.translate(Progress("approval_required", held.model_dump(mode="json"))),
+        *first.translate(_progress("approval_required", held.model_dump(mode="json"))),
         *first.translate(Finished(waiting)),
     ]
     assert _types(events) == [
@@ -145,8 +153,8 @@ def test_an_approval_is_an_interrupt_and_its_resumed_call_keeps_its_id() -> None
     call = {"call_id": "d-9", "agent_id": "bank", "tool_name": "transfer"}
     done = QueryResponse(query_id="q", session_id="thread-1", success=True, answer="Sent.")
     events = [
-        *resumed.translate(Progress("tool_call", {**call, "arguments": PAYMENT})),
-        *resumed.translate(Progress("tool_result", {**call, "success": True, "result": "ok"})),
+        *resumed.translate(_progress("tool_call", {**call, "arguments": PAYMENT})),
+        *resumed.translate(_progress("tool_result", {**call, "success": True, "result": "ok"})),
         *resumed.translate(Finished(done)),
     ]
     # The spec: the resumed run sends the result against the original id, not a new start.

@@ -11,6 +11,7 @@ import pytest
 
 from master.llm.model import ChatMessage, ChatResult, ToolCallRequest
 from master.orchestration.roles import Coordinator, CoordinatorState
+from protocol import RunEvent
 
 TWO = {"subtasks": [{"task": "one", "criteria": ["a"]}, {"task": "two"}]}
 
@@ -46,8 +47,8 @@ class Host:
     async def persist(self, state: CoordinatorState) -> None:
         self.phases.append(state.phase)
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
-        self.events.append((event, data))
+    def emit(self, event: RunEvent) -> None:
+        self.events.append((event.type, event.model_dump(mode="json")))
 
     async def escalate(self, state: CoordinatorState) -> str:
         return "appr-1"

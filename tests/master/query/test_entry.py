@@ -17,7 +17,7 @@ from master.orchestration.orchestrator import EventSink
 from master.query.admission import Admission
 from master.query.entry import QueryEntry
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
-from protocol import QueryRequest, QueryResponse
+from protocol import QueryRequest, QueryResponse, StepEvent, TokenEvent
 
 
 class FakeService:
@@ -34,11 +34,11 @@ class FakeService:
     ) -> QueryResponse:
         self.runs += 1
         if events is not None:
-            events("step", {"step": 1, "tool_calls": ["a__t"]})
+            events(StepEvent(step=1, tool_calls=["a__t"]))
         await self.release.wait()
         if events is not None:
-            events("token", {"text": "Hel"})
-            events("token", {"text": "lo"})
+            events(TokenEvent(text="Hel"))
+            events(TokenEvent(text="lo"))
         self.finished.set()
         if self.outcome == "rejected":
             raise QueryRejected("invalid_model", "model 'x' is not allowed")
@@ -52,7 +52,7 @@ def entry(service: FakeService, limit: int = 4) -> QueryEntry:
 
 
 def shape(events: list[QueryEvent]) -> list[str]:
-    return [e.event if isinstance(e, Progress) else "finished" for e in events]
+    return [e.type if isinstance(e, Progress) else "finished" for e in events]
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ async def test_a_door_that_goes_away_does_not_stop_the_run() -> None:
     run = owner.submit(QueryRequest(query="hi"), principal=SYSTEM, door="sse", stream=True)
     body = run.events()
     first = await anext(body)
-    assert isinstance(first, Progress) and first.event == "step"
+    assert isinstance(first, Progress) and first.type == "step"
     await body.aclose()  # the client disconnected mid-stream
     waiting = asyncio.create_task(run.result())
     await asyncio.sleep(0)
