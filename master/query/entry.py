@@ -49,6 +49,7 @@ from protocol import (
     QueryRequest,
     QueryResponse,
     RunEvent,
+    TokenEvent,
     ToolCallEvent,
     ToolProgress,
     ToolProgressEvent,
@@ -142,15 +143,33 @@ class QueryRun:
         else:
             waiter.set_exception(error or RuntimeError("the run ended without an answer"))
 
-    async def events(self) -> AsyncIterator[QueryEvent]:
+    async def events(self, *, join_tokens: bool = False) -> AsyncIterator[QueryEvent]:
         """:class:`Progress` events as they happen, then one :class:`Finished` (``submit(stream=True)``).
 
-        Ends without :class:`Finished` when the run was cancelled (the master stopped)."""
+        Ends without :class:`Finished` when the run was cancelled (the master stopped). With
+        ``join_tokens``, the ``token`` events already waiting when one is read come as one (a door
+        whose every event costs a store write keeps up with a fast model; nothing waits longer)."""
         queue = self._events
         if queue is None:
             raise RuntimeError("events() needs submit(..., stream=True)")
+        carried: QueryEvent | asyncio.Future[None] | None = None
+        has_carried = False
         while True:
-            event = await queue.get()
+            if has_carried:
+                event, has_carried = carried, False
+            else:
+                event = await queue.get()
+            if join_tokens and isinstance(event, Progress) and isinstance(event.event, TokenEvent):
+                texts = [event.event.text]
+                while not queue.empty():
+                    following = queue.get_nowait()
+                    if isinstance(following, Progress) and isinstance(following.event, TokenEvent):
+                        texts.append(following.event.text)
+                        continue
+                    carried, has_carried = following, True
+                    break
+                if len(texts) > 1:
+                    event = Progress(TokenEvent(text="".join(texts)))
             if event is None:
                 return
             if isinstance(event, asyncio.Future):  # a mark of :meth:`taken`

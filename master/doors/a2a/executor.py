@@ -345,7 +345,7 @@ class HubExecutor(AgentExecutor):
         try:
             await updater.working(None)
             response: QueryResponse | None = None
-            async for event in run.events():
+            async for event in run.events(join_tokens=not updater.quiet):
                 if isinstance(event, Finished):
                     response = event.response
                 elif isinstance(event.event, TokenEvent):
