@@ -48,7 +48,7 @@ from master.cluster.router import ClusterOutbox, ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.collaboration.remote import RemoteMembersFactory
 from master.conversation.approvals import ApprovalStore
-from master.conversation.runs import RunStore
+from master.runs.store import RunStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor

@@ -36,7 +36,7 @@ from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox, function_name
 from master.auth import DEFAULT_TENANT, Principal, Scope
-from master.conversation.runs import LiveRun, RunState, RunStore
+from master.runs.store import LiveRun, RunState, RunStore
 from master.errors import QueryRejected, SessionStoreUnavailable
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused

@@ -30,7 +30,7 @@ from master.conversation.approvals import ApprovalStore
 from master.conversation.context import Context, ContextBuilder
 from master.conversation.history import CLIENT, turns_from_messages
 from master.conversation.outcome import Outcome
-from master.conversation.runs import LiveRun, RunStore
+from master.runs.store import LiveRun, RunStore
 from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder, tool_turn
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
@@ -105,7 +105,7 @@ class _Run:
     new_session: bool = True
     """Whether the run started its session (its owner is then the asker's tenant)."""
     live: LiveRun | None = None
-    """The run's record as it goes (:mod:`master.conversation.runs`)."""
+    """The run's record as it goes (:mod:`master.runs.store`)."""
     coordinated: bool = False
     """The coordinator of roles runs it (:mod:`master.query.roles`)."""
     resume_from: dict[str, Any] | None = None

@@ -1,7 +1,7 @@
 """``/runs``: every query's run, as recorded in Redis, and the resume of a halted one.
 
 ``DELETE /runs/{run_id}`` stops a running run on whichever master holds it.
-``GET /runs/{run_id}`` reads a run's record (:mod:`master.conversation.runs`): its state, the
+``GET /runs/{run_id}`` reads a run's record (:mod:`master.runs.store`): its state, the
 master holding it, the tool calls it completed, the ones in flight and the ones whose outcome is
 unknown. ``POST /runs/{run_id}/resume`` continues a run a budget or auto mode's step limit
 stopped (or one whose master was lost after it recorded what it resumes from) with a larger
@@ -18,7 +18,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.auth import Principal, Scope
-from master.conversation.runs import RESUMABLE
+from master.runs.store import RESUMABLE
 from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable

@@ -38,7 +38,7 @@ from master.attachments.store import AttachmentStore
 from master.auth import ANONYMOUS, SYSTEM, Principal, Role, Scope, TenantRecords, principal_of
 from master.collaboration.store import CollabStore
 from master.conversation.approvals import ApprovalStore
-from master.conversation.runs import RunStore
+from master.runs.store import RunStore
 from master.conversation.store import SessionStore
 from master.doors.a2a.store import RedisTaskStore
 from master.doors.openai.responses import ResponseStore

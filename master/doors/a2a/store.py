@@ -54,7 +54,7 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 from redis.exceptions import RedisError
 
 from master.auth import ANONYMOUS, DEFAULT_TENANT, SYSTEM, Principal, Scope, TenantRecords
-from master.conversation.runs import RunStore
+from master.runs.store import RunStore
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
 from master.redis_keys import a2a_context_key as context_key

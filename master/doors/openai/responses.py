@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
 from master.auth import DEFAULT_TENANT, Principal, Scope, TenantRecords
-from master.conversation.runs import RunStore
+from master.runs.store import RunStore
 from master.doors.openai import responses_wire as rwire
 from master.doors.openai import wire
 from master.doors.openai.door import RETRY_AFTER_SECONDS, error_response

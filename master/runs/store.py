@@ -60,7 +60,7 @@ from master.redis_keys import (
     run_lease_key,
 )
 
-logger = logging.getLogger("master.conversation.runs")
+logger = logging.getLogger("master.runs.store")
 
 RunState = Literal[
     "running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed", "cancelled"
