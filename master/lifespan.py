@@ -48,7 +48,6 @@ from master.cluster.router import ClusterOutbox, ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.collaboration.remote import RemoteMembersFactory
 from master.conversation.approvals import ApprovalStore
-from master.runs.store import RunStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor
@@ -73,6 +72,7 @@ from master.query.approvals import ApprovalDesk
 from master.query.entry import QueryEntry
 from master.query.service import NOT_CONFIGURED, QueryService
 from master.redis_client import create_redis
+from master.runs.store import RunStore
 from master.sandbox import Sandbox, create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings

@@ -30,7 +30,6 @@ from master.conversation.approvals import ApprovalStore
 from master.conversation.context import Context, ContextBuilder
 from master.conversation.history import CLIENT, turns_from_messages
 from master.conversation.outcome import Outcome
-from master.runs.store import LiveRun, RunStore
 from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
 from master.conversation.turns import TurnRecorder, tool_turn
 from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
@@ -61,6 +60,19 @@ from master.orchestration.prompts import system_prompt
 from master.query.extras import NO_EXTRAS, RunExtras
 from master.query.policy import ApprovalPolicy
 from master.query.roles import check_role_models, run_roles
+from master.runs.state import (
+    ApprovalPending,
+    Asker,
+    BudgetPending,
+    CallRef,
+    ClientToolResultPending,
+    HeldCall,
+    Limits,
+    RunState,
+    Spent,
+    read_state,
+)
+from master.runs.store import LiveRun, RunStore
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
 from protocol import AgentUsed, Approval, PendingToolCall, QueryRequest, QueryResponse, Usage
@@ -108,7 +120,7 @@ class _Run:
     """The run's record as it goes (:mod:`master.runs.store`)."""
     coordinated: bool = False
     """The coordinator of roles runs it (:mod:`master.query.roles`)."""
-    resume_from: dict[str, Any] | None = None
+    resume_from: RunState | None = None
     """What a coordinated run a budget stopped resumes from."""
 
 
@@ -229,14 +241,14 @@ class QueryService:
         if extras.resume_approvals:
             paused = await self._held_state(session_id, scope)
         if extras.resume_run is not None:
-            paused = dict(extras.resume_run["checkpoint"])
+            paused = extras.resume_run.checkpoint.model_copy(deep=True)
         if live is not None:
             live.session_id = session_id
             if paused is not None and extras.resume_run is None:  # the run goes on under its id
-                live.run_id = str(paused.get("run_id") or live.run_id)
-                live.query_id = str(paused.get("query_id") or live.query_id)
-                live.completed[:0] = paused.get("completed") or []
-                live.created_at = float(paused.get("created_at") or live.created_at)
+                live.run_id = paused.run_id or live.run_id
+                live.query_id = paused.query_id or live.query_id
+                live.completed[:0] = paused.completed
+                live.created_at = paused.created_at or live.created_at
         toolbox = Toolbox(targets)
         settings = self._settings
         budget = BudgetTracker.from_request(
@@ -248,8 +260,8 @@ class QueryService:
         recorder = TurnRecorder(
             self._sessions,
             session_id,
-            query=str(paused["query"]) if paused else request.query,
-            query_id=str(paused["query_id"]) if paused else query_id,
+            query=paused.query if paused else request.query,
+            query_id=paused.query_id if paused else query_id,
             model=model,
             flush_each_step=request.auto_mode,
             owner=principal.tenant,
@@ -315,12 +327,12 @@ class QueryService:
             if extras.history and session_hint is None:
                 run.turns = await self._store_history(session_id, extras.history, principal.tenant)
             held: list[Approval] | None = None
-            if paused is not None and (paused.get("kind") == "roles" or paused.get("roles") is not None):
+            if paused is not None and paused.roles is not None:
                 outcome, held = await run_roles(self, run, extra_tools, paused)
             elif paused is not None and extras.resume_run is not None:
                 outcome = (
                     await self._resume_held(run, extra_tools, paused, taken=True)
-                    if paused.get("kind") == "approval"
+                    if isinstance(paused.pending, ApprovalPending)
                     else await self._resume_halted(run, extra_tools, paused)
                 )
             elif paused is not None and extras.resume_approvals:
@@ -432,14 +444,15 @@ class QueryService:
             assert target is not None  # held calls were resolved and validated
             agent, tool = target
             calls.append((call, agent.agent_id, tool))
-        state = {
-            "query": recorder.query,
-            "query_id": recorder.query_id,
-            "messages": run.messages or [],
-            "steps": outcome.steps,
-            "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+        state = RunState(
+            query=recorder.query,
+            query_id=recorder.query_id,
+            messages=run.messages or [],
+            steps=outcome.steps,
+            request=run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+            pending=ApprovalPending(),
             **_run_part(run),
-        }
+        )
         approvals = await self._keep_held(recorder.session_id, owner, run.principal, calls, state)
         for approval in approvals:
             run.hooks.emit("approval_required", approval.model_dump(mode="json"))
@@ -474,12 +487,9 @@ class QueryService:
             "calls": [call.model_dump()],
             "ts": time.time(),
         }
-        state = {
-            "direct": True,
-            "query": query,
-            "query_id": query_id,
-            "request": {"query": query},
-        }
+        state = RunState(
+            query=query, query_id=query_id, request={"query": query}, pending=ApprovalPending(direct=True)
+        )
         try:
             await self._sessions.append(session_id, [turn], owner=principal.tenant)
         except SessionStoreUnavailable as exc:
@@ -502,17 +512,18 @@ class QueryService:
         owner: str,
         asker: Principal,
         calls: Sequence[tuple[PendingToolCall, str, AgentTool]],
-        state: dict[str, Any],
+        state: RunState,
     ) -> list[Approval]:
         """One approval per held call ``(call, agent_id, tool)``, owned by ``owner``, and the
-        paused run (``state`` with its held calls and its asker) of ``session_id``, kept for as
-        long as the approvals' records."""
+        paused run (``state`` with its held calls and its asker in its pending item: an
+        approval's unless ``state`` names another held kind) of ``session_id``, kept for as long
+        as the approvals' records."""
         store = self.approvals
         assert store is not None
         now = time.time()
         approvals: list[Approval] = []
         extra: dict[str, dict[str, Any]] = {}
-        held: list[dict[str, Any]] = []
+        held: list[HeldCall] = []
         for call, agent_id, tool in calls:
             approval = Approval(
                 approval_id=f"appr-{uuid.uuid4().hex}",
@@ -530,33 +541,30 @@ class QueryService:
                 "asker_key": asker.key_id,  # never the decider once the tool has approvers
                 **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
             }
-            held.append({**call.model_dump(), "approval_id": approval.approval_id})
-        paused = {
-            **state,
-            "kind": "approval",
-            "held": held,
-            "asker": {
-                "key": asker.key_id,
-                "name": asker.name,
-                "tenant": asker.tenant,
-                "admin": asker.is_admin,
-            },
-        }
+            held.append(HeldCall(**call.model_dump(), approval_id=approval.approval_id))
+        who = Asker(key=asker.key_id, name=asker.name, tenant=asker.tenant, admin=asker.is_admin)
+        pending = state.held or ApprovalPending()
+        paused = state.model_copy(
+            update={
+                "pending": pending.model_copy(update={"held": held, "asker": who}),
+                "status": "awaiting_approval",
+            }
+        )
         try:
             await store.create(approvals, extra)
-            await self._sessions.pause(session_id, paused, [], ttl=store.keep_seconds)
+            await self._sessions.pause(session_id, paused.dump(), [], ttl=store.keep_seconds)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         return approvals
 
-    async def take_direct(self, session_id: str) -> dict[str, Any]:
+    async def take_direct(self, session_id: str) -> RunState:
         """Take the paused direct call of ``session_id`` to run it (of two resumes, one gets it:
         the other is refused ``invalid_query``, "resumed already")."""
         try:
-            state = await self._sessions.take_paused(session_id)
+            state = read_state(await self._sessions.take_paused(session_id), where=f"session {session_id}")
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if state is None or not state.get("direct"):
+        if state is None or not state.direct:
             raise QueryRejected("invalid_query", "the paused run was resumed already")
         return state
 
@@ -568,19 +576,19 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("could not store the end of the direct call in session %s: %s", session_id, exc)
 
-    async def held_run(self, session_id: str, scope: Scope) -> tuple[dict[str, Any] | None, list[Approval]]:
+    async def held_run(self, session_id: str, scope: Scope) -> tuple[RunState | None, list[Approval]]:
         """The session's run paused for approvals (``None`` when there is none, or when ``scope``
         does not see the session: another tenant's) and the approvals of its round that
         ``scope`` sees, as they stand. Raises :class:`SessionStoreUnavailable`."""
         if not await self._sessions.visible(session_id, scope):
             return None, []
-        state = await self._sessions.paused(session_id)
-        if state is None or state.get("kind") != "approval" or self.approvals is None:
+        state = read_state(await self._sessions.paused(session_id), where=f"session {session_id}")
+        if state is None or state.held is None or self.approvals is None:
             return None, []
-        found = [await self.approvals.get(str(call["approval_id"]), scope) for call in state.get("held", ())]
+        found = [await self.approvals.get(call.approval_id, scope) for call in state.held.held]
         return state, [a for a in found if a is not None]
 
-    async def _held_state(self, session_id: str, scope: Scope) -> dict[str, Any]:
+    async def _held_state(self, session_id: str, scope: Scope) -> RunState:
         try:
             state, approvals = await self.held_run(session_id, scope)
         except SessionStoreUnavailable as exc:
@@ -597,7 +605,7 @@ class QueryService:
         return state
 
     async def _resume_held(
-        self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any], *, taken: bool = False
+        self, run: _Run, tools: list[dict[str, Any]], state: RunState, *, taken: bool = False
     ) -> Outcome:
         """Go on with a run paused for approvals: the approved calls run (with the edited
         arguments), the model is told of refusals and expiries, then the next rounds. The paused
@@ -616,19 +624,21 @@ class QueryService:
                     raise QueryRejected("invalid_query", "the paused run was resumed already")
             except SessionStoreUnavailable as exc:
                 raise QueryRejected("session_store_unavailable", str(exc)) from None
-        messages: list[Any] = list(state.get("messages") or [])
-        remaining: list[dict[str, Any]] = list(state.get("held") or [])
-        for call in state.get("unknown") or ():  # sent before a failure: never sent again
-            messages.append({"role": "tool", "tool_call_id": str(call["id"]), "content": UNKNOWN_CALL})
+        pending = state.held
+        assert pending is not None  # a run paused for approvals
+        messages: list[Any] = list(state.messages)
+        remaining = list(pending.held)
+        for call in state.unknown:  # sent before a failure: never sent again
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": UNKNOWN_CALL})
             if run.live is not None:
-                run.live.add_unknown(call)
+                run.live.add_unknown(call.ref())
         decided_runs: list[ToolRun] = []
         offered = [*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else []
-        sending: dict[str, Any] | None = None
+        sending: HeldCall | None = None
         try:
             while remaining:
                 held = remaining[0]
-                record = await store.record(str(held["approval_id"]), Scope.of(run.principal)) or {
+                record = await store.record(held.approval_id, Scope.of(run.principal)) or {
                     "status": "expired"
                 }
                 if record.get("status") == "approved":
@@ -650,22 +660,23 @@ class QueryService:
                 auto_mode=run.request.auto_mode,
                 budget=run.budget,
                 hooks=run.hooks,
-                steps_done=int(state.get("steps") or 0),
+                steps_done=state.steps,
             )
             outcome.tool_runs[:0] = decided_runs
             return outcome
         except BaseException:
-            restored = {
-                **state,
-                **_run_part(run),
-                "messages": messages,
-                "held": remaining,
-                "unknown": [sending] if sending is not None else [],
-            }
+            restored = state.model_copy(
+                update={
+                    **_run_part(run),
+                    "messages": messages,
+                    "pending": pending.model_copy(update={"held": remaining}),
+                    "unknown": [sending] if sending is not None else [],
+                }
+            )
             if run.live is not None:
                 run.live.checkpoint = None  # resumable through its approvals only, not twice
             try:
-                await self._sessions.pause(session_id, restored, [], ttl=store.keep_seconds)
+                await self._sessions.pause(session_id, restored.dump(), [], ttl=store.keep_seconds)
             except SessionStoreUnavailable as exc:
                 logger.error("could not keep the paused run of session %s: %s", session_id, exc)
             raise
@@ -673,37 +684,39 @@ class QueryService:
     async def _before_held_call(
         self,
         run: _Run,
-        state: dict[str, Any],
+        state: RunState,
         messages: list[Any],
-        remaining: list[dict[str, Any]],
-        held: dict[str, Any],
+        remaining: list[HeldCall],
+        held: HeldCall,
     ) -> None:
         """Record an approved call in flight, with what the run resumes from without it, before
         it is sent (awaited: a lost master must not leave it to be sent twice)."""
         live = run.live
         if live is None or self.runs is None:
             return
-        live.sending([(str(held["id"]), str(held["name"]), held.get("arguments"))])
-        checkpoint = {
-            **state,
-            **_run_part(run),
-            "kind": "approval",
-            "session_id": run.recorder.session_id,
-            "messages": messages,
-            "held": remaining,
-            "unknown": [held],
-        }
+        live.sending([held.as_sent()])
+        pending = state.held
+        assert pending is not None
+        checkpoint = state.model_copy(
+            update={
+                **_run_part(run),
+                "session_id": run.recorder.session_id,
+                "messages": list(messages),
+                "pending": pending.model_copy(update={"held": remaining}),
+                "unknown": [held],
+            }
+        )
         try:
             await self.runs.save(live, checkpoint)
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
 
-    async def _resume_halted(self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any]) -> Outcome:
+    async def _resume_halted(self, run: _Run, tools: list[dict[str, Any]], state: RunState) -> Outcome:
         """Go on with a run a budget or the step limit stopped (``POST /runs/{run_id}/resume``):
         its messages as they were, the budget it spent counted against the new one, the calls it
         had in flight told as unknown (never sent again), then the next rounds."""
-        messages: list[Any] = list(state.get("messages") or [])
-        unknown = list(state.get("unknown") or ())
+        messages: list[Any] = list(state.messages)
+        unknown = state.unknown
         if unknown:
             messages.append(
                 {
@@ -711,13 +724,13 @@ class QueryService:
                     "content": None,
                     "tool_calls": [
                         {
-                            "id": str(call["id"]),
+                            "id": call.id,
                             "type": "function",
                             "function": {
-                                "name": str(call["name"]),
-                                "arguments": call["arguments"]
-                                if isinstance(call["arguments"], str)
-                                else json.dumps(call["arguments"]),
+                                "name": call.name,
+                                "arguments": call.arguments
+                                if isinstance(call.arguments, str)
+                                else json.dumps(call.arguments),
                             },
                         }
                         for call in unknown
@@ -725,19 +738,16 @@ class QueryService:
                 }
             )
             messages.extend(
-                {"role": "tool", "tool_call_id": str(call["id"]), "content": UNKNOWN_CALL} for call in unknown
+                {"role": "tool", "tool_call_id": call.id, "content": UNKNOWN_CALL} for call in unknown
             )
             if run.live is not None:
                 for call in unknown:
-                    run.live.add_unknown(call)
-        spent = state.get("spent") or {}
+                    run.live.add_unknown(call.ref())
+        state.spent.charge(run.budget)
         budget = run.budget
-        budget.tool_calls = int(spent.get("tool_calls") or 0)
-        budget.tokens = int(spent.get("tokens") or 0)
-        budget.started -= float(spent.get("seconds") or 0.0)
         run.messages = messages
         auto = run.request.auto_mode
-        steps = int(state.get("steps") or 0)
+        steps = state.steps
         return await run.orchestrator.run(
             messages=messages,
             tools=[*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else [],
@@ -747,24 +757,24 @@ class QueryService:
             budget=budget,
             hooks=run.hooks,
             # Without auto mode the resumed part gets its tool round; the step limit gives more rounds.
-            steps_done=steps if auto and state.get("stopped_by") != "max_steps" else 0,
+            steps_done=steps if auto and state.stopped_by != "max_steps" else 0,
         )
 
     async def _decided_message(
         self,
         run: _Run,
-        held: dict[str, Any],
+        held: HeldCall,
         record: dict[str, Any],
         tools: list[dict[str, Any]],
         done: list[ToolRun],
     ) -> dict[str, Any]:
         """The tool message that answers a held call, as a person decided it."""
         status = record.get("status")
-        call_id = str(held["id"])
+        call_id = held.id
         if status == "approved":
             edited = record.get("edited_arguments")
-            arguments = json.dumps(edited) if edited is not None else str(held["arguments"])
-            call = ToolCallRequest(call_id, str(held["name"]), arguments)
+            arguments = json.dumps(edited) if edited is not None else str(held.arguments)
+            call = ToolCallRequest(call_id, held.name, arguments)
             tool_run = await run.orchestrator.run_held(run.toolbox, call, run.hooks, tools)
             await (run.hooks.on_step or run.recorder.steps)([tool_run])
             done.append(tool_run)
@@ -772,7 +782,7 @@ class QueryService:
             if edited is not None:
                 message["content"] = (
                     f"A person approved this call with edited arguments {arguments} "
-                    f"(you asked for {held['arguments']}). Result: {message['content']}"
+                    f"(you asked for {held.arguments}). Result: {message['content']}"
                 )
             return message
         if status == "rejected":
@@ -821,15 +831,16 @@ class QueryService:
             )
         return session_id
 
-    async def _paused(self, session_id: str, results: Mapping[str, str]) -> dict[str, Any]:
+    async def _paused(self, session_id: str, results: Mapping[str, str]) -> RunState:
         """The session's paused run, when ``results`` answer exactly the calls it waits for."""
         try:
-            state = await self._sessions.paused(session_id)
+            state = read_state(await self._sessions.paused(session_id), where=f"session {session_id}")
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         if state is None:
             raise QueryRejected("invalid_query", f"no run of session {session_id!r} waits for tool results")
-        waiting = [str(call["id"]) for call in state.get("pending", ())]
+        pending = state.pending
+        waiting = [call.id for call in pending.calls] if isinstance(pending, ClientToolResultPending) else []
         missing = [call_id for call_id in waiting if call_id not in results]
         unknown = [call_id for call_id in results if call_id not in waiting]
         if missing or unknown:
@@ -852,7 +863,7 @@ class QueryService:
         return turns
 
     async def _continue(
-        self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any], results: Mapping[str, str]
+        self, run: _Run, tools: list[dict[str, Any]], state: RunState, results: Mapping[str, str]
     ) -> Outcome:
         """Go on with a paused run: its messages, the results it waited for, the next rounds."""
         try:
@@ -860,15 +871,15 @@ class QueryService:
                 raise QueryRejected("invalid_query", "the paused run was continued already")
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
-        messages: list[Any] = list(state.get("messages") or [])
+        pending = state.pending
+        assert isinstance(pending, ClientToolResultPending)  # checked by _paused
+        messages: list[Any] = list(state.messages)
         client_runs = []
-        for call in state["pending"]:
-            content = results[call["id"]]
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        for call in pending.calls:
+            content = results[call.id]
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             client_runs.append(
-                ToolRun(
-                    call["name"], CLIENT, call["name"], call.get("arguments"), success=True, result=content
-                )
+                ToolRun(call.name, CLIENT, call.name, call.arguments, success=True, result=content)
             )
         await (run.hooks.on_step or run.recorder.steps)(client_runs)
         run.messages = messages
@@ -880,22 +891,25 @@ class QueryService:
             auto_mode=run.request.auto_mode,
             budget=run.budget,
             hooks=run.hooks,
-            steps_done=int(state.get("steps") or 0),
+            steps_done=state.steps,
         )
 
     async def _pause(self, run: _Run, outcome: Outcome) -> None:
         """Keep a run that waits for its asker's tool results, to go on with the next request."""
         recorder = run.recorder
-        state = {
-            "query": recorder.query,
-            "query_id": recorder.query_id,
-            "messages": run.messages or [],
-            "steps": outcome.steps,
-            "pending": [call.model_dump() for call in outcome.pending],
+        state = RunState(
+            query=recorder.query,
+            query_id=recorder.query_id,
+            messages=run.messages or [],
+            steps=outcome.steps,
+            status="awaiting_tool_results",
+            pending=ClientToolResultPending(calls=[CallRef(**call.model_dump()) for call in outcome.pending]),
             **_run_part(run),
-        }
+        )
         try:
-            await self._sessions.pause(recorder.session_id, state, [call.id for call in outcome.pending])
+            await self._sessions.pause(
+                recorder.session_id, state.dump(), [call.id for call in outcome.pending]
+            )
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
 
@@ -1208,31 +1222,28 @@ def _run_part(run: _Run) -> dict[str, Any]:
     return {"run_id": live.run_id, "completed": live.completed, "created_at": live.created_at}
 
 
-def _halt_checkpoint(run: _Run, outcome: Outcome, live: LiveRun) -> dict[str, Any]:
+def _halt_checkpoint(run: _Run, outcome: Outcome, live: LiveRun) -> RunState:
     """What a run a budget or the step limit stopped resumes from."""
     messages = list(run.messages or [])
     last = messages[-1] if messages else None
     if outcome.stopped_by == "max_steps" and isinstance(last, dict) and last.get("role") == "user":
         messages.pop()  # the step limit's note: a resume goes on with tools
-    budget = run.budget
-    return {
-        "kind": "halt",
-        "run_id": live.run_id,
-        "session_id": run.recorder.session_id,
-        "query": run.recorder.query,
-        "query_id": run.recorder.query_id,
-        "messages": messages,
-        "steps": outcome.steps,
-        "stopped_by": outcome.stopped_by,
-        "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
-        "budget": {
-            "max_tool_calls": budget.max_tool_calls,
-            "max_tokens": budget.max_tokens,
-            "max_seconds": budget.max_seconds,
-        },
-        "spent": {"tool_calls": budget.tool_calls, "tokens": budget.tokens, "seconds": budget.elapsed},
-        "unknown": list(live.in_flight),
-    }
+    return RunState(
+        run_id=live.run_id,
+        tenant=live.tenant,
+        session_id=run.recorder.session_id,
+        query=run.recorder.query,
+        query_id=run.recorder.query_id,
+        messages=messages,
+        steps=outcome.steps,
+        status="stopped",
+        stopped_by=outcome.stopped_by,
+        request=run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+        budget=Limits.of(run.budget),
+        spent=Spent.of(run.budget),
+        unknown=[CallRef.model_validate(call) for call in live.in_flight],
+        pending=BudgetPending(stopped_by=outcome.stopped_by),
+    )
 
 
 def _with_note(system: str, note: str) -> str:

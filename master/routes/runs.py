@@ -18,16 +18,17 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from master.auth import Principal, Scope
-from master.runs.store import RESUMABLE
 from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
 from master.openapi import error
 from master.orchestration.roles import CoordinatorState
 from master.query.entry import QueryRefused
-from master.query.extras import RunExtras
+from master.query.extras import ClaimedRun, RunExtras
 from master.query.service import rejected_response
 from master.routes.query import _json, sse_response
+from master.runs.state import RunState
+from master.runs.store import RESUMABLE
 from protocol import Budget, ErrorCode, QueryRequest, QueryResponse
 
 router = APIRouter(tags=["runs"])
@@ -113,7 +114,7 @@ class ResumeBody(BaseModel):
 
 async def _record(
     services: ServicesDep, run_id: str, principal: Principal
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[dict[str, Any], RunState | None]:
     runs = services.queries.runs
     try:
         scope = Scope.of(principal)
@@ -201,11 +202,11 @@ async def resume_run(
         raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
     if not won:
         raise ApiError(ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, now or state, True))
-    stored = dict(checkpoint.get("request") or {"query": checkpoint.get("query") or ""})
+    stored = dict(checkpoint.request or {"query": checkpoint.query})
     request = QueryRequest.model_validate(
-        {**stored, "session_id": checkpoint.get("session_id"), "budget": limits, "stream": body.stream}
+        {**stored, "session_id": checkpoint.session_id, "budget": limits, "stream": body.stream}
     )
-    extras = RunExtras(run_id=run_id, resume_run={"record": record, "checkpoint": checkpoint})
+    extras = RunExtras(run_id=run_id, resume_run=ClaimedRun(record, checkpoint))
     try:
         run = services.entry.submit(
             request,
@@ -244,13 +245,15 @@ def _not_resumable(run_id: str, state: str, has_checkpoint: bool) -> str:
     return f"run {run_id!r} is {state}; only a stopped run (or a failed one that kept where it was) resumes"
 
 
-def _check_budget(checkpoint: dict[str, Any], budget: Budget, stopped_by: str | None) -> dict[str, Any]:
+def _check_budget(checkpoint: RunState, budget: Budget, stopped_by: str | None) -> dict[str, Any]:
     """The run's new limits: the old ones with the body's; refused (422) when one is smaller, or
     the one that stopped the run is not larger."""
     old: dict[str, Any] = {
         name: value
         for name, value in (
-            checkpoint.get("budget") or (checkpoint.get("request") or {}).get("budget") or {}
+            checkpoint.budget.model_dump()
+            if checkpoint.budget is not None
+            else checkpoint.request.get("budget") or {}
         ).items()
         if value is not None
     }

@@ -38,7 +38,6 @@ from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
 from master.auth import DEFAULT_TENANT, Principal, Scope, TenantRecords
-from master.runs.store import RunStore
 from master.doors.openai import responses_wire as rwire
 from master.doors.openai import wire
 from master.doors.openai.door import RETRY_AFTER_SECONDS, error_response
@@ -50,6 +49,7 @@ from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
 from master.redis_keys import openai_response_key
+from master.runs.store import RunStore
 from master.settings import Settings
 from protocol import ErrorCode, QueryResponse
 
