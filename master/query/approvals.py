@@ -43,8 +43,8 @@ from master.conversation.approvals import ApprovalStore
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from master.observability.metrics import Metrics
 from master.query.entry import DirectOutcome, Door, QueryEntry, QueryRefused, QueryRun
-from master.query.extras import RunExtras
 from master.query.service import rejected_response
+from master.runs.extras import RunExtras
 from master.runs.state import Asker, RunState
 from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolSchema
 

@@ -39,8 +39,8 @@ from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.errors import QueryRejected, SessionStoreUnavailable
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
-from master.query.extras import RunExtras
 from master.query.service import QueryService, rejected_response
+from master.runs.extras import RunExtras
 from master.runs.state import RunState, RunStatus
 from master.runs.store import LiveRun, RunStore
 from protocol import AgentUsed, ErrorCode, QueryRequest, QueryResponse, ToolProgress
@@ -200,7 +200,7 @@ class QueryEntry:
         ``stream`` makes :meth:`QueryRun.events` available. ``deliver`` (a door that pushes its
         answer, like the WebSocket) is awaited with the outcome before the run gives its slot
         back, so a draining master hands its connections off only once the answers are sent.
-        ``extras`` are a door's inputs beyond the protocol's (:class:`master.query.extras.RunExtras`).
+        ``extras`` are a door's inputs beyond the protocol's (:class:`master.runs.extras.RunExtras`).
         ``principal`` is who asks (its tenant's cap admits it; see the module docstring); one
         nothing resolved (:data:`~master.auth.ANONYMOUS`) is refused (``unauthorized``).
         """

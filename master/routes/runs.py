@@ -24,9 +24,9 @@ from master.errors import SessionStoreUnavailable
 from master.openapi import error
 from master.orchestration.roles import CoordinatorState
 from master.query.entry import QueryRefused
-from master.query.extras import ClaimedRun, RunExtras
 from master.query.service import rejected_response
 from master.routes.query import _json, sse_response
+from master.runs.extras import ClaimedRun, RunExtras
 from master.runs.state import RunState
 from master.runs.store import RESUMABLE
 from protocol import Budget, ErrorCode, QueryRequest, QueryResponse

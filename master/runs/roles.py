@@ -1,4 +1,4 @@
-"""Running a query's roles (``roles``: :mod:`master.orchestration.roles`) inside the query service.
+"""Running a query's roles (``roles``: :mod:`master.orchestration.roles`) inside a run.
 
 :class:`RolesRun` is the coordinator's :class:`~master.orchestration.roles.RoleHost` for one run:
 each role's model (its own, or the query's) through the orchestrator's LLM within the run's
@@ -37,10 +37,11 @@ from master.runs.state import (
     RunState,
     Spent,
 )
+from master.runs.work import RunWork, run_part, session_owner, with_note
 from protocol import Approval, PendingToolCall, QueryRequest, RoleName, ToolSchema
 
 if TYPE_CHECKING:
-    from master.query.service import QueryService, _Run
+    from master.runs.engine import RunEngine
 
 
 COORDINATOR = "coordinator"
@@ -60,7 +61,7 @@ _DECISION_TOOL = AgentTool.compile(
 class RolesRun:
     """The coordinator's host for one run (module docstring)."""
 
-    def __init__(self, service: QueryService, run: _Run, extra_tools: list[dict[str, Any]]) -> None:
+    def __init__(self, service: RunEngine, run: RunWork, extra_tools: list[dict[str, Any]]) -> None:
         self._service = service
         self._run = run
         self._extra_tools = extra_tools
@@ -85,7 +86,7 @@ class RolesRun:
         if wanted is None:
             return self._run.model
         try:
-            return self._service._catalog.resolve(wanted)
+            return self._service.catalog.resolve(wanted)
         except ValueError as exc:
             raise QueryRejected("invalid_model", f"roles.{role}.model: {exc}") from None
 
@@ -105,7 +106,7 @@ class RolesRun:
     async def execute(self, request: str, subtask: int) -> str | None:
         run = self._run
         messages: list[ChatMessage] = [
-            {"role": "system", "content": _with_note(system_prompt("roles"), run.system_note)},
+            {"role": "system", "content": with_note(system_prompt("roles"), run.system_note)},
             {"role": "user", "content": request + self._unknown_note},
         ]
         self._unknown_note = ""
@@ -210,8 +211,8 @@ class RolesRun:
             arguments=json.dumps(arguments),
         )
         session_id = run.recorder.session_id
-        owner = await service._owner(run.principal, session_id, run.new_session)
-        approvals = await service._keep_held(
+        owner = await session_owner(service.sessions, run.principal, session_id, run.new_session)
+        approvals = await service.held.keep(
             session_id,
             owner,
             run.principal,
@@ -302,9 +303,9 @@ class RolesRun:
             agent, tool = target
             calls.append((call, agent.agent_id, tool))
         session_id = run.recorder.session_id
-        owner = await service._owner(run.principal, session_id, run.new_session)
+        owner = await session_owner(service.sessions, run.principal, session_id, run.new_session)
         paused = self._paused().model_copy(update={"messages": run.messages or [], "steps": outcome.steps})
-        approvals = await service._keep_held(session_id, owner, run.principal, calls, paused)
+        approvals = await service.held.keep(session_id, owner, run.principal, calls, paused)
         for approval in approvals:
             self.emit("approval_required", approval.model_dump(mode="json"))
         return approvals
@@ -317,7 +318,7 @@ class RolesRun:
             request=run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
             roles=self._state.model_copy(deep=True),
             pending=ApprovalPending(),
-            **_run_part(run),
+            **run_part(run),
         )
 
 
@@ -336,7 +337,7 @@ def check_role_models(catalog: ModelCatalog, request: QueryRequest) -> None:
 
 
 async def run_roles(
-    service: QueryService, run: _Run, extra_tools: list[dict[str, Any]], paused: RunState | None = None
+    service: RunEngine, run: RunWork, extra_tools: list[dict[str, Any]], paused: RunState | None = None
 ) -> tuple[Outcome, list[Approval] | None]:
     """Run (or go on with) the coordinator of ``run``: ``paused`` is a resumed run's checkpoint
     (``kind: roles``) or the session's run paused on a disagreement (``kind: approval``, decided).
@@ -352,17 +353,17 @@ async def run_roles(
     ):  # the executor's calls, decided
         host.adopt(state)
         run.model = host.model_of("executor")
-        answer = await host.executed(await service._resume_held(run, extra_tools, paused), state.current)
+        answer = await host.executed(await service.held.resume(run, extra_tools, paused), state.current)
         if answer is None:
             return host.ended(state), host.approvals
         host.coordinator.executed(state, answer)
         await host.persist(state)
     elif paused.held is not None:  # the operator's decision on a disagreement
         try:
-            if await service._sessions.take_paused(run.recorder.session_id) is None:
+            if await service.sessions.take_paused(run.recorder.session_id) is None:
                 raise QueryRejected("invalid_query", "the paused run was resumed already")
             held = paused.held.held
-            store = service.approvals
+            store = service.held.approvals
             scope = Scope.of(run.principal)
             found = await store.record(held[0].approval_id, scope) if held and store is not None else None
         except SessionStoreUnavailable as exc:
@@ -377,9 +378,7 @@ async def run_roles(
             for call in (run.live.unknown if run.live else [])
             if str(call.get("id")) not in answered
         ]
-        outcome = await service._resume_halted(
-            run, extra_tools, paused.model_copy(update={"unknown": unknown})
-        )
+        outcome = await service.halted(run, extra_tools, paused.model_copy(update={"unknown": unknown}))
         answer = await host.executed(outcome, state.current)
         if answer is None:
             return host.ended(state), host.approvals
@@ -390,7 +389,7 @@ async def run_roles(
     return await host.start(state, decided), host.approvals
 
 
-def _unknown_note(run: _Run) -> str:
+def _unknown_note(run: RunWork) -> str:
     unknown = run.live.unknown if run.live is not None else []
     if not unknown:
         return ""
@@ -399,14 +398,3 @@ def _unknown_note(run: _Run) -> str:
         f"\n\nAn earlier attempt of this sub-task was cut off; the outcome of these calls is unknown "
         f"(they may or may not have taken effect): {calls}. Do not repeat them unless the sub-task needs it."
     )
-
-
-def _run_part(run: _Run) -> dict[str, Any]:
-    live = run.live
-    if live is None:
-        return {}
-    return {"run_id": live.run_id, "completed": live.completed, "created_at": live.created_at}
-
-
-def _with_note(system: str, note: str) -> str:
-    return f"{system}\n\n{note}" if note else system
