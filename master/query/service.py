@@ -1,18 +1,17 @@
 """Running one admitted query, whatever its door (:mod:`master.query.entry` calls it).
 
-:meth:`QueryService.run` validates the request, loads the session, builds the
-bounded context (summarizing when needed), runs the orchestrator (one round, auto
-mode, plan proposal or plan execution) within the query's budgets and stores the turns.
+:meth:`QueryService.run` validates the request, prepares the run (its session, tools, hooks
+and files: :mod:`master.query.setup`), has :class:`master.runs.engine.RunEngine` start it or
+resume it (by what the run waits for) within the query's budgets, and stores the turns.
 It raises :class:`QueryRejected` (with a stable code) for requests it cannot run;
 :class:`master.query.entry.QueryEntry` turns every outcome into a :class:`protocol.QueryResponse`.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from master.agents.calls import ToolRun
@@ -20,13 +19,12 @@ from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Target
 from master.agents.registry import AgentTool
 from master.agents.toolbox import Toolbox
-from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
+from master.attachments import RagLink
 from master.auth import Principal, Scope
 from master.collaboration import CollaborationManager
 from master.conversation.approvals import ApprovalStore
-from master.conversation.history import turns_from_messages
 from master.conversation.outcome import Outcome
-from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
+from master.conversation.store import SessionStore
 from master.conversation.turns import TurnRecorder
 from master.errors import LLMError, QueryRejected, SessionStoreUnavailable
 from master.llm.windows import ContextWindows
@@ -39,10 +37,9 @@ from master.orchestration.orchestrator import (
     Orchestrator,
     RunHooks,
     Verdict,
-    collaboration_tool,
-    spawn_tool,
 )
 from master.query.policy import ApprovalPolicy
+from master.query.setup import RunSetup
 from master.runs.engine import RunEngine
 from master.runs.extras import NO_EXTRAS, RunExtras
 from master.runs.roles import check_role_models
@@ -50,7 +47,7 @@ from master.runs.state import (
     RunState,
 )
 from master.runs.store import LiveRun, RunStore
-from master.runs.work import Decisions, RunWork, session_owner, waiting_for
+from master.runs.work import Decisions, RunWork, waiting_for
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
 from protocol import AgentUsed, Approval, QueryRequest, QueryResponse, Usage
@@ -61,9 +58,6 @@ NOT_CONFIGURED = (
     "no LLM is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for Ollama, vLLM, llama.cpp "
     "or another OpenAI-compatible server) in the environment or .env, then restart the master"
 )
-
-MAX_KNOWN_LISTED = 20
-"""How many known agent ids an ``unknown_agent`` refusal lists."""
 
 
 class QueryService:
@@ -98,9 +92,14 @@ class QueryService:
         self._catalog = catalog
         self._orchestrator = orchestrator
         self._unavailable_reason = unavailable_reason
-        self._collaboration = collaboration
-        self._rag = rag
-        self._spawner = spawner
+        self._setup = RunSetup(
+            settings=settings,
+            agents=agents,
+            sessions=sessions,
+            collaboration=collaboration,
+            rag=rag,
+            spawner=spawner,
+        )
         self.engine = RunEngine(
             settings=settings,
             sessions=sessions,
@@ -157,7 +156,7 @@ class QueryService:
         principal: Principal,
     ) -> QueryResponse:
         scope = Scope.of(principal)
-        new_files = self._decode_attachments(request)
+        new_files = self._setup.decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
                 "invalid_query", "'auto_plan_execute' needs the session_id the plan was proposed in"
@@ -175,7 +174,7 @@ class QueryService:
         if request.allowed_agent_ids:
             offered = {agent.agent_id for agent in targets}
             if unoffered := [agent_id for agent_id in request.allowed_agent_ids if agent_id not in offered]:
-                self._check_known(unoffered, scope, auto_mode=request.auto_mode)
+                self._setup.check_known(unoffered, scope, auto_mode=request.auto_mode)
 
         results = extras.tool_results
         session_hint = request.session_id
@@ -183,8 +182,8 @@ class QueryService:
             session_hint = await self.engine.session_of_calls(results)
         new_id = extras.new_session_id
         if extras.thread_id is not None and session_hint is None:
-            session_hint, new_id = await self._thread_session(extras.thread_id, scope)
-        session_id, turns = await self._load_session(session_hint, scope, new_id)
+            session_hint, new_id = await self._setup.thread_session(extras.thread_id, scope)
+        session_id, turns = await self._setup.load_session(session_hint, scope, new_id)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
         paused = await self.engine.waiting(session_id, scope, extras, results)
@@ -227,19 +226,19 @@ class QueryService:
             hooks.on_step, hooks.sending = step_done, sending
         approval, may_wait = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
-        extra_tools = self._collaboration_hook(
+        extra_tools = self._setup.collaboration_hook(
             hooks,
             toolbox,
             session_id,
             query_id,
             Scope.of(principal),
-            lambda: self._owner(principal, session_id, new_session),
+            lambda: self._setup.owner(principal, session_id, new_session),
         )
-        extra_tools += self._spawn_hook(hooks, request, principal)
+        extra_tools += self._setup.spawn_hook(hooks, request, principal)
         if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
             hooks.approval = approval
-        extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
-        rag = await self._rag_query(  # the last check (its cap), storing the files it accepts
+        extra_tools += self._setup.client_tools(hooks, toolbox, extra_tools, extras.client_tools)
+        rag = await self._setup.rag_query(  # the last check (its cap), storing the files it accepts
             session_id,
             toolbox,
             new_files,
@@ -271,7 +270,7 @@ class QueryService:
         outcome: Outcome | None = None
         try:
             if extras.history and session_hint is None:
-                run.turns = await self._store_history(session_id, extras.history, principal.tenant)
+                run.turns = await self._setup.store_history(session_id, extras.history, principal.tenant)
             if paused is None:
                 outcome, held = await self.engine.start(run, extra_tools)
             else:
@@ -296,7 +295,7 @@ class QueryService:
             raise QueryRejected("session_store_unavailable", f"answered, but not stored: {exc}") from None
         finally:
             if rag is not None:
-                await self._finish_rag(rag, outcome.tool_runs if outcome is not None else [])
+                await self._setup.finish_rag(rag, outcome.tool_runs if outcome is not None else [])
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "query %s %s in %.0f ms, %d tool call(s), %d tokens",
@@ -380,205 +379,12 @@ class QueryService:
         """The session's run paused for approvals and its approvals (:meth:`HeldRuns.held_run`)."""
         return await self.engine.held.held_run(session_id, scope)
 
-    def _client_tools(
-        self,
-        hooks: RunHooks,
-        toolbox: Toolbox,
-        extra_tools: list[dict[str, Any]],
-        client_tools: Sequence[dict[str, Any]],
-    ) -> list[dict[str, Any]]:
-        """The asker's own tools, offered beside the agents'; a name one of those has is refused."""
-        if not client_tools:
-            return []
-        taken = {tool["function"]["name"] for tool in [*toolbox.openai_tools(), *extra_tools]}
-        names = [str(tool["function"]["name"]) for tool in client_tools]
-        clash = sorted(taken.intersection(names))
-        if clash:
-            raise QueryRejected(
-                "invalid_query",
-                f"tool name(s) {', '.join(map(repr, clash))} belong to the hub's own tools; rename yours",
-            )
-        hooks.external = frozenset(names)
-        return list(client_tools)
-
-    async def _store_history(self, session_id: str, history: Sequence[Any], owner: str) -> list[Turn]:
-        """A stateless asker's earlier messages, stored as the new session's first turns."""
-        turns = turns_from_messages(history)
-        try:
-            await self._sessions.append(session_id, turns, owner=owner)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        return turns
-
-    async def _owner(self, principal: Principal, session_id: str, new_session: bool) -> str:
-        return await session_owner(self._sessions, principal, session_id, new_session)
-
-    def _collaboration_hook(
-        self,
-        hooks: RunHooks,
-        toolbox: Toolbox,
-        session_id: str,
-        query_id: str,
-        scope: Scope,
-        owner: Callable[[], Awaitable[str]],
-    ) -> list[dict[str, Any]]:
-        """Offer ``start_collaboration`` when two or more linked agents support it (the model may
-        name any agent: the manager refuses one not offered to the asker's ``scope``)."""
-        manager = self._collaboration
-        if manager is None:
-            return []
-        eligible = manager.eligible(agent.agent_id for agent, _ in toolbox.entries())  # it drops repeats
-        if len(eligible) < 2:
-            return []
-
-        async def collaborate(agents: list[str], task: str) -> dict[str, Any]:
-            outcome = await manager.run(
-                parent_session_id=session_id,
-                agent_ids=agents,
-                task=task,
-                scope=scope,
-                query_id=query_id,
-                tenant=await owner(),
-            )
-            return {
-                "collab_session_id": outcome.collab_session_id,
-                "agents": outcome.agents,
-                "completed": outcome.completed,
-                "reason": outcome.reason,
-                "summary": outcome.summary,
-                "message_count": outcome.message_count,
-            }
-
-        hooks.collaborate = collaborate
-        return [collaboration_tool(eligible)]
-
-    def _decode_attachments(self, request: QueryRequest) -> list[NewFile]:
-        """The query's files, checked against the limits before anything runs or is stored."""
-        if not request.attachments:
-            return []
-        if self._rag is None:
-            raise QueryRejected(
-                "not_implemented", "this master stores no attachments (no RAG link configured)"
-            )
-        return decode_attachments(
-            request.attachments,
-            max_count=self._settings.rag_max_attachments,
-            max_bytes=self._settings.rag_max_attachment_bytes,
-        )
-
-    async def _rag_query(
-        self,
-        session_id: str,
-        toolbox: Toolbox,
-        new_files: list[NewFile],
-        seconds: float,
-        *,
-        new_session: bool,
-        principal: Principal,
-    ) -> RagQuery | None:
-        # A session whose id was made for this query has no files but the ones it brings: no
-        # Redis round trip to find that out.
-        if self._rag is None or (new_session and not new_files):
-            return None
-        try:
-            owner = await self._owner(principal, session_id, new_session) if new_files else principal.tenant
-            return await self._rag.prepare(
-                session_id, toolbox, new_files, Scope.of(principal), owner=owner, seconds=seconds
-            )
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-
-    async def _finish_rag(self, rag: RagQuery, runs: list[ToolRun]) -> None:
-        assert self._rag is not None
-        try:
-            await self._rag.finish(rag, runs)
-        except SessionStoreUnavailable as exc:
-            logger.warning("could not record the indexing state of session %s: %s", rag.session_id, exc)
-
-    def _spawn_hook(
-        self, hooks: RunHooks, request: QueryRequest, principal: Principal
-    ) -> list[dict[str, Any]]:
-        """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on; an
-        administrator's queries only: the agents it starts belong to tenant ``default``)."""
-        spawner = self._spawner
-        if (
-            spawner is None
-            or not request.auto_mode
-            or request.auto_plan_execute is not None
-            or not principal.is_admin
-        ):
-            return []
-        candidates = spawner.candidates(request.allowed_agent_ids)
-        if not candidates:
-            return []
-        hooks.spawn = functools.partial(spawner.spawn, tenant=principal.tenant)
-        return [spawn_tool(candidates)]
-
-    async def _thread_session(self, thread_id: str, scope: Scope) -> tuple[str | None, str | None]:
-        """``(session_id, new_session_id)`` of a client's thread (:attr:`RunExtras.thread_id`): its
-        session when ``scope`` sees it, else a new session of that id when the id is free; another
-        tenant's is unknown, as everywhere."""
-        try:
-            if await self._sessions.load(thread_id, scope) is not None:
-                return thread_id, None
-            taken = await self._sessions.taken(thread_id)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if taken:
-            raise QueryRejected(
-                "unknown_session",
-                f"unknown or expired session {thread_id!r}; start a new thread (a new threadId)",
-            )
-        return None, thread_id
-
-    async def _load_session(
-        self, session_id: str | None, scope: Scope, new_id: str | None = None
-    ) -> tuple[str, list[Turn]]:
-        """The session's turns; either way Redis has answered (for a new session: within
-        :data:`CHECK_FRESH_SECONDS`, over a connection still open), so no LLM or tool call runs
-        for an answer that could not be stored (tools may have side effects). A session
-        ``scope`` does not see (another tenant's) is unknown."""
-        try:
-            if session_id is None:
-                await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
-                return new_id or self._sessions.new_session_id(), []
-            loaded = await self._sessions.load(session_id, scope)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if loaded is None:
-            raise QueryRejected(
-                "unknown_session",
-                f"unknown or expired session {session_id!r}; omit session_id to start a new session",
-            )
-        return session_id, loaded
-
     async def _store_quietly(self, recorder: TurnRecorder) -> None:
         """After a failure, keep what the run already did (summary, steps)."""
         try:
             await recorder.flush()
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
-
-    def _check_known(self, allowed: list[str], scope: Scope, *, auto_mode: bool) -> None:
-        """Refuse (``unknown_agent``) ``allowed_agent_ids`` naming an agent no source knows: not
-        connected here or to another master, not registered for HTTP invocation (down or not), and
-        in auto mode not a saved agent that could be started. The refusal names the unknown ids
-        and up to :data:`MAX_KNOWN_LISTED` known ones."""
-        found = self._agents.known_ids(scope, allowed)
-        unknown = [agent_id for agent_id in dict.fromkeys(allowed) if agent_id not in found]
-        if unknown and auto_mode and self._spawner is not None and scope.every_tenant:
-            startable = set(self._spawner.candidates(unknown))
-            unknown = [agent_id for agent_id in unknown if agent_id not in startable]
-        if not unknown:
-            return
-        listed = sorted(self._agents.known_ids(scope))
-        some = ", ".join(repr(agent_id) for agent_id in listed[:MAX_KNOWN_LISTED])
-        more = f" and {len(listed) - MAX_KNOWN_LISTED} more" if len(listed) > MAX_KNOWN_LISTED else ""
-        raise QueryRejected(
-            "unknown_agent",
-            f"allowed_agent_ids names unknown agent(s) {', '.join(map(repr, unknown))}; "
-            + (f"known agents: {some}{more}" if listed else "no agent is connected or registered"),
-        )
 
     def tool_agents(self, allowed: list[str] | None, scope: Scope) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live

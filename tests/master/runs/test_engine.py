@@ -45,7 +45,9 @@ _NO_RUN = cast(RunWork, None)  # every case below is refused before the run is l
 
 _HELD = RunState(
     query="pay bob",
-    pending=ApprovalPending(held=[HeldCall(id="c1", name="bank__wire", arguments="{}", approval_id="appr-1")]),
+    pending=ApprovalPending(
+        held=[HeldCall(id="c1", name="bank__wire", arguments="{}", approval_id="appr-1")]
+    ),
 )
 
 
