@@ -411,20 +411,17 @@ class QueryEntry:
         session_id = request.session_id
         assert store is not None and session_id is not None
         state, _ = await self._held(session_id, Scope.of(principal))
-        pending = state.held
-        held = pending.held[0] if pending is not None and pending.held else None
+        assert state.held is not None  # a direct call's state, one call (checked by _held)
+        [held] = state.held.held
         try:
-            record = await store.record(held.approval_id if held else "", Scope.of(principal)) or {
-                "status": "expired"
-            }
+            record = await store.record(held.approval_id, Scope.of(principal)) or {"status": "expired"}
         except SessionStoreUnavailable as exc:
             raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         state = await self.queries.take_direct(session_id)  # the decision stands: take it once
         agent_id, tool_name = str(record.get("agent_id")), str(record.get("tool_name"))
-        name = (held.name if held is not None else "") or function_name(agent_id, tool_name)
+        name = held.name or function_name(agent_id, tool_name)
         edited = record.get("edited_arguments")
-        asked = held.arguments if held is not None else None
-        arguments = edited if isinstance(edited, dict) else json.loads(str(asked or "{}"))
+        arguments = edited if isinstance(edited, dict) else json.loads(str(held.arguments or "{}"))
         decision: Literal["approved", "rejected", "expired"]
         if record.get("status") == "approved":
             decision = "approved"
