@@ -6,5 +6,7 @@
 - :mod:`~master.query.service`: validates the request, loads the session, prepares the run
   (tools, hooks, attachments) and has :mod:`master.runs.engine` start or resume it, then records
   the turns.
+- :mod:`~master.query.setup`: what a run is given before it starts (session, tools, hooks, files).
+- :mod:`~master.query.verbs`: ``start`` and ``resume(run_id, decisions, principal)`` for routes and doors.
 - :mod:`~master.query.admission`: the cap on queries in flight over the master, and draining.
 """

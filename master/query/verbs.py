@@ -90,6 +90,10 @@ class RunVerbs:
         budgets = [d for d in decisions if isinstance(d, RaiseBudget)]
         if state == "awaiting_approval" and decided and not budgets:
             return await self._decide(record, decided, principal, door=door, stream=stream)
+        if decided and budgets:
+            raise RunRefused(
+                ErrorCode.VALIDATION_ERROR, "a resume either decides approvals or raises the budget"
+            )
         if decided:
             raise RunRefused(
                 ErrorCode.RUN_NOT_RESUMABLE, f"run {run_id!r} is {state}: it waits for no person's decision"

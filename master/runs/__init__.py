@@ -10,5 +10,6 @@ master can show it, resume it or cancel it.
 - :mod:`~master.runs.held`: runs waiting for approvals: holding their calls, resuming them.
 - :mod:`~master.runs.roles`: a run with ``roles``: the coordinator's host.
 - :mod:`~master.runs.context`: the bounded context of a run's first round.
+- :mod:`~master.runs.decisions`: what a resume brings, one decision per pending item.
 - :mod:`~master.runs.work`, :mod:`~master.runs.extras`: what a run works with, what a door adds.
 """
