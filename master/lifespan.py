@@ -47,7 +47,6 @@ from master.cluster.router import ClusterOutbox, ClusterRouter
 from master.collaboration import CollaborationManager, CollabStore
 from master.collaboration.remote import RemoteMembersFactory
 from master.conversation.approvals import ApprovalStore
-from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.deps import Services
 from master.doors.a2a import A2ADoor
@@ -76,6 +75,7 @@ from master.redis_client import create_redis, unreachable
 from master.runs.a2a_tasks import RedisEventStream, RedisTaskStore
 from master.runs.cancel import RunCanceller
 from master.runs.responses import ResponseStore
+from master.runs.store import RunStore
 from master.sandbox import Sandbox, create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings

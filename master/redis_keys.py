@@ -99,7 +99,7 @@ def session_approvals_key(session_id: str) -> str:
 
 
 RUN_PREFIX = "run:"
-"""``run:{run_id}`` → JSON of a run's record (:mod:`master.conversation.runs`): ``state``, ``holder``
+"""``run:{run_id}`` → JSON of a run's record (:mod:`master.runs.store`): ``state``, ``holder``
 (a master id), ``lease`` (the holder's lease token), ``session_id``, ``tenant``, ``query_id``,
 ``reason``, ``stopped_by``, ``created_at``, ``updated_at``, and the tool calls ``completed``,
 ``in_flight``, ``unknown``; TTL ``REDIS_SESSION_TTL_SECONDS``. One string: a run's end is one ``SET``."""

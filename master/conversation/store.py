@@ -70,7 +70,7 @@ def _state(raw: Any) -> dict[str, Any] | None:
 # KEYS[2] is the session's owner key: set to ARGV[3] (a tenant, '' for none) by the append that
 # creates the session, and its TTL follows the session's, as KEYS[3]'s does (the count of its
 # summary turns, written by _APPEND_SUMMARY). KEYS[4...] are call records. With ARGV[4], the last key is the
-# run's record, set to ARGV[4] with TTL ARGV[5] in the same trip (master.conversation.runs: a
+# run's record, set to ARGV[4] with TTL ARGV[5] in the same trip (master.runs.store: a
 # run's end costs no round trip of its own).
 _APPEND = """
 local n = redis.call('STRLEN', KEYS[1])

@@ -43,8 +43,9 @@ from master.conversation.approvals import ApprovalStore
 from master.errors import InvalidToolSchema, SessionStoreUnavailable
 from master.observability.metrics import Metrics
 from master.query.entry import DirectOutcome, Door, QueryEntry, QueryRefused, QueryRun
-from master.query.extras import RunExtras
 from master.query.service import rejected_response
+from master.runs.extras import RunExtras
+from master.runs.state import Asker, RunState
 from protocol import Approval, ErrorCode, QueryRequest, QueryResponse, ToolSchema
 
 logger = logging.getLogger("master.query.approvals")
@@ -276,18 +277,16 @@ class ApprovalDesk:
             return _resumed_elsewhere(session_id)
         if any(a.status == "pending" for a in approvals):
             return QueryResponse(
-                query_id=str(state.get("query_id") or ""),
+                query_id=state.query_id,
                 session_id=session_id,
                 success=True,
                 status="awaiting_approval",
                 approvals=approvals,
-                run_id=state.get("run_id"),
+                run_id=state.run_id,
             )
-        request = QueryRequest.model_validate({**state["request"], "session_id": session_id})
+        request = QueryRequest.model_validate({**state.request, "session_id": session_id})
         try:
-            extras = RunExtras(
-                resume_approvals=True, run_id=state.get("run_id"), direct=bool(state.get("direct"))
-            )
+            extras = RunExtras(resume_approvals=True, run_id=state.run_id, direct=state.direct)
             run = self._entry.submit(
                 request, door=door, stream=stream, extras=extras, principal=resumer(state)
             )
@@ -386,18 +385,17 @@ class ApprovalDesk:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def resumer(state: dict[str, Any]) -> Principal:
+def resumer(state: RunState) -> Principal:
     """Who a paused run goes on as: its asker, by the key that asked (so that the next round's
     approvals still know it: who approves), with its tenant, and an administrator's view of the
     agents only when an administrator asked. A run paused without its asker (before tenants)
     goes on as a client of the default tenant, never as an administrator."""
-    asker = state.get("asker")
-    if not isinstance(asker, dict):
-        asker = {}
-    tenant = str(asker.get("tenant") or DEFAULT_TENANT)
-    admin = asker.get("admin") is True
-    key = str(asker.get("key") or "approvals")
-    name = str(asker.get("name") or f"a resumed run of tenant {tenant}")
+    held = state.held
+    asker = (held.asker if held is not None else None) or Asker()
+    tenant = asker.tenant or DEFAULT_TENANT
+    admin = asker.admin
+    key = asker.key or "approvals"
+    name = asker.name or f"a resumed run of tenant {tenant}"
     return Principal(key_id=key, name=name, role=Role.ADMIN if admin else Role.CLIENT, tenant=tenant)
 
 

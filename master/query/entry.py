@@ -36,13 +36,14 @@ from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox, function_name
 from master.auth import DEFAULT_TENANT, Principal, Scope
-from master.conversation.runs import LiveRun, RunState, RunStore
 from master.errors import QueryRejected, SessionStoreUnavailable
 from master.query.admission import Admission
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
-from master.query.extras import RunExtras
 from master.query.service import QueryService, rejected_response
 from master.runs.cancel import CancelRefused, RunCanceller
+from master.runs.extras import RunExtras
+from master.runs.state import RunState, RunStatus
+from master.runs.store import LiveRun, RunStore
 from protocol import (
     AgentUsed,
     ErrorCode,
@@ -253,7 +254,7 @@ class QueryEntry:
         ``stream`` makes :meth:`QueryRun.events` available. ``deliver`` (a door that pushes its
         answer, like the WebSocket) is awaited with the outcome before the run gives its slot
         back, so a draining master hands its connections off only once the answers are sent.
-        ``extras`` are a door's inputs beyond the protocol's (:class:`master.query.extras.RunExtras`).
+        ``extras`` are a door's inputs beyond the protocol's (:class:`master.runs.extras.RunExtras`).
         ``principal`` is who asks (its tenant's cap admits it; see the module docstring); one
         nothing resolved (:data:`~master.auth.ANONYMOUS`) is refused (``unauthorized``).
         """
@@ -381,7 +382,7 @@ class QueryEntry:
         tenant = principal.tenant if principal.tenant != DEFAULT_TENANT else None
         live = runs.begin(run.run_id, query_id=run.query_id, session_id=request.session_id, tenant=tenant)
         if extras is not None and extras.resume_run is not None:
-            runs.claimed(live, extras.resume_run["record"], dict(extras.resume_run["checkpoint"]))
+            runs.claimed(live, dict(extras.resume_run.record), extras.resume_run.checkpoint)
         return live
 
     def offered_tools(
@@ -486,18 +487,17 @@ class QueryEntry:
         session_id = request.session_id
         assert store is not None and session_id is not None
         state, _ = await self._held(session_id, Scope.of(principal))
-        [held] = state.get("held") or [{}]
+        assert state.held is not None  # a direct call's state, one call (checked by _held)
+        [held] = state.held.held
         try:
-            record = await store.record(str(held.get("approval_id")), Scope.of(principal)) or {
-                "status": "expired"
-            }
+            record = await store.record(held.approval_id, Scope.of(principal)) or {"status": "expired"}
         except SessionStoreUnavailable as exc:
             raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         state = await self.queries.take_direct(session_id)  # the decision stands: take it once
         agent_id, tool_name = str(record.get("agent_id")), str(record.get("tool_name"))
-        name = str(held.get("name") or function_name(agent_id, tool_name))
+        name = held.name or function_name(agent_id, tool_name)
         edited = record.get("edited_arguments")
-        arguments = edited if isinstance(edited, dict) else json.loads(str(held.get("arguments") or "{}"))
+        arguments = edited if isinstance(edited, dict) else json.loads(str(held.arguments or "{}"))
         decision: Literal["approved", "rejected", "expired"]
         if record.get("status") == "approved":
             decision = "approved"
@@ -525,7 +525,7 @@ class QueryEntry:
         await self.queries.record_direct(session_id, tool_run, principal.tenant)
         used = [AgentUsed(agent_id=agent_id, tool_name=tool_name)] if tool_run.dispatched else []
         return QueryResponse(
-            query_id=str(state.get("query_id") or run.query_id),
+            query_id=state.query_id or run.query_id,
             session_id=session_id,
             success=tool_run.success,
             answer=_text(tool_run.result) if tool_run.success else None,
@@ -534,12 +534,12 @@ class QueryEntry:
             agents_used=used,
         )
 
-    async def _held(self, session_id: str, scope: Scope) -> tuple[dict[str, Any], list[Any]]:
+    async def _held(self, session_id: str, scope: Scope) -> tuple[RunState, list[Any]]:
         try:
             state, approvals = await self.queries.held_run(session_id, scope)
         except SessionStoreUnavailable as exc:
             raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
-        if state is None or not state.get("direct"):
+        if state is None or not state.direct:
             raise QueryRejected(ErrorCode.INVALID_QUERY, "the paused run was resumed already")
         return state, approvals
 
@@ -597,7 +597,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _state_of(response: QueryResponse) -> RunState:
+def _state_of(response: QueryResponse) -> RunStatus:
     if not response.success:
         return "failed"
     status = response.status

@@ -1,41 +1,32 @@
 """Running one admitted query, whatever its door (:mod:`master.query.entry` calls it).
 
-:meth:`QueryService.run` validates the request, loads the session, builds the
-bounded context (summarizing when needed), runs the orchestrator (one round, auto
-mode, plan proposal or plan execution) within the query's budgets and stores the turns.
+:meth:`QueryService.run` validates the request, prepares the run (its session, tools, hooks
+and files: :mod:`master.query.setup`), has :class:`master.runs.engine.RunEngine` start it or
+resume it (by what the run waits for) within the query's budgets, and stores the turns.
 It raises :class:`QueryRejected` (with a stable code) for requests it cannot run;
 :class:`master.query.entry.QueryEntry` turns every outcome into a :class:`protocol.QueryResponse`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.dispatch import Target
 from master.agents.registry import AgentTool
-from master.agents.toolbox import Toolbox, function_name
-from master.attachments import NewFile, RagLink, RagQuery, decode_attachments
-from master.auth import DEFAULT_TENANT, Principal, Scope
+from master.agents.toolbox import Toolbox
+from master.attachments import RagLink
+from master.auth import Principal, Scope
 from master.collaboration import CollaborationManager
 from master.conversation.approvals import ApprovalStore
-from master.conversation.context import Context, ContextBuilder
-from master.conversation.history import CLIENT, turns_from_messages
 from master.conversation.outcome import Outcome
-from master.conversation.runs import LiveRun, RunStore
-from master.conversation.store import CHECK_FRESH_SECONDS, SessionStore, Turn
-from master.conversation.turns import TurnRecorder, tool_turn
-from master.errors import InvalidPlan, LLMError, QueryRejected, SessionStoreUnavailable
-from master.llm.model import ToolCallRequest
-from master.llm.tokens import count_tool
+from master.conversation.store import SessionStore
+from master.conversation.turns import TurnRecorder
+from master.errors import LLMError, QueryRejected, SessionStoreUnavailable
 from master.llm.windows import ContextWindows
 from master.observability import logs, tracing
 from master.observability.metrics import Metrics
@@ -46,24 +37,20 @@ from master.orchestration.orchestrator import (
     Orchestrator,
     RunHooks,
     Verdict,
-    collaboration_tool,
-    spawn_tool,
 )
-from master.orchestration.plans import (
-    SUBMIT_PLAN,
-    describe,
-    find_plan,
-    plan_from_reply,
-    planning_prompt,
-    resolve_steps,
-)
-from master.orchestration.prompts import system_prompt
-from master.query.extras import NO_EXTRAS, RunExtras
 from master.query.policy import ApprovalPolicy
-from master.query.roles import check_role_models, run_roles
+from master.query.setup import RunSetup
+from master.runs.engine import RunEngine
+from master.runs.extras import NO_EXTRAS, RunExtras
+from master.runs.roles import check_role_models
+from master.runs.state import (
+    RunState,
+)
+from master.runs.store import LiveRun, RunStore
+from master.runs.work import Decisions, RunWork, waiting_for
 from master.sandbox.spawn import Spawner
 from master.settings import Settings
-from protocol import AgentUsed, Approval, PendingToolCall, QueryRequest, QueryResponse, Usage
+from protocol import AgentUsed, Approval, QueryRequest, QueryResponse, Usage
 
 logger = logging.getLogger("master.query.service")
 
@@ -71,45 +58,6 @@ NOT_CONFIGURED = (
     "no LLM is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for Ollama, vLLM, llama.cpp "
     "or another OpenAI-compatible server) in the environment or .env, then restart the master"
 )
-
-MAX_KNOWN_LISTED = 20
-"""How many known agent ids an ``unknown_agent`` refusal lists."""
-
-UNKNOWN_CALL = (
-    "The outcome of this call is unknown: it was sent, but the run stopped (its master was lost, "
-    "or it was cancelled) before the result came back. It was not run again; it may or may not "
-    "have taken effect. Say so in your answer, and do not repeat it unless the user asks."
-)
-"""The tool message a resumed run gives the model for a call that was in flight when it stopped."""
-
-
-@dataclass
-class _Run:
-    """What one query works with."""
-
-    orchestrator: Orchestrator
-    request: QueryRequest
-    turns: list[Turn]
-    toolbox: Toolbox
-    model: str
-    budget: BudgetTracker
-    recorder: TurnRecorder
-    hooks: RunHooks
-    principal: Principal
-    """Who asked (see :meth:`QueryService._owner`)."""
-    system_note: str = ""
-    """Added to the system prompt: the session's attached files (refs and names only)."""
-    extras: RunExtras = NO_EXTRAS
-    messages: list[Any] | None = None
-    """The run's messages, as the orchestrator leaves them (kept when the run pauses)."""
-    new_session: bool = True
-    """Whether the run started its session (its owner is then the asker's tenant)."""
-    live: LiveRun | None = None
-    """The run's record as it goes (:mod:`master.conversation.runs`)."""
-    coordinated: bool = False
-    """The coordinator of roles runs it (:mod:`master.query.roles`)."""
-    resume_from: dict[str, Any] | None = None
-    """What a coordinated run a budget stopped resumes from."""
 
 
 class QueryService:
@@ -133,7 +81,6 @@ class QueryService:
         windows: ContextWindows | None = None,
     ) -> None:
         self._metrics = metrics
-        self._windows = windows
         self.runs = runs
         self.approvals = approvals
         self.policy = ApprovalPolicy(settings, can_wait=approvals is not None)
@@ -145,9 +92,24 @@ class QueryService:
         self._catalog = catalog
         self._orchestrator = orchestrator
         self._unavailable_reason = unavailable_reason
-        self._collaboration = collaboration
-        self._rag = rag
-        self._spawner = spawner
+        self._setup = RunSetup(
+            settings=settings,
+            agents=agents,
+            sessions=sessions,
+            collaboration=collaboration,
+            rag=rag,
+            spawner=spawner,
+        )
+        self.engine = RunEngine(
+            settings=settings,
+            sessions=sessions,
+            catalog=catalog,
+            windows=windows,
+            approvals=approvals,
+            runs=runs,
+            on_summary_rejected=None if metrics is None else metrics.summary_rejected,
+        )
+        """Starts and resumes the runs (:mod:`master.runs.engine`)."""
 
     async def run(
         self,
@@ -195,7 +157,7 @@ class QueryService:
         principal: Principal,
     ) -> QueryResponse:
         scope = Scope.of(principal)
-        new_files = self._decode_attachments(request)
+        new_files = self._setup.decode_attachments(request)
         if request.auto_plan_execute is not None and request.session_id is None:
             raise QueryRejected(
                 "invalid_query", "'auto_plan_execute' needs the session_id the plan was proposed in"
@@ -213,30 +175,26 @@ class QueryService:
         if request.allowed_agent_ids:
             offered = {agent.agent_id for agent in targets}
             if unoffered := [agent_id for agent_id in request.allowed_agent_ids if agent_id not in offered]:
-                self._check_known(unoffered, scope, auto_mode=request.auto_mode)
+                self._setup.check_known(unoffered, scope, auto_mode=request.auto_mode)
 
         results = extras.tool_results
         session_hint = request.session_id
         if results is not None and session_hint is None:
-            session_hint = await self._session_of_calls(results)
+            session_hint = await self.engine.session_of_calls(results)
         new_id = extras.new_session_id
         if extras.thread_id is not None and session_hint is None:
-            session_hint, new_id = await self._thread_session(extras.thread_id, scope)
-        session_id, turns = await self._load_session(session_hint, scope, new_id)
+            session_hint, new_id = await self._setup.thread_session(extras.thread_id, scope)
+        session_id, turns = await self._setup.load_session(session_hint, scope, new_id)
         logs.set_session(session_id)
         tracing.set_current_attribute("openagent.session_id", session_id)
-        paused = await self._paused(session_id, results) if results is not None else None
-        if extras.resume_approvals:
-            paused = await self._held_state(session_id, scope)
-        if extras.resume_run is not None:
-            paused = dict(extras.resume_run["checkpoint"])
+        paused = await self.engine.waiting(session_id, scope, extras, results)
         if live is not None:
             live.session_id = session_id
             if paused is not None and extras.resume_run is None:  # the run goes on under its id
-                live.run_id = str(paused.get("run_id") or live.run_id)
-                live.query_id = str(paused.get("query_id") or live.query_id)
-                live.completed[:0] = paused.get("completed") or []
-                live.created_at = float(paused.get("created_at") or live.created_at)
+                live.run_id = paused.run_id or live.run_id
+                live.query_id = paused.query_id or live.query_id
+                live.completed[:0] = paused.completed
+                live.created_at = paused.created_at or live.created_at
         toolbox = Toolbox(targets)
         settings = self._settings
         budget = BudgetTracker.from_request(
@@ -248,8 +206,8 @@ class QueryService:
         recorder = TurnRecorder(
             self._sessions,
             session_id,
-            query=str(paused["query"]) if paused else request.query,
-            query_id=str(paused["query_id"]) if paused else query_id,
+            query=paused.query if paused else request.query,
+            query_id=paused.query_id if paused else query_id,
             model=model,
             flush_each_step=request.auto_mode,
             owner=principal.tenant,
@@ -269,19 +227,19 @@ class QueryService:
             hooks.on_step, hooks.sending = step_done, sending
         approval, may_wait = await self._approval_hook_of(request, session_id, toolbox)
         new_session = session_hint is None
-        extra_tools = self._collaboration_hook(
+        extra_tools = self._setup.collaboration_hook(
             hooks,
             toolbox,
             session_id,
             query_id,
             Scope.of(principal),
-            lambda: self._owner(principal, session_id, new_session),
+            lambda: self._setup.owner(principal, session_id, new_session),
         )
-        extra_tools += self._spawn_hook(hooks, request, principal)
+        extra_tools += self._setup.spawn_hook(hooks, request, principal)
         if may_wait or hooks.spawn is not None:  # else every call of the run runs: no word to ask
             hooks.approval = approval
-        extra_tools += self._client_tools(hooks, toolbox, extra_tools, extras.client_tools)
-        rag = await self._rag_query(  # the last check (its cap), storing the files it accepts
+        extra_tools += self._setup.client_tools(hooks, toolbox, extra_tools, extras.client_tools)
+        rag = await self._setup.rag_query(  # the last check (its cap), storing the files it accepts
             session_id,
             toolbox,
             new_files,
@@ -295,7 +253,7 @@ class QueryService:
         if live is not None and self.runs is not None:
             await self.runs.accept(live)
         started = time.monotonic()
-        run = _Run(
+        run = RunWork(
             orchestrator,
             request,
             turns,
@@ -313,38 +271,13 @@ class QueryService:
         outcome: Outcome | None = None
         try:
             if extras.history and session_hint is None:
-                run.turns = await self._store_history(session_id, extras.history, principal.tenant)
-            held: list[Approval] | None = None
-            if paused is not None and (paused.get("kind") == "roles" or paused.get("roles") is not None):
-                outcome, held = await run_roles(self, run, extra_tools, paused)
-            elif paused is not None and extras.resume_run is not None:
-                outcome = (
-                    await self._resume_held(run, extra_tools, paused, taken=True)
-                    if paused.get("kind") == "approval"
-                    else await self._resume_halted(run, extra_tools, paused)
-                )
-            elif paused is not None and extras.resume_approvals:
-                outcome = await self._resume_held(run, extra_tools, paused)
-            elif paused is not None and results is not None:
-                outcome = await self._continue(run, extra_tools, paused, results)
-            elif request.roles is not None:
-                outcome, held = await run_roles(self, run, extra_tools)
-            elif request.auto_require_plan_approval and request.auto_plan_execute is None:
-                outcome = await self._propose_plan(run)
+                run.turns = await self._setup.store_history(session_id, extras.history, principal.tenant)
+            if paused is None:
+                outcome, held = await self.engine.start(run, extra_tools)
             else:
-                outcome = await self._execute(run, extra_tools)
-            if outcome.status == "awaiting_tool_results":
-                await self._pause(run, outcome)
-            if live is not None:
-                live.stopped_by = outcome.stopped_by
-                if run.coordinated:  # resumable from the coordinator's state, or not at all
-                    live.checkpoint, live.checkpoint_calls = run.resume_from, len(live.completed)
-                elif outcome.status == "stopped" and recorder.plan_id is None and run.messages is not None:
-                    live.checkpoint = _halt_checkpoint(run, outcome, live)
-                    live.checkpoint_calls = len(live.completed)
-                else:  # answered, or paused again (its session keeps it)
-                    live.checkpoint = None
-            approvals = await self._hold(run, outcome) if outcome.held else held
+                decisions = Decisions(tool_results=results, claimed=extras.resume_run is not None)
+                outcome, held = await self.engine.resume(run, extra_tools, paused, decisions)
+            approvals = await self.engine.settle(run, outcome, held)
             if approvals and not outcome.answer:
                 outcome.answer = waiting_for(approvals)
             notice = rag.notice() if rag is not None else None
@@ -365,7 +298,7 @@ class QueryService:
             raise QueryRejected("session_store_unavailable", f"answered, but not stored: {exc}") from None
         finally:
             if rag is not None:
-                await self._finish_rag(rag, outcome.tool_runs if outcome is not None else [])
+                await self._setup.finish_rag(rag, outcome.tool_runs if outcome is not None else [])
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "query %s %s in %.0f ms, %d tool call(s), %d tokens",
@@ -423,29 +356,7 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
 
-    async def _hold(self, run: _Run, outcome: Outcome) -> list[Approval]:
-        """Pause a run whose calls wait for a person: one approval per held call, and the run's
-        state (as a paused run of its session) to resume once every one is decided."""
-        recorder = run.recorder
-        owner = await self._owner(run.principal, recorder.session_id, run.new_session)
-        calls: list[tuple[PendingToolCall, str, AgentTool]] = []
-        for call in outcome.held:
-            target = run.toolbox.resolve(call.name)
-            assert target is not None  # held calls were resolved and validated
-            agent, tool = target
-            calls.append((call, agent.agent_id, tool))
-        state = {
-            "query": recorder.query,
-            "query_id": recorder.query_id,
-            "messages": run.messages or [],
-            "steps": outcome.steps,
-            "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
-            **_run_part(run),
-        }
-        approvals = await self._keep_held(recorder.session_id, owner, run.principal, calls, state)
-        for approval in approvals:
-            run.hooks.emit("approval_required", approval.model_dump(mode="json"))
-        return approvals
+    # The runs held for approvals (:class:`master.runs.held.HeldRuns`), for the doors and the desk.
 
     async def hold_direct(
         self,
@@ -456,719 +367,20 @@ class QueryService:
         query_id: str,
         principal: Principal,
     ) -> QueryResponse:
-        """Keep a door's direct call that :attr:`policy` holds, as the orchestrator keeps its held
-        calls: one approval, in a new session owned by the asker's tenant (its first turn says
-        what waits), and a paused run of kind ``direct`` that the approval desk resumes once the
-        approval is decided, through any door or by the expiry sweep: the call then runs once (or
-        not at all: rejected, expired), without the model (:meth:`master.query.entry.QueryEntry._resume_direct`).
-        Answers as a held query does (``status: "awaiting_approval"``, the approval)."""
-        session_id = self._sessions.new_session_id()
-        call = PendingToolCall(
-            id=f"call-{uuid.uuid4().hex}",
-            name=function_name(agent_id, tool.schema.name),
-            arguments=json.dumps(arguments),
-        )
-        query = f"a direct call of {agent_id}.{tool.schema.name}"
-        turn = {
-            "query": query,
-            "query_id": query_id,
-            "decision": "awaiting_approval",
-            "calls": [call.model_dump()],
-            "ts": time.time(),
-        }
-        state = {
-            "direct": True,
-            "query": query,
-            "query_id": query_id,
-            "request": {"query": query},
-        }
-        try:
-            await self._sessions.append(session_id, [turn], owner=principal.tenant)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        approvals = await self._keep_held(
-            session_id, principal.tenant, principal, [(call, agent_id, tool)], state
-        )
-        return QueryResponse(
-            query_id=query_id,
-            session_id=session_id,
-            success=True,
-            status="awaiting_approval",
-            answer=waiting_for(approvals),
-            approvals=approvals,
+        """Keep a door's direct call that :attr:`policy` holds (:meth:`HeldRuns.hold_direct`)."""
+        return await self.engine.held.hold_direct(
+            agent_id, tool, arguments, query_id=query_id, principal=principal
         )
 
-    async def _keep_held(
-        self,
-        session_id: str,
-        owner: str,
-        asker: Principal,
-        calls: Sequence[tuple[PendingToolCall, str, AgentTool]],
-        state: dict[str, Any],
-    ) -> list[Approval]:
-        """One approval per held call ``(call, agent_id, tool)``, owned by ``owner``, and the
-        paused run (``state`` with its held calls and its asker) of ``session_id``, kept for as
-        long as the approvals' records."""
-        store = self.approvals
-        assert store is not None
-        now = time.time()
-        approvals: list[Approval] = []
-        extra: dict[str, dict[str, Any]] = {}
-        held: list[dict[str, Any]] = []
-        for call, agent_id, tool in calls:
-            approval = Approval(
-                approval_id=f"appr-{uuid.uuid4().hex}",
-                session_id=session_id,
-                agent_id=agent_id,
-                tool_name=tool.schema.name,
-                arguments=json.loads(call.arguments or "{}"),
-                created_at=now,
-                expires_at=now + store.ttl_seconds,
-            )
-            approvals.append(approval)
-            extra[approval.approval_id] = {
-                "call_id": call.id,
-                "parameters": tool.schema.parameters,
-                "asker_key": asker.key_id,  # never the decider once the tool has approvers
-                **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
-            }
-            held.append({**call.model_dump(), "approval_id": approval.approval_id})
-        paused = {
-            **state,
-            "kind": "approval",
-            "held": held,
-            "asker": {
-                "key": asker.key_id,
-                "name": asker.name,
-                "tenant": asker.tenant,
-                "admin": asker.is_admin,
-            },
-        }
-        try:
-            await store.create(approvals, extra)
-            await self._sessions.pause(session_id, paused, [], ttl=store.keep_seconds)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        return approvals
-
-    async def take_direct(self, session_id: str) -> dict[str, Any]:
-        """Take the paused direct call of ``session_id`` to run it (of two resumes, one gets it:
-        the other is refused ``invalid_query``, "resumed already")."""
-        try:
-            state = await self._sessions.take_paused(session_id)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if state is None or not state.get("direct"):
-            raise QueryRejected("invalid_query", "the paused run was resumed already")
-        return state
+    async def take_direct(self, session_id: str) -> RunState:
+        return await self.engine.held.take_direct(session_id)
 
     async def record_direct(self, session_id: str, run: ToolRun, owner: str) -> None:
-        """Store how a held direct call ended in its session (a ``call_tool`` turn)."""
-        turn = tool_turn({"query": f"a direct call of {run.label}", "ts": time.time()}, run)
-        try:
-            await self._sessions.append(session_id, [turn], owner=owner)
-        except SessionStoreUnavailable as exc:
-            logger.error("could not store the end of the direct call in session %s: %s", session_id, exc)
+        await self.engine.held.record_direct(session_id, run, owner)
 
-    async def held_run(self, session_id: str, scope: Scope) -> tuple[dict[str, Any] | None, list[Approval]]:
-        """The session's run paused for approvals (``None`` when there is none, or when ``scope``
-        does not see the session: another tenant's) and the approvals of its round that
-        ``scope`` sees, as they stand. Raises :class:`SessionStoreUnavailable`."""
-        if not await self._sessions.visible(session_id, scope):
-            return None, []
-        state = await self._sessions.paused(session_id)
-        if state is None or state.get("kind") != "approval" or self.approvals is None:
-            return None, []
-        found = [await self.approvals.get(str(call["approval_id"]), scope) for call in state.get("held", ())]
-        return state, [a for a in found if a is not None]
-
-    async def _held_state(self, session_id: str, scope: Scope) -> dict[str, Any]:
-        try:
-            state, approvals = await self.held_run(session_id, scope)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if state is None:
-            raise QueryRejected(
-                "invalid_query", f"no run of session {session_id!r} waits for approvals (resumed already?)"
-            )
-        waiting = [a.approval_id for a in approvals if a.status == "pending"]
-        if waiting:
-            raise QueryRejected(
-                "invalid_query", f"approvals {', '.join(map(repr, waiting))} are not decided yet"
-            )
-        return state
-
-    async def _resume_held(
-        self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any], *, taken: bool = False
-    ) -> Outcome:
-        """Go on with a run paused for approvals: the approved calls run (with the edited
-        arguments), the model is told of refusals and expiries, then the next rounds. The paused
-        state is taken first (of two resumes, one runs the calls) and put back, with the calls
-        done so far, if the resume fails: a decision is never lost to a failure. Before an
-        approved call is sent, the run's record and checkpoint hold it in flight: a resume after
-        a failure (or after its master was lost) reports it as unknown and never sends it again.
-
-        ``taken``: ``state`` is a lost run's checkpoint, claimed already (``POST /runs/.../resume``)."""
-        store = self.approvals
-        assert store is not None
-        session_id = run.recorder.session_id
-        if not taken:
-            try:
-                if await self._sessions.take_paused(session_id) is None:
-                    raise QueryRejected("invalid_query", "the paused run was resumed already")
-            except SessionStoreUnavailable as exc:
-                raise QueryRejected("session_store_unavailable", str(exc)) from None
-        messages: list[Any] = list(state.get("messages") or [])
-        remaining: list[dict[str, Any]] = list(state.get("held") or [])
-        for call in state.get("unknown") or ():  # sent before a failure: never sent again
-            messages.append({"role": "tool", "tool_call_id": str(call["id"]), "content": UNKNOWN_CALL})
-            if run.live is not None:
-                run.live.add_unknown(call)
-        decided_runs: list[ToolRun] = []
-        offered = [*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else []
-        sending: dict[str, Any] | None = None
-        try:
-            while remaining:
-                held = remaining[0]
-                record = await store.record(str(held["approval_id"]), Scope.of(run.principal)) or {
-                    "status": "expired"
-                }
-                if record.get("status") == "approved":
-                    await self._before_held_call(run, state, messages, remaining[1:], held)
-                    sending = remaining.pop(0)
-                    messages.append(await self._decided_message(run, held, record, offered, decided_runs))
-                    sending = None
-                else:
-                    messages.append(await self._decided_message(run, held, record, offered, decided_runs))
-                    remaining.pop(0)
-            if run.live is not None:
-                run.live.checkpoint = None  # every held call answered: nothing to resume from
-            run.messages = messages
-            outcome = await run.orchestrator.run(
-                messages=messages,
-                tools=offered,
-                toolbox=run.toolbox,
-                model=run.model,
-                auto_mode=run.request.auto_mode,
-                budget=run.budget,
-                hooks=run.hooks,
-                steps_done=int(state.get("steps") or 0),
-            )
-            outcome.tool_runs[:0] = decided_runs
-            return outcome
-        except BaseException:
-            restored = {
-                **state,
-                **_run_part(run),
-                "messages": messages,
-                "held": remaining,
-                "unknown": [sending] if sending is not None else [],
-            }
-            if run.live is not None:
-                run.live.checkpoint = None  # resumable through its approvals only, not twice
-            try:
-                await self._sessions.pause(session_id, restored, [], ttl=store.keep_seconds)
-            except SessionStoreUnavailable as exc:
-                logger.error("could not keep the paused run of session %s: %s", session_id, exc)
-            raise
-
-    async def _before_held_call(
-        self,
-        run: _Run,
-        state: dict[str, Any],
-        messages: list[Any],
-        remaining: list[dict[str, Any]],
-        held: dict[str, Any],
-    ) -> None:
-        """Record an approved call in flight, with what the run resumes from without it, before
-        it is sent (awaited: a lost master must not leave it to be sent twice)."""
-        live = run.live
-        if live is None or self.runs is None:
-            return
-        live.sending([(str(held["id"]), str(held["name"]), held.get("arguments"))])
-        checkpoint = {
-            **state,
-            **_run_part(run),
-            "kind": "approval",
-            "session_id": run.recorder.session_id,
-            "messages": messages,
-            "held": remaining,
-            "unknown": [held],
-        }
-        try:
-            await self.runs.save(live, checkpoint)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-
-    async def _resume_halted(self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any]) -> Outcome:
-        """Go on with a run a budget or the step limit stopped (``POST /runs/{run_id}/resume``):
-        its messages as they were, the budget it spent counted against the new one, the calls it
-        had in flight told as unknown (never sent again), then the next rounds."""
-        messages: list[Any] = list(state.get("messages") or [])
-        unknown = list(state.get("unknown") or ())
-        if unknown:
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": str(call["id"]),
-                            "type": "function",
-                            "function": {
-                                "name": str(call["name"]),
-                                "arguments": call["arguments"]
-                                if isinstance(call["arguments"], str)
-                                else json.dumps(call["arguments"]),
-                            },
-                        }
-                        for call in unknown
-                    ],
-                }
-            )
-            messages.extend(
-                {"role": "tool", "tool_call_id": str(call["id"]), "content": UNKNOWN_CALL} for call in unknown
-            )
-            if run.live is not None:
-                for call in unknown:
-                    run.live.add_unknown(call)
-        spent = state.get("spent") or {}
-        budget = run.budget
-        budget.tool_calls = int(spent.get("tool_calls") or 0)
-        budget.tokens = int(spent.get("tokens") or 0)
-        budget.started -= float(spent.get("seconds") or 0.0)
-        run.messages = messages
-        auto = run.request.auto_mode
-        steps = int(state.get("steps") or 0)
-        return await run.orchestrator.run(
-            messages=messages,
-            tools=[*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else [],
-            toolbox=run.toolbox,
-            model=run.model,
-            auto_mode=auto,
-            budget=budget,
-            hooks=run.hooks,
-            # Without auto mode the resumed part gets its tool round; the step limit gives more rounds.
-            steps_done=steps if auto and state.get("stopped_by") != "max_steps" else 0,
-        )
-
-    async def _decided_message(
-        self,
-        run: _Run,
-        held: dict[str, Any],
-        record: dict[str, Any],
-        tools: list[dict[str, Any]],
-        done: list[ToolRun],
-    ) -> dict[str, Any]:
-        """The tool message that answers a held call, as a person decided it."""
-        status = record.get("status")
-        call_id = str(held["id"])
-        if status == "approved":
-            edited = record.get("edited_arguments")
-            arguments = json.dumps(edited) if edited is not None else str(held["arguments"])
-            call = ToolCallRequest(call_id, str(held["name"]), arguments)
-            tool_run = await run.orchestrator.run_held(run.toolbox, call, run.hooks, tools)
-            await (run.hooks.on_step or run.recorder.steps)([tool_run])
-            done.append(tool_run)
-            message = dict(tool_run.as_tool_message(call_id))
-            if edited is not None:
-                message["content"] = (
-                    f"A person approved this call with edited arguments {arguments} "
-                    f"(you asked for {held['arguments']}). Result: {message['content']}"
-                )
-            return message
-        if status == "rejected":
-            reason = record.get("message") or "no reason given"
-            content = f"A person refused this call; it was not run. Their reason: {reason}"
-        else:
-            content = (
-                "No one decided on this call in time (its approval expired); it was not run. "
-                "Say so in your answer."
-            )
-        return {"role": "tool", "tool_call_id": call_id, "content": content}
-
-    def _client_tools(
-        self,
-        hooks: RunHooks,
-        toolbox: Toolbox,
-        extra_tools: list[dict[str, Any]],
-        client_tools: Sequence[dict[str, Any]],
-    ) -> list[dict[str, Any]]:
-        """The asker's own tools, offered beside the agents'; a name one of those has is refused."""
-        if not client_tools:
-            return []
-        taken = {tool["function"]["name"] for tool in [*toolbox.openai_tools(), *extra_tools]}
-        names = [str(tool["function"]["name"]) for tool in client_tools]
-        clash = sorted(taken.intersection(names))
-        if clash:
-            raise QueryRejected(
-                "invalid_query",
-                f"tool name(s) {', '.join(map(repr, clash))} belong to the hub's own tools; rename yours",
-            )
-        hooks.external = frozenset(names)
-        return list(client_tools)
-
-    async def _session_of_calls(self, results: Mapping[str, str]) -> str:
-        """The session whose paused run waits for the results' calls."""
-        first = next(iter(results), None)
-        try:
-            session_id = await self._sessions.paused_session(first) if first is not None else None
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if session_id is None:
-            raise QueryRejected(
-                "invalid_query",
-                f"no run waits for the result of tool call {first!r}: it was continued already, "
-                "expired, or never asked for",
-            )
-        return session_id
-
-    async def _paused(self, session_id: str, results: Mapping[str, str]) -> dict[str, Any]:
-        """The session's paused run, when ``results`` answer exactly the calls it waits for."""
-        try:
-            state = await self._sessions.paused(session_id)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if state is None:
-            raise QueryRejected("invalid_query", f"no run of session {session_id!r} waits for tool results")
-        waiting = [str(call["id"]) for call in state.get("pending", ())]
-        missing = [call_id for call_id in waiting if call_id not in results]
-        unknown = [call_id for call_id in results if call_id not in waiting]
-        if missing or unknown:
-            raise QueryRejected(
-                "invalid_query",
-                f"the paused run of session {session_id!r} waits for the results of "
-                f"{', '.join(map(repr, waiting))}"
-                + (f"; missing: {', '.join(map(repr, missing))}" if missing else "")
-                + (f"; not asked for: {', '.join(map(repr, unknown))}" if unknown else ""),
-            )
-        return state
-
-    async def _store_history(self, session_id: str, history: Sequence[Any], owner: str) -> list[Turn]:
-        """A stateless asker's earlier messages, stored as the new session's first turns."""
-        turns = turns_from_messages(history)
-        try:
-            await self._sessions.append(session_id, turns, owner=owner)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        return turns
-
-    async def _continue(
-        self, run: _Run, tools: list[dict[str, Any]], state: dict[str, Any], results: Mapping[str, str]
-    ) -> Outcome:
-        """Go on with a paused run: its messages, the results it waited for, the next rounds."""
-        try:
-            if await self._sessions.take_paused(run.recorder.session_id) is None:
-                raise QueryRejected("invalid_query", "the paused run was continued already")
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        messages: list[Any] = list(state.get("messages") or [])
-        client_runs = []
-        for call in state["pending"]:
-            content = results[call["id"]]
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
-            client_runs.append(
-                ToolRun(
-                    call["name"], CLIENT, call["name"], call.get("arguments"), success=True, result=content
-                )
-            )
-        await (run.hooks.on_step or run.recorder.steps)(client_runs)
-        run.messages = messages
-        return await run.orchestrator.run(
-            messages=messages,
-            tools=[*run.toolbox.openai_tools(), *tools] if run.extras.offer_tools else [],
-            toolbox=run.toolbox,
-            model=run.model,
-            auto_mode=run.request.auto_mode,
-            budget=run.budget,
-            hooks=run.hooks,
-            steps_done=int(state.get("steps") or 0),
-        )
-
-    async def _pause(self, run: _Run, outcome: Outcome) -> None:
-        """Keep a run that waits for its asker's tool results, to go on with the next request."""
-        recorder = run.recorder
-        state = {
-            "query": recorder.query,
-            "query_id": recorder.query_id,
-            "messages": run.messages or [],
-            "steps": outcome.steps,
-            "pending": [call.model_dump() for call in outcome.pending],
-            **_run_part(run),
-        }
-        try:
-            await self._sessions.pause(recorder.session_id, state, [call.id for call in outcome.pending])
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-
-    async def _context(
-        self, run: _Run, system: str, tools: list[dict[str, Any]], tool_costs: list[int] | None = None
-    ) -> Context:
-        """The bounded context. A summary is made under the session's summary lock and stored at once,
-        so that concurrent queries on the session wait for it and reuse it instead of making their own."""
-        budget = (
-            await self._windows.budget(run.model)
-            if self._windows is not None
-            else self._settings.orchestrator_context_max_tokens
-        )
-        builder = ContextBuilder(
-            run.orchestrator.llm,
-            max_tokens=budget,
-            recent_turns=self._settings.orchestrator_recent_turns,
-            summarizer_model=self._catalog.summarizer_model,
-            on_rejected=None if self._metrics is None else self._metrics.summary_rejected,
-            window_bound=self._windows is not None and await self._windows.window_bound(run.model),
-        )
-        if tool_costs is None:
-            tool_costs = [count_tool(tool) for tool in tools]
-        query = run.request.query
-        if not run.turns or not builder.wants_summary(
-            system=system, turns=run.turns, query=query, tool_costs=tool_costs
-        ):
-            context, spent = await builder.build(
-                system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
-            )
-            run.budget.add_tokens(spent)
-            return context
-        session_id = run.recorder.session_id
-        async with self._sessions.summary_lock(session_id):
-            run.turns = (
-                await self._sessions.load(session_id, Scope.of(run.principal)) or run.turns
-            )  # with the summary another query made
-            context, spent = await builder.build(
-                system=system, turns=run.turns, query=query, tools=tools, tool_costs=tool_costs
-            )
-            if context.summary_turn is not None:
-                seen = sum(1 for turn in run.turns if turn.get("decision") == "summary")
-                if not await self._sessions.append_summary(session_id, context.summary_turn, seen):
-                    logger.info(
-                        "session %s: a summary of this span was stored first; this one is not", session_id
-                    )
-        run.budget.add_tokens(spent)
-        return context
-
-    async def _execute(self, run: _Run, extra_tools: list[dict[str, Any]]) -> Outcome:
-        request = run.request
-        system = _with_note(system_prompt(request.orchestrator_prompt_profile), run.system_note)
-        costs = [*run.toolbox.token_costs(count_tool), *map(count_tool, extra_tools)]
-        context = await self._context(run, system, [*run.toolbox.openai_tools(), *extra_tools], costs)
-        execution = request.auto_plan_execute
-        run.messages = context.messages
-        if execution is None:
-            return await run.orchestrator.run(
-                messages=context.messages,
-                tools=context.tools if run.extras.offer_tools else [],
-                toolbox=run.toolbox,
-                model=run.model,
-                auto_mode=request.auto_mode,
-                budget=run.budget,
-                hooks=run.hooks,
-            )
-        plan, executed = find_plan(run.turns, execution.plan_id)
-        if plan is None:
-            raise QueryRejected(
-                "unknown_plan", f"no plan {execution.plan_id!r} in session {request.session_id!r}"
-            )
-        if executed:
-            raise QueryRejected("plan_already_executed", f"plan {execution.plan_id!r} was already executed")
-        try:
-            steps = resolve_steps(run.toolbox, execution.steps if execution.steps is not None else plan.steps)
-        except InvalidPlan as exc:
-            raise QueryRejected(
-                "invalid_plan", f"plan {execution.plan_id!r} refused, nothing was run: {exc}"
-            ) from None
-        # The turns were read when the request started: only an atomic claim in Redis makes sure
-        # that, of concurrent executions, exactly one runs the steps.
-        try:
-            claimed = await self._sessions.claim_plan(
-                run.recorder.session_id, execution.plan_id, run.recorder.query_id
-            )
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if not claimed:
-            raise QueryRejected(
-                "plan_already_executed", f"plan {execution.plan_id!r} was already executed (or is running)"
-            )
-        run.recorder.plan_id = execution.plan_id
-        run.recorder.flush_each_step = True
-        return await run.orchestrator.run_steps(
-            messages=context.messages, steps=steps, model=run.model, budget=run.budget, hooks=run.hooks
-        )
-
-    async def _propose_plan(self, run: _Run) -> Outcome:
-        if not len(run.toolbox):  # no model could plan with no tool: refuse before asking one
-            raise QueryRejected(
-                "invalid_query",
-                "no linked agent offers a tool, so there is nothing to plan; connect an action agent "
-                "or check allowed_agent_ids",
-            )
-        system = (
-            _with_note(system_prompt(run.request.orchestrator_prompt_profile), run.system_note)
-            + "\n\n"
-            + planning_prompt(run.toolbox)
-        )
-        context = await self._context(run, system, [SUBMIT_PLAN])
-        run.budget.check_tokens()
-        reply = await run.orchestrator.llm.complete(
-            model=run.model, messages=context.messages, tools=[SUBMIT_PLAN]
-        )
-        run.budget.add_tokens(reply.total_tokens)
-        try:
-            plan = plan_from_reply(reply)
-            resolve_steps(run.toolbox, plan.steps)
-        except InvalidPlan as exc:
-            raise QueryRejected("llm_invalid_plan", f"the model proposed no usable plan: {exc}") from None
-        return Outcome(answer=describe(plan), status="awaiting_approval", plan=plan)
-
-    async def _owner(self, principal: Principal, session_id: str, new_session: bool) -> str:
-        """The tenant that owns the session, and so what a run makes in it (approvals,
-        collaborations): the asker's, unless an administrator continues another tenant's session
-        (then one Redis read, on these rare paths only)."""
-        if new_session or not principal.is_admin:
-            return principal.tenant
-        try:
-            return await self._sessions.owner(session_id)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-
-    def _collaboration_hook(
-        self,
-        hooks: RunHooks,
-        toolbox: Toolbox,
-        session_id: str,
-        query_id: str,
-        scope: Scope,
-        owner: Callable[[], Awaitable[str]],
-    ) -> list[dict[str, Any]]:
-        """Offer ``start_collaboration`` when two or more linked agents support it (the model may
-        name any agent: the manager refuses one not offered to the asker's ``scope``)."""
-        manager = self._collaboration
-        if manager is None:
-            return []
-        eligible = manager.eligible(agent.agent_id for agent, _ in toolbox.entries())  # it drops repeats
-        if len(eligible) < 2:
-            return []
-
-        async def collaborate(agents: list[str], task: str) -> dict[str, Any]:
-            outcome = await manager.run(
-                parent_session_id=session_id,
-                agent_ids=agents,
-                task=task,
-                scope=scope,
-                query_id=query_id,
-                tenant=await owner(),
-            )
-            return {
-                "collab_session_id": outcome.collab_session_id,
-                "agents": outcome.agents,
-                "completed": outcome.completed,
-                "reason": outcome.reason,
-                "summary": outcome.summary,
-                "message_count": outcome.message_count,
-            }
-
-        hooks.collaborate = collaborate
-        return [collaboration_tool(eligible)]
-
-    def _decode_attachments(self, request: QueryRequest) -> list[NewFile]:
-        """The query's files, checked against the limits before anything runs or is stored."""
-        if not request.attachments:
-            return []
-        if self._rag is None:
-            raise QueryRejected(
-                "not_implemented", "this master stores no attachments (no RAG link configured)"
-            )
-        return decode_attachments(
-            request.attachments,
-            max_count=self._settings.rag_max_attachments,
-            max_bytes=self._settings.rag_max_attachment_bytes,
-        )
-
-    async def _rag_query(
-        self,
-        session_id: str,
-        toolbox: Toolbox,
-        new_files: list[NewFile],
-        seconds: float,
-        *,
-        new_session: bool,
-        principal: Principal,
-    ) -> RagQuery | None:
-        # A session whose id was made for this query has no files but the ones it brings: no
-        # Redis round trip to find that out.
-        if self._rag is None or (new_session and not new_files):
-            return None
-        try:
-            owner = await self._owner(principal, session_id, new_session) if new_files else principal.tenant
-            return await self._rag.prepare(
-                session_id, toolbox, new_files, Scope.of(principal), owner=owner, seconds=seconds
-            )
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-
-    async def _finish_rag(self, rag: RagQuery, runs: list[ToolRun]) -> None:
-        assert self._rag is not None
-        try:
-            await self._rag.finish(rag, runs)
-        except SessionStoreUnavailable as exc:
-            logger.warning("could not record the indexing state of session %s: %s", rag.session_id, exc)
-
-    def _spawn_hook(
-        self, hooks: RunHooks, request: QueryRequest, principal: Principal
-    ) -> list[dict[str, Any]]:
-        """Offer ``spawn_agent`` in auto mode when saved agents are not running (sandbox on; an
-        administrator's queries only: the agents it starts belong to tenant ``default``)."""
-        spawner = self._spawner
-        if (
-            spawner is None
-            or not request.auto_mode
-            or request.auto_plan_execute is not None
-            or not principal.is_admin
-        ):
-            return []
-        candidates = spawner.candidates(request.allowed_agent_ids)
-        if not candidates:
-            return []
-        hooks.spawn = functools.partial(spawner.spawn, tenant=principal.tenant)
-        return [spawn_tool(candidates)]
-
-    async def _thread_session(self, thread_id: str, scope: Scope) -> tuple[str | None, str | None]:
-        """``(session_id, new_session_id)`` of a client's thread (:attr:`RunExtras.thread_id`): its
-        session when ``scope`` sees it, else a new session of that id when the id is free; another
-        tenant's is unknown, as everywhere."""
-        try:
-            if await self._sessions.load(thread_id, scope) is not None:
-                return thread_id, None
-            taken = await self._sessions.taken(thread_id)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if taken:
-            raise QueryRejected(
-                "unknown_session",
-                f"unknown or expired session {thread_id!r}; start a new thread (a new threadId)",
-            )
-        return None, thread_id
-
-    async def _load_session(
-        self, session_id: str | None, scope: Scope, new_id: str | None = None
-    ) -> tuple[str, list[Turn]]:
-        """The session's turns; either way Redis has answered (for a new session: within
-        :data:`CHECK_FRESH_SECONDS`, over a connection still open), so no LLM or tool call runs
-        for an answer that could not be stored (tools may have side effects). A session
-        ``scope`` does not see (another tenant's) is unknown."""
-        try:
-            if session_id is None:
-                await self._sessions.check(fresh_within=CHECK_FRESH_SECONDS)
-                return new_id or self._sessions.new_session_id(), []
-            loaded = await self._sessions.load(session_id, scope)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected("session_store_unavailable", str(exc)) from None
-        if loaded is None:
-            raise QueryRejected(
-                "unknown_session",
-                f"unknown or expired session {session_id!r}; omit session_id to start a new session",
-            )
-        return session_id, loaded
+    async def held_run(self, session_id: str, scope: Scope) -> tuple[RunState | None, list[Approval]]:
+        """The session's run paused for approvals and its approvals (:meth:`HeldRuns.held_run`)."""
+        return await self.engine.held.held_run(session_id, scope)
 
     async def _store_quietly(self, recorder: TurnRecorder) -> None:
         """After a failure, keep what the run already did (summary, steps)."""
@@ -1177,77 +389,10 @@ class QueryService:
         except SessionStoreUnavailable as exc:
             logger.error("could not store the turns of a failed query: %s", exc)
 
-    def _check_known(self, allowed: list[str], scope: Scope, *, auto_mode: bool) -> None:
-        """Refuse (``unknown_agent``) ``allowed_agent_ids`` naming an agent no source knows: not
-        connected here or to another master, not registered for HTTP invocation (down or not), and
-        in auto mode not a saved agent that could be started. The refusal names the unknown ids
-        and up to :data:`MAX_KNOWN_LISTED` known ones."""
-        found = self._agents.known_ids(scope, allowed)
-        unknown = [agent_id for agent_id in dict.fromkeys(allowed) if agent_id not in found]
-        if unknown and auto_mode and self._spawner is not None and scope.every_tenant:
-            startable = set(self._spawner.candidates(unknown))
-            unknown = [agent_id for agent_id in unknown if agent_id not in startable]
-        if not unknown:
-            return
-        listed = sorted(self._agents.known_ids(scope))
-        some = ", ".join(repr(agent_id) for agent_id in listed[:MAX_KNOWN_LISTED])
-        more = f" and {len(listed) - MAX_KNOWN_LISTED} more" if len(listed) > MAX_KNOWN_LISTED else ""
-        raise QueryRejected(
-            "unknown_agent",
-            f"allowed_agent_ids names unknown agent(s) {', '.join(map(repr, unknown))}; "
-            + (f"known agents: {some}{more}" if listed else "no agent is connected or registered"),
-        )
-
     def tool_agents(self, allowed: list[str] | None, scope: Scope) -> list[Target]:
         """Connected WebSocket agents, then invocation agents not known to be DOWN (a live
         WebSocket agent shadows an invocation agent with the same id); those offered to ``scope``."""
         return self._agents.tool_targets(scope, allowed)
-
-
-def _run_part(run: _Run) -> dict[str, Any]:
-    """What a paused run's state keeps of its record: its id and the calls it completed."""
-    live = run.live
-    if live is None:
-        return {}
-    return {"run_id": live.run_id, "completed": live.completed, "created_at": live.created_at}
-
-
-def _halt_checkpoint(run: _Run, outcome: Outcome, live: LiveRun) -> dict[str, Any]:
-    """What a run a budget or the step limit stopped resumes from."""
-    messages = list(run.messages or [])
-    last = messages[-1] if messages else None
-    if outcome.stopped_by == "max_steps" and isinstance(last, dict) and last.get("role") == "user":
-        messages.pop()  # the step limit's note: a resume goes on with tools
-    budget = run.budget
-    return {
-        "kind": "halt",
-        "run_id": live.run_id,
-        "session_id": run.recorder.session_id,
-        "query": run.recorder.query,
-        "query_id": run.recorder.query_id,
-        "messages": messages,
-        "steps": outcome.steps,
-        "stopped_by": outcome.stopped_by,
-        "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
-        "budget": {
-            "max_tool_calls": budget.max_tool_calls,
-            "max_tokens": budget.max_tokens,
-            "max_seconds": budget.max_seconds,
-        },
-        "spent": {"tool_calls": budget.tool_calls, "tokens": budget.tokens, "seconds": budget.elapsed},
-        "unknown": list(live.in_flight),
-    }
-
-
-def _with_note(system: str, note: str) -> str:
-    return f"{system}\n\n{note}" if note else system
-
-
-def waiting_for(approvals: Sequence[Approval]) -> str:
-    """The answer of a run whose calls wait: what waits, and the approval that decides each."""
-    return "Waiting for a person to decide: " + ", ".join(
-        f"{a.agent_id}.{a.tool_name} (approval {a.approval_id})" for a in approvals
-    )
 
 
 def rejected_response(request: QueryRequest, query_id: str, exc: QueryRejected) -> QueryResponse:

@@ -2,7 +2,7 @@
 
 ``DELETE /runs/{run_id}`` cancels a run, running on whichever master holds it or paused
 (:mod:`master.runs.cancel`, the verb every door's cancel comes to).
-``GET /runs/{run_id}`` reads a run's record (:mod:`master.conversation.runs`): its state, the
+``GET /runs/{run_id}`` reads a run's record (:mod:`master.runs.store`): its state, the
 master holding it, the tool calls it completed, the ones in flight and the ones whose outcome is
 unknown. ``POST /runs/{run_id}/resume`` continues a run a budget or auto mode's step limit
 stopped (or one whose master was lost after it recorded what it resumes from) with a larger
@@ -18,25 +18,22 @@ from fastapi import APIRouter, Path
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from master.auth import Principal, Scope
-from master.conversation.runs import RESUMABLE
+from master.auth import Principal
 from master.deps import PrincipalDep, ServicesDep
 from master.error_responses import ApiError
-from master.errors import SessionStoreUnavailable
 from master.openapi import error
 from master.orchestration.roles import CoordinatorState
-from master.query.entry import CancelRefused, QueryRefused
-from master.query.extras import RunExtras
-from master.query.service import rejected_response
+from master.query.entry import CancelRefused
+from master.query.verbs import RunRefused, RunVerbs
 from master.routes.query import _json, sse_response
-from protocol import Budget, ErrorCode, QueryRequest, QueryResponse
+from master.runs.decisions import RaiseBudget
+from protocol import Budget, QueryResponse
 
 router = APIRouter(tags=["runs"])
 
 RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="A run_id from a query's answer")]
 _STORE_DOWN = error("Redis unavailable (session_store_unavailable)")
 _UNKNOWN = error("No such run (unknown_run)")
-BUDGET_FIELDS = ("max_tool_calls", "max_tokens", "max_seconds")
 
 
 class RunCall(BaseModel):
@@ -112,28 +109,19 @@ class ResumeBody(BaseModel):
     """Answer with Server-Sent Events, as ``POST /query`` does."""
 
 
-async def _record(
-    services: ServicesDep, run_id: str, principal: Principal
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    runs = services.queries.runs
+async def _record(services: ServicesDep, run_id: str, principal: Principal) -> dict[str, Any]:
     try:
-        scope = Scope.of(principal)
-        record = await runs.get(run_id, scope) if runs is not None else None  # another tenant's: None
-        checkpoint = await runs.checkpoint(run_id, scope) if runs is not None and record is not None else None
-    except SessionStoreUnavailable as exc:
-        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
-    if record is None:
-        raise ApiError(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r} (never started, or expired)")
-    record["resumable"] = record["state"] in RESUMABLE and checkpoint is not None
-    return record, checkpoint
+        record, _ = await RunVerbs(services.entry).record(run_id, principal)
+    except RunRefused as exc:
+        raise ApiError(exc.code, exc.detail) from None
+    return record
 
 
 @router.get("/runs/{run_id}", response_model=RunRecord, responses={404: _UNKNOWN, 503: _STORE_DOWN})
 async def read_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> dict[str, Any]:
     """A run's record. A run held by a master that was lost reads ``failed`` (marked now, if no
     master's sweep has yet). Another tenant's run is unknown (404) to a tenant's key."""
-    record, _ = await _record(services, run_id, principal)
-    return record
+    return await _record(services, run_id, principal)
 
 
 @router.delete(
@@ -178,85 +166,19 @@ async def resume_run(
     """Continue a run a budget or the step limit stopped, with a larger budget: from where it
     stopped, its completed tool calls not repeated (calls in flight when it stopped are told to
     the model as unknown, never sent again). The answer is the run's, as ``POST /query`` gives it."""
-    record, checkpoint = await _record(services, run_id, principal)
-    state = record["state"]
-    if state not in RESUMABLE or checkpoint is None:
-        raise ApiError(ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, state, checkpoint is not None))
-    limits = _check_budget(checkpoint, body.budget, record.get("stopped_by"))
-    runs = services.queries.runs
-    assert runs is not None
+    verbs = RunVerbs(services.entry, services.approvals)
     try:
-        won, now = await runs.claim(run_id, RESUMABLE)
-    except SessionStoreUnavailable as exc:
-        raise ApiError(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
-    if not won:
-        raise ApiError(ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, now or state, True))
-    stored = dict(checkpoint.get("request") or {"query": checkpoint.get("query") or ""})
-    request = QueryRequest.model_validate(
-        {**stored, "session_id": checkpoint.get("session_id"), "budget": limits, "stream": body.stream}
-    )
-    extras = RunExtras(run_id=run_id, resume_run={"record": record, "checkpoint": checkpoint})
-    try:
-        run = services.entry.submit(
-            request,
+        run = await verbs.resume(
+            run_id,
+            [RaiseBudget(budget=body.budget)],
+            principal,
             door="sse" if body.stream else "http",
             stream=body.stream,
-            extras=extras,
-            principal=principal,
         )
-    except QueryRefused as exc:
-        await _release(services, run_id, state)
-        return _json(rejected_response(request, "", exc))
+    except RunRefused as exc:
+        raise ApiError(exc.code, exc.detail) from None
+    if isinstance(run, QueryResponse):  # not admitted
+        return _json(run)
     if body.stream:
         return sse_response(run)
     return _json(await run.result())
-
-
-async def _release(services: ServicesDep, run_id: str, state: str) -> None:
-    """A claimed run whose resume was not admitted goes back to the state it had."""
-    runs = services.queries.runs
-    assert runs is not None
-    try:
-        await runs.release(run_id, state)
-    except SessionStoreUnavailable:
-        pass
-
-
-def _not_resumable(run_id: str, state: str, has_checkpoint: bool) -> str:
-    if state == "awaiting_approval":
-        return (
-            f"run {run_id!r} is awaiting_approval: decide its approvals with POST /approvals/{{approval_id}}"
-        )
-    if state == "awaiting_tool_results":
-        return f"run {run_id!r} is awaiting_tool_results: send the results of its tool calls"
-    if state in RESUMABLE and not has_checkpoint:
-        return f"run {run_id!r} is {state} and kept nothing to resume from"
-    return f"run {run_id!r} is {state}; only a stopped run (or a failed one that kept where it was) resumes"
-
-
-def _check_budget(checkpoint: dict[str, Any], budget: Budget, stopped_by: str | None) -> dict[str, Any]:
-    """The run's new limits: the old ones with the body's; refused (422) when one is smaller, or
-    the one that stopped the run is not larger."""
-    old: dict[str, Any] = {
-        name: value
-        for name, value in (
-            checkpoint.get("budget") or (checkpoint.get("request") or {}).get("budget") or {}
-        ).items()
-        if value is not None
-    }
-    wanted = budget.model_dump(exclude_none=True)
-    for name, value in wanted.items():
-        if name in old and value < old[name]:
-            raise ApiError(
-                ErrorCode.BUDGET_NOT_LARGER,
-                f"budget.{name} {value:g} is smaller than the run's {old[name]:g}; a resume only raises limits",
-            )
-    if stopped_by in BUDGET_FIELDS and stopped_by in old:
-        new = wanted.get(stopped_by, old[stopped_by])
-        if new <= old[stopped_by]:
-            raise ApiError(
-                ErrorCode.BUDGET_NOT_LARGER,
-                f"the run was stopped by {stopped_by} {old[stopped_by]:g}: budget.{stopped_by} must be "
-                f"larger than that (got {new:g})",
-            )
-    return {**old, **wanted}

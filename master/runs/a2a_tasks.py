@@ -54,7 +54,6 @@ from a2a.utils.errors import InternalError, InvalidParamsError
 from redis.exceptions import RedisError
 
 from master.auth import ANONYMOUS, DEFAULT_TENANT, SYSTEM, Principal, Scope, TenantRecords
-from master.conversation.runs import RunStore
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
 from master.redis_keys import a2a_context_key as context_key
@@ -62,6 +61,7 @@ from master.redis_keys import a2a_events_channel as events_channel
 from master.redis_keys import a2a_index_key as index_key
 from master.redis_keys import a2a_task_key as task_key
 from master.redis_keys import a2a_waiting_key as waiting_key
+from master.runs.store import RunStore
 
 logger = logging.getLogger("master.doors.a2a")
 

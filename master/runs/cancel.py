@@ -3,7 +3,7 @@
 ``DELETE /runs/{run_id}``, ``POST /v1/responses/{id}/cancel``, A2A ``CancelTask``, an MCP
 ``notifications/cancelled`` of an ``ask`` call and a WebSocket ``cancel`` frame all call
 :meth:`master.query.entry.QueryEntry.cancel`, which calls :meth:`RunCanceller.cancel` here. What
-it does depends on the run's record (:mod:`master.conversation.runs`), read in the asker's
+it does depends on the run's record (:mod:`master.runs.store`), read in the asker's
 :class:`~master.auth.Scope` (fail closed: another tenant's run does not exist for it):
 
 - **unknown** (never started, expired, or another tenant's): :class:`CancelRefused`
@@ -36,10 +36,10 @@ from redis.exceptions import RedisError
 
 from master.auth import Scope
 from master.conversation.approvals import ApprovalStore
-from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.errors import SessionStoreUnavailable
 from master.redis_keys import RUNS_CANCEL_CHANNEL, RUNS_RUNNING_KEY, run_checkpoint_key, run_key
+from master.runs.store import RunStore
 from protocol import ErrorCode
 
 logger = logging.getLogger("master.runs.cancel")

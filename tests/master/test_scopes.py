@@ -38,12 +38,12 @@ from master.attachments.store import AttachmentStore
 from master.auth import ANONYMOUS, SYSTEM, Principal, Role, Scope, TenantRecords, principal_of
 from master.collaboration.store import CollabStore
 from master.conversation.approvals import ApprovalStore
-from master.conversation.runs import RunStore
 from master.conversation.store import SessionStore
 from master.gateway.frames import FRAME_PERMISSIONS
 from master.llm.model import ChatResult, FunctionChatModel
 from master.runs.a2a_tasks import RedisTaskStore
 from master.runs.responses import ResponseStore
+from master.runs.store import RunStore
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 
 KEY = "scopes-bootstrap-key"

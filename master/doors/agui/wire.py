@@ -6,7 +6,7 @@ The models are the official ``ag-ui-protocol`` package's (:mod:`ag_ui.core`). A
 - the question: the last ``user`` message's text (text parts joined), with the input's
   ``context`` entries after it; or, when the messages end with ``tool`` messages, the results of
   the front end's own tools that the thread's run waits for;
-- the session: the ``threadId`` (:attr:`master.query.extras.RunExtras.thread_id`: the thread's
+- the session: the ``threadId`` (:attr:`master.runs.extras.RunExtras.thread_id`: the thread's
   session, or a new one of that id); a new thread's earlier messages are its context;
 - the front end's ``tools``: function tools it runs itself (the run ends with them pending);
 - ``resume``: the decisions on the approvals the thread's last run was interrupted for
@@ -31,7 +31,7 @@ from ag_ui.core import (
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from master.query.extras import RunExtras
+from master.runs.extras import RunExtras
 from protocol import Approval, ErrorCode, QueryRequest
 
 INTERRUPT_REASON = "tool_call"

@@ -38,7 +38,6 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from master.auth import DEFAULT_TENANT, Principal, Scope
-from master.conversation.runs import RunStore
 from master.doors.openai import responses_wire as rwire
 from master.doors.openai import wire
 from master.doors.openai.door import RETRY_AFTER_SECONDS, error_response
@@ -50,6 +49,7 @@ from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import CancelRefused, QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
 from master.runs.responses import ResponseStore
+from master.runs.store import RunStore
 from master.settings import Settings
 from protocol import ErrorCode, QueryResponse, TokenEvent
 

@@ -2,7 +2,7 @@
 
 :func:`parse_chat_request` turns a ``POST /v1/chat/completions`` body into a
 :class:`ChatRequest` (a :class:`protocol.QueryRequest` and the door's
-:class:`master.query.extras.RunExtras`), or raises :class:`OpenAIError` naming the offending
+:class:`master.runs.extras.RunExtras`), or raises :class:`OpenAIError` naming the offending
 field (``param``) as the OpenAI API does. The other functions write OpenAI's objects as plain
 dicts: ``chat.completion``, ``chat.completion.chunk``, the model list and the error body.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from master.query.extras import RunExtras
+from master.runs.extras import RunExtras
 from protocol import ErrorCode, QueryRequest, QueryResponse
 
 MODEL = "openagent"

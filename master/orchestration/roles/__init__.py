@@ -6,7 +6,7 @@ budgets as everywhere), a reviewer judges each result (``submit_review``: ``pass
 ``needs_retry``) and an optional critic gives a second opinion whose disagreement waits for a
 person. :mod:`.state` holds the typed state, :mod:`.tools` the role tools and prompts,
 :mod:`.coordinator` the state machine; the query service persists the state after every
-transition (:mod:`master.query.roles`).
+transition (:mod:`master.runs.roles`).
 """
 
 from master.orchestration.roles.coordinator import Coordinator, RoleHost

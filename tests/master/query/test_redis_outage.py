@@ -95,7 +95,7 @@ async def test_redis_stopped_just_after_answering_refuses_a_new_session_before_t
     made an hour here, so the old shortcut is certain to be taken), a stopped Redis is noticed
     before the LLM is asked."""
     url, process = own_redis
-    monkeypatch.setattr("master.query.service.CHECK_FRESH_SECONDS", 3600.0)
+    monkeypatch.setattr("master.query.setup.CHECK_FRESH_SECONDS", 3600.0)
     model = _Model()
     calls: list[int] = []
     async with (
@@ -120,7 +120,7 @@ async def test_a_hung_redis_answers_503_within_the_query_deadline(
     client's own timeout message. The whole Redis step now has one deadline,
     ``REDIS_QUERY_TIMEOUT_SECONDS``, which the 503 names; neither the LLM nor the tool runs."""
     url, process = own_redis
-    monkeypatch.setattr("master.query.service.CHECK_FRESH_SECONDS", 0.0)  # a new session pings
+    monkeypatch.setattr("master.query.setup.CHECK_FRESH_SECONDS", 0.0)  # a new session pings
     model = _Model()
     calls: list[int] = []
     async with (

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from master.redis_keys import RUNS_RUNNING_KEY
+from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key
 from openagent import OrchestratorActionAgent, QueryClient, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer
@@ -177,6 +177,32 @@ async def test_a_budget_halt_resumes_with_a_larger_budget_without_repeating_call
     again = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 9}})
     assert again.status_code == 409 and again.json()["error_code"] == "run_not_resumable"
     assert "completed" in again.json()["detail"]
+
+
+async def test_a_run_halted_before_the_typed_state_resumes_from_its_old_checkpoint(
+    works: Works, llm: ScriptedOpenAIServer, redis_client: aioredis.Redis
+) -> None:
+    """A checkpoint an earlier version wrote (an untyped dictionary, ``kind: halt``) is read as the
+    run's state: the run resumes from it without repeating its call."""
+    llm.add_tool_call("works__step", {"n": 1})
+    llm.add_tool_call("works__step", {"n": 2})
+    stopped = await works.query(auto_mode=True, budget={"max_tool_calls": 1})
+    run_id = stopped["run_id"]
+    key = run_checkpoint_key(run_id)
+    state = json.loads(await redis_client.get(key) or "{}")
+    assert state["pending"] == {"kind": "budget", "stopped_by": "max_tool_calls"}
+    old = ("run_id", "session_id", "query", "query_id", "messages", "steps", "stopped_by", "request")
+    legacy = {**{name: state[name] for name in old}, "kind": "halt", "budget": state["budget"]}
+    legacy |= {"spent": state["spent"], "unknown": []}
+    await redis_client.set(key, json.dumps(legacy), keepttl=True)
+    assert (await works.http.get(f"/runs/{run_id}")).json()["resumable"] is True
+
+    llm.add_tool_call("works__step", {"n": 2})
+    llm.add_text("Did steps 1 and 2.")
+    resumed = await works.http.post(f"/runs/{run_id}/resume", json={"budget": {"max_tool_calls": 3}})
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["answer"] == "Did steps 1 and 2."
+    assert works.calls == [("step", {"n": 1}), ("step", {"n": 2})]
 
 
 async def test_a_step_limit_halt_resumes(works: Works, llm: ScriptedOpenAIServer) -> None:

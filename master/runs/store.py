@@ -43,7 +43,7 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -59,13 +59,11 @@ from master.redis_keys import (
     run_key,
     run_lease_key,
 )
+from master.runs.state import RunState, RunStatus, read_state
 
-logger = logging.getLogger("master.conversation.runs")
+logger = logging.getLogger("master.runs.store")
 
-RunState = Literal[
-    "running", "awaiting_approval", "awaiting_tool_results", "stopped", "completed", "failed", "cancelled"
-]
-RESUMABLE: tuple[RunState, ...] = ("stopped", "failed")
+RESUMABLE: tuple[RunStatus, ...] = ("stopped", "failed")
 """States ``POST /runs/{run_id}/resume`` takes (a failed run only with a checkpoint)."""
 
 _JSON_FIELDS = ("completed", "in_flight", "unknown")
@@ -144,7 +142,7 @@ class LiveRun:
     """Calls sent and not answered yet: ``{"id", "name", "arguments"}`` as the model asked."""
     unknown: list[dict[str, Any]] = field(default_factory=list)
     """Calls whose outcome is unknown (in flight when an earlier part of the run was lost)."""
-    checkpoint: dict[str, Any] | None = None
+    checkpoint: RunState | None = None
     """What the run resumes from, when it ends resumable (set by the query service)."""
     checkpoint_stored: bool = False
     """A checkpoint of the run may be in Redis (written by :meth:`RunStore.save`, or the run was
@@ -213,7 +211,7 @@ class RunStore(TenantRecords):
         """This life of the master: a restart under the same ``OPENAGENT_MASTER_ID`` holds a new
         token, so the runs of its previous life are seen as lost."""
         self._live: set[LiveRun] = set()
-        self._ended: list[tuple[LiveRun, RunState, str | None]] = []
+        self._ended: list[tuple[LiveRun, RunStatus, str | None]] = []
         """Ends not written yet (a cancelled run, or a write that failed): the next tick writes them."""
         self._mark_lost = redis.register_script(_MARK_LOST)
         self._claim = redis.register_script(_CLAIM)
@@ -243,7 +241,7 @@ class RunStore(TenantRecords):
         if live.announce:
             await self.announce(live)
 
-    async def end(self, live: LiveRun, state: RunState, *, reason: str | None = None) -> None:
+    async def end(self, live: LiveRun, state: RunStatus, *, reason: str | None = None) -> None:
         """Write the run's final state (one pipeline). A failing write is retried at the next tick
         and logged; it never fails the answer. A run never accepted (its request was refused)
         ends without a record."""
@@ -264,7 +262,7 @@ class RunStore(TenantRecords):
             self._ended.append((live, state, reason))
 
     def final_record(
-        self, live: LiveRun, state: RunState, reason: str | None = None
+        self, live: LiveRun, state: RunStatus, reason: str | None = None
     ) -> tuple[str, str, int] | None:
         """``(key, value, ttl)`` of the run's final record, for a caller that writes it along with
         its own last write (the session's answer), then calls :meth:`ended`; ``None`` when the end
@@ -328,7 +326,7 @@ class RunStore(TenantRecords):
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         live.dirty = False
 
-    async def save(self, live: LiveRun, checkpoint: dict[str, Any]) -> None:
+    async def save(self, live: LiveRun, checkpoint: RunState) -> None:
         """Write the run ``running`` with its calls in flight and ``checkpoint``, now (before a
         call that must not run twice is sent). Raises :class:`SessionStoreUnavailable`."""
         live.checkpoint, live.checkpoint_calls = checkpoint, len(live.completed)
@@ -336,7 +334,7 @@ class RunStore(TenantRecords):
         try:
             async with asyncio.timeout(self._timeout), self._redis.pipeline(transaction=True) as pipe:
                 self._write_running(pipe, live)
-                pipe.set(run_checkpoint_key(live.run_id), _dumps(checkpoint), ex=self.keep_seconds)
+                pipe.set(run_checkpoint_key(live.run_id), checkpoint.model_dump_json(), ex=self.keep_seconds)
                 await pipe.execute()
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
@@ -361,8 +359,9 @@ class RunStore(TenantRecords):
             return None
         return _record(run_id, row)
 
-    async def checkpoint(self, run_id: str, scope: Scope) -> dict[str, Any] | None:
-        """What the run resumes from, or ``None`` (also for a run ``scope`` does not see).
+    async def checkpoint(self, run_id: str, scope: Scope) -> RunState | None:
+        """What the run resumes from, or ``None`` (also for a run ``scope`` does not see, and for
+        a checkpoint that is not a :class:`RunState`: logged, the run is not resumable).
         Raises :class:`SessionStoreUnavailable`."""
         if await self.get(run_id, scope) is None:
             return None
@@ -371,10 +370,9 @@ class RunStore(TenantRecords):
                 raw = await self._redis.get(run_checkpoint_key(run_id))
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
-        state = json.loads(raw) if raw else None
-        return state if isinstance(state, dict) else None
+        return read_state(raw, where=f"run {run_id}")
 
-    async def claim(self, run_id: str, states: Sequence[RunState]) -> tuple[bool, str]:
+    async def claim(self, run_id: str, states: Sequence[RunStatus]) -> tuple[bool, str]:
         """Take the run for this master if it is in one of ``states`` (atomic: of two callers one
         wins). Returns ``(won, the state it was in)``. Raises :class:`SessionStoreUnavailable`."""
         try:
@@ -402,7 +400,7 @@ class RunStore(TenantRecords):
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
 
-    def claimed(self, live: LiveRun, record: dict[str, Any], checkpoint: dict[str, Any]) -> None:
+    def claimed(self, live: LiveRun, record: dict[str, Any], checkpoint: RunState) -> None:
         """``live`` continues the claimed run of ``record`` (same id, its earlier calls kept); if
         it fails before it gets anywhere, it can resume from ``checkpoint`` again. Its record
         exists already: the run is accepted."""
@@ -578,7 +576,7 @@ class RunStore(TenantRecords):
 
     # ------------------------------------------------------------------ writing
 
-    def _row_of(self, live: LiveRun, state: RunState, reason: str | None) -> str:
+    def _row_of(self, live: LiveRun, state: RunStatus, reason: str | None) -> str:
         """The record as stored: one JSON string (one command to write, one to read)."""
         in_flight, unknown = live.in_flight, live.unknown
         if in_flight and state != "running":  # sent, never answered: unknown, never run again
@@ -608,7 +606,7 @@ class RunStore(TenantRecords):
         pipe.sadd(RUNS_RUNNING_KEY, live.run_id)
         live.synced = live.run_id
 
-    def _write_end(self, pipe: Any, live: LiveRun, state: RunState, reason: str | None) -> None:
+    def _write_end(self, pipe: Any, live: LiveRun, state: RunStatus, reason: str | None) -> None:
         self._forget_renamed(pipe, live)
         pipe.set(run_key(live.run_id), self._row_of(live, state, reason), ex=self.keep_seconds)
         if live.synced is not None:
@@ -617,7 +615,7 @@ class RunStore(TenantRecords):
         if checkpoint is not None and _past(live, checkpoint):
             checkpoint = None  # the run went past it: resuming from it would repeat calls
         if checkpoint is not None:
-            pipe.set(run_checkpoint_key(live.run_id), _dumps(checkpoint), ex=self.keep_seconds)
+            pipe.set(run_checkpoint_key(live.run_id), checkpoint.model_dump_json(), ex=self.keep_seconds)
         elif live.synced is not None:
             pipe.delete(run_checkpoint_key(live.run_id))
 
@@ -629,11 +627,11 @@ class RunStore(TenantRecords):
             live.synced = None
 
 
-def _past(live: LiveRun, checkpoint: dict[str, Any]) -> bool:
+def _past(live: LiveRun, checkpoint: RunState) -> bool:
     """Whether the run completed or sent calls its checkpoint does not know of."""
     if len(live.completed) > live.checkpoint_calls:
         return True
-    known = {str(call.get("id")) for call in checkpoint.get("unknown") or ()}
+    known = {call.id for call in checkpoint.unknown}
     return any(str(call.get("id")) not in known for call in live.in_flight)
 
 

@@ -12,6 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from master.llm.model import ChatMessage
+from master.runs.state import RunState
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    """A halted or lost run claimed for a resume (``POST /runs/{run_id}/resume``)."""
+
+    record: Mapping[str, Any]
+    """Its record, as ``GET /runs/{run_id}`` read it."""
+    checkpoint: RunState
+    """What it resumes from."""
 
 
 @dataclass(frozen=True)
@@ -39,9 +50,8 @@ class RunExtras:
     (:meth:`master.query.entry.QueryEntry.call_tool`): it ends with the call, without the model."""
     run_id: str | None = None
     """Continue the stored run with this id (a resume) instead of starting a new one."""
-    resume_run: Mapping[str, Any] | None = None
-    """A halted or lost run claimed for a resume (``POST /runs/{run_id}/resume``): ``record``
-    (its record) and ``checkpoint`` (what it resumes from)."""
+    resume_run: ClaimedRun | None = None
+    """A halted or lost run claimed for a resume (``POST /runs/{run_id}/resume``)."""
     new_session_id: str | None = None
     """The id of the session a query without ``session_id`` starts (a door that must name it
     before the run ends, in a streamed answer's headers); a new random one when ``None``."""

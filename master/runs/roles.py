@@ -1,4 +1,4 @@
-"""Running a query's roles (``roles``: :mod:`master.orchestration.roles`) inside the query service.
+"""Running a query's roles (``roles``: :mod:`master.orchestration.roles`) inside a run.
 
 :class:`RolesRun` is the coordinator's :class:`~master.orchestration.roles.RoleHost` for one run:
 each role's model (its own, or the query's) through the orchestrator's LLM within the run's
@@ -28,6 +28,16 @@ from master.orchestration.model_catalog import ModelCatalog
 from master.orchestration.prompts import system_prompt
 from master.orchestration.roles import Coordinator, CoordinatorState
 from master.orchestration.roles.coordinator import AskedRole
+from master.runs.state import (
+    ApprovalPending,
+    BudgetPending,
+    CallRef,
+    Limits,
+    OperatorDecisionPending,
+    RunState,
+    Spent,
+)
+from master.runs.work import RunWork, run_part, session_owner, with_note
 from protocol import (
     Approval,
     ApprovalRequiredEvent,
@@ -39,7 +49,8 @@ from protocol import (
 )
 
 if TYPE_CHECKING:
-    from master.query.service import QueryService, _Run
+    from master.runs.engine import RunEngine
+
 
 COORDINATOR = "coordinator"
 """The agent id of a disagreement's approval (its tool: :data:`DISAGREEMENT`)."""
@@ -58,7 +69,7 @@ _DECISION_TOOL = AgentTool.compile(
 class RolesRun:
     """The coordinator's host for one run (module docstring)."""
 
-    def __init__(self, service: QueryService, run: _Run, extra_tools: list[dict[str, Any]]) -> None:
+    def __init__(self, service: RunEngine, run: RunWork, extra_tools: list[dict[str, Any]]) -> None:
         self._service = service
         self._run = run
         self._extra_tools = extra_tools
@@ -83,7 +94,7 @@ class RolesRun:
         if wanted is None:
             return self._run.model
         try:
-            return self._service._catalog.resolve(wanted)
+            return self._service.catalog.resolve(wanted)
         except ValueError as exc:
             raise QueryRejected("invalid_model", f"roles.{role}.model: {exc}") from None
 
@@ -103,7 +114,7 @@ class RolesRun:
     async def execute(self, request: str, subtask: int) -> str | None:
         run = self._run
         messages: list[ChatMessage] = [
-            {"role": "system", "content": _with_note(system_prompt("roles"), run.system_note)},
+            {"role": "system", "content": with_note(system_prompt("roles"), run.system_note)},
             {"role": "user", "content": request + self._unknown_note},
         ]
         self._unknown_note = ""
@@ -117,7 +128,9 @@ class RolesRun:
             rounds += 1
             if on_step is not None:
                 await on_step(runs)
-            await self._save({**self.checkpoint(self._state), "messages": messages, "steps": rounds})
+            await self._save(
+                self.checkpoint(self._state).model_copy(update={"messages": messages, "steps": rounds})
+            )
 
         run.hooks.on_step = step_done
         try:
@@ -148,12 +161,15 @@ class RolesRun:
             last = messages[-1] if messages else None
             if outcome.stopped_by == "max_steps" and isinstance(last, dict) and last.get("role") == "user":
                 messages.pop()  # the step limit's note: a resume goes on with tools
-            self._run.resume_from = {
-                **self.checkpoint(self._state),
-                "messages": messages,
-                "steps": outcome.steps,
-                "stopped_by": outcome.stopped_by,
-            }
+            self._run.resume_from = self.checkpoint(self._state).model_copy(
+                update={
+                    "messages": messages,
+                    "steps": outcome.steps,
+                    "stopped_by": outcome.stopped_by,
+                    "status": "stopped",
+                    "pending": BudgetPending(stopped_by=outcome.stopped_by),
+                }
+            )
             return None
         if outcome.held:
             self.approvals = await self._hold(outcome)
@@ -167,12 +183,13 @@ class RolesRun:
     async def persist(self, state: CoordinatorState) -> None:
         await self._save(self.checkpoint(state))
 
-    async def _save(self, checkpoint: dict[str, Any]) -> None:
+    async def _save(self, checkpoint: RunState) -> None:
         """The run's record (with the coordinator's state) and ``checkpoint``, written now."""
         live, runs = self._run.live, self._service.runs
         if live is None:
             return
-        live.coordinator = checkpoint["roles"]
+        assert checkpoint.roles is not None
+        live.coordinator = checkpoint.roles.model_dump(mode="json")
         live.dirty = True
         if runs is None:
             return
@@ -202,9 +219,13 @@ class RolesRun:
             arguments=json.dumps(arguments),
         )
         session_id = run.recorder.session_id
-        owner = await service._owner(run.principal, session_id, run.new_session)
-        approvals = await service._keep_held(
-            session_id, owner, run.principal, [(call, COORDINATOR, _DECISION_TOOL)], self._paused()
+        owner = await session_owner(service.sessions, run.principal, session_id, run.new_session)
+        approvals = await service.held.keep(
+            session_id,
+            owner,
+            run.principal,
+            [(call, COORDINATOR, _DECISION_TOOL)],
+            self._paused().model_copy(update={"pending": OperatorDecisionPending()}),
         )
         self.approvals = approvals
         for approval in approvals:
@@ -232,10 +253,14 @@ class RolesRun:
             await self.persist(state)
         except BudgetExceeded as exc:
             self.outcome.status, self.outcome.stopped_by = "stopped", exc.name
-            self._run.resume_from = self.checkpoint(state)
+            self._run.resume_from = self.checkpoint(state).model_copy(
+                update={"status": "stopped", "pending": BudgetPending(stopped_by=exc.name)}
+            )
         except TimeoutError:
             self.outcome.status, self.outcome.stopped_by = "stopped", "max_seconds"
-            self._run.resume_from = self.checkpoint(state)
+            self._run.resume_from = self.checkpoint(state).model_copy(
+                update={"status": "stopped", "pending": BudgetPending(stopped_by="max_seconds")}
+            )
         return self.ended(state)
 
     def adopt(self, state: CoordinatorState) -> CoordinatorState:
@@ -259,26 +284,21 @@ class RolesRun:
             self.outcome.answer = "The reviewer and the critic disagree: a person decides."
         return self.outcome
 
-    def checkpoint(self, state: CoordinatorState) -> dict[str, Any]:
+    def checkpoint(self, state: CoordinatorState) -> RunState:
         """What a resume continues from: the coordinator's state, the request, the budget spent."""
         run = self._run
-        budget = run.budget
         live = run.live
-        return {
-            "kind": "roles",
-            "run_id": live.run_id if live is not None else None,
-            "session_id": run.recorder.session_id,
-            "query": run.recorder.query,
-            "query_id": run.recorder.query_id,
-            "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
-            "budget": {
-                "max_tool_calls": budget.max_tool_calls,
-                "max_tokens": budget.max_tokens,
-                "max_seconds": budget.max_seconds,
-            },
-            "spent": {"tool_calls": budget.tool_calls, "tokens": budget.tokens, "seconds": budget.elapsed},
-            "roles": state.model_dump(mode="json"),
-        }
+        return RunState(
+            run_id=live.run_id if live is not None else None,
+            tenant=live.tenant if live is not None else None,
+            session_id=run.recorder.session_id,
+            query=run.recorder.query,
+            query_id=run.recorder.query_id,
+            request=run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+            budget=Limits.of(run.budget),
+            spent=Spent.of(run.budget),
+            roles=state.model_copy(deep=True),
+        )
 
     async def _hold(self, outcome: Outcome) -> list[Approval]:
         """The executor's held calls as approvals; the run paused in its session with the
@@ -291,22 +311,23 @@ class RolesRun:
             agent, tool = target
             calls.append((call, agent.agent_id, tool))
         session_id = run.recorder.session_id
-        owner = await service._owner(run.principal, session_id, run.new_session)
-        paused = {**self._paused(), "messages": run.messages or [], "steps": outcome.steps}
-        approvals = await service._keep_held(session_id, owner, run.principal, calls, paused)
+        owner = await session_owner(service.sessions, run.principal, session_id, run.new_session)
+        paused = self._paused().model_copy(update={"messages": run.messages or [], "steps": outcome.steps})
+        approvals = await service.held.keep(session_id, owner, run.principal, calls, paused)
         for approval in approvals:
             self.emit(ApprovalRequiredEvent(**dict(approval)))
         return approvals
 
-    def _paused(self) -> dict[str, Any]:
+    def _paused(self) -> RunState:
         run = self._run
-        return {
-            "query": run.recorder.query,
-            "query_id": run.recorder.query_id,
-            "request": run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
-            "roles": self._state.model_dump(mode="json"),
-            **_run_part(run),
-        }
+        return RunState(
+            query=run.recorder.query,
+            query_id=run.recorder.query_id,
+            request=run.request.model_dump(mode="json", exclude={"attachments", "stream"}),
+            roles=self._state.model_copy(deep=True),
+            pending=ApprovalPending(),
+            **run_part(run),
+        )
 
 
 class _Blocked(Exception):
@@ -324,7 +345,7 @@ def check_role_models(catalog: ModelCatalog, request: QueryRequest) -> None:
 
 
 async def run_roles(
-    service: QueryService, run: _Run, extra_tools: list[dict[str, Any]], paused: dict[str, Any] | None = None
+    service: RunEngine, run: RunWork, extra_tools: list[dict[str, Any]], paused: RunState | None = None
 ) -> tuple[Outcome, list[Approval] | None]:
     """Run (or go on with) the coordinator of ``run``: ``paused`` is a resumed run's checkpoint
     (``kind: roles``) or the session's run paused on a disagreement (``kind: approval``, decided).
@@ -333,51 +354,50 @@ async def run_roles(
     run.coordinated = True
     if paused is None:
         return await host.start(None), host.approvals
-    state = CoordinatorState.model_validate(paused.get("roles") or {})
+    state = paused.roles.model_copy(deep=True) if paused.roles is not None else CoordinatorState()
     decided: dict[str, Any] | None = None
-    if paused.get("kind") == "approval" and state.phase == "execute":  # the executor's calls, decided
+    if (
+        isinstance(paused.pending, ApprovalPending) and state.phase == "execute"
+    ):  # the executor's calls, decided
         host.adopt(state)
         run.model = host.model_of("executor")
-        answer = await host.executed(await service._resume_held(run, extra_tools, paused), state.current)
+        answer = await host.executed(await service.held.resume(run, extra_tools, paused), state.current)
         if answer is None:
             return host.ended(state), host.approvals
         host.coordinator.executed(state, answer)
         await host.persist(state)
-    elif paused.get("kind") == "approval":
+    elif paused.held is not None:  # the operator's decision on a disagreement
         try:
-            if await service._sessions.take_paused(run.recorder.session_id) is None:
+            if await service.sessions.take_paused(run.recorder.session_id) is None:
                 raise QueryRejected("invalid_query", "the paused run was resumed already")
-            held = list(paused.get("held") or ())
-            store = service.approvals
+            held = paused.held.held
+            store = service.held.approvals
             scope = Scope.of(run.principal)
-            found = (
-                await store.record(str(held[0]["approval_id"]), scope) if held and store is not None else None
-            )
+            found = await store.record(held[0].approval_id, scope) if held and store is not None else None
         except SessionStoreUnavailable as exc:
             raise QueryRejected("session_store_unavailable", str(exc)) from None
         decided = found or {"status": "expired"}
-    elif state.phase == "execute" and paused.get("messages"):  # the executor's rounds so far, kept
+    elif state.phase == "execute" and paused.messages:  # the executor's rounds so far, kept
         host.adopt(state)
         run.model = host.model_of("executor")
-        answered = {str(m.get("tool_call_id")) for m in paused["messages"] if isinstance(m, dict)}
+        answered = {str(m.get("tool_call_id")) for m in paused.messages if isinstance(m, dict)}
         unknown = [
-            call for call in (run.live.unknown if run.live else []) if str(call.get("id")) not in answered
+            CallRef.model_validate(call)
+            for call in (run.live.unknown if run.live else [])
+            if str(call.get("id")) not in answered
         ]
-        outcome = await service._resume_halted(run, extra_tools, {**paused, "unknown": unknown})
+        outcome = await service.halted(run, extra_tools, paused.model_copy(update={"unknown": unknown}))
         answer = await host.executed(outcome, state.current)
         if answer is None:
             return host.ended(state), host.approvals
         host.coordinator.executed(state, answer)
         await host.persist(state)
     else:  # a lost or halted run: what it spent counts against its new budget
-        spent = paused.get("spent") or {}
-        run.budget.tool_calls = int(spent.get("tool_calls") or 0)
-        run.budget.tokens = int(spent.get("tokens") or 0)
-        run.budget.started -= float(spent.get("seconds") or 0.0)
+        paused.spent.charge(run.budget)
     return await host.start(state, decided), host.approvals
 
 
-def _unknown_note(run: _Run) -> str:
+def _unknown_note(run: RunWork) -> str:
     unknown = run.live.unknown if run.live is not None else []
     if not unknown:
         return ""
@@ -386,14 +406,3 @@ def _unknown_note(run: _Run) -> str:
         f"\n\nAn earlier attempt of this sub-task was cut off; the outcome of these calls is unknown "
         f"(they may or may not have taken effect): {calls}. Do not repeat them unless the sub-task needs it."
     )
-
-
-def _run_part(run: _Run) -> dict[str, Any]:
-    live = run.live
-    if live is None:
-        return {}
-    return {"run_id": live.run_id, "completed": live.completed, "created_at": live.created_at}
-
-
-def _with_note(system: str, note: str) -> str:
-    return f"{system}\n\n{note}" if note else system

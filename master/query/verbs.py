@@ -1,0 +1,226 @@
+"""The run's two verbs for the routes and doors: start a run, or resume one by its id.
+
+:meth:`RunVerbs.start` is :meth:`master.query.entry.QueryEntry.submit`. :meth:`RunVerbs.resume`
+takes a run's id and one decision per item it waits for (:mod:`master.runs.decisions`): a raised
+budget for a halted run (or one whose master was lost after it recorded where it was), claimed
+so that of two resumes one runs it; or a person's decisions on a run paused for approvals,
+decided through the approval desk (who decides, exactly once), the run going on once its round
+is decided. Either way the run itself goes on in :meth:`master.runs.engine.RunEngine.resume`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from master.auth import Principal, Scope
+from master.errors import SessionStoreUnavailable
+from master.query.approvals import ApprovalDesk, ApprovalRefused
+from master.query.entry import Door, QueryEntry, QueryRun
+from master.query.events import QueryRefused
+from master.query.service import rejected_response
+from master.runs.decisions import Approve, Decision, RaiseBudget, Reject
+from master.runs.extras import ClaimedRun, RunExtras
+from master.runs.state import RunState
+from master.runs.store import RESUMABLE
+from protocol import Budget, ErrorCode, QueryRequest, QueryResponse
+
+BUDGET_FIELDS = ("max_tool_calls", "max_tokens", "max_seconds")
+
+
+class RunRefused(Exception):
+    """A resume refused: ``code`` (its HTTP status is ``code.status``) and what to do instead."""
+
+    def __init__(self, code: ErrorCode, detail: str | dict[str, Any]) -> None:
+        super().__init__(detail if isinstance(detail, str) else str(detail.get("message", detail)))
+        self.code = code
+        self.detail = detail
+
+
+class RunVerbs:
+    """Starts and resumes runs by id (module docstring)."""
+
+    def __init__(self, entry: QueryEntry, desk: ApprovalDesk | None = None) -> None:
+        self._entry = entry
+        self._desk = desk
+
+    def start(
+        self,
+        request: QueryRequest,
+        principal: Principal,
+        *,
+        door: Door = "http",
+        stream: bool = False,
+        extras: RunExtras | None = None,
+    ) -> QueryRun:
+        return self._entry.submit(request, door=door, stream=stream, extras=extras, principal=principal)
+
+    async def record(self, run_id: str, principal: Principal) -> tuple[dict[str, Any], RunState | None]:
+        """The run's record (with ``resumable``) and what it resumes from. Raises
+        :class:`RunRefused` (``unknown_run``: another tenant's run too)."""
+        runs = self._entry.runs
+        try:
+            scope = Scope.of(principal)
+            record = await runs.get(run_id, scope) if runs is not None else None
+            checkpoint = (
+                await runs.checkpoint(run_id, scope) if runs is not None and record is not None else None
+            )
+        except SessionStoreUnavailable as exc:
+            raise RunRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+        if record is None:
+            raise RunRefused(ErrorCode.UNKNOWN_RUN, f"no run {run_id!r} (never started, or expired)")
+        record["resumable"] = record["state"] in RESUMABLE and checkpoint is not None
+        return record, checkpoint
+
+    async def resume(
+        self,
+        run_id: str,
+        decisions: Sequence[Decision],
+        principal: Principal,
+        *,
+        door: Door = "http",
+        stream: bool = False,
+    ) -> QueryRun | QueryResponse:
+        """Go on with run ``run_id`` with ``decisions`` (module docstring): the run, or an answer
+        without one (its approvals still wait, another decision resumed it, or the master did not
+        admit it). Raises :class:`RunRefused` for decisions that do not fit what the run waits for."""
+        record, checkpoint = await self.record(run_id, principal)
+        state = str(record["state"])
+        decided = [d for d in decisions if isinstance(d, Approve | Reject)]
+        budgets = [d for d in decisions if isinstance(d, RaiseBudget)]
+        if state == "awaiting_approval" and decided and not budgets:
+            return await self._decide(record, decided, principal, door=door, stream=stream)
+        if decided and budgets:
+            raise RunRefused(
+                ErrorCode.VALIDATION_ERROR, "a resume either decides approvals or raises the budget"
+            )
+        if decided:
+            raise RunRefused(
+                ErrorCode.RUN_NOT_RESUMABLE, f"run {run_id!r} is {state}: it waits for no person's decision"
+            )
+        if len(budgets) > 1:
+            raise RunRefused(ErrorCode.VALIDATION_ERROR, "a resume raises the budget once")
+        if state not in RESUMABLE or checkpoint is None:
+            raise RunRefused(
+                ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, state, checkpoint is not None)
+            )
+        budget = budgets[0].budget if budgets else Budget()
+        limits = _check_budget(checkpoint, budget, record.get("stopped_by"))
+        return await self._claim(run_id, record, checkpoint, limits, principal, door=door, stream=stream)
+
+    async def _claim(
+        self,
+        run_id: str,
+        record: dict[str, Any],
+        checkpoint: RunState,
+        limits: dict[str, Any],
+        principal: Principal,
+        *,
+        door: Door,
+        stream: bool,
+    ) -> QueryRun | QueryResponse:
+        """Claim the halted run (of two resumes one wins) and run it from its checkpoint."""
+        runs = self._entry.runs
+        assert runs is not None
+        state = str(record["state"])
+        try:
+            won, now = await runs.claim(run_id, RESUMABLE)
+        except SessionStoreUnavailable as exc:
+            raise RunRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
+        if not won:
+            raise RunRefused(ErrorCode.RUN_NOT_RESUMABLE, _not_resumable(run_id, now or state, True))
+        stored = dict(checkpoint.request or {"query": checkpoint.query})
+        request = QueryRequest.model_validate(
+            {**stored, "session_id": checkpoint.session_id, "budget": limits, "stream": stream}
+        )
+        extras = RunExtras(run_id=run_id, resume_run=ClaimedRun(record, checkpoint))
+        try:
+            return self._entry.submit(request, door=door, stream=stream, extras=extras, principal=principal)
+        except QueryRefused as exc:  # not admitted: the run goes back to the state it had
+            try:
+                await runs.release(run_id, state)
+            except SessionStoreUnavailable:
+                pass
+            return rejected_response(request, "", exc)
+
+    async def _decide(
+        self,
+        record: dict[str, Any],
+        decisions: Sequence[Approve | Reject],
+        principal: Principal,
+        *,
+        door: Door,
+        stream: bool,
+    ) -> QueryRun | QueryResponse:
+        """Decide the run's approvals through the desk, then go on once its round is decided."""
+        desk = self._desk
+        if desk is None:
+            raise RunRefused(ErrorCode.NOT_IMPLEMENTED, "approvals are not kept on this master")
+        session_id = str(record.get("session_id") or "")
+        scope = Scope.of(principal)
+        try:
+            for decision in decisions:  # every one of this run's before any is taken
+                if (await desk.record(decision.approval_id, scope)).get("session_id") != session_id:
+                    raise RunRefused(
+                        ErrorCode.VALIDATION_ERROR,
+                        f"approval {decision.approval_id!r} is not of run {record['run_id']!r}",
+                    )
+            for decision in decisions:
+                if isinstance(decision, Approve):
+                    await desk.decide(
+                        decision.approval_id,
+                        "approve",
+                        message=decision.message,
+                        arguments=decision.arguments,
+                        remember=decision.remember,
+                        principal=principal,
+                    )
+                else:
+                    await desk.decide(
+                        decision.approval_id, "reject", message=decision.reason, principal=principal
+                    )
+            return await desk.start_resume(session_id, scope, door=door, stream=stream)
+        except ApprovalRefused as exc:
+            raise RunRefused(exc.code, exc.detail) from None
+
+
+def _not_resumable(run_id: str, state: str, has_checkpoint: bool) -> str:
+    if state == "awaiting_approval":
+        return (
+            f"run {run_id!r} is awaiting_approval: decide its approvals with POST /approvals/{{approval_id}}"
+        )
+    if state == "awaiting_tool_results":
+        return f"run {run_id!r} is awaiting_tool_results: send the results of its tool calls"
+    if state in RESUMABLE and not has_checkpoint:
+        return f"run {run_id!r} is {state} and kept nothing to resume from"
+    return f"run {run_id!r} is {state}; only a stopped run (or a failed one that kept where it was) resumes"
+
+
+def _check_budget(checkpoint: RunState, budget: Budget, stopped_by: str | None) -> dict[str, Any]:
+    """The run's new limits: the old ones with ``budget``'s; refused (``budget_not_larger``) when
+    one is smaller, or the one that stopped the run is not larger."""
+    old: dict[str, Any] = {
+        name: value
+        for name, value in (
+            checkpoint.budget.model_dump()
+            if checkpoint.budget is not None
+            else checkpoint.request.get("budget") or {}
+        ).items()
+        if value is not None
+    }
+    wanted = budget.model_dump(exclude_none=True)
+    for name, value in wanted.items():
+        if name in old and value < old[name]:
+            raise RunRefused(
+                ErrorCode.BUDGET_NOT_LARGER,
+                f"budget.{name} {value:g} is smaller than the run's {old[name]:g}; a resume only raises limits",
+            )
+    if stopped_by in BUDGET_FIELDS and stopped_by in old:
+        new = wanted.get(stopped_by, old[stopped_by])
+        if new <= old[stopped_by]:
+            raise RunRefused(
+                ErrorCode.BUDGET_NOT_LARGER,
+                f"the run was stopped by {stopped_by} {old[stopped_by]:g}: budget.{stopped_by} must be "
+                f"larger than that (got {new:g})",
+            )
+    return {**old, **wanted}
