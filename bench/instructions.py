@@ -403,7 +403,7 @@ async def _prefilled_session(redis_url: str, turns: int) -> str:
     import redis.asyncio as aioredis
 
     from bench.session_growth import synthetic_turns
-    from master.redis_keys import session_key
+    from master.storage.redis_keys import session_key
 
     session_id = str(uuid.uuid4())
     client = aioredis.Redis.from_url(redis_url)

@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 from bench.setups import WS_AGENT, Running
 from bench.stats import spread
 from bench.throughput import run_load, summarise_reps
-from master.redis_keys import session_key
+from master.storage.redis_keys import session_key
 
 WARMUP_QUERIES = 20
 SESSION_TTL = 3600

@@ -11,7 +11,7 @@ order::
       app │ __main__                    create_app; python -m master
       lifespan │ routes                 builds and closes everything │ the HTTP and /ws routes
       openapi, deps, asgi, doors,       shared answers; the routes' Services; the lean ASGI path;
-      drain, gateway                    MCP │ A2A │ OpenAI │ AG-UI doors; SIGTERM; the /ws hub
+      gateway                           MCP │ A2A │ OpenAI │ AG-UI doors; the /ws hub and SIGTERM's drain
         │
     USE CASES       what a caller asks for
       query                             the way in: admission, the run, events, the error answer
@@ -27,12 +27,12 @@ order::
       access                            keys, roles, the access middleware, audit
       observability                     metrics, logs, traces
       llm                               the ChatModel interface, the OpenAI-compatible client
-      auth │ caches │ errors │ error_responses │ json_bytes │ redis_client │ redis_keys │ settings
+      auth │ errors │ settings │ storage  principals; the error envelope; settings; Redis: client, keys, caches
 
 Tiers import only downward, and no two packages import each other, even through others.
 Walls of their own:
 
-- the edge never imports :mod:`master.redis_keys` nor ``redis``: the stores below own the keys
+- the edge never imports :mod:`master.storage.redis_keys` nor ``redis``: the stores below own the keys
   (:mod:`master.runs.a2a_tasks`, :mod:`master.runs.responses`, the session store, ...);
 - the domain reaches the LLM only through :mod:`master.llm.model` (``ChatModel``, its
   messages and results), never the client's modules (``chat_endpoint``, ``compat``, pyreqwest);

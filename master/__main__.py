@@ -10,8 +10,8 @@ the server buffer frames of up to 16 MiB (``--ws-max-size``), and 32 of them per
 - ``ws_max_queue`` is :data:`WS_MAX_QUEUE` frames per connection;
 - HTTP bodies over ``OPENAGENT_HTTP_MAX_BODY_BYTES`` get 413 while they stream in (the app's
   ``max_body_size``), whichever way the master is run;
-- on SIGTERM the master drains (:mod:`master.drain`, ``OPENAGENT_DRAIN_SECONDS``), then uvicorn
-  gives the HTTP requests still open :data:`~master.drain.ANSWER_GRACE_SECONDS` more
+- on SIGTERM the master drains (:mod:`master.gateway.drain`, ``OPENAGENT_DRAIN_SECONDS``), then uvicorn
+  gives the HTTP requests still open :data:`~master.gateway.drain.ANSWER_GRACE_SECONDS` more
   (``timeout_graceful_shutdown``; uvicorn's default waits for them without end).
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import uvicorn
 from pydantic import ValidationError
 
-from master.drain import ANSWER_GRACE_SECONDS
+from master.gateway.drain import ANSWER_GRACE_SECONDS
 from master.settings import Settings
 
 WS_MAX_QUEUE = 4

@@ -15,7 +15,7 @@ from master.access.middleware import AccessMiddleware
 from master.asgi import JsonDepthGuard, LeanRoutes
 from master.deps import needs
 from master.doors.a2a.cards import HUB_PATH as A2A_HUB_PATH
-from master.error_responses import install_error_handlers
+from master.errors.responses import install_error_handlers
 from master.lifespan import lifespan
 from master.llm.model import ChatModel
 from master.observability import tracing

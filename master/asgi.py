@@ -15,7 +15,7 @@ with the body replayed, so every error answer (401, 403, 413, 422...) is the rou
 routes stay declared as usual, for the OpenAPI document.
 
 :class:`JsonDepthGuard` answers 400 to a body nested deeper than
-:data:`master.json_bytes.MAX_JSON_DEPTH`, for every door (each in its own error shape: a JSON-RPC
+:data:`master.storage.json_bytes.MAX_JSON_DEPTH`, for every door (each in its own error shape: a JSON-RPC
 parse error on ``/mcp`` and ``/a2a``, OpenAI's on ``/v1``), so that no door's JSON parser meets
 such a body; it sits just inside the access check (a body is read only for a caller who may use
 the route), and the lean routes decline such a body to it.
@@ -35,9 +35,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from master.access.middleware import Refusal
 from master.access.permissions import KEYLESS, Permission, permits
 from master.auth import BOOTSTRAP_ADMIN, key_matches, presented_key, set_principal
-from master.error_responses import error_response
 from master.errors import SessionStoreUnavailable
-from master.json_bytes import MAX_JSON_DEPTH, too_deep
+from master.errors.responses import error_response
+from master.storage.json_bytes import MAX_JSON_DEPTH, too_deep
 from protocol.errors import ErrorCode
 
 logger = logging.getLogger("master.asgi")

@@ -27,7 +27,7 @@ from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.doors.openai.responses import ResponsesDoor
-from master.drain import Drain
+from master.gateway.drain import Drain
 from master.gateway.hub import Hub
 from master.observability.metrics import Metrics
 from master.orchestration.model_catalog import ModelCatalog

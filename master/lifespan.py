@@ -54,8 +54,8 @@ from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.doors.openai.responses import ResponsesDoor
-from master.drain import Drain, hook_sigterm
 from master.errors import SessionStoreUnavailable
+from master.gateway.drain import Drain, hook_sigterm
 from master.gateway.hub import Hub
 from master.llm.model import ChatModel, OpenAIChatModel
 from master.llm.tokens import encoding
@@ -71,7 +71,6 @@ from master.query.admission import Admission
 from master.query.approvals import ApprovalDesk
 from master.query.entry import QueryEntry
 from master.query.service import NOT_CONFIGURED, QueryService
-from master.redis_client import create_redis, unreachable
 from master.runs.a2a_tasks import RedisEventStream, RedisTaskStore
 from master.runs.cancel import RunCanceller
 from master.runs.responses import ResponseStore
@@ -79,6 +78,7 @@ from master.runs.store import RunStore
 from master.sandbox import Sandbox, create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings
+from master.storage.redis_client import create_redis, unreachable
 
 logger = logging.getLogger("master.app")
 

@@ -15,7 +15,7 @@ table, the statuses that the shared machinery gives on any route:
 
 Every error body is ``{"detail": ..., "error_code": ...}``: ``detail`` a message, FastAPI's list
 of validation errors or an object with more, ``error_code`` a :class:`protocol.ErrorCode`
-(:mod:`master.error_responses` answers them).
+(:mod:`master.errors.responses` answers them).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from master.deps import needs_api_key
-from master.error_responses import error_response
+from master.errors.responses import error_response
 from protocol.errors import ErrorBody, ErrorCode
 from protocol.events import run_event_schema
 

@@ -299,7 +299,7 @@ class Settings(BaseSettings):
     """A master that has not renewed its lease for this long is taken for dead by the others."""
     openagent_drain_seconds: float = Field(default=20.0, ge=0)
     """On SIGTERM, how long the master waits for its queries and tool calls in flight to finish
-    before it fails the calls left and hands its WebSocket agents off (``master/drain.py``)."""
+    before it fails the calls left and hands its WebSocket agents off (``master/gateway/drain.py``)."""
 
     # Operations (master/observability/)
     openagent_log_format: Literal["text", "json"] = "text"

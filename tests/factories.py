@@ -27,8 +27,8 @@ from master.app import create_app
 from master.auth import SYSTEM, Scope
 from master.deps import Services
 from master.llm.model import ChatModel
-from master.redis_client import create_redis
 from master.settings import Settings
+from master.storage.redis_client import create_redis
 from protocol import ToolCall, ToolResult, ToolSchema
 
 ROOT = Path(__file__).resolve().parent.parent

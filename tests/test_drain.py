@@ -1,5 +1,5 @@
 """SIGTERM drains a real master: new work is refused, the call in flight finishes, then the
-agents are handed off with 1012 and move to the other master (master/drain.py).
+agents are handed off with 1012 and move to the other master (master/gateway/drain.py).
 
 The slow tools wait on an event the test sets, so "in flight" is a state, not a duration.
 """
@@ -18,8 +18,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from websockets.exceptions import ConnectionClosed
 
-from master.redis_client import create_redis
-from master.redis_keys import AGENT_INDEX, agent_key
+from master.storage.redis_client import create_redis
+from master.storage.redis_keys import AGENT_INDEX, agent_key
 from openagent import OrchestratorActionAgent
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer

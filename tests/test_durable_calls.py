@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from master.redis_client import create_redis
-from master.redis_keys import call_record_key
+from master.storage.redis_client import create_redis
+from master.storage.redis_keys import call_record_key
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
 from tests.factories import MasterProcess, serve_app

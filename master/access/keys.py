@@ -37,7 +37,7 @@ from redis.exceptions import RedisError
 from master.access.permissions import ROLES_WITH, Permission
 from master.auth import DEFAULT_TENANT, Principal, Role
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import API_KEYS, API_KEYS_LAST_USED
+from master.storage.redis_keys import API_KEYS, API_KEYS_LAST_USED
 
 logger = logging.getLogger("master.access.keys")
 

@@ -32,8 +32,8 @@ from master.auth import (
     resolved_principal,
     set_principal,
 )
-from master.error_responses import error_response
 from master.errors import SessionStoreUnavailable
+from master.errors.responses import error_response
 from protocol.errors import ErrorCode
 
 Refusal = Callable[[Scope, ErrorCode, str], Response | None]

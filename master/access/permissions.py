@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import Request
 
 from master.auth import UNAUTHORIZED_DETAIL, Principal, Role, resolved_principal
-from master.error_responses import ApiError
+from master.errors.responses import ApiError
 from protocol.errors import ErrorCode
 
 

@@ -1,7 +1,7 @@
 """Durable HTTP invocation calls: a record in Redis per call, so that its callback is never lost.
 
 Before the master POSTs a call to an invocation agent it writes ``call:{call_id}`` (a HASH,
-see :func:`master.redis_keys.call_record_key`): the SHA-256 of the call's token, the session and
+see :func:`master.storage.redis_keys.call_record_key`): the SHA-256 of the call's token, the session and
 query it belongs to, the agent, tool and arguments, and the master holding it (state
 ``pending``; TTL the call's timeout plus :data:`RECORD_MARGIN_SECONDS`). The record ends in one
 of two ways, each in one Lua script, so that a result reaches the session **at most once per
@@ -36,10 +36,10 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
-from master.json_bytes import dump_json
 from master.observability import logs
-from master.redis_client import GroupCommit
-from master.redis_keys import call_record_key, session_key
+from master.storage.json_bytes import dump_json
+from master.storage.redis_client import GroupCommit
+from master.storage.redis_keys import call_record_key, session_key
 from protocol import ToolResult
 
 logger = logging.getLogger("master.agents.call_records")

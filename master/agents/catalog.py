@@ -27,8 +27,8 @@ from master.agents.directory import AgentDirectory
 from master.agents.registry import LiveAgent
 from master.agents.toolbox import function_name
 from master.errors import RegistrationRefused
-from master.json_bytes import dump_json
 from master.settings import Settings
+from master.storage.json_bytes import dump_json
 from protocol import ToolSchema
 
 

@@ -55,9 +55,9 @@ from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.agents.remote import RemoteAgent
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
-from master.json_bytes import dump_json
 from master.observability import tracing
 from master.observability.redaction import cap
+from master.storage.json_bytes import dump_json
 from protocol import ToolCancel, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
@@ -560,7 +560,7 @@ class Dispatcher:
 
     def stop(self, refusal: str, failure: str) -> int:
         """Refuse every new call with ``refusal`` and fail the calls in flight with ``failure``
-        (the end of a drain, :mod:`master.drain`); returns how many failed."""
+        (the end of a drain, :mod:`master.gateway.drain`); returns how many failed."""
         self.refusal = refusal
         failed = 0
         for pending in list(self._pending.values()):

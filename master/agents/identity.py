@@ -18,7 +18,7 @@ The rules:
   outranks a query client of its own tenant (an administrator's any): query clients' ids are
   theirs only while they are connected, and another tenant's agent cannot take them.
 
-Owners live in Redis (``agent_owner:{id}``, :mod:`master.redis_keys`), so the rules hold across
+Owners live in Redis (``agent_owner:{id}``, :mod:`master.storage.redis_keys`), so the rules hold across
 every master sharing it; a claim is decided and written in one optimistic transaction (``WATCH``),
 so two registrations racing for a free id cannot both win. An owner record expires
 ``REDIS_AGENT_TTL_SECONDS`` after its last registration, or after its WebSocket agent last
@@ -41,7 +41,7 @@ from redis.exceptions import RedisError, WatchError
 from master.access.permissions import agent_id_refused, may_act_as
 from master.auth import Principal
 from master.errors import RegistrationRefused, SessionStoreUnavailable
-from master.redis_keys import agent_owner_key
+from master.storage.redis_keys import agent_owner_key
 from protocol import ErrorCode
 
 logger = logging.getLogger("master.agents.identity")

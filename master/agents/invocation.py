@@ -44,8 +44,8 @@ from master.agents.registry import AgentTool, compile_tools, lookup
 from master.agents.url_policy import AgentUrlPolicy, UrlRefused
 from master.auth import Principal
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
-from master.redis_keys import AGENT_INDEX, AGENT_INDEX_VERSION, agent_key, quarantined_agent_key
 from master.settings import Settings
+from master.storage.redis_keys import AGENT_INDEX, AGENT_INDEX_VERSION, agent_key, quarantined_agent_key
 from protocol import AGENT_ID_PATTERN, ErrorCode, ToolSchema
 
 logger = logging.getLogger("master.agents.invocation")

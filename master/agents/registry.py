@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import jsonschema_rs
 from jsonschema_rs import Draft202012Validator
 
-from master.caches import SizedLRU
 from master.errors import InvalidToolSchema
+from master.storage.caches import SizedLRU
 from protocol import Register, Role, ToolSchema
 
 SendFrame = Callable[[str], Awaitable[None]]

@@ -32,7 +32,7 @@ from master.errors import (
     QueryRejected,
     SessionStoreUnavailable,
 )
-from master.redis_keys import (
+from master.storage.redis_keys import (
     attachment_blob_key,
     attachment_files_key,
     attachment_rag_key,

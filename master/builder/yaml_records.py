@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from master.redis_keys import yaml_agents_key
+from master.storage.redis_keys import yaml_agents_key
 from openagent.workspace import AgentSpec
 
 logger = logging.getLogger("master.builder.yaml_records")

@@ -44,7 +44,7 @@ from master.collaboration import CollaborationManager, Refusal
 from master.collaboration.manager import SEND_TIMEOUT
 from master.collaboration.rules import supports_collaboration
 from master.errors import AgentUnavailable
-from master.redis_keys import master_lease_key
+from master.storage.redis_keys import master_lease_key
 from protocol import CollaborationEnd, ErrorMessage, PeerMessage, parse_message
 
 logger = logging.getLogger("master.cluster.collaboration")

@@ -32,7 +32,12 @@ from redis.exceptions import RedisError
 from master.agents.registry import LiveAgent, Registry, compile_tools, lookup
 from master.agents.remote import RemoteAgent
 from master.errors import InvalidToolSchema
-from master.redis_keys import CLUSTER_AGENTS, CLUSTER_AGENTS_VERSION, master_inbox_key, master_lease_key
+from master.storage.redis_keys import (
+    CLUSTER_AGENTS,
+    CLUSTER_AGENTS_VERSION,
+    master_inbox_key,
+    master_lease_key,
+)
 from protocol import ToolSchema
 
 logger = logging.getLogger("master.cluster.directory")

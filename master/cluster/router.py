@@ -42,7 +42,7 @@ from master.errors import (
     ToolTimeout,
 )
 from master.observability import tracing
-from master.redis_keys import master_inbox_key, master_lease_key
+from master.storage.redis_keys import master_inbox_key, master_lease_key
 from protocol import ToolProgress, ToolResult
 
 logger = logging.getLogger("master.cluster.router")

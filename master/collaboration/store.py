@@ -1,4 +1,4 @@
-"""Collaboration documents in Redis (see :mod:`master.redis_keys`).
+"""Collaboration documents in Redis (see :mod:`master.storage.redis_keys`).
 
 ``collab:{collab_session_id}`` holds one JSON object: the session's metadata, then
 ``entries`` (``handshake``, ``message``, ``end``), always as the **last key**, so the
@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import collab_by_parent_key, collab_key
+from master.storage.redis_keys import collab_by_parent_key, collab_key
 
 Document = dict[str, Any]
 Entry = dict[str, Any]

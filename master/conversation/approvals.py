@@ -27,7 +27,7 @@ from redis.exceptions import RedisError
 
 from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import (
+from master.storage.redis_keys import (
     APPROVALS_EXPIRING_KEY,
     approval_decision_key,
     approval_key,

@@ -30,16 +30,16 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.auth import DEFAULT_TENANT, Scope, TenantRecords
-from master.caches import SizedLRU
 from master.conversation.turn_log import SessionTurns as SessionTurns
 from master.conversation.turn_log import StoredTurn as StoredTurn
 from master.conversation.turn_log import Turn as Turn
 from master.conversation.turn_log import TurnLog as TurnLog
 from master.conversation.turn_log import merge_log, parse_turns
 from master.errors import SessionStoreUnavailable
-from master.json_bytes import dump_json
-from master.redis_client import GroupCommit
-from master.redis_keys import (
+from master.storage.caches import SizedLRU
+from master.storage.json_bytes import dump_json
+from master.storage.redis_client import GroupCommit
+from master.storage.redis_keys import (
     SUMMARY_LOCK_SECONDS,
     call_record_key,
     paused_call_key,

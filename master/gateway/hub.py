@@ -14,7 +14,7 @@ flight fail, and it is closed with code 4001: with the close reason
 :data:`protocol.REPLACED_BY_ANOTHER_KEY` when the newer connection came with another key (the SDK
 then reconnects with backoff), else the SDK takes it as a second copy of itself and stops.
 
-A master that is stopping (:mod:`master.drain`) first closes new connections at once with
+A master that is stopping (:mod:`master.gateway.drain`) first closes new connections at once with
 1012 (service restart), then, once its work in flight is done, closes every connection with
 1012 (:meth:`Hub.hand_off`): the SDK reconnects at once, to another master.
 
@@ -56,9 +56,9 @@ from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUn
 from master.gateway import frames
 from master.gateway.cancels import answer_cancel
 from master.gateway.streams import RunStreams
-from master.json_bytes import MAX_JSON_DEPTH
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import QueryRefused
+from master.storage.json_bytes import MAX_JSON_DEPTH
 from protocol import (
     CLOSE_AGENT_REPLACED,
     REPLACED_BY_ANOTHER_KEY,

@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from master.caches import SizedLRU
 from master.llm.chat_endpoint import SharedMessage, shared_part
+from master.storage.caches import SizedLRU
 from openagent._tokens import encoding as encoding  # re-exported: the app warms it up
 
 _PER_MESSAGE = 4

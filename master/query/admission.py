@@ -8,7 +8,7 @@ over the whole master (every door, through :class:`master.query.entry.QueryEntry
 query over a cap is refused at once with the stable code ``too_many_queries`` (HTTP 429, or a
 WebSocket ``error`` frame) and changes nothing.
 
-A master that is stopping (:mod:`master.drain`) closes its admission: every new query is
+A master that is stopping (:mod:`master.gateway.drain`) closes its admission: every new query is
 refused with ``draining`` (HTTP 503 with ``Retry-After``), while the queries in flight finish.
 """
 

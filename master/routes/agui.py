@@ -13,8 +13,8 @@ from fastapi.responses import StreamingResponse
 from master.auth import principal_of
 from master.deps import ServicesDep
 from master.doors.agui import AgUiDoor, InputError
-from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
-from master.error_responses import ApiError
+from master.errors.responses import ApiError
+from master.gateway.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.openapi import error
 from master.query.admission import DRAINING
 from master.query.events import QueryRefused

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from master.auth import Principal, Scope
 from master.deps import PrincipalDep, ServicesDep
-from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
+from master.errors.responses import ApiError
 from master.openapi import error
 from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.routes.query import _json

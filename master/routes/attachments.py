@@ -13,8 +13,8 @@ from master.access import Permission
 from master.agents.toolbox import Toolbox
 from master.attachments.rag import rag_agents
 from master.deps import ScopeDep, ServicesDep, needs
-from master.error_responses import ApiError
 from master.errors import AttachmentAccessDenied, AttachmentNotFound, SessionStoreUnavailable
+from master.errors.responses import ApiError
 from master.openapi import error
 from protocol import ErrorCode
 from protocol.rag import CALL_TOKEN_HEADER, FILENAME_HEADER

@@ -14,8 +14,8 @@ from master.access import AuditAction, Permission, audit
 from master.auth import principal_of
 from master.builder.generator import GenerationRequest
 from master.deps import ServicesDep, needs
-from master.error_responses import ApiError
 from master.errors import AgentFileNotFound, AgentFileRefused, GenerationFailed, LLMError
+from master.errors.responses import ApiError
 from master.openapi import error
 from protocol import ErrorCode, ToolSchema
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from master.auth import Scope
 from master.deps import PrincipalDep, ScopeDep, ServicesDep
-from master.error_responses import ApiError
 from master.errors import CollaborationRejected, SessionStoreUnavailable
+from master.errors.responses import ApiError
 from master.openapi import error
 from protocol import AGENT_ID_PATTERN, ErrorCode
 

@@ -4,7 +4,7 @@
 liveness probe that restarts the master when Redis is down would not bring Redis back.
 ``/ready`` answers 503 naming the failing dependency while Redis does not answer (within
 :data:`READY_TIMEOUT` seconds), so that a load balancer or Kubernetes stops sending traffic,
-and 503 ``draining`` from the moment the master is told to stop (SIGTERM, :mod:`master.drain`).
+and 503 ``draining`` from the moment the master is told to stop (SIGTERM, :mod:`master.gateway.drain`).
 Neither needs a key, so neither says more than a load balancer needs: why Redis failed (its
 address, the error) goes to the log, not to the answer. An administrator's key sent with
 ``/ready`` adds ``isolation``: which layers stand between agent code and the master's secrets

@@ -26,8 +26,8 @@ from master.agents.invocation import (
 )
 from master.auth import Principal, principal_of
 from master.deps import ServicesDep, needs
-from master.error_responses import ApiError
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
+from master.errors.responses import ApiError
 from master.openapi import error
 from protocol import AGENT_ID_PATTERN, ErrorCode, ToolProgress, ToolResult
 

@@ -16,8 +16,8 @@ from master.access import AuditAction, KeyStore, Permission, StoredKey, audit
 from master.access.keys import may_decide_approvals
 from master.auth import DEFAULT_TENANT, TENANT_PATTERN, Role, principal_of
 from master.deps import Services, ServicesDep, needs
-from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
+from master.errors.responses import ApiError
 from master.openapi import error
 from protocol import ErrorCode
 

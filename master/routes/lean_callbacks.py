@@ -17,7 +17,7 @@ from starlette.types import Send
 
 from master.asgi import LeanRequest, send_json, send_response
 from master.deps import Services
-from master.error_responses import http_error_response
+from master.errors.responses import http_error_response
 from master.routes.invocation import CallbackBody, tool_callback
 
 
@@ -41,7 +41,7 @@ async def lean_tool_callback(services: Services, request: LeanRequest, send: Sen
         return False
     try:
         answer = await tool_callback(body, token, services)
-    except HTTPException as exc:  # as the app's handler (master.error_responses)
+    except HTTPException as exc:  # as the app's handler (master.errors.responses)
         await send_response(send, http_error_response(exc))
         return True
     await send_json(send, answer)

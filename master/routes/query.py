@@ -16,7 +16,7 @@ from master.access import Permission
 from master.asgi import LeanRequest
 from master.auth import Principal, principal_of
 from master.deps import Services, ServicesDep, needs
-from master.drain import RETRY_AFTER_SECONDS
+from master.gateway.drain import RETRY_AFTER_SECONDS
 from master.openapi import error
 from master.orchestration.prompts import PROMPT_PROFILES
 from master.query.admission import DRAINING

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from master.auth import Principal
 from master.deps import PrincipalDep, ServicesDep
-from master.error_responses import ApiError
+from master.errors.responses import ApiError
 from master.openapi import error
 from master.orchestration.roles import CoordinatorState
 from master.query.entry import CancelRefused

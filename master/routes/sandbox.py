@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from master.access import AuditAction, Permission, audit
 from master.auth import principal_of
 from master.deps import ServicesDep, needs
-from master.error_responses import ApiError
 from master.errors import (
     SandboxDisabled,
     SandboxError,
@@ -22,6 +21,7 @@ from master.errors import (
     SandboxUnavailable,
     SessionStoreUnavailable,
 )
+from master.errors.responses import ApiError
 from master.openapi import error
 from protocol import ErrorCode
 

@@ -13,8 +13,8 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict
 
 from master.deps import ScopeDep, ServicesDep
-from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
+from master.errors.responses import ApiError
 from master.openapi import error
 from protocol import ErrorCode
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from master.access import AuditAction, Permission, audit
 from master.auth import principal_of
 from master.deps import ServicesDep, needs
-from master.error_responses import ApiError
 from master.errors import SessionStoreUnavailable
+from master.errors.responses import ApiError
 from master.openapi import error
 from openagent.errors import WorkspaceError
 from openagent.workspace import Workspace, json_schema, load_workspace

@@ -11,14 +11,14 @@ between. That is how a ``CancelTask`` answered by another master stops a run: it
 next write, reloads, sees ``CANCELED`` and cancels its executor (the SDK's
 :class:`~a2a.server.agent_execution.active_task.ActiveTask`).
 
-Keys (:mod:`master.redis_keys`, all with the session TTL):
+Keys (:mod:`master.storage.redis_keys`, all with the session TTL):
 
 - ``a2a:task:{task_id}`` → HASH ``task`` (the task, binary protobuf), ``version`` (a counter),
   ``state`` (the state's number), ``scope`` (the agent id, or ``""`` for the hub endpoint),
   ``updated`` (milliseconds), and ``tenant`` for a task of a tenant other than ``default``;
 - ``a2a:tasks:{scope}`` → ZSET of task ids by ``updated``, for ``ListTasks``;
 - ``a2a:context:{context_id}`` → the hub ``session_id`` that holds the context's turns (per
-  tenant: :func:`master.redis_keys.a2a_context_key`);
+  tenant: :func:`master.storage.redis_keys.a2a_context_key`);
 - ``a2a:waiting:{session_id}`` → the task that is ``INPUT_REQUIRED`` while the session's run waits
   for approvals (:meth:`RedisTaskStore.claim_waiting`).
 
@@ -55,13 +55,13 @@ from redis.exceptions import RedisError
 
 from master.auth import ANONYMOUS, DEFAULT_TENANT, SYSTEM, Principal, Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
-from master.redis_keys import a2a_context_key as context_key
-from master.redis_keys import a2a_events_channel as events_channel
-from master.redis_keys import a2a_index_key as index_key
-from master.redis_keys import a2a_task_key as task_key
-from master.redis_keys import a2a_waiting_key as waiting_key
 from master.runs.store import RunStore
+from master.storage.redis_keys import A2A_CANCELED_CHANNEL as CANCELED_CHANNEL
+from master.storage.redis_keys import a2a_context_key as context_key
+from master.storage.redis_keys import a2a_events_channel as events_channel
+from master.storage.redis_keys import a2a_index_key as index_key
+from master.storage.redis_keys import a2a_task_key as task_key
+from master.storage.redis_keys import a2a_waiting_key as waiting_key
 
 logger = logging.getLogger("master.doors.a2a")
 

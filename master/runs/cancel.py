@@ -9,7 +9,7 @@ it does depends on the run's record (:mod:`master.runs.store`), read in the aske
 - **unknown** (never started, expired, or another tenant's): :class:`CancelRefused`
   ``unknown_run`` (404);
 - **running**, on whichever master holds it: its id goes out on
-  :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`; the holder cancels the run's task, which ends
+  :data:`~master.storage.redis_keys.RUNS_CANCEL_CHANNEL`; the holder cancels the run's task, which ends
   ``cancelled`` (its calls in flight ``unknown``, never sent again), and the run's asker gets
   ``run_cancelled``. The answer is the record once the holder wrote that end (or, after
   ``wait_seconds`` without it, as it stands: still ``running``);
@@ -38,8 +38,8 @@ from master.auth import Scope
 from master.conversation.approvals import ApprovalStore
 from master.conversation.store import SessionStore
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import RUNS_CANCEL_CHANNEL, RUNS_RUNNING_KEY, run_checkpoint_key, run_key
 from master.runs.store import RunStore
+from master.storage.redis_keys import RUNS_CANCEL_CHANNEL, RUNS_RUNNING_KEY, run_checkpoint_key, run_key
 from protocol import ErrorCode
 
 logger = logging.getLogger("master.runs.cancel")
@@ -182,7 +182,7 @@ class RunCanceller:
 
     async def _stop_resumed(self, run_id: str) -> None:
         """A resume took the paused run just before its cancel: whichever master holds it now
-        cancels it (:data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`), if it accepted it already."""
+        cancels it (:data:`~master.storage.redis_keys.RUNS_CANCEL_CHANNEL`), if it accepted it already."""
         try:
             async with asyncio.timeout(self._timeout):
                 await self._redis.publish(RUNS_CANCEL_CHANNEL, run_id)

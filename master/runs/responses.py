@@ -1,7 +1,7 @@
 """Stored responses of the OpenAI Responses API (``POST /v1/responses``) in the master's Redis.
 
 :class:`ResponseStore` keeps each response object with its tenant, run, session and holding
-master (``openai_response:{id}``, :mod:`master.redis_keys`), so ``previous_response_id``,
+master (``openai_response:{id}``, :mod:`master.storage.redis_keys`), so ``previous_response_id``,
 ``GET``, ``DELETE`` and ``cancel`` answer on any master of a cluster. The door that reads and
 writes it is :class:`master.doors.openai.responses.ResponsesDoor`.
 """
@@ -17,7 +17,7 @@ from redis.exceptions import RedisError
 
 from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import openai_response_key
+from master.storage.redis_keys import openai_response_key
 
 # Writes a response's record unless it is already cancelled (a cancel from any master wins over
 # the run's own end); with ARGV[3] = "cancel", only while it is queued or in progress.

@@ -1,7 +1,7 @@
 """Runs: every query's run has a record in Redis, and no run is left ``running`` by a lost master.
 
 A run is one answer being worked out: a query, or the continuation of a paused or halted one
-under the same ``run_id``. Its record (``run:{run_id}``, :mod:`master.redis_keys`) says its
+under the same ``run_id``. Its record (``run:{run_id}``, :mod:`master.storage.redis_keys`) says its
 state (``running``, ``awaiting_approval``, ``awaiting_tool_results``, ``stopped``, ``completed``,
 ``failed``), which master holds it, its session, the tool calls it completed and the ones in
 flight. Off the hot path as far as it goes:
@@ -29,7 +29,7 @@ lease it saw is still the record's (cluster-safe: two masters sweeping mark a ru
 calls it had in flight become ``unknown``: never run again, reported as such on a resume.
 
 A run is cancelled from any master (:meth:`RunStore.cancel`, ``DELETE /runs/{run_id}``): its id
-goes out on :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`, which every master follows; the one
+goes out on :data:`~master.storage.redis_keys.RUNS_CANCEL_CHANNEL`, which every master follows; the one
 holding the run cancels its task, and the run ends ``cancelled``, its calls in flight ``unknown``.
 """
 
@@ -51,15 +51,15 @@ from redis.exceptions import RedisError
 from master.agents.calls import ToolRun
 from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
-from master.json_bytes import dump_json
-from master.redis_keys import (
+from master.runs.state import RunState, RunStatus, read_state
+from master.storage.json_bytes import dump_json
+from master.storage.redis_keys import (
     RUNS_CANCEL_CHANNEL,
     RUNS_RUNNING_KEY,
     run_checkpoint_key,
     run_key,
     run_lease_key,
 )
-from master.runs.state import RunState, RunStatus, read_state
 
 logger = logging.getLogger("master.runs.store")
 
@@ -427,7 +427,7 @@ class RunStore(TenantRecords):
 
     async def cancel(self, run_id: str, scope: Scope, *, wait_seconds: float) -> dict[str, Any] | None:
         """Stop a ``running`` run, whichever master holds it: its id is published on
-        :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL`, the holder cancels it and records it
+        :data:`~master.storage.redis_keys.RUNS_CANCEL_CHANNEL`, the holder cancels it and records it
         ``cancelled`` (its calls in flight ``unknown``). Returns the record as it is after at most
         ``wait_seconds`` (still ``running`` when its holder did not answer in time), or, unchanged,
         the record of a run that is not running; ``None`` when unknown to ``scope``. Raises
@@ -457,7 +457,7 @@ class RunStore(TenantRecords):
         return False
 
     async def _watch_cancels(self) -> None:
-        """Follow :data:`~master.redis_keys.RUNS_CANCEL_CHANNEL` until the master stops (a Redis
+        """Follow :data:`~master.storage.redis_keys.RUNS_CANCEL_CHANNEL` until the master stops (a Redis
         outage is retried each second)."""
         while not self._stop.is_set():
             pubsub = self._redis.pubsub(ignore_subscribe_messages=True)

@@ -1,4 +1,4 @@
-"""Where each sandboxed agent runs, in Redis (``master/redis_keys.py``: ``sandbox:placement:*``).
+"""Where each sandboxed agent runs, in Redis (``master/storage/redis_keys.py``: ``sandbox:placement:*``).
 
 A placement outlives the master (TTL ``OPENAGENT_K8S_SANDBOX_RUNTIME_TTL``), so a restarted
 master still knows which Pod or pool runs an agent, and ``GET /agents`` can show it.
@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from master.errors import SessionStoreUnavailable
-from master.redis_keys import SANDBOX_INDEX, sandbox_placement_key
+from master.storage.redis_keys import SANDBOX_INDEX, sandbox_placement_key
 
 PlacementKind = Literal["new_pod", "pool"]
 

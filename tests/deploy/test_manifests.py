@@ -19,7 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from master.drain import ANSWER_GRACE_SECONDS
+from master.gateway.drain import ANSWER_GRACE_SECONDS
 from master.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -296,7 +296,7 @@ def test_master_runs_two_replicas_in_cluster_mode() -> None:
 
 
 def test_master_pods_get_the_time_to_drain() -> None:
-    """SIGTERM drains (master/drain.py): the grace period covers the preStop pause, the drain
+    """SIGTERM drains (master/gateway/drain.py): the grace period covers the preStop pause, the drain
     deadline, the answer grace and uvicorn's HTTP grace, so Kubernetes never kills a drain."""
     pod = _one("Deployment", "openagent-master")["spec"]["template"]["spec"]
     container = pod["containers"][0]

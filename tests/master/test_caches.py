@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from master.caches import SizedLRU
 from master.llm import tokens
+from master.storage.caches import SizedLRU
 
 
 def test_size_bound_evicts_least_recently_used() -> None:

@@ -12,8 +12,8 @@ from typing import Any, cast
 import pytest
 import uvicorn
 
-from master.drain import Drain, hook_sigterm
 from master.errors import AgentDisconnected, AgentUnavailable
+from master.gateway.drain import Drain, hook_sigterm
 from master.gateway.hub import Hub
 from master.query.admission import DRAINING, Admission
 from master.query.events import QueryRefused

@@ -1,5 +1,5 @@
 """JSON nested deeper than 200 levels is a 400 on every door, never a 500 or a JSON-RPC internal
-error (``master.json_bytes.too_deep``, answered by ``master.asgi.JsonDepthGuard``): through the
+error (``master.storage.json_bytes.too_deep``, answered by ``master.asgi.JsonDepthGuard``): through the
 official ``openai`` client, raw JSON-RPC on ``/mcp`` and ``/a2a`` (the ``mcp`` and ``a2a-sdk``
 clients refuse to send such a value themselves: pydantic's serialization depth, protobuf's 100
 levels), HTTP and a WebSocket frame."""

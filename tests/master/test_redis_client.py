@@ -14,7 +14,7 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError, ResponseError
 
 from master.conversation.store import SessionStore
-from master.redis_client import GroupCommit, create_redis, unreachable
+from master.storage.redis_client import GroupCommit, create_redis, unreachable
 from tests.factories import EVERY_TENANT, TEST_REDIS_URL
 
 

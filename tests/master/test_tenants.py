@@ -25,7 +25,7 @@ from master.agents.url_policy import AgentUrlPolicy
 from master.auth import SYSTEM, Principal, Role, Scope
 from master.llm.model import ChatResult, FunctionChatModel
 from master.query.entry import ToolRefused
-from master.redis_keys import agent_owner_key
+from master.storage.redis_keys import agent_owner_key
 from openagent.client import AgentClient
 from openagent.config import ClientConfig
 from openagent.errors import AgentReplacedError

@@ -29,7 +29,7 @@ from master.agents.directory import AgentDirectory
 from master.auth import Principal, Scope
 from master.doors.openai import wire
 from master.doors.openai.wire import DONE, SESSION_HEADER, OpenAIError, chunk, error_body
-from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
+from master.gateway.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.query.admission import DRAINING
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused

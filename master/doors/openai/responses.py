@@ -42,8 +42,8 @@ from master.doors.openai import responses_wire as rwire
 from master.doors.openai import wire
 from master.doors.openai.door import RETRY_AFTER_SECONDS, error_response
 from master.doors.openai.wire import SESSION_HEADER, OpenAIError
-from master.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.errors import SessionStoreUnavailable
+from master.gateway.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.query.admission import DRAINING
 from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import CancelRefused, QueryEntry, QueryRun

@@ -7,7 +7,7 @@ import uuid
 import redis.asyncio as aioredis
 
 from master.conversation.approvals import ApprovalStore
-from master.redis_keys import APPROVALS_EXPIRING_KEY
+from master.storage.redis_keys import APPROVALS_EXPIRING_KEY
 from protocol import Approval
 from tests.factories import EVERY_TENANT
 

@@ -49,7 +49,7 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format
 
-from master.redis_keys import APPROVALS_EXPIRING_KEY
+from master.storage.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import ClientConfig as AgentConfig
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.testing import ScriptedOpenAIServer

@@ -40,7 +40,7 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from master.auth import Role as KeyRole
-from master.redis_keys import APPROVALS_EXPIRING_KEY
+from master.storage.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import ClientConfig as AgentConfig
 from openagent import OrchestratorActionAgent, ToolSchema
 from tests.factories import EVERY_TENANT, InProcessMaster, in_process_master

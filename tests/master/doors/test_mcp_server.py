@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from master.agents.toolbox import function_name
-from master.redis_keys import RUNS_RUNNING_KEY
+from master.storage.redis_keys import RUNS_RUNNING_KEY
 from openagent import ClientConfig, OrchestratorActionAgent, ToolError
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import InProcessMaster, in_process_master, master_settings, serve_app

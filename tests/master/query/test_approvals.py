@@ -16,7 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from master.orchestration.orchestrator import Orchestrator
-from master.redis_keys import APPROVALS_EXPIRING_KEY
+from master.storage.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer

@@ -23,7 +23,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from master.redis_keys import RUNS_RUNNING_KEY
+from master.storage.redis_keys import RUNS_RUNNING_KEY
 from openagent.testing import ScriptedOpenAIServer
 from tests.factories import InProcessMaster, RawPeer, in_process_master
 from tests.master.test_tenants import ADMIN, GATED, as_tenant, keyed_master

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from master.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key
+from master.storage.redis_keys import RUNS_RUNNING_KEY, run_checkpoint_key
 from openagent import OrchestratorActionAgent, QueryClient, ToolSchema
 from openagent.config import ClientConfig
 from openagent.testing import ScriptedOpenAIServer

@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 
 from master.conversation.context import SUMMARY_PROMPT
 from master.llm.model import ChatResult, FunctionChatModel
-from master.redis_keys import session_key, summary_lock_key
+from master.storage.redis_keys import session_key, summary_lock_key
 from tests.factories import in_process_master
 from tests.master.conversation.test_context import faithful
 

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from master.app import create_app
-from master.redis_keys import sandbox_placement_key
 from master.settings import Settings
+from master.storage.redis_keys import sandbox_placement_key
 from openagent.testing import ScriptedOpenAIServer
 from tests.conftest import master_env
 from tests.factories import (

@@ -44,7 +44,7 @@ from master.gateway.hub import Hub
 from master.query.admission import Admission
 from protocol import CLOSE_SERVICE_RESTART
 
-logger = logging.getLogger("master.drain")
+logger = logging.getLogger("master.gateway.drain")
 
 ANSWER_GRACE_SECONDS = 5.0
 """After the drain deadline, how long queries still running get to answer (their calls have
