@@ -79,10 +79,8 @@ class InvocationRegistration(BaseModel):
     """Each tool once (a name declared twice is refused with 422)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    replica_urls: list[str] = Field(
-        default_factory=list,
-        max_length=MAX_REPLICA_URLS,
-        json_schema_extra={"uniqueItems": True, "items": {"pattern": URL_PATTERN, "maxLength": 2048}},
+    replica_urls: list[Annotated[str, Field(max_length=2048, json_schema_extra={"pattern": URL_PATTERN})]] = (
+        Field(default_factory=list, max_length=MAX_REPLICA_URLS, json_schema_extra={"uniqueItems": True})
     )
     """Further base URLs of copies of the same agent (the same tools): calls are balanced over
     ``invocation_base_url`` and these (fewest in flight, then in turn); a call whose connection
@@ -97,8 +95,6 @@ class InvocationRegistration(BaseModel):
     @classmethod
     def _usable_replica_urls(cls, urls: list[str]) -> list[str]:
         for index, url in enumerate(urls):
-            if len(url) > 2048:
-                raise ValueError(f"replica_urls[{index}] must be at most 2048 characters")
             try:
                 checked_base_url(url)
             except ValueError as exc:
