@@ -84,7 +84,7 @@ async def test_calls_are_balanced_and_a_killed_copys_calls_go_to_the_other(
                     await http.post("/query", json={"query": str(n), "allowed_agent_ids": [AGENT]})
                 ).json()
                 assert answer["success"] is True, answer
-                return str(answer["response"])
+                return str(answer["answer"])
 
             answers = [await ask(n) for n in range(6)]  # one at a time: ties, taken in turn
             assert Counter(name for name, _ in runs) == {"a": 3, "b": 3}
