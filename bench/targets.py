@@ -300,8 +300,19 @@ def _masters_cpu(cases: dict[str, Any]) -> list[Verdict]:
             at_most=True,
         )
         if verdict.verdict != "n/a":
+            limit_note = {
+                "cores": "4 masters > the machine's cores: judge it where each master has a core",
+                "busy": "every core was busy: judge it on a quieter or larger machine",
+            }.get(cases.get(f"workers4{kind}_c32", {}).get("limited_by_machine") or "", "")
             verdict.note = "; ".join(
-                filter(None, [verdict.note, "the masters' total CPU (user + system) over a window, per op"])
+                filter(
+                    None,
+                    [
+                        verdict.note,
+                        "the masters' total CPU (user + system) over a window, per op",
+                        limit_note,
+                    ],
+                )
             )
         verdicts.append(verdict)
     return verdicts
