@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, cast, get_args
 
@@ -55,6 +56,8 @@ BLOCK_MS = 1000
 INBOX_MAXLEN = 10_000
 READ_COUNT = 256
 """Most entries one ``XREAD`` returns."""
+SERVED_MEMORY = 10_000
+"""Call ids remembered to run a call sent twice only once (as many as an inbox holds)."""
 
 _ERRORS: dict[str, type[ToolCallError]] = {
     "timeout": ToolTimeout,
@@ -181,6 +184,8 @@ class ClusterRouter:
         self._acks: dict[str, asyncio.Future[str]] = {}
         """Callbacks this master forwarded, by call id: the holder's answer (its outcome)."""
         self._serving: set[asyncio.Task[None]] = set()
+        self._served: OrderedDict[str, None] = OrderedDict()
+        """The latest calls this master was sent, by id: one that comes twice is run once."""
         self._reader: asyncio.Task[None] | None = None
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         """Handlers of further message kinds, by ``kind`` (the cluster's collaborations add theirs)."""
@@ -368,6 +373,13 @@ class ClusterRouter:
         if handler is not None:
             handler(message)
         elif kind == "call":
+            call_id = str(message["call_id"])
+            if call_id in self._served:  # the same XADD sent twice (a retry after a lost reply)
+                logger.warning("skipping call %s: it came twice", call_id)
+                return
+            self._served[call_id] = None
+            if len(self._served) > SERVED_MEMORY:
+                self._served.popitem(last=False)
             task = asyncio.create_task(self._serve(message), name=f"cluster-call-{message['call_id']}")
             self._serving.add(task)
             task.add_done_callback(self._serving.discard)
