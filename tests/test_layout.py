@@ -14,7 +14,6 @@ OVER_THE_LIMIT: dict[str, int] = {
     # shrink this table: a module that went under the limit leaves it (the test says so).
     "master/gateway/hub.py": 505,
     "master/doors/mcp/server.py": 549,
-    "protocol/messages.py": 550,
     "master/doors/openai/responses.py": 560,
     "master/agents/invocation.py": 597,
     "master/llm/chat_endpoint.py": 599,
