@@ -12,7 +12,6 @@ MAX_ROOT_MODULES = 10
 OVER_THE_LIMIT: dict[str, int] = {
     # Modules still over the limit, each with the most lines it may have until it is split. Only
     # shrink this table: a module that went under the limit leaves it (the test says so).
-    "master/gateway/hub.py": 505,
     "master/doors/mcp/server.py": 549,
     "master/doors/openai/responses.py": 560,
     "master/agents/invocation.py": 597,
