@@ -2,7 +2,7 @@
 
 ::
 
-    python -m bench.agents ws --master-ws ws://127.0.0.1:8123/ws --agent-id bench-ws
+    python -m bench.agents ws --master-ws ws://127.0.0.1:8123/ws --agent-id bench-ws [--instance m0]
     python -m bench.agents http-sdk --master http://127.0.0.1:8123 --port 9101 --agent-id bench-http-sdk
     python -m bench.agents http-aiohttp --port 9102 [--master http://127.0.0.1:8123 --agent-id ...]
 
@@ -37,7 +37,7 @@ async def _ws_agent(args: argparse.Namespace) -> None:
     from openagent import ClientConfig, OrchestratorActionAgent
 
     config = ClientConfig(master_ws=args.master_ws, keepalive_interval=0)
-    agent = OrchestratorActionAgent(args.agent_id, [ECHO_TOOL], echo, config=config)
+    agent = OrchestratorActionAgent(args.agent_id, [ECHO_TOOL], echo, config=config, instance=args.instance)
     await agent.start()
     emit("ready")
     try:
@@ -195,6 +195,7 @@ def main() -> None:
     ws = sub.add_parser("ws")
     ws.add_argument("--master-ws", required=True)
     ws.add_argument("--agent-id", default="bench-ws")
+    ws.add_argument("--instance", help="this copy's replica name (several copies serve one agent id)")
     sdk = sub.add_parser("http-sdk")
     sdk.add_argument("--master", required=True)
     sdk.add_argument("--port", type=int, required=True)

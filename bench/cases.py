@@ -10,8 +10,10 @@ from bench.echo_tool import TOOL_NAME
 from bench.setups import HTTP_AIOHTTP_AGENT, HTTP_SDK_AGENT, SCRIPTED_WS_AGENT, WS_AGENT
 from bench.throughput import LoadCase
 
-WORKERS = (1, 2, 4)
+WORKERS = (1, 2, 4, 8)
 """Masters (cluster mode, one Redis) of the workers cases."""
+REPLICAS = "_replicas"
+"""The workers cases whose agent has a replica on every master (``workers<n>_replicas_c32``)."""
 
 
 def _ask(agent_id: str) -> dict[str, object]:
@@ -184,6 +186,19 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
         ),
         *(
             (
+                f"workers{n}{REPLICAS}",
+                LoadCase(
+                    f"workers{n}{REPLICAS}_c32",
+                    f"{n} master{'s' if n > 1 else ''} on one Redis: WS, a replica on every master",
+                    "/query",
+                    32,
+                    _ask(WS_AGENT),
+                ),
+            )
+            for n in WORKERS
+        ),
+        *(
+            (
                 "mcp_direct",
                 LoadCase(
                     f"mcp_direct_c{n}",
@@ -272,6 +287,7 @@ GROUPS: dict[str, list[str]] = {
         "http_sdk_c32",
         *(f"workers{n}_c32" for n in WORKERS),
         *(f"workers{n}_http_c32" for n in WORKERS),
+        *(f"workers{n}{REPLICAS}_c32" for n in WORKERS),
     ],
 }
 

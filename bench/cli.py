@@ -219,11 +219,11 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
         async with cluster_setup(args.redis_url) as running:
             await round_trips("cluster", running)
 
-    def workers(masters: int) -> Callable[[], Awaitable[None]]:
+    def workers(masters: int, replicas: bool = False) -> Callable[[], Awaitable[None]]:
         async def job() -> None:
-            setup = f"workers{masters}"
+            setup = f"workers{masters}{case_list.REPLICAS if replicas else ''}"
             http = any("_http_" in case.name for case in chosen(setup))
-            async with workers_setup(args.redis_url, masters, http_agent=http) as running:
+            async with workers_setup(args.redis_url, masters, http_agent=http, replicas=replicas) as running:
                 await round_trips(setup, running)
 
         return job
@@ -283,6 +283,8 @@ async def _run(args: argparse.Namespace, selected: list[str]) -> dict[str, Any]:
     for masters in case_list.WORKERS:
         if chosen(f"workers{masters}"):
             jobs.append(workers(masters))
+        if chosen(f"workers{masters}{case_list.REPLICAS}"):
+            jobs.append(workers(masters, replicas=True))
     if case_list.SOAK in selected:
         jobs.append(soak)
     if case_list.REDIS_TRIPS in selected:

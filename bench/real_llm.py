@@ -132,8 +132,11 @@ def model_file(python: str) -> str:
 class Check:
     """Runs the queries and keeps one record per query."""
 
-    def __init__(self, master: str) -> None:
+    def __init__(self, master: str, llm: subprocess.Popen[bytes] | None = None) -> None:
         self.master = master
+        self.llm = llm
+        """The model server this check started (its death ends the check: every later answer
+        would be the master's correct report of a server that is gone, not a finding)."""
         self.records: list[dict[str, Any]] = []
         self.http = httpx.AsyncClient(
             base_url=master, headers={"Authorization": f"Bearer {KEY}"}, timeout=QUERY_TIMEOUT
@@ -149,6 +152,12 @@ class Check:
         record["latency_s"] = round(time.monotonic() - started, 2)
         self.records.append(record)
         print(f"{name}: {record.get('status_code', '-')} {record['latency_s']} s {record.get('error', '')}")
+        if self.llm is not None and self.llm.poll() is not None:
+            raise RuntimeError(
+                f"the model server exited ({self.llm.returncode}) during {name!r}: see "
+                ".run/real-llm/llama-server.log (a crash in libggml-cpu on a virtual machine whose CPU "
+                "advertises AVX-512 or AMX: rebuild llama-cpp-python for AVX2, as scripts/real-llm.sh does)"
+            )
 
     async def query(self, query: str, **extra: Any) -> dict[str, Any]:
         response = await self.http.post("/query", json={"query": query, **extra})
@@ -297,6 +306,7 @@ async def main() -> int:
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "OPENAGENT_"))}
     try:
         llm_url = args.llm_url
+        llm: subprocess.Popen[bytes] | None = None
         if llm_url is None:
             port = free_port()
             model = model_file(args.llm_python)
@@ -343,7 +353,7 @@ async def main() -> int:
         await wait_http(f"{master_url}/health", "the master", master)
         stack.start(CALC, [sys.executable, "sample_agents/calculator.py"], env)
         stack.start(TOOLBOX, [sys.executable, "-c", TOOLBOX_SOURCE], env)
-        check = Check(master_url)
+        check = Check(master_url, llm)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             agents = (await check.http.get("/agents")).text

@@ -212,12 +212,16 @@ async def _refreshed(url: str) -> None:
 
 
 @asynccontextmanager
-async def workers_setup(redis_url: str, masters: int, *, http_agent: bool = True) -> AsyncIterator[Running]:
+async def workers_setup(
+    redis_url: str, masters: int, *, http_agent: bool = True, replicas: bool = False
+) -> AsyncIterator[Running]:
     """``masters`` masters on one Redis (``OPENAGENT_CLUSTER=1``), each on its own port, as N replicas
     behind a Service: one WebSocket agent per master (``bench-ws-<i>`` on master ``i``), queries
     spread evenly over the masters and taking the agents in turn, so ``(N - 1) / N`` of the calls
-    cross masters, as they would with agents and queries spread at random. With ``http_agent``, one
-    SDK invocation agent (registered in Redis, called by every master directly)."""
+    cross masters, as they would with agents and queries spread at random. With ``replicas``, the
+    agents are one: ``bench-ws`` with a replica on every master (instance ``m<i>``), and every
+    master calls its own (no call crosses). With ``http_agent``, one SDK invocation agent
+    (registered in Redis, called by every master directly)."""
     async with Group() as group:
         started = [
             await start_master(group, f"master-w{masters}-{i}", redis_url, cluster=True)
@@ -227,15 +231,17 @@ async def workers_setup(redis_url: str, masters: int, *, http_agent: bool = True
         agents: dict[str, Child] = {}
         for i, url in enumerate(urls):
             ws_url = url.replace("http://", "ws://") + "/ws"
+            agent_id, more = (WS_AGENT, ["--instance", f"m{i}"]) if replicas else (f"{WS_AGENT}-{i}", [])
             agents[f"{WS_AGENT}-{i}"] = await group.start(
                 Child(
-                    f"agent-ws-w{masters}-{i}",
+                    f"agent-ws-w{masters}-{i}{'-replica' if replicas else ''}",
                     "bench.agents",
                     "ws",
                     "--master-ws",
                     ws_url,
                     "--agent-id",
-                    f"{WS_AGENT}-{i}",
+                    agent_id,
+                    *more,
                 )
             )
         if http_agent:
@@ -253,7 +259,7 @@ async def workers_setup(redis_url: str, masters: int, *, http_agent: bool = True
         await _ready(*agents.values())
         for url in urls:
             for i in range(masters):
-                await _listed(url, f"{WS_AGENT}-{i}", READY_WITHIN)
+                await _listed(url, WS_AGENT if replicas else f"{WS_AGENT}-{i}", READY_WITHIN)
             if http_agent:  # registered on the first master: every master must list it before the load
                 await _refreshed(url)
                 await _listed(url, HTTP_SDK_AGENT, READY_WITHIN)
@@ -263,7 +269,7 @@ async def workers_setup(redis_url: str, masters: int, *, http_agent: bool = True
             agents,
             more_hubs=hubs[1:],
             more_urls=urls[1:],
-            spread={WS_AGENT: [f"{WS_AGENT}-{i}" for i in range(masters)]},
+            spread={} if replicas else {WS_AGENT: [f"{WS_AGENT}-{i}" for i in range(masters)]},
         )
 
 

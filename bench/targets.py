@@ -14,6 +14,7 @@ from bench.cases import (
     CONNECTIONS_BASELINE,
     CONNECTIONS_MASTER,
     REDIS_TRIPS,
+    REPLICAS,
     SCRIPTED_SESSION_GROWTH,
     SESSION_GROWTH,
     SOAK,
@@ -201,7 +202,8 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
             crossing.verdict = "info"
             crossing.note = "no target: what a call through another master adds (front master's CPU only)"
         verdicts.append(crossing)
-    verdicts += [_workers(cases, kind) for kind in ("", "_http")]
+    verdicts += [_workers(cases, kind) for kind in WORKERS_KINDS]
+    verdicts += _masters_cpu(cases)
     verdicts.append(_soak(cases.get(SOAK)))
     verdicts += [
         _ratio(
@@ -242,11 +244,15 @@ def evaluate(cases: dict[str, Any], *, connections_wanted: int) -> list[dict[str
     return [asdict(v) for v in verdicts]
 
 
+WORKERS_KINDS = {"": "WS", "_http": "HTTP invocation", REPLICAS: "WS with a replica on every master"}
+"""The workers cases' kinds (the suffix after ``workers<n>``) and what they measure."""
+
+
 def _workers(cases: dict[str, Any], kind: str) -> Verdict:
     """Throughput of 2 and 4 masters against 1: no target, and said when the machine is the limit."""
-    what = "HTTP invocation" if kind else "WS"
+    what = WORKERS_KINDS[kind]
     target = f"masters on one Redis, {what} c32: scaling"
-    rule = f"workers{{2,4}}{kind}_c32 ops_per_s / workers1{kind}_c32 (info, no target)"
+    rule = f"workers{{{','.join(map(str, WORKERS[1:]))}}}{kind}_c32 ops_per_s / workers1{kind}_c32 (info, no target)"
     one = _median(cases, f"workers1{kind}_c32", "ops_per_s")
     if one is None or math.isnan(one) or one == 0:
         return Verdict(target, rule, "not measured", "n/a")
@@ -270,6 +276,46 @@ def _workers(cases: dict[str, Any], kind: str) -> Verdict:
     measured = f"1: {one:,.0f} ops/s" + "".join(f", {part}" for part in parts)
     errors = _errors(cases, *(f"workers{n}{kind}_c32" for n in WORKERS))
     return Verdict(target, rule, measured, "info", ratio, "; ".join(filter(None, [errors, *notes])))
+
+
+MASTERS_CPU_LIMITS = {"": 1.5, "_http": 1.5, REPLICAS: 1.2}
+"""Masters' CPU per operation with 4 masters, at most this many times that of 1 master: agents
+spread over the masters (3 calls in 4 cross masters), and with a replica on every master."""
+
+
+def _masters_cpu(cases: dict[str, Any]) -> list[Verdict]:
+    """The masters' total CPU per operation with 4 masters against 1: it does not depend on the
+    number of cores (a 2-core machine judges it too)."""
+    verdicts = []
+    for kind, limit in MASTERS_CPU_LIMITS.items():
+        what = WORKERS_KINDS[kind]
+        verdict = _ratio(
+            cases,
+            f"masters on one Redis, {what}: CPU per op, 4 masters vs 1",
+            f"workers4{kind}_c32",
+            f"workers1{kind}_c32",
+            "server_cpu_ms_per_op",
+            "ms",
+            limit,
+            at_most=True,
+        )
+        if verdict.verdict != "n/a":
+            limit_note = {
+                "cores": "4 masters > the machine's cores: judge it where each master has a core",
+                "busy": "every core was busy: judge it on a quieter or larger machine",
+            }.get(cases.get(f"workers4{kind}_c32", {}).get("limited_by_machine") or "", "")
+            verdict.note = "; ".join(
+                filter(
+                    None,
+                    [
+                        verdict.note,
+                        "the masters' total CPU (user + system) over a window, per op",
+                        limit_note,
+                    ],
+                )
+            )
+        verdicts.append(verdict)
+    return verdicts
 
 
 SOAK_RSS_MIB = 4.0

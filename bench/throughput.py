@@ -195,6 +195,8 @@ async def measure(
         "reps": reps,
         "summary": summarise_reps(reps),
     }
+    if case.name.startswith("workers"):  # the masters' sum: a figure that does not depend on the cores
+        result["masters_cpu_ms_per_op"] = result["summary"]["server_cpu_ms_per_op"]
     if profile_result is not None:
         result["profile"] = profile_result
     return result

@@ -46,6 +46,7 @@ async def register_invocation_agent(
     api_key: str | None = None,
     timeout: float | None = None,  # noqa: ASYNC109 - seconds per attempt, not for the whole call
     client: httpx.AsyncClient | None = None,
+    replica_urls: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Register an HTTP agent you serve yourself: ``POST {master_base_url}/register``.
 
@@ -58,6 +59,8 @@ async def register_invocation_agent(
         api_key: Sent as ``Authorization: Bearer <api_key>`` (``OPENAGENT_API_KEY``; ``""`` for none).
         timeout: Seconds per attempt (``HTTP_REGISTER_TIMEOUT``, default 10).
         client: The HTTP client to use; a temporary one when omitted.
+        replica_urls: Further base URLs of copies of the same agent: the master balances the
+            calls over ``invocation_base_url`` and these.
 
     Returns:
         The master's JSON reply (an empty dict when it is not a JSON object).
@@ -68,10 +71,12 @@ async def register_invocation_agent(
         ConfigurationError: An invalid tool, URL or environment variable.
     """
     config = RegistrationConfig.from_env(master_base_url=master_base_url, api_key=api_key, timeout=timeout)
-    if not invocation_base_url.startswith(("http://", "https://")):
-        raise ConfigurationError(
-            f"invocation_base_url must be an http:// or https:// URL, got {invocation_base_url!r}"
-        )
+    for name, each in [
+        ("invocation_base_url", invocation_base_url),
+        *(("replica_urls", u) for u in replica_urls),
+    ]:
+        if not each.startswith(("http://", "https://")):
+            raise ConfigurationError(f"{name} must be an http:// or https:// URL, got {each!r}")
     body = {
         "agent_id": agent_id,
         "invocation_base_url": invocation_base_url,
@@ -79,6 +84,7 @@ async def register_invocation_agent(
             tool.model_dump(mode="json", exclude_none=True) for tool in validate_tools(agent_id, tools)
         ],
         "metadata": dict(metadata or {}),
+        **({"replica_urls": list(replica_urls)} if replica_urls else {}),
     }
     url, delays = f"{config.master_base_url}/register", backoff_delays(_FIRST_DELAY, _MAX_DELAY)
     async with contextlib.AsyncExitStack() as stack:

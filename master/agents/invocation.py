@@ -24,14 +24,20 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 import aiohttp
 import redis.asyncio as aioredis
-import yarl
-from pydantic import AfterValidator, BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 from redis.exceptions import RedisError
 
+from master.agents.base_urls import (
+    MAX_REPLICA_URLS,
+    URL_PATH,
+    URL_PATTERN,
+    BaseUrls,
+    check_base_url,
+    checked_base_url,
+)
 from master.agents.connectors import (
     CONNECTORS,
     Connector,
@@ -62,68 +68,54 @@ _TOUCH_INTERVAL = 60.0
 """Seconds between TTL refreshes of a used agent's record (the TTL is hours)."""
 
 
-_PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$")
-"""Characters of a URL path (RFC 3986 ``pchar`` and ``/``): ASCII only, no spaces or controls."""
-
-
-_PORT = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
-_URL_PATTERN = (
-    r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
-    rf"(:{_PORT})?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$"
-)
-"""The URL in the schema: ``http(s)://host[:port][/path]``, ASCII, no user info, query or fragment."""
-
-
-def check_base_url(url: str) -> str:
-    """An ``http(s)://host[:port][/path]`` URL the HTTP client can use, or ``ValueError`` naming why.
-
-    Checked before anything is stored: a URL the client cannot encode (non-ASCII, user info,
-    a bad port) would otherwise fail every health check, every query and the next start-up.
-    """
-    if not url.isascii() or any(not " " < char < "\x7f" for char in url):
-        raise ValueError("must be ASCII without spaces or control characters")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise ValueError(f"must be an http or https URL, not {parts.scheme or 'schemeless'!r}")
-    if "@" in parts.netloc:
-        raise ValueError("must not carry user info (user:password@)")
-    if not parts.hostname:
-        raise ValueError("must name a host")
-    try:
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-        parsed = yarl.URL(url)
-    except ValueError as exc:
-        raise ValueError(f"is not a usable URL: {exc}") from None
-    if parsed.host is None or parts.query or parts.fragment or not _PATH.fullmatch(parts.path):
-        raise ValueError("must be scheme://host[:port][/path], without query or fragment")
-    return url
-
-
 class InvocationRegistration(BaseModel):
     """Body of ``POST /register``."""
 
     agent_id: str = Field(pattern=AGENT_ID_PATTERN)
     # The pattern is checked by _usable_url, whose messages name the problem (not the expression).
-    invocation_base_url: str = Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN})
+    invocation_base_url: str = Field(max_length=2048, json_schema_extra={"pattern": URL_PATTERN})
     """Where the agent's HTTP server listens, e.g. ``http://127.0.0.1:9000`` (ASCII, no user info)."""
     tools: list[ToolSchema] = Field(min_length=1, json_schema_extra={"uniqueItems": True})
     """Each tool once (a name declared twice is refused with 422)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    replica_urls: list[Annotated[str, Field(max_length=2048, json_schema_extra={"pattern": URL_PATTERN})]] = (
+        Field(default_factory=list, max_length=MAX_REPLICA_URLS, json_schema_extra={"uniqueItems": True})
+    )
+    """Further base URLs of copies of the same agent (the same tools): calls are balanced over
+    ``invocation_base_url`` and these (fewest in flight, then in turn); a call whose connection
+    is refused goes to another one (it was not sent)."""
+
     @field_validator("invocation_base_url")
     @classmethod
     def _usable_url(cls, url: str) -> str:
-        check_base_url(url)
-        if not re.fullmatch(_URL_PATTERN, url):
-            raise ValueError("must be http(s)://host[:port][/path], e.g. http://127.0.0.1:9000")
-        return url
+        return checked_base_url(url)
+
+    @field_validator("replica_urls")
+    @classmethod
+    def _usable_replica_urls(cls, urls: list[str]) -> list[str]:
+        for index, url in enumerate(urls):
+            try:
+                checked_base_url(url)
+            except ValueError as exc:
+                raise ValueError(f"replica_urls[{index}] {exc}") from None
+        bare = [url.rstrip("/") for url in urls]
+        if len(set(bare)) != len(bare):
+            raise ValueError("replica_urls must not list a URL twice")
+        return urls
+
+    @model_validator(mode="after")
+    def _distinct_urls(self) -> InvocationRegistration:
+        if self.invocation_base_url.rstrip("/") in {url.rstrip("/") for url in self.replica_urls}:
+            raise ValueError("replica_urls must not repeat invocation_base_url")
+        return self
 
     @field_validator("tools")
     @classmethod
     def _usable_endpoints(cls, tools: list[ToolSchema]) -> list[ToolSchema]:
         for tool in tools:
             endpoint = tool.endpoint
-            if endpoint is not None and (len(endpoint) > 512 or not _PATH.fullmatch(endpoint)):
+            if endpoint is not None and (len(endpoint) > 512 or not URL_PATH.fullmatch(endpoint)):
                 raise ValueError(
                     f"tool {tool.name!r}: endpoint must be a URL path of at most 512 ASCII characters"
                 )
@@ -144,7 +136,7 @@ def _printable_headers(headers: dict[str, str]) -> dict[str, str]:
 
 def _checked_url(url: str) -> str:
     check_base_url(url)
-    if not re.fullmatch(_URL_PATTERN, url):
+    if not re.fullmatch(URL_PATTERN, url):
         raise ValueError("must be http(s)://host[:port][/path], e.g. http://127.0.0.1:9000/mcp")
     return url
 
@@ -158,7 +150,7 @@ Headers = Annotated[
 shown in ``GET /agents``, never logged, never echoed in an error."""
 
 RemoteUrl = Annotated[
-    str, Field(max_length=2048, json_schema_extra={"pattern": _URL_PATTERN}), AfterValidator(_checked_url)
+    str, Field(max_length=2048, json_schema_extra={"pattern": URL_PATTERN}), AfterValidator(_checked_url)
 ]
 """An MCP server's or A2A agent's URL: ``http(s)://host[:port][/path]``, ASCII, no user info."""
 
@@ -212,6 +204,13 @@ class InvocationAgent:
     tenant: str | None = None
     """The tenant whose queries it serves (registered with that tenant's key, or by an
     administrator naming it); ``None``: shared with every tenant."""
+    replica_urls: list[str] = field(default_factory=list)
+    """Further base URLs of copies of the agent (HTTP invocation only)."""
+    urls: BaseUrls = field(init=False, repr=False)
+    """``base_url`` and ``replica_urls``, with each one's calls in flight: where a call goes."""
+
+    def __post_init__(self) -> None:
+        self.urls = BaseUrls([self.base_url, *self.replica_urls])
 
     @classmethod
     def from_registration(
@@ -230,11 +229,13 @@ class InvocationAgent:
             transport=stored.transport if stored else "invocation",
             headers=dict(stored.headers) if stored else {},
             tenant=stored.tenant if stored else None,
+            replica_urls=[url.rstrip("/") for url in reg.replica_urls],
         )
 
-    def endpoint_url(self, tool_name: str) -> str:
+    def endpoint_url(self, tool_name: str, index: int = 0) -> str:
+        """Where a call of ``tool_name`` goes on the agent's URL number ``index`` (``urls.urls``)."""
         endpoint = self.tools[tool_name].schema.endpoint or DEFAULT_ENDPOINT
-        return f"{self.base_url}/{endpoint.lstrip('/')}"
+        return f"{self.urls.urls[index]}/{endpoint.lstrip('/')}"
 
     def record(self) -> dict[str, Any]:
         """What Redis stores."""
@@ -249,6 +250,8 @@ class InvocationAgent:
             record["transport"], record["headers"] = self.transport, self.headers
         if self.tenant is not None:
             record["tenant"] = self.tenant
+        if self.replica_urls:
+            record["replica_urls"] = self.replica_urls
         return record
 
     def describe(self) -> dict[str, Any]:
@@ -265,6 +268,7 @@ class InvocationAgent:
             "metadata": self.metadata,
             "tools": [tool.schema.model_dump(exclude_none=True) for tool in self.tools.values()],
             **({"tenant": self.tenant} if self.tenant is not None else {}),
+            **({"replica_urls": self.replica_urls} if self.replica_urls else {}),
         }
 
 
@@ -321,6 +325,8 @@ class InvocationAgents:
         :class:`master.agents.url_policy.UrlRefused` when the URL policy refuses its base URL for
         ``registrant``. ``tenant``: the only tenant whose queries it serves (``None``: every tenant's)."""
         await self.url_policy.check_url(reg.invocation_base_url, "invocation_base_url", registrant=registrant)
+        for url in reg.replica_urls:
+            await self.url_policy.check_url(url, "replica_urls", registrant=registrant)
         agent = InvocationAgent.from_registration(reg)
         agent.tenant = tenant
         return await self._store(agent)
@@ -566,15 +572,32 @@ class InvocationAgents:
                 error = f"no answer within {self.health_timeout:g} s"
             self.mark(agent, "UP" if error is None else "DOWN", error)
             return agent.status
-        try:
-            timeout = aiohttp.ClientTimeout(total=self.health_timeout)
-            async with self.http.get(f"{agent.base_url}/health", timeout=timeout) as response:
-                ok = response.status == 200
-                error = None if ok else f"/health answered HTTP {response.status}"
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: an unusable URL
-            ok, error = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
+        urls = agent.urls
+        errors = await asyncio.gather(*(self._check_url(url) for url in urls.urls))
+        for index, url_error in enumerate(errors):
+            if url_error is None:
+                urls.answered(index)
+            else:
+                urls.refused(index)
+        ok = any(url_error is None for url_error in errors)  # UP while one copy answers
+        error = (
+            None
+            if ok
+            else errors[0]
+            if len(errors) == 1
+            else "; ".join(f"{url}: {url_error}" for url, url_error in zip(urls.urls, errors, strict=True))
+        )
         self.mark(agent, "UP" if ok else "DOWN", error)
         return agent.status
+
+    async def _check_url(self, base_url: str) -> str | None:
+        """``GET {base_url}/health``: ``None`` when it answers 200, else what went wrong."""
+        try:
+            timeout = aiohttp.ClientTimeout(total=self.health_timeout)
+            async with self.http.get(f"{base_url}/health", timeout=timeout) as response:
+                return None if response.status == 200 else f"/health answered HTTP {response.status}"
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: an unusable URL
+            return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
     def mark(self, agent: InvocationAgent, status: Health, error: str | None = None) -> None:
         if agent.status != status and agent.status != "UNKNOWN":

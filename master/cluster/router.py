@@ -20,13 +20,16 @@ the new master; its old master's connection is gone or replaced, so no result wo
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, cast, get_args
 
+import hiredis
+import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+from redis.typing import EncodableT
 
 from master.agents.call_records import DeliveryStatus
 from master.agents.dispatch import Dispatcher
@@ -42,6 +45,8 @@ from master.errors import (
     ToolTimeout,
 )
 from master.observability import tracing
+from master.storage.json_bytes import dump_json
+from master.storage.redis_client import GroupCommit
 from master.storage.redis_keys import master_inbox_key, master_lease_key
 from protocol import ToolProgress, ToolResult
 
@@ -49,6 +54,10 @@ logger = logging.getLogger("master.cluster.router")
 
 BLOCK_MS = 1000
 INBOX_MAXLEN = 10_000
+READ_COUNT = 256
+"""Most entries one ``XREAD`` returns."""
+SERVED_MEMORY = 10_000
+"""Call ids remembered to run a call sent twice only once (as many as an inbox holds)."""
 
 _ERRORS: dict[str, type[ToolCallError]] = {
     "timeout": ToolTimeout,
@@ -59,6 +68,19 @@ _ERRORS: dict[str, type[ToolCallError]] = {
 
 
 _DELIVERY_STATUSES = set(get_args(DeliveryStatus))
+
+
+def _message(fields: list[Any]) -> dict[str, Any]:
+    """An inbox entry's message (field ``m``), with a call's arguments (field ``a``) as the raw JSON
+    text under ``arguments``: the holder passes them on to its agent without decoding them."""
+    values = dict(zip(fields[::2], fields[1::2], strict=True))
+    message = orjson.loads(values.get("m") or values[b"m"])
+    if not isinstance(message, dict):
+        raise TypeError("the message is not a JSON object")
+    arguments = values.get("a", values.get(b"a"))
+    if arguments is not None:
+        message["arguments"] = arguments if isinstance(arguments, str) else arguments.decode()
+    return message
 
 
 def _kind(exc: ToolCallError) -> str:
@@ -73,12 +95,17 @@ class ClusterOutbox:
     masters holding their agents (the dispatcher's :class:`~master.agents.dispatch.RemoteCalls`).
 
     Built before the dispatcher, which takes it in its constructor; the :class:`ClusterRouter`
-    reading this master's inbox settles the calls it sent.
+    reading this master's inbox settles the calls it sent. Its ``XADD`` commands go out in batches
+    (:class:`~master.storage.redis_client.GroupCommit`: one socket write and one read for all the messages
+    posted while the previous batch was in Redis), each message encoded once by orjson; a call's
+    arguments travel as their own JSON field, which the holder splices into its ``tool_call`` frame
+    as they are (never decoded and encoded again there).
     """
 
     def __init__(self, redis: aioredis.Redis, directory: ClusterDirectory) -> None:
         self._redis = redis
         self._directory = directory
+        self._writes: GroupCommit | None = None
         self.waiting: dict[str, RemoteAgent] = {}
         """Calls sent to other masters and not settled yet, by call id."""
 
@@ -97,31 +124,40 @@ class ClusterOutbox:
                 f"agent {agent.agent_id!r} is on master {agent.master_id!r}, which is gone"
             )
         self.waiting[call_id] = agent
-        message = {
+        message: dict[str, Any] = {
             "kind": "call",
             "call_id": call_id,
             "origin": self._directory.master_id,
             "agent_id": agent.agent_id,
             "tool_name": tool_name,
-            "arguments": arguments,
             "timeout": wait_seconds,
-            "traceparent": traceparent,
         }
-        await self.post(agent.master_id, message)
+        if traceparent is not None:
+            message["traceparent"] = traceparent
+        await self.post(agent.master_id, message, arguments=dump_json(arguments))
 
     def forget(self, call_id: str) -> None:
         self.waiting.pop(call_id, None)
 
-    async def post(self, master_id: str, message: dict[str, Any]) -> None:
-        """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox; raises
-        :class:`AgentUnavailable` when Redis does not take it."""
+    async def post(self, master_id: str, message: dict[str, Any], *, arguments: bytes | None = None) -> None:
+        """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox, and a call's
+        ``arguments`` (JSON) beside it; raises :class:`AgentUnavailable` when Redis does not take it."""
+        words: list[EncodableT] = [
+            "XADD",
+            master_inbox_key(master_id),
+            "MAXLEN",
+            "~",
+            INBOX_MAXLEN,
+            "*",
+            "m",
+            dump_json(message),
+        ]
+        if arguments is not None:
+            words += ["a", arguments]
+        if self._writes is None:  # made at the first post: the outbox is built before Redis is used
+            self._writes = GroupCommit(self._redis)
         try:
-            await self._redis.xadd(
-                master_inbox_key(master_id),
-                {"m": json.dumps(message, separators=(",", ":"), default=str)},
-                maxlen=INBOX_MAXLEN,
-                approximate=True,
-            )
+            await self._writes.command(*words)
         except RedisError as exc:
             raise AgentUnavailable(f"cannot reach master {master_id!r} through Redis: {exc}") from exc
 
@@ -148,6 +184,8 @@ class ClusterRouter:
         self._acks: dict[str, asyncio.Future[str]] = {}
         """Callbacks this master forwarded, by call id: the holder's answer (its outcome)."""
         self._serving: set[asyncio.Task[None]] = set()
+        self._served: OrderedDict[str, None] = OrderedDict()
+        """The latest calls this master was sent, by id: one that comes twice is run once."""
         self._reader: asyncio.Task[None] | None = None
         self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         """Handlers of further message kinds, by ``kind`` (the cluster's collaborations add theirs)."""
@@ -279,24 +317,55 @@ class ClusterRouter:
         await self._outbox.post(master_id, message)
 
     async def _read_forever(self) -> None:
+        """``XREAD BLOCK`` in a loop on a connection held for it (no pool round per read), up to
+        :data:`READ_COUNT` entries per wake-up: under load, one read brings every message that
+        arrived meanwhile."""
         last = "0"
-        while True:
-            try:
-                batches = cast(
-                    list[tuple[str, list[tuple[str, dict[str, str]]]]],
-                    await self._redis.xread({self._inbox: last}, count=100, block=BLOCK_MS),
+        connection: Any = None
+        try:
+            while True:
+                try:
+                    if connection is None:
+                        connection = await self._redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
+                    await connection.send_packed_command(
+                        hiredis.pack_command(
+                            cast(  # its stub types a 1-tuple
+                                Any,
+                                (
+                                    "XREAD",
+                                    "COUNT",
+                                    READ_COUNT,
+                                    "BLOCK",
+                                    BLOCK_MS,
+                                    "STREAMS",
+                                    self._inbox,
+                                    last,
+                                ),
+                            )
+                        ),
+                        check_health=False,
+                    )
+                    reply = await connection.read_response()
+                except (RedisError, OSError) as exc:
+                    logger.warning("reading the cluster inbox failed (%s); retrying", exc)
+                    if connection is not None:
+                        await connection.disconnect(nowait=True)
+                    await asyncio.sleep(0.5)
+                    continue
+                streams = (
+                    reply.values() if isinstance(reply, dict) else [entries for _, entries in reply or ()]
                 )
-            except RedisError as exc:
-                logger.warning("reading the cluster inbox failed (%s); retrying", exc)
-                await asyncio.sleep(0.5)
-                continue
-            for _, entries in batches or ():
-                for entry_id, fields in entries:
-                    last = entry_id
-                    try:
-                        self._handle(json.loads(fields["m"]))
-                    except (ValueError, KeyError, TypeError) as exc:
-                        logger.warning("skipping a bad cluster message %s: %s", entry_id, exc)
+                for entries in streams:  # a map (RESP3) or a list of pairs (RESP2)
+                    for entry_id, fields in entries:
+                        last = entry_id if isinstance(entry_id, str) else entry_id.decode()
+                        try:
+                            self._handle(_message(fields))
+                        except (ValueError, KeyError, TypeError) as exc:
+                            logger.warning("skipping a bad cluster message %s: %s", last, exc)
+        finally:
+            if connection is not None:
+                await connection.disconnect(nowait=True)
+                await self._redis.connection_pool.release(connection)
 
     def _handle(self, message: dict[str, Any]) -> None:
         kind = message.get("kind")
@@ -304,6 +373,13 @@ class ClusterRouter:
         if handler is not None:
             handler(message)
         elif kind == "call":
+            call_id = str(message["call_id"])
+            if call_id in self._served:  # the same XADD sent twice (a retry after a lost reply)
+                logger.warning("skipping call %s: it came twice", call_id)
+                return
+            self._served[call_id] = None
+            if len(self._served) > SERVED_MEMORY:
+                self._served.popitem(last=False)
             task = asyncio.create_task(self._serve(message), name=f"cluster-call-{message['call_id']}")
             self._serving.add(task)
             task.add_done_callback(self._serving.discard)
@@ -396,10 +472,12 @@ class ClusterRouter:
                 f"remote tool {agent.agent_id}.{message['tool_name']}",
                 {"openagent.call_id": str(message["call_id"]), "openagent.origin_master": origin},
             ):
+                arguments = message.get("arguments")
                 reply["result"] = await self._dispatcher.call(
                     agent,
                     str(message["tool_name"]),
-                    dict(message.get("arguments") or {}),
+                    arguments if isinstance(arguments, dict) else {},
+                    arguments_json=arguments if isinstance(arguments, str) else None,
                     wait_seconds=float(message["timeout"]),
                     on_progress=forward_progress,
                 )

@@ -78,6 +78,8 @@ class AgentRow(BaseModel):
     last_error: str | None = None
     """Invocation agents: why the last health check failed."""
     invocation_base_url: str | None = None
+    replica_urls: list[str] | None = None
+    """Invocation agents served by several copies: their further base URLs (calls balanced over all)."""
     mcp_url: str | None = None
     """MCP servers: the endpoint the master calls (the headers it sends are never shown)."""
     a2a_url: str | None = None

@@ -5,15 +5,15 @@
 - The pool is bounded and *blocking*: under a burst, a command waits (up to
   ``POOL_WAIT_SECONDS``) for a free connection instead of failing with "No connection available".
 - :class:`GroupCommit` sends the scripts that concurrent queries run (their session appends, the
-  invocation call records) in batches over one held connection: one socket write and one read per
-  batch.
+  invocation call records) and plain commands (the cluster inboxes' ``XADD``) in batches over one
+  held connection: one socket write and one read per batch.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
@@ -28,10 +28,11 @@ from redis.typing import EncodableT, KeyT
 MAX_CONNECTIONS = 64
 POOL_WAIT_SECONDS = 10.0
 
-_ScriptCall = tuple[AsyncScript, Sequence[KeyT], Sequence[EncodableT], "asyncio.Future[Any]"]
-"""A queued script call and the future its caller waits on."""
-_Batch = Sequence[tuple[AsyncScript, Sequence[KeyT], Sequence[EncodableT], object]]
-"""What :meth:`GroupCommit._exchange` writes: script calls (the fourth item is not read)."""
+_ScriptCall = tuple[AsyncScript | None, Sequence[KeyT], Sequence[EncodableT], "asyncio.Future[Any]"]
+"""A queued script call (or, without a script, a plain command: its words in the third item) and
+the future its caller waits on."""
+_Batch = Sequence[tuple[AsyncScript | None, Sequence[KeyT], Sequence[EncodableT], object]]
+"""What :meth:`GroupCommit._exchange` writes: script calls and commands (the fourth item is not read)."""
 
 
 def create_redis(
@@ -102,6 +103,14 @@ class GroupCommit:
 
     async def run(self, script: AsyncScript, keys: Sequence[KeyT], args: Sequence[EncodableT]) -> Any:
         """``await script(keys=keys, args=args)``, sent in a batch with concurrent calls."""
+        return await self._run(script, keys, args)
+
+    async def command(self, *words: EncodableT) -> Any:
+        """A plain command (``XADD key * field value``...), sent in a batch with concurrent calls;
+        its answer as redis-py's connection reads it (no response callback)."""
+        return await self._run(None, (), words)
+
+    async def _run(self, script: AsyncScript | None, keys: Sequence[KeyT], args: Sequence[EncodableT]) -> Any:
         if self._busy:  # a batch is in Redis: join the next one
             future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._queue.append((script, keys, args, future))
@@ -114,7 +123,9 @@ class GroupCommit:
                 self._sender = asyncio.create_task(self._send_queued())
             else:
                 self._busy = False
-        if isinstance(result, NoScriptError):  # not loaded yet (first use, Redis restarted)
+        if (
+            isinstance(result, NoScriptError) and script is not None
+        ):  # not loaded yet (first use, Redis restarted)
             return await script(keys=keys, args=args)
         if isinstance(result, Exception):
             raise result
@@ -154,7 +165,7 @@ class GroupCommit:
                 raise
             return
         for (script, keys, args, future), result in zip(calls, results, strict=True):
-            if isinstance(result, NoScriptError):  # not loaded yet (first use, Redis restarted): alone
+            if isinstance(result, NoScriptError) and script is not None:  # not loaded yet: alone
                 try:
                     result = await script(keys=keys, args=args)
                 except Exception as exc:
@@ -179,7 +190,14 @@ class GroupCommit:
             async with asyncio.timeout(self._deadline):
                 await connection.send_packed_command(
                     b"".join(
-                        hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args))  # type: ignore[arg-type]  # its stub types a 1-tuple
+                        hiredis.pack_command(
+                            cast(  # its stub types a 1-tuple
+                                Any,
+                                ("EVALSHA", script.sha, len(keys), *keys, *args)
+                                if script is not None
+                                else tuple(args),
+                            )
+                        )
                         for script, keys, args, _ in calls
                     ),
                     check_health=False,

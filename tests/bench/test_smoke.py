@@ -71,9 +71,9 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
     assert all(sample["master_fds"] > 0 and sample["master_rss_mib"] > 0 for sample in soak["samples"])
     assert soak["samples"][-1]["redis_keys_by_prefix"].get("session", 0) > 0, soak["samples"][-1]
     verdicts = {target["target"]: target["verdict"] for target in results["targets"]}
-    assert (
-        len(verdicts) == 24
-    )  # 15 + the OpenAI door, the Responses door and the A2A door, each at two concurrencies + the MCP case's 3
+    # 15 + the OpenAI door, the Responses door and the A2A door, each at two concurrencies + the
+    # MCP case's 3 + the replicas' scaling + the masters' CPU per op at 4 masters (WS, HTTP, replicas)
+    assert len(verdicts) == 28
     # "n/a" is what a target says when a tiny window measured nothing: allowed here.
     assert set(verdicts.values()) <= {"PASS", "FAIL", "info", "n/a"}, verdicts
     # A case and the baseline it is judged against run window by window in turn, not one

@@ -1174,6 +1174,11 @@ export interface components {
             /** Registered At */
             registered_at?: number | null;
             /**
+             * Replica Urls
+             * @description Invocation agents served by several copies: their further base URLs (calls balanced over all).
+             */
+            replica_urls?: string[] | null;
+            /**
              * Replicas
              * @description WebSocket agents on this master: every connection serving the agent id (its replicas;
              *     calls go to the one with the fewest in flight).
@@ -1960,6 +1965,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /** Replica Urls */
+            replica_urls?: string[];
             /** Tools */
             tools: components["schemas"]["ToolSchema"][];
         };

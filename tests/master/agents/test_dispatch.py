@@ -17,9 +17,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from master.agents.dispatch import MAX_PROGRESS_MESSAGE_CHARS, tool_call_frame
+from master.agents.dispatch import MAX_PROGRESS_MESSAGE_CHARS
+from master.agents.frames import tool_call_frame
 from master.agents.invocation import InvocationAgent, InvocationRegistration
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
+from master.storage.json_bytes import dump_json
 from openagent.testing import ScriptedOpenAIServer
 from protocol import ToolCall, ToolProgress, ToolResult
 from tests.conftest import master_env
@@ -323,3 +325,14 @@ def test_the_tool_call_frame_is_the_protocols_byte_for_byte(traceparent: str | N
     arguments = {"text": "héllo", "none": None, "nested": {"a": [1, 2.5, 1e16, -0.0], "b": True}}
     model = ToolCall(call_id="c1", tool_name="echo", arguments=arguments, traceparent=traceparent)
     assert tool_call_frame("c1", "echo", arguments, traceparent) == model.model_dump_json(exclude_none=True)
+
+
+@pytest.mark.parametrize("traceparent", [None, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"])
+def test_arguments_already_encoded_go_into_the_frame_as_they_are(traceparent: str | None) -> None:
+    """A call another master sent carries its arguments as JSON text: the frame splices them in,
+    and is still the bytes ``ToolCall`` would give."""
+    arguments = {"text": "héllo", "none": None, "nested": {"a": [1, 2.5, 1e16, -0.0], "b": True}}
+    model = ToolCall(call_id="c1", tool_name="echo", arguments=arguments, traceparent=traceparent)
+    encoded = dump_json(arguments).decode()
+    frame = tool_call_frame("c1", "echo", {}, traceparent, arguments_json=encoded)
+    assert frame == model.model_dump_json(exclude_none=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 from master.agents.registry import Registry
 from master.agents.remote import RemoteAgent
-from master.cluster.router import ClusterOutbox, ClusterRouter
+from master.cluster.router import ClusterOutbox, ClusterRouter, _message
 from master.errors import ToolCallError
 
 
@@ -49,3 +50,24 @@ def test_a_call_fails_at_the_heartbeat_that_sees_its_agent_registered_on_a_third
     assert set(dispatcher.errors) == {"call-1"} and list(outbox.waiting) == ["call-2"]
     message = str(dispatcher.errors["call-1"])
     assert "reconnected elsewhere" in message and "'master-c'" in message and "'master-a'" in message
+
+
+async def test_a_call_sent_twice_runs_once_and_its_arguments_pass_as_json() -> None:
+    """A retried ``XADD`` (its reply lost) delivers the call twice: the holder serves it once; the
+    arguments reach the dispatcher as the JSON text they travelled as."""
+    directory = Directory({}, {"master-a", "master-b"})
+    outbox = ClusterOutbox(cast(Any, None), cast(Any, directory))
+    router = ClusterRouter(cast(Any, None), cast(Any, directory), cast(Any, Dispatcher()), Registry(), outbox)
+    served: list[dict[str, Any]] = []
+
+    async def serve(message: dict[str, Any]) -> None:
+        served.append(message)
+
+    router._serve = serve  # type: ignore[method-assign]
+    header = b'{"kind":"call","call_id":"c1","origin":"master-a","agent_id":"x","tool_name":"t","timeout":5}'
+    fields = ["m", header.decode(), "a", '{"text":"h\\u00e9"}']
+    for _ in range(2):
+        router._handle(_message(fields))
+    await asyncio.gather(*router._serving)
+    assert len(served) == 1 and served[0]["arguments"] == '{"text":"h\\u00e9"}'
+    assert _message([b"m", header, b"a", b"{}"])["arguments"] == "{}"  # bytes (decode_responses off)
