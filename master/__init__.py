@@ -35,7 +35,8 @@ Walls of their own:
 - the edge never imports :mod:`master.storage.redis_keys` nor ``redis``: the stores below own the keys
   (:mod:`master.runs.a2a_tasks`, :mod:`master.runs.responses`, the session store, ...);
 - the domain reaches the LLM only through :mod:`master.llm.model` (``ChatModel``, its
-  messages and results), never the client's modules (``chat_endpoint``, ``compat``, pyreqwest);
+  messages and results), never the client's modules (``chat_endpoint``, ``chat_body``, ``compat``,
+  pyreqwest);
 - the doors never import each other; the SDK (``openagent``) never imports the master, and the
   wire models (``protocol``) import neither.
 

@@ -2,7 +2,7 @@
 
 One enumeration, :class:`ErrorCode`, names every refusal the master gives: the ``code`` of a
 WebSocket :class:`~protocol.messages.ErrorMessage`, the ``error_code`` of a failed
-:class:`~protocol.messages.QueryResponse`, and the ``error_code`` of every HTTP error body
+:class:`~protocol.queries.QueryResponse`, and the ``error_code`` of every HTTP error body
 (:class:`ErrorBody`). Each code carries the HTTP status that answers it (:attr:`ErrorCode.status`,
 also :data:`ERROR_STATUS`) and a one-sentence meaning (:attr:`ErrorCode.meaning`) that the error
 table of the documentation shows.

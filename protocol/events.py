@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from protocol.messages import Approval, QueryResponse, QueryResult
+from protocol.queries import Approval, QueryResponse, QueryResult
 
 
 class _Event(BaseModel):

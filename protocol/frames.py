@@ -1,5 +1,5 @@
 """Every WebSocket frame of the protocol: :data:`Message`, one discriminated union on ``type``
-(the models are in :mod:`protocol.messages`, and the ``run_event`` frame in :mod:`protocol.events`)."""
+(the models are in :mod:`protocol.messages` and :mod:`protocol.queries`, and the ``run_event`` frame in :mod:`protocol.events`)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,12 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from protocol.events import RunEventFrame
 from protocol.messages import (
-    Cancel,
-    CancelResult,
     CollaborationEnd,
     CollaborationStart,
     ErrorMessage,
     PeerMessage,
     Ping,
     Pong,
-    Query,
-    QueryResult,
     Register,
     Registered,
     ToolCall,
@@ -26,6 +22,7 @@ from protocol.messages import (
     ToolProgress,
     ToolResult,
 )
+from protocol.queries import Cancel, CancelResult, Query, QueryResult
 
 __all__ = ["MESSAGE_ADAPTER", "Message", "dump_message", "parse_message"]
 

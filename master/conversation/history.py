@@ -39,7 +39,7 @@ def context_messages(
     When ``turns`` is a :class:`SessionTurns`, the replayed messages of its stored turns are kept
     on its :class:`TurnLog` as a :class:`SharedRun`, which the messages share: a session's next
     query replays only its new turns, and the model's client finds the history's JSON and token
-    count without walking it (:func:`master.llm.chat_endpoint.chat_pieces`).
+    count without walking it (:func:`master.llm.chat_body.chat_pieces`).
     """
     messages = Messages([{"role": "system", "content": system}])
     if summaries:

@@ -39,8 +39,6 @@ import logging
 from functools import partial
 
 from pydantic import ValidationError
-from pydantic_core import from_json
-from starlette.datastructures import QueryParams
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from master.access.permissions import Permission
@@ -55,10 +53,10 @@ from master.collaboration import CollaborationManager
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable
 from master.gateway import frames
 from master.gateway.cancels import answer_cancel
+from master.gateway.connection import Connection, describe_invalid, ref_of
 from master.gateway.streams import RunStreams
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import QueryRefused
-from master.storage.json_bytes import MAX_JSON_DEPTH
 from protocol import (
     CLOSE_AGENT_REPLACED,
     REPLACED_BY_ANOTHER_KEY,
@@ -85,93 +83,6 @@ from protocol import (
 logger = logging.getLogger("master.gateway.hub")
 
 
-class _Connection:
-    """One accepted WebSocket, with serialized sends."""
-
-    def __init__(self, websocket: WebSocket, principal: Principal) -> None:
-        self.websocket = websocket
-        self.principal = principal
-        self.agent: LiveAgent | None = None
-        self.claim: Claim | None = None
-        self.queries_in_flight = 0
-        self.queries: dict[str, QueryRun] = {}
-        """Its queries in flight, by ``query_id`` (what a ``cancel`` frame names)."""
-        self._send_lock = asyncio.Lock()
-        self.closed = False
-
-    @property
-    def agent_tenant(self) -> str | None:
-        """The tenant an agent registered over this connection serves: the key's own, or for an
-        administrator's connection the one its ``?tenant=`` names (``None``: every tenant)."""
-        principal = self.principal
-        if principal.is_admin:
-            query = QueryParams(self.websocket.scope.get("query_string", b"").decode("latin-1"))
-            return query.get("tenant") or None
-        return principal.tenant
-
-    async def send(self, frame: str) -> None:
-        if self.closed:
-            raise ConnectionError("connection closed")
-        try:
-            async with self._send_lock:
-                await self.websocket.send_text(frame)
-        except (WebSocketDisconnect, RuntimeError, OSError) as exc:
-            self.closed = True
-            raise ConnectionError(str(exc)) from exc
-
-    async def send_error(self, code: str, message: str, ref: str | None = None) -> None:
-        try:
-            await self.send(ErrorMessage(code=code, message=message, ref=ref).model_dump_json())
-        except ConnectionError:
-            pass
-
-    async def close(self, code: int, reason: str) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            await self.websocket.close(code=code, reason=reason)
-        except (RuntimeError, OSError):
-            pass
-
-
-def _describe_invalid(exc: ValidationError) -> tuple[str, str]:
-    """Map a parse failure to (code, message)."""
-    first = exc.errors()[0]
-    if first["type"] == "json_invalid":
-        if "recursion limit" in str(first.get("ctx", {}).get("error", first["msg"])):
-            return "invalid_message", f"frame is nested deeper than {MAX_JSON_DEPTH} levels"
-        return "invalid_message", f"frame is not valid JSON: {first['msg']}"
-    if first["type"] == "union_tag_invalid":
-        tag = first.get("ctx", {}).get("tag")
-        return "unknown_type", f"unknown message type {tag!r}"
-    if first["type"] in ("union_tag_not_found", "model_attributes_type"):
-        return "invalid_message", "frame must be a JSON object with a 'type' field"
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in err['loc'][1:]) or '(frame)'}: {err['msg']}" for err in exc.errors()[:5]
-    )
-    tag = str(first["loc"][0]) if first["loc"] else "message"
-    return "invalid_message", f"invalid {tag!r} frame: {problems}"
-
-
-def _ref_of(raw: str) -> str | None:
-    """Best-effort id of a frame that failed validation, for the error's ``ref``.
-
-    Parsed with pydantic-core's parser, which refuses nesting deeper than
-    :data:`MAX_JSON_DEPTH` with a ``ValueError``; the standard library's would raise
-    ``RecursionError`` on ``'[' * 1000`` and kill the connection.
-    """
-    try:
-        data = from_json(raw)
-    except ValueError:
-        return None
-    if isinstance(data, dict):
-        for key in ("call_id", "query_id", "agent_id"):
-            if isinstance(data.get(key), str):
-                return str(data[key])
-    return None
-
-
 class Hub:
     """Serves WebSocket connections: registration, routing and liveness."""
 
@@ -196,7 +107,7 @@ class Hub:
         self._max_queries_per_connection = max_queries_per_connection
         self._catalog = catalog or ToolCatalog(AgentDirectory(registry, invocation), ToolLimits())
         self._ids = self._catalog.agents.ids
-        self._connections: set[_Connection] = set()
+        self._connections: set[Connection] = set()
         self._streams = RunStreams()
         self._refusing: tuple[int, str] | None = None
         """(close code, reason) for new connections while the master drains."""
@@ -214,7 +125,7 @@ class Hub:
 
     async def serve(self, websocket: WebSocket) -> None:
         """Run one accepted connection until it closes."""
-        conn = _Connection(websocket, principal_of(websocket.scope))
+        conn = Connection(websocket, principal_of(websocket.scope))
         if self._refusing is not None:
             await conn.close(*self._refusing)
             return
@@ -240,7 +151,7 @@ class Hub:
             self._connections.discard(conn)
             await self._cleanup(conn)
 
-    async def _on_frame(self, conn: _Connection, raw: str) -> None:
+    async def _on_frame(self, conn: Connection, raw: str) -> None:
         size = len(raw.encode()) if len(raw) * 4 > self._max_message_bytes else len(raw)
         if size > self._max_message_bytes:
             await conn.send_error(
@@ -251,12 +162,12 @@ class Hub:
         try:
             msg = parse_message(raw)
         except ValidationError as exc:
-            code, text = _describe_invalid(exc)
-            await conn.send_error(code, text, _ref_of(raw))
+            code, text = describe_invalid(exc)
+            await conn.send_error(code, text, ref_of(raw))
             return
         await self._handle(conn, msg)
 
-    async def _handle(self, conn: _Connection, msg: Message) -> None:
+    async def _handle(self, conn: Connection, msg: Message) -> None:
         refused = frames.refusal(conn.principal, msg)
         if refused is not None:
             ref = (
@@ -304,7 +215,7 @@ class Hub:
             raise AssertionError(msg)
 
     async def _collaborate(
-        self, conn: _Connection, agent: LiveAgent, msg: PeerMessage | CollaborationEnd
+        self, conn: Connection, agent: LiveAgent, msg: PeerMessage | CollaborationEnd
     ) -> None:
         manager = self._collaboration
         if manager is None:
@@ -321,13 +232,13 @@ class Hub:
         if refusal is not None:
             await conn.send_error(refusal.code, refusal.message, msg.session_id)
 
-    async def _reply(self, conn: _Connection, frame: str) -> None:
+    async def _reply(self, conn: Connection, frame: str) -> None:
         try:
             await conn.send(frame)
         except ConnectionError:
             pass
 
-    async def _register(self, conn: _Connection, msg: Register) -> None:
+    async def _register(self, conn: Connection, msg: Register) -> None:
         if conn.agent is not None:
             await conn.send_error(
                 "already_registered",
@@ -412,7 +323,7 @@ class Hub:
         reason = "replaced by a newer connection" if itself else REPLACED_BY_ANOTHER_KEY
         await previous.close(CLOSE_AGENT_REPLACED, reason)
 
-    async def _register_invocation(self, conn: _Connection, msg: Register, url: str) -> None:
+    async def _register_invocation(self, conn: Connection, msg: Register, url: str) -> None:
         """Legacy path: a ``register`` carrying ``invocation_url`` stores an HTTP agent in Redis."""
         claim: Claim | None = None
         try:
@@ -442,7 +353,7 @@ class Hub:
         if claim is not None:
             await self._ids.undo(claim)
 
-    async def _admit_query(self, conn: _Connection, msg: Query) -> None:
+    async def _admit_query(self, conn: Connection, msg: Query) -> None:
         """Start the query, unless the connection or the master is at its cap (then nothing runs)."""
         cap = self._max_queries_per_connection
         if conn.queries_in_flight >= cap:
@@ -479,14 +390,12 @@ class Hub:
             streamed.append(run)
             self._streams.follow(run, partial(self._reply, conn))
 
-    async def _send_result(
-        self, conn: _Connection, streamed: list[QueryRun], response: QueryResponse
-    ) -> None:
+    async def _send_result(self, conn: Connection, streamed: list[QueryRun], response: QueryResponse) -> None:
         if streamed:  # its run_event frames first
             await self._streams.sent(streamed[0])
         await self._reply(conn, QueryResult(**response.model_dump()).model_dump_json())
 
-    async def _cleanup(self, conn: _Connection) -> None:
+    async def _cleanup(self, conn: Connection) -> None:
         agent = conn.agent
         if agent is None:
             return

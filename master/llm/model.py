@@ -18,13 +18,14 @@ from typing import Any, Protocol
 
 from master.errors import LLMError
 from master.llm import tokens
-from master.llm.chat_endpoint import ChatEndpoint, chat_pieces
 
 # The message lists the session context builds, re-exported: the domain reaches the LLM only
 # through this module (the wall in [tool.importlinter]), never the client's modules.
-from master.llm.chat_endpoint import Messages as Messages
-from master.llm.chat_endpoint import SharedMessage as SharedMessage
-from master.llm.chat_endpoint import SharedRun as SharedRun
+from master.llm.chat_body import Messages as Messages
+from master.llm.chat_body import SharedMessage as SharedMessage
+from master.llm.chat_body import SharedRun as SharedRun
+from master.llm.chat_body import chat_pieces
+from master.llm.chat_endpoint import ChatEndpoint
 from master.llm.compat import Compat
 from master.settings import Settings
 

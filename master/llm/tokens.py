@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from master.llm.chat_endpoint import SharedMessage, shared_part
+from master.llm.chat_body import SharedMessage, shared_part
 from master.storage.caches import SizedLRU
 from openagent._tokens import encoding as encoding  # re-exported: the app warms it up
 
@@ -44,8 +44,8 @@ def text_cache_size() -> int:
 def count_messages(messages: Iterable[dict[str, Any]]) -> int:
     """Approximate prompt tokens of chat messages (content, tool calls and framing).
 
-    A :class:`~master.llm.chat_endpoint.SharedMessage` (a session's replayed history, never
-    changed) keeps its count, and a :class:`~master.llm.chat_endpoint.SharedRun` the running
+    A :class:`~master.llm.chat_body.SharedMessage` (a session's replayed history, never
+    changed) keeps its count, and a :class:`~master.llm.chat_body.SharedRun` the running
     counts of its messages, so a long session is not re-counted message by message.
     """
     if not isinstance(messages, Sequence):

@@ -11,7 +11,9 @@ model, and it writes the answer. A failing tool never fails the query.
   answer with what was done, and the answer says the limit was hit.
 - Budgets (tool calls, tokens, seconds) end a run cleanly with an answer naming
   the budget that stopped it.
-- Each round is reported through :class:`RunHooks` (session turns, stream events).
+- Each round is reported through :class:`RunHooks` (session turns, stream events; in
+  :mod:`master.orchestration.hooks`); a call is checked and run by
+  :class:`~master.orchestration.tool_runs.ToolRunner`.
 - Tools the asker runs itself (:attr:`RunHooks.external`, the client tools of the OpenAI-compatible
   API) are offered beside the agents'; a round that calls one runs the agents' calls of the round,
   then pauses: the outcome is ``awaiting_tool_results`` with the calls in ``pending`` and the
@@ -31,94 +33,30 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
-from master.agents.calls import CallOptions, ToolRun
+from master.agents.calls import ToolRun
 from master.agents.dispatch import Dispatcher, Target
-from master.agents.registry import AgentTool
-from master.agents.tool_calls import ToolCaller
 from master.agents.toolbox import Toolbox, function_name
 from master.conversation.outcome import Outcome
-from master.errors import (
-    BudgetExceeded,
-    CollaborationRejected,
-    LLMError,
-    SandboxError,
-    SessionStoreUnavailable,
-)
-from master.llm.model import ChatMessage, ChatModel, ChatResult, LLMOptions, ToolCallRequest
+from master.errors import BudgetExceeded, LLMError
+from master.llm.model import ChatMessage, ChatModel, ChatResult, ToolCallRequest
 from master.observability.metrics import Metrics
 from master.orchestration import repairs
 from master.orchestration.budgets import BudgetTracker
-from protocol import (
-    RUN_EVENT_ADAPTER,
-    PendingToolCall,
-    RunEvent,
-    StepEvent,
-    TokenEvent,
-    ToolCallEvent,
-    ToolProgress,
-    ToolProgressEvent,
-    ToolResultEvent,
-)
+from master.orchestration.hooks import EventSink, RunHooks, Verdict
+from master.orchestration.tool_runs import ToolRunner, collaboration_tool, spawn_tool
+from protocol import PendingToolCall, StepEvent, TokenEvent
+
+__all__ = ["EventSink", "Orchestrator", "RunHooks", "Verdict", "collaboration_tool", "spawn_tool"]
 
 logger = logging.getLogger("master.orchestration.orchestrator")
-
-Verdict = Literal["run", "hold", "refuse"]
-"""What :attr:`RunHooks.approval` says of a call: run it, hold it for a person, or refuse it."""
-
-EventSink = Callable[[RunEvent], None]
-"""Receives each :data:`protocol.RunEvent` as a run progresses (``step``, ``tool_call``,
-``tool_progress``, ``tool_result``, ``token``; the coordinator's ``plan``, ``subtask_started``,
-``verdict``; ``approval_required``). The orchestrator builds an event only when a sink is set: a
-run nobody streams (a JSON answer) builds none."""
-
-START_COLLABORATION = "start_collaboration"
-SPAWN_AGENT = "spawn_agent"
 
 STEP_LIMIT_NOTE = (
     "The step limit of {limit} tool rounds is reached: do not ask for more tools. Answer now with what "
     "was done and what remains undone."
 )
-
-
-@dataclass
-class RunHooks:
-    """How a run reports what it does."""
-
-    on_step: Callable[[list[ToolRun]], Awaitable[None]] | None = None
-    """Called after each tool round (auto mode stores each step as it happens)."""
-    events: EventSink | None = None
-    """Live events for a streaming client."""
-    collaborate: Callable[[list[str], str], Awaitable[dict[str, Any]]] | None = None
-    """Runs a collaboration ``(agents, task) -> outcome``; set when ``start_collaboration`` is offered."""
-    call_options: Callable[[Target, str, dict[str, Any]], CallOptions | None] | None = None
-    """Changes how a call is sent (arguments added by the master, timeouts); the model's own
-    arguments are what the session and the events record."""
-    spawn: Callable[[str], Awaitable[Target]] | None = None
-    """Deploys a saved agent and returns it once connected; set when ``spawn_agent`` is offered (auto mode)."""
-    external: frozenset[str] = frozenset()
-    """Function names of the tools the asker runs itself: a round that calls one pauses the run."""
-    llm_options: LLMOptions | None = None
-    """Sampling parameters for every round (:data:`master.llm.model.LLMOptions`)."""
-    approval: Callable[[str, Target, AgentTool], Verdict] | None = None
-    """Whether a valid call ``(function name, agent, tool)`` runs, waits for a person or is refused."""
-    sending: Callable[[list[tuple[str, str, Any]]], Awaitable[None]] | None = None
-    """Awaited with the calls ``(id, function name, arguments)`` of a round before they are sent:
-    the run's record keeps them in flight (written before any is sent) until :attr:`on_step`
-    reports them done. Raising stops the round before anything is sent."""
-
-    def emit(self, event: RunEvent | str, data: dict[str, Any] | None = None) -> None:
-        """Send ``event`` to :attr:`events`. An event given as its ``type`` and its fields
-        (``emit("approval_required", {...})``) is validated into its model here: a field that
-        does not fit is a bug, raised as :class:`pydantic.ValidationError`."""
-        if self.events is None:
-            return
-        if isinstance(event, str):
-            event = RUN_EVENT_ADAPTER.validate_python({**(data or {}), "type": event})
-        self.events(event)
 
 
 class Orchestrator:
@@ -128,7 +66,7 @@ class Orchestrator:
         self, llm: ChatModel, dispatcher: Dispatcher, *, auto_max_steps: int, metrics: Metrics | None = None
     ) -> None:
         self._llm = llm
-        self._caller = ToolCaller(dispatcher, metrics)
+        self._tools = ToolRunner(dispatcher, metrics)
         self._auto_max_steps = auto_max_steps
         self._metrics = metrics
 
@@ -259,7 +197,7 @@ class Orchestrator:
                         hooks.emit(StepEvent(step=index + 1, tool_calls=[call.name]))
                     if hooks.sending is not None:
                         await hooks.sending([(call.id, call.name, arguments)])
-                    run = await self._dispatch(target, tool_name, arguments, call.id, hooks)
+                    run = await self._tools.dispatch(target, tool_name, arguments, call.id, hooks)
                     outcome.steps += 1
                     outcome.tool_runs.append(run)
                     messages.append(_assistant_calls(None, [(call.id, call.name, arguments)]))
@@ -310,17 +248,19 @@ class Orchestrator:
             hooks.emit(StepEvent(step=outcome.steps + 1, tool_calls=[call.name for call in calls]))
         taken = calls[:allowed]
         ours = [call for call in taken if call.name not in hooks.external] if hooks.external else taken
-        verdicts = {call.id: self._verdict(toolbox, call, hooks) for call in ours} if hooks.approval else {}
+        verdicts = (
+            {call.id: self._tools.verdict(toolbox, call, hooks) for call in ours} if hooks.approval else {}
+        )
         held = [call for call in ours if verdicts.get(call.id) == "hold"]
         now = [call for call in ours if verdicts.get(call.id) != "hold"]
         if hooks.sending is not None and now:
             await hooks.sending([(call.id, call.name, call.arguments) for call in now])
         if len(now) == 1:  # the common case, without gather's tasks
-            runs = [await self._run_or_refuse(toolbox, now[0], hooks, tools, verdicts)]
+            runs = [await self._tools.run_or_refuse(toolbox, now[0], hooks, tools, verdicts)]
         else:
             runs = list(
                 await asyncio.gather(
-                    *(self._run_or_refuse(toolbox, call, hooks, tools, verdicts) for call in now)
+                    *(self._tools.run_or_refuse(toolbox, call, hooks, tools, verdicts) for call in now)
                 )
             )
         outcome.steps += 1
@@ -340,250 +280,11 @@ class Orchestrator:
         if allowed < len(calls):
             raise BudgetExceeded("max_tool_calls", budget.max_tool_calls)
 
-    def _verdict(self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks) -> Verdict:
-        """``hooks.approval``'s word on a call; a call that cannot run anyway (unknown tool,
-        invalid arguments) runs, to get its error."""
-        assert hooks.approval is not None
-        target = toolbox.resolve(call.name)
-        if target is None:
-            return "run"
-        agent, tool = target
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except ValueError:
-            return "run"
-        if not isinstance(arguments, dict) or tool.validate(arguments):
-            return "run"
-        return hooks.approval(call.name, agent, tool)
-
-    async def _run_or_refuse(
-        self,
-        toolbox: Toolbox,
-        call: ToolCallRequest,
-        hooks: RunHooks,
-        tools: list[dict[str, Any]],
-        verdicts: dict[str, Verdict],
-    ) -> ToolRun:
-        if verdicts.get(call.id) == "refuse":
-            target = toolbox.resolve(call.name)
-            assert target is not None
-            agent, tool = target
-            error = (
-                f"{call.name!r} requires a person's approval, and this query asked for no approval "
-                '(approval: "never"); it was not run'
-            )
-            return self._refused(
-                call, agent, tool.schema.name, json.loads(call.arguments or "{}"), error, hooks
-            )
-        return await self._run_tool(toolbox, call, hooks, tools)
-
     async def run_held(
         self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks, tools: list[dict[str, Any]]
     ) -> ToolRun:
         """Run a call a person approved (``call.arguments`` as decided), checked like any call."""
-        return await self._run_tool(toolbox, call, hooks, tools)
-
-    async def _run_tool(
-        self, toolbox: Toolbox, call: ToolCallRequest, hooks: RunHooks, tools: list[dict[str, Any]]
-    ) -> ToolRun:
-        if call.name == START_COLLABORATION and hooks.collaborate is not None:
-            return await self._collaborate(call, hooks.collaborate, hooks)
-        if call.name == SPAWN_AGENT and hooks.spawn is not None:
-            return await self._spawn(call, hooks.spawn, toolbox, tools, hooks)
-        target = toolbox.resolve(call.name)
-        if target is None:
-            known = sorted(tool["function"]["name"] for tool in tools)
-            shown = ", ".join(known[:20]) + (", …" if len(known) > 20 else "")
-            error = (
-                f"unknown tool {call.name!r}; the tools are: {shown}"
-                if known
-                else f"unknown tool {call.name!r}"
-            )
-            run = ToolRun(call.name, None, None, call.arguments, error=error)
-            if hooks.events is not None:
-                hooks.emit(_result_event(run, None))
-            return run
-        agent, tool = target
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except ValueError as exc:
-            return self._refused(
-                call, agent, tool.schema.name, call.arguments, f"arguments are not valid JSON: {exc}", hooks
-            )
-        if not isinstance(arguments, dict):
-            return self._refused(
-                call, agent, tool.schema.name, arguments, "arguments must be a JSON object", hooks
-            )
-        problems = tool.validate(arguments)
-        if problems:
-            error = f"invalid arguments for {tool.schema.name!r}: " + "; ".join(problems)
-            return self._refused(call, agent, tool.schema.name, arguments, error, hooks)
-        return await self._dispatch(agent, tool.schema.name, arguments, call.id, hooks)
-
-    async def _collaborate(
-        self,
-        call: ToolCallRequest,
-        collaborate: Callable[[list[str], str], Awaitable[dict[str, Any]]],
-        hooks: RunHooks,
-    ) -> ToolRun:
-        run = ToolRun(call.name, None, START_COLLABORATION, call.arguments)
-        try:
-            arguments = json.loads(call.arguments or "{}")
-            agents, task = arguments["agents"], arguments["task"]
-            if not (
-                isinstance(agents, list) and all(isinstance(a, str) for a in agents) and isinstance(task, str)
-            ):
-                raise TypeError
-        except (ValueError, KeyError, TypeError):
-            run.error = "start_collaboration needs {'agents': [agent ids, initiator first], 'task': text}"
-            return run
-        run.arguments = arguments
-        if hooks.events is not None:
-            hooks.emit(
-                ToolCallEvent(
-                    call_id=call.id, agent_id=None, tool_name=START_COLLABORATION, arguments=arguments
-                )
-            )
-        try:
-            run.result = await collaborate(agents, task)
-            run.success, run.dispatched, run.collaboration = True, True, agents
-        except (CollaborationRejected, SessionStoreUnavailable) as exc:
-            run.error = str(exc)
-        if hooks.events is not None:
-            hooks.emit(_result_event(run, call.id))
-        return run
-
-    async def _spawn(
-        self,
-        call: ToolCallRequest,
-        spawn: Callable[[str], Awaitable[Target]],
-        toolbox: Toolbox,
-        tools: list[dict[str, Any]],
-        hooks: RunHooks,
-    ) -> ToolRun:
-        """Deploy a saved agent; on success its tools are offered from the next round on."""
-        run = ToolRun(call.name, None, SPAWN_AGENT, call.arguments)
-        try:
-            arguments = json.loads(call.arguments or "{}")
-            agent_id = arguments["agent_id"]
-            if not isinstance(agent_id, str):
-                raise TypeError
-        except (ValueError, KeyError, TypeError):
-            run.error = "spawn_agent needs {'agent_id': the id of a saved agent}"
-            return run
-        run.arguments, run.agent_id = arguments, agent_id
-        if hooks.events is not None:
-            hooks.emit(
-                ToolCallEvent(call_id=call.id, agent_id=agent_id, tool_name=SPAWN_AGENT, arguments=arguments)
-            )
-        try:
-            agent = await spawn(agent_id)
-        except SandboxError as exc:
-            run.error = str(exc)
-        else:
-            added = toolbox.add(agent)
-            tools.extend(added)
-            run.success, run.dispatched = True, True
-            run.result = {
-                "agent_id": agent_id,
-                "status": "running",
-                "tools": [tool["function"]["name"] for tool in added],
-            }
-        if hooks.events is not None:
-            hooks.emit(_result_event(run, call.id))
-        return run
-
-    def _refused(
-        self,
-        call: ToolCallRequest,
-        agent: Target,
-        tool_name: str,
-        arguments: Any,
-        error: str,
-        hooks: RunHooks,
-    ) -> ToolRun:
-        run = ToolRun(call.name, agent.agent_id, tool_name, arguments, error=error)
-        if hooks.events is not None:
-            hooks.emit(_result_event(run, None))
-        return run
-
-    async def _dispatch(
-        self, agent: Target, tool_name: str, arguments: dict[str, Any], ref: str, hooks: RunHooks
-    ) -> ToolRun:
-        def started(call_id: str) -> None:
-            if hooks.events is not None:
-                hooks.emit(
-                    ToolCallEvent(
-                        call_id=call_id, agent_id=agent.agent_id, tool_name=tool_name, arguments=arguments
-                    )
-                )
-
-        def progress(p: ToolProgress) -> None:
-            hooks.emit(
-                ToolProgressEvent(
-                    call_id=p.call_id,
-                    message=p.message,
-                    progress=p.progress,
-                    agent_id=agent.agent_id,
-                    tool_name=tool_name,
-                )
-            )
-
-        options = hooks.call_options(agent, tool_name, arguments) if hooks.call_options else None
-        run, call_id = await self._caller.run(
-            agent,
-            tool_name,
-            arguments,
-            options=options,
-            on_started=started,
-            on_progress=progress if hooks.events else None,
-        )
-        if hooks.events is not None:
-            hooks.emit(_result_event(run, call_id))
-        return run
-
-
-def collaboration_tool(eligible: list[str]) -> dict[str, Any]:
-    """The ``start_collaboration`` function, offered when two or more linked agents support it."""
-    return {
-        "type": "function",
-        "function": {
-            "name": START_COLLABORATION,
-            "description": (
-                "Start a peer-to-peer collaboration in which agents negotiate or converge on a result, "
-                "relayed by the master; returns the agreed summary. The first agent listed is the initiator. "
-                f"Agents that can collaborate: {', '.join(eligible)}."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "agents": {"type": "array", "items": {"type": "string", "enum": eligible}, "minItems": 2},
-                    "task": {"type": "string", "description": "What the agents must agree on."},
-                },
-                "required": ["agents", "task"],
-            },
-        },
-    }
-
-
-def spawn_tool(candidates: list[str]) -> dict[str, Any]:
-    """The ``spawn_agent`` function, offered in auto mode when saved agents are not running."""
-    return {
-        "type": "function",
-        "function": {
-            "name": SPAWN_AGENT,
-            "description": (
-                "Deploy a saved agent that is not running yet (Kubernetes sandbox) and wait until it is "
-                "connected; its tools are offered from the next step on. Saved agents not running: "
-                f"{', '.join(candidates)}."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {"agent_id": {"type": "string", "enum": candidates}},
-                "required": ["agent_id"],
-            },
-        },
-    }
+        return await self._tools.run(toolbox, call, hooks, tools)
 
 
 def _assistant_calls(content: str | None, calls: Sequence[tuple[str, str, Any]]) -> ChatMessage:
@@ -599,17 +300,6 @@ def _assistant_calls(content: str | None, calls: Sequence[tuple[str, str, Any]])
             for call_id, name, args in calls
         ],
     }
-
-
-def _result_event(run: ToolRun, call_id: str | None) -> ToolResultEvent:
-    return ToolResultEvent(
-        call_id=call_id,
-        agent_id=run.agent_id,
-        tool_name=run.tool_name,
-        success=run.success,
-        result=run.result if run.success else None,
-        error=None if run.success else run.error,
-    )
 
 
 def _fallback_answer(runs: Sequence[ToolRun]) -> str:

@@ -37,22 +37,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from master.agents.calls import ToolRun
 from master.auth import Scope, TenantRecords
 from master.errors import SessionStoreUnavailable
+from master.runs.record import (
+    CLAIM,
+    MARK_LOST,
+    SET_RUNNING,
+    LiveRun,
+    call_of,
+    dumps,
+    read_row,
+    row_of,
+    shown,
+    went_past,
+)
 from master.runs.state import RunState, RunStatus, read_state
-from master.storage.json_bytes import dump_json
 from master.storage.redis_keys import (
     RUNS_CANCEL_CHANNEL,
     RUNS_RUNNING_KEY,
@@ -61,132 +69,12 @@ from master.storage.redis_keys import (
     run_lease_key,
 )
 
+__all__ = ["RESUMABLE", "LiveRun", "RunStore", "call_of"]
+
 logger = logging.getLogger("master.runs.store")
 
 RESUMABLE: tuple[RunStatus, ...] = ("stopped", "failed")
 """States ``POST /runs/{run_id}/resume`` takes (a failed run only with a checkpoint)."""
-
-_JSON_FIELDS = ("completed", "in_flight", "unknown")
-
-# Marks a running run failed when its lease is still the one the caller found lost; its calls in
-# flight become unknown. KEYS: run, running set; ARGV: lease token, reason, now, run id.
-_MARK_LOST = """
-local raw = redis.call('GET', KEYS[1])
-if not raw then
-  redis.call('SREM', KEYS[2], ARGV[4])
-  return 0
-end
-local run = cjson.decode(raw)
-if run.state ~= 'running' or run.lease ~= ARGV[1] then return 0 end
-local unknown = {}
-for _, call in ipairs(type(run.unknown) == 'table' and run.unknown or {}) do table.insert(unknown, call) end
-for _, call in ipairs(type(run.in_flight) == 'table' and run.in_flight or {}) do table.insert(unknown, call) end
-run.state, run.reason, run.updated_at = 'failed', ARGV[2], tonumber(ARGV[3])
-run.unknown, run.in_flight = unknown, {}
-redis.call('SET', KEYS[1], cjson.encode(run), 'KEEPTTL')
-redis.call('SREM', KEYS[2], ARGV[4])
-return 1
-"""
-
-# Takes a run in one of the given states for this master: of two callers, one wins.
-# KEYS: run, running set; ARGV: holder, lease, now, run id, states...
-_SET_RUNNING = """
-redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
-redis.call('SADD', KEYS[2], ARGV[3])
-return 1
-"""
-"""A run's record written ``running`` and listed among the running runs: one command, where a
-pipeline of the two costs redis-py about twice the CPU."""
-
-_CLAIM = """
-local raw = redis.call('GET', KEYS[1])
-if not raw then return {0, ''} end
-local run = cjson.decode(raw)
-for i = 5, #ARGV do
-  if run.state == ARGV[i] then
-    local was = run.state
-    run.state, run.holder, run.lease, run.updated_at, run.reason = 'running', ARGV[1], ARGV[2], tonumber(ARGV[3]), ''
-    redis.call('SET', KEYS[1], cjson.encode(run), 'KEEPTTL')
-    redis.call('SADD', KEYS[2], ARGV[4])
-    return {1, was}
-  end
-end
-return {0, run.state}
-"""
-
-
-def call_of(run: ToolRun) -> dict[str, Any]:
-    """A completed call as the record keeps it (its result is in the session's turns)."""
-    call: dict[str, Any] = {
-        "agent_id": run.agent_id,
-        "tool_name": run.tool_name or run.function_name,
-        "arguments": run.arguments,
-        "success": run.success,
-    }
-    if not run.success:
-        call["error"] = run.error
-    return call
-
-
-@dataclass(eq=False)
-class LiveRun:
-    """A run this master holds, as it goes (the service and the orchestrator's hooks update it)."""
-
-    run_id: str
-    query_id: str
-    session_id: str | None
-    tenant: str | None = None
-    created_at: float = field(default_factory=time.time)
-    completed: list[dict[str, Any]] = field(default_factory=list)
-    in_flight: list[dict[str, Any]] = field(default_factory=list)
-    """Calls sent and not answered yet: ``{"id", "name", "arguments"}`` as the model asked."""
-    unknown: list[dict[str, Any]] = field(default_factory=list)
-    """Calls whose outcome is unknown (in flight when an earlier part of the run was lost)."""
-    checkpoint: RunState | None = None
-    """What the run resumes from, when it ends resumable (set by the query service)."""
-    checkpoint_stored: bool = False
-    """A checkpoint of the run may be in Redis (written by :meth:`RunStore.save`, or the run was
-    claimed from one): its end must write or delete it, so it cannot ride on the session's write."""
-    checkpoint_calls: int = 0
-    """How many calls were completed when :attr:`checkpoint` was made: a run that completed more
-    since cannot resume from it without repeating them."""
-    stopped_by: str | None = None
-    synced: str | None = None
-    """The run id written to Redis as ``running`` (``None``: never written; the id may change
-    when the run turns out to continue a stored one)."""
-    dirty: bool = True
-    ended: bool = False
-    """Its final record is written (along with the session's last turns)."""
-    accepted: bool = False
-    """The query service accepted its request (:meth:`RunStore.accept`): until then nothing of
-    the run is written, and a refusal ends it without a record."""
-    coordinator: dict[str, Any] | None = None
-    """The coordinator's state of a run with roles (:mod:`master.orchestration.roles`), shown in its record."""
-    announce: bool = False
-    """Its door names the run before its end (a stream): written ``running`` as soon as accepted."""
-    task: asyncio.Task[Any] | None = None
-    """The task running it, which a cancel (:meth:`RunStore.cancel`) cancels."""
-    cancelled: str | None = None
-    """Why it was cancelled (``DELETE /runs/{run_id}``), once it was: it ends ``cancelled``."""
-
-    def sending(self, calls: Iterable[tuple[str, str, Any]]) -> None:
-        """Calls ``(id, function name, arguments)`` about to be sent."""
-        self.in_flight = [{"id": i, "name": n, "arguments": a} for i, n, a in calls]
-        self.dirty = True
-
-    def add_unknown(self, call: dict[str, Any]) -> None:
-        """A call of an earlier part of the run whose outcome is unknown (once per call id)."""
-        if all(known.get("id") != call.get("id") for known in self.unknown):
-            self.unknown.append(
-                {"id": call.get("id"), "name": call.get("name"), "arguments": call.get("arguments")}
-            )
-            self.dirty = True
-
-    def done(self, runs: Iterable[ToolRun]) -> None:
-        """A round's calls came back."""
-        self.completed.extend(call_of(run) for run in runs)
-        self.in_flight = []
-        self.dirty = True
 
 
 class RunStore(TenantRecords):
@@ -213,9 +101,9 @@ class RunStore(TenantRecords):
         self._live: set[LiveRun] = set()
         self._ended: list[tuple[LiveRun, RunStatus, str | None]] = []
         """Ends not written yet (a cancelled run, or a write that failed): the next tick writes them."""
-        self._mark_lost = redis.register_script(_MARK_LOST)
-        self._claim = redis.register_script(_CLAIM)
-        self._set_running = redis.register_script(_SET_RUNNING)
+        self._mark_lost = redis.register_script(MARK_LOST)
+        self._claim = redis.register_script(CLAIM)
+        self._set_running = redis.register_script(SET_RUNNING)
         self._unlisted: list[str] = []
         """Runs that ended with their final record written along with the session's answer but
         are still in the running set: the next tick removes them, in its one pipeline."""
@@ -348,16 +236,16 @@ class RunStore(TenantRecords):
         self._scoped("get", scope)
         try:
             async with asyncio.timeout(self._timeout):
-                row = _row(await self._redis.get(run_key(run_id)))
+                row = read_row(await self._redis.get(run_key(run_id)))
                 if row is None or not scope.sees(row.get("tenant")):
                     return None  # another tenant's run: not even its lease is looked at
                 if row.get("state") == "running" and await self._lost([(run_id, row)]):
-                    row = _row(await self._redis.get(run_key(run_id)))
+                    row = read_row(await self._redis.get(run_key(run_id)))
         except (RedisError, TimeoutError) as exc:
             raise SessionStoreUnavailable(f"session store unavailable (Redis): {exc}") from exc
         if row is None or not scope.sees(row.get("tenant")):
             return None
-        return _record(run_id, row)
+        return shown(run_id, row)
 
     async def checkpoint(self, run_id: str, scope: Scope) -> RunState | None:
         """What the run resumes from, or ``None`` (also for a run ``scope`` does not see, and for
@@ -389,12 +277,12 @@ class RunStore(TenantRecords):
         """Give back a run claimed for a resume that did not start (not admitted)."""
         try:
             async with asyncio.timeout(self._timeout):
-                row = _row(await self._redis.get(run_key(run_id)))
+                row = read_row(await self._redis.get(run_key(run_id)))
                 if row is None:
                     return
                 row.update(state=state, updated_at=time.time())
                 async with self._redis.pipeline(transaction=True) as pipe:
-                    pipe.set(run_key(run_id), _dumps(row), keepttl=True)
+                    pipe.set(run_key(run_id), dumps(row), keepttl=True)
                     pipe.srem(RUNS_RUNNING_KEY, run_id)
                     await pipe.execute()
         except (RedisError, TimeoutError) as exc:
@@ -519,7 +407,7 @@ class RunStore(TenantRecords):
         if not run_ids:
             return 0
         async with asyncio.timeout(self._timeout):
-            rows = [_row(raw) for raw in await self._redis.mget([run_key(run_id) for run_id in run_ids])]
+            rows = [read_row(raw) for raw in await self._redis.mget([run_key(run_id) for run_id in run_ids])]
             gone = [run_id for run_id, row in zip(run_ids, rows, strict=True) if row is None]
             if gone:  # expired with their TTL
                 await self._redis.srem(RUNS_RUNNING_KEY, *gone)
@@ -577,28 +465,7 @@ class RunStore(TenantRecords):
     # ------------------------------------------------------------------ writing
 
     def _row_of(self, live: LiveRun, state: RunStatus, reason: str | None) -> str:
-        """The record as stored: one JSON string (one command to write, one to read)."""
-        in_flight, unknown = live.in_flight, live.unknown
-        if in_flight and state != "running":  # sent, never answered: unknown, never run again
-            in_flight, unknown = [], [*unknown, *in_flight]
-        return _dumps(
-            {
-                "state": state,
-                "holder": self.master_id,
-                "lease": self.token,
-                "query_id": live.query_id,
-                "session_id": live.session_id,
-                "tenant": live.tenant,
-                "reason": reason,
-                "stopped_by": live.stopped_by,
-                "created_at": live.created_at,
-                "updated_at": time.time(),
-                "completed": live.completed,
-                "in_flight": in_flight,
-                "unknown": unknown,
-                **({"roles": live.coordinator} if live.coordinator is not None else {}),
-            }
-        )
+        return row_of(live, self.master_id, self.token, state, reason)
 
     def _write_running(self, pipe: Any, live: LiveRun) -> None:
         self._forget_renamed(pipe, live)
@@ -612,7 +479,7 @@ class RunStore(TenantRecords):
         if live.synced is not None:
             pipe.srem(RUNS_RUNNING_KEY, live.run_id)
         checkpoint = live.checkpoint
-        if checkpoint is not None and _past(live, checkpoint):
+        if checkpoint is not None and went_past(live, checkpoint):
             checkpoint = None  # the run went past it: resuming from it would repeat calls
         if checkpoint is not None:
             pipe.set(run_checkpoint_key(live.run_id), checkpoint.model_dump_json(), ex=self.keep_seconds)
@@ -625,37 +492,3 @@ class RunStore(TenantRecords):
             pipe.delete(run_key(live.synced))
             pipe.srem(RUNS_RUNNING_KEY, live.synced)
             live.synced = None
-
-
-def _past(live: LiveRun, checkpoint: RunState) -> bool:
-    """Whether the run completed or sent calls its checkpoint does not know of."""
-    if len(live.completed) > live.checkpoint_calls:
-        return True
-    known = {call.id for call in checkpoint.unknown}
-    return any(str(call.get("id")) not in known for call in live.in_flight)
-
-
-def _dumps(value: Any) -> str:
-    return dump_json(value).decode()
-
-
-def _row(raw: Any) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        row = json.loads(raw)
-    except ValueError:
-        return None
-    return row if isinstance(row, dict) else None
-
-
-def _record(run_id: str, row: dict[str, Any]) -> dict[str, Any]:
-    """The record as ``GET /runs/{run_id}`` shows it (an empty list the scripts wrote as ``{}`` is a list)."""
-    record = {name: value for name, value in row.items() if name != "lease"}
-    record["run_id"] = run_id
-    for name in _JSON_FIELDS:
-        value = row.get(name)
-        record[name] = value if isinstance(value, list) else []
-    for name in ("session_id", "tenant", "reason", "stopped_by", "holder", "query_id"):
-        record[name] = row.get(name) or None
-    return record

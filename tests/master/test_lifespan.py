@@ -1,4 +1,4 @@
-"""The lifespan (``master/lifespan.py``) closes what it opened, also when start-up fails half-way."""
+"""The lifespan (``master/lifespan/``) closes what it opened, also when start-up fails half-way."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from master import lifespan
 from master.app import create_app
 from master.cluster.directory import ClusterDirectory
+from master.lifespan import services
 from master.settings import Settings
 from tests.factories import TEST_REDIS_URL
 
@@ -26,7 +27,7 @@ class _Opened:
         self.redis_closed: list[aioredis.Redis] = []
         self.sessions: list[aiohttp.ClientSession] = []
         self.clients: list[httpx.AsyncClient] = []
-        create_redis = lifespan.create_redis
+        create_redis = services.create_redis
 
         def redis(*args: Any, **kwargs: Any) -> aioredis.Redis:
             client = create_redis(*args, **kwargs)
@@ -42,9 +43,9 @@ class _Opened:
             self.clients.append(httpx.AsyncClient(*args, **kwargs))
             return self.clients[-1]
 
-        monkeypatch.setattr(lifespan, "create_redis", redis)
-        monkeypatch.setattr(lifespan, "ClientSession", session)
-        monkeypatch.setattr(lifespan, "AsyncClient", client)
+        monkeypatch.setattr(services, "create_redis", redis)
+        monkeypatch.setattr(services, "ClientSession", session)
+        monkeypatch.setattr(services, "AsyncClient", client)
 
     def _noting_close(
         self, client: aioredis.Redis, close: Callable[..., Awaitable[None]]

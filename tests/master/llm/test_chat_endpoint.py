@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from master.errors import LLMError
-from master.llm.chat_endpoint import (
+from master.llm.chat_body import (
     RUN_PIECES,
-    ChatEndpoint,
     Messages,
     SharedMessage,
     SharedRun,
@@ -20,6 +19,7 @@ from master.llm.chat_endpoint import (
     chat_pieces,
     shared_part,
 )
+from master.llm.chat_endpoint import ChatEndpoint
 from master.llm.model import OpenAIChatModel
 from openagent.testing import ScriptedOpenAIServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from master.llm import tokens
-from master.llm.chat_endpoint import Messages, SharedMessage, SharedRun
+from master.llm.chat_body import Messages, SharedMessage, SharedRun
 from master.llm.tokens import count_messages, count_text, count_tools, encoding
 
 

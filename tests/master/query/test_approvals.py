@@ -15,7 +15,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
-from master.orchestration.orchestrator import Orchestrator
+from master.orchestration.tool_runs import ToolRunner
 from master.storage.redis_keys import APPROVALS_EXPIRING_KEY
 from openagent import OrchestratorActionAgent, ToolSchema
 from openagent.config import ClientConfig
@@ -259,13 +259,13 @@ async def test_a_run_none_of_whose_tools_can_wait_asks_no_verdict(
     """Every offered tool is exempt, and no agent can join mid-run: the run's calls go out
     without the approval check (which parses and validates each call once more), and run."""
     asked: list[str] = []
-    verdict = Orchestrator._verdict
+    verdict = ToolRunner.verdict
 
-    def counted(self: Orchestrator, toolbox: Any, call: Any, hooks: Any) -> Any:
+    def counted(self: ToolRunner, toolbox: Any, call: Any, hooks: Any) -> Any:
         asked.append(call.name)
         return verdict(self, toolbox, call, hooks)
 
-    monkeypatch.setattr(Orchestrator, "_verdict", counted)
+    monkeypatch.setattr(ToolRunner, "verdict", counted)
     async with bank(llm, openagent_approval_exempt="bank__*") as b:
         llm.add_tool_calls([("bank__balance", {}), ("bank__transfer", {"to": "x", "amount": 1})])
         llm.add_text("Done.")

@@ -1,34 +1,28 @@
-"""The master's long-lived objects, built once per app and closed in reverse by one exit stack.
-
-:func:`lifespan` is the app's lifespan: :func:`build` creates the Redis clients, the HTTP
-clients, the agent directory, the dispatcher, the session store, the LLM, the orchestrator, the
-query service, the hub and the cluster members in dependency order, and enters each into one
+"""Building the master's long-lived objects (:func:`build`): the Redis clients, the HTTP clients,
+the agent directory, the dispatcher, the session store, the LLM, the orchestrator, the query
+service, the hub, the doors and the cluster members, in dependency order, each entered into one
 :class:`~contextlib.AsyncExitStack` as soon as it holds something to close. Leaving the stack
 closes them in reverse order, on shutdown and just as well when start-up fails half-way (a
 cluster that cannot start leaks no connection pool).
 
 Where the order of closing matters more than the order of building, a close is entered later
-than its object is built, with the reason beside it.
+than its object is built, with the reason beside it. What runs in the background is started
+last, by :func:`master.lifespan.start.start`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
-from typing import Any
+from contextlib import AsyncExitStack
 
 from aiohttp import ClientSession
-from fastapi import FastAPI
 from httpx import AsyncClient
 
 from master.access import Authenticator, KeyStore
-from master.access.keys import FLUSH_SECONDS
 from master.access.oidc import JwtVerifier
 from master.agents.call_records import CallRecords
 from master.agents.catalog import ToolCatalog, ToolLimits
@@ -54,9 +48,9 @@ from master.doors.agui import AgUiDoor
 from master.doors.mcp import McpDoor
 from master.doors.openai import OpenAIDoor
 from master.doors.openai.responses import ResponsesDoor
-from master.errors import SessionStoreUnavailable
-from master.gateway.drain import Drain, hook_sigterm
+from master.gateway.drain import Drain
 from master.gateway.hub import Hub
+from master.lifespan.start import cancel_any, report_sandbox, settle, start
 from master.llm.model import ChatModel, OpenAIChatModel
 from master.llm.tokens import encoding
 from master.llm.windows import ContextWindows, calibration_sample, server_tokenizer
@@ -75,10 +69,12 @@ from master.runs.a2a_tasks import RedisEventStream, RedisTaskStore
 from master.runs.cancel import RunCanceller
 from master.runs.responses import ResponseStore
 from master.runs.store import RunStore
-from master.sandbox import Sandbox, create_sandbox
+from master.sandbox import create_sandbox
 from master.sandbox.spawn import Spawner, saved_websocket_agents
 from master.settings import Settings
 from master.storage.redis_client import create_redis, unreachable
+
+__all__ = ["build", "llm_from_settings"]
 
 logger = logging.getLogger("master.app")
 
@@ -93,37 +89,6 @@ def llm_from_settings(settings: Settings) -> tuple[ChatModel | None, str]:
             "OPENAGENT_LLM_LOOPBACK_ONLY=1 allows only an OpenAI-compatible server on this machine"
         )
     return OpenAIChatModel.from_settings(settings), ""
-
-
-async def _load_invocation_agents(invocation: InvocationAgents) -> None:
-    """Start-up: read the invocation agents from Redis and health-check them."""
-    try:
-        await invocation.reload()
-    except SessionStoreUnavailable as exc:
-        logger.warning("could not load invocation agents: %s", exc)
-        return
-    if invocation.all():
-        await invocation.check_all()
-
-
-async def _health_loop(invocation: InvocationAgents, interval: float) -> None:
-    """Re-check invocation agents periodically, so a DOWN agent comes back without /refresh."""
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await invocation.check_all()
-        except Exception:  # the loop must survive anything a check throws
-            logger.exception("background health check failed")
-
-
-async def _flush_loop(keys: KeyStore, interval: float) -> None:
-    """Write when the stored keys were last used, every ``interval`` seconds (and once at the end)."""
-    try:
-        while True:
-            await asyncio.sleep(interval)
-            await keys.flush()
-    finally:
-        await keys.flush()
 
 
 def _access(stack: AsyncExitStack, settings: Settings, keys: KeyStore) -> Authenticator:
@@ -144,71 +109,8 @@ def _access(stack: AsyncExitStack, settings: Settings, keys: KeyStore) -> Authen
     return Authenticator(settings.api_key, keys, verifier)
 
 
-async def _report_sandbox(sandbox: Sandbox) -> None:
-    """Start-up: say whether the sandbox is on and its cluster answers; never fails the start."""
-    if not sandbox.enabled:
-        logger.info("Kubernetes sandbox off (OPENAGENT_K8S_SANDBOX=0)")
-        return
-    cluster = (await sandbox.status())["cluster"]
-    if cluster["reachable"]:
-        logger.info("Kubernetes sandbox on: %s (%s)", cluster["server"], cluster["version"])
-    else:
-        logger.warning("Kubernetes sandbox on, but no cluster: %s", cluster["reason"])
-
-
 def _new_master_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
-def _live_metrics(
-    metrics: Metrics, agents: AgentDirectory, dispatcher: Dispatcher, collab: CollaborationManager
-) -> None:
-    """The series read from live state at scrape time."""
-    metrics.live(
-        "openagent_connected_agents",
-        "Agents this master serves, by transport (WebSocket connections, registered invocation agents).",
-        lambda: {(transport,): count for transport, count in agents.counts().items()},
-        ["transport"],
-    )
-    metrics.live(
-        "openagent_tool_calls_in_flight", "Tool calls waiting for their result.", lambda: dispatcher.in_flight
-    )
-    metrics.live(
-        "openagent_tool_progress_coalesced",
-        "Tool progress frames held back by OPENAGENT_MAX_PROGRESS_PER_SECOND (coalesced, not relayed at once).",
-        lambda: dispatcher.progress_coalesced,
-        counter=True,
-    )
-    metrics.live(
-        "openagent_collaboration_sessions_active",
-        "Collaboration sessions running.",
-        lambda: collab.active_count,
-    )
-    metrics.live(
-        "openagent_collaborations",
-        "Collaboration sessions ended, by reason.",
-        lambda: {(reason,): count for reason, count in collab.ended_by_reason.items()},
-        ["reason"],
-        counter=True,
-    )
-
-
-async def _settle(task: asyncio.Task[Any]) -> None:
-    """Wait for ``task`` to end, whatever it ends with."""
-    await asyncio.gather(task, return_exceptions=True)
-
-
-async def _cancel_any(task: asyncio.Task[Any]) -> None:
-    """Cancel ``task`` unless it ended, and wait for it, whatever it ends with."""
-    if not task.done():
-        task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-
-
-async def _cancel(task: asyncio.Task[None] | None) -> None:
-    if task is not None and not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None = None) -> Services:
@@ -353,13 +255,13 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
     stack.push_async_callback(agent_builder.aclose)
     # The YAML agents this master ran before a restart: they connect once it listens.
     resumed = asyncio.create_task(agent_builder.workspaces.resume(), name="yaml-agents-resume")
-    stack.push_async_callback(_cancel_any, resumed)
+    stack.push_async_callback(cancel_any, resumed)
     # The sandbox's own httpx client: pool runner calls are few; the invocation path keeps aiohttp.
     sandbox_http = AsyncClient(timeout=settings.openagent_k8s_api_timeout)
     stack.push_async_callback(sandbox_http.aclose)
     sandbox = create_sandbox(settings, redis, sandbox_http, AgentKeys(keys))
     stack.callback(sandbox.close)
-    await _report_sandbox(sandbox)
+    await report_sandbox(sandbox)
     queries = QueryService(
         settings=settings,
         agents=agents,
@@ -442,7 +344,7 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         public_cards=settings.openagent_a2a_public_cards,
     )
     warm_up = asyncio.create_task(asyncio.to_thread(encoding))  # builds the tokenizer off the event loop
-    stack.push_async_callback(_settle, warm_up)
+    stack.push_async_callback(settle, warm_up)
     stack.push_async_callback(entry.aclose)  # cancels the runs every door started
     # Closed before the entry: the A2A tasks still running end (their runs cancelled) first.
     stack.push_async_callback(a2a.aclose)
@@ -513,83 +415,25 @@ async def build(stack: AsyncExitStack, settings: Settings, llm: ChatModel | None
         access=_access(stack, settings, keys),
         keys=keys,
     )
-    flush = asyncio.create_task(_flush_loop(keys, FLUSH_SECONDS), name="api-keys-last-used")
-    stack.push_async_callback(_cancel, flush)
-    if cluster is not None and router is not None:
-        # Closed in reverse: the collaborations across masters, the inbox, then the lease (last,
-        # so the other masters see this one go only when it has stopped answering).
-        stack.push_async_callback(cluster.aclose)
-        await cluster.start()
-        stack.push_async_callback(router.aclose)
-        await router.start()
-        cluster.on_tick.append(mcp.tools_changed)  # the other masters' agents, re-read
-        if cluster_collab is not None:
-            stack.push_async_callback(cluster_collab.aclose)
-            cluster_collab.start()
-    _live_metrics(metrics, agents, dispatcher, collab)
-    await _load_invocation_agents(invocation)
-    if cluster is not None:  # the other masters register and remove invocation agents too
-        follow = asyncio.create_task(
-            invocation.follow(cluster.lease_seconds / 3), name="invocation-agents-follow"
-        )
-        stack.push_async_callback(_cancel, follow)
-    if settings.openagent_health_check_interval > 0:
-        health_loop = asyncio.create_task(_health_loop(invocation, settings.openagent_health_check_interval))
-        stack.push_async_callback(_cancel, health_loop)
-    # SIGINT or a second SIGTERM cut a drain short: its task is cancelled on the way out.
-    stack.push_async_callback(lambda: _cancel(drain.task))
-    unhook_sigterm = hook_sigterm(drain)
-    if unhook_sigterm is None:
-        logger.info("SIGTERM is not uvicorn's to handle here: the master will stop without draining")
-    else:
-        stack.callback(unhook_sigterm)
-    # Started last, when everything it calls is up; closed first: MCP requests still running are
-    # cancelled (their clients see the stream end) while the entry is there to end their runs.
-    stack.push_async_callback(mcp.aclose)
-    await mcp.start()
+    await start(
+        stack,
+        settings,
+        keys=keys,
+        invocation=invocation,
+        cluster=cluster,
+        router=router,
+        cluster_collab=cluster_collab,
+        mcp=mcp,
+        drain=drain,
+        metrics=metrics,
+        agents=agents,
+        dispatcher=dispatcher,
+        collab=collab,
+    )
     logger.info(
         "master ready (auth %s, models %s)", "on" if settings.api_key else "OFF", catalog.allowed_models
     )
     return services
-
-
-GC_GEN0_THRESHOLD = 5000
-"""Allocations between two young-generation collections while the master serves (CPython's default
-is 700): a query allocates a few hundred objects that die with it, so at the default the
-collector ran about once per 9 queries at concurrency 32; at 5,000, rarely."""
-
-
-@contextmanager
-def steady_gc() -> Iterator[None]:
-    """While the master serves: what start-up built (modules, models, schemas, routes: some 200,000
-    objects that live as long as the process) moved out of the garbage collector's reach
-    (:func:`gc.freeze`), and the young generation collected less often (:data:`GC_GEN0_THRESHOLD`).
-    Measured in process at concurrency 32 (issue 26): the collector took 29-35% of a query's CPU
-    time, 8-11% after the freeze and none with the threshold too. Undone on shutdown (tests start
-    many apps in one process)."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(threshold[0], GC_GEN0_THRESHOLD), *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
-
-
-def lifespan(
-    settings: Settings, llm: ChatModel | None = None
-) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: :func:`build` into one exit stack, serve, close everything in reverse."""
-
-    @asynccontextmanager
-    async def run(app: FastAPI) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            app.state.services = await build(stack, settings, llm)
-            stack.enter_context(steady_gc())
-            yield
-
-    return run
 
 
 def _context_windows(settings: Settings, chat_model: ChatModel | None, metrics: Metrics) -> ContextWindows:
