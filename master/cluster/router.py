@@ -71,15 +71,12 @@ _DELIVERY_STATUSES = set(get_args(DeliveryStatus))
 
 
 def _message(fields: list[Any]) -> dict[str, Any]:
-    """An inbox entry's message (field ``m``), with a call's arguments (field ``a``) as the raw JSON
-    text under ``arguments``: the holder passes them on to its agent without decoding them."""
+    """An inbox entry's message (field ``m``, a JSON object, a call's arguments inside it as
+    masters of every version write and read them)."""
     values = dict(zip(fields[::2], fields[1::2], strict=True))
     message = orjson.loads(values.get("m") or values[b"m"])
     if not isinstance(message, dict):
         raise TypeError("the message is not a JSON object")
-    arguments = values.get("a", values.get(b"a"))
-    if arguments is not None:
-        message["arguments"] = arguments if isinstance(arguments, str) else arguments.decode()
     return message
 
 
@@ -97,9 +94,10 @@ class ClusterOutbox:
     Built before the dispatcher, which takes it in its constructor; the :class:`ClusterRouter`
     reading this master's inbox settles the calls it sent. Its ``XADD`` commands go out in batches
     (:class:`~master.storage.redis_client.GroupCommit`: one socket write and one read for all the messages
-    posted while the previous batch was in Redis), each message encoded once by orjson; a call's
-    arguments travel as their own JSON field, which the holder splices into its ``tool_call`` frame
-    as they are (never decoded and encoded again there).
+    posted while the previous batch was in Redis), each message encoded once by orjson, a call's
+    arguments (encoded once already) spliced in as they are. The message's shape is the one older
+    masters write and read (its ``arguments`` inside it), so masters of different versions can
+    share a Redis during a rolling upgrade.
     """
 
     def __init__(self, redis: aioredis.Redis, directory: ClusterDirectory) -> None:
@@ -140,8 +138,8 @@ class ClusterOutbox:
         self.waiting.pop(call_id, None)
 
     async def post(self, master_id: str, message: dict[str, Any], *, arguments: bytes | None = None) -> None:
-        """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox, and a call's
-        ``arguments`` (JSON) beside it; raises :class:`AgentUnavailable` when Redis does not take it."""
+        """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox, with a call's
+        ``arguments`` (JSON, spliced in as they are); raises :class:`AgentUnavailable` when Redis does not take it."""
         words: list[EncodableT] = [
             "XADD",
             master_inbox_key(master_id),
@@ -150,10 +148,8 @@ class ClusterOutbox:
             INBOX_MAXLEN,
             "*",
             "m",
-            dump_json(message),
+            dump_json(message if arguments is None else {**message, "arguments": orjson.Fragment(arguments)}),
         ]
-        if arguments is not None:
-            words += ["a", arguments]
         if self._writes is None:  # made at the first post: the outbox is built before Redis is used
             self._writes = GroupCommit(self._redis)
         try:
@@ -477,7 +473,6 @@ class ClusterRouter:
                     agent,
                     str(message["tool_name"]),
                     arguments if isinstance(arguments, dict) else {},
-                    arguments_json=arguments if isinstance(arguments, str) else None,
                     wait_seconds=float(message["timeout"]),
                     on_progress=forward_progress,
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, cast
 
 from master.agents.registry import Registry
@@ -52,9 +53,8 @@ def test_a_call_fails_at_the_heartbeat_that_sees_its_agent_registered_on_a_third
     assert "reconnected elsewhere" in message and "'master-c'" in message and "'master-a'" in message
 
 
-async def test_a_call_sent_twice_runs_once_and_its_arguments_pass_as_json() -> None:
-    """A retried ``XADD`` (its reply lost) delivers the call twice: the holder serves it once; the
-    arguments reach the dispatcher as the JSON text they travelled as."""
+async def test_a_call_sent_twice_runs_once() -> None:
+    """A retried ``XADD`` (its reply lost) delivers the call twice: the holder serves it once."""
     directory = Directory({}, {"master-a", "master-b"})
     outbox = ClusterOutbox(cast(Any, None), cast(Any, directory))
     router = ClusterRouter(cast(Any, None), cast(Any, directory), cast(Any, Dispatcher()), Registry(), outbox)
@@ -64,10 +64,28 @@ async def test_a_call_sent_twice_runs_once_and_its_arguments_pass_as_json() -> N
         served.append(message)
 
     router._serve = serve  # type: ignore[method-assign]
-    header = b'{"kind":"call","call_id":"c1","origin":"master-a","agent_id":"x","tool_name":"t","timeout":5}'
-    fields = ["m", header.decode(), "a", '{"text":"h\\u00e9"}']
+    message = b'{"kind":"call","call_id":"c1","origin":"master-a","agent_id":"x","tool_name":"t","timeout":5,"arguments":{"text":"h\\u00e9"}}'
     for _ in range(2):
-        router._handle(_message(fields))
+        router._handle(_message(["m", message.decode()]))
     await asyncio.gather(*router._serving)
-    assert len(served) == 1 and served[0]["arguments"] == '{"text":"h\\u00e9"}'
-    assert _message([b"m", header, b"a", b"{}"])["arguments"] == "{}"  # bytes (decode_responses off)
+    assert len(served) == 1 and served[0]["arguments"] == {"text": "h\u00e9"}
+    assert _message([b"m", message])["arguments"] == {"text": "h\u00e9"}  # bytes (decode_responses off)
+
+
+async def test_a_posted_call_reads_as_older_masters_read_it() -> None:
+    """The arguments, encoded once by the caller, are spliced into the message: a master of an
+    earlier version (``json.loads(fields["m"])``) reads the same call during a rolling upgrade."""
+    directory = Directory({}, {"master-a", "master-b"})
+    outbox = ClusterOutbox(cast(Any, None), cast(Any, directory))
+    written: list[tuple[Any, ...]] = []
+
+    class Writes:
+        async def command(self, *words: Any) -> None:
+            written.append(words)
+
+    outbox._writes = cast(Any, Writes())
+    await outbox.post("master-a", {"kind": "call", "call_id": "c1"}, arguments=b'{"a":1,"b":[2,3]}')
+    [words] = written
+    fields = list(words[words.index("*") + 1 :])
+    assert fields[0] == "m" and len(fields) == 2
+    assert json.loads(fields[1]) == {"kind": "call", "call_id": "c1", "arguments": {"a": 1, "b": [2, 3]}}
