@@ -61,6 +61,7 @@ from master.runs.record import (
     went_past,
 )
 from master.runs.state import RunState, RunStatus, read_state
+from master.storage.redis_client import GroupCommit
 from master.storage.redis_keys import (
     RUNS_CANCEL_CHANNEL,
     RUNS_RUNNING_KEY,
@@ -104,6 +105,8 @@ class RunStore(TenantRecords):
         self._mark_lost = redis.register_script(MARK_LOST)
         self._claim = redis.register_script(CLAIM)
         self._set_running = redis.register_script(SET_RUNNING)
+        self._writes = GroupCommit(redis)
+        """The in-flight writes of concurrent runs, batched (one socket write for those made at once)."""
         self._unlisted: list[str] = []
         """Runs that ended with their final record written along with the session's answer but
         are still in the running set: the next tick removes them, in its one pipeline."""
@@ -204,7 +207,7 @@ class RunStore(TenantRecords):
                 if live.synced is None or live.synced == live.run_id:  # the common case: one command
                     row = self._row_of(live, "running", None)
                     keys = [run_key(live.run_id), RUNS_RUNNING_KEY]
-                    await self._set_running(keys=keys, args=[row, self.keep_seconds, live.run_id])
+                    await self._writes.run(self._set_running, keys, [row, self.keep_seconds, live.run_id])
                     live.synced = live.run_id
                 else:
                     async with self._redis.pipeline(transaction=True) as pipe:
