@@ -10,6 +10,7 @@ is decided. Either way the run itself goes on in :meth:`master.runs.engine.RunEn
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,11 +20,13 @@ from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import Door, QueryEntry, QueryRun
 from master.query.events import QueryRefused
 from master.query.service import rejected_response
-from master.runs.decisions import Approve, Decision, RaiseBudget, Reject
+from master.runs.decisions import Approve, Decision, RaiseBudget, Reject, ToolResult
 from master.runs.extras import ClaimedRun, RunExtras
 from master.runs.state import RunState
 from master.runs.store import RESUMABLE
 from protocol import Budget, ErrorCode, QueryRequest, QueryResponse
+
+logger = logging.getLogger("master.query.verbs")
 
 BUDGET_FIELDS = ("max_tool_calls", "max_tokens", "max_seconds")
 
@@ -80,24 +83,37 @@ class RunVerbs:
         *,
         door: Door = "http",
         stream: bool = False,
+        tell: bool = True,
+        decided_stands: bool = False,
     ) -> QueryRun | QueryResponse:
         """Go on with run ``run_id`` with ``decisions`` (module docstring): the run, or an answer
         without one (its approvals still wait, another decision resumed it, or the master did not
-        admit it). Raises :class:`RunRefused` for decisions that do not fit what the run waits for."""
-        record, checkpoint = await self.record(run_id, principal)
-        state = str(record["state"])
+        admit it). Raises :class:`RunRefused` for decisions that do not fit what the run waits for.
+        ``tell``: the approval desk's listeners hear how a run resumed by decisions ended (not
+        when the door follows the run itself). ``decided_stands``: an approval decided already
+        (a door's replay, a decision taken meanwhile, an expiry) keeps its decision and the run
+        goes on, instead of the refusal (``approval_decided``)."""
         decided = [d for d in decisions if isinstance(d, Approve | Reject)]
         budgets = [d for d in decisions if isinstance(d, RaiseBudget)]
-        if state == "awaiting_approval" and decided and not budgets:
-            return await self._decide(record, decided, principal, door=door, stream=stream)
-        if decided and budgets:
+        results = [d for d in decisions if isinstance(d, ToolResult)]
+        if sum(1 for kind in (decided, budgets, results) if kind) > 1:
             raise RunRefused(
-                ErrorCode.VALIDATION_ERROR, "a resume either decides approvals or raises the budget"
+                ErrorCode.VALIDATION_ERROR,
+                "a resume decides approvals, raises the budget or brings tool results: one of them",
             )
         if decided:
-            raise RunRefused(
-                ErrorCode.RUN_NOT_RESUMABLE, f"run {run_id!r} is {state}: it waits for no person's decision"
+            return await self._decide(
+                run_id, decided, principal, door=door, stream=stream, tell=tell, decided_stands=decided_stands
             )
+        if results:
+            raise RunRefused(
+                ErrorCode.NOT_IMPLEMENTED,
+                "tool results come with the conversation they answer: the chat and Responses doors",
+            )
+        record, checkpoint = await self.record(run_id, principal)
+        state = str(record["state"])
+        if state == "awaiting_approval" and not budgets:  # nothing decided now: on once all are
+            return await self._go_on(str(record.get("session_id") or ""), principal, door, stream, tell)
         if len(budgets) > 1:
             raise RunRefused(ErrorCode.VALIDATION_ERROR, "a resume raises the budget once")
         if state not in RESUMABLE or checkpoint is None:
@@ -107,6 +123,30 @@ class RunVerbs:
         budget = budgets[0].budget if budgets else Budget()
         limits = _check_budget(checkpoint, budget, record.get("stopped_by"))
         return await self._claim(run_id, record, checkpoint, limits, principal, door=door, stream=stream)
+
+    async def run_of(self, approval_id: str, principal: Principal) -> str:
+        """The id of the run ``approval_id`` holds (what a door's decision resumes). Raises
+        :class:`RunRefused` (``unknown_approval``: also another tenant's)."""
+        desk = self._approval_desk()
+        try:
+            record = await desk.record(approval_id, Scope.of(principal))
+            return await self._run_of(desk, record, Scope.of(principal))
+        except ApprovalRefused as exc:
+            raise RunRefused(exc.code, exc.detail) from None
+
+    @staticmethod
+    async def _run_of(desk: ApprovalDesk, record: dict[str, Any], scope: Scope) -> str:
+        """The approval's run: kept on its record; for a record made before runs were kept on it,
+        the run its session holds."""
+        if record.get("run_id"):
+            return str(record["run_id"])
+        state, _ = await desk.held(str(record["session_id"]), scope)
+        return (state.run_id if state is not None else None) or f"session:{record['session_id']}"
+
+    def _approval_desk(self) -> ApprovalDesk:
+        if self._desk is None:
+            raise RunRefused(ErrorCode.NOT_IMPLEMENTED, "approvals are not kept on this master")
+        return self._desk
 
     async def _claim(
         self,
@@ -145,43 +185,65 @@ class RunVerbs:
 
     async def _decide(
         self,
-        record: dict[str, Any],
+        run_id: str,
         decisions: Sequence[Approve | Reject],
         principal: Principal,
         *,
         door: Door,
         stream: bool,
+        tell: bool,
+        decided_stands: bool,
     ) -> QueryRun | QueryResponse:
-        """Decide the run's approvals through the desk, then go on once its round is decided."""
-        desk = self._desk
-        if desk is None:
-            raise RunRefused(ErrorCode.NOT_IMPLEMENTED, "approvals are not kept on this master")
-        session_id = str(record.get("session_id") or "")
+        """Decide the run's approvals through the desk (who decides, exactly once; each recorded
+        on its approval), then go on once its round is decided."""
+        desk = self._approval_desk()
         scope = Scope.of(principal)
+        session_id = ""
         try:
             for decision in decisions:  # every one of this run's before any is taken
-                if (await desk.record(decision.approval_id, scope)).get("session_id") != session_id:
+                record = await desk.record(decision.approval_id, scope)
+                if await self._run_of(desk, record, scope) != run_id:
                     raise RunRefused(
                         ErrorCode.VALIDATION_ERROR,
-                        f"approval {decision.approval_id!r} is not of run {record['run_id']!r}",
+                        f"approval {decision.approval_id!r} is not of run {run_id!r}",
                     )
+                session_id = str(record["session_id"])
             for decision in decisions:
-                if isinstance(decision, Approve):
-                    await desk.decide(
-                        decision.approval_id,
-                        "approve",
-                        message=decision.message,
-                        arguments=decision.arguments,
-                        remember=decision.remember,
-                        principal=principal,
-                    )
-                else:
-                    await desk.decide(
-                        decision.approval_id, "reject", message=decision.reason, principal=principal
-                    )
-            return await desk.start_resume(session_id, scope, door=door, stream=stream)
+                try:
+                    await _take(desk, decision, principal)
+                except ApprovalRefused as exc:
+                    if not decided_stands or exc.code != ErrorCode.APPROVAL_DECIDED:
+                        raise
+                    logger.info("decision on %s not taken: %s", decision.approval_id, exc)
         except ApprovalRefused as exc:
             raise RunRefused(exc.code, exc.detail) from None
+        return await self._go_on(session_id, principal, door, stream, tell)
+
+    async def _go_on(
+        self, session_id: str, principal: Principal, door: Door, stream: bool, tell: bool
+    ) -> QueryRun | QueryResponse:
+        """The run paused for approvals goes on once its round is decided (else the round as it stands)."""
+        desk = self._approval_desk()
+        try:
+            return await desk.start_resume(
+                session_id, Scope.of(principal), door=door, stream=stream, tell=tell
+            )
+        except ApprovalRefused as exc:
+            raise RunRefused(exc.code, exc.detail) from None
+
+
+async def _take(desk: ApprovalDesk, decision: Approve | Reject, principal: Principal) -> None:
+    if isinstance(decision, Approve):
+        await desk.decide(
+            decision.approval_id,
+            "approve",
+            message=decision.message,
+            arguments=decision.arguments,
+            remember=decision.remember,
+            principal=principal,
+        )
+    else:
+        await desk.decide(decision.approval_id, "reject", message=decision.reason, principal=principal)
 
 
 def _not_resumable(run_id: str, state: str, has_checkpoint: bool) -> str:

@@ -38,6 +38,7 @@ from master.auth import Scope
 from master.conversation.approvals import ApprovalStore
 from master.conversation.store import SessionStore
 from master.errors import SessionStoreUnavailable
+from master.runs.state import RunState
 from master.runs.store import RunStore
 from master.storage.redis_keys import RUNS_CANCEL_CHANNEL, RUNS_RUNNING_KEY, run_checkpoint_key, run_key
 from protocol import ErrorCode
@@ -173,10 +174,9 @@ class RunCanceller:
                 return
             if self._approvals is None:
                 return
-            for call in taken.get("held") or ():
-                approval_id = call.get("approval_id")
-                if approval_id:
-                    await self._approvals.decide(str(approval_id), "rejected", message=WITHDRAWN)
+            held = RunState.model_validate(taken).held  # the held calls sit in its pending item
+            for call in held.held if held is not None else ():
+                await self._approvals.decide(call.approval_id, "rejected", message=WITHDRAWN)
         except SessionStoreUnavailable as exc:
             logger.warning("run %s cancelled; its paused state was not cleared: %s", run_id, exc)
 

@@ -100,7 +100,11 @@ class HeldRuns:
             "ts": time.time(),
         }
         state = RunState(
-            query=query, query_id=query_id, request={"query": query}, pending=ApprovalPending(direct=True)
+            query=query,
+            query_id=query_id,
+            run_id=f"run-{uuid.uuid4().hex}",  # what a decision resumes (RunVerbs.resume)
+            request={"query": query},
+            pending=ApprovalPending(direct=True),
         )
         try:
             await self.sessions.append(session_id, [turn], owner=principal.tenant)
@@ -149,6 +153,7 @@ class HeldRuns:
                 "call_id": call.id,
                 "parameters": tool.schema.parameters,
                 "asker_key": asker.key_id,  # never the decider once the tool has approvers
+                **({"run_id": state.run_id} if state.run_id else {}),  # what a decision resumes
                 **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
             }
             held.append(HeldCall(**call.model_dump(), approval_id=approval.approval_id))

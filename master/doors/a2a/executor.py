@@ -57,7 +57,9 @@ from master.auth import ANONYMOUS, SYSTEM, Principal, Scope
 from master.query.approvals import ApprovalDesk, ApprovalRefused, check_arguments, settled
 from master.query.entry import DirectOutcome, QueryEntry, QueryRefused, QueryRun, ToolRefused
 from master.query.events import Finished
+from master.query.verbs import RunRefused, RunVerbs
 from master.runs.a2a_tasks import RUN_ID_KEY, SCOPE_KEY, STREAMING_KEY, RedisTaskStore, principal_of_call
+from master.runs.decisions import Approve, Reject
 from protocol import (
     Approval,
     ApprovalRequiredEvent,
@@ -442,24 +444,25 @@ class HubExecutor(AgentExecutor):
             raise InvalidParamsError(message="approvals are not kept on this master")
         context_id = task.context_id
         session_id, decisions = await self._decisions_of(message, task, principal)
-        for decision in decisions:
-            try:
-                await desk.decide(
-                    decision["approval_id"],
-                    decision["decision"],
-                    message=decision.get("message"),
-                    arguments=decision.get("arguments"),
-                    remember=decision.get("remember"),
-                    principal=principal,
-                )
-            except ApprovalRefused as exc:  # decided meanwhile elsewhere: that decision stands
-                logger.info("A2A decision on %s not taken: %s", decision["approval_id"], exc)
         await self._store.claim_waiting(session_id)  # this task goes on here, not in run_resumed
-        try:
-            started = await desk.start_resume(
-                session_id, Scope.of(principal), door="a2a", stream=True, tell=False
-            )
-        except ApprovalRefused as exc:
+        verbs = RunVerbs(self._entry, desk)
+        try:  # a decision taken meanwhile elsewhere stands
+            if decisions:
+                run_id = await verbs.run_of(decisions[0]["approval_id"], principal)
+                started = await verbs.resume(
+                    run_id,
+                    [_decision(d) for d in decisions],
+                    principal,
+                    door="a2a",
+                    stream=True,
+                    tell=False,
+                    decided_stands=True,
+                )
+            else:  # every call decided, the resume failed: try again
+                started = await desk.start_resume(
+                    session_id, Scope.of(principal), door="a2a", stream=True, tell=False
+                )
+        except (RunRefused, ApprovalRefused) as exc:
             raise InternalError(message=str(exc), data={"error_code": str(exc.code)}) from None
         except QueryRefused as exc:
             raise unavailable(exc) from None
@@ -759,3 +762,15 @@ def _decisions(text: str, data: list[Any], pending: list[Approval]) -> list[dict
 
 
 __all__ = ["HubExecutor", "ServerUnavailableError", "unavailable"]
+
+
+def _decision(decision: dict[str, Any]) -> Approve | Reject:
+    """A decision a message carries, as the run's verb takes it."""
+    if decision["decision"] == "approve":
+        return Approve(
+            approval_id=decision["approval_id"],
+            arguments=decision.get("arguments"),
+            message=decision.get("message"),
+            remember=decision.get("remember"),
+        )
+    return Reject(approval_id=decision["approval_id"], reason=decision.get("message"))

@@ -84,6 +84,8 @@ from master.doors.mcp.tools import (
 from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
 from master.query.entry import CancelRefused, OfferedTool, QueryEntry, QueryRun, ToolRefused
 from master.query.events import Finished, QueryRefused
+from master.query.verbs import RunRefused, RunVerbs
+from master.runs.decisions import Approve, Reject
 from protocol import (
     ErrorCode,
     QueryRequest,
@@ -377,6 +379,7 @@ class McpDoor:
                 break
             if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 return input_required(pending)
+            decisions: list[Approve | Reject] = []
             for approval in pending:  # 2025: ask now, within this call
                 try:
                     answer = await ctx.session.elicit_form(
@@ -386,14 +389,13 @@ class McpDoor:
                     )
                 except MCPError as exc:
                     logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
-                    return answer_result(response)
-                try:
-                    taken = await self._take(approval.approval_id, answer, _principal(ctx))
-                except ApprovalRefused as exc:  # not this key's to decide (who approves), or unknown
-                    return refused_result(exc.code.value, str(exc))
-                if not taken:
-                    return answer_result(response)  # dismissed: it waits, decided elsewhere
-            followed = await self._resume(ctx, str(response.session_id))
+                    answer = None
+                decision = _decision(approval.approval_id, answer) if answer is not None else None
+                if decision is None:  # dismissed: it waits (the answers given are taken)
+                    kept = await self._resume(ctx, approval.approval_id, decisions) if decisions else None
+                    return kept if isinstance(kept, types.CallToolResult) else answer_result(response)
+                decisions.append(decision)
+            followed = await self._resume(ctx, pending[0].approval_id, decisions)
             if isinstance(followed, types.CallToolResult):
                 return followed
             response = followed
@@ -430,58 +432,36 @@ class McpDoor:
                 ErrorCode.INVALID_ARGUMENTS.value,
                 "the answers name the approvals of several runs: answer one run's",
             )
+        decisions: list[Approve | Reject] = []
         for approval_id, answer in answers.items():
             assert isinstance(answer, types.ElicitResult)
-            try:
-                await self._take(approval_id, answer, _principal(ctx))
-            except ApprovalRefused as exc:  # not this key's to decide (who approves), or unknown
-                return refused_result(exc.code.value, str(exc))
-        followed = await self._resume(ctx, sessions.pop())
+            decision = _decision(approval_id, answer)
+            if decision is not None:  # dismissed: it waits
+                decisions.append(decision)
+        followed = await self._resume(ctx, next(iter(answers)), decisions)
         if isinstance(followed, types.CallToolResult):
             return followed
         return await self._answer(ctx, followed)
 
-    async def _take(self, approval_id: str, answer: types.ElicitResult, principal: Principal) -> bool:
-        """Decide as the client's user answered, as ``principal``; False when they dismissed it
-        (it still waits). A decision taken meanwhile (or an expiry) stands and is not an error;
-        any other refusal is raised (:class:`ApprovalRefused`: ``forbidden`` when the key may not
-        decide it, ``unknown_approval`` for another tenant's)."""
-        assert self._approvals is not None
-        if answer.action == "cancel":
-            return False
-        content = answer.content or {}
-        rejected = answer.action == "decline" or content.get("decision") == "reject"
-        decision: Literal["approve", "reject"] = "reject" if rejected else "approve"
-        reason = content.get("message")
-        message = reason if isinstance(reason, str) and reason else None
-        if answer.action == "decline" and message is None:
-            message = "declined through the MCP client"
-        remember: Literal["session"] | None = (
-            "session" if decision == "approve" and content.get("remember") is True else None
-        )
-        try:
-            await self._approvals.decide(
-                approval_id,
-                decision,
-                message=message,
-                remember=remember,
-                principal=principal,
-            )
-        except ApprovalRefused as exc:
-            if exc.code is not ErrorCode.APPROVAL_DECIDED:
-                raise
-            logger.info("MCP decision on %s not taken: %s", approval_id, exc)  # decided meanwhile, or expired
-        return True
-
     async def _resume(
-        self, ctx: ServerRequestContext[Any], session_id: str
+        self, ctx: ServerRequestContext[Any], approval_id: str, decisions: list[Approve | Reject]
     ) -> QueryResponse | types.CallToolResult:
+        """The run of ``approval_id`` resumed with the user's ``decisions`` (the run's verb,
+        :meth:`RunVerbs.resume`): a decision taken meanwhile (or an expiry) stands and is not an
+        error; any other refusal is the call's result (``forbidden`` when the key may not decide,
+        ``unknown_approval`` for another tenant's)."""
         assert self._approvals is not None
+        principal = _principal(ctx)
+        verbs = RunVerbs(self.entry, self._approvals)
         try:
-            started = await self._approvals.start_resume(
-                session_id, Scope.of(_principal(ctx)), door="mcp", stream=True, tell=False
+            if not decisions:  # every question dismissed: the round as it stands, nothing decided
+                record = await self._approvals.record(approval_id, Scope.of(principal))
+                return await self._approvals.start_resume(str(record["session_id"]), Scope.of(principal))
+            run_id = await verbs.run_of(approval_id, principal)
+            started = await verbs.resume(
+                run_id, decisions, principal, door="mcp", stream=True, tell=False, decided_stands=True
             )
-        except ApprovalRefused as exc:
+        except (RunRefused, ApprovalRefused) as exc:
             return refused_result(exc.code.value, str(exc))
         except QueryRefused as exc:
             return refused_result(exc.code.value, exc.message)
@@ -492,7 +472,7 @@ class McpDoor:
             return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
         if started.direct is not None:  # a held direct call: its answer is the tool's
             return run_result(started.direct.run)  # the decided call: its result, or why it did not run
-        return settled(session_id, response)
+        return settled(response.session_id or "", response)
 
     # ------------------------------------------------------------------ sessions
 
@@ -547,3 +527,18 @@ def _step(event: RunEvent) -> str:
             detail = "failed"
         return f"{event.type} {label} {detail}".strip()
     return event.type
+
+
+def _decision(approval_id: str, answer: types.ElicitResult) -> Approve | Reject | None:
+    """The decision the client's user answered; ``None`` when they dismissed the question."""
+    if answer.action == "cancel":
+        return None
+    content = answer.content or {}
+    reason = content.get("message")
+    message = reason if isinstance(reason, str) and reason else None
+    if answer.action == "decline" or content.get("decision") == "reject":
+        if answer.action == "decline" and message is None:
+            message = "declined through the MCP client"
+        return Reject(approval_id=approval_id, reason=message)
+    remember: Literal["session"] | None = "session" if content.get("remember") is True else None
+    return Approve(approval_id=approval_id, message=message, remember=remember)

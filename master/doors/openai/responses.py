@@ -45,9 +45,11 @@ from master.doors.openai.wire import SESSION_HEADER, OpenAIError
 from master.errors import SessionStoreUnavailable
 from master.gateway.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.query.admission import DRAINING
-from master.query.approvals import ApprovalDesk, ApprovalRefused
+from master.query.approvals import ApprovalDesk
 from master.query.entry import CancelRefused, QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
+from master.query.verbs import RunRefused, RunVerbs
+from master.runs.decisions import Approve, Reject
 from master.runs.responses import ResponseStore
 from master.runs.store import RunStore
 from master.settings import Settings
@@ -240,30 +242,26 @@ class ResponsesDoor:
             raise OpenAIError(
                 ErrorCode.INVALID_REQUEST, "approvals are not kept on this master", param="input"
             )
-        scope = Scope.of(principal)
-        sessions: set[str] = set()
-        for decision in decisions:
-            try:
-                record = await desk.decide(
-                    decision["approval_id"],
-                    decision["decision"],
-                    message=decision["message"],
-                    principal=principal,
-                )
-            except ApprovalRefused as exc:
-                detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
-                code = ErrorCode.of(exc.code)
-                raise OpenAIError(code, detail, param="input", status=code.status) from None
-            sessions.add(str(record["session_id"]))
-        if len(sessions) != 1:
-            raise OpenAIError(
-                ErrorCode.INVALID_REQUEST, "the approvals decided together must be of one run", param="input"
-            )
+        verbs = RunVerbs(self._entry, desk)
         try:
-            return await desk.start_resume(sessions.pop(), scope, door="responses", stream=stream)
-        except ApprovalRefused as exc:
+            runs = {await verbs.run_of(decision["approval_id"], principal) for decision in decisions}
+            if len(runs) != 1:
+                raise OpenAIError(
+                    ErrorCode.INVALID_REQUEST,
+                    "the approvals decided together must be of one run",
+                    param="input",
+                )
+            taken: list[Approve | Reject] = [
+                Approve(approval_id=d["approval_id"], message=d["message"])
+                if d["decision"] == "approve"
+                else Reject(approval_id=d["approval_id"], reason=d["message"])
+                for d in decisions
+            ]
+            return await verbs.resume(runs.pop(), taken, principal, door="responses", stream=stream)
+        except RunRefused as exc:
+            detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
             code = ErrorCode.of(exc.code)
-            raise OpenAIError(code, str(exc), param="input", status=code.status) from None
+            raise OpenAIError(code, detail, param="input", status=code.status) from None
 
     # ------------------------------------------------------------------ background
 

@@ -43,8 +43,9 @@ async def test_a_run_paused_for_approvals_resumes_by_its_id_with_a_decision_per_
         assert answer.run_id == paused["run_id"]
         assert ("transfer", {"to": "bob", "amount": 12}) in hub.calls  # the edited arguments ran
 
-        with pytest.raises(RunRefused, match="waits for no person's decision"):
+        with pytest.raises(RunRefused, match="already decided: approved") as refused:
             await verbs.resume(paused["run_id"], [Approve(approval_id=approval["approval_id"])], SYSTEM)
+        assert refused.value.code == "approval_decided"
 
 
 async def test_an_unknown_run_is_refused_by_name(llm: ScriptedOpenAIServer) -> None:
