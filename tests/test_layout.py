@@ -13,17 +13,13 @@ OVER_THE_LIMIT: dict[str, int] = {
     # Modules still over the limit, each with the most lines it may have until it is split. Only
     # shrink this table: a module that went under the limit leaves it (the test says so).
     "master/gateway/hub.py": 505,
-    "master/doors/mcp/server.py": 549,
     "protocol/messages.py": 550,
-    "master/doors/openai/responses.py": 560,
     "master/agents/invocation.py": 597,
     "master/llm/chat_endpoint.py": 599,
     "master/lifespan.py": 623,
-    "master/query/entry.py": 640,
     "master/agents/dispatch.py": 641,
     "master/orchestration/orchestrator.py": 654,
     "master/runs/store.py": 661,
-    "master/doors/a2a/executor.py": 761,
 }
 
 

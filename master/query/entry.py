@@ -19,6 +19,9 @@ translates what comes back (:mod:`master.query.events`) into its own wire form. 
 - **events** for a door that streams (:meth:`QueryRun.events`);
 - **the outcome**: every admitted query ends as one :class:`protocol.QueryResponse`, a refusal by
   the service (``unknown_session``, ``llm_timeout``...) and a bug (``internal_error``) included.
+
+What a door holds of a run is a :class:`master.query.run.QueryRun`; a door's direct tool call
+(:meth:`QueryEntry.call_tool`) is :class:`master.query.direct.DirectCalls`'s.
 """
 
 from __future__ import annotations
@@ -45,12 +48,7 @@ from master.runs.cancel import CancelRefused, RunCanceller
 from master.runs.extras import RunExtras
 from master.runs.state import RunStatus
 from master.runs.store import LiveRun, RunStore
-from protocol import (
-    ErrorCode,
-    QueryRequest,
-    QueryResponse,
-    ToolProgress,
-)
+from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
 from protocol.events import run_paused
 
 logger = logging.getLogger("master.query.entry")

@@ -130,17 +130,19 @@ class RunVerbs:
         desk = self._approval_desk()
         try:
             record = await desk.record(approval_id, Scope.of(principal))
-            return await self._run_of(desk, record, Scope.of(principal))
         except ApprovalRefused as exc:
             raise RunRefused(exc.code, exc.detail) from None
+        return await self._run_of(record, Scope.of(principal))
 
-    @staticmethod
-    async def _run_of(desk: ApprovalDesk, record: dict[str, Any], scope: Scope) -> str:
+    async def _run_of(self, record: dict[str, Any], scope: Scope) -> str:
         """The approval's run: kept on its record; for a record made before runs were kept on it,
-        the run its session holds."""
+        the run its session holds (none: a name no run has)."""
         if record.get("run_id"):
             return str(record["run_id"])
-        state, _ = await desk.held(str(record["session_id"]), scope)
+        try:
+            state, _ = await self._entry.queries.held_run(str(record["session_id"]), scope)
+        except SessionStoreUnavailable as exc:
+            raise RunRefused(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
         return (state.run_id if state is not None else None) or f"session:{record['session_id']}"
 
     def _approval_desk(self) -> ApprovalDesk:
@@ -202,7 +204,7 @@ class RunVerbs:
         try:
             for decision in decisions:  # every one of this run's before any is taken
                 record = await desk.record(decision.approval_id, scope)
-                if await self._run_of(desk, record, scope) != run_id:
+                if await self._run_of(record, scope) != run_id:
                     raise RunRefused(
                         ErrorCode.VALIDATION_ERROR,
                         f"approval {decision.approval_id!r} is not of run {run_id!r}",

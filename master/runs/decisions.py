@@ -2,8 +2,10 @@
 
 A run waits for one kind of thing at a time (:attr:`master.runs.state.RunState.pending`): a
 person's decision on each held call (:class:`Approve`, :class:`Reject`), a raised budget
-(:class:`RaiseBudget`), or the client's result of each tool call it handed out (:class:`ToolResult`). :meth:`master.query.verbs.RunVerbs.resume` takes a list of these, tagged
-by ``kind``.
+(:class:`RaiseBudget`), or the client's result of each tool call it handed out
+(:class:`ToolResult`). :meth:`master.query.verbs.RunVerbs.resume` takes a list of these, tagged
+by ``kind``; every door translates its own form of them (an approval dialogue, an
+``mcp_approval_response`` item, a ``role: tool`` message) into these.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ import json
 import logging
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
 from mcp.server.connection import Connection
@@ -64,28 +64,23 @@ from pydantic import ValidationError
 from starlette.types import Receive, Send
 from starlette.types import Scope as ASGIScope
 
-from master.auth import ANONYMOUS, SYSTEM, Principal, Scope, principal_of
+from master.auth import SYSTEM, Principal
+from master.doors.mcp.approvals import ApprovalDialogue, principal_of_request
 from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
     ASK,
     ASK_INPUT_SCHEMA,
-    DECISION_SCHEMA,
-    answer_result,
-    approval_question,
     ask_tool,
     error_result,
-    input_required,
     input_schema,
     listed,
     refused_result,
     run_result,
 )
-from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
+from master.query.approvals import ApprovalDesk
 from master.query.entry import CancelRefused, OfferedTool, QueryEntry, QueryRun, ToolRefused
 from master.query.events import Finished, QueryRefused
-from master.query.verbs import RunRefused, RunVerbs
-from master.runs.decisions import Approve, Reject
 from protocol import (
     ErrorCode,
     QueryRequest,
@@ -111,8 +106,6 @@ INSTRUCTIONS = (
 START_TIMEOUT = 30.0
 """Seconds for the SDK's session manager to start."""
 ASK_FIELDS = frozenset(("query", "session_id", "allowed_agent_ids", "auto_mode"))
-MAX_APPROVAL_ROUNDS = 16
-"""Rounds of approvals one ``ask`` asks its client about before answering with what still waits."""
 
 
 def _version() -> str:
@@ -138,7 +131,7 @@ class _HubServer(Server[Any]):
         )
 
 
-class McpDoor:
+class McpDoor(ApprovalDialogue):
     """The master as an MCP server (module docstring): :meth:`handle` serves ``/mcp``."""
 
     def __init__(
@@ -255,7 +248,7 @@ class McpDoor:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._note_session(ctx)
-        principal = _principal(ctx)
+        principal = principal_of_request(ctx)
         offered = self._offered() if principal.is_admin else self.entry.offered_tools(principal=principal)
         return types.ListToolsResult(tools=[ask_tool(), *(listed(tool) for tool in offered)])
 
@@ -268,7 +261,7 @@ class McpDoor:
             return await self._ask(ctx, arguments, params.input_responses)
         if params.input_responses and self._approvals is not None:  # a held call, decided: it goes on
             return await self._answered(ctx, params.input_responses)
-        principal = _principal(ctx)
+        principal = principal_of_request(ctx)
         if principal.is_admin:
             tool = self._find(params.name)
         else:  # the tools on offer to the caller's tenant only
@@ -289,7 +282,7 @@ class McpDoor:
                 arguments,
                 door="mcp",
                 on_progress=on_progress,
-                principal=_principal(ctx),
+                principal=principal_of_request(ctx),
             )
         except ToolRefused as exc:
             if exc.code == ErrorCode.INVALID_ARGUMENTS:
@@ -328,7 +321,7 @@ class McpDoor:
         if answers and self._approvals is not None:  # a 2026 client's decisions: the run goes on
             return await self._answered(ctx, answers)
         try:
-            run = self.entry.submit(request, door="mcp", stream=True, principal=_principal(ctx))
+            run = self.entry.submit(request, door="mcp", stream=True, principal=principal_of_request(ctx))
         except QueryRefused as exc:
             return refused_result(exc.code.value, exc.message)
         response = await self._follow(ctx, run)
@@ -347,7 +340,7 @@ class McpDoor:
         except asyncio.CancelledError:  # the client cancelled the call (not the master stopping)
             if not self._stop.is_set():
                 task = asyncio.create_task(
-                    self._cancel(run, _principal(ctx)), name=f"mcp: cancel {run.run_id}"
+                    self._cancel(run, principal_of_request(ctx)), name=f"mcp: cancel {run.run_id}"
                 )
                 self._cancels.add(task)
                 task.add_done_callback(self._cancels.discard)
@@ -367,113 +360,6 @@ class McpDoor:
             else:
                 logger.info("MCP: the cancelled call's run %s was not cancelled: %s", run.run_id, exc.message)
 
-    # ------------------------------------------------------------------ approvals
-
-    async def _answer(
-        self, ctx: ServerRequestContext[Any], response: QueryResponse
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """An ``ask``'s outcome; a run that waits for a person asks the client's user where it can."""
-        for _ in range(MAX_APPROVAL_ROUNDS):
-            pending = [a for a in response.approvals or [] if a.status == "pending"]
-            if response.status != "awaiting_approval" or not pending or not self._can_ask(ctx):
-                break
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                return input_required(pending)
-            decisions: list[Approve | Reject] = []
-            for approval in pending:  # 2025: ask now, within this call
-                try:
-                    answer = await ctx.session.elicit_form(
-                        approval_question(approval).message,
-                        DECISION_SCHEMA,
-                        related_request_id=ctx.request_id,
-                    )
-                except MCPError as exc:
-                    logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
-                    answer = None
-                decision = _decision(approval.approval_id, answer) if answer is not None else None
-                if decision is None:  # dismissed: it waits (the answers given are taken)
-                    kept = await self._resume(ctx, approval.approval_id, decisions) if decisions else None
-                    return kept if isinstance(kept, types.CallToolResult) else answer_result(response)
-                decisions.append(decision)
-            followed = await self._resume(ctx, pending[0].approval_id, decisions)
-            if isinstance(followed, types.CallToolResult):
-                return followed
-            response = followed
-        return answer_result(response)
-
-    def _can_ask(self, ctx: ServerRequestContext[Any]) -> bool:
-        if self._approvals is None:
-            return False
-        asks = types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        if not ctx.session.check_client_capability(asks):
-            return False
-        return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or ctx.session.can_send_request
-
-    async def _answered(
-        self, ctx: ServerRequestContext[Any], answers: types.InputResponses
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """A 2026 client retried ``ask`` with its user's answers, keyed by ``approval_id``."""
-        desk = self._approvals
-        assert desk is not None
-        scope = Scope.of(_principal(ctx))  # another tenant's approval is unknown
-        sessions: set[str] = set()
-        for approval_id, answer in answers.items():
-            if not isinstance(answer, types.ElicitResult):
-                return refused_result(
-                    ErrorCode.INVALID_ARGUMENTS.value,
-                    f"the answer for {approval_id!r} is not an elicitation result",
-                )
-            try:
-                sessions.add(str((await desk.record(approval_id, scope))["session_id"]))
-            except ApprovalRefused as exc:
-                return refused_result(exc.code.value, str(exc))
-        if len(sessions) != 1:
-            return refused_result(
-                ErrorCode.INVALID_ARGUMENTS.value,
-                "the answers name the approvals of several runs: answer one run's",
-            )
-        decisions: list[Approve | Reject] = []
-        for approval_id, answer in answers.items():
-            assert isinstance(answer, types.ElicitResult)
-            decision = _decision(approval_id, answer)
-            if decision is not None:  # dismissed: it waits
-                decisions.append(decision)
-        followed = await self._resume(ctx, next(iter(answers)), decisions)
-        if isinstance(followed, types.CallToolResult):
-            return followed
-        return await self._answer(ctx, followed)
-
-    async def _resume(
-        self, ctx: ServerRequestContext[Any], approval_id: str, decisions: list[Approve | Reject]
-    ) -> QueryResponse | types.CallToolResult:
-        """The run of ``approval_id`` resumed with the user's ``decisions`` (the run's verb,
-        :meth:`RunVerbs.resume`): a decision taken meanwhile (or an expiry) stands and is not an
-        error; any other refusal is the call's result (``forbidden`` when the key may not decide,
-        ``unknown_approval`` for another tenant's)."""
-        assert self._approvals is not None
-        principal = _principal(ctx)
-        verbs = RunVerbs(self.entry, self._approvals)
-        try:
-            if not decisions:  # every question dismissed: the round as it stands, nothing decided
-                record = await self._approvals.record(approval_id, Scope.of(principal))
-                return await self._approvals.start_resume(str(record["session_id"]), Scope.of(principal))
-            run_id = await verbs.run_of(approval_id, principal)
-            started = await verbs.resume(
-                run_id, decisions, principal, door="mcp", stream=True, tell=False, decided_stands=True
-            )
-        except (RunRefused, ApprovalRefused) as exc:
-            return refused_result(exc.code.value, str(exc))
-        except QueryRefused as exc:
-            return refused_result(exc.code.value, exc.message)
-        if isinstance(started, QueryResponse):
-            return started
-        response = await self._follow(ctx, started)
-        if response is None:
-            return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
-        if started.direct is not None:  # a held direct call: its answer is the tool's
-            return run_result(started.direct.run)  # the decided call: its result, or why it did not run
-        return settled(response.session_id or "", response)
-
     # ------------------------------------------------------------------ sessions
 
     def _note_session(self, ctx: ServerRequestContext[Any]) -> None:
@@ -485,13 +371,6 @@ class McpDoor:
             connection = getattr(ctx.session, "_connection", None)
             if isinstance(connection, Connection) and connection.session_id is not None:
                 self.watch.session(connection)
-
-
-def _principal(ctx: ServerRequestContext[Any]) -> Principal:
-    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request;
-    :data:`~master.auth.ANONYMOUS` without one: fail closed)."""
-    scope = getattr(ctx.request, "scope", None)
-    return principal_of(scope) if isinstance(scope, dict) else ANONYMOUS
 
 
 def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:
@@ -527,18 +406,3 @@ def _step(event: RunEvent) -> str:
             detail = "failed"
         return f"{event.type} {label} {detail}".strip()
     return event.type
-
-
-def _decision(approval_id: str, answer: types.ElicitResult) -> Approve | Reject | None:
-    """The decision the client's user answered; ``None`` when they dismissed the question."""
-    if answer.action == "cancel":
-        return None
-    content = answer.content or {}
-    reason = content.get("message")
-    message = reason if isinstance(reason, str) and reason else None
-    if answer.action == "decline" or content.get("decision") == "reject":
-        if answer.action == "decline" and message is None:
-            message = "declined through the MCP client"
-        return Reject(approval_id=approval_id, reason=message)
-    remember: Literal["session"] | None = "session" if content.get("remember") is True else None
-    return Approve(approval_id=approval_id, message=message, remember=remember)
