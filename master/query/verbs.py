@@ -10,23 +10,27 @@ is decided. Either way the run itself goes on in :meth:`master.runs.engine.RunEn
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Any
 
 from master.auth import Principal, Scope
-from master.errors import SessionStoreUnavailable
+from master.errors import QueryRejected, SessionStoreUnavailable
 from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import Door, QueryEntry, QueryRun
 from master.query.events import QueryRefused
 from master.query.service import rejected_response
 from master.runs.decisions import Approve, Decision, RaiseBudget, Reject, ToolResult
 from master.runs.extras import ClaimedRun, RunExtras
-from master.runs.state import RunState
+from master.runs.state import RunState, read_state
 from master.runs.store import RESUMABLE
 from protocol import Budget, ErrorCode, QueryRequest, QueryResponse
 
 logger = logging.getLogger("master.query.verbs")
+
+Asked = tuple[QueryRequest, RunExtras, str | None]
+"""A client's request that brings tool results: the query, the door's extras, the query id."""
 
 BUDGET_FIELDS = ("max_tool_calls", "max_tokens", "max_seconds")
 
@@ -55,8 +59,12 @@ class RunVerbs:
         door: Door = "http",
         stream: bool = False,
         extras: RunExtras | None = None,
+        query_id: str | None = None,
     ) -> QueryRun:
-        return self._entry.submit(request, door=door, stream=stream, extras=extras, principal=principal)
+        """Start a run for ``request`` (:meth:`master.query.entry.QueryEntry.submit`)."""
+        return self._entry.submit(
+            request, door=door, query_id=query_id, stream=stream, extras=extras, principal=principal
+        )
 
     async def record(self, run_id: str, principal: Principal) -> tuple[dict[str, Any], RunState | None]:
         """The run's record (with ``resumable``) and what it resumes from. Raises
@@ -85,6 +93,7 @@ class RunVerbs:
         stream: bool = False,
         tell: bool = True,
         decided_stands: bool = False,
+        asked: Asked | None = None,
     ) -> QueryRun | QueryResponse:
         """Go on with run ``run_id`` with ``decisions`` (module docstring): the run, or an answer
         without one (its approvals still wait, another decision resumed it, or the master did not
@@ -92,7 +101,8 @@ class RunVerbs:
         ``tell``: the approval desk's listeners hear how a run resumed by decisions ended (not
         when the door follows the run itself). ``decided_stands``: an approval decided already
         (a door's replay, a decision taken meanwhile, an expiry) keeps its decision and the run
-        goes on, instead of the refusal (``approval_decided``)."""
+        goes on, instead of the refusal (``approval_decided``). ``asked``: what a client that
+        brings :class:`ToolResult` decisions sent with them (an OpenAI client's whole request)."""
         decided = [d for d in decisions if isinstance(d, Approve | Reject)]
         budgets = [d for d in decisions if isinstance(d, RaiseBudget)]
         results = [d for d in decisions if isinstance(d, ToolResult)]
@@ -106,10 +116,7 @@ class RunVerbs:
                 run_id, decided, principal, door=door, stream=stream, tell=tell, decided_stands=decided_stands
             )
         if results:
-            raise RunRefused(
-                ErrorCode.NOT_IMPLEMENTED,
-                "tool results come with the conversation they answer: the chat and Responses doors",
-            )
+            return await self._bring(run_id, results, principal, door=door, stream=stream, asked=asked)
         record, checkpoint = await self.record(run_id, principal)
         state = str(record["state"])
         if state == "awaiting_approval" and not budgets:  # nothing decided now: on once all are
@@ -123,6 +130,44 @@ class RunVerbs:
         budget = budgets[0].budget if budgets else Budget()
         limits = _check_budget(checkpoint, budget, record.get("stopped_by"))
         return await self._claim(run_id, record, checkpoint, limits, principal, door=door, stream=stream)
+
+    async def run_of_calls(self, call_ids: Sequence[str]) -> str | None:
+        """The id of the run paused for the client's results of ``call_ids`` (``None``: no run
+        waits for them, or it kept no id; the run a request then starts says why)."""
+        engine = self._entry.queries.engine
+        try:
+            session_id = await engine.session_of_calls(dict.fromkeys(call_ids, ""))
+            state = read_state(await engine.sessions.paused(session_id), where=f"session {session_id}")
+        except (QueryRejected, SessionStoreUnavailable):
+            return None
+        return state.run_id if state is not None else None
+
+    async def _bring(
+        self,
+        run_id: str,
+        results: Sequence[ToolResult],
+        principal: Principal,
+        *,
+        door: Door,
+        stream: bool,
+        asked: Asked | None,
+    ) -> QueryRun:
+        """The run paused for its client's tool calls goes on with their results: the client's
+        request (``asked``: its conversation, tools and options) carries them; the run checks
+        they answer exactly the calls it waits for. Raises :class:`RunRefused` when the results
+        are of another run (``validation_error``), and :class:`QueryRefused` when the master does
+        not admit the run."""
+        if len({result.call_id for result in results}) != len(results):
+            raise RunRefused(ErrorCode.VALIDATION_ERROR, "a resume brings each tool call's result once")
+        if await self.run_of_calls([result.call_id for result in results]) != run_id:
+            raise RunRefused(
+                ErrorCode.VALIDATION_ERROR, f"the results are not of the calls run {run_id!r} waits for"
+            )
+        request, extras, query_id = asked or (QueryRequest(query="(tool results)"), RunExtras(), None)
+        extras = dataclasses.replace(extras, tool_results={r.call_id: r.content for r in results})
+        return self._entry.submit(
+            request, door=door, query_id=query_id, stream=stream, extras=extras, principal=principal
+        )
 
     async def run_of(self, approval_id: str, principal: Principal) -> str:
         """The id of the run ``approval_id`` holds (what a door's decision resumes). Raises
@@ -246,6 +291,28 @@ async def _take(desk: ApprovalDesk, decision: Approve | Reject, principal: Princ
         )
     else:
         await desk.decide(decision.approval_id, "reject", message=decision.reason, principal=principal)
+
+
+async def start_or_bring(
+    verbs: RunVerbs, asked: Asked, principal: Principal, *, door: Door, stream: bool
+) -> QueryRun:
+    """An OpenAI client's request: the results of the tool calls a paused run handed it go to
+    that run (:meth:`RunVerbs.resume` with :class:`ToolResult` decisions); any other request, or
+    results no run waits for (the run it starts says why), starts a run (:meth:`RunVerbs.start`).
+    Raises :class:`QueryRefused` when the master does not admit it."""
+    request, extras, query_id = asked
+    results = extras.tool_results
+    run_id = await verbs.run_of_calls(list(results)) if results else None
+    if results and run_id is not None:
+        decisions = [ToolResult(call_id=call_id, content=content) for call_id, content in results.items()]
+        try:
+            run = await verbs.resume(run_id, decisions, principal, door=door, stream=stream, asked=asked)
+        except RunRefused:
+            pass  # not that run's calls after all: the run the request starts says why
+        else:
+            assert isinstance(run, QueryRun)
+            return run
+    return verbs.start(request, principal, door=door, stream=stream, extras=extras, query_id=query_id)
 
 
 def _not_resumable(run_id: str, state: str, has_checkpoint: bool) -> str:

@@ -30,7 +30,7 @@ from master.doors.agui.wire import Decision, InputError, read_input, translate
 from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import QueryEntry, QueryRun, check_resolved
 from master.query.events import Finished
-from master.query.verbs import RunRefused, RunVerbs
+from master.query.verbs import RunRefused, RunVerbs, start_or_bring
 from master.runs.decisions import Approve, Reject
 from protocol import Approval, ErrorCode, QueryResponse
 
@@ -73,8 +73,9 @@ class AgUiDoor:
         except ApprovalRefused as exc:
             return _failed(run, exc.code, str(exc))
         query = asked.query.model_copy(update={"stream": True})
-        started = self._entry.submit(
-            query, door="agui", stream=True, extras=asked.extras, principal=principal
+        verbs = RunVerbs(self._entry, self._approvals)
+        started = await start_or_bring(
+            verbs, (query, asked.extras, None), principal, door="agui", stream=True
         )
         return _stream(RunEvents(run.thread_id, run.run_id, run.state), started)
 

@@ -47,7 +47,7 @@ from master.query.admission import DRAINING
 from master.query.approvals import ApprovalDesk
 from master.query.entry import CancelRefused, QueryEntry, QueryRun
 from master.query.events import QueryRefused
-from master.query.verbs import RunRefused, RunVerbs
+from master.query.verbs import RunRefused, RunVerbs, start_or_bring
 from master.runs.decisions import Approve, Reject
 from master.runs.responses import ResponseStore
 from master.runs.store import RunStore
@@ -129,13 +129,12 @@ class ResponsesDoor:
                 extras = (
                     dataclasses.replace(chat.extras, announce=True) if request.background else chat.extras
                 )
-                started: QueryRun | QueryResponse = self._entry.submit(
-                    chat.query,
+                started: QueryRun | QueryResponse = await start_or_bring(
+                    RunVerbs(self._entry, self._approvals),
+                    (chat.query, extras, f"responses-{response_id.removeprefix('resp_')}"),
+                    principal,
                     door="responses",
-                    query_id=f"responses-{response_id.removeprefix('resp_')}",
                     stream=request.stream,
-                    extras=extras,
-                    principal=principal,
                 )
             else:
                 started = await self._decide(request.decisions, principal, stream=request.stream)
