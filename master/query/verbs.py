@@ -1,11 +1,19 @@
 """The run's two verbs for the routes and doors: start a run, or resume one by its id.
 
 :meth:`RunVerbs.start` is :meth:`master.query.entry.QueryEntry.submit`. :meth:`RunVerbs.resume`
-takes a run's id and one decision per item it waits for (:mod:`master.runs.decisions`): a raised
-budget for a halted run (or one whose master was lost after it recorded where it was), claimed
-so that of two resumes one runs it; or a person's decisions on a run paused for approvals,
-decided through the approval desk (who decides, exactly once), the run going on once its round
-is decided. Either way the run itself goes on in :meth:`master.runs.engine.RunEngine.resume`.
+takes a run's id and one decision per item it waits for (:mod:`master.runs.decisions`):
+
+- a raised budget for a halted run (or one whose master was lost after it recorded where it
+  was), claimed so that of two resumes one runs it;
+- a person's decisions on a run paused for approvals (``POST /approvals/{id}`` and every door's
+  approval dialogue: MCP, A2A, AG-UI, Responses; :meth:`RunVerbs.run_of` names an approval's
+  run), decided through the approval desk (who decides, exactly once), the run going on once its
+  round is decided (a door's direct call held for approval then runs, once, without the model);
+- a client's results of the tool calls the run handed it (an OpenAI client's ``role: tool``
+  messages, ``function_call_output`` items, AG-UI tool messages: :func:`start_or_bring`), carried
+  by the client's request.
+
+Either way the run itself goes on in :meth:`master.runs.engine.RunEngine.resume`.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ class HeldRuns:
         calls: one approval, in a new session owned by the asker's tenant (its first turn says
         what waits), and a paused run of kind ``direct`` that the approval desk resumes once the
         approval is decided, through any door or by the expiry sweep: the call then runs once (or
-        not at all: rejected, expired), without the model (:meth:`master.query.entry.QueryEntry._resume_direct`).
+        not at all: rejected, expired), without the model (:meth:`master.query.direct.DirectCalls.resume`).
         Answers as a held query does (``status: "awaiting_approval"``, the approval)."""
         session_id = self.sessions.new_session_id()
         call = PendingToolCall(
