@@ -632,11 +632,71 @@ async def test_an_approval_through_every_door_resumes_its_run_once(
     assert hub.calls == [PAYMENT]  # and never again
 
 
+Pause = Callable[[httpx.AsyncClient], Awaitable[tuple[str, str]]]
+"""Start a run on master A (through this client) that waits for the transfer's approval: ``(run
+id, what the cancel names)``."""
+Cancel = Callable[[InProcessMaster, httpx.AsyncClient, str], Awaitable[None]]
+"""Cancel that run through master B (its base URL's client), by what the door names."""
+
+
+async def _pause_query(on_a: httpx.AsyncClient) -> tuple[str, str]:
+    paused = (await on_a.post("/query", json={"query": "send 250 to bob"})).json()
+    assert paused["status"] == "awaiting_approval", paused
+    return paused["run_id"], paused["run_id"]
+
+
+async def _pause_a2a(on_a: httpx.AsyncClient) -> tuple[str, str]:
+    message = {
+        "role": "user",
+        "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": "send 250 to bob"}],
+    }
+    request = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    task = (await on_a.post("/a2a", json=request)).json()["result"]
+    assert task["status"]["state"] == "input-required", task
+    return task["metadata"]["openagent_run_id"], task["id"]
+
+
+async def _cancel_http(b: InProcessMaster, on_b: httpx.AsyncClient, run_id: str) -> None:
+    cancelled = await on_b.delete(f"/runs/{run_id}")
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled", cancelled.text
+
+
+async def _cancel_websocket(b: InProcessMaster, on_b: httpx.AsyncClient, run_id: str) -> None:
+    peer = await RawPeer.connect(
+        b.ws_url, additional_headers={"Authorization": on_b.headers["Authorization"]}
+    )
+    try:
+        await peer.register(f"canceller-{uuid.uuid4().hex[:8]}", role="query")
+        await peer.send({"type": "cancel", "run_id": run_id})
+        while (frame := await peer.recv(timeout=DEADLINE))["type"] not in ("cancel_result", "error"):
+            pass
+    finally:
+        await peer.close()
+    assert frame["type"] == "cancel_result" and frame["state"] == "cancelled", frame
+
+
+async def _cancel_a2a(b: InProcessMaster, on_b: httpx.AsyncClient, task_id: str) -> None:
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": {"id": task_id}}
+    body = (await on_b.post("/a2a", json=request)).json()
+    assert body.get("result", {}).get("status", {}).get("state") == "canceled", body
+
+
+CANCEL_ON_B: dict[str, tuple[Pause, Cancel]] = {
+    "http DELETE /runs": (_pause_query, _cancel_http),
+    "websocket cancel frame": (_pause_query, _cancel_websocket),
+    "a2a CancelTask": (_pause_a2a, _cancel_a2a),
+}
+"""The doors that cancel a run by a name any master knows (the MCP and Responses cancels name a
+call or a response of their own master: ``test_mcp_server.py``, ``test_openai_responses.py``)."""
+
+
+@pytest.mark.parametrize("door", list(CANCEL_ON_B))
 async def test_a_run_held_by_master_a_is_cancelled_through_master_b_and_then_resumes_through_no_door(
-    llm: ScriptedOpenAIServer,
+    llm: ScriptedOpenAIServer, door: str
 ) -> None:
-    """Two masters on one Redis: a run paused on A is cancelled through B (``DELETE /runs``); its
-    approval is withdrawn, and neither a decision (on A) nor a resume by id (on B) runs it."""
+    """Two masters on one Redis: a run paused on A is cancelled through B; its approval is
+    withdrawn, and neither a decision (on A) nor a resume by id (on B) runs it."""
     calls: list[dict[str, Any]] = []
 
     async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> Any:
@@ -661,13 +721,15 @@ async def test_a_run_held_by_master_a_is_cancelled_through_master_b_and_then_res
         async with asyncio.timeout(DEADLINE):
             while "bank" not in a.services.agents.known_ids(EVERY_TENANT):
                 await asyncio.sleep(0.01)
+        pause, cancel = CANCEL_ON_B[door]
         llm.add_tool_call("bank__transfer", PAYMENT)
-        paused = (await on_a.post("/query", json={"query": "send 250 to bob"})).json()
-        assert paused["status"] == "awaiting_approval", paused
-        run_id, [approval] = paused["run_id"], paused["approvals"]
+        before = {x["approval_id"] for x in (await on_a.get("/approvals")).json()["approvals"]}
+        run_id, name = await pause(on_a)
+        [approval] = [
+            x for x in (await on_a.get("/approvals")).json()["approvals"] if x["approval_id"] not in before
+        ]
 
-        cancelled = await on_b.delete(f"/runs/{run_id}")
-        assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled", cancelled.text
+        await cancel(b, on_b, name)
 
         decided = await on_a.post(f"/approvals/{approval['approval_id']}", json={"decision": "approve"})
         assert decided.status_code == 409 and decided.json()["error_code"] == "approval_decided", decided.text
