@@ -2,7 +2,9 @@
 
 ``POST /approvals/{approval_id}`` (:mod:`master.routes.approvals`), a message on an A2A task that
 waits (:mod:`master.doors.a2a`), an MCP client's answer to the ``ask`` tool's question
-(:mod:`master.doors.mcp`) and the expiry sweep all go through one :class:`ApprovalDesk`:
+(:mod:`master.doors.mcp`), an AG-UI ``resume`` and a Responses ``mcp_approval_response`` are the
+run's verb (:meth:`master.query.verbs.RunVerbs.resume` with ``Approve``/``Reject`` decisions),
+which decides and resumes here; it and the expiry sweep all go through one :class:`ApprovalDesk`:
 
 - **deciding** (:meth:`ApprovalDesk.decide`): once per approval (SET NX in
   :class:`~master.conversation.approvals.ApprovalStore`), by whom may decide it (below), edited

@@ -19,67 +19,42 @@ translates what comes back (:mod:`master.query.events`) into its own wire form. 
 - **events** for a door that streams (:meth:`QueryRun.events`);
 - **the outcome**: every admitted query ends as one :class:`protocol.QueryResponse`, a refusal by
   the service (``unknown_session``, ``llm_timeout``...) and a bug (``internal_error``) included.
+
+What a door holds of a run is a :class:`master.query.run.QueryRun`; a door's direct tool call
+(:meth:`QueryEntry.call_tool`) is :class:`master.query.direct.DirectCalls`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from master.agents.calls import ToolRun
 from master.agents.directory import AgentDirectory
 from master.agents.tool_calls import ToolCaller
-from master.agents.toolbox import Toolbox, function_name
+from master.agents.toolbox import Toolbox
 from master.auth import DEFAULT_TENANT, Principal, Scope
-from master.errors import QueryRejected, SessionStoreUnavailable
+from master.errors import QueryRejected
 from master.query.admission import Admission
+from master.query.direct import DirectCalls, Door, ToolRefused, check_resolved
 from master.query.events import Finished, Progress, QueryEvent, QueryRefused
+from master.query.run import DirectOutcome, QueryRun
 from master.query.service import QueryService, rejected_response
 from master.runs.cancel import CancelRefused, RunCanceller
 from master.runs.extras import RunExtras
-from master.runs.state import RunState, RunStatus
+from master.runs.state import RunStatus
 from master.runs.store import LiveRun, RunStore
-from protocol import (
-    AgentUsed,
-    ErrorCode,
-    QueryRequest,
-    QueryResponse,
-    RunEvent,
-    TokenEvent,
-    ToolCallEvent,
-    ToolProgress,
-    ToolProgressEvent,
-    ToolResultEvent,
-)
+from protocol import ErrorCode, QueryRequest, QueryResponse, ToolProgress
 from protocol.events import run_paused
 
 logger = logging.getLogger("master.query.entry")
 
-Door = Literal["http", "sse", "websocket", "mcp", "a2a", "openai", "agui", "responses"]
-"""Which front door a query came through (in the log line of a failure and the run's task name)."""
-
 Deliver = Callable[[QueryResponse], Awaitable[None]]
 """Sends the outcome to the asker, within the run (see :meth:`QueryEntry.submit`)."""
-
-
-class ToolRefused(QueryRejected):
-    """A direct tool call that was not sent: ``unknown_agent``, ``unknown_tool`` or
-    ``invalid_arguments`` (the message names the tool and each offending field)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DirectOutcome:
-    """How a direct call held for approval ended, once decided (:meth:`QueryEntry.call_tool`)."""
-
-    decision: Literal["approved", "rejected", "expired"]
-    run: ToolRun
-    """The call as it went: the agent's result or error when approved; else not sent, with the
-    error that says why (refused with the person's reason, or no one decided in time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,122 +71,6 @@ class OfferedTool:
     """The JSON Schema of its arguments."""
     annotations: dict[str, Any] | None = None
     """Hints about the tool's behaviour (MCP tool annotations), when the agent gave them."""
-
-
-class QueryRun:
-    """One admitted query, running: await :meth:`result`, or iterate :meth:`events` when streamed."""
-
-    __slots__ = ("_events", "_live", "_task", "_waiter", "direct", "query_id", "run_id")
-
-    def __init__(self, query_id: str, *, streamed: bool, run_id: str = "") -> None:
-        self.query_id = query_id
-        self.direct: DirectOutcome | None = None
-        """Set when the run was a held direct call going on (its answer is the call's)."""
-        self.run_id = run_id
-        """The run's id (a resumed run keeps the id it had; a continuation found by its calls'
-        ids takes its run's id later: the answer's ``run_id`` is the one that holds)."""
-        self._events: asyncio.Queue[QueryEvent | asyncio.Future[None] | None] | None = (
-            asyncio.Queue() if streamed else None
-        )
-        self._task: asyncio.Task[QueryResponse] | None = None
-        self._live: LiveRun | None = None
-        self._waiter: asyncio.Future[QueryResponse] | None = None
-        """What the first door that waits awaits: the run settles it as it ends, in its own last
-        step (a door wakes one event-loop iteration sooner than through the task's callbacks)."""
-
-    async def result(self) -> QueryResponse:
-        """The outcome. A door that stops waiting (it is cancelled) does not stop the run."""
-        task = self._task
-        assert task is not None
-        if task.done():
-            return task.result()
-        if self._waiter is not None:  # another wait already (or a door that gave up): its own
-            return await asyncio.shield(task)
-        waiter: asyncio.Future[QueryResponse] = asyncio.get_running_loop().create_future()
-        self._waiter = waiter
-        return await waiter  # cancelling the door cancels this future, not the run
-
-    def _settle(self, response: QueryResponse | None, error: BaseException | None = None) -> None:
-        """Give the waiting door the run's outcome (as ``shield`` would: its answer, its error, or
-        its cancellation)."""
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            return
-        if response is not None:
-            waiter.set_result(response)
-        elif isinstance(error, asyncio.CancelledError):
-            waiter.cancel()
-        else:
-            waiter.set_exception(error or RuntimeError("the run ended without an answer"))
-
-    async def events(self, *, join_tokens: bool = False) -> AsyncIterator[QueryEvent]:
-        """:class:`Progress` events as they happen, then one :class:`Finished` (``submit(stream=True)``).
-
-        Ends without :class:`Finished` when the run was cancelled (the master stopped). With
-        ``join_tokens``, the ``token`` events already waiting when one is read come as one (a door
-        whose every event costs a store write keeps up with a fast model; nothing waits longer)."""
-        queue = self._events
-        if queue is None:
-            raise RuntimeError("events() needs submit(..., stream=True)")
-        carried: QueryEvent | asyncio.Future[None] | None = None
-        has_carried = False
-        while True:
-            if has_carried:
-                event, has_carried = carried, False
-            else:
-                event = await queue.get()
-            if join_tokens and isinstance(event, Progress) and isinstance(event.event, TokenEvent):
-                texts = [event.event.text]
-                while not queue.empty():
-                    following = queue.get_nowait()
-                    if isinstance(following, Progress) and isinstance(following.event, TokenEvent):
-                        texts.append(following.event.text)
-                        continue
-                    carried, has_carried = following, True
-                    break
-                if len(texts) > 1:
-                    event = Progress(TokenEvent(text="".join(texts)))
-            if event is None:
-                return
-            if isinstance(event, asyncio.Future):  # a mark of :meth:`taken`
-                if not event.done():
-                    event.set_result(None)
-                continue
-            yield event
-            if isinstance(event, Finished):
-                return
-
-    def cancel(self, reason: str | None = None) -> None:
-        """Stop the run (a door's client cancelled it): the orchestrator stops where it is, its tool
-        calls are abandoned (a result that still comes is discarded) and the turn is not stored.
-        With a ``reason`` (a client's cancel of a run this master holds, not yet recorded: see
-        :meth:`QueryEntry.cancel` for one by id), the run ends ``cancelled`` and answers
-        ``run_cancelled``."""
-        if reason is not None and self._live is not None and self._live.cancelled is None:
-            self._live.cancelled = reason
-        if self._task is not None:
-            self._task.cancel()
-
-    def on_done(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` when the run has ended (delivered, failed or cancelled)."""
-        assert self._task is not None
-        self._task.add_done_callback(lambda _: callback())
-
-    def _emit(self, event: RunEvent) -> None:
-        assert self._events is not None
-        self._events.put_nowait(Progress(event))
-
-    def taken(self) -> asyncio.Future[None]:
-        """Done once the reader of :meth:`events` has handled every event emitted before now
-        (it asked for the next one): a door that delivers the answer itself sends it after them."""
-        assert self._events is not None
-        mark: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._events.put_nowait(mark)
-        return mark
-
-    def _end(self, event: Finished | None) -> None:
-        if self._events is not None:
-            self._events.put_nowait(event)
 
 
 class QueryEntry:
@@ -233,7 +92,7 @@ class QueryEntry:
         """Cancels runs by id from any master (:meth:`cancel`); ``None`` where runs are not recorded."""
         self.admission = admission
         self.agents = agents
-        self._tools = tools
+        self._direct = DirectCalls(queries, admission, agents=agents, tools=tools)
         self._tasks: set[asyncio.Task[QueryResponse]] = set()
 
     def submit(
@@ -301,7 +160,7 @@ class QueryEntry:
                 if live is not None:
                     more["live"] = live
                 if direct:
-                    response = await self._resume_direct(request, run, principal)
+                    response = await self._direct.resume(request, run, principal)
                 else:
                     response = await self.queries.run(
                         request, run.query_id, events=events, principal=principal, **more
@@ -430,171 +289,15 @@ class QueryEntry:
         dropped. Another tenant's agent is unknown to ``principal`` (``unknown_agent``), as one
         that does not exist.
         """
-        assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
-        check_resolved(principal)
-        targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
-        if not targets:
-            raise ToolRefused(
-                ErrorCode.UNKNOWN_AGENT, f"no agent {agent_id!r} with tools is connected or registered"
-            )
-        agent = targets[0]
-        tool = agent.tools.get(tool_name)
-        if tool is None:
-            raise ToolRefused(
-                ErrorCode.UNKNOWN_TOOL,
-                f"agent {agent_id!r} has no tool {tool_name!r} (its tools: {', '.join(sorted(agent.tools))})",
-            )
-        if not isinstance(arguments, dict):
-            raise ToolRefused(
-                ErrorCode.INVALID_ARGUMENTS, f"arguments of {tool_name!r} must be a JSON object"
-            )
-        problems = tool.validate(arguments)
-        if problems:
-            raise ToolRefused(
-                ErrorCode.INVALID_ARGUMENTS, f"invalid arguments for {tool_name!r}: " + "; ".join(problems)
-            )
-        verdict = self.queries.policy.verdict(function_name(agent.agent_id, tool_name), agent.agent_id, tool)
-        if verdict == "refuse":
-            raise ToolRefused(
-                ErrorCode.INVALID_REQUEST,
-                f"{agent_id}.{tool_name} requires a person's approval and this master keeps no "
-                "approvals to wait for one; it was not run",
-            )
-        self.admission.enter(principal.tenant)
-        try:
-            if verdict == "hold":
-                query_id = f"{door}-{secrets.token_hex(16)}"
-                try:
-                    return await self.queries.hold_direct(
-                        agent.agent_id, tool, arguments, query_id=query_id, principal=principal
-                    )
-                except QueryRejected as exc:  # Redis did not answer: nothing was held, nothing ran
-                    raise QueryRefused(exc.code, exc.message) from None
-            run, _ = await self._tools.run(agent, tool_name, arguments, on_progress=on_progress)
-            return run
-        finally:
-            self.admission.leave(principal.tenant)
-
-    async def _resume_direct(
-        self, request: QueryRequest, run: QueryRun, principal: Principal
-    ) -> QueryResponse:
-        """Go on with a direct call held for approval, every approval decided: run it once when
-        approved (with the edited arguments, if any), never when rejected or expired; the answer
-        is the call's outcome (also :attr:`QueryRun.direct`), stored in the held call's session.
-        Of two resumes one takes the held call; the other is refused ("resumed already")."""
-        assert self.agents is not None and self._tools is not None, "QueryEntry(agents=, tools=) calls tools"
-        store = self.queries.approvals
-        session_id = request.session_id
-        assert store is not None and session_id is not None
-        state, _ = await self._held(session_id, Scope.of(principal))
-        assert state.held is not None  # a direct call's state, one call (checked by _held)
-        [held] = state.held.held
-        try:
-            record = await store.record(held.approval_id, Scope.of(principal)) or {"status": "expired"}
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
-        state = await self.queries.take_direct(session_id)  # the decision stands: take it once
-        agent_id, tool_name = str(record.get("agent_id")), str(record.get("tool_name"))
-        name = held.name or function_name(agent_id, tool_name)
-        edited = record.get("edited_arguments")
-        arguments = edited if isinstance(edited, dict) else json.loads(str(held.arguments or "{}"))
-        decision: Literal["approved", "rejected", "expired"]
-        if record.get("status") == "approved":
-            decision = "approved"
-            tool_run = await self._run_approved(run, agent_id, tool_name, arguments, principal)
-        elif record.get("status") == "rejected":
-            decision = "rejected"
-            reason = record.get("message") or "no reason given"
-            tool_run = ToolRun(
-                name,
-                agent_id,
-                tool_name,
-                arguments,
-                error=f"a person refused this call; it was not run: {reason}",
-            )
-        else:
-            decision = "expired"
-            tool_run = ToolRun(
-                name,
-                agent_id,
-                tool_name,
-                arguments,
-                error="no one decided on this call in time (its approval expired); it was not run",
-            )
-        run.direct = DirectOutcome(decision, tool_run)
-        await self.queries.record_direct(session_id, tool_run, principal.tenant)
-        used = [AgentUsed(agent_id=agent_id, tool_name=tool_name)] if tool_run.dispatched else []
-        return QueryResponse(
-            query_id=state.query_id or run.query_id,
-            session_id=session_id,
-            success=tool_run.success,
-            answer=_text(tool_run.result) if tool_run.success else None,
-            error=tool_run.error,
-            status="completed",
-            agents_used=used,
+        return await self._direct.call(
+            agent_id, tool_name, arguments, door=door, on_progress=on_progress, principal=principal
         )
-
-    async def _held(self, session_id: str, scope: Scope) -> tuple[RunState, list[Any]]:
-        try:
-            state, approvals = await self.queries.held_run(session_id, scope)
-        except SessionStoreUnavailable as exc:
-            raise QueryRejected(ErrorCode.SESSION_STORE_UNAVAILABLE, str(exc)) from None
-        if state is None or not state.direct:
-            raise QueryRejected(ErrorCode.INVALID_QUERY, "the paused run was resumed already")
-        return state, approvals
-
-    async def _run_approved(
-        self, run: QueryRun, agent_id: str, tool_name: str, arguments: dict[str, Any], principal: Principal
-    ) -> ToolRun:
-        """Send an approved direct call, still on offer to its asker and fitting its tool's schema."""
-        assert self.agents is not None and self._tools is not None
-        name = function_name(agent_id, tool_name)
-        targets = self.agents.tool_targets(Scope.of(principal), [agent_id])
-        tool = targets[0].tools.get(tool_name) if targets else None
-        if tool is None:
-            return ToolRun(
-                name,
-                agent_id,
-                tool_name,
-                arguments,
-                error=f"agent {agent_id!r} no longer offers {tool_name!r}; the approved call was not run",
-            )
-        problems = tool.validate(arguments)
-        if problems:
-            return ToolRun(
-                name,
-                agent_id,
-                tool_name,
-                arguments,
-                error=f"invalid arguments for {tool_name!r}: " + "; ".join(problems),
-            )
-        labels = {"agent_id": agent_id, "tool_name": tool_name, "function_name": name}
-        emit = run._emit if run._events is not None else None
-        if emit is not None:
-            emit(ToolCallEvent(**labels, arguments=arguments))
-
-        def progress(update: ToolProgress) -> None:
-            if emit is not None:
-                emit(
-                    ToolProgressEvent(
-                        call_id=update.call_id, message=update.message, progress=update.progress, **labels
-                    )
-                )
-
-        tool_run, _ = await self._tools.run(targets[0], tool_name, arguments, on_progress=progress)
-        if emit is not None:
-            emit(ToolResultEvent(**labels, success=tool_run.success, error=tool_run.error))
-        return tool_run
 
     async def aclose(self) -> None:
         """Cancel the runs still in flight (the master stops)."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _state_of(response: QueryResponse) -> RunStatus:
@@ -612,15 +315,6 @@ def _reason_of(response: QueryResponse) -> str | None:
     if response.status == "stopped":
         return f"stopped by {response.stopped_by}"
     return None
-
-
-def check_resolved(principal: Principal) -> None:
-    """Refuse (``unauthorized``) a caller nothing resolved: no door runs anything for it."""
-    if not principal.resolved:
-        raise QueryRefused(
-            ErrorCode.UNAUTHORIZED,
-            "no API key was resolved for this request: nothing runs for an anonymous caller",
-        )
 
 
 __all__ = [

@@ -23,8 +23,10 @@ from master.deps import PrincipalDep, ServicesDep
 from master.errors import SessionStoreUnavailable
 from master.errors.responses import ApiError
 from master.openapi import error
-from master.query.approvals import ApprovalDesk, ApprovalRefused
+from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
+from master.query.verbs import RunRefused, RunVerbs
 from master.routes.query import _json
+from master.runs.decisions import Approve, Reject
 from protocol import Approval, ErrorCode, QueryResponse
 
 router = APIRouter(tags=["approvals"])
@@ -119,19 +121,14 @@ async def decide_approval(
     reject one call. Once every call of the paused round is decided, the run resumes and the
     answer is its result (a ``QueryResponse``); before that, the answer lists the round's
     approvals (``status: "awaiting_approval"``)."""
-    desk = _desk(services)
-    try:
-        record = await desk.decide(
-            approval_id,
-            body.decision,
-            message=body.message,
-            arguments=body.arguments,
-            remember=body.remember,
-            principal=principal,
+    decision: Approve | Reject = (
+        Approve(
+            approval_id=approval_id, arguments=body.arguments, message=body.message, remember=body.remember
         )
-        return _json(await desk.resume(str(record["session_id"]), Scope.of(principal)))
-    except ApprovalRefused as exc:
-        raise ApiError(exc.code, exc.detail) from None
+        if body.decision == "approve"
+        else Reject(approval_id=approval_id, reason=body.message)
+    )
+    return await _resume(services, approval_id, [decision], principal)
 
 
 @router.post(
@@ -150,6 +147,22 @@ async def resume_approval(
         return _json(await desk.resume(str(record["session_id"]), Scope.of(principal)))
     except ApprovalRefused as exc:
         raise ApiError(exc.code, exc.detail) from None
+
+
+async def _resume(
+    services: ServicesDep, approval_id: str, decisions: list[Approve | Reject], principal: Principal
+) -> Response:
+    """The approval's run resumed with ``decisions`` (:meth:`RunVerbs.resume`), its answer awaited."""
+    verbs = RunVerbs(services.entry, _desk(services))
+    try:
+        run_id = await verbs.run_of(approval_id, principal)
+        started = await verbs.resume(run_id, decisions, principal)
+    except RunRefused as exc:
+        raise ApiError(exc.code, exc.detail) from None
+    if isinstance(started, QueryResponse):
+        return _json(started)
+    response = await started.result()
+    return _json(settled(response.session_id or "", response))
 
 
 def _desk(services: ServicesDep) -> ApprovalDesk:

@@ -1,9 +1,11 @@
 """What a resume brings for the items a run waits for, one decision per item.
 
 A run waits for one kind of thing at a time (:attr:`master.runs.state.RunState.pending`): a
-person's decision on each held call (:class:`Approve`, :class:`Reject`), or a raised budget
-(:class:`RaiseBudget`). :meth:`master.query.verbs.RunVerbs.resume` takes a list of these, tagged
-by ``kind``.
+person's decision on each held call (:class:`Approve`, :class:`Reject`), a raised budget
+(:class:`RaiseBudget`), or the client's result of each tool call it handed out
+(:class:`ToolResult`). :meth:`master.query.verbs.RunVerbs.resume` takes a list of these, tagged
+by ``kind``; every door translates its own form of them (an approval dialogue, an
+``mcp_approval_response`` item, a ``role: tool`` message) into these.
 """
 
 from __future__ import annotations
@@ -46,4 +48,13 @@ class RaiseBudget(_Decision):
     budget: Budget = Field(default_factory=Budget)
 
 
-Decision = Annotated[Approve | Reject | RaiseBudget, Field(discriminator="kind")]
+class ToolResult(_Decision):
+    """The client's result of the tool call ``call_id`` the run handed it (an OpenAI client's
+    own function: a ``role: tool`` message, a ``function_call_output`` item)."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    content: str
+
+
+Decision = Annotated[Approve | Reject | RaiseBudget | ToolResult, Field(discriminator="kind")]

@@ -83,7 +83,7 @@ class HeldRuns:
         calls: one approval, in a new session owned by the asker's tenant (its first turn says
         what waits), and a paused run of kind ``direct`` that the approval desk resumes once the
         approval is decided, through any door or by the expiry sweep: the call then runs once (or
-        not at all: rejected, expired), without the model (:meth:`master.query.entry.QueryEntry._resume_direct`).
+        not at all: rejected, expired), without the model (:meth:`master.query.direct.DirectCalls.resume`).
         Answers as a held query does (``status: "awaiting_approval"``, the approval)."""
         session_id = self.sessions.new_session_id()
         call = PendingToolCall(
@@ -100,7 +100,11 @@ class HeldRuns:
             "ts": time.time(),
         }
         state = RunState(
-            query=query, query_id=query_id, request={"query": query}, pending=ApprovalPending(direct=True)
+            query=query,
+            query_id=query_id,
+            run_id=f"run-{uuid.uuid4().hex}",  # what a decision resumes (RunVerbs.resume)
+            request={"query": query},
+            pending=ApprovalPending(direct=True),
         )
         try:
             await self.sessions.append(session_id, [turn], owner=principal.tenant)
@@ -149,6 +153,7 @@ class HeldRuns:
                 "call_id": call.id,
                 "parameters": tool.schema.parameters,
                 "asker_key": asker.key_id,  # never the decider once the tool has approvers
+                **({"run_id": state.run_id} if state.run_id else {}),  # what a decision resumes
                 **({"tenant": owner} if owner != DEFAULT_TENANT else {}),
             }
             held.append(HeldCall(**call.model_dump(), approval_id=approval.approval_id))

@@ -13,6 +13,10 @@ then goes through the same cases, checked the same way, through the product's ow
 - another tenant's session is out of reach: refused as unknown (or, on A2A, where a context is
   the asker's own, a new session), and the LLM never sees what the other tenant said;
 - another tenant's agent is never offered;
+- the run's verbs: a person's approval through each door's own dialogue (``POST /approvals``,
+  MCP elicitation, an A2A message on the waiting task, an AG-UI ``resume``, a Responses
+  ``mcp_approval_response``) resumes the run once (``RunVerbs.resume``), and a run paused on one
+  master and cancelled through another resumes through no door;
 
 and every way an agent id is claimed or released refuses another tenant's id.
 """
@@ -472,3 +476,267 @@ async def test_another_tenants_agent_id_cannot_be_claimed_or_released(hub: Hub, 
         # HTTP agents are stored in Redis: the later tests of the suite must not find them.
         for agent_id in ("a-inv", "shared-inv", own):
             await _http_unregister(hub, hub.headers(None), agent_id)
+
+
+# --------------------------------------------------------------------------- the run's verbs
+#
+# Every door's approval dialogue translates into the run's verb, ``RunVerbs.resume(run_id,
+# [Approve...], principal)``: a person's "yes" through any door runs the held call once and the
+# run goes on, its answer told through the door that decided.
+
+
+@dataclass
+class Dialogue:
+    hub: Hub
+    before: frozenset[str]
+    """Tenant a's pending approvals before the run (the tests' Redis outlives each master)."""
+    asked: list[str] = field(default_factory=list)
+    """The approvals the run waited for, as the door's client saw them pending."""
+
+    async def paused(self) -> None:
+        self.asked.extend(x["approval_id"] for x in await _pending(self.hub, self.before))
+
+
+Decide = Callable[[Dialogue], Awaitable[str]]
+"""Start a run that waits for the transfer's approval through one door, approve it through the
+same door's dialogue, and return what the door answered then (its raw text)."""
+
+
+async def _decide_http(dialogue: Dialogue) -> str:
+    async with dialogue.hub.http("a") as a:
+        paused = (await a.post("/query", json={"query": "send 250 to bob"})).json()
+        await dialogue.paused()
+        [approval] = paused["approvals"]
+        decided = await a.post(f"/approvals/{approval['approval_id']}", json={"decision": "approve"})
+    assert decided.status_code == 200, decided.text
+    return decided.text
+
+
+async def _decide_mcp(dialogue: Dialogue) -> str:
+    """The client's user is asked (elicitation) and says yes."""
+    from mcp_types import ElicitRequestParams, ElicitResult
+
+    async def yes(context: Any, params: ElicitRequestParams) -> ElicitResult:
+        await dialogue.paused()
+        return ElicitResult(action="accept", content={"decision": "approve"})
+
+    async with (
+        httpx2.AsyncClient(headers=dialogue.hub.headers("a"), timeout=DEADLINE) as http,
+        McpClient(
+            streamable_http_client(f"{dialogue.hub.master.base_url}/mcp", http_client=http),
+            elicitation_callback=yes,
+        ) as client,
+    ):
+        result = await client.call_tool("ask", {"query": "send 250 to bob"})
+    assert result.is_error is False, result
+    return json.dumps([block.model_dump() for block in result.content])
+
+
+async def _decide_a2a(dialogue: Dialogue) -> str:
+    """A message with the text ``approve`` on the task that waits."""
+
+    async def send(message: dict[str, Any]) -> dict[str, Any]:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+        async with dialogue.hub.http("a") as a:
+            body: dict[str, Any] = (await a.post("/a2a", json=request)).json()
+        assert "result" in body, body
+        return body["result"]
+
+    def text(words: str, **more: str) -> dict[str, Any]:
+        return {
+            "role": "user",
+            "messageId": uuid.uuid4().hex,
+            "parts": [{"kind": "text", "text": words}],
+            **more,
+        }
+
+    task = await send(text("send 250 to bob"))
+    assert task["status"]["state"] == "input-required", task
+    await dialogue.paused()
+    done = await send(text("approve", taskId=task["id"], contextId=task["contextId"]))
+    assert done["status"]["state"] == "completed", done
+    return json.dumps(done)
+
+
+async def _decide_agui(dialogue: Dialogue) -> str:
+    """The run ends with an interrupt; the next input on the thread resumes it."""
+    thread = str(uuid.uuid4())
+
+    async def run(**more: Any) -> list[Any]:
+        body = {"threadId": thread, "runId": uuid.uuid4().hex, "messages": [], **more}
+        async with dialogue.hub.http("a") as a:
+            response = await a.post("/ag-ui", json=body)
+        assert response.status_code == 200, response.text
+        blocks = [b for b in response.text.split("\n\n") if b.strip()]
+        return [AG_UI_EVENT.validate_json(block.removeprefix("data: ")) for block in blocks]
+
+    paused = await run(messages=[{"id": "m1", "role": "user", "content": "send 250 to bob"}])
+    [interrupt] = paused[-1].outcome.interrupts
+    await dialogue.paused()
+    resumed = await run(
+        resume=[{"interruptId": interrupt.id, "status": "resolved", "payload": {"approved": True}}]
+    )
+    assert resumed[-1].type.value == "RUN_FINISHED", resumed[-1]
+    return json.dumps([event.model_dump(mode="json") for event in resumed])
+
+
+async def _decide_responses(dialogue: Dialogue) -> str:
+    """An ``mcp_approval_request`` output item, answered by an ``mcp_approval_response`` input item."""
+    async with dialogue.hub.http("a") as a:
+        first = (
+            await a.post("/v1/responses", json={"model": "openagent", "input": "send 250 to bob"})
+        ).json()
+        await dialogue.paused()
+        [request] = [item for item in first["output"] if item["type"] == "mcp_approval_request"]
+        answer = {"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": True}
+        second = await a.post(
+            "/v1/responses",
+            json={"model": "openagent", "previous_response_id": first["id"], "input": [answer]},
+        )
+    assert second.status_code == 200, second.text
+    return second.text
+
+
+DECIDE: dict[str, Decide] = {
+    "http": _decide_http,
+    "mcp": _decide_mcp,
+    "a2a": _decide_a2a,
+    "agui": _decide_agui,
+    "responses": _decide_responses,
+}
+NO_DIALOGUE = {"sse": "http", "websocket": "http", "openai": "http"}
+"""Doors without an approval dialogue of their own: their runs' approvals are decided over HTTP."""
+
+
+def test_the_approval_walk_covers_every_door() -> None:
+    assert set(DECIDE) | set(NO_DIALOGUE) == set(DOORS) and not set(DECIDE) & set(NO_DIALOGUE)
+
+
+@pytest.mark.parametrize("door", list(DECIDE))
+async def test_an_approval_through_every_door_resumes_its_run_once(
+    hub: Hub, llm: ScriptedOpenAIServer, door: str
+) -> None:
+    llm.add_tool_call("bank__transfer", PAYMENT)
+    llm.add_text("Sent 250 to bob.")
+    dialogue = Dialogue(hub, await _pending_ids(hub))
+
+    told = await DECIDE[door](dialogue)
+
+    assert "Sent 250 to bob." in told  # the resumed run's answer, through the door that decided
+    assert hub.calls == [PAYMENT]  # the held call ran, once
+    [approval_id] = dialogue.asked
+    async with hub.http("a") as a:
+        assert (await a.get(f"/approvals/{approval_id}")).json()["status"] == "approved"
+        again = await a.post(f"/approvals/{approval_id}", json={"decision": "approve"})
+    assert again.status_code == 409 and again.json()["error_code"] == "approval_decided"
+    assert hub.calls == [PAYMENT]  # and never again
+
+
+Pause = Callable[[httpx.AsyncClient], Awaitable[tuple[str, str]]]
+"""Start a run on master A (through this client) that waits for the transfer's approval: ``(run
+id, what the cancel names)``."""
+Cancel = Callable[[InProcessMaster, httpx.AsyncClient, str], Awaitable[None]]
+"""Cancel that run through master B (its base URL's client), by what the door names."""
+
+
+async def _pause_query(on_a: httpx.AsyncClient) -> tuple[str, str]:
+    paused = (await on_a.post("/query", json={"query": "send 250 to bob"})).json()
+    assert paused["status"] == "awaiting_approval", paused
+    return paused["run_id"], paused["run_id"]
+
+
+async def _pause_a2a(on_a: httpx.AsyncClient) -> tuple[str, str]:
+    message = {
+        "role": "user",
+        "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": "send 250 to bob"}],
+    }
+    request = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    task = (await on_a.post("/a2a", json=request)).json()["result"]
+    assert task["status"]["state"] == "input-required", task
+    return task["metadata"]["openagent_run_id"], task["id"]
+
+
+async def _cancel_http(b: InProcessMaster, on_b: httpx.AsyncClient, run_id: str) -> None:
+    cancelled = await on_b.delete(f"/runs/{run_id}")
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled", cancelled.text
+
+
+async def _cancel_websocket(b: InProcessMaster, on_b: httpx.AsyncClient, run_id: str) -> None:
+    peer = await RawPeer.connect(
+        b.ws_url, additional_headers={"Authorization": on_b.headers["Authorization"]}
+    )
+    try:
+        await peer.register(f"canceller-{uuid.uuid4().hex[:8]}", role="query")
+        await peer.send({"type": "cancel", "run_id": run_id})
+        while (frame := await peer.recv(timeout=DEADLINE))["type"] not in ("cancel_result", "error"):
+            pass
+    finally:
+        await peer.close()
+    assert frame["type"] == "cancel_result" and frame["state"] == "cancelled", frame
+
+
+async def _cancel_a2a(b: InProcessMaster, on_b: httpx.AsyncClient, task_id: str) -> None:
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": {"id": task_id}}
+    body = (await on_b.post("/a2a", json=request)).json()
+    assert body.get("result", {}).get("status", {}).get("state") == "canceled", body
+
+
+CANCEL_ON_B: dict[str, tuple[Pause, Cancel]] = {
+    "http DELETE /runs": (_pause_query, _cancel_http),
+    "websocket cancel frame": (_pause_query, _cancel_websocket),
+    "a2a CancelTask": (_pause_a2a, _cancel_a2a),
+}
+"""The doors that cancel a run by a name any master knows (the MCP and Responses cancels name a
+call or a response of their own master: ``test_mcp_server.py``, ``test_openai_responses.py``)."""
+
+
+@pytest.mark.parametrize("door", list(CANCEL_ON_B))
+async def test_a_run_held_by_master_a_is_cancelled_through_master_b_and_then_resumes_through_no_door(
+    llm: ScriptedOpenAIServer, door: str
+) -> None:
+    """Two masters on one Redis: a run paused on A is cancelled through B; its approval is
+    withdrawn, and neither a decision (on A) nor a resume by id (on B) runs it."""
+    calls: list[dict[str, Any]] = []
+
+    async def handler(tool_name: str, arguments: dict[str, Any], *, progress_callback: Any) -> Any:
+        calls.append(arguments)
+        return {"sent": arguments}
+
+    settings: dict[str, Any] = {
+        "openai_base_url": llm.base_url,
+        "openai_api_key": "scripted",
+        "openagent_api_key": ADMIN_KEY,
+    }
+    headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    async with (
+        in_process_master(openagent_master_id="verbs-a", **settings) as a,
+        in_process_master(openagent_master_id="verbs-b", **settings) as b,
+        OrchestratorActionAgent(
+            "bank", [TRANSFER], handler, config=AgentConfig(master_ws=a.ws_url, api_key=ADMIN_KEY)
+        ),
+        httpx.AsyncClient(base_url=a.base_url, headers=headers, timeout=DEADLINE) as on_a,
+        httpx.AsyncClient(base_url=b.base_url, headers=headers, timeout=DEADLINE) as on_b,
+    ):
+        async with asyncio.timeout(DEADLINE):
+            while "bank" not in a.services.agents.known_ids(EVERY_TENANT):
+                await asyncio.sleep(0.01)
+        pause, cancel = CANCEL_ON_B[door]
+        llm.add_tool_call("bank__transfer", PAYMENT)
+        before = {x["approval_id"] for x in (await on_a.get("/approvals")).json()["approvals"]}
+        run_id, name = await pause(on_a)
+        [approval] = [
+            x for x in (await on_a.get("/approvals")).json()["approvals"] if x["approval_id"] not in before
+        ]
+
+        await cancel(b, on_b, name)
+
+        decided = await on_a.post(f"/approvals/{approval['approval_id']}", json={"decision": "approve"})
+        assert decided.status_code == 409 and decided.json()["error_code"] == "approval_decided", decided.text
+        assert decided.json()["detail"]["approval"]["status"] == "rejected"  # withdrawn by the cancel
+        resumed = await on_b.post(f"/runs/{run_id}/resume", json={})
+        assert resumed.status_code == 409 and resumed.json()["error_code"] == "run_not_resumable", (
+            resumed.text
+        )
+        assert (await on_a.get(f"/runs/{run_id}")).json()["state"] == "cancelled"
+    assert calls == []

@@ -54,8 +54,9 @@ from master.agents.directory import AgentDirectory
 from master.auth import Principal, Scope, principal_of
 from master.doors.a2a import cancels
 from master.doors.a2a.cards import AGENTS_PATH, CARD_PATH, HUB_CARD_PATHS, HUB_PATH, agent_card, hub_card
-from master.doors.a2a.executor import HubExecutor, check_parts
+from master.doors.a2a.executor import HubExecutor
 from master.doors.a2a.logs import logged, quiet_sdk
+from master.doors.a2a.updates import check_parts
 from master.query.approvals import ApprovalDesk
 from master.query.entry import OfferedTool, QueryEntry
 from master.runs.a2a_tasks import (

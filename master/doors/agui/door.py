@@ -8,8 +8,8 @@ admission, budgets, the session, approvals and metrics are the entry's. The door
 - a tool call that needs a person's approval ends the run with an ``interrupt`` outcome, one
   interrupt per approval (its id is the approval's); the next input on the thread carries
   ``resume`` entries, which decide those approvals through the
-  :class:`~master.query.approvals.ApprovalDesk`, as ``POST /approvals/{approval_id}`` and every
-  other door do, then the paused run goes on and streams as a new run;
+  run's verb (:meth:`~master.query.verbs.RunVerbs.resume`), as ``POST /approvals/{approval_id}``
+  and every other door do, then the paused run goes on and streams as a new run;
 - as the spec asks, a thread whose interrupts are open takes only a ``resume`` that answers every
   one of them, and refusals of the input come as ``RUN_ERROR``.
 
@@ -30,6 +30,8 @@ from master.doors.agui.wire import Decision, InputError, read_input, translate
 from master.query.approvals import ApprovalDesk, ApprovalRefused
 from master.query.entry import QueryEntry, QueryRun, check_resolved
 from master.query.events import Finished
+from master.query.verbs import RunRefused, RunVerbs, start_or_bring
+from master.runs.decisions import Approve, Reject
 from protocol import Approval, ErrorCode, QueryResponse
 
 Events = AsyncIterator[bytes]
@@ -71,8 +73,9 @@ class AgUiDoor:
         except ApprovalRefused as exc:
             return _failed(run, exc.code, str(exc))
         query = asked.query.model_copy(update={"stream": True})
-        started = self._entry.submit(
-            query, door="agui", stream=True, extras=asked.extras, principal=principal
+        verbs = RunVerbs(self._entry, self._approvals)
+        started = await start_or_bring(
+            verbs, (query, asked.extras, None), principal, door="agui", stream=True
         )
         return _stream(RunEvents(run.thread_id, run.run_id, run.state), started)
 
@@ -96,7 +99,6 @@ class AgUiDoor:
             )
         if len(set(given)) != len(given):
             raise InputError(ErrorCode.VALIDATION_ERROR, "resume answers an interrupt more than once")
-        decided: list[Approval] = []
         for decision in decisions:
             try:
                 record = await desk.record(decision.approval_id, scope)
@@ -107,26 +109,36 @@ class AgUiDoor:
                     ErrorCode.VALIDATION_ERROR,
                     f"interrupt {decision.approval_id!r} is not of thread {thread!r}: resume it on its own thread",
                 )
-        for decision in decisions:
-            try:
-                record = await desk.decide(
-                    decision.approval_id,
-                    decision.decision,
-                    message=decision.message,
-                    arguments=decision.arguments,
-                    remember=decision.remember,
-                    principal=principal,
-                )
-            except ApprovalRefused as exc:
-                if exc.code != ErrorCode.APPROVAL_DECIDED:  # decided already: a replay, or elsewhere
-                    raise InputError(exc.code, str(exc)) from None
-                record = await desk.record(decision.approval_id, scope)
-            decided.append(Approval.model_validate(record))
+        verbs = RunVerbs(self._entry, desk)
+        try:  # an interrupt decided already (a replay, or decided elsewhere): that decision stands
+            run_id = await verbs.run_of(decisions[0].approval_id, principal) if decisions else ""
+            started = await verbs.resume(
+                run_id,
+                [_decision(d) for d in decisions],
+                principal,
+                door="agui",
+                stream=True,
+                decided_stands=True,
+            )
+            decided = [Approval.model_validate(await desk.record(d.approval_id, scope)) for d in decisions]
+        except (RunRefused, ApprovalRefused) as exc:
+            raise InputError(exc.code, str(exc)) from None
         events = RunEvents(thread, run.run_id, run.state, resumed=decided)
-        started = await desk.start_resume(thread, scope, door="agui", stream=True)
         if isinstance(started, QueryResponse):  # still waiting, or resumed by another decision
             return _events(_started(run), events.translate(Finished(started)))
         return _stream(events, started)
+
+
+def _decision(decision: Decision) -> Approve | Reject:
+    """A ``resume`` entry as the run's verb takes it."""
+    if decision.decision == "approve":
+        return Approve(
+            approval_id=decision.approval_id,
+            arguments=decision.arguments,
+            message=decision.message,
+            remember=decision.remember,
+        )
+    return Reject(approval_id=decision.approval_id, reason=decision.message)
 
 
 def _started(run: RunAgentInput) -> RunStartedEvent:

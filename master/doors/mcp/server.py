@@ -48,7 +48,7 @@ import json
 import logging
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
 from mcp.server.connection import Connection
@@ -64,24 +64,21 @@ from pydantic import ValidationError
 from starlette.types import Receive, Send
 from starlette.types import Scope as ASGIScope
 
-from master.auth import ANONYMOUS, SYSTEM, Principal, Scope, principal_of
+from master.auth import SYSTEM, Principal
+from master.doors.mcp.approvals import ApprovalDialogue, principal_of_request
 from master.doors.mcp.changes import ToolListWatch
 from master.doors.mcp.progress import ProgressRelay
 from master.doors.mcp.tools import (
     ASK,
     ASK_INPUT_SCHEMA,
-    DECISION_SCHEMA,
-    answer_result,
-    approval_question,
     ask_tool,
     error_result,
-    input_required,
     input_schema,
     listed,
     refused_result,
     run_result,
 )
-from master.query.approvals import ApprovalDesk, ApprovalRefused, settled
+from master.query.approvals import ApprovalDesk
 from master.query.entry import CancelRefused, OfferedTool, QueryEntry, QueryRun, ToolRefused
 from master.query.events import Finished, QueryRefused
 from protocol import (
@@ -109,8 +106,6 @@ INSTRUCTIONS = (
 START_TIMEOUT = 30.0
 """Seconds for the SDK's session manager to start."""
 ASK_FIELDS = frozenset(("query", "session_id", "allowed_agent_ids", "auto_mode"))
-MAX_APPROVAL_ROUNDS = 16
-"""Rounds of approvals one ``ask`` asks its client about before answering with what still waits."""
 
 
 def _version() -> str:
@@ -136,7 +131,7 @@ class _HubServer(Server[Any]):
         )
 
 
-class McpDoor:
+class McpDoor(ApprovalDialogue):
     """The master as an MCP server (module docstring): :meth:`handle` serves ``/mcp``."""
 
     def __init__(
@@ -253,7 +248,7 @@ class McpDoor:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._note_session(ctx)
-        principal = _principal(ctx)
+        principal = principal_of_request(ctx)
         offered = self._offered() if principal.is_admin else self.entry.offered_tools(principal=principal)
         return types.ListToolsResult(tools=[ask_tool(), *(listed(tool) for tool in offered)])
 
@@ -266,7 +261,7 @@ class McpDoor:
             return await self._ask(ctx, arguments, params.input_responses)
         if params.input_responses and self._approvals is not None:  # a held call, decided: it goes on
             return await self._answered(ctx, params.input_responses)
-        principal = _principal(ctx)
+        principal = principal_of_request(ctx)
         if principal.is_admin:
             tool = self._find(params.name)
         else:  # the tools on offer to the caller's tenant only
@@ -287,7 +282,7 @@ class McpDoor:
                 arguments,
                 door="mcp",
                 on_progress=on_progress,
-                principal=_principal(ctx),
+                principal=principal_of_request(ctx),
             )
         except ToolRefused as exc:
             if exc.code == ErrorCode.INVALID_ARGUMENTS:
@@ -326,7 +321,7 @@ class McpDoor:
         if answers and self._approvals is not None:  # a 2026 client's decisions: the run goes on
             return await self._answered(ctx, answers)
         try:
-            run = self.entry.submit(request, door="mcp", stream=True, principal=_principal(ctx))
+            run = self.entry.submit(request, door="mcp", stream=True, principal=principal_of_request(ctx))
         except QueryRefused as exc:
             return refused_result(exc.code.value, exc.message)
         response = await self._follow(ctx, run)
@@ -345,7 +340,7 @@ class McpDoor:
         except asyncio.CancelledError:  # the client cancelled the call (not the master stopping)
             if not self._stop.is_set():
                 task = asyncio.create_task(
-                    self._cancel(run, _principal(ctx)), name=f"mcp: cancel {run.run_id}"
+                    self._cancel(run, principal_of_request(ctx)), name=f"mcp: cancel {run.run_id}"
                 )
                 self._cancels.add(task)
                 task.add_done_callback(self._cancels.discard)
@@ -365,135 +360,6 @@ class McpDoor:
             else:
                 logger.info("MCP: the cancelled call's run %s was not cancelled: %s", run.run_id, exc.message)
 
-    # ------------------------------------------------------------------ approvals
-
-    async def _answer(
-        self, ctx: ServerRequestContext[Any], response: QueryResponse
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """An ``ask``'s outcome; a run that waits for a person asks the client's user where it can."""
-        for _ in range(MAX_APPROVAL_ROUNDS):
-            pending = [a for a in response.approvals or [] if a.status == "pending"]
-            if response.status != "awaiting_approval" or not pending or not self._can_ask(ctx):
-                break
-            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                return input_required(pending)
-            for approval in pending:  # 2025: ask now, within this call
-                try:
-                    answer = await ctx.session.elicit_form(
-                        approval_question(approval).message,
-                        DECISION_SCHEMA,
-                        related_request_id=ctx.request_id,
-                    )
-                except MCPError as exc:
-                    logger.info("MCP client did not answer approval %s: %s", approval.approval_id, exc)
-                    return answer_result(response)
-                try:
-                    taken = await self._take(approval.approval_id, answer, _principal(ctx))
-                except ApprovalRefused as exc:  # not this key's to decide (who approves), or unknown
-                    return refused_result(exc.code.value, str(exc))
-                if not taken:
-                    return answer_result(response)  # dismissed: it waits, decided elsewhere
-            followed = await self._resume(ctx, str(response.session_id))
-            if isinstance(followed, types.CallToolResult):
-                return followed
-            response = followed
-        return answer_result(response)
-
-    def _can_ask(self, ctx: ServerRequestContext[Any]) -> bool:
-        if self._approvals is None:
-            return False
-        asks = types.ClientCapabilities(elicitation=types.ElicitationCapability())
-        if not ctx.session.check_client_capability(asks):
-            return False
-        return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or ctx.session.can_send_request
-
-    async def _answered(
-        self, ctx: ServerRequestContext[Any], answers: types.InputResponses
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """A 2026 client retried ``ask`` with its user's answers, keyed by ``approval_id``."""
-        desk = self._approvals
-        assert desk is not None
-        scope = Scope.of(_principal(ctx))  # another tenant's approval is unknown
-        sessions: set[str] = set()
-        for approval_id, answer in answers.items():
-            if not isinstance(answer, types.ElicitResult):
-                return refused_result(
-                    ErrorCode.INVALID_ARGUMENTS.value,
-                    f"the answer for {approval_id!r} is not an elicitation result",
-                )
-            try:
-                sessions.add(str((await desk.record(approval_id, scope))["session_id"]))
-            except ApprovalRefused as exc:
-                return refused_result(exc.code.value, str(exc))
-        if len(sessions) != 1:
-            return refused_result(
-                ErrorCode.INVALID_ARGUMENTS.value,
-                "the answers name the approvals of several runs: answer one run's",
-            )
-        for approval_id, answer in answers.items():
-            assert isinstance(answer, types.ElicitResult)
-            try:
-                await self._take(approval_id, answer, _principal(ctx))
-            except ApprovalRefused as exc:  # not this key's to decide (who approves), or unknown
-                return refused_result(exc.code.value, str(exc))
-        followed = await self._resume(ctx, sessions.pop())
-        if isinstance(followed, types.CallToolResult):
-            return followed
-        return await self._answer(ctx, followed)
-
-    async def _take(self, approval_id: str, answer: types.ElicitResult, principal: Principal) -> bool:
-        """Decide as the client's user answered, as ``principal``; False when they dismissed it
-        (it still waits). A decision taken meanwhile (or an expiry) stands and is not an error;
-        any other refusal is raised (:class:`ApprovalRefused`: ``forbidden`` when the key may not
-        decide it, ``unknown_approval`` for another tenant's)."""
-        assert self._approvals is not None
-        if answer.action == "cancel":
-            return False
-        content = answer.content or {}
-        rejected = answer.action == "decline" or content.get("decision") == "reject"
-        decision: Literal["approve", "reject"] = "reject" if rejected else "approve"
-        reason = content.get("message")
-        message = reason if isinstance(reason, str) and reason else None
-        if answer.action == "decline" and message is None:
-            message = "declined through the MCP client"
-        remember: Literal["session"] | None = (
-            "session" if decision == "approve" and content.get("remember") is True else None
-        )
-        try:
-            await self._approvals.decide(
-                approval_id,
-                decision,
-                message=message,
-                remember=remember,
-                principal=principal,
-            )
-        except ApprovalRefused as exc:
-            if exc.code is not ErrorCode.APPROVAL_DECIDED:
-                raise
-            logger.info("MCP decision on %s not taken: %s", approval_id, exc)  # decided meanwhile, or expired
-        return True
-
-    async def _resume(
-        self, ctx: ServerRequestContext[Any], session_id: str
-    ) -> QueryResponse | types.CallToolResult:
-        assert self._approvals is not None
-        try:
-            started = await self._approvals.start_resume(
-                session_id, Scope.of(_principal(ctx)), door="mcp", stream=True, tell=False
-            )
-        except ApprovalRefused as exc:
-            return refused_result(exc.code.value, str(exc))
-        except QueryRefused as exc:
-            return refused_result(exc.code.value, exc.message)
-        if isinstance(started, QueryResponse):
-            return started
-        response = await self._follow(ctx, started)
-        if response is None:
-            return refused_result(ErrorCode.INTERNAL_ERROR.value, "the master stopped before answering")
-        if started.direct is not None:  # a held direct call: its answer is the tool's
-            return run_result(started.direct.run)  # the decided call: its result, or why it did not run
-        return settled(session_id, response)
-
     # ------------------------------------------------------------------ sessions
 
     def _note_session(self, ctx: ServerRequestContext[Any]) -> None:
@@ -505,13 +371,6 @@ class McpDoor:
             connection = getattr(ctx.session, "_connection", None)
             if isinstance(connection, Connection) and connection.session_id is not None:
                 self.watch.session(connection)
-
-
-def _principal(ctx: ServerRequestContext[Any]) -> Principal:
-    """Who sent the MCP request (:func:`master.auth.principal_of` of its HTTP request;
-    :data:`~master.auth.ANONYMOUS` without one: fail closed)."""
-    scope = getattr(ctx.request, "scope", None)
-    return principal_of(scope) if isinstance(scope, dict) else ANONYMOUS
 
 
 def _host_check(allowed_hosts: list[str] | None) -> TransportSecuritySettings | None:

@@ -33,6 +33,7 @@ from master.gateway.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.query.admission import DRAINING
 from master.query.entry import QueryEntry, QueryRun
 from master.query.events import Progress, QueryRefused
+from master.query.verbs import RunVerbs, start_or_bring
 from master.settings import Settings
 from protocol import (
     ErrorCode,
@@ -110,13 +111,12 @@ class OpenAIDoor:
         is unknown to ``principal``."""
         query_id = f"openai-{uuid.uuid4().hex}"
         try:
-            run = self._entry.submit(
-                request.query,
+            run = await start_or_bring(
+                RunVerbs(self._entry),
+                (request.query, request.extras, query_id),
+                principal,
                 door="openai",
-                query_id=query_id,
                 stream=request.stream,
-                extras=request.extras,
-                principal=principal,
             )
         except QueryRefused as exc:
             code = ErrorCode.of(exc.code)

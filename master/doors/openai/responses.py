@@ -26,13 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import itertools
 import json
 import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import Response, StreamingResponse
@@ -41,23 +39,23 @@ from master.auth import DEFAULT_TENANT, Principal, Scope
 from master.doors.openai import responses_wire as rwire
 from master.doors.openai import wire
 from master.doors.openai.door import RETRY_AFTER_SECONDS, error_response
+from master.doors.openai.responses_stream import error_of, finished_body, stream_events
 from master.doors.openai.wire import SESSION_HEADER, OpenAIError
 from master.errors import SessionStoreUnavailable
 from master.gateway.drain import RETRY_AFTER_SECONDS as DRAIN_RETRY_AFTER
 from master.query.admission import DRAINING
-from master.query.approvals import ApprovalDesk, ApprovalRefused
+from master.query.approvals import ApprovalDesk
 from master.query.entry import CancelRefused, QueryEntry, QueryRun
-from master.query.events import Progress, QueryRefused
+from master.query.events import QueryRefused
+from master.query.verbs import RunRefused, RunVerbs, start_or_bring
+from master.runs.decisions import Approve, Reject
 from master.runs.responses import ResponseStore
 from master.runs.store import RunStore
 from master.settings import Settings
-from protocol import ErrorCode, QueryResponse, TokenEvent
+from protocol import ErrorCode, QueryResponse
 
 logger = logging.getLogger("master.doors.openai.responses")
 
-STORE_WAIT_SECONDS = 30.0
-"""How long a stream's last event waits for its response to be stored (the write's own timeout
-is ``REDIS_QUERY_TIMEOUT_SECONDS``)."""
 CANCEL_FIND_SECONDS = 5.0
 """How long a cancel waits for a background response's run to be recorded (it is as soon as the
 master that took it accepted its request) before it gives up on stopping it."""
@@ -131,13 +129,12 @@ class ResponsesDoor:
                 extras = (
                     dataclasses.replace(chat.extras, announce=True) if request.background else chat.extras
                 )
-                started: QueryRun | QueryResponse = self._entry.submit(
-                    chat.query,
+                started: QueryRun | QueryResponse = await start_or_bring(
+                    RunVerbs(self._entry, self._approvals),
+                    (chat.query, extras, f"responses-{response_id.removeprefix('resp_')}"),
+                    principal,
                     door="responses",
-                    query_id=f"responses-{response_id.removeprefix('resp_')}",
                     stream=request.stream,
-                    extras=extras,
-                    principal=principal,
                 )
             else:
                 started = await self._decide(request.decisions, principal, stream=request.stream)
@@ -182,7 +179,7 @@ class ResponsesDoor:
         if request.stream:
             known = base["session_id"]
             return StreamingResponse(
-                self._events(run, response_id, echo, created, message_id, kept),
+                stream_events(run, response_id, echo, created, message_id, kept),
                 media_type="text/event-stream",
                 headers={
                     "Cache-Control": "no-cache",
@@ -192,7 +189,7 @@ class ResponsesDoor:
             )
         answer = await run.result()
         if not answer.success:
-            code, status, param = _error_of(answer)
+            code, status, param = error_of(answer)
             return error_response(code, answer.error or "the query failed", status, param)
         stored = base if request.store else None
         return await self._answer(response_id, echo, created, answer, stored=stored, message_id=message_id)
@@ -207,7 +204,7 @@ class ResponsesDoor:
         stored: dict[str, Any] | None,
         message_id: str | None = None,
     ) -> Response:
-        body = _finished(response_id, echo, created, answer, message_id)
+        body = finished_body(response_id, echo, created, answer, message_id)
         if stored is not None:
             try:
                 await self._store.put({**stored, "session_id": answer.session_id, "response": body})
@@ -240,30 +237,26 @@ class ResponsesDoor:
             raise OpenAIError(
                 ErrorCode.INVALID_REQUEST, "approvals are not kept on this master", param="input"
             )
-        scope = Scope.of(principal)
-        sessions: set[str] = set()
-        for decision in decisions:
-            try:
-                record = await desk.decide(
-                    decision["approval_id"],
-                    decision["decision"],
-                    message=decision["message"],
-                    principal=principal,
-                )
-            except ApprovalRefused as exc:
-                detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
-                code = ErrorCode.of(exc.code)
-                raise OpenAIError(code, detail, param="input", status=code.status) from None
-            sessions.add(str(record["session_id"]))
-        if len(sessions) != 1:
-            raise OpenAIError(
-                ErrorCode.INVALID_REQUEST, "the approvals decided together must be of one run", param="input"
-            )
+        verbs = RunVerbs(self._entry, desk)
         try:
-            return await desk.start_resume(sessions.pop(), scope, door="responses", stream=stream)
-        except ApprovalRefused as exc:
+            runs = {await verbs.run_of(decision["approval_id"], principal) for decision in decisions}
+            if len(runs) != 1:
+                raise OpenAIError(
+                    ErrorCode.INVALID_REQUEST,
+                    "the approvals decided together must be of one run",
+                    param="input",
+                )
+            taken: list[Approve | Reject] = [
+                Approve(approval_id=d["approval_id"], message=d["message"])
+                if d["decision"] == "approve"
+                else Reject(approval_id=d["approval_id"], reason=d["message"])
+                for d in decisions
+            ]
+            return await verbs.resume(runs.pop(), taken, principal, door="responses", stream=stream)
+        except RunRefused as exc:
+            detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail.get("message"))
             code = ErrorCode.of(exc.code)
-            raise OpenAIError(code, str(exc), param="input", status=code.status) from None
+            raise OpenAIError(code, detail, param="input", status=code.status) from None
 
     # ------------------------------------------------------------------ background
 
@@ -307,7 +300,7 @@ class ResponsesDoor:
                 body = rwire.response_object(response_id, echo, created_at=created, status="cancelled")
                 record = {**base, "response": body}
             else:
-                body = _finished(response_id, echo, created, answer, message_id)
+                body = finished_body(response_id, echo, created, answer, message_id)
                 record = {**base, "session_id": answer.session_id, "response": body}
             await self._store.put(record)
         except SessionStoreUnavailable as exc:
@@ -423,135 +416,11 @@ class ResponsesDoor:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    # ------------------------------------------------------------------ the stream
-
-    async def _events(
-        self,
-        run: QueryRun,
-        response_id: str,
-        echo: dict[str, Any],
-        created: float,
-        message_id: str,
-        kept: asyncio.Task[None] | None,
-    ) -> AsyncIterator[bytes]:
-        """The run as the Responses events (module docstring). A stored response is written
-        (``kept``) before the last event, so that the client's next request finds it."""
-        numbers = itertools.count()
-
-        def event(kind: str, **fields: Any) -> bytes:
-            return rwire.sse(kind, next(numbers), fields)
-
-        async def stored() -> None:
-            if kept is not None:
-                with contextlib.suppress(TimeoutError):  # the write has its own timeout
-                    await asyncio.wait_for(asyncio.shield(kept), STORE_WAIT_SECONDS)
-
-        start = rwire.response_object(response_id, echo, created_at=created, status="in_progress")
-        yield event("response.created", response=start)
-        yield event("response.in_progress", response=start)
-        streamed: list[str] = []
-        where = {"item_id": message_id, "output_index": 0, "content_index": 0}
-        async for update in run.events():
-            if isinstance(update, Progress):
-                if not isinstance(update.event, TokenEvent):
-                    continue
-                text = update.event.text
-                if not streamed:
-                    item = rwire.message_item(message_id, "", "in_progress")
-                    yield event("response.output_item.added", output_index=0, item=item)
-                    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-                    yield event("response.content_part.added", **where, part=part)
-                streamed.append(text)
-                yield event("response.output_text.delta", **where, delta=text, logprobs=[])
-                continue
-            answer = update.response
-            if not answer.success:
-                code, _, _ = _error_of(answer)
-                error = rwire.error_object(code, answer.error or "the query failed")
-                body = rwire.response_object(
-                    response_id, echo, created_at=created, status="failed", answer=answer, error=error
-                )
-                await stored()
-                yield event("response.failed", response=body)
-                return
-            so_far = "".join(streamed)
-            final = answer.answer or ""
-            rest = final[len(so_far) :] if final.startswith(so_far) else ("" if so_far else final)
-            text = so_far + rest
-            if text and not streamed:
-                item = rwire.message_item(message_id, "", "in_progress")
-                yield event("response.output_item.added", output_index=0, item=item)
-                part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-                yield event("response.content_part.added", **where, part=part)
-            if rest:
-                yield event("response.output_text.delta", **where, delta=rest, logprobs=[])
-            if text:
-                yield event("response.output_text.done", **where, text=text, logprobs=[])
-                part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-                yield event("response.content_part.done", **where, part=part)
-                item = rwire.message_item(message_id, text)
-                yield event("response.output_item.done", output_index=0, item=item)
-            index = 1 if text else 0
-            for call in rwire.function_call_items(answer):
-                opened = {**call, "arguments": "", "status": "in_progress"}
-                yield event("response.output_item.added", output_index=index, item=opened)
-                at = {"item_id": call["id"], "output_index": index}
-                yield event("response.function_call_arguments.delta", **at, delta=call["arguments"])
-                yield event("response.function_call_arguments.done", **at, arguments=call["arguments"])
-                yield event("response.output_item.done", output_index=index, item=call)
-                index += 1
-            for approval in rwire.approval_items(answer):
-                yield event("response.output_item.added", output_index=index, item=approval)
-                yield event("response.output_item.done", output_index=index, item=approval)
-                index += 1
-            body = _finished(response_id, echo, created, answer, message_id, text)
-            kind = "response.incomplete" if body["status"] == "incomplete" else "response.completed"
-            await stored()
-            yield event(kind, response=body)
-            return
-        # The run was cancelled (by a cancel, or the master stopping).
-        error = rwire.error_object(ErrorCode.INTERNAL_ERROR, "the run was cancelled before it answered")
-        body = rwire.response_object(response_id, echo, created_at=created, status="cancelled", error=error)
-        yield event("response.failed", response=body)
-
-
-def _finished(
-    response_id: str,
-    echo: dict[str, Any],
-    created: float,
-    answer: QueryResponse,
-    message_id: str | None = None,
-    text: str | None = None,
-) -> dict[str, Any]:
-    error = None
-    if not answer.success:
-        code, _, _ = _error_of(answer)
-        error = rwire.error_object(code, answer.error or "the query failed")
-    output = rwire.output_of(answer, message_id or f"msg_{secrets.token_hex(16)}", text)
-    return rwire.response_object(
-        response_id,
-        echo,
-        created_at=created,
-        status=rwire.status_of(answer),
-        output=output,
-        answer=answer,
-        error=error,
-    )
-
 
 def _unknown(response_id: str) -> OpenAIError:
     return OpenAIError(
         ErrorCode.NOT_FOUND, f"no response {response_id!r} (never stored, deleted, or expired)", status=404
     )
-
-
-def _error_of(response: QueryResponse) -> tuple[ErrorCode, int, str | None]:
-    code = ErrorCode.of(response.error_code or ErrorCode.INTERNAL_ERROR)
-    if code == ErrorCode.UNKNOWN_AGENT:
-        return ErrorCode.UNKNOWN_MODEL, 404, "model"
-    if code == ErrorCode.UNKNOWN_SESSION:
-        return code, code.status, "previous_response_id"
-    return code, code.status, None
 
 
 def _json(body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
