@@ -91,4 +91,4 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
         either_second = min(windows.index((case, 2)), windows.index((baseline, 2)))
         assert both_first < either_second, (case, baseline, windows)
     assert "| target" in run.stdout and "ws_c32" in run.stdout
-    assert "workers4_c32" in run.stdout and "| soak series" in run.stdout
+    assert "workers4_c128" in run.stdout and "| soak series" in run.stdout
