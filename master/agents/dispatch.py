@@ -54,8 +54,8 @@ from master.agents.pending import (
     PendingCall,
     ProgressRelay,
     RemoteCalls,
-    Target,
 )
+from master.agents.pending import Target as Target  # re-exported: where callers import it from
 from master.agents.registry import LiveAgent
 from master.agents.remote import RemoteAgent
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
