@@ -13,7 +13,32 @@ from bench.throughput import LoadCase
 WORKERS = (1, 2, 4, 8)
 """Masters (cluster mode, one Redis) of the workers cases."""
 REPLICAS = "_replicas"
-"""The workers cases whose agent has a replica on every master (``workers<n>_replicas_c32``)."""
+"""The workers cases whose agent has a replica on every master (``workers<n>_replicas_c<32 n>``)."""
+PER_MASTER = 32
+"""Queries in flight per master in the workers cases: N masters get ``32 N``, so each master runs at
+the concurrency of the one-master case and the masters' CPU per operation compares the hop, not how
+well a master batches fewer queries (a master at 8 in flight costs more per query than at 32)."""
+PACED = 100
+"""Queries per second per master in the paced workers cases (``workers<n><kind>_r<100 n>``, 16
+workers per master): every master serves the same rate whatever the number of masters, so each
+is as busy as the one master and the masters' CPU per operation compares what N masters add
+(the hop, the spread), on a machine with fewer cores than masters too (where a closed loop
+starves the masters, and a starved master batches less and pays more per query). The targets on
+the masters' CPU judge these cases."""
+PACED_WORKERS = 16
+SPREAD = 8
+"""The per-master load of the opt-in ``workers_spread`` group: 4 masters sharing 32 in flight (8 each)
+against 1 master at 8."""
+
+
+def workers_case(masters: int, kind: str = "") -> str:
+    """The name of a workers case: ``workers<n><kind>_c<32 n>`` (its total concurrency)."""
+    return f"workers{masters}{kind}_c{PER_MASTER * masters}"
+
+
+def paced_case(masters: int, kind: str = "") -> str:
+    """The name of a paced workers case: ``workers<n><kind>_r<100 n>`` (its total rate)."""
+    return f"workers{masters}{kind}_r{PACED * masters}"
 
 
 def _ask(agent_id: str) -> dict[str, object]:
@@ -160,42 +185,53 @@ ROUND_TRIPS: dict[str, tuple[str, LoadCase]] = {
         ),
         *(
             (
-                f"workers{n}",
+                f"workers{n}{REPLICAS if kind == REPLICAS else ''}",  # the setup: HTTP agent beside the WS ones
                 LoadCase(
-                    f"workers{n}_c32",
-                    f"{n} master{'s' if n > 1 else ''} on one Redis: WS tool round trip",
+                    workers_case(n, kind),
+                    f"{n} master{'s' if n > 1 else ''} on one Redis: {what}",
                     "/query",
-                    32,
-                    _ask(WS_AGENT),
+                    PER_MASTER * n,
+                    _ask(agent),
                 ),
+            )
+            for kind, what, agent in (
+                ("", "WS tool round trip", WS_AGENT),
+                ("_http", "HTTP invocation, SDK agent", HTTP_SDK_AGENT),
+                (REPLICAS, "WS, a replica on every master", WS_AGENT),
             )
             for n in WORKERS
         ),
         *(
             (
-                f"workers{n}",
+                f"workers{n}{REPLICAS if kind == REPLICAS else ''}",  # the setup: HTTP agent beside the WS ones
                 LoadCase(
-                    f"workers{n}_http_c32",
-                    f"{n} master{'s' if n > 1 else ''} on one Redis: HTTP invocation, SDK agent",
+                    paced_case(n, kind),
+                    f"{n} master{'s' if n > 1 else ''} on one Redis: {what}, {PACED} queries/s per master",
                     "/query",
-                    32,
-                    _ask(HTTP_SDK_AGENT),
+                    PACED_WORKERS * n,
+                    _ask(agent),
+                    rate=PACED * n,
                 ),
             )
-            for n in WORKERS
+            for kind, what, agent in (
+                ("", "WS", WS_AGENT),
+                ("_http", "HTTP invocation", HTTP_SDK_AGENT),
+                (REPLICAS, "WS, a replica on every master", WS_AGENT),
+            )
+            for n in (1, 2, 4)
         ),
         *(
             (
-                f"workers{n}{REPLICAS}",
+                f"workers{n}",
                 LoadCase(
-                    f"workers{n}{REPLICAS}_c32",
-                    f"{n} master{'s' if n > 1 else ''} on one Redis: WS, a replica on every master",
+                    f"workers{n}_c{SPREAD * n}",
+                    f"{n} master{'s' if n > 1 else ''} on one Redis: WS, {SPREAD} in flight per master",
                     "/query",
-                    32,
+                    SPREAD * n,
                     _ask(WS_AGENT),
                 ),
             )
-            for n in WORKERS
+            for n in (1, 4)
         ),
         *(
             (
@@ -260,7 +296,8 @@ ALL_CASES: list[str] = [
     CONNECTIONS_MASTER,
     SOAK,
 ]
-OPT_IN = {SOAK}
+WORKERS_PACED = [paced_case(n, kind) for kind in ("", "_http", REPLICAS) for n in (1, 2, 4)]
+OPT_IN = {SOAK, f"workers1_c{SPREAD}", f"workers4_c{SPREAD * 4}"}
 """Cases that run only when named (``--cases soak``), never in ``all``."""
 DEFAULT_CASES: list[str] = [name for name in ALL_CASES if name not in OPT_IN]
 
@@ -285,10 +322,11 @@ GROUPS: dict[str, list[str]] = {
     "workers": [
         "ws_c32",
         "http_sdk_c32",
-        *(f"workers{n}_c32" for n in WORKERS),
-        *(f"workers{n}_http_c32" for n in WORKERS),
-        *(f"workers{n}{REPLICAS}_c32" for n in WORKERS),
+        *(workers_case(n, kind) for kind in ("", "_http", REPLICAS) for n in WORKERS),
+        *WORKERS_PACED,
     ],
+    "workers_spread": [f"workers1_c{SPREAD}", f"workers4_c{SPREAD * 4}"],
+    "workers_paced": WORKERS_PACED,
 }
 
 

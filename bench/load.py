@@ -5,7 +5,9 @@
 - ``"mode": "closed"`` (default): ``concurrency`` workers each POST ``body`` to ``url`` in
   a loop, back to back, for ``warmup`` seconds and then ``repeat`` windows of ``duration``
   seconds. Each window is reported between a ``start`` and an ``end`` event, so the
-  runner can sample the server's CPU over exactly that window.
+  runner can sample the server's CPU over exactly that window. With ``rate`` (queries per
+  second in all), the workers are paced instead: each sends one query every ``concurrency /
+  rate`` seconds, starting staggered, with no catching up after a stall.
 - ``"mode": "sessions"``: one query at a time; ``warmup_queries`` queries in new sessions,
   then for each window in ``sessions`` one query in each of its session ids. With
   ``"prime": true`` each session first gets one query outside the window, reported
@@ -142,10 +144,17 @@ async def _closed(session: aiohttp.ClientSession, cfg: dict[str, Any]) -> None:
     stop_at = time.monotonic() + cfg["warmup"] + cfg["repeat"] * cfg["duration"] + 0.5
     ask = _ask_a2a if cfg.get("protocol") == "a2a" else _ask
 
+    rate = cfg.get("rate")
+    gap = cfg["concurrency"] / float(rate) if rate else 0.0
+
     async def worker(number: int) -> None:
         url = urls[number % len(urls)]  # connections spread evenly over the masters
         turn = number
+        due = time.monotonic() + number * gap / cfg["concurrency"]
         while time.monotonic() < stop_at:  # bounded by the run's length
+            if gap:
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                due = max(due + gap, time.monotonic())
             latency, error = await ask(session, url, bodies[turn % len(bodies)])
             window.record(latency, error)
             turn += 1

@@ -290,8 +290,10 @@ def workers_table(cases: dict[str, Any]) -> str | None:
         if case.get("kind") != "round_trip" or not name.startswith("workers"):
             continue
         s = case["summary"]
-        kind = name.removeprefix(f"workers{case['masters']}").removesuffix("_c32")
-        one = cases.get(f"workers1{kind}_c32")
+        head, load = name.rsplit("_", 1)  # c<in flight> or r<queries/s>, in all
+        masters = case["masters"]
+        kind = head.removeprefix(f"workers{masters}")
+        one = cases.get(f"workers1{kind}_{load[0]}{int(load[1:]) // masters}")  # the same load per master
         base = one["summary"]["ops_per_s"]["median"] if one else math.nan
         shares = [rep.get("hub_cpu_pct", {}) for rep in case["reps"]]
         per_master = [

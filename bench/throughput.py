@@ -50,6 +50,9 @@ class LoadCase:
     tool ``body["tool"]`` with ``body["arguments"]`` through the official MCP client."""
     protocol: str = "query"
     """``query`` (``POST /query`` bodies) or ``a2a`` (A2A JSON-RPC ``SendMessage``, see :mod:`bench.load`)."""
+    rate: float | None = None
+    """Queries per second in all, paced (each worker one query every ``concurrency / rate`` s, no
+    catching up after a stall), or ``None``: back to back (a closed loop)."""
 
 
 def machine_busy_seconds() -> float:
@@ -177,6 +180,7 @@ async def measure(
         "concurrency": case.concurrency,
         "mode": case.mode,
         "protocol": case.protocol,
+        "rate": case.rate,
         "warmup": timing.warmup,
         "duration": timing.duration,
         "repeat": timing.repeat,
@@ -188,6 +192,7 @@ async def measure(
         "kind": "round_trip",
         "title": case.title,
         "concurrency": case.concurrency,
+        "rate": case.rate,
         "hub": running.hub.name,
         "masters": len(running.hubs()),
         "nproc": os.cpu_count(),

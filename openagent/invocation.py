@@ -102,6 +102,10 @@ class InvocationActionAgent:
         host, port: Where the server listens (``INVOCATION_HOST``, ``INVOCATION_PORT``); port 0
             picks a free port, see :attr:`port`.
         master_base_url, api_key, register_timeout: See :func:`register_invocation_agent`.
+        replica_urls: Base URLs of further copies of this agent (the same tools), registered with
+            it: the master balances the calls over :attr:`invocation_base_url` and these, and a
+            call whose connection is refused goes to another one. Each copy runs the same code;
+            one of them registering them all is enough (see :func:`register_invocation_agent`).
         unregister_on_stop: POST ``/unregister`` on :meth:`stop` (best effort). Off by default:
             the master keeps the agent across restarts of either side.
 
@@ -111,7 +115,7 @@ class InvocationActionAgent:
 
     The resolved settings are plain attributes, to read, not to change: ``agent_id``,
     ``tools`` (with their effective ``endpoint``), ``metadata``, ``host``, ``master_base_url``,
-    ``register_timeout``, ``unregister_on_stop`` and ``tool_handler``.
+    ``register_timeout``, ``replica_urls``, ``unregister_on_stop`` and ``tool_handler``.
     """
 
     def __init__(
@@ -127,6 +131,7 @@ class InvocationActionAgent:
         master_base_url: str | None = None,
         api_key: str | None = None,
         register_timeout: float | None = None,
+        replica_urls: Sequence[str] = (),
         unregister_on_stop: bool = False,
     ) -> None:
         if tool_handler is None and type(self).handle_tool is InvocationActionAgent.handle_tool:
@@ -152,6 +157,14 @@ class InvocationActionAgent:
         self.host = config.host
         self.master_base_url = config.registration.master_base_url
         self.register_timeout = config.registration.timeout
+        if isinstance(replica_urls, str):
+            raise ConfigurationError(f"agent {agent_id!r}: replica_urls must be a list of URLs, not a string")
+        for url in replica_urls:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ConfigurationError(
+                    f"agent {agent_id!r}: replica_urls must be http:// or https:// URLs, got {url!r}"
+                )
+        self.replica_urls = tuple(replica_urls)
         self.unregister_on_stop = unregister_on_stop
         self._app: Starlette | None = None
         self._client: aiohttp.ClientSession | None = None
@@ -229,6 +242,7 @@ class InvocationActionAgent:
                 master_base_url=self.master_base_url,
                 api_key=self._config.registration.api_key or "",
                 timeout=self.register_timeout,
+                replica_urls=self.replica_urls,
             )
         except BaseException:
             await self.stop()

@@ -10,10 +10,8 @@ MAX_LINES = 500
 MAX_ROOT_MODULES = 10
 
 OVER_THE_LIMIT: dict[str, int] = {
-    # Modules still over the limit, each with the most lines it may have until it is split. Only
-    # shrink this table: a module that went under the limit leaves it (the test says so).
-    "master/agents/invocation.py": 620,
-    "master/agents/dispatch.py": 673,
+    # Modules allowed over the limit for now, each with the most lines it may have until it is split.
+    # Only shrink this table: a module that went under the limit leaves it (the test says so).
 }
 
 

@@ -21,14 +21,9 @@ to the master waiting for it, or recorded in the call's session once.
 
 Every result and every progress frame passes here, whatever brought it (a WebSocket frame, an
 HTTP callback, a connector, another master), so the limits on what agents send are decided here
-once:
-
-- a result larger than ``OPENAGENT_MAX_TOOL_RESULT_BYTES`` (as compact JSON) fails the call with
-  a :class:`ToolFailed` naming the limit, which the model sees as the tool's failure; nothing of
-  it is kept;
-- at most ``OPENAGENT_MAX_PROGRESS_PER_SECOND`` progress frames of one call are relayed and
-  logged (at DEBUG) per second; the others are coalesced: the latest is relayed when the second
-  is over, and each one held back is counted (``openagent_tool_progress_coalesced_total``).
+once: a result larger than ``OPENAGENT_MAX_TOOL_RESULT_BYTES`` (as compact JSON) fails the call
+with a :class:`ToolFailed` naming the limit, which the model sees as the tool's failure (nothing
+of it is kept); progress frames are rate-limited per call (:class:`~master.agents.pending.ProgressRelay`).
 """
 
 from __future__ import annotations
@@ -39,108 +34,35 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import aiohttp
 import orjson
-from aiohttp.payload import BytesPayload
 
-from master.agents.call_records import (
-    DEFAULT_MAX_RESULT_BYTES,
-    RECORD_MARGIN_SECONDS,
-    CallRecords,
-    result_too_large,
-)
+from master.agents.call_records import DEFAULT_MAX_RESULT_BYTES, CallRecords, result_too_large
 from master.agents.frames import tool_call_frame
 from master.agents.invocation import InvocationAgent, InvocationAgents
+from master.agents.invoke_http import CallPoster
+from master.agents.pending import (
+    DEFAULT_PROGRESS_PER_SECOND,
+    FINISHED_MEMORY,
+    FINISHED_RETENTION_CALL_TIMEOUTS,
+    CallbackOutcome,
+    CallProgress,
+    CallStarted,
+    FinishedCall,
+    PendingCall,
+    ProgressRelay,
+    RemoteCalls,
+)
+from master.agents.pending import Target as Target  # re-exported: where callers import it from
 from master.agents.registry import LiveAgent
 from master.agents.remote import RemoteAgent
 from master.errors import AgentDisconnected, AgentUnavailable, ToolCallError, ToolFailed, ToolTimeout
 from master.observability import tracing
-from master.observability.redaction import cap
-from master.storage.json_bytes import dump_json
 from protocol import ToolCancel, ToolProgress, ToolResult
 
 logger = logging.getLogger("master.agents.dispatch")
-
-Target = LiveAgent | InvocationAgent | RemoteAgent
-CallbackOutcome = Literal["accepted", "duplicate", "finished", "unknown"]
-CallStarted = Callable[[str], None]
-"""Told the ``call_id`` of a call once it has been sent."""
-CallProgress = Callable[[ToolProgress], None]
-
-MAX_PROGRESS_MESSAGE_CHARS = 1000
-"""A progress message is kept, relayed and shown cut to this many characters (and logged cut to
-:data:`master.observability.redaction.LOG_ARG_MAX_CHARS`, control characters escaped)."""
-
-DEFAULT_PROGRESS_PER_SECOND = 10
-"""``OPENAGENT_MAX_PROGRESS_PER_SECOND``' default."""
-PROGRESS_WINDOW_SECONDS = 1.0
-
-_FINISHED_MEMORY = 10_000
-"""How many finished calls are remembered, to tell duplicates and late callbacks apart."""
-FINISHED_RETENTION_CALL_TIMEOUTS = 2.0
-"""...and for how long: twice ``TOOL_CALL_TIMEOUT`` after the call ended. Later, a callback is
-"unknown" rather than "finished"; the memory (about 0.5 kB a call) stops growing under a steady
-load instead of filling up to its count."""
-
-
-class RemoteCalls(Protocol):
-    """Hands calls to the masters holding :class:`RemoteAgent` targets (``master.cluster``).
-
-    Their results come back through :meth:`Dispatcher.settle_remote` and
-    :meth:`Dispatcher.progress_remote`.
-    """
-
-    async def send_call(
-        self,
-        agent: RemoteAgent,
-        call_id: str,
-        tool_name: str,
-        arguments: dict[str, Any],
-        wait_seconds: float,
-        traceparent: str | None,
-    ) -> None:
-        """Hand the call to the master holding ``agent``; raises :class:`AgentUnavailable` when it is gone."""
-
-    def forget(self, call_id: str) -> None:
-        """The call ended (result, error or timeout): stop watching its owner."""
-
-
-@dataclass(eq=False)
-class PendingCall:
-    """A tool call waiting for its result."""
-
-    call_id: str
-    target: Target
-    tool_name: str
-    future: asyncio.Future[Any]
-    token: str | None = None
-    started: float = field(default_factory=time.monotonic)
-    last_progress: ToolProgress | None = None
-    on_progress: CallProgress | None = None
-    window_start: float = -PROGRESS_WINDOW_SECONDS
-    """When the current second of progress frames began (the rate limit's window)."""
-    window_count: int = 0
-    """Progress frames relayed in the current window."""
-    held: ToolProgress | None = None
-    """The latest progress frame held back by the rate limit, relayed when the window ends."""
-    flush: asyncio.TimerHandle | None = None
-    url_index: int | None = None
-    """The invocation agent's URL the call went to (``InvocationAgent.urls``), while in flight."""
-
-    @property
-    def agent_id(self) -> str:
-        return self.target.agent_id
-
-
-@dataclass
-class _Finished:
-    token: str | None
-    resolved: bool
-    last_progress: ToolProgress | None
-    at: float = 0.0
 
 
 class Dispatcher:
@@ -161,13 +83,11 @@ class Dispatcher:
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         progress_per_second: int = DEFAULT_PROGRESS_PER_SECOND,
     ) -> None:
-        self._http = http
         self._invocation = invocation
-        self._callback_base = master_base_url.rstrip("/")
+        self._poster = CallPoster(http, invocation, master_base_url, invoke_timeout)
         self._call_timeout = call_timeout
-        self._invoke_timeout = aiohttp.ClientTimeout(total=invoke_timeout)
         self._pending: dict[str, PendingCall] = {}
-        self._finished: OrderedDict[str, _Finished] = OrderedDict()
+        self._finished: OrderedDict[str, FinishedCall] = OrderedDict()
         self._health_interval = inflight_health_interval
         self._clock = clock
         self._watchers: dict[str, asyncio.Task[None]] = {}
@@ -184,11 +104,19 @@ class Dispatcher:
         self._released: set[str] = set()
         self.max_result_bytes = max_result_bytes
         """``OPENAGENT_MAX_TOOL_RESULT_BYTES``: a larger result fails its call."""
-        self.progress_per_second = progress_per_second
+        self._progress = ProgressRelay(progress_per_second, clock)
+        self._record_progress = self._progress.record
+
+    @property
+    def progress_per_second(self) -> int:
         """``OPENAGENT_MAX_PROGRESS_PER_SECOND``: progress frames relayed per call and second."""
-        self.progress_coalesced = 0
+        return self._progress.per_second
+
+    @property
+    def progress_coalesced(self) -> int:
         """Progress frames held back by the rate limit since start (a counter in ``/metrics``); of
         those a call holds back in one second, only the latest is relayed, when the second ends."""
+        return self._progress.coalesced
 
     def _tell_cancelled(self, agent: LiveAgent, call_id: str) -> None:
         """Send a WebSocket agent ``tool_cancel`` for a call whose caller was cancelled (best effort)."""
@@ -281,7 +209,7 @@ class Dispatcher:
                         await self.records.record(
                             call_id, token or "", target.agent_id, tool_name, arguments, timeout
                         )
-                    await self._post_call(target, pending, arguments, invoke_seconds, timeout)
+                    await self._poster.post(target, pending, arguments, invoke_seconds, timeout)
                     self._watch(target)
                 return await pending.future
         except TimeoutError:
@@ -376,70 +304,6 @@ class Dispatcher:
                 f"agent {agent.agent_id!r} disconnected before receiving the call"
             ) from exc
 
-    async def _post_call(
-        self,
-        agent: InvocationAgent,
-        pending: PendingCall,
-        arguments: dict[str, Any],
-        invoke_seconds: float | None = None,
-        call_timeout: float | None = None,
-    ) -> None:
-        query = f"call_id={pending.call_id}&token={pending.token or ''}"  # token_urlsafe: nothing to quote
-        body: dict[str, Any] = {
-            "call_id": pending.call_id,
-            "tool_name": pending.tool_name,
-            "arguments": arguments,
-            "callback_url": f"{self._callback_base}/tool_callback?{query}",
-            "progress_url": f"{self._callback_base}/tool_progress?{query}",
-        }
-        if call_timeout is not None:  # the agent retries its result as long as the record lives
-            body["result_window_seconds"] = int(call_timeout) + RECORD_MARGIN_SECONDS
-        parent = tracing.traceparent()
-        headers = {"traceparent": parent} if parent else None
-        timeout = (
-            self._invoke_timeout if invoke_seconds is None else aiohttp.ClientTimeout(total=invoke_seconds)
-        )
-        encoded = dump_json(body)
-        urls, tried = agent.urls, list[int]()
-        while True:
-            index = pending.url_index = urls.pick(tried)  # counts as in flight until the call ends
-            assert index is not None  # the first pick always finds one; a retry only when one is left
-            url = agent.endpoint_url(pending.tool_name, index)
-            try:
-                data = BytesPayload(encoded, content_type="application/json", encoding="utf-8")
-                async with self._http.post(url, data=data, headers=headers, timeout=timeout) as response:
-                    status = response.status
-                    refusal = (await response.text())[:300] if status >= 300 else ""
-                urls.answered(index)
-                break
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                tried.append(index)
-                # Refused before the request left: known not sent, so another copy may take it.
-                if isinstance(exc, aiohttp.ClientConnectorError) and len(tried) < len(urls.urls):
-                    urls.refused(index)
-                    urls.done(index)
-                    pending.url_index = None
-                    logger.info(
-                        "call %s: %s refused the connection, trying another URL", pending.call_id, url
-                    )
-                    continue
-                if len(urls.urls) > 1 and len(tried) < len(urls.urls):
-                    urls.refused(
-                        index
-                    )  # it may have been sent: never sent twice, it fails; the agent stays UP
-                    raise AgentUnavailable(
-                        f"agent {agent.agent_id!r} did not take the call at {url} ({type(exc).__name__})"
-                    ) from exc
-                self._invocation.mark(agent, "DOWN", f"{type(exc).__name__}: {exc}")
-                raise AgentUnavailable(
-                    f"agent {agent.agent_id!r} is unreachable at {url} ({type(exc).__name__}); it is marked DOWN"
-                ) from exc
-        if status >= 300:
-            raise ToolFailed(
-                f"agent {agent.agent_id!r} refused the call to {pending.tool_name!r}: HTTP {status} {refusal}"
-            )
-        await self._invocation.touch(agent)
-
     def resolve(self, agent: LiveAgent, result: ToolResult) -> bool:
         """Deliver a WebSocket ``tool_result``; False when no such call is waiting for that connection."""
         pending = self._pending.get(result.call_id)
@@ -518,58 +382,6 @@ class Dispatcher:
             return False
         self._record_progress(pending, progress, "HTTP")
         return True
-
-    def _record_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
-        """Keep ``progress`` as the call's latest, and relay it unless the call has had
-        :attr:`progress_per_second` frames relayed in the current second: then it is held back
-        (the latest held one is relayed when the second ends) and counted."""
-        if len(progress.message) > MAX_PROGRESS_MESSAGE_CHARS:
-            progress = progress.model_copy(
-                update={"message": cap(progress.message, MAX_PROGRESS_MESSAGE_CHARS)}
-            )
-        pending.last_progress = progress
-        now = self._clock()
-        if now - pending.window_start >= PROGRESS_WINDOW_SECONDS:
-            pending.window_start, pending.window_count = now, 0
-        if pending.window_count < self.progress_per_second:
-            pending.held = None  # superseded by this one (a flush late in its window)
-            if pending.flush is not None:
-                pending.flush.cancel()
-                pending.flush = None
-            pending.window_count += 1
-            self._relay_progress(pending, progress, transport)
-            return
-        self.progress_coalesced += 1
-        pending.held = progress
-        if pending.flush is None:
-            delay = max(0.0, pending.window_start + PROGRESS_WINDOW_SECONDS - now)
-            pending.flush = asyncio.get_running_loop().call_later(
-                delay, self._flush_progress, pending, transport
-            )
-
-    def _flush_progress(self, pending: PendingCall, transport: str) -> None:
-        """The window of a call with a held progress frame ended: relay that frame (the latest)."""
-        pending.flush = None
-        held, pending.held = pending.held, None
-        if held is None or pending.future.done():
-            return
-        pending.window_start, pending.window_count = self._clock(), 1
-        self._relay_progress(pending, held, transport)
-
-    def _relay_progress(self, pending: PendingCall, progress: ToolProgress, transport: str) -> None:
-        if logger.isEnabledFor(logging.DEBUG):
-            percent = "" if progress.progress is None else f" {progress.progress:.0%}"
-            logger.debug(
-                "progress (%s) %s.%s call=%s%s %s",
-                transport,
-                pending.agent_id,
-                pending.tool_name,
-                progress.call_id,
-                percent,
-                progress.message,
-            )
-        if pending.on_progress is not None:
-            pending.on_progress(progress)
 
     def latest_progress(self, call_id: str) -> tuple[ToolProgress | None, bool] | None:
         """(latest progress, still running) of a known call, or ``None``."""
@@ -661,10 +473,10 @@ class Dispatcher:
         if resolved and pending.future.exception() is not None:
             resolved = isinstance(pending.future.exception(), ToolFailed)
         now = self._clock()
-        self._finished[pending.call_id] = _Finished(pending.token, resolved, pending.last_progress, now)
+        self._finished[pending.call_id] = FinishedCall(pending.token, resolved, pending.last_progress, now)
         oldest = now - self._call_timeout * FINISHED_RETENTION_CALL_TIMEOUTS
         while self._finished and (
-            len(self._finished) > _FINISHED_MEMORY or next(iter(self._finished.values())).at < oldest
+            len(self._finished) > FINISHED_MEMORY or next(iter(self._finished.values())).at < oldest
         ):
             self._finished.popitem(last=False)
 

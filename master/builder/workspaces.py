@@ -32,7 +32,7 @@ from master.agents.catalog import ToolCatalog
 from master.agents.connectors import Discovered
 from master.agents.directory import AgentDirectory
 from master.agents.identity import Claim
-from master.agents.invocation import InvocationRegistration
+from master.agents.registrations import InvocationRegistration
 from master.agents.registry import LiveAgent
 from master.auth import Principal
 from master.builder.credentials import AgentKeys

@@ -20,6 +20,7 @@ the new master; its old master's connection is gone or replaced, so no result wo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
@@ -233,7 +234,7 @@ class ClusterRouter:
             **body,
         }
         try:
-            await self._post(holder, message)
+            await self._outbox.post(holder, message)
         except AgentUnavailable:
             return False
         return True
@@ -303,9 +304,6 @@ class ClusterRouter:
                 )
 
     # ------------------------------------------------------------------ inbox
-
-    async def _post(self, master_id: str, message: dict[str, Any]) -> None:
-        await self._outbox.post(master_id, message)
 
     async def post(self, master_id: str, message: dict[str, Any]) -> None:
         """Add ``message`` (with its ``kind``) to master ``master_id``'s inbox; raises
@@ -462,12 +460,18 @@ class ClusterRouter:
                 raise AgentUnavailable(
                     f"agent {message['agent_id']!r} is not connected to master {self._directory.master_id!r}"
                 )
-            # The caller's tool-call span is the parent: the agent's span joins the caller's query trace.
-            with tracing.continued(
-                message.get("traceparent"),
-                f"remote tool {agent.agent_id}.{message['tool_name']}",
-                {"openagent.call_id": str(message["call_id"]), "openagent.origin_master": origin},
-            ):
+            # The caller's tool-call span is the parent: the agent's span joins the caller's query
+            # trace (nothing to build while tracing is off: this runs for every call served).
+            span = (
+                tracing.continued(
+                    message.get("traceparent"),
+                    f"remote tool {agent.agent_id}.{message['tool_name']}",
+                    {"openagent.call_id": str(message["call_id"]), "openagent.origin_master": origin},
+                )
+                if tracing.active()
+                else contextlib.nullcontext()
+            )
+            with span:
                 arguments = message.get("arguments")
                 reply["result"] = await self._dispatcher.call(
                     agent,
@@ -479,11 +483,12 @@ class ClusterRouter:
             reply["success"] = True
         except ToolCallError as exc:
             reply.update(success=False, error=str(exc), error_kind=_kind(exc))
-        await asyncio.gather(*forwarded)  # the caller sees the progress before the result
+        if forwarded:
+            await asyncio.gather(*forwarded)  # the caller sees the progress before the result
         await self._post_quietly(origin, reply)
 
     async def _post_quietly(self, master_id: str, message: dict[str, Any]) -> None:
         try:
-            await self._post(master_id, message)
+            await self._outbox.post(master_id, message)
         except AgentUnavailable as exc:
             logger.warning("could not send %s of call %s: %s", message["kind"], message["call_id"], exc)

@@ -49,6 +49,12 @@ def enabled(settings: Settings) -> bool:
     )
 
 
+def active() -> bool:
+    """Whether this process traces now (a tracer is installed): lets a hot path skip building a
+    span's name and attributes that :func:`continued` would drop."""
+    return _tracer is not None
+
+
 def install(provider: Any) -> None:
     """Trace with ``provider`` (an OpenTelemetry ``TracerProvider``), or stop tracing with ``None``."""
     global _tracer

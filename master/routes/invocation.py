@@ -17,13 +17,8 @@ from master.access import Permission
 from master.agents.call_records import DeliveryStatus
 from master.agents.connectors import transport_of
 from master.agents.identity import Claim
-from master.agents.invocation import (
-    A2ARegistration,
-    Health,
-    InvocationAgent,
-    InvocationRegistration,
-    McpRegistration,
-)
+from master.agents.invocation import InvocationAgent
+from master.agents.registrations import A2ARegistration, Health, InvocationRegistration, McpRegistration
 from master.auth import Principal, principal_of
 from master.deps import ServicesDep, needs
 from master.errors import InvalidToolSchema, RegistrationRefused, SessionStoreUnavailable

@@ -19,7 +19,8 @@ def test_the_soak_is_opt_in() -> None:
     assert SOAK not in DEFAULT_CASES
     assert SOAK not in select("all")
     assert select("all,soak")[-1] == SOAK
-    assert set(select("workers")) >= {"workers1_c32", "workers2_c32", "workers4_c32"}
+    assert set(select("workers")) >= {"workers1_c32", "workers2_c64", "workers4_c128"}
+    assert "workers4_c32" not in select("all") and "workers4_c32" in select("workers_spread")
 
 
 def test_second_half_growth_ignores_the_first_half_and_fits_a_line() -> None:
@@ -98,3 +99,38 @@ def test_the_report_prints_the_session_growth_tables() -> None:
     growth = [table for table in tables if "earlier turns" in table]
     assert len(growth) == 2 and "via the real client" in growth[1]
     assert all(" 100 | 1.00 / 1.50 / 2.00 |" in table for table in growth)
+
+
+def _paced(rate: float, served: float, cpu_ms: float) -> dict[str, Any]:
+    summary = {"ops_per_s": {"median": served}, "server_cpu_ms_per_op": {"median": cpu_ms}, "errors": 0}
+    return {"kind": "round_trip", "rate": rate, "summary": summary}
+
+
+def test_the_masters_cpu_is_judged_at_the_same_rate_per_master() -> None:
+    cases = {
+        "workers1_r100": _paced(100, 100, 1.0),
+        "workers4_r400": _paced(400, 399, 1.4),
+        "workers1_http_r100": _paced(100, 100, 1.0),
+        "workers4_http_r400": _paced(400, 400, 1.6),
+        "workers1_replicas_r100": _paced(100, 100, 1.0),
+        "workers4_replicas_r400": _paced(400, 300, 1.3),  # the rate not held
+    }
+    verdicts = {v["target"]: v for v in evaluate(cases, connections_wanted=0)}
+    ws = verdicts["masters on one Redis, WS: CPU per op, 4 masters vs 1, 100 queries/s per master"]
+    assert (ws["ratio"], ws["verdict"]) == (1.4, "PASS")
+    assert "did not hold the rate" not in ws["note"]
+    replicas = verdicts[
+        "masters on one Redis, WS with a replica on every master: CPU per op, 4 masters vs 1, 100 queries/s per master"
+    ]
+    assert (replicas["ratio"], replicas["verdict"]) == (1.3, "info")
+    assert "not judged: workers4_replicas_r400 did not hold the rate" in replicas["note"]
+    http = verdicts[
+        "masters on one Redis, HTTP invocation: CPU per op, 4 masters vs 1, 100 queries/s per master"
+    ]
+    assert (http["ratio"], http["verdict"]) == (1.6, "FAIL")
+
+
+def test_the_paced_workers_cases_run_by_default() -> None:
+    workers = select("workers")
+    assert {"workers1_r100", "workers4_r400", "workers4_http_r400", "workers4_replicas_r400"} <= set(workers)
+    assert "workers4_r400" in DEFAULT_CASES

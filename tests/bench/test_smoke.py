@@ -1,5 +1,5 @@
-"""The benchmark keeps working: ``python -m bench --smoke --cases all,soak`` runs every case (the
-opt-in soak for a few seconds) and writes the JSON.
+"""The benchmark keeps working: ``python -m bench --smoke --cases all,soak,workers_spread`` runs
+every case (the opt-in ones too, the soak for a few seconds) and writes the JSON.
 
 The figures of a smoke run mean nothing (tiny windows, systems run side by side on whatever
 else the machine is doing), so nothing here judges speed: a 0.25 s window on a busy machine
@@ -38,7 +38,7 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
             "bench",
             "--smoke",
             "--cases",
-            "all,soak",
+            "all,soak,workers_spread",
             "--results-dir",
             str(tmp_path),
             "--redis-url",
@@ -91,4 +91,4 @@ def test_smoke_run_writes_every_case_and_target(tmp_path: Path) -> None:
         either_second = min(windows.index((case, 2)), windows.index((baseline, 2)))
         assert both_first < either_second, (case, baseline, windows)
     assert "| target" in run.stdout and "ws_c32" in run.stdout
-    assert "workers4_c32" in run.stdout and "| soak series" in run.stdout
+    assert "workers4_c128" in run.stdout and "| soak series" in run.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -181,6 +182,33 @@ async def test_registers_tools_with_bearer_token_and_serves_health(http_master: 
         async with httpx.AsyncClient(timeout=WAIT) as client:
             health = await client.get(f"{agent.invocation_base_url}/health")
         assert (health.status_code, health.json()) == (200, {"status": "ok", "agent_id": "tools-agent"})
+
+
+async def test_replica_urls_are_registered_with_the_agent(http_master: HttpMaster) -> None:
+    copies = ["http://copy-1.example:9000", "https://copy-2.example"]
+    async with agent_with(http_master, echo, replica_urls=copies) as agent:
+        body, _ = await next_item(http_master.registrations)
+        assert body["invocation_base_url"] == agent.invocation_base_url
+        assert body["replica_urls"] == copies
+        assert agent.replica_urls == tuple(copies)
+
+
+async def test_no_replica_urls_sends_none(http_master: HttpMaster) -> None:
+    async with agent_with(http_master, echo):
+        body, _ = await next_item(http_master.registrations)
+        assert "replica_urls" not in body
+
+
+@pytest.mark.parametrize(
+    ("urls", "problem"),
+    [
+        (["ftp://copy-1.example"], "http:// or https:// URLs, got 'ftp://copy-1.example'"),
+        ("http://copy-1.example", "a list of URLs, not a string"),
+    ],
+)
+def test_replica_urls_must_be_http_urls(urls: Any, problem: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(problem)):
+        InvocationActionAgent("tools-agent", TOOLS, tool_handler=echo, replica_urls=urls)
 
 
 async def test_start_retries_until_the_master_comes_up() -> None:

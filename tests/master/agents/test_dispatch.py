@@ -17,9 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from master.agents.dispatch import MAX_PROGRESS_MESSAGE_CHARS
 from master.agents.frames import tool_call_frame
-from master.agents.invocation import InvocationAgent, InvocationRegistration
+from master.agents.invocation import InvocationAgent
+from master.agents.pending import MAX_PROGRESS_MESSAGE_CHARS
+from master.agents.registrations import InvocationRegistration
 from master.errors import AgentDisconnected, AgentUnavailable, ToolFailed, ToolTimeout
 from master.storage.json_bytes import dump_json
 from openagent.testing import ScriptedOpenAIServer

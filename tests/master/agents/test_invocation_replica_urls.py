@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from master.agents.base_urls import BaseUrls
-from master.agents.invocation import InvocationRegistration
+from master.agents.registrations import InvocationRegistration
 from master.llm.model import ChatMessage, ChatResult, FunctionChatModel, ToolCallRequest
 from openagent.invocation import InvocationActionAgent
 from tests.factories import in_process_master

@@ -6,7 +6,8 @@ from __future__ import annotations
 import aiohttp
 import redis.asyncio as aioredis
 
-from master.agents.invocation import InvocationAgents, InvocationRegistration
+from master.agents.invocation import InvocationAgents
+from master.agents.registrations import InvocationRegistration
 from master.auth import BOOTSTRAP_ADMIN
 from protocol import ToolSchema
 
