@@ -205,6 +205,7 @@ test("auto mode with roles: the plan's sub-tasks as a checklist, with verdicts a
   // After a reload the session's answer comes back, with its checklist read from the run's record.
   await page.reload();
   await expect(app.lastAnswer()).toContainText("world-again");
+  await expect(app.lastAnswer()).toContainText(`Used: ${AGENT}`);
   const again = app.lastAnswer().getByRole("list", { name: "Plan checklist" });
   await expect(again.getByRole("listitem", { name: "Sub-task 1: passed" })).toContainText("echo hello");
   const secondAgain = again.getByRole("listitem", { name: "Sub-task 2: passed" });

@@ -55,14 +55,14 @@ describe("a past run's checklist", () => {
 describe("a past session's entries", () => {
   it("keeps each query's last answer and its run, and puts the checklist on it", () => {
     const queries = pastQueries([
-      { query: "one", query_id: "q1", decision: "call_tool", tool_name: "echo" },
+      { query: "one", query_id: "q1", decision: "call_tool", tool_agent_id: "echo-agent", tool_name: "echo" },
       { query: "one", query_id: "q1", decision: "final_answer", answer: "first", run_id: "run_1" },
       { decision: "summary", summary: "…" },
       { query: "two", query_id: "q2", decision: "answer_directly", answer: "second" },
     ]);
     expect(queries).toEqual([
-      { question: "one", answer: "first", runId: "run_1" },
-      { question: "two", answer: "second", runId: null },
+      { question: "one", answer: "first", runId: "run_1", agentsUsed: ["echo-agent"] },
+      { question: "two", answer: "second", runId: null, agentsUsed: [] },
     ]);
     let n = 0;
     const entries = pastEntries(queries, new Map([["run_1", checklistOfRun(record)!]]), () => `p${++n}`);

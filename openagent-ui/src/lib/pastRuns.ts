@@ -43,15 +43,21 @@ export interface PastQuery {
   question: string;
   answer: string;
   runId: string | null;
+  /** The agents its stored tool turns called. */
+  agentsUsed: string[];
 }
 
 /** The session's queries that were answered, oldest first (a query stores several turns: the last one with an answer holds it). */
 export function pastQueries(turns: Record<string, unknown>[]): PastQuery[] {
   const byQuery = new Map<string, PastQuery>();
+  const agents = new Map<string, Set<string>>();
   for (const turn of turns) {
+    const queryId = typeof turn.query_id === "string" ? turn.query_id : null;
+    if (queryId && typeof turn.tool_agent_id === "string") agents.set(queryId, (agents.get(queryId) ?? new Set()).add(turn.tool_agent_id));
     if (typeof turn.answer !== "string" || typeof turn.query !== "string") continue;
-    const key = typeof turn.query_id === "string" ? turn.query_id : `#${byQuery.size}`;
-    byQuery.set(key, { question: turn.query, answer: turn.answer, runId: typeof turn.run_id === "string" ? turn.run_id : null });
+    const key = queryId ?? `#${byQuery.size}`;
+    const agentsUsed = [...(agents.get(key) ?? [])];
+    byQuery.set(key, { question: turn.query, answer: turn.answer, runId: typeof turn.run_id === "string" ? turn.run_id : null, agentsUsed });
   }
   return [...byQuery.values()];
 }
@@ -60,7 +66,7 @@ export function pastQueries(turns: Record<string, unknown>[]): PastQuery[] {
 export function pastEntries(queries: PastQuery[], checklists: Map<string, ChecklistItem[]>, idOf: () => string): ChatEntry[] {
   return queries.flatMap((q) => {
     const checklist = q.runId ? checklists.get(q.runId) : undefined;
-    const answer: AssistantEntry = { kind: "assistant", id: idOf(), text: q.answer, steps: [], state: "done", round: 0, ...(checklist ? { checklist } : {}) };
+    const answer: AssistantEntry = { kind: "assistant", id: idOf(), text: q.answer, steps: [], state: "done", round: 0, agentsUsed: q.agentsUsed, ...(checklist ? { checklist } : {}) };
     return [{ kind: "user" as const, id: idOf(), text: q.question, attachments: [] }, answer];
   });
 }
