@@ -48,6 +48,7 @@ class TurnRecorder:
         model: str,
         flush_each_step: bool,
         owner: str | None = None,
+        run_id: str | None = None,
     ) -> None:
         self._sessions = sessions
         self.owner = owner
@@ -56,6 +57,8 @@ class TurnRecorder:
         self.query_id = query_id
         self.query = query
         self._base: dict[str, Any] = {"query": query, "query_id": query_id, "model": model}
+        if run_id is not None:  # ``GET /runs/{run_id}`` reads the run that made the turn
+            self._base["run_id"] = run_id
         self.flush_each_step = flush_each_step
         self.plan_id: str | None = None
         self._pending: list[Turn] = []

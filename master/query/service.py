@@ -211,6 +211,7 @@ class QueryService:
             model=model,
             flush_each_step=request.auto_mode,
             owner=principal.tenant,
+            run_id=live.run_id if live is not None else None,
         )
         hooks = RunHooks(on_step=recorder.steps, events=events, llm_options=extras.llm_options or None)
         if live is not None:

@@ -201,4 +201,18 @@ test("auto mode with roles: the plan's sub-tasks as a checklist, with verdicts a
   expect(serious.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`)).toEqual([]);
   await checklist.screenshot({ path: info.outputPath("roles-checklist.png") });
   await page.screenshot({ path: info.outputPath("roles-chat.png") });
+
+  // After a reload the session's answer comes back, with its checklist read from the run's record.
+  await page.reload();
+  await expect(app.lastAnswer()).toContainText("world-again");
+  await expect(app.lastAnswer()).toContainText(`Used: ${AGENT}`);
+  const again = app.lastAnswer().getByRole("list", { name: "Plan checklist" });
+  await expect(again.getByRole("listitem", { name: "Sub-task 1: passed" })).toContainText("echo hello");
+  const secondAgain = again.getByRole("listitem", { name: "Sub-task 2: passed" });
+  await expect(secondAgain).toContainText("attempt 2");
+  await expect(secondAgain.getByRole("list", { name: "Verdicts on sub-task 2" }).getByRole("listitem")).toHaveText([
+    "reviewer · needs retry: echo it once more to be sure",
+    "reviewer · pass (attempt 2): the agent echoed it",
+  ]);
+  await page.screenshot({ path: info.outputPath("roles-chat-reloaded.png") });
 });

@@ -30,6 +30,7 @@ import type {
   SandboxStatus,
   SandboxStopped,
   SavedAgent,
+  RunRecord,
   SessionRagContext,
   SessionTurns,
 } from "./types";
@@ -135,6 +136,8 @@ export interface ApiClient {
   /** Streamed `POST /query`; resolves with the final `query_result`. */
   query(body: QueryRequest, handlers: StreamHandlers, signal?: AbortSignal): Promise<QueryResponse>;
   session(sessionId: string): Promise<SessionTurns>;
+  /** `GET /runs/{run_id}`: the run's record. */
+  run(runId: string): Promise<RunRecord>;
   deleteSession(sessionId: string): Promise<boolean>;
   /** `GET /query/session-rag-context`: the session's attached files and their indexing state. */
   sessionRagContext(sessionId: string): Promise<SessionRagContext>;
@@ -237,6 +240,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; fetc
     models: () => json<ModelCatalog>("GET", "/query/orchestrator-models"),
     register: (body) => json("POST", "/register", body),
     session: (sessionId) => json<SessionTurns>("GET", `/sessions/${encodeURIComponent(sessionId)}`),
+    run: (runId) => json<RunRecord>("GET", `/runs/${encodeURIComponent(runId)}`),
     deleteSession: async (sessionId) => {
       const response = await send("DELETE", `/sessions/${encodeURIComponent(sessionId)}`);
       if (response.status === 404) return false;

@@ -46,6 +46,8 @@ export type Health = Schemas["Health"];
 export type ModelCatalog = Schemas["OrchestratorModels"];
 /** `GET /sessions/{session_id}`. */
 export type SessionTurns = Schemas["SessionTurns"];
+/** `GET /runs/{run_id}`: a run's record (`roles`: the coordinator's state of a run with roles). */
+export type RunRecord = Schemas["RunRecord"];
 /** `GET /query/session-rag-context`. */
 export type SessionRagContext = Schemas["SessionRagContext"];
 /** A tool of an agent, in OpenAI function-calling shape. */

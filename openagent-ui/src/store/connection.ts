@@ -115,6 +115,7 @@ export function createConnectionSlice(runtime: Runtime): SliceCreator<Connection
           polls = 0;
           schedulePoll();
           void get().loadPendingApprovals(); // the toolbar's count of waiting approvals
+          void get().restoreSession(); // after a reload: the session's past answers
           return true;
         } catch (error) {
           set({ connection: "error", connectionError: messageOf(error) });

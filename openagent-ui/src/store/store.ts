@@ -62,7 +62,7 @@ export function createAppStore(options: StoreOptions = {}): AppStore {
     ...createCatalogSlice(...a),
     ...createCanvasSlice(...a),
     ...createActivitySlice(runtime)(...a),
-    ...createChatSlice(...a),
+    ...createChatSlice(runtime)(...a),
     ...createApprovalsSlice(...a),
     ...createBuilderSlice(...a),
     ...createRestoreSlice(...a),

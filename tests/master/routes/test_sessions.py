@@ -38,6 +38,8 @@ def test_read_then_delete_a_session(secured: MasterProcess, llm: ScriptedOpenAIS
         assert [(turn["query"], turn["decision"], turn["answer"]) for turn in body["turns"]] == [
             ("hi", "answer_directly", "Hello there")
         ]
+        # The turn names the run that made it, so a client reads its record (GET /runs/{run_id}).
+        assert answer["run_id"] and body["turns"][0]["run_id"] == answer["run_id"]
 
         deleted = client.delete(f"/sessions/{session_id}")
         assert deleted.status_code == 200 and deleted.json() == {"session_id": session_id, "deleted": True}
