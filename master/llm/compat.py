@@ -12,6 +12,7 @@ subset, plus what the server is known to take:
   templates require it; the same id always maps to the same short one, so an assistant message
   and the tool messages that answer it agree;
 - ``stream_options`` (usage in streams) only to servers that take it;
+- a round that offers tools is streamed only by servers that stream it (not llama-cpp-python);
 - the per-round output bound as ``max_completion_tokens`` for the OpenAI API (its reasoning
   models refuse ``max_tokens``), ``max_tokens`` everywhere else.
 
@@ -75,6 +76,10 @@ class Compat:
     """The context window the server reported, if it did."""
     tokenizers: tuple[Tokenizer, ...] = ()
     """The tokenize endpoints the server may offer, tried in order (the first that answers is used)."""
+    stream_tools: bool = True
+    """The server streams a round that offers tools. llama-cpp-python's function calling does not
+    (``Automatic streaming tool choice is not supported``, and it ignores tools without
+    ``tool_choice``): such a round is asked unstreamed, its text handed on as one token."""
 
 
 OPENAI = Compat("openai", null_content=True, stream_usage=True, max_tokens_field="max_completion_tokens")
@@ -159,8 +164,11 @@ async def detect(base_url: str, get: Getter) -> Compat:
         if owner in ("llamacpp", "me"):  # llama-server, llama-cpp-python
             meta = entry.get("meta")
             n_ctx = meta.get("n_ctx_train") if isinstance(meta, dict) else None
-            tokenizer: Tokenizer = "llama-server" if owner == "llamacpp" else "llama-cpp-python"
-            return replace(LLAMACPP, context_size=_positive(n_ctx), tokenizers=(tokenizer,))
+            if owner == "llamacpp":
+                return replace(LLAMACPP, context_size=_positive(n_ctx), tokenizers=("llama-server",))
+            return replace(
+                LLAMACPP, context_size=_positive(n_ctx), tokenizers=("llama-cpp-python",), stream_tools=False
+            )
     return GENERIC
 
 

@@ -148,7 +148,7 @@ class OpenAIChatModel:
     ) -> ChatResult:
         compat = await self._endpoint.compat()
         options = self._options(options, tools, compat)
-        if on_token is not None:
+        if on_token is not None and (compat.stream_tools or not tools):
             body = chat_pieces(model, messages, tools, stream=True, options=options, compat=compat)
             result = await self._stream(model, body, on_token)
         else:
@@ -162,6 +162,8 @@ class OpenAIChatModel:
                     f"model {model!r} returned an unexpected answer: {str(data)[:200]}",
                     code="llm_bad_response",
                 ) from exc
+            if on_token is not None and result.content:  # a server that does not stream this round
+                on_token(result.content)
         return result if result.total_tokens else _estimated(result, messages, tools)
 
     async def _stream(self, model: str, body: list[bytes], on_token: TokenSink) -> ChatResult:

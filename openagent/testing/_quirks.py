@@ -67,6 +67,8 @@ class Quirks:
             it (each message's text and tool calls, four tokens of framing each, and the
             tools' JSON). ``None``: no tokenize endpoint.
         tokenize_calls: How many tokenize requests the server answered.
+        no_streamed_tools: A streamed request that offers tools fails with HTTP 500 ``Automatic
+            streaming tool choice is not supported`` (llama-cpp-python's function calling).
     """
 
     kind: ServerKind = "openai"
@@ -80,6 +82,7 @@ class Quirks:
     busy_retry_ms: int = 50
     tokenize_ratio: float | None = None
     tokenize_calls: int = 0
+    no_streamed_tools: bool = False
     _busy: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -99,6 +102,8 @@ class Quirks:
             extra = sorted(set(body) - COMMON_FIELDS)
             if extra:
                 return 400, f"unsupported request fields: {', '.join(extra)}"
+        if self.no_streamed_tools and body.get("stream") and body.get("tools"):
+            return 500, "Automatic streaming tool choice is not supported"
         messages = body.get("messages")
         for index, message in enumerate(messages if isinstance(messages, list) else []):
             if not isinstance(message, dict):

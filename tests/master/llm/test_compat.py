@@ -141,6 +141,26 @@ async def test_an_unknown_server_gets_only_the_common_subset_and_its_usage_is_co
     assert result.total_tokens == result.prompt_tokens + result.completion_tokens
 
 
+@pytest.mark.parametrize("server", [Quirks(kind="llama-cpp-python", no_streamed_tools=True)], indirect=True)
+async def test_llama_cpp_python_gets_rounds_with_tools_unstreamed(
+    server: ScriptedOpenAIServer, model: OpenAIChatModel
+) -> None:
+    """llama-cpp-python's function calling refuses a streamed round with tools (HTTP 500): such a
+    round is asked unstreamed and its text handed on as one token; a round without tools streams."""
+    server.add_tool_call("weather__get", {"city": "Paris"})
+    server.add_text("Clear skies over Paris.")
+    server.add_text("Hello there.")
+    tokens: list[str] = []
+    called = await model.complete(model="m", messages=history()[:1], tools=TOOLS, on_token=tokens.append)
+    assert [call.name for call in called.tool_calls] == ["weather__get"] and tokens == []
+    answered = await model.complete(model="m", messages=history(), tools=TOOLS, on_token=tokens.append)
+    assert answered.content == "Clear skies over Paris." and tokens == ["Clear skies over Paris."]
+    await model.complete(model="m", messages=history()[:1], on_token=tokens.append)
+    assert "".join(tokens[1:]) == "Hello there."
+    assert [bool(body.get("stream")) for body in server.requests] == [False, False, True]
+    assert all(body.get("tool_choice") == "auto" for body in server.requests[:2])
+
+
 @pytest.mark.parametrize(
     ("server", "name", "window"),
     [
