@@ -78,6 +78,7 @@ async def test_tool_turn_is_stored_and_replayed(
                 "query": "Weather in Paris?",
                 "query_id": body["query_id"],
                 "model": "gpt-4o-mini",
+                "run_id": body["run_id"],
                 "ts": turns[0]["ts"],
                 "decision": "call_tool",
                 "tool_agent_id": "weather-turns",
