@@ -273,22 +273,8 @@ class QueryEntry:
         on_progress: Callable[[ToolProgress], None] | None = None,
         principal: Principal,
     ) -> ToolRun | QueryResponse:
-        """Call one tool directly, without the model: a door's ``tools/call``.
-
-        Admitted like a query (raises :class:`QueryRefused` before anything runs), checked
-        (raises :class:`ToolRefused`: the agent and the tool must be on offer, the arguments must
-        fit the tool's schema), then given the approval policy's verdict, the orchestrator's own
-        (:class:`master.query.policy.ApprovalPolicy`): a call that needs a person's approval is
-        not sent but held (:meth:`QueryService.hold_direct`), and the answer is then a
-        ``QueryResponse`` with ``status: "awaiting_approval"`` and its approval, as a held query's;
-        once decided (through any door, or expired) the approval desk runs it once and ends the
-        run with the call's outcome (:class:`DirectOutcome`). Otherwise the call is sent through
-        the same :class:`ToolCaller` as the orchestrator's calls (metrics, trace, call records).
-        A tool that fails is a :class:`ToolRun` with ``success`` false and its ``error``.
-        Cancelling the caller abandons the call: the dispatcher forgets it and a late result is
-        dropped. Another tenant's agent is unknown to ``principal`` (``unknown_agent``), as one
-        that does not exist.
-        """
+        """Call one tool directly, without the model: a door's ``tools/call``
+        (:meth:`master.query.direct.DirectCalls.call` says how it is admitted, checked and held)."""
         return await self._direct.call(
             agent_id, tool_name, arguments, door=door, on_progress=on_progress, principal=principal
         )
