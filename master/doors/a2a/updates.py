@@ -12,7 +12,7 @@ from typing import Any
 
 from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.tasks import TaskUpdater
-from a2a.types.a2a_pb2 import Artifact, Message, Part, TaskState
+from a2a.types.a2a_pb2 import Artifact, Message, Part, Task, TaskState
 from a2a.utils.errors import ContentTypeNotSupportedError
 from google.protobuf import json_format
 
@@ -152,12 +152,7 @@ class Updater(TaskUpdater):
             return
         task = new_task(self.task_id, self.context_id, TaskState.TASK_STATE_WORKING, history=self.first)
         self.first = None
-        task.status.timestamp.GetCurrentTime()
-        if message is not None:
-            task.status.message.CopyFrom(message)
-        if self.run_id:
-            task.metadata.update({RUN_ID_KEY: self.run_id})
-        await self.event_queue.enqueue_event(task)
+        await self._enqueue_new(task, message)
 
     async def finish(
         self,
@@ -186,6 +181,10 @@ class Updater(TaskUpdater):
             artifacts = [artifact]
         task = new_task(self.task_id, self.context_id, state, artifacts=artifacts, history=self.first)
         self.first = None
+        await self._enqueue_new(task, message)
+
+    async def _enqueue_new(self, task: Task, message: Message | None) -> None:
+        """The new task, stamped now, with its status message and its run's id."""
         task.status.timestamp.GetCurrentTime()
         if message is not None:
             task.status.message.CopyFrom(message)
